@@ -109,7 +109,6 @@ UNIT_DEFINITIONS = {
     "compute/continuous_batching.py:_EPS": "numerical tolerance of a float comparison",
     "compute/fsdp2_output_cast.py:BF16_BYTES": "dtype width",
     "compute/fsdp2_output_cast.py:FP32_BYTES": "dtype width",
-    "memory/nf4_dequant.py:FP32": "dtype width",
     "memory/kbit_upcast.py:KBIT_UPCAST_PARAM_BYTES": "dtype width (fp32)",
     "memory/kbit_upcast.py:KBIT_STREAM_BYTES": "dtype width (fp32)",
 }
@@ -180,8 +179,8 @@ memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACK
 memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
 memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS
-memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT memory/quant.py:NF4_BLOCK
-memory/quant.py:NF4_DQ_BLOCK_ELEMENTS memory/quant.py:NF4_DQ_FIXED_BYTES
+memory/overhead.py:NCCL_CHANNELS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT
+memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
 plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES

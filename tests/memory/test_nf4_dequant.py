@@ -69,3 +69,32 @@ def test_fp32_model_adapter_saves_no_input_copy():
     fp32 = ctx(4)  # PEFT's cast returns the fp32 input itself: q and k share it, saved once
     assert [_adapter_saved(fp32, m, 256, 16, input_saved=False) for m in ("q_proj", "k_proj")] == [
         128 * 4 * (16 + 256), 128 * 4 * 16]
+
+
+def test_forward_gemm_bytes_when_matmul4bit_saves_the_input_and_makes_one_absmax():
+    # bitsandbytes 0.41.1: MatMul4Bit keeps the input (the layer's saved set counts it) and dequantize_4bit makes one
+    # fp32 absmax (offset added in place); lora_A's fp32 copy is still made after the base GEMM (not yet live)
+    n = 512 * 8192
+    got = nf4_dequant.forward_gemm_bytes(in_features=8192, out_features=512, rows=128, compute_dtype_bytes=2,
+                                         adapter_input_bytes=4, input_saved=True, absmax_copies=1)
+    assert got == 4 * n // 64 + 2 * n + 128 * 512 * 2 - 128 * 8192 * 4
+    # a bf16 adapter saves the input itself: nothing unsaved, nothing pending, with or without MatMul4Bit's copy
+    for saved in (True, False):
+        assert nf4_dequant.forward_gemm_bytes(in_features=8192, out_features=512, rows=128, compute_dtype_bytes=2,
+                                              adapter_input_bytes=2, input_saved=saved) == 8 * n // 64 + 2 * n + 128 * 512 * 2
+
+
+def test_forward_absmax_copies_read_the_pin():
+    assert [nf4_dequant.forward_absmax_copies(p) for p in ("0.41.1", "0.43.1", "0.49.2", "0.50.0", "0.50.2", None,
+                                                             ">=0.41")] == [1, 1, 1, 2, 2, 2, 2]
+
+
+def test_checkpointed_forward_subtracts_no_adapter_copy():
+    # the widemlp cell under checkpointing: the last layer's forward runs without grad, so lora_A saves no fp32 copy
+    # of down_proj's input and the whole bf16 input is live beside the dequantised weight
+    card = GridCase("llama_widemlp", scope="qlora", ckpt=True, seq_len=128).card()
+    fwd = {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}["forward"]
+    cfg = ARCHS["llama_widemlp"]
+    no_grad = nf4_dequant.forward_gemm_bytes(in_features=cfg["intermediate_size"], out_features=cfg["hidden_size"],
+                                             rows=128, compute_dtype_bytes=2)
+    assert fwd.components["activation_transients"] == no_grad

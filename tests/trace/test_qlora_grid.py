@@ -1,7 +1,8 @@
 """QLoRA (bitsandbytes 0.50.2 NF4 under PEFT's LoRA) on the estimator-vs-trace grid: the plan's peak within the grid's
-2 % and the same peak phase; the packed weights and their quantization state to the byte; and, on the cells without
-checkpointing, every phase within 2 % (where a layer's dequantised weight is at the forward's and backward's peak:
-``trainfit.memory.nf4_dequant``)."""
+2 % and the same peak phase; the packed weights and their quantization state to the byte; and every phase within 2 %
+(where a layer's dequantised weight is at the forward's and backward's peak: ``trainfit.memory.nf4_dequant``), but a
+checkpointed cell's forward within 3.5 %: the widemlp cell's forward sits at -3.1 % (its MLP intermediates beside
+the checkpoint inputs, ``accuracy.grid.QLORA_GRID``), the others within 0.8 %."""
 
 import pytest
 from plan_vs_trace import assert_plan_matches_trace
@@ -18,6 +19,7 @@ from trainfit.trace.api import TraceRequest, trace_step  # noqa: E402
 from trainfit.trace.build import build_meta  # noqa: E402
 
 TOLERANCE = 0.02
+CKPT_FORWARD_TOLERANCE = 0.035
 
 
 def _unquantized_buffer_bytes(req: TraceRequest, layers: int) -> int:
@@ -39,10 +41,10 @@ def test_qlora_plan_matches_trace(case):
     assert traced.phase("optimizer_step").breakdown["weights"] == step["weights"] + step["adapter_weights"] + buffers
     assert (traced.params_total, traced.params_trainable) == (plan.params_total + plan.params_trainable,
                                                               plan.params_trainable)
-    if not case.ckpt:
-        planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
-        for ph in traced.phases:
-            assert abs(planned[ph.name] / ph.peak_bytes - 1) <= TOLERANCE, (ph.name, planned[ph.name], ph.peak_bytes)
+    planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
+    for ph in traced.phases:
+        tol = CKPT_FORWARD_TOLERANCE if case.ckpt and ph.name == "forward" else TOLERANCE
+        assert abs(planned[ph.name] / ph.peak_bytes - 1) <= tol, (ph.name, planned[ph.name], ph.peak_bytes)
 
 
 def test_qlora_grid_covers_its_axes():

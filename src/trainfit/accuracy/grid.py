@@ -229,11 +229,13 @@ QLORA_GRID: tuple[GridCase, ...] = (
 )
 """QLoRA grid cases (needs bitsandbytes): kept apart from ``GRID`` so its tables and axes stay as they were.
 
-Open, not QLoRA's: with checkpointing a layer's forward holds its MLP intermediates beside the checkpoint inputs
-alone, and the plan's forward looks at the loss only (no in-layer point outside pipeline stages). On the wide-MLP
-model that leaves the forward phase under (QLoRA, seq 128: -9.5 %; LoRA and QLoRA at micro-batch 4 x 512: -56 % and
--72 %, and their backward peaks +4.9 % / +6.6 %, so those shapes are not grid cells); the peaks of the cells above sit
-elsewhere. The backward overestimate left on ``llama_widemlp`` without checkpointing (+1.4 %; LoRA +1.7 %) is the
+Every phase of every cell is checked (tests/trace/test_qlora_grid.py): within 2 %, a checkpointed cell's forward
+within 3.5 %. The checkpointed last layer's forward runs without grad, so its dequantisation moment holds the whole
+down_proj input with no adapter copy subtracted (``memory.nf4_dequant.layer_moments``). Open, not QLoRA's: with
+checkpointing a layer's forward holds its MLP intermediates beside the checkpoint inputs alone, and the plan's
+forward looks at the dequantisation and the loss only. On the wide-MLP model that leaves the forward phase under
+(QLoRA, seq 128: -3.1 %; LoRA and QLoRA at micro-batch 4 x 512: -56 % and -72 % before that fix, and their backward
+peaks +4.9 % / +6.6 %, so those shapes are not grid cells); the peaks of the cells above sit elsewhere. The backward overestimate left on ``llama_widemlp`` without checkpointing (+1.4 %; LoRA +1.7 %) is the
 same in LoRA: the MLP's gradients moment, not the dequantisation."""
 
 TP_GRID: tuple[GridCase, ...] = (

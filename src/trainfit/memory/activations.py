@@ -261,6 +261,10 @@ class _Ctx:
     padding_mask: bool = False
     """The batch carries an attention mask with zeros (``batch.padding`` mask): SDPA layers take transformers' 4-D
     mask (``attention.sdpa_padding_masked``)."""
+    frozen_saves_input: bool = False
+    """Each frozen linear keeps its input for the backward whenever that input needs a gradient (bitsandbytes'
+    MatMul4Bit before 0.43.2, ``memory.bnb_saved_input``): one storage per distinct input, shared with what an
+    adapter in the compute dtype saves of it (``_linear``, ``_SHARED_INPUT``)."""
 
 
 def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int,
@@ -304,10 +308,18 @@ def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
 def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
     """A projection. Full: saves its bf16 input (once per distinct input; TE fp8: its fp8 copy). LoRA: fp32
     input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing (AutoGPTQ's unpacked
-    weight: ``gptq_saved_weights``, added per layer)."""
+    weight: ``gptq_saved_weights``, added per layer), except its input when ``ctx.frozen_saves_input`` and that input
+    needs a gradient (``x_rg``)."""
     out = 0
     if ctx.full and not input_saved:
         out += linear_input(ctx, in_features)
+    elif ctx.frozen_saves_input and not ctx.full and x_rg:
+        # the frozen base runs first (PEFT: ``result = self.base_layer(x)``) and keeps x itself: counted once per
+        # distinct input; a compute-dtype adapter's lora_A then finds it saved
+        key = _SHARED_INPUT.get(name, name)
+        if not input_saved and key not in ctx.saved_inputs:
+            out += ctx.T * ctx.a * in_features
+        ctx.saved_inputs.add(key)
     r = ctx.targets.get(name)
     if r is not None:
         out += _adapter_saved(ctx, name, in_features, r, input_saved=ctx.full, x_rg=x_rg)
@@ -480,10 +492,12 @@ def _attention(ctx: _Ctx, spec: ModelSpec, x_rg: bool, *, masked: bool = False) 
         total += linear_input(ctx, qd)
     elif ctx.full and (o_in_copy or gated):
         total += T * a * qd
+    elif ctx.frozen_saves_input and not ctx.full and (o_in_copy or gated):
+        total += T * a * qd  # the frozen o_proj keeps its input, a copy here (a view of SDPA's saved output else)
     r = ctx.targets.get("o_proj")
     if r is not None:
-        # o_proj's input is already saved when it is a view of SDPA's saved output, or in full mode
-        o_in_saved = ctx.full or not (o_in_copy or gated)
+        # o_proj's input is already saved when it is a view of SDPA's saved output, in full mode, or by the frozen base
+        o_in_saved = ctx.full or ctx.frozen_saves_input or not (o_in_copy or gated)
         total += _adapter_saved(ctx, "o_proj", qd, r, input_saved=o_in_saved)
     return total, o_rg
 
@@ -1033,6 +1047,7 @@ def activation_bytes(
     hf_sdpa: HfSdpaCopies = V5_SDPA,
     gptq_torch_dequant: bool = False,
     padding_mask: bool = False,
+    frozen_saves_input: bool = False,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -1045,7 +1060,8 @@ def activation_bytes(
 
     ``Attention.FLASH`` is treated as SDPA (same saved set). Gemma-2 with SDPA is eager: transformers
     5 refuses SDPA for it (softcapping) and its default falls back to eager. QLoRA saves what LoRA
-    saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight, and its input is already bf16.
+    saves: bitsandbytes' 4-bit matmul keeps only the (packed) weight from 0.43.2 on, and its input is already bf16
+    (before 0.43.2 it keeps its input too: ``frozen_saves_input``).
 
     ``selective``: ``checkpointed_per_layer`` (and ``checkpointed_embedding``) hold what a layer keeps under
     that selective policy (module docstring); the planner then walks the step as a checkpointed one.
@@ -1075,6 +1091,9 @@ def activation_bytes(
     the mask's float copy and repeated k/v (``attention.sdpa_padding_masked``); before transformers 4.53 the layers
     share one float mask, counted once in ``embedding``. Without checkpointing the bool mask dies with the forward
     (it is no saved tensor); under checkpointing ``plan.terms`` holds it (``attention.sdpa_bool_mask_bytes``).
+
+    ``frozen_saves_input``: every frozen linear whose input needs a gradient keeps that input (bitsandbytes'
+    MatMul4Bit before 0.43.2: ``memory.bnb_saved_input``), once per distinct input (``_Ctx.frozen_saves_input``).
     """
     b, s = micro_batch_size, seq_len
     T = b * s
@@ -1087,7 +1106,8 @@ def activation_bytes(
             if dropout and trainable.lora.dropout_post else {})
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
                adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
-               linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa, padding_mask=padding_mask)
+               linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa, padding_mask=padding_mask,
+               frozen_saves_input=frozen_saves_input and not full)
     frozen_w = saved_frozen_weight_bytes(gptq_torch_dequant=gptq_torch_dequant and not full, rows=T)
     per_layer = []
     kernel_bwd: list[int] = []

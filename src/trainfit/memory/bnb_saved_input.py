@@ -9,10 +9,19 @@ first released in 0.43.2) stores ``(None, B)``. A frozen 16-bit ``nn.Linear`` sa
 so with an older bitsandbytes every frozen 4-bit linear of a layer whose input needs a gradient saves that input,
 unless another op already saves the same tensor.
 
-Per dense decoder layer of the transformers Llama layout (what ``memory.activations`` models): q/k/v share the
-attention norm's output (h per token), o_proj's input is a view of SDPA's saved output (nothing new), gate/up share the
-MLP norm's output (h), down_proj takes the gated product (I). Without checkpointing layer 0's attention input needs no
-gradient (frozen embedding), so its q/k/v save nothing.
+The bytes are counted where the layer's other saved tensors are (``memory.activations._linear``,
+``_Ctx.frozen_saves_input``): a frozen linear keeps its input when that input needs a gradient (``x_rg``: not in layer
+0's attention without checkpointing, whose input is the frozen embedding's output, nor in its MLP when no adapter
+precedes it), once per distinct input (q/k/v share the attention norm's output, gate/up the MLP norm's; down_proj
+takes the gated product; o_proj's input is a view of SDPA's saved output unless attention copied it), and a LoRA
+adapter in the compute dtype, whose lora_A saves the same tensor, adds nothing more.
+
+Checked on the published LitGPT QLoRA rows on this pin (benchmarks/data/published_memory_points_litgpt.json, ids 812,
+813, 817, 818): their planned peak is the same bytes with this accounting as with the earlier per-layer sum (every
+frozen input added, attention from layer 1, MLP always), -11.2 / -11.5 / -10.2 / -10.5 %: their adapters run LoRA
+dropout 0.05 (benchmarks/published.py ``_LITGPT_LORA``), so lora_A saves its own dropout output and shares no input
+with the frozen base (the earlier sum double counted only inputs a dropout-free compute-dtype adapter saves), and
+their peak is in backward, where the forward dequantisation moment (``memory.nf4_dequant``) does not reach.
 """
 
 from __future__ import annotations
@@ -34,14 +43,3 @@ def saves_input(bitsandbytes_version: str | None) -> bool:
         return True
     m = re.fullmatch(r"(?:==)?\s*v?(\d+)\.(\d+)\.(\d+)", str(bitsandbytes_version).strip())
     return m is not None and tuple(int(x) for x in m.groups()) < FIXED_IN
-
-
-def saved_input_bytes_per_layer(*, tokens: int, hidden_size: int, intermediate_size: int, dtype_bytes: int,
-                                attention_input_needs_grad: bool) -> int:
-    """Bytes one dense decoder layer's frozen 4-bit linears save beyond a 16-bit layer: the attention norm's output
-    (when it needs a gradient), the MLP norm's output and the gated product, each ``tokens`` rows in the compute
-    dtype. ``tokens``: micro-batch x sequence; ``dtype_bytes``: the compute dtype's size."""
-    if min(tokens, hidden_size, intermediate_size, dtype_bytes) < 0:
-        raise ValueError("tokens, hidden_size, intermediate_size and dtype_bytes must be >= 0")
-    per_token = (hidden_size if attention_input_needs_grad else 0) + hidden_size + intermediate_size
-    return tokens * per_token * dtype_bytes

@@ -23,17 +23,31 @@ from trainfit.spec.enums import Dtype
 from trainfit.units import BYTES_PER_DTYPE
 
 NF4_BLOCK = 64
-"""bitsandbytes 4-bit block size (elements per absmax)."""
+"""Elements per absmax: bitsandbytes' default 4-bit block (``functional.quantize_4bit(..., blocksize=64)`` in
+bitsandbytes 0.50.2 ``bitsandbytes/functional.py``), as transformers' ``BitsAndBytesConfig`` leaves it. The one
+definition: ``memory.nf4_dequant`` and ``trace.qlora`` import it."""
 NF4_DQ_BLOCK_ELEMENTS = 64 * 256
 """Elements covered by one fp32 second-level absmax under double quantization."""
 NF4_CODE_BYTES = 64
 """The 16-entry fp32 NF4 code table of each quantized weight's ``QuantState`` (with or without double quantization):
 16 x 4 B, a new tensor per ``quantize_4bit`` call (bitsandbytes 0.50.2 ``bitsandbytes/functional.py`` l.854
 ``get_4bit_type``, l.936)."""
-NF4_DQ_FIXED_BYTES = 1_092
-"""Per-layer fixed bytes under double quantization: the NF4 code table (64), the 256-entry fp32 dynamic map copied
-per weight for the absmax's own state (1,024: ``functional.py`` l.670 ``code.to(A.device, copy=True)``) and the fp32
-offset (4)."""
+NF4_DQ_CODE_MAP_BYTES = 256 * 4
+"""The 256-entry fp32 dynamic map copied per weight for the absmax's own quantization state (bitsandbytes 0.50.2
+``bitsandbytes/functional.py`` l.670 ``code.to(A.device, copy=True)``)."""
+NF4_DQ_OFFSET_BYTES = 4
+"""The fp32 offset (the absmax's mean) that double quantization subtracts before quantizing it (bitsandbytes 0.50.0
+tag ``bitsandbytes/functional.py`` l.939 in ``quantize_4bit``: ``offset = _absmax.mean()``)."""
+NF4_DQ_FIXED_BYTES = NF4_CODE_BYTES + NF4_DQ_CODE_MAP_BYTES + NF4_DQ_OFFSET_BYTES
+"""Per-layer fixed bytes under double quantization: 64 + 1,024 + 4 = 1,092, measured on bitsandbytes 0.50.2
+(GROUND_TRUTH.md §9)."""
+FP32_BYTES = BYTES_PER_DTYPE[Dtype.FP32.value]
+
+
+def nf4_absmax_fp32_bytes(weight_elements: int) -> int:
+    """Bytes of one fp32 absmax tensor of a 4-bit weight: 4 B per ``NF4_BLOCK`` elements (the stored absmax without
+    double quantization; the dequantised one with it)."""
+    return FP32_BYTES * ceil(weight_elements / NF4_BLOCK)
 
 QUANTIZED = frozenset({Dtype.NF4, Dtype.INT8, Dtype.FP8})
 
@@ -43,7 +57,7 @@ def nf4_linear_bytes(*, weight_elements: int, double_quant: bool = True) -> floa
     blocks = ceil(weight_elements / NF4_BLOCK)
     if double_quant:
         return 0.5 * weight_elements + blocks + 4 * ceil(weight_elements / NF4_DQ_BLOCK_ELEMENTS) + NF4_DQ_FIXED_BYTES
-    return 0.5 * weight_elements + 4 * blocks + NF4_CODE_BYTES
+    return 0.5 * weight_elements + nf4_absmax_fp32_bytes(weight_elements) + NF4_CODE_BYTES
 
 
 def int8_linear_bytes(*, weight_elements: int, out_features: int) -> float:

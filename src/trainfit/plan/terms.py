@@ -662,6 +662,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             unsharded_grad_bytes=sum(per_layer_grads) + grads_head + grads_embed, shards=sharding.grads_divisor)
 
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
+    # bitsandbytes before 0.43.2: each frozen 4-bit linear keeps its input for the backward (memory.bnb_saved_input),
+    # counted in the layers' saved sets (memory.activations._linear)
+    bnb_saves = bnb_saves_matmul_input(card, spec)
     act = activation_bytes(
         spec,
         micro_batch_size=card.batch.micro_batch_size,
@@ -678,6 +681,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         hf_sdpa=hf_sdpa_of(card),
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
+        frozen_saves_input=bnb_saves,
     )
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
@@ -692,15 +696,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
                                                zero_centred_norm=spec.family in ZERO_CENTRED_NORM_FAMILIES)
-    if bnb_saves_matmul_input(card, spec):
-        # bitsandbytes before 0.43.2: each frozen 4-bit linear keeps its input for the backward (memory.bnb_saved_input)
-        extra = [bnb_saved_input.saved_input_bytes_per_layer(
-            tokens=card.batch.micro_batch_size * seq_len, hidden_size=spec.hidden_size,
-            intermediate_size=spec.intermediate_size, dtype_bytes=act_dtype, attention_input_needs_grad=i > 0)
-            for i in range(len(act.per_layer))]
-        act = replace(act, per_layer=tuple(p + e for p, e in zip(act.per_layer, extra)))
+    if bnb_saves:
         notes.append(f"bitsandbytes {card.software.model_extra.get('bitsandbytes')}: MatMul4Bit keeps each frozen"
-                     f" 4-bit linear's input ({sum(extra) / GIB:.2f} GiB over the layers without checkpointing)")
+                     " 4-bit linear's input whose input needs a gradient (in the layers' saved activations)")
     mp_gather = fsdp_casts_gathered_params(card, sharding)
     autocast = autocast_copies_weights(card, sharding)
     act = _autocast_copies(act, spec, enabled=autocast and trainable.lora is None, scale=scale)
@@ -778,15 +776,18 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             other = tuple(max(x, recompute) if c else x for x, c in zip(other, on))
     if card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES:
         # each Linear4bit's dequantised weight and fp32 absmax while its GEMM runs (memory/nf4_dequant.py): the forward
-        # holds the fallback path's; the backward its own, and a checkpointed layer's recompute the forward's again
-        fwd, bwd = nf4_dequant.layer_moments(spec, rows=tokens, compute_dtype_bytes=act_dtype,
-                                             double_quant=card.lora.double_quant,
-                                             adapted=frozenset(g.name for g in targeted_groups(spec, trainable.lora)),
-                                             adapter_dtype_bytes=trainable.lora.adapter_dtype_bytes)
+        # holds the fallback path's; the backward its own, and a checkpointed layer's recompute the forward's again.
+        # The forward of a checkpointed last layer runs without grad: no adapter input copy to subtract
+        pin = (card.software.model_extra or {}).get("bitsandbytes")
+        fwd, fwd_no_grad, bwd = nf4_dequant.layer_moments(
+            spec, rows=tokens, compute_dtype_bytes=act_dtype, double_quant=card.lora.double_quant,
+            adapted=frozenset(g.name for g in targeted_groups(spec, trainable.lora)),
+            adapter_dtype_bytes=trainable.lora.adapter_dtype_bytes,
+            bitsandbytes_version=str(pin) if pin is not None else None, base_saves_input=bnb_saves)
         on = (subset or (True,) * len(transient)) if card.parallel.checkpoints_layers else (False,) * len(transient)
         transient = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(transient, on))
         other = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(other, on))
-        adapter_forward = max(adapter_forward, fwd)
+        adapter_forward = max(adapter_forward, fwd_no_grad if last_ckpt else fwd)
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))

@@ -41,12 +41,10 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from trainfit.memory.quant import NF4_BLOCK
 from trainfit.trace.types import TraceUnsupported
 
 BITSANDBYTES_PIN = "0.50.2"
-NF4_BLOCK = 64
-"""bitsandbytes' default 4-bit block (functional.py ``quantize_4bit``: ``blocksize=None`` -> 64), as transformers'
-``BitsAndBytesConfig`` leaves it."""
 _QUANT_STATE_BUFFERS = ("absmax", "code", "offset", "absmax2", "code2")
 
 

@@ -195,9 +195,11 @@ def test_refusals_name_the_given_loop_value(value):
 
 def test_qlora_loop_dequantises_every_experts_weight_per_use():
     """bitsandbytes' MatMul4Bit dequantises the whole expert weight in every call and again in its backward: the loop
-    adds NF4_DEQUANT_BYTES_PER_WEIGHT x all experts' weights to the forward and the backward, one kernel per expert
-    linear; the LoRA (bf16) loop and the grouped QLoRA experts do not."""
-    from trainfit.compute.inventory import NF4_DEQUANT_BYTES_PER_WEIGHT, Adapter
+    adds 2.53125 B per weight (0.5 B packed NF4 read + 1/32 B absmax read + 2 B bf16 write) of all experts' weights to
+    the forward and the backward, one kernel per expert linear; the LoRA (bf16) loop and the grouped QLoRA experts do
+    not. Mixtral-8x7B by hand: attention 32 x (2 x 4096 x 4096 + 2 x 4096 x 1024) = 1,342,177,280 weights, experts
+    32 x 8 x 3 x 4096 x 14336 = 45,097,156,608; x 2.53125 B = 3,397,386,240 B and 117,549,563,904 B in all."""
+    from trainfit.compute.inventory import Adapter
 
     mix = from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
     e, n, h, f = mix.moe.num_experts, _n_moe(mix), mix.hidden_size, mix.moe.expert_intermediate_size
@@ -205,11 +207,10 @@ def test_qlora_loop_dequantises_every_experts_weight_per_use():
     qlora = Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"), nf4_base=True)
     kw = dict(micro_batch_size=2, seq_len=T, expert_loop=True, expert_loop_every=True)
     base, q = step_inventory(mix, adapter=lora, **kw), step_inventory(mix, adapter=qlora, **kw)
-    attn_w = (2 * h * h + 2 * h * mix.kv_dim) * mix.num_layers  # the dense (attention) linears' own dequantisation
-    expert_w = 3 * h * f * e * n
+    assert (e, n, h, f, mix.kv_dim, mix.num_layers) == (8, 32, 4096, 14336, 1024, 32)  # the hand count's shapes
     for p in ("layers_forward", "layers_backward"):
         extra = getattr(q, p).memory_bytes - getattr(base, p).memory_bytes
-        assert extra == pytest.approx(NF4_DEQUANT_BYTES_PER_WEIGHT * (attn_w + expert_w))
+        assert extra == pytest.approx(117_549_563_904)
         assert getattr(q, p).kernels - getattr(base, p).kernels == pytest.approx(4 * mix.num_layers + 3 * e * n)
     assert L.bnb_nf4_experts(nf4_base=True, gptq=False, torch_ops=False)
     assert not L.bnb_nf4_experts(nf4_base=True, gptq=True, torch_ops=False)
@@ -217,8 +218,7 @@ def test_qlora_loop_dequantises_every_experts_weight_per_use():
     # grouped experts (3-D parameters, not nn.Linear): no per-expert dequantisation is charged
     gq = step_inventory(mix, adapter=qlora, micro_batch_size=2, seq_len=T)
     gb = step_inventory(mix, adapter=lora, micro_batch_size=2, seq_len=T)
-    assert gq.layers_forward.memory_bytes - gb.layers_forward.memory_bytes == pytest.approx(
-        NF4_DEQUANT_BYTES_PER_WEIGHT * attn_w)
+    assert gq.layers_forward.memory_bytes - gb.layers_forward.memory_bytes == pytest.approx(3_397_386_240)
 
 
 def _mixtral_qlora(kbit: bool):

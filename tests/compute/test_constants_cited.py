@@ -30,7 +30,6 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "trainfit"
 PACKAGES = ("compute", "plan", "memory")
 REPO = SRC.parents[1]
 URL = re.compile(r"https?://[\w.-]+\.[a-z]{2,}[/\w.#?=&%~:+-]*", re.IGNORECASE)
-ARXIV = re.compile(r"\b(?:arxiv[: ]*)?\d{4}\.\d{4,5}(?:v\d+)?\b(?=.*)", re.IGNORECASE)
 ARXIV_NAMED = re.compile(r"arxiv[: ]+(?:abs/)?\d{4}\.\d{4,5}|arxiv\.org/abs/\d{4}\.\d{4,5}", re.IGNORECASE)
 COMMIT = re.compile(r"@[0-9a-f]{7,40}\b")
 PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:py|pyx|cu|cuh|h|hpp|cc|cpp|c|md|json|ya?ml|txt|rst|sh|toml))\b")

@@ -195,9 +195,11 @@ def test_refusals_name_the_given_loop_value(value):
 
 def test_qlora_loop_dequantises_every_experts_weight_per_use():
     """bitsandbytes' MatMul4Bit dequantises the whole expert weight in every call and again in its backward: the loop
-    adds NF4_DEQUANT_BYTES_PER_WEIGHT x all experts' weights to the forward and the backward, one kernel per expert
-    linear; the LoRA (bf16) loop and the grouped QLoRA experts do not."""
-    from trainfit.compute.inventory import NF4_DEQUANT_BYTES_PER_WEIGHT, Adapter
+    adds 2.53125 B per weight (0.5 B packed NF4 read + 1/32 B absmax read + 2 B bf16 write) of all experts' weights to
+    the forward and the backward, one kernel per expert linear; the LoRA (bf16) loop and the grouped QLoRA experts do
+    not. Mixtral-8x7B by hand: attention 32 x (2 x 4096 x 4096 + 2 x 4096 x 1024) = 1,342,177,280 weights, experts
+    32 x 8 x 3 x 4096 x 14336 = 45,097,156,608; x 2.53125 B = 3,397,386,240 B and 117,549,563,904 B in all."""
+    from trainfit.compute.inventory import Adapter
 
     mix = from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
     e, n, h, f = mix.moe.num_experts, _n_moe(mix), mix.hidden_size, mix.moe.expert_intermediate_size
@@ -205,11 +207,10 @@ def test_qlora_loop_dequantises_every_experts_weight_per_use():
     qlora = Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"), nf4_base=True)
     kw = dict(micro_batch_size=2, seq_len=T, expert_loop=True, expert_loop_every=True)
     base, q = step_inventory(mix, adapter=lora, **kw), step_inventory(mix, adapter=qlora, **kw)
-    attn_w = (2 * h * h + 2 * h * mix.kv_dim) * mix.num_layers  # the dense (attention) linears' own dequantisation
-    expert_w = 3 * h * f * e * n
+    assert (e, n, h, f, mix.kv_dim, mix.num_layers) == (8, 32, 4096, 14336, 1024, 32)  # the hand count's shapes
     for p in ("layers_forward", "layers_backward"):
         extra = getattr(q, p).memory_bytes - getattr(base, p).memory_bytes
-        assert extra == pytest.approx(NF4_DEQUANT_BYTES_PER_WEIGHT * (attn_w + expert_w))
+        assert extra == pytest.approx(117_549_563_904)
         assert getattr(q, p).kernels - getattr(base, p).kernels == pytest.approx(4 * mix.num_layers + 3 * e * n)
     assert L.bnb_nf4_experts(nf4_base=True, gptq=False, torch_ops=False)
     assert not L.bnb_nf4_experts(nf4_base=True, gptq=True, torch_ops=False)
@@ -217,5 +218,52 @@ def test_qlora_loop_dequantises_every_experts_weight_per_use():
     # grouped experts (3-D parameters, not nn.Linear): no per-expert dequantisation is charged
     gq = step_inventory(mix, adapter=qlora, micro_batch_size=2, seq_len=T)
     gb = step_inventory(mix, adapter=lora, micro_batch_size=2, seq_len=T)
-    assert gq.layers_forward.memory_bytes - gb.layers_forward.memory_bytes == pytest.approx(
-        NF4_DEQUANT_BYTES_PER_WEIGHT * attn_w)
+    assert gq.layers_forward.memory_bytes - gb.layers_forward.memory_bytes == pytest.approx(3_397_386_240)
+
+
+def _mixtral_qlora(kbit: bool):
+    from trainfit.compute.inventory import Adapter
+
+    return Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"), nf4_base=True, kbit_upcast=kbit)
+
+
+def test_kbit_expert_casts_only_on_the_loops_linear4bit_experts_per_call():
+    """The kbit recipe's casts sit around a Linear4bit: the loop's experts (nn.Linear under bitsandbytes) pay them,
+    per call (gate_proj and up_proj are two calls, each casting the fp32 input); grouped 3-D experts pay none.
+    Mixtral-8x7B, 1 x 4096 tokens: h 4096, f 14336, 8 experts, top-2 -> 1024 rows per expert, 32 layers -> 256
+    expert MLPs. Per expert MLP, three calls: weight casts 12 B x (3 x 4096 x 14336) = 2,113,929,216 B, activation
+    casts 6 B x 1024 x (4096 + 14336) x 3 = 339,738,624 B; x 256 = 628,138,967,040 B and 4 x 3 x 256 = 3,072
+    kernels a forward; backward: the activation casts only, 86,973,087,744 B and 2 x 3 x 256 = 1,536 kernels."""
+    mix = from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    kw = dict(micro_batch_size=1, seq_len=4096)
+    inv = {(loop, k): step_inventory(mix, adapter=_mixtral_qlora(k), expert_loop=loop, expert_loop_every=loop, **kw)
+           for loop in (False, True) for k in (False, True)}
+
+    def extra(loop, p):
+        a, b = getattr(inv[loop, True], p), getattr(inv[loop, False], p)
+        return a.memory_bytes - b.memory_bytes, a.kernels - b.kernels
+
+    for p, want_b, want_k in (("layers_forward", 628_138_967_040, 3_072), ("layers_backward", 86_973_087_744, 1_536)):
+        (gb, gk), (lb, lk) = extra(False, p), extra(True, p)
+        assert lb - gb == pytest.approx(want_b)
+        assert lk - gk == pytest.approx(want_k)  # the grouped experts add none of it (before: both paths did)
+
+
+def test_non_reentrant_recompute_reruns_every_experts_down_proj():
+    """Each expert's w2 output is multiplied by its routing weight (transformers modeling_mixtral.py), which saves it:
+    torch's early stop does not reach the routed down_proj, so the recompute re-runs all of them and their NF4
+    dequantisation. Mixtral, loop: 32 layers x 8 experts = 256 down_proj calls forward and in the recompute."""
+    mix = from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    kw = dict(micro_batch_size=1, seq_len=4096)
+    for loop, want in ((True, 256), (False, 32)):
+        inv = step_inventory(mix, adapter=_mixtral_qlora(False), expert_loop=loop, **kw)
+        for p in (inv.layers_forward, inv.layers_recompute):
+            assert sum(g.count for g in p.gemms if g.name == "down_proj") == want
+    q = step_inventory(mix, adapter=_mixtral_qlora(False), expert_loop=True, **kw)
+    from trainfit.compute.inventory import Adapter
+
+    b = step_inventory(mix, adapter=Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj")),
+                       expert_loop=True, **kw)
+    # every base linear (attention and experts) re-runs, so the recompute pays the whole forward's dequantisation
+    assert (q.layers_recompute.memory_bytes - b.layers_recompute.memory_bytes
+            == pytest.approx(q.layers_forward.memory_bytes - b.layers_forward.memory_bytes))

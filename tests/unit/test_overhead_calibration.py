@@ -95,3 +95,14 @@ def test_second_held_out_set_bounds():
     res = _errs(pts, "plan_reserved", "measured_reserved")
     assert max(map(abs, alloc)) < 1.0
     assert statistics.median(map(abs, res)) < 3.0 and max(map(abs, res)) < 6.0
+
+
+def test_cublas_workspace_32_mib_only_on_compute_capability_9_0():
+    """torch's parseChosenWorkspaceSize (CublasHandlePool.cpp @26a39059) gives 4096 x 8 x 1024 B only for
+    ``major == 9 && minor == 0``; every other card (Ampere 8.0, Ada 8.9, Blackwell 10.0 / 12.0) gets
+    4096 x 1024 x 2 + 16 x 1024 x 8 = 8,519,680 B; cuBLAS and cuBLASLt each hold one."""
+    from trainfit.memory import overhead as o
+
+    assert o.cublas_workspace_bytes(compute_capability="9.0") == 2 * 33_554_432
+    for cc in ("8.0", "8.9", "10.0", "10.3", "12.0", None):
+        assert o.cublas_workspace_bytes(compute_capability=cc) == 2 * 8_519_680

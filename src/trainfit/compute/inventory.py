@@ -696,8 +696,9 @@ class StepInventory:
     """The forward that activation checkpointing re-runs inside backward: torch's non-re-entrant checkpoint (its
     early stop, on by default) stops at the layer's last saved tensor, so the last linear (``down_proj``) and its add
     are not re-run (checked with torch 2.13.0+cpu: a checkpointed LayerNorm-fc1-GELU-fc2-add block re-runs one
-    ``addmm`` in backward with ``use_reentrant=False``, two with ``use_reentrant=True``). A re-entrant checkpoint
-    re-runs all of it: ``layers_recompute_whole``."""
+    ``addmm`` in backward with ``use_reentrant=False``, two with ``use_reentrant=True``). A routed expert's
+    ``down_proj`` is not the last: its output is saved by ``* routing_weights``, so every expert's re-runs. A
+    re-entrant checkpoint re-runs all of it: ``layers_recompute_whole``."""
     head_forward: PassInventory
     head_backward: PassInventory
     num_layers: int
@@ -1148,6 +1149,9 @@ def step_inventory(
     # for the GEMMs it re-runs
     deq: dict[str, tuple[float, float, float]] = {}
     kbit_fwd: dict[str, tuple[float, float]] = {}  # per linear group: its kbit-recipe casts (compute.kbit_upcast)
+    routed_fwd: list[Gemm] = []  # the routed experts' forward GEMMs (never the layer's last saved output)
+    deq_routed: dict[str, float] = {}  # per linear group: the routed experts' share of deq's bytes
+    deq_routed_k: dict[str, float] = {}  # ... and of its kernels
     fq_b = bq_b = fq_k = bq_k = 0.0  # MoE dispatch, LayerNorm / GELU / bias-gradient work: each with its
     # own backward bytes, added after the backward factors
     layers = spec.num_layers
@@ -1305,6 +1309,7 @@ def step_inventory(
                 bf16_part = dt == 2.0 and te_fp8
                 fwd.append(Gemm(g.name, rows, out_f, g.in_features, n * share, e, dt, per_group, one_kernel,
                                 bf16_layers=bf16_part))
+                routed_fwd.append(fwd[-1])
                 part("moe", gemm=fwd[-1], kernels=0.0 if bf16_part else g.count * moe_time.expert_gemm_kernels(
                     local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
                 bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n * share, e, dt, per_group, one_kernel))
@@ -1321,14 +1326,18 @@ def step_inventory(
                     weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
-            if _kbit(adapter):  # the recipe's casts around each expert's Linear4bit (compute.kbit_upcast)
-                kw = dict(tokens=rows * g.experts, in_features=g.in_features, out_features=g.out_features,
-                          fp32_input=True)
-                kf_b, kf_k = linear4bit_upcast_forward(weight_elements=g.experts * g.in_features * g.out_features,
-                                                       **kw)
+            bnb_loop = expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
+                nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops)
+            if bnb_loop and _kbit(adapter):
+                # the recipe's casts around each expert's Linear4bit (compute.kbit_upcast), only where the experts
+                # are Linear4bit modules (the loop's nn.Linear experts under bitsandbytes, gated as the
+                # dequantisation below); per call, as the dequantisation counts them: the loop's gate_proj and
+                # up_proj are two Linear4bit calls, each casting the fp32 input (split), n calls in all
+                kw = dict(tokens=rows, in_features=g.in_features, out_features=out_f, fp32_input=True)
+                kf_b, kf_k = linear4bit_upcast_forward(weight_elements=g.in_features * out_f, **kw)
                 kb_b, kb_k = linear4bit_upcast_backward(**kw)
-                fq_b, fq_k = fq_b + kf_b * g.count, fq_k + kf_k * g.count * g.experts
-                bq_b, bq_k = bq_b + kb_b * g.count, bq_k + kb_k * g.count * g.experts
+                fq_b, fq_k = fq_b + kf_b * n, fq_k + kf_k * n
+                bq_b, bq_k = bq_b + kb_b * n, bq_k + kb_k * n
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n
@@ -1337,14 +1346,15 @@ def step_inventory(
                 fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
                 bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
                                                                 backward=True, trained=not frozen) / per
-            if expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
-                    nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops):
+            if bnb_loop:
                 # each expert's frozen linears are bitsandbytes Linear4bit: one dequantisation per call and one in
                 # its backward, like the dense linears below (expert_loop.bnb_nf4_experts)
                 b_ = NF4_DEQUANT_BYTES_PER_WEIGHT * g.experts * g.in_features * g.out_features * g.count
                 nf_b, nf_k = nf_b + b_, nf_k + n
                 was = deq.get(g.name, (0.0, 0.0, 0.0))  # a dense linear of the same name (dense layers) adds up
                 deq[g.name] = (was[0] + b_, was[1], was[2] + n)
+                deq_routed[g.name] = deq_routed.get(g.name, 0.0) + b_
+                deq_routed_k[g.name] = deq_routed_k.get(g.name, 0.0) + n
             if lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
@@ -1746,7 +1756,13 @@ def step_inventory(
                                  kernels=head_b.kernels - loss_bk)
     # the last linear is not re-run unless an adapter wraps it (then its output is not the last saved tensor);
     # fc2: the non-gated MLP's (OPT, MPT's down_proj as memory.params.linear_groups names it)
-    last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and not _targeted(spec, g.name, adapter)]
+    # Routed experts are excluded: each expert's w2 output is multiplied by its routing weight (transformers 4.48.1
+    # models/mixtral/modeling_mixtral.py l.144 ``expert_layer(current_state) * routing_weights``; 4.52.4
+    # models/qwen3_moe/modeling_qwen3_moe.py l.277), which saves it, so a non-re-entrant recompute re-runs every
+    # expert's w2 (and its dequantisation) before it reaches the last saved tensor
+    routed_ids = {id(g) for g in routed_fwd}
+    last = [g for g in fwd if g.name in ("down_proj", "out_proj", "fc2") and id(g) not in routed_ids
+            and not _targeted(spec, g.name, adapter)]
     # the base dequantisation goes with its GEMM: none for a linear the recompute does not re-run
     gptq = adapter is not None and adapter.nf4_base and adapter.gptq_torch_dequant
     deq_fused = gptq or (adapter is not None and adapter.nf4_base and not adapter.nf4_torch_ops)
@@ -1756,10 +1772,14 @@ def step_inventory(
         return sum(d[0] for d in picked), sum(d[1] for d in picked), sum(d[2] for d in picked)
 
     lb, ls, lk = _deq(g.name for g in last)
+    if last:  # a dense linear sharing a routed group's name: only its own dequantisation is skipped
+        r_names = {g.name for g in last} & set(deq_routed)
+        lb -= sum(deq_routed[n_] for n_ in r_names)
+        lk -= sum(deq_routed_k.get(n_, 0.0) for n_ in r_names)
     # the kbit recipe's casts around a linear the recompute does not re-run (compute.kbit_upcast)
     k_last = [kbit_fwd[n] for n in {g.name for g in last} if n in kbit_fwd]
     kl_b, kl_k = sum(b for b, _ in k_last), sum(k for _, k in k_last)
-    rec = PassInventory(tuple(g for g in fwd if g not in last), attn_fwd, float(full),
+    rec = PassInventory(tuple(g for g in fwd if not any(g is x for x in last)), attn_fwd, float(full),
                         fwd_bytes - RESIDUAL_BYTES * t * h * layers / sequence_shards - lb - kl_b,
                         fwd_k - sum(g.count for g in last) - layers - lk - kl_k,
                         scores, strided + gq_s - ls, sync_f, fused_bytes=ff_b - (lb if deq_fused else 0.0),

@@ -359,11 +359,11 @@ source of the MI300X entry): ND H100 v5 Copy 2.90 / Triad 2.97 TB/s of 3.35 (86.
 ``ND_H200_v5_results.md`` @5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 (A100-SXM4-80GB) Copy 1.61 / Triad
 1.70 of 2.039 (79.0 / 83.4 %; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). Checked with the
 Copy fractions as ``_HBM_FRACTION`` entries for h100-sxm, h200 and a100-80gb (step-time benchmark): the A100 QLoRA
-rows move toward the published ones (qwen1-a100-72b-qlora-512 -9 -> -1 %), but generation 17.2 -> 19.5 %, pretrain
-8.6 -> 9.1 %, RL step 13.4 -> 14.0 %, the H200 held-out sets 4.7 / 4.1 / 3.2 -> 5.8 / 5.9 / 4.7 %, all rows 10.2
--> 10.5 % (LoRA 10.4 -> 9.5 %, H200 default 7.0 -> 6.1 %, beyond 50 % unchanged). The model charges these bytes to
-decode weight reads and fused pointwise kernels, which a copy kernel's rate does not bound; not applied, so 0.90
-stays the stated assumption."""
+rows move toward the published ones (Qwen-72B-Chat-Int4 QLoRA on one A100-80GB, QwenLM/Qwen README.md: -9 -> -1 %),
+but generation 17.2 -> 19.5 %, pretrain 8.6 -> 9.1 %, RL step 13.4 -> 14.0 %, the H200 held-out sets
+4.7 / 4.1 / 3.2 -> 5.8 / 5.9 / 4.7 %, all rows 10.2 -> 10.5 % (LoRA 10.4 -> 9.5 %, H200 default 7.0 -> 6.1 %,
+beyond 50 % unchanged). The model charges these bytes to decode weight reads and fused pointwise kernels, which a
+copy kernel's rate does not bound; not applied, so 0.90 stays the stated assumption."""
 HOST_S_PER_FORWARD_KERNEL = 65e-6
 """Host seconds per kernel of an eager forward through transformers' modules (Python module calls,
 the views and casts around each kernel, dispatch, autograd recording, launch). Fitted on the 15
@@ -623,8 +623,10 @@ rate assumption, not a measurement of this quantity. Checks: STREAM on an EPYC 7
 socket's four NUMA nodes (``compute.offload`` module docstring, gist.github.com/v0dro/0559e1d9b205ca9ac0ad1a29fe10377b),
 about 296 GB/s for two sockets if they add. Checked with that figure (296e9, step-time benchmark): the ZenFlow
 core-binding DeepSpeed offload rows on the DGX A100 host go +33 / +25 % -> -1 / -6 % (Qwen2.5-3B / 1.5B), but
-tune-a100-70b-full-offload +3 -> -14 %, the checkpoint-engine broadcast weight syncs on H800 / H20 hosts -15 / -7 /
--5 / -14 % -> -28 / -19 / -11 / -19 %, nemorl-v06-grpo-dsv3-gb200-bf16-256g-onpol's step -49.7 -> -51.3 % (a Grace
+torchtune's Llama-3.1-70B full fine-tune with FSDP CPU offload on 8 x A100-80GB
+(pytorch/torchtune README.md) +3 -> -14 %, the checkpoint-engine broadcast weight syncs on H800 / H20 hosts -15 / -7 /
+-5 / -14 % -> -28 / -19 / -11 / -19 %, NeMo RL's DeepSeek-V3 GRPO step on 256 GB200
+(NVIDIA-NeMo/RL docs/about/performance-summary.md, bf16, on-policy) -49.7 -> -51.3 % (a Grace
 host), the RL step median 13.4 -> 14.2 % (beyond 50 %: 2 -> 3), weight sync 23.6 -> 24.1 %, generation 17.2 ->
 17.5 %, all rows 10.2 -> 10.3 % (44 -> 45 beyond 50 %). The hosts of the H100 / H800 / H20 / GB200 rows are not the
 EPYC 7742 (no published STREAM or all-GPU pinned-copy result for them found), so one node-wide figure from the A100
@@ -654,8 +656,8 @@ device 51 / device to host 52 GB/s (0.80 / 0.81 of Gen5 x16; ``ND_H100_v5_result
 @5e2c4e5581b534ececa93041d7d67168065fc07b), ND A100 v4 host to device 26.28 GB/s (0.82 of Gen4 x16; its device to host
 6.27 is an outlier; ``ND_A100_v4_results.md`` @26d18e9458bb07bd43e3eda7aec8653aa592f2ec). 0.80 stands for every link:
 at 0.89 for Gen5 cards (NVIDIA and AMD, host-link cards excepted) one published row moves
-(verl-grpo-deepseek-v3-671b-h20-96g step -16 -> -18 %), every subset median unchanged, and the Azure Gen5 rows give
-0.80-0.81, so the single 0.89 VM is not taken."""
+(verl's DeepSeek-V3 671B GRPO step on 96 H20, volcengine/verl docs/perf/dpsk.md: -16 -> -18 %), every subset median
+unchanged, and the Azure Gen5 rows give 0.80-0.81, so the single 0.89 VM is not taken."""
 
 # vLLM engine host constants (``compute.decode_step``): defaults of the DeviceRates fields of the same names in
 # lower case, so that a calibration file (``trainfit calibrate`` on RL run records with generation times) can

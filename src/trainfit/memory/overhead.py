@@ -48,14 +48,14 @@ fresh process (``benchmarks/gpu_calibrate.py context``): 619 MiB after the first
 the first bf16 matmul, 701 after SDPA forward/backward and fused AdamW, on an H200 with driver
 580.159, CUDA 13.0 and torch 2.11. Other GPUs and CUDA versions differ by some tens of MiB."""
 CUBLAS_WORKSPACE_SM90_BYTES = 32 * MIB
-"""torch's default cuBLAS workspace on compute capability 9.x and later (``CUBLAS_WORKSPACE_CONFIG``
-:4096:8); cuBLASLt gets a workspace of the same size."""
+"""torch's default cuBLAS workspace on compute capability 9.0 only (``CUBLAS_WORKSPACE_CONFIG`` :4096:8; the source
+below tests ``major == 9 && minor == 0``); cuBLASLt gets a workspace of the same size."""
 CUBLAS_WORKSPACE_OTHER_BYTES = 4096 * 1024 * 2 + 16 * 1024 * 8
-"""torch's default cuBLAS workspace before compute capability 9.0 (:4096:2:16:8): ``parseChosenWorkspaceSize``'s
+"""torch's default cuBLAS workspace on every compute capability but 9.0 (:4096:2:16:8): ``parseChosenWorkspaceSize``'s
 ``default_size = sm90 ? 4096 * 8 * 1024 : 4096 * 1024 * 2 + 16 * 1024 * 8`` (pytorch/pytorch
 ``aten/src/ATen/cuda/CublasHandlePool.cpp`` @26a39059ec580351411f180816c47e2ef5134ae1). At that commit the 32 MiB
-branch is ``major == 9 && minor == 0`` only, so a Blackwell card (10.x) takes this default there, not
-``CUBLAS_WORKSPACE_SM90_BYTES``'s "9.x and later"; not checked against other torch releases, not changed here."""
+branch is ``major == 9 && minor == 0`` only, so a Blackwell card (10.x, 12.x) and an Ampere / Ada card take this
+default (``cublas_workspace_bytes``); not checked against other torch releases."""
 NCCL_COMMUNICATOR_BYTES = 558 * MIB
 """nvidia-smi's growth when a process creates an NCCL communicator and runs its first all-reduce
 (NCCL's kernels and internal allocations, outside the caching allocator): measured with one rank
@@ -71,8 +71,10 @@ def cublas_workspace_bytes(*, compute_capability: str | None) -> float:
     allocator, so they count in ``memory_allocated``: measured 64 MiB on an H200 in every phase of
     every case of ``benchmarks/gpu_calibration.md`` (the trace, which runs no cuBLAS, lacks exactly
     that)."""
-    major = int(str(compute_capability).split(".")[0]) if compute_capability else 0
-    return 2.0 * (CUBLAS_WORKSPACE_SM90_BYTES if major >= 9 else CUBLAS_WORKSPACE_OTHER_BYTES)
+    parts = str(compute_capability).split(".") if compute_capability else ["0"]
+    major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    sm90 = major == 9 and minor == 0  # CublasHandlePool.cpp @26a39059 (CUBLAS_WORKSPACE_OTHER_BYTES)
+    return 2.0 * (CUBLAS_WORKSPACE_SM90_BYTES if sm90 else CUBLAS_WORKSPACE_OTHER_BYTES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,6 +179,17 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
     MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py.
 
+    The cast does not depend on sharding: FSDP2 casts each unit's parameters to ``param_dtype`` on a one-rank mesh
+    too (the all-gather input is built in ``param_dtype`` whatever the group size), and FSDP1 under ``NO_SHARD``
+    (what it switches to on one rank) casts through ``FlatParamHandle._use_low_precision_shard`` in ``pre_unshard``
+    (torch ``distributed/fsdp/_flat_param.py``). prime-rl's one-GPU runs are such a case: ``setup_fsdp`` calls
+    ``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=...)`` on the one-rank mesh
+    and never enters ``torch.autocast`` (PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
+    ``src/prime_rl/trainer/model.py`` l.156, l.457), so autocast makes no weight copies there
+    (``autocast_copies_weights``). The ``sharding`` argument is kept for the callers; only the gathered units'
+    dtype reads it (under ``sharding.gathers_params``). Not modelled: on one rank the plan holds no gathered units,
+    so the bf16 copy of the unit in flight (and of the root unit) is not counted.
+
     fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
     the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says
     (pytorch/torchtitan@0da8901b1918fc21b5d43bbc693a120fc4281378 ``torchtitan/models/llama/parallelize_llama.py``
@@ -192,7 +203,8 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is the card's
     ``precision.fp8_all_gather``: its gathered units are ``torchao_fp8_gather_units``, its time
     ``compute.float8_all_gather``. The gathered dtype of everything else: ``fsdp_gathered_dtype``."""
-    return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
+    del sharding  # the cast happens at every world size (docstring)
+    return (card.parallel.strategy in FSDP_STRATEGIES
             and card.weights_dtype is Dtype.FP32
             and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8, ComputeDtype.FP4))
 

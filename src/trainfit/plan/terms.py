@@ -256,8 +256,10 @@ def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     return train_bytes, grad_bytes, use_master, state_bytes
 
 
-def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
-    """The bf16 gradient of the logits before the output projection's backward: none under a fused chunked
+def logits_grad_bytes(card: RunCard, *, tokens: int, width: int, dtype_bytes: int) -> float:
+    """The gradient of the logits before the output projection's backward, in the head output's dtype
+    (``dtype_bytes``: the activation dtype, 2 B under 16-bit compute or autocast, 4 B for an fp32 model; an upcast
+    in the loss, ``logits.float()``, casts its gradient back to the head output's dtype): none under a fused chunked
     kernel (Liger, TRL: each chunk's gradient is consumed inside the kernel); torchtune's chunked loss returns
     every chunk's logits from the decoder, so every chunk's gradient exists before the first output-projection
     backward (``TransformerDecoder.chunked_output``, pytorch/torchtune @1814feb17)."""
@@ -266,7 +268,7 @@ def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
     if (card.loss.kernel is LossKernel.FLASH_ATTN and card.loss.inplace_backward
             and card.loop.keeps_output_through_backward):
         return 0.0  # flash-attn's in-place backward writes it into the logits the kept output holds (kept_output)
-    return 2.0 * tokens * width
+    return float(dtype_bytes) * tokens * width
 
 
 def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float, use_master: bool,
@@ -885,7 +887,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gradient_checkpointing=card.parallel.checkpoints_layers,
         checkpointed_layers=subset or (),
         logits=lg,
-        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
+        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size,
+                                           dtype_bytes=act_dtype),
         **({"forward_at": "loss (flash-attn's cross-entropy over the bf16 logits)"}
            if card.loss.kernel is LossKernel.FLASH_ATTN and spec.head_outputs is None else {}),
         layer_backward_transient=transient,

@@ -305,7 +305,7 @@ def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
 def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
     """A projection. Full: saves its bf16 input (once per distinct input; TE fp8: its fp8 copy). LoRA: fp32
     input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing (AutoGPTQ's unpacked
-    weight: ``gptq_saved_weights``, added per layer)."""
+    weight: ``saved_frozen_weights``, added per layer)."""
     out = 0
     if ctx.full and not input_saved:
         out += linear_input(ctx, in_features)
@@ -1001,10 +1001,14 @@ def saved_frozen_weight_bytes(*, gptq_torch_dequant: bool, rows: int) -> float:
     return GPTQ_TORCH_SAVED_WEIGHT_BYTES if gptq_torch_dequant and rows >= GPTQ_KERNEL_SWITCH_ROWS else 0.0
 
 
-def gptq_saved_weights(spec: ModelSpec, layer: int, *, input_needs_grad: bool, bytes_per_weight: float) -> int:
-    """Bytes of the unpacked weights one decoder layer's frozen GPTQ linears keep for the backward
-    (``saved_frozen_weight_bytes`` per weight element): every linear of the layer (``memory.params``' per-layer
-    linear weights, the rank's shard under tensor parallelism) whose input needs a gradient. A layer entered by an
+def saved_frozen_weights(spec: ModelSpec, layer: int, *, input_needs_grad: bool, bytes_per_weight: float) -> int:
+    """Bytes of the 16-bit weight copies one decoder layer's frozen linears keep for the backward, at
+    ``bytes_per_weight`` per weight element: a frozen linear whose weight reaches the matmul as a fresh tensor (AutoGPTQ's
+    PyTorch unpacking, ``saved_frozen_weight_bytes``; autocast's cast of a frozen fp32 weight,
+    ``plan.terms._autocast_frozen_copies``) saves that tensor for its input's gradient. Every linear of the layer
+    (``memory.params``' per-layer linear weights: q/k/v with ``attn_output_gate``'s doubled q, MLA's projections, the
+    experts; no norm weights or biases, which no matmul saves; the rank's shard under tensor parallelism) whose input
+    needs a gradient. A layer entered by an
     input that needs none (an adapter run's first layer: the frozen embedding's output) records no matmul for the
     projections that read it, the attention's q/k/v (the rest are fed by the adapters' outputs); other layer kinds are
     counted whole there (an upper bound)."""
@@ -1109,7 +1113,7 @@ def activation_bytes(
         x_in = x_rg
         nbytes, x_rg = _layer(bf16_ctx if bf16 else layer_ctx, spec, i, x_rg)
         if frozen_w:
-            nbytes += gptq_saved_weights(spec, i, input_needs_grad=x_in, bytes_per_weight=frozen_w)
+            nbytes += saved_frozen_weights(spec, i, input_needs_grad=x_in, bytes_per_weight=frozen_w)
         per_layer.append(nbytes)
         after_attention.append(layer_ctx.parts.get("after_attention", 0))
         live, post = ctx.parts.get("live"), ctx.parts.get("post")

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
-from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
+from trainfit.memory.activations import (ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes,
+                                        saved_frozen_weights)
 from trainfit.memory.fsdp_no_sync import no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
@@ -155,14 +156,15 @@ def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: b
     gradient, so each frozen weight is cast anew at every use, and the matmul, whose input needs a gradient, saves that
     16-bit copy for the input's gradient (2 B per weight). Measured on this CPU (torch 2.13.0, saved_tensors_hooks): a
     frozen fp32 ``nn.Linear`` under ``torch.autocast('cpu', bfloat16)`` saves its bf16 weight and nothing else
-    (``tests/unit/test_autocast_frozen_weight.py``). Without checkpointing layer 0's attention input needs no gradient
-    (frozen embedding), so its q/k/v save nothing; a frozen head saves its copy (its input needs a gradient)."""
+    (``tests/unit/test_autocast_frozen_weight.py``). Per layer the linear weights whose input needs a gradient
+    (``memory.activations.saved_frozen_weights``, shared with AutoGPTQ's unpacked weights): layer 0's attention input
+    needs none (frozen embedding), so its q/k/v save nothing; norm weights are not cast by autocast (elementwise ops)
+    and saved by no matmul. A frozen head saves its copy (its input needs a gradient)."""
     if not enabled:
         return act
     pb = param_breakdown(spec)
-    qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
-    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale
-                      for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
+    per_layer = tuple(a + saved_frozen_weights(spec, i, input_needs_grad=i > 0, bytes_per_weight=2.0) * scale
+                      for i, a in enumerate(act.per_layer))
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 

@@ -682,6 +682,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         hf_sdpa=hf_sdpa_of(card),
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
+        fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
     )
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,

@@ -189,8 +189,18 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     and never enters ``torch.autocast`` (PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
     ``src/prime_rl/trainer/model.py`` l.156, l.457), so autocast makes no weight copies there
     (``autocast_copies_weights``). The ``sharding`` argument is kept for the callers; only the gathered units'
-    dtype reads it (under ``sharding.gathers_params``). Not modelled: on one rank the plan holds no gathered units,
-    so the bf16 copy of the unit in flight (and of the root unit) is not counted.
+    dtype reads it (under ``sharding.gathers_params``).
+
+    Not modelled: on one rank the plan holds no gathered units (``Sharding.gathers_params`` is false there), yet
+    FSDP2's one-rank path builds each unit's unsharded ``param_dtype`` parameters into fresh all-gather outputs and
+    frees them at reshard as on several ranks (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py``
+    l.392-401, l.437-450), and FSDP1 ``NO_SHARD`` makes and frees its low-precision flat parameter the same way
+    (``_flat_param.py`` l.1332-1333, l.1784-1803). Checked: making ``gathers_params`` true for FSDP strategies on
+    one rank moves no scored published memory point and no step time, and brings the held-out prime-rl peaks
+    301-318 from -16.2..+3.9 % to -8.3..+9.5 % (median |error| 11.5 % -> 3.8 %), but it also turns every one-GPU
+    card left at the default ``strategy: fsdp`` into a one-rank FSDP plan (unit buffers, no allocator replay:
+    tests/memory/test_compiled_loss.py fails), so it needs the card to say whether a one-GPU run really wraps
+    FSDP before it can go in.
 
     fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
     the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says

@@ -538,9 +538,22 @@ def render_md(data: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def published_only(ids: str | None, out: Path | None) -> int:
-    """Part (b) alone, trainfit only: the summary of every scored point and, with ``ids`` (``FIRST-LAST``), the
-    summary, split and rows of those points; ``out``: also write their rows and summaries to ``out/published.json``."""
+def id_range(text: str) -> tuple[int, int]:
+    """``--ids``: ``FIRST-LAST`` or one ``ID`` (non-negative integers, FIRST <= LAST) -> ``(first, last)``; anything
+    else raises ``argparse.ArgumentTypeError`` (argparse prints one line and exits 2)."""
+    first, sep, last = text.partition("-")
+    if not first.isdigit() or (sep and not last.isdigit()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not FIRST-LAST or ID (non-negative integers, e.g. 830-834)")
+    lo, hi = int(first), int(last) if sep else int(first)
+    if lo > hi:
+        raise argparse.ArgumentTypeError(f"{text!r}: FIRST {lo} is after LAST {hi}")
+    return lo, hi
+
+
+def published_only(ids: tuple[int, int] | None, out: Path | None) -> int:
+    """Part (b) alone, trainfit only: the summary of every scored point and, with ``ids`` (``(first, last)``, see
+    ``id_range``), the summary, split and rows of those points; ``out``: also write their rows and summaries to
+    ``out/published.json``."""
     import published
 
     rows = published.published_rows(with_peers=False)
@@ -548,8 +561,7 @@ def published_only(ids: str | None, out: Path | None) -> int:
     print("(b) vs published, trainfit\n" + published.markdown_summary({"trainfit": summary}))
     data: dict[str, Any] = {"rows": rows, "summary": summary}
     if ids:
-        first, _, last = ids.partition("-")
-        lo, hi = int(first), int(last or first)
+        lo, hi = ids
         sel = [r for r in rows if lo <= r["id"] <= hi]
         print(f"\n(b) ids {lo}-{hi}: {len(sel)} points\n"
               + published.markdown_summary({"trainfit": published.summary(sel)["trainfit"]}))
@@ -579,7 +591,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", choices=("published",), default=None,
                     help="published: score trainfit on part (b) only (no trace, no peers), print its summary and write "
                          "nothing unless --out is given (then published.json there)")
-    ap.add_argument("--ids", default=None, metavar="FIRST-LAST",
+    ap.add_argument("--ids", type=id_range, default=None, metavar="FIRST-LAST",
                     help="with --only published: also print the summary and rows of the point ids FIRST..LAST")
     args = ap.parse_args(argv)
     if args.only == "published":

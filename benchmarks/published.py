@@ -1021,8 +1021,12 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     context) that no op saves, and its attention output is a view of SDPA's, as in transformers. Lit-GPT quantises
     the lm_head too (Fabric's BitsandbytesPrecision replaces every nn.Linear; lightning @71aed751
     src/lightning/fabric/plugins/precision/bitsandbytes.py l.268-284), -0.2 GB for Llama-2-7B, not modelled either.
-    The OOM cell #815 (7B, micro-batch 4) is planned at 41.3 GB device on a 42.9 GB card: the same per-sample
-    shortfall.
+    Fit verdicts of the OOM cells: #815 (7B, one GPU, micro-batch 4) is planned at 40.58 GB allocated (41.3 GB
+    device) on a 42.9 GB card, so as fitting, a wrong verdict: the same per-sample shortfall. #833 (13B, 2 GPUs,
+    micro-batch 1, FSDP1 no_sync) was also planned as fitting (41.25 GB allocated) while the in-flight unit gradient
+    was the adapters' only; with the whole flat parameter's gradient in flight beside the held no_sync gradients
+    (``memory.fsdp_no_sync``; +0.63 GB, one 13B layer in bf16) it is planned at 41.89 GB and no longer fits: the
+    verdict is right.
 
     No step-time rows: the tables' 'Time 1k iterations' covers 1,000 micro-batches of Alpaca samples padded per batch
     to their longest (tokens not stated) and is the script's 'Training time', which includes the initial validate()

@@ -154,6 +154,14 @@ def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, s
                      f"FSDP API of {framework} not mapped: the card's default fsdp2")
 
 
+FSDP1_NO_SYNC_FRAMEWORKS = {
+    # frameworks whose trainer runs accumulating FSDP1 micro-batches under no_sync by default, for entries that name
+    # no preset (a preset's own default: plan.fsdp_no_sync)
+    "fms-hf-tuning": "the HF Trainer on accelerate 1.0.1 (FSDP_VERSIONS): Accelerator.accumulate enters"
+    " model.no_sync() unless sync_each_batch, default False (accelerate 1.0.1 wheel accelerate/accelerator.py"
+    " l.990-992, 1101-1113; accelerate/utils/dataclasses.py l.905-906)",
+}
+
 CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
 # MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
@@ -1194,6 +1202,37 @@ def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return fields, [note]
 
 
+FOAK_FAST_LOSS_MISMATCH = (
+    "fms-acceleration's fast_loss is not the card's loss: with fast_loss true the plugin keeps its custom-loss rules"
+    " (FILTER_MAP, plugins/fused-ops-and-kernels/src/fms_acceleration_foak/framework_plugin_fast_kernels.py l.73-78;"
+    " models/mistral.py l.124-128, models/mixtral.py l.101-105), which on transformers >= 4.46 swap the model's loss"
+    " for FastForCausalLMLoss (kernels/unsloth/cross_entropy_loss.py l.299-324): logits.float() and the shifted"
+    " .contiguous() copy, as transformers' own loss, then Unsloth's Triton cross-entropy (one fused kernel, an fp32"
+    " logsumexp per row, the gradient written into the fp32 logits in place, l.192-258), foundation-model-stack/"
+    "fms-acceleration @24bdadb228e2d55bc0c69deec034b86a73da6917. No loss setting of the card matches (loss.kernel"
+    " flash_attn, the nearest fused cross-entropy, has no fp32 copy): planned with transformers' eager loss, a"
+    " mismatch")
+"""The loss of the fms-acceleration rows run with the ``foak-fast-kernels`` framework config."""
+
+
+def fused_kernels_notes(e: dict[str, Any]) -> list[str]:
+    """The plan's note for a row whose fused kernels are planned as compile (``plan/time.py fused_kernels``), worded
+    by the framework that runs them; fms-acceleration's FOAK rows also record their loss mismatch."""
+    fw = e["framework"]
+    if fw in MEGATRON_FRAMEWORKS:
+        return ["Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
+                " planned as compile (plan/time.py fused_kernels)"]
+    if fw == "fms-hf-tuning":
+        notes = ["fms-acceleration's fused-ops-and-kernels plugin (Triton kernels vendored from Unsloth: RMSNorm,"
+                 " RoPE, cross-entropy, or Liger's) planned as compile (plan/time.py fused_kernels)"]
+        return notes + ([FOAK_FAST_LOSS_MISMATCH] if "framework_config foak-fast-kernels (" in e.get("note", "")
+                        else [])
+    if fw == "nemo-automodel":
+        return ["Transformer Engine layers (NeMo Automodel backend te: linear, RMSNorm) planned as compile"
+                " (plan/time.py fused_kernels)"]
+    return [f"{fw}'s fused kernels (the row's fused_kernels) planned as compile (plan/time.py fused_kernels)"]
+
+
 def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The run card for a published training entry (Unmapped with the reasons otherwise)."""
     blockers = parallel_blockers(e["parallel"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
@@ -1319,12 +1358,14 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             notes.append(f"moe_probs_in_experts False: {MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT[container]}")
     fused = (e["framework"] in MEGATRON_FRAMEWORKS or bool(e.get("fused_kernels"))) and not e.get("compile")
     if fused:
-        notes.append("Megatron-Core / Transformer Engine fused kernels (norm + linear, RoPE, SwiGLU, cross-entropy)"
-                     " planned as compile (plan/time.py fused_kernels)")
+        notes.extend(fused_kernels_notes(e))
     if strategy in ("fsdp", "hsdp", "fsdp_grad_op"):
         version, n = fsdp_version_of(e["framework"], e["parallel"]["strategy"])
         mp.update({"fsdp_version": version} if version else {})
         notes.append(n)
+        if version == "fsdp1" and strategy == "fsdp" and e["framework"] in FSDP1_NO_SYNC_FRAMEWORKS:
+            mp["fsdp_no_sync"] = True  # the framework's trainer accumulates under FSDP1 no_sync (plan.fsdp_no_sync)
+            notes.append(f"parallel.fsdp_no_sync: {FSDP1_NO_SYNC_FRAMEWORKS[e['framework']]}")
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
@@ -1521,7 +1562,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             card["lora"]["dequant"] = "torchao"
             notes.append(TORCHTUNE_NF4)
         if scope == "qlora" and e.get("prepare_kbit"):  # PEFT's prepare_model_for_kbit_training, where the source calls it
-            card["lora"]["prepare_kbit"] = bool(e["prepare_kbit"]["value"])
+            card["lora"]["prepare_kbit"] = e["prepare_kbit"]["value"]  # spec.enums.KbitPrepare
             notes.append(f"lora.prepare_kbit {card['lora']['prepare_kbit']} ({e['prepare_kbit']['source']})")
     elif scope in ("ia3", "prompt_tuning"):
         card[scope] = dict(peft_method.get(scope) or {})

@@ -112,7 +112,8 @@ def test_grader_imports_trainfit_from_a_source_checkout(tmp_path):
     purelib = [p for p in site.getsitepackages() if p.endswith("site-packages")][0]
     newpy = tmp_path / "v" / "bin" / "python"
     (next((tmp_path / "v" / "lib").glob("python3*")) / "site-packages" / "deps.pth").write_text(purelib + "\n")
-    probe = subprocess.run([str(newpy), "-c", "import trainfit"], capture_output=True)
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # a checkout's src on the caller's path
+    probe = subprocess.run([str(newpy), "-c", "import trainfit"], capture_output=True, env=clean)
     assert probe.returncode != 0  # trainfit is not installed in this interpreter
     code = ("from trainfit.accept.reward import grade_patch, write; from trainfit.accept.tasks import load_tasks;"
             "t = load_tasks()[0]; r = grade_patch(t, [write('solution.py', t.correct)]);"

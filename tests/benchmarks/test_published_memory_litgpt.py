@@ -83,8 +83,17 @@ def test_fsdp_rows_hold_the_no_sync_gradients(pid: int) -> None:
 @pytest.mark.parametrize("pid", [812, 813, 817, 818])
 def test_qlora_rows_keep_the_matmul_inputs(pid: int) -> None:
     """bitsandbytes 0.41.1's MatMul4Bit keeps its input (memory.bnb_saved_input); without it these rows were 21-23 %
-    low."""
-    assert abs(_error(pid)) < 0.15
+    low, with it 10-11.5 % low. The mechanism claims those 10-12 points and no more: the rest is the Lit-GPT layer's
+    own saved tensors, which trainfit does not model (``_litgpt_mappings`` in benchmarks/published.py), so the plan
+    stays below the measurement. Above it, or more than 12 % below, means the kept-input term changed."""
+    assert -0.12 < _error(pid) < 0.0
+
+
+def test_fsdp_oom_cell_is_planned_over_the_card() -> None:
+    """#833 (Llama-2-13B, micro-batch 1, 2 GPUs) ran out of memory; with the whole flat parameter's gradient in flight
+    beside the held no_sync gradients (memory.fsdp_no_sync) the plan does not fit the 40 GB card (41.25 GB planned
+    as fitting with the adapters' in-flight gradient only)."""
+    assert P.plan_point(833).fits is False
 
 
 @pytest.mark.slow

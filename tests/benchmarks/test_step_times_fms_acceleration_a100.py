@@ -128,3 +128,13 @@ def test_mixtral_qlora_row_pays_every_experts_dequantisation() -> None:
     assert fwd["qlora"] - fwd["lora"] == pytest.approx(NF4_DEQUANT_BYTES_PER_WEIGHT * (experts + attention) / rate,
                                                        rel=0.05)
     assert planned["qlora"].step_s > planned["lora"].step_s + 0.1
+
+
+@pytest.mark.parametrize("row_id", sorted(r for r in ALL if ALL[r].get("fused_kernels")))
+def test_fused_kernel_rows_are_worded_by_framework(row_id: str) -> None:
+    """FOAK's Triton kernels are fms-acceleration's, not Megatron-Core's; the foak-fast-kernels rows (not the Liger
+    ones, whose loss is the card's liger) state that fast_loss has no matching loss setting."""
+    _, notes = st.map_train(ALL[row_id])
+    text = " ".join(notes)
+    assert "Megatron-Core" not in text and "fused-ops-and-kernels plugin" in text
+    assert ("FastForCausalLMLoss" in text) is (row_id in ROWS)

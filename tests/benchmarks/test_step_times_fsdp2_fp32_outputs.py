@@ -18,9 +18,10 @@ def _phases(entry, monkeypatch, *, casts: bool) -> dict[str, float]:
     import trainfit.plan.rl_passes as rp
     import trainfit.plan.time as pt
 
-    if not casts:
-        monkeypatch.setattr(pt, "nemo_rl_dtensor", lambda card: False)
-        monkeypatch.setattr(rp, "nemo_rl_dtensor", lambda card: False)
+    if not casts:  # the casts alone off: nemo_rl_dtensor also decides the packed passes' syncs (nemo_rl_dtensor_packed)
+        for mod, name in ((pt, "train_step_time"), (rp, "forward_only_time")):
+            real = getattr(mod, name)
+            monkeypatch.setattr(mod, name, lambda *a, _real=real, **k: _real(*a, **{**k, "fsdp2_fp32_outputs": False}))
     card, _ = S.map_rl(entry)
     planned = S.plan_card(card)
     return {k[5:]: v for k, v in planned.parts.items() if k.startswith("time.")}

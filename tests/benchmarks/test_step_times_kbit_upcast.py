@@ -24,7 +24,7 @@ TWINS = {"fmsacc-a100-mistral7b-qlora-1g-b4": "fmsacc-a100-mistral7b-qlora-2g-b8
          "fmsacc-a100-mixtral8x7b-instruct-qlora-1g-b4": "fmsacc-a100-mixtral8x7b-instruct-qlora-2g-b8"}
 
 
-def _step(row_id: str, *, recipe: bool | None = None) -> float:
+def _step(row_id: str, *, recipe: str | None = None) -> float:
     card, _ = S.map_train(ROWS[row_id])
     if recipe is not None:
         card["lora"]["prepare_kbit"] = recipe
@@ -36,15 +36,16 @@ def test_only_the_single_gpu_qlora_rows_state_the_recipe(row_id: str) -> None:
     e = ROWS[row_id]
     card, _ = S.map_train(e)
     single_qlora = e["kind"] == "sft_qlora" and e["gpus"] == 1
-    assert card.get("lora", {}).get("prepare_kbit", False) is single_qlora
+    assert card.get("lora", {}).get("prepare_kbit", "none") == ("trl" if single_qlora else "none")
     if single_qlora:
         assert "sft_trainer.py l.190-201" in e["prepare_kbit"]["source"]
+        assert "l.227-233" in e["prepare_kbit"]["source"]
 
 
 @pytest.mark.parametrize("row_id", sorted(TWINS))
 def test_the_recipe_makes_one_gpu_slower_than_its_two_gpu_twin(row_id: str) -> None:
     twin = _step(TWINS[row_id])
-    without, with_recipe = _step(row_id, recipe=False), _step(row_id)
+    without, with_recipe = _step(row_id, recipe="none"), _step(row_id)
     assert 0.08 < with_recipe / without - 1 < 0.25
     assert with_recipe > twin
     published = ROWS[row_id]["measured"]["value"]
@@ -55,7 +56,11 @@ def test_the_recipe_makes_one_gpu_slower_than_its_two_gpu_twin(row_id: str) -> N
 def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
     """The CSV's mem_peak_torch_mem_alloc_in_bytes (torch.cuda.max_memory_allocated) of the Mistral-7B 1-GPU QLoRA
     runs: 19.25 / 34.46 GiB; the plan without the recipe is 27-30 % short (14.12 / 24.23 GiB), with its fp32
-    parameters, fp32 checkpointed inputs and the head's bf16 copy within 5 % (18.85 / 32.96 GiB). Mixtral's rows are
+    parameters, fp32 checkpointed inputs and the head's bf16 copy within 5 % (18.85 / 32.96 GiB). The runs are TRL's
+    SFTTrainer, which casts the embeddings and the head back to bf16 after the recipe (``lora.prepare_kbit`` trl,
+    trl 0.13.0 sft_trainer.py l.227-233): 18.00 / 31.98 GiB, -6.5 % / -7.2 %; the gap the peft-only plan closed
+    was in part the 4-byte embedding and head it wrongly held. Open: what the remaining ~1.3 / 2.5 GiB is (it grows
+    with the batch: an activation term). Mixtral's rows are
     left out: the card plans its experts unquantised (transformers v5's fused experts; 4.48.1 quantises each
     expert's nn.Linear)."""
 
@@ -64,8 +69,9 @@ def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
     published = ROWS[row_id]["measured"]["also"]["mem_peak_torch_mem_alloc_bytes"]
     card, _ = S.map_train(ROWS[row_id])
     peaks = {}
-    for recipe in (False, True):
+    for recipe in ("none", "peft", "trl"):
         card["lora"]["prepare_kbit"] = recipe
         peaks[recipe] = make_plan(S.validate(card)).peak.allocated
-    assert peaks[False] / published - 1 < -0.2
-    assert abs(peaks[True] / published - 1) < 0.05
+    assert peaks["none"] / published - 1 < -0.2
+    assert abs(peaks["trl"] / published - 1) < 0.1
+    assert peaks["trl"] < peaks["peft"]

@@ -64,3 +64,14 @@ def test_each_entry_maps_to_a_card_the_planner_plans(eid: str) -> None:
     assert card["rollout"]["num_generations"] == e["data"]["n_per_prompt"]
     planned = S.plan_card(card)
     assert planned.step_s is not None and planned.step_s > 0
+
+
+@pytest.mark.parametrize("eid", sorted(i for i in ENTRIES if i.startswith("open-instruct-")))
+def test_open_instruct_cites_the_doc_that_holds_the_figure_and_the_run_time_vllm(eid: str) -> None:
+    # the '43 hours per stage' sentence first appears in docs/olmo2.md at b5dd5621d (#1318); the run's vLLM is the
+    # lockfile's 0.8.2 at the stages' beaker jobs (April 2025), whose V1 engine defaults max_num_seqs to 1,024
+    e = ENTRIES[eid]
+    assert e["source"]["commit"] == "b5dd5621d0ae0caca97e2f8789ffc6408520e5e2"
+    assert "(l.13 @b5dd5621d" in e["quote"]
+    src = e["rollout"]["max_num_seqs_source"]
+    assert e["rollout"]["max_num_seqs"] == 1024 and "vllm 0.8.2" in src and "l.1815-1817" in src

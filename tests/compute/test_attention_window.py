@@ -67,7 +67,8 @@ def test_every_layer_windowed_flash_does_no_more_than_causal_and_masked_sdpa_eve
     s = 4 * spec.sliding_window
     causal = step_inventory(replace(spec, sliding_layers=()), micro_batch_size=2, seq_len=s).layers_forward
     flash = step_inventory(spec, micro_batch_size=2, seq_len=s).layers_forward
-    sdpa = step_inventory(spec, micro_batch_size=2, seq_len=s, window_mask=True).layers_forward
+    sdpa = step_inventory(spec, micro_batch_size=2, seq_len=s, window_mask=True,
+                          mask_layers=spec.num_layers).layers_forward
     assert flash.attention_forward_flops < causal.attention_forward_flops
     assert sdpa.attention_forward_flops == pytest.approx(2 * causal.attention_forward_flops)
     assert sdpa.window_attention_forward_flops == 0.0
@@ -105,7 +106,7 @@ def test_a_no_grad_pass_prices_the_window_mask_as_training_does():
     r = rt.default_rates(resolve_gpu("h100-sxm"))
     kw = {"rates": r, "micro_batch_size": 2, "seq_len": 4096, "micro_steps": 1}
     skip = forward_only_time(PHI3, **kw)
-    masked = forward_only_time(PHI3, window_mask=True, **kw)
+    masked = forward_only_time(PHI3, window_mask=True, mask_layers=PHI3.num_layers, **kw)
     assert masked.attention_s > skip.attention_s
     assert masked.memory_s > skip.memory_s
 
@@ -150,7 +151,7 @@ def test_the_mask_conversion_writes_the_compute_dtype():
     side saves it at the compute dtype."""
     assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096) == 3 * 2 * 4096**2
     assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096, dtype_bytes=4) == 5 * 2 * 4096**2
-    kw = {"micro_batch_size": 2, "seq_len": 4096, "window_mask": True}
+    kw = {"micro_batch_size": 2, "seq_len": 4096, "window_mask": True, "mask_layers": len(PHI3.sliding_layers)}
     bf16 = step_inventory(PHI3, **kw).layers_forward.memory_bytes
     fp32 = step_inventory(PHI3, window_mask_dtype_bytes=4, **kw).layers_forward.memory_bytes
     assert fp32 - bf16 == pytest.approx(2 * 2 * 4096**2 * len(PHI3.sliding_layers))
@@ -174,3 +175,24 @@ def test_an_fp32_card_prices_its_mask_in_fp32(monkeypatch):
         make_plan(load_card_dict({"model": "microsoft/Phi-3-mini-4k-instruct", "attention": "sdpa",
                                   "precision": {"compute": compute}, "batch": {"seq_len": 4096}}))
         assert seen and set(seen) == {want}
+
+
+def test_a_padding_mask_converts_the_mask_in_every_sdpa_layer():
+    """Under ``batch.padding`` mask every SDPA layer of a transformers model takes the bool mask (the memory side's
+    ``sdpa_masked``), so each converts it, windowed or not: Llama-3.1-8B, 32 layers; flash and unpadded cards none."""
+    from trainfit.plan.time import sdpa_mask_layers
+    from trainfit.spec.card import load_card_dict
+
+    def card(**kw):
+        return load_card_dict({"model": "meta-llama/Llama-3.1-8B", "method": "sft", "batch": {"seq_len": 2048},
+                               **kw})
+
+    padded = {"batch": {"seq_len": 2048, "padding": "mask"}}
+    assert sdpa_mask_layers(LLAMA8, card(attention="sdpa", **padded), seq_len=2048) == 32
+    assert sdpa_mask_layers(LLAMA8, card(attention="sdpa"), seq_len=2048) == 0
+    assert sdpa_mask_layers(LLAMA8, card(attention="flash", **padded), seq_len=2048) == 0
+    # 32 conversions of a (2, 1, 2048, 2048) bool mask: read 1 B, write 2 B per element (window_mask_forward_bytes)
+    with_mask = step_inventory(LLAMA8, micro_batch_size=2, seq_len=2048, causal_skip=False, mask_layers=32)
+    without = step_inventory(LLAMA8, micro_batch_size=2, seq_len=2048, causal_skip=False)
+    assert (with_mask.layers_forward.memory_bytes - without.layers_forward.memory_bytes
+            == pytest.approx(805_306_368.0))  # 32 layers x 3 B x 2 x 2048 x 2048

@@ -62,15 +62,42 @@ def test_recipe_is_off_without_a_bitsandbytes_base():
             == step_inventory(SPEC, adapter=Adapter(rank=16, targets=("q_proj",)), **KW).layers_forward.memory_bytes)
 
 
+@pytest.mark.parametrize("recipe", ["peft", "trl"])
 @pytest.mark.parametrize("override", [dict(scope="lora"), dict(lora__dequant="torchao")])
-def test_card_refuses_the_recipe_off_bitsandbytes_qlora(override):
+def test_card_refuses_the_recipe_off_bitsandbytes_qlora(override, recipe):
+    from trainfit.plan.resolve import card_with
+    from trainfit.spec.card import RunCard
+    from trainfit.spec.enums import KbitPrepare
+
+    base = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}})
+    assert base.lora.prepare_kbit is KbitPrepare(recipe)
+    with pytest.raises(ValueError, match="lora.prepare_kbit"):
+        card_with(base, **override)
+
+
+@pytest.mark.parametrize("bad", [True, "yes", "bf16"])
+def test_card_refuses_a_value_outside_the_enum(bad):
+    from trainfit.spec.card import RunCard
+
+    with pytest.raises(ValueError, match="prepare_kbit"):
+        RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": bad}})
+
+
+def test_trl_and_peft_plan_the_same_step_time():
+    """TRL's cast back to bf16 changes no modelled cast: the norms stay fp32, so every 4-bit linear on the stream
+    still reads fp32 (the first layer's q / k / v read the fp32 input norm's output); the first layer's attention
+    half runs a bf16 residual (half a layer of stream bytes, not modelled) and the head loses its per-call weight
+    cast, which the peft plan does not model either (compute.kbit_upcast)."""
+    from trainfit.plan import make_plan
     from trainfit.plan.resolve import card_with
     from trainfit.spec.card import RunCard
 
-    base = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": True}})
-    assert base.lora.prepare_kbit is True
-    with pytest.raises(ValueError, match="lora.prepare_kbit"):
-        card_with(base, **override)
+    base = RunCard.model_validate({"scope": "qlora", "model": "mistralai/Mistral-7B-v0.1",
+                                   "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+                                   "parallel": {"strategy": "single"}, "batch": {"micro_batch_size": 2, "seq_len": 1024}})
+    steps = {r: make_plan(card_with(base, lora__prepare_kbit=r)).step_seconds for r in ("none", "peft", "trl")}
+    assert steps["trl"] == pytest.approx(steps["peft"], rel=1e-9)
+    assert steps["trl"] > steps["none"]
 
 
 def test_a_non_reentrant_recompute_skips_the_last_linears_casts():
@@ -84,3 +111,16 @@ def test_a_non_reentrant_recompute_skips_the_last_linears_casts():
     partial = on.layers_recompute.memory_bytes - off.layers_recompute.memory_bytes
     assert whole == pytest.approx(on.layers_forward.memory_bytes - off.layers_forward.memory_bytes)
     assert whole - partial == pytest.approx(L * down)
+
+
+@pytest.mark.parametrize("recipe,says", [("peft", "fp32 embeddings, norms and head"),
+                                         ("trl", "fp32 norms, bf16 embeddings and head")])
+def test_export_notes_name_the_recipe(recipe, says):
+    from trainfit.export.common import shared_notes
+    from trainfit.spec.card import RunCard
+
+    card = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}})
+    note = next(n for n in shared_notes(card, "trl") if n.startswith("lora.prepare_kbit"))
+    assert f"lora.prepare_kbit {recipe}:" in note and says in note and "read back as none" in note
+    assert not [n for n in shared_notes(RunCard.model_validate({"scope": "qlora"}), "trl")
+                if n.startswith("lora.prepare_kbit")]

@@ -50,3 +50,23 @@ def test_fsdp2_only_targets_say_they_export_fsdp1_as_fsdp2(target):
     e = export(_card("fsdp", "fsdp1", method=method), target)
     assert any("parallel.fsdp_version fsdp1" in n and "exported as fsdp2" in n for n in e.notes)
     assert not any("parallel.fsdp_version" in n for n in export(_card("fsdp", "fsdp2", method=method), target).notes)
+
+
+@pytest.mark.parametrize("no_sync, says", [(None, "sync_each_batch"), (False, "sync_each_batch"), (True, "as planned")])
+def test_accelerate_fsdp1_accumulation_says_what_no_sync_does(no_sync, says):
+    # accelerate enters FSDP1's no_sync on accumulating micro-batches unless sync_each_batch (plan.fsdp_no_sync):
+    # a card planned without it is told how to match; one planned with it is told it matches
+    card = _card("fsdp", "fsdp1", batch={"grad_accum": 4},
+                 **({"parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1", "fsdp_no_sync": no_sync}}
+                    if no_sync is not None else {}))
+    text = " ".join(export(card, "accelerate").notes)
+    assert "no_sync" in text and says in text
+    assert "no_sync" not in " ".join(export(_card("fsdp", "fsdp1"), "accelerate").notes)
+
+
+def test_verl_fsdp1_says_it_cannot_sync_each_micro_batch():
+    # verl's engine has no knob against its no_sync (plan.fsdp_no_sync): a card planned without it is told
+    card = _card("fsdp", "fsdp1", method="grpo", batch={"grad_accum": 4},
+                 parallel={"strategy": "fsdp", "fsdp_version": "fsdp1", "fsdp_no_sync": False})
+    assert "no_sync" in " ".join(export(card, "verl").notes)
+    assert "no_sync" not in " ".join(export(_card("fsdp", "fsdp1", method="grpo", batch={"grad_accum": 4}), "verl").notes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from trainfit.catalog.models import from_catalog
-from trainfit.memory.kbit_upcast import checkpoint_input_extra_bytes, head_cast_copy_bytes
+from trainfit.memory.kbit_upcast import checkpoint_input_extra_bytes, head_cast_copy_bytes, trl_bf16_cast_saving_bytes
 from trainfit.memory.params import param_breakdown
 from trainfit.memory.weights import quantized_linear_params
 from trainfit.plan import make_plan
@@ -26,11 +26,12 @@ def test_checkpoint_input_term():
     assert checkpoint_input_extra_bytes(tokens=10, hidden_size=8) == 10 * 8 * 2
     assert checkpoint_input_extra_bytes(tokens=10, hidden_size=8, stream_bytes=4) == 0
     assert head_cast_copy_bytes(vocab_size=5, hidden_size=8) == 5 * 8 * 2
+    assert trl_bf16_cast_saving_bytes(embedding_params=40, head_params=40) == 80 * (4 - 2)
 
 
 def test_default_card_is_unchanged_and_recipe_adds_fp32_params_and_inputs():
-    assert CARD.lora.prepare_kbit is False
-    off, on = _backward(CARD), _backward(card_with(CARD, lora__prepare_kbit=True))
+    assert CARD.lora.prepare_kbit.value == "none"
+    off, on = _backward(CARD), _backward(card_with(CARD, lora__prepare_kbit="peft"))
     spec = from_catalog(MODEL)
     rest = param_breakdown(spec).total - quantized_linear_params(spec)  # embeddings, norms, head
     assert on["weights"] - off["weights"] == pytest.approx(rest * (4 - 2), rel=1e-9)
@@ -39,6 +40,20 @@ def test_default_card_is_unchanged_and_recipe_adds_fp32_params_and_inputs():
         spec.num_layers * tokens * spec.hidden_size * (4 - 2) + spec.vocab_size * spec.hidden_size * 2, rel=1e-6)
     assert {k: v for k, v in on.items() if k not in ("weights", "activations")} == {
         k: v for k, v in off.items() if k not in ("weights", "activations")}
+
+
+def test_trl_casts_embeddings_and_head_back_to_bf16():
+    """TRL's peft_module_casting_to_bf16 after the recipe (trl 0.13.0 wheel trl/trainer/utils.py l.872-879): against
+    ``none``, only the norms are 4 B; the first layer's checkpointed input is bf16 (the bf16 embedding's output) and
+    the head saves its own bf16 weight, no copy."""
+    off, trl = _backward(CARD), _backward(card_with(CARD, lora__prepare_kbit="trl"))
+    spec = from_catalog(MODEL)
+    pb = param_breakdown(spec)
+    norms = pb.total - quantized_linear_params(spec) - pb.embedding - pb.lm_head - pb.positions
+    assert trl["weights"] - off["weights"] == pytest.approx(norms * (4 - 2), rel=1e-9)
+    tokens = 2 * 2048
+    assert trl["activations"] - off["activations"] == pytest.approx(
+        (spec.num_layers - 1) * tokens * spec.hidden_size * (4 - 2), rel=1e-6)
 
 
 @pytest.mark.slow

@@ -37,16 +37,24 @@ def test_qlora_plan_has_the_dequant_moment_and_lora_does_not():
     fl = {p.phase.value: p for p in lora.phases}["forward"]
     assert "dequantisation" in fq.at and "dequantisation" not in fl.at
     cfg = ARCHS["llama_widemlp"]
-    fwd = nf4_dequant.forward_gemm_bytes(in_features=cfg["intermediate_size"], out_features=cfg["hidden_size"],
-                                         rows=128, compute_dtype_bytes=2, adapter_input_bytes=4)
-    assert fq.components["activation_transients"] == fwd
+    assert (cfg["intermediate_size"], cfg["hidden_size"]) == (8192, 512)
+    # the moment is the MLP output projection (in 8192, out 512) of one 128-token micro-batch, double-quantised,
+    # with an all-linear adapter (fp32 input copy): absmax_dq + (absmax_dq + offset) 2 x 4 B x 4,194,304 / 64
+    # = 524,288; the bf16 weight 2 x 4,194,304 = 8,388,608; the output 128 x 512 x 2 = 131,072; the bf16 input
+    # 128 x 8192 x 2 less the fp32 copy lora_A saves 128 x 8192 x 4: -2,097,152 -> 6,946,816 B
+    assert fq.components["activation_transients"] == 6_946_816
 
 
 def test_fp32_logits_make_no_upcast_copy():
     kw = dict(micro_batch_size=1, seq_len=512, vocab_size=32000, hidden_size=256)
-    e = 512 * 32000
-    assert logits_bytes(compute_dtype_bytes=2, **kw).forward_peak == 10 * e
-    assert logits_bytes(compute_dtype_bytes=4, **kw).forward_peak == 8 * e
+    # 512 x 32,000 = 16,384,000 logits. bf16 model: the bf16 logits (2 B), their fp32 upcast (4 B) and the fp32
+    # log-softmax (4 B) are alive at once -> 16,384,000 x 10 = 163,840,000 B. fp32 model: the logits are already fp32,
+    # no upcast copy (``Tensor.float`` returns the same tensor): 4 B + the log-softmax 4 B -> 16,384,000 x 8
+    # = 131,072,000 B; counting a copy would give 12 B per logit, 196,608,000 B.
+    bf16 = logits_bytes(compute_dtype_bytes=2, **kw).forward_peak
+    fp32 = logits_bytes(compute_dtype_bytes=4, **kw).forward_peak
+    assert (bf16, fp32) == (163_840_000, 131_072_000)
+    assert bf16 - fp32 == 2 * 16_384_000
 
 
 def test_fp32_model_adapter_saves_no_input_copy():

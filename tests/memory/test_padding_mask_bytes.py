@@ -99,3 +99,43 @@ def test_the_plan_moves_by_the_mask(ckpt):
     assert on["backward"] - off["backward"] == (B * S * S if ckpt else 4 * per_layer)
     assert on["optimizer_step"] == off["optimizer_step"]
 
+
+
+def test_own_layout_families_take_no_padding_term():
+    """GPT-NeoX and OPT keep their own attention model (``memory.arch_activations``): neither per-layer copies nor
+    the shared bool mask of checkpointed layers (before, the bool mask alone was counted)."""
+    from trainfit.catalog.models import from_catalog
+
+    for name in ("EleutherAI/pythia-160m", "facebook/opt-1.3b"):
+        spec = from_catalog(name)
+        assert not any(sdpa_padding_masked(spec, layer=i, attention=Attention.SDPA, padding_mask=True)
+                       for i in range(spec.num_layers))
+        assert sdpa_bool_masks(spec, seq_len=S, attention=Attention.SDPA, padding_mask=True) == 0
+        assert sdpa_bool_mask_bytes(spec, micro_batch_size=B, seq_len=S, attention=Attention.SDPA,
+                                    padding_mask=True) == 0
+
+
+def test_mask_kinds_one_rule_for_eager_and_sdpa():
+    """One kind per windowed / full layer set: 4 full layers 1, a Gemma-3-like mix 2, no layer 0; eager's float masks
+    follow the same rule (b 2 x 1024 x 1024 x 2 B = 4 MiB a kind)."""
+    from trainfit.memory.attention import eager_mask_bytes, mask_kinds
+
+    spec = _spec()
+    assert mask_kinds(spec, layers=range(4)) == 1
+    assert mask_kinds(spec, layers=[]) == 0
+    assert eager_mask_bytes(spec, micro_batch_size=B, seq_len=S, eager=True) == 4_194_304
+
+
+def test_a_tensor_parallel_checkpointed_card_holds_the_bool_mask():
+    """The per-rank layout path (tensor parallel 2, checkpointed) holds the one bool (b, 1, s, s) mask the masked SDPA
+    layers take, as the one-rank path does: b 2 x 1024 x 1024 x 1 B = 2,097,152 B more at the backward peak with the
+    padding mask (the recomputed layer's copy not at the peak at this size)."""
+    def card(**batch):
+        return load_card_dict({"model": {"config": LLAMA, "id": "llama"},
+                               "hardware": {"gpu": "h100-sxm", "gpus_per_node": 2},
+                               "parallel": {"strategy": "ddp", "tensor_parallel": 2, "gradient_checkpointing": True},
+                               "batch": {"micro_batch_size": B, "seq_len": S, **batch}})
+
+    on = {p.phase.value: p.tensor_bytes for p in make_plan(card(padding="mask")).phases}
+    off = {p.phase.value: p.tensor_bytes for p in make_plan(card()).phases}
+    assert on["backward"] - off["backward"] == 2_097_152

@@ -1046,6 +1046,7 @@ def step_inventory(
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
+    mask_layers: int = 0,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -1055,9 +1056,11 @@ def step_inventory(
     the fused-kernel path only: eager attention's score GEMMs are the whole row's); ``causal_skip``: the fused
     kernel skips the masked half of the causal mask (False: SDPA handed an explicit mask, every key block
     computed); ``window_mask``: the sliding-window layers run SDPA with transformers' materialised window mask
-    (``memory.attention.sdpa_window_masked``): every key block of those layers computed, and the per-call conversion
-    of the bool mask to the query's dtype, ``window_mask_dtype_bytes`` (the compute dtype's bytes, as the memory side's
-    saved mask; ``attention_time.window_mask_forward_bytes``); ``sdpa_copy_bytes_per_token`` / ``sdpa_copy_kernels``:
+    (``memory.attention.sdpa_window_masked``): every key block of those layers computed; ``mask_layers``: the layers
+    whose SDPA call takes transformers' materialised bool mask, past the sliding window or under a padding mask
+    (``memory.attention.sdpa_masked``, the memory side's one predicate): each converts it to the query's dtype,
+    ``window_mask_dtype_bytes`` (the compute dtype's bytes, as the memory side's saved mask;
+    ``attention_time.window_mask_forward_bytes``); ``sdpa_copy_bytes_per_token`` / ``sdpa_copy_kernels``:
     the copies a pinned transformers release's SDPA path adds per full-attention layer's forward
     (``attention_time.legacy_sdpa_copy_work``); ``sequence_shards``:
     Megatron sequence parallel splits
@@ -1584,11 +1587,12 @@ def step_inventory(
         else:
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
             windowed = _windowed_layers(spec) if causal_skip else 0
+            if mask_layers:  # SDPA handed a bool mask (window or padding) converts it to the query's dtype per call
+                fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
+                                                  dtype_bytes=window_mask_dtype_bytes) * mask_layers
+                fq_k += WINDOW_MASK_KERNELS * mask_layers
             if windowed and window_mask:  # SDPA handed the window mask: every key block of those layers
                 attn_fwd += per_layer * windowed / 2
-                fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
-                                                  dtype_bytes=window_mask_dtype_bytes) * windowed
-                fq_k += WINDOW_MASK_KERNELS * windowed
             elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
                 win_fwd = per_layer / s * keys * windowed

@@ -2,13 +2,24 @@
 
 The standard QLoRA recipe calls it: it casts every bf16 / fp16 parameter that is not a ``Params4bit`` to float32
 (the embeddings, every RMSNorm weight, the LM head; peft 0.21.2 wheel peft/utils/other.py l.204-209, the same cast as
-peft 0.13.2 l.126-132) and turns on input-require-grads and gradient checkpointing. Who calls it (read in the code,
-so a card states it per run, default false):
+peft 0.13.2 l.126-132) and turns on input-require-grads and gradient checkpointing. Who calls it and what follows
+(read in the code; a card states it per run as ``lora.prepare_kbit``, ``spec.enums.KbitPrepare``, default none):
 
-* TRL's SFTTrainer on a 4-bit model that is not sharded QLoRA (trl 0.13.0 wheel trl/trainer/sft_trainer.py
-  l.190-201; through ``prepare_peft_model`` after huggingface/trl 65d7894b, 2025-08-12) up to v0.26; huggingface/trl
-  20cc2e1d (2025-12-16, first in v0.27.0) moved it to ``trl.experimental.utils``: TRL >= 0.27's SFTTrainer does not
-  call it (at f2cd5771 it casts only the trainable adapter to bf16, trl/trainer/sft_trainer.py l.1127-1130).
+* ``trl``: TRL's SFTTrainer on a 4-bit model that is not sharded QLoRA calls it (trl 0.13.0 wheel
+  trl/trainer/sft_trainer.py l.190-201; trl 0.12.1 l.241-260; through ``prepare_peft_model`` after huggingface/trl
+  65d7894b, 2025-08-12) up to v0.26, and right after ``get_peft_model``, when ``args.bf16``, calls
+  ``peft_module_casting_to_bf16`` (trl 0.13.0 sft_trainer.py l.227-233, trl/trainer/utils.py l.872-879; trl 0.12.1
+  l.286-292, utils.py l.842-849): modules with "norm" in the name stay fp32, the fp32 lm_head / embed_tokens / wte /
+  wpe (PEFT's modules_to_save copies too) go back to bf16. Time: the first layer's attention half runs a bf16
+  residual (its input norm still returns fp32, its fp32 weight times the bf16 input: q / k / v still read fp32);
+  from the first MLP's residual add (down_proj's fp32 output onto the bf16 residual) the stream is fp32 as below;
+  the head GEMM reads the final norm's fp32 output cast to bf16 and casts no weight. Half a layer of bf16 stream
+  bytes is not modelled (about 1/(2 x layers) of ``fp32_stream_extra_forward_bytes``): trl plans the same step
+  time as peft. huggingface/trl 20cc2e1d (2025-12-16, first in v0.27.0) moved the kbit call to
+  ``trl.experimental.utils``: TRL >= 0.27's SFTTrainer does not call it (at f2cd5771 it casts only the trainable
+  adapter to bf16, trl/trainer/sft_trainer.py l.1127-1130): ``none``.
+* ``peft``: the recipe alone (a script calling prepare_model_for_kbit_training then a plain Trainer): the
+  embeddings and the head stay fp32 too.
 * axolotl calls it for (Q)LoRA without FSDP / ZeRO-3 (axolotl-ai-cloud/axolotl src/axolotl/loaders/model.py
   l.988-1023 @067b021c) but then casts the norms and the embedding modules back to the model dtype for
   flash-attention (l.456-477, l.1026-1046): its runs keep a bf16 stream; not this setting.
@@ -46,7 +57,7 @@ run, foundation-model-stack/fms-acceleration scripts/benchmarks/refs/requirement
 
 Not modelled: bitsandbytes >= 0.48's fused ``gemm_4bit`` op (its dtype under autocast with an fp32 input is not
 read here), PEFT's LoRA dropout on the fp32 input (4-byte instead of 2-byte elements), the fp32 embedding lookup's
-and the final norm's extra bytes, and the head's per-call weight cast (a frozen fp32 head is cast to bf16 by
+and the final norm's extra bytes, and, under ``peft`` only, the head's per-call weight cast (a frozen fp32 head is cast to bf16 by
 autocast at every forward: 6 B per head weight, about 0.8 GB a forward on Mistral-7B, under 1 ms on an A100).
 """
 

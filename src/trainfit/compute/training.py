@@ -606,7 +606,7 @@ def train_step_time(
     trained_tensors: float, gathered_weight_bytes: float, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, model_parallel: ModelParallel = ModelParallel(), attention_context: float | None = None,
     selective: str = "none", fp8: bool = False, fp8_weight_cache: bool = False, work_cv: float = 0.0,
-    expert_params: float = 0.0, causal_skip: bool = True, window_mask: bool = False,
+    expert_params: float = 0.0, causal_skip: bool = True, window_mask: bool = False, mask_layers: int = 0,
     sdpa_copy_bytes_per_token: float = 0.0, sdpa_copy_kernels: int = 0,
     window_mask_dtype_bytes: float = 2.0, fused_cross_entropy: bool = False,
     compiled_cross_entropy: bool = False, fp8_params: bool = False, fp8_param_transpose: bool = True,
@@ -651,7 +651,8 @@ def train_step_time(
     ``expert_params``: the routed-expert parameters among ``trained_params``, reduced and optimizer-sharded over
     ``parallel.expert_ranks`` (``collectives.exposed_data_parallel`` / ``exposed_sharded``,
     ``optimizer_time.shard_params``; HSDP keeps them with the dense parameters);
-    ``attention_context`` / ``causal_skip`` / ``window_mask`` / ``window_mask_dtype_bytes`` / ``sdpa_copy_*``: as
+    ``attention_context`` / ``causal_skip`` / ``window_mask`` / ``mask_layers`` / ``window_mask_dtype_bytes`` /
+    ``sdpa_copy_*``: as
     ``inventory.step_inventory`` (context parallel; packed rows with
     per-sample attention, ``attention_time`` module docstring); ``fused_cross_entropy``: as ``inventory.step_inventory``
     (flash-attn's loss kernel); ``compiled_cross_entropy``: as ``inventory.step_inventory`` (the eager loss under
@@ -707,6 +708,7 @@ def train_step_time(
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
+                         mask_layers=mask_layers,
                          sdpa_copy_bytes_per_token=sdpa_copy_bytes_per_token, sdpa_copy_kernels=sdpa_copy_kernels,
                          sequence_shards=mp.tp if mp.sequence_parallel else 1, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
@@ -1514,7 +1516,7 @@ def forward_only_time(
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_ring_context_parallel: int = 1,
-    te_layers: bool = False, window_mask: bool = False, window_mask_dtype_bytes: float = 2.0,
+    te_layers: bool = False, window_mask: bool = False, mask_layers: int = 0, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False,
 ) -> PassTime:
@@ -1571,7 +1573,8 @@ def forward_only_time(
     ``window_mask``: as ``inventory.step_inventory`` (the sliding-window layers run SDPA with transformers'
     materialised window mask, which ``_ignore_causal_mask_sdpa`` builds whether or not the pass records a graph:
     every key block of those layers and the mask's conversion; ``memory.attention.sdpa_window_masked``);
-    ``window_mask_dtype_bytes``: as ``train_step_time``. ``attention_fp8``: as ``train_step_time`` (Transformer
+    ``mask_layers`` / ``window_mask_dtype_bytes``: as ``train_step_time``. ``attention_fp8``: as ``train_step_time``
+    (Transformer
     Engine's fp8 attention runs in every forward under the fp8 autocast, a no-grad one included: its casts and the fp8
     kernel's rate).
     ``work_cv``: relative spread of one micro-batch's tokens across the ``data_ranks`` data-parallel ranks (0: all the
@@ -1590,6 +1593,7 @@ def forward_only_time(
     ``fsdp2_copies``' note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU."""
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
+                         mask_layers=mask_layers,
                          eager_attention=eager_attention, attention_context=attention_context,
                          expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,

@@ -29,6 +29,7 @@ from trainfit.export.common import (
     train_gpus_per_node,
     zero_stage,
 )
+from trainfit.plan.fsdp_no_sync import fsdp_no_sync
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
@@ -97,6 +98,8 @@ def fsdp_plugin_config(card: RunCard, notes: list[str]) -> dict[str, Any]:
             fsdp_state_dict_type="SHARDED_STATE_DICT",
         )
     cfg["fsdp_offload_params"] = off is Offload.PARAMS_AND_OPTIMIZER
+    if s is Strategy.FSDP and card.parallel.fsdp_version is FsdpVersion.FSDP1 and card.batch.grad_accum > 1:
+        notes.append(_no_sync_note(card))
     if off is Offload.OPTIMIZER:
         notes.append(
             "parallel.offload optimizer: FSDP offloads parameters, gradients and optimizer together "
@@ -198,6 +201,19 @@ def build(card: RunCard) -> Export:
     )
     text = header + yaml.safe_dump(cfg, sort_keys=False)
     return Export(target="accelerate", text=text, data=cfg, notes=notes, filename=FILENAME)
+
+
+def _no_sync_note(card: RunCard) -> str:
+    """What accelerate does with the card's accumulating FSDP1 micro-batches (plan.fsdp_no_sync cites the lines):
+    ``no_sync`` unless ``GradientAccumulationPlugin.sync_each_batch`` (default False), which no launch-config key
+    sets."""
+    if fsdp_no_sync(card):
+        return ("parallel.fsdp_no_sync: accelerate runs the accumulating FSDP1 micro-batches under no_sync (its"
+                " default, as planned): each unit's unsharded gradient is held until the last micro-batch")
+    return ("parallel.fsdp_no_sync false: accelerate's default is no_sync on accumulating FSDP1 micro-batches (unsharded"
+            " gradients held); to reduce-scatter each one as planned, pass GradientAccumulationPlugin(sync_each_batch="
+            "True) (HF Trainer: accelerator_config={'gradient_accumulation_kwargs': {'sync_each_batch': True}}), or"
+            " plan with parallel.fsdp_no_sync true")
 
 
 def _fsdp1_sharding(s: Strategy) -> str:

@@ -11,6 +11,7 @@ from trainfit.errors import TrainfitError
 from trainfit.methods.roles import trl_old_logprob_pass
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
+    KbitPrepare,
     FSDP_STRATEGIES,
     ZERO_STAGES,
     Attention,
@@ -192,10 +193,13 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      " take the dtype of the activations bitsandbytes is handed (a float32 model load without autocast"
                      f" gives fp32); the {target} file loads the model in its 16-bit compute dtype; not written (read"
                      " back as bf16)")
-    if card.lora.prepare_kbit and card.scope is Scope.QLORA:
-        notes.append(f"lora.prepare_kbit true: the run calls peft's prepare_model_for_kbit_training (fp32 embeddings,"
-                     f" norms and head under bf16 autocast; TRL's SFTTrainer did on a non-sharded 4-bit model before"
-                     f" v0.27); the {target} file does not call it; not written (read back as false)")
+    if card.lora.prepare_kbit is not KbitPrepare.NONE and card.scope is Scope.QLORA:
+        cast = ("fp32 embeddings, norms and head" if card.lora.prepare_kbit is KbitPrepare.PEFT else
+                "then TRL's peft_module_casting_to_bf16: fp32 norms, bf16 embeddings and head")
+        notes.append(f"lora.prepare_kbit {card.lora.prepare_kbit.value}: the run calls peft's"
+                     f" prepare_model_for_kbit_training ({cast} under bf16 autocast; TRL's SFTTrainer did on a"
+                     f" non-sharded 4-bit model before v0.27); the {target} file does not call it; not written (read"
+                     " back as none)")
     if b.padding is not Padding.NONE:
         notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
                      f" after each sample are a property of the data and its collator; the {target} file has no setting"

@@ -125,6 +125,11 @@ def _strategy(card: RunCard, notes: list[str]) -> tuple[str, dict[str, Any]]:
     # parallel.fsdp_version: verl's strategy fsdp wraps in FullyShardedDataParallel (FSDP1), fsdp2 in fully_shard
     # (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9 verl/workers/engine/fsdp/transformer_impl.py
     # l.404 / 431; verl/workers/fsdp_workers.py the same for the actor and critic)
+    if (card.parallel.fsdp_version is FsdpVersion.FSDP1 and card.batch.grad_accum > 1
+            and card.parallel.fsdp_no_sync is False):
+        # verl's FSDP engine from 0.9 enters no_sync on every micro-batch but the last, with no knob (plan.fsdp_no_sync)
+        notes.append("parallel.fsdp_no_sync false: verl's FSDP engine (0.9 on) accumulates FSDP1 micro-batches under"
+                     " no_sync with no setting to turn it off; the exported run holds unsharded gradients")
     return ("fsdp" if card.parallel.fsdp_version is FsdpVersion.FSDP1 else "fsdp2"), extra
 
 

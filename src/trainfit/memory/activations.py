@@ -109,6 +109,7 @@ from functools import lru_cache
 from math import ceil
 
 from trainfit.memory.attention import (
+    ARCH_FAMILIES,
     runs_eager,
     sdpa_window_mask_saved_bytes,
     V5_SDPA,
@@ -149,8 +150,6 @@ _WEIGHT_ON_FP32_NORM = {"olmo2"}
 """RMSNorms whose weight multiplies the fp32 normalised input before the cast (``_norm``'s ``weight_on_fp32``)."""
 _FP32_ROTARY = {"olmo2"}
 """Families whose rotary cos/sin stay fp32 (saved by every layer's rotary muls: 4 B per element, not 2)."""
-ARCH_FAMILIES = frozenset({"gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"}) | DEEPSEEK_FAMILIES
-"""Layouts with their own layer model (``trainfit.memory.arch_activations``)."""
 DEEPSEEK_MOE_FAMILIES = DEEPSEEK_MOE_BLOCK - DEEPSEEK_FAMILIES
 """Llama-layout families whose MoE block is DeepSeek-V3's (``arch_activations._deepseek_moe``): GLM-4.5's
 ``Glm4MoeMoE`` (``catalog.hf_config._glm4_moe_moe``)."""
@@ -248,6 +247,7 @@ class _Ctx:
     saved_inputs: set = field(default_factory=set)
     """bf16 adapters: module inputs already saved in the current layer (q/k/v share one, gate/up one)."""
     T_seq: int = 0
+    """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
     compiled: bool = False
     """The layer runs under ``torch.compile`` and the compiled rules are measured for it (``_compiled_rules``)."""
     parts: dict = field(default_factory=dict)
@@ -263,7 +263,6 @@ class _Ctx:
     padding_mask: bool = False
     """The batch carries an attention mask with zeros (``batch.padding`` mask): SDPA layers take transformers' 4-D
     mask (``attention.sdpa_padding_masked``)."""
-    """Tokens of the residual stream on this rank: T, or T / tp under sequence parallel."""
 
 
 def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int,

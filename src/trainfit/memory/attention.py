@@ -28,12 +28,17 @@ read 3% low in backward) and measured on the trace.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.spec.card import pin_at_least, pin_before
 from trainfit.spec.enums import Attention, LayerKind
-from trainfit.spec.model import ModelSpec
+from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
+
+ARCH_FAMILIES = frozenset({"gpt2", "gpt_neox", "gpt_oss", "mpt", "opt"}) | DEEPSEEK_FAMILIES
+"""Layouts with their own layer model (``trainfit.memory.arch_activations``), which keeps its own attention model:
+no per-layer mask copies, and so no padding-mask term (``sdpa_padding_masked``)."""
 
 FORWARD_CKPT_BYTES_PER_SCORE = 10
 FORWARD_BYTES_PER_SCORE = 4
@@ -134,8 +139,7 @@ def eager_mask_bytes(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, ea
     (``arch_activations.checkpoint_input_bytes``)."""
     if not eager or not spec.num_full_attention_layers or spec.family in EAGER_BYTES_PER_SCORE_BY_FAMILY:
         return 0
-    mixed = bool(spec.sliding_layers) and len(spec.sliding_layers) < spec.num_layers
-    kinds = 2 if spec.family == "gemma2" or mixed else 1
+    kinds = 2 if spec.family == "gemma2" else mask_kinds(spec, layers=range(spec.num_layers))
     return kinds * micro_batch_size * seq_len * seq_len * dtype_bytes
 
 
@@ -179,10 +183,11 @@ def sdpa_padding_masked(spec: ModelSpec, *, layer: int, attention: Attention, pa
     the forward's peak model (the loss point, ``memory.phases.forward_peak``) has no in-layer moment for: a 16-head
     llama (hidden 256, 4 KV heads, head_dim 64, vocabulary 512) b 2 x 2048 checkpointed reads its forward 14.0% low
     unpadded and 26.9% low padded (trace +25.5 MB, plan +8.4 MB), its peak (backward) +2.55% / +1.92%. The layouts of
-    ``memory.arch_activations`` (GPT-2, GPT-NeoX, OPT, MPT, gpt-oss, DeepSeek) keep their own attention model and take
-    no padding term."""
-    return (padding_mask and attention is Attention.SDPA and not runs_eager(spec.family, attention)
-            and spec.layer_kind(layer) is LayerKind.FULL_ATTENTION)
+    ``memory.arch_activations`` (``ARCH_FAMILIES``: GPT-2, GPT-NeoX, OPT, MPT, gpt-oss, DeepSeek) keep their own
+    attention model, which has no per-layer mask copy: False for them, so they take no padding term at all (neither
+    the per-layer copies nor the shared bool mask of ``sdpa_bool_mask_bytes``), in memory and in time."""
+    return (padding_mask and attention is Attention.SDPA and spec.family not in ARCH_FAMILIES
+            and not runs_eager(spec.family, attention) and spec.layer_kind(layer) is LayerKind.FULL_ATTENTION)
 
 
 def sdpa_masked(spec: ModelSpec, *, layer: int, kv_tokens: int, attention: Attention, padding_mask: bool) -> bool:
@@ -197,11 +202,16 @@ def sdpa_bool_masks(spec: ModelSpec, *, seq_len: int, attention: Attention, padd
     in use, the sliding-window mask for windowed layers and the causal one for the others (Qwen3's and Gemma-3's
     ``causal_mask_mapping`` holds both when both kinds of layer take one: transformers 5.24.0
     models/qwen3/modeling_qwen3.py l.386-409)."""
-    kinds = set()
-    for i in range(spec.num_layers):
-        if sdpa_masked(spec, layer=i, kv_tokens=seq_len, attention=attention, padding_mask=padding_mask):
-            kinds.add(i in spec.sliding_layers)
-    return len(kinds)
+    return mask_kinds(spec, layers=[i for i in range(spec.num_layers)
+                                    if sdpa_masked(spec, layer=i, kv_tokens=seq_len, attention=attention,
+                                                   padding_mask=padding_mask)])
+
+
+def mask_kinds(spec: ModelSpec, *, layers: Iterable[int]) -> int:
+    """How many mask kinds transformers builds once per forward for ``layers`` (the one rule of ``eager_mask_bytes``
+    and ``sdpa_bool_masks``): the sliding-window mask if any of them is windowed, the causal one if any is not
+    (``causal_mask_mapping``: transformers 5.24.0 models/qwen3/modeling_qwen3.py l.386-409); 0 for no layer."""
+    return len({i in spec.sliding_layers for i in layers})
 
 
 def sdpa_window_repeats_kv(spec: ModelSpec) -> bool:

@@ -11,7 +11,15 @@ gives "higher than expected gradient memory usage"; a LoRA adapter inside a deco
 gradient). Who runs it: Lightning Fabric's ``FSDPStrategy.no_backward_sync`` returns ``module.no_sync()``
 (Lightning-AI/lightning src/lightning/fabric/strategies/fsdp.py l.761-773 @71aed751f7f0ca8422ddca256e602099070f490b,
 with ``use_orig_params`` defaulted to True, l.175), which Lit-GPT's finetune scripts enter on every accumulating
-micro-batch (Lightning-AI/litgpt finetune/lora.py l.214-215 @8641822b3249bb94f068c254aa5d13decbc9f0a0).
+micro-batch (Lightning-AI/litgpt finetune/lora.py l.214-215 @8641822b3249bb94f068c254aa5d13decbc9f0a0). It is the
+default of accelerate and the HF Trainer (``sync_each_batch`` False), of verl's FSDP engine from 0.9 and of the
+Lightning Trainer's accumulation: ``plan.fsdp_no_sync`` resolves a card's null from its preset and cites the lines.
+
+The first backward outside ``no_sync`` (the last micro-batch) adds its gradient into each held unsharded ``.grad``;
+``_reduce_grad`` then sets ``flat_param.grad = None``, reduce-scatters the unsharded gradient into a new shard and keeps
+only that shard (``_saved_grad_shard``) (torch/distributed/fsdp/_runtime_utils.py l.831-886, l.906-927 of the same
+wheel). The optimizer step therefore sees each unit's gradient shard: still the whole flat parameter's (frozen parts
+included) but divided over the shard group.
 """
 
 from __future__ import annotations
@@ -29,3 +37,11 @@ def no_sync_unit_grad_bytes(*, unit_params: float, unit_trainable_params: float,
     if unit_trainable_params == 0:
         return 0.0
     return float(unit_params) * grad_dtype_bytes
+
+
+def no_sync_step_grad_bytes(*, unsharded_grad_bytes: float, shards: int) -> float:
+    """Gradient bytes per rank at the optimizer step after ``no_sync`` accumulation: the held unsharded unit
+    gradients (``no_sync_unit_grad_bytes`` summed over the units) reduce-scattered over ``shards`` ranks."""
+    if unsharded_grad_bytes < 0 or shards < 1:
+        raise ValueError("unsharded_grad_bytes must be >= 0 and shards >= 1")
+    return float(unsharded_grad_bytes) / shards

@@ -14,6 +14,13 @@ The fp32 head is frozen but its input needs a gradient, so autocast's bf16 copy 
 leaf that requires grad) is what ``F.linear`` saves for the head's input gradient: ``vocab x hidden x 2`` bytes live
 from the head's forward to its backward, beside the fp32 weight (``head_cast_copy_bytes``).
 
+Under TRL's SFTTrainer (``lora.prepare_kbit`` trl) ``peft_module_casting_to_bf16`` then casts the embeddings and the
+head back to bf16 and leaves the norms fp32 (``trl_bf16_cast_saving_bytes``): the embedding and head weights are
+2 B, the head saves its own bf16 weight (no copy), and the first layer's checkpointed input is the bf16 embedding
+output (the stream turns fp32 at the first MLP's residual add). Mistral-7B 1-GPU QLoRA, fms-acceleration
+(published mem_peak_torch_mem_alloc 19.25 / 34.46 GiB): peft 18.85 / 32.96 GiB, trl 18.00 / 31.98 GiB (-6.5 %,
+-7.2 %); what the rest is, is open.
+
 Checked on CPU (torch 2.13.0, transformers 5.24.0, peft 0.21.2; tests/memory/test_kbit_upcast_memory.py): a 2-layer
 Mistral with fp32 embeddings, norms and head, bf16 linears, LoRA on q / v, re-entrant checkpointing under bf16
 autocast saves each checkpointed layer's input as fp32 and the head's weight as a bf16 (vocab, hidden) copy.
@@ -42,3 +49,13 @@ def head_cast_copy_bytes(*, vocab_size: int, hidden_size: int, copy_bytes: float
     """Bytes of autocast's 16-bit copy of the fp32 head weight that ``F.linear`` saves for the head's input
     gradient: ``vocab_size x hidden_size x copy_bytes``."""
     return float(vocab_size) * hidden_size * copy_bytes
+
+
+def trl_bf16_cast_saving_bytes(*, embedding_params: float, head_params: float) -> float:
+    """Bytes TRL's ``peft_module_casting_to_bf16`` gives back after the recipe: the fp32 embedding and head
+    (modules named embed_tokens / wte / wpe / lm_head whose weight is fp32) go back to bf16, ``(embedding_params +
+    head_params) x (4 - 2)``; the norms stay fp32 (trl 0.13.0 wheel trl/trainer/utils.py l.872-879, called at
+    sft_trainer.py l.227-233; trl 0.12.1 utils.py l.842-849, sft_trainer.py l.286-292). The bf16 head then saves its
+    own weight for its input gradient: no ``head_cast_copy_bytes``. PEFT's modules_to_save copies are cast too (their
+    names hold those strings); ``plan.terms`` counts them at 2 B already."""
+    return (float(embedding_params) + float(head_params)) * (KBIT_UPCAST_PARAM_BYTES - 2)

@@ -131,6 +131,10 @@ class StepTerms:
     """ZeRO-3: parameters below the persistence threshold, gathered on every rank."""
     grads_preallocated: bool = False
     """ZeRO-3: the gradient partitions exist from init, so forward holds them too."""
+    optimizer_step_grads: float | None = None
+    """Gradient bytes the optimizer step reads when they differ from what backward holds (None: ``grads_total``).
+    FSDP1 ``no_sync``: the synced last backward reduce-scatters each unit's unsharded gradient and frees it, leaving
+    the shards (``trainfit.memory.fsdp_no_sync.no_sync_step_grad_bytes``)."""
     grad_buffer: float = 0.0
     """A gradient accumulator's own buffer, made at init and kept (nanotron's ``FP32GradientAccumulator``: one zeroed
     fp32 buffer of every trained parameter, ``trainfit.plan.ranks.rank_terms``). The ``grads_*`` fields are then the
@@ -364,7 +368,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
 def optimizer_peak(t: StepTerms) -> PhasePeak:
     comps = _persistent(t) | {
         # an accumulator's buffer is what the step reads; its 16-bit gradients were freed after the backward
-        "gradients": t.grad_buffer if t.grad_buffer else t.grads_total,
+        "gradients": t.grad_buffer if t.grad_buffer else (
+            t.grads_total if t.optimizer_step_grads is None else t.optimizer_step_grads),
         "optimizer_temporaries": t.optimizer_temporaries,
     }
     if not (t.zero_step_cast or t.zero_step_fp32_grad):

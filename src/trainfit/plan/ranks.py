@@ -585,12 +585,19 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
         if core_attn:
             ckpt = tuple(max(0.0, c - freed.get(i, 0.0)) for c, i in zip(ckpt, stage.chunk_layers))
     rope = act.embedding - act.checkpointed_embedding
+    # SDPA past a sliding window or under a padding mask: the bool masks built once per forward before the stage's
+    # first layer, inputs of every checkpointed layer (memory.attention.sdpa_bool_mask_bytes), as plan.terms holds
+    # them on one rank; every stage's forward builds its own (a (b, 1, s, s) mask, no head or hidden dimension, so
+    # tensor parallel does not split it)
+    masks = attn.sdpa_bool_mask_bytes(ss, micro_batch_size=b, seq_len=s_loc, attention=card.attention,
+                                      padding_mask=padding_mask_of(card), copies=hf_sdpa_of(card),
+                                      dtype_bytes=a) if card.parallel.checkpoints_layers else 0
     return ActivationBytes(
         per_layer=per_layer,
         checkpointed_per_layer=ckpt,
         embedding=act.embedding if stage.first else rope,
         head=act.head - sp_less.get("head", 0.0) if stage.last else 0,
-        checkpointed_embedding=act.checkpointed_embedding if stage.first else 0,
+        checkpointed_embedding=(act.checkpointed_embedding if stage.first else 0) + masks,
         # embedding_backward stays None (the whole embedding figure): a rank of a parallel layout is only
         # traced at its whole step, whose backward peak lies elsewhere (llama pp2 stage 0, 4 micro-batches:
         # 106.1 MB, inside a layer; 73-90 MB at each embedding_dense_backward)

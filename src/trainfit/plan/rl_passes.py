@@ -171,6 +171,7 @@ from trainfit.plan.time import (
     te_ring_context_parallel_of,
     timed_rank_holds_head,
     training_time,
+    sdpa_mask_layers,
     window_masked_sdpa,
 )
 from trainfit.spec.card import RunCard
@@ -381,6 +382,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # SDPA handed transformers' sliding-window mask past the window, as the training pass of the same card
             # (plan.time.window_masked_sdpa over the row's key span)
             window_mask=window_masked_sdpa(shard, card, seq_len=round(context) if context else rank_seq),
+            mask_layers=sdpa_mask_layers(shard, card, seq_len=round(context) if context else rank_seq),
             window_mask_dtype_bytes=compute_dtype_bytes(card),
             # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
             expert_parallel=mp.ep, expert_token_shards=expert_token_shards(

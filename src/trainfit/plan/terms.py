@@ -15,7 +15,7 @@ from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
 from trainfit.memory.activations import (ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes,
                                         saved_frozen_weights)
-from trainfit.memory.fsdp_no_sync import no_sync_unit_grad_bytes
+from trainfit.memory.fsdp_no_sync import no_sync_step_grad_bytes, no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
     HfLossCopies,
@@ -37,9 +37,11 @@ from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown,
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
+from trainfit.plan.fsdp_no_sync import fsdp_no_sync as resolved_fsdp_no_sync
 from trainfit.plan.resolve import card_with, model_dtype, trainable_spec
 from trainfit.spec.card import RunCard, verl_actor_loss
 from trainfit.spec.enums import (
+    KbitPrepare,
     AdapterDtype,
     ComputeDtype,
     Dtype,
@@ -174,8 +176,10 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     and autocast, finding 16-bit weights, makes no copies of them. FSDP2 ``MixedPrecisionPolicy(param_dtype)``
     (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_collectives.py`` l.418-420: the all-gather input buffer
     is allocated in ``param_dtype``), FSDP1 ``MixedPrecision(param_dtype)``; set by torchtitan
-    (``mixed_precision_param``), NeMo RL's DTensor policy (``MixedPrecisionPolicy(param_dtype=policy.precision,
-    reduce_dtype=float32)``, export/nemo_rl.py) and accelerate (huggingface/accelerate 1.15.0
+    (``mixed_precision_param``), NeMo RL's DTensor policy (``MixedPrecisionPolicy(param_dtype=bfloat16,
+    reduce_dtype=float32, output_dtype=float32)``, NVIDIA-NeMo/RL nemo_rl/models/dtensor/parallelize.py l.464-488
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; the output casts are timed in ``compute.fsdp2_output_cast``) and
+    accelerate (huggingface/accelerate 1.15.0
     ``utils/dataclasses.py`` l.2136-2143 ``set_mixed_precision``: ``param_dtype`` = the mixed-precision dtype for
     FSDP1 and FSDP2; ``utils/fsdp_utils.py`` l.779 passes it to ``fully_shard``). Only the gathered copy and the
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
@@ -543,8 +547,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     wdtype = card.weights_dtype
     compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
     # PEFT's prepare_model_for_kbit_training: the non-4-bit parameters are fp32 (memory.kbit_upcast)
-    kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit
+    kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE
     w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable)
+    trl_cast = kbit and card.lora.prepare_kbit is KbitPrepare.TRL
+    if trl_cast:  # TRL's peft_module_casting_to_bf16: the embeddings and the head go back to bf16 (memory.kbit_upcast)
+        w = replace(w, base=w.base - kbit_upcast.trl_bf16_cast_saving_bytes(
+            embedding_params=(pb.embedding + pb.positions) * scale, head_params=pb.lm_head * scale))
 
     if trainable.lora is not None:
         n_train = lora_trainable_params(spec, trainable.lora) * scale
@@ -650,6 +658,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
     # gradients per layer, in backward order
     layers = spec.num_layers
+    step_grads: dict[str, float] = {}  # FSDP1 no_sync: what the optimizer step reads (StepTerms.optimizer_step_grads)
     if trainable.lora is None:
         per_layer_grads = _scaled(pb.per_layer, scale * grad_bytes * grads_scale)
         head_params = (pb.lm_head or pb.embedding) + spec.hidden_size
@@ -668,12 +677,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         grads_embed = saved_emb * s_grad * grads_scale
         tied_grad = 0.0
 
-    if card.parallel.fsdp_no_sync and card.batch.grad_accum > 1 and sharding.gathers_params:
+    if resolved_fsdp_no_sync(card) and sharding.gathers_params:
         # FSDP1 no_sync: each unit with a trainable parameter keeps its whole unsharded gradient (memory.fsdp_no_sync)
         per_layer_grads, grads_head, grads_embed = _no_sync_grads(spec, pb, trainable, scale=scale, n_train=n_train,
                                                                   saved=(saved_emb, saved_head), grad_bytes=grad_bytes)
         notes.append(f"FSDP1 no_sync accumulation: {sum(per_layer_grads) + grads_head + grads_embed:.3g} B of unsharded"
                      " gradients (every unit with a trainable parameter, frozen ones included) held across micro-batches")
+        # the synced last backward reduce-scatters them: the optimizer step reads the shards
+        step_grads["optimizer_step_grads"] = no_sync_step_grad_bytes(
+            unsharded_grad_bytes=sum(per_layer_grads) + grads_head + grads_embed, shards=sharding.grads_divisor)
 
     act_dtype = 4 if compute is ComputeDtype.FP32 else 2
     act = activation_bytes(
@@ -697,9 +709,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                                          hidden_size=spec.hidden_size, stream_bytes=act_dtype)
-        act = replace(act, checkpointed_per_layer=tuple(int(c + extra) for c in act.checkpointed_per_layer),
-                      head=act.head + int(kbit_upcast.head_cast_copy_bytes(
-                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size)))
+        # under TRL's cast the embedding is bf16: the first layer's input is bf16, and the bf16 head saves its own
+        # weight (no autocast copy); under PEFT alone the fp32 head's bf16 copy is saved (memory.kbit_upcast)
+        act = replace(act, checkpointed_per_layer=tuple(
+            int(c + (0.0 if trl_cast and i == 0 else extra)) for i, c in enumerate(act.checkpointed_per_layer)),
+                      head=act.head + (0 if trl_cast else int(kbit_upcast.head_cast_copy_bytes(
+                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size))))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
@@ -842,6 +857,10 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
         fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale,
                                               weights_divisor=sharding.weights_divisor) or (fsdp, note)
+        if step_grads and not zero:
+            # the gradient autograd makes for a unit spans its whole flat parameter (memory.fsdp_no_sync); from the
+            # second micro-batch on it is added into the held .grad, both alive at once
+            fsdp["fsdp_unsharded_grads"] = max(per_layer_grads, default=0.0)
         if not zero:
             notes.append(note)
     zero_terms: dict[str, float | bool] = {}
@@ -929,6 +948,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
         **fsdp,
         **zero_terms,
+        **step_grads,
     )
     return terms, host, notes
 

@@ -39,13 +39,14 @@ from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
-                                 runs_hf_modelling_code, trained_dtype_bytes, zero_master_states)
+                                 padding_mask_of, runs_hf_modelling_code, trained_dtype_bytes,
+                                 zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
-from trainfit.spec.enums import Zero1ParamSync
+from trainfit.spec.enums import KbitPrepare, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -120,7 +121,7 @@ def nemo_rl_dtensor_packed(card: RunCard) -> bool:
     ``attn_implementation="flash_attention_2"`` (the card's ``attention: flash``; NVIDIA-NeMo/RL
     nemo_rl/models/policy/dtensor_policy_worker.py l.181-199 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d, v0.3.1; v0.3.0
     @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf the same). Without packing it keeps transformers' default (SDPA)."""
-    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES and card.attention is Attention.FLASH
+    return nemo_rl_dtensor(card) and card.attention is Attention.FLASH
 
 
 LLM_FOUNDRY_PRECOMPUTED_PADDING = (0, 5)
@@ -139,8 +140,9 @@ def nemo_rl_dtensor(card: RunCard) -> bool:
     """NeMo RL's DTensor policy (the nemo-rl preset on a torch FSDP strategy): every decoder layer and the whole model
     are FSDP2 modules with ``MixedPrecisionPolicy(output_dtype=torch.float32)`` (NVIDIA-NeMo/RL
     nemo_rl/models/dtensor/parallelize.py l.464-488 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), whose boundary casts
-    every pass pays (``compute.fsdp2_output_cast``)."""
-    return card.preset == "nemo-rl" and card.parallel.strategy in FSDP_STRATEGIES
+    every pass pays (``compute.fsdp2_output_cast``). ``output_dtype`` exists only in FSDP2's
+    ``MixedPrecisionPolicy``: a card with ``fsdp_version`` fsdp1 does not take it (``parallel.fsdp2``)."""
+    return card.preset == "nemo-rl" and card.parallel.fsdp2
 
 
 def nemo_rl_pg_loss_of(card: RunCard) -> str:
@@ -250,7 +252,7 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    # bitsandbytes' Linear4bit: the dtype its dequantised GEMMs run in (spec.enums.Nf4ComputeDtype)
                    base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
                    # PEFT's prepare_model_for_kbit_training: fp32 stream, casts around the 4-bit linears
-                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit,
+                   kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE,
                    saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save)
 
 
@@ -559,6 +561,17 @@ def window_masked_sdpa(spec: ModelSpec, card: RunCard, *, seq_len: int) -> bool:
                for i in spec.sliding_layers[:1])
 
 
+def sdpa_mask_layers(spec: ModelSpec, card: RunCard, *, seq_len: int) -> int:
+    """Layers of ``spec`` (the rank's shard) whose SDPA call takes transformers' materialised bool mask at ``seq_len``
+    keys, past the sliding window or under the card's padding mask: ``memory.attention.sdpa_masked``, the predicate
+    the memory plan counts the mask's saved copy by. Each such call converts the mask to the query's dtype
+    (``compute.inventory.step_inventory``'s ``mask_layers``). Not counted in time: the grouped-query k/v that
+    ``repeat_kv`` widens under a mask (the memory plan's ``sdpa_window_repeats_kv``)."""
+    pad = padding_mask_of(card)
+    return sum(attn.sdpa_masked(spec, layer=i, kv_tokens=seq_len, attention=card.attention, padding_mask=pad)
+               for i in range(spec.num_layers))
+
+
 def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float | None, bool, str | None]:
     """(attention context, causal skip, the plan's note) of a card whose rows pack several samples
     (``batch.packed_sample_tokens``; ``compute.attention_time`` module docstring): a fused kernel that skips
@@ -597,8 +610,7 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
     computes every score anyway; the flash path unpads and stays causal: (True, None) for both, and for ``padding``
     none. A card whose layers are not transformers' (``plan.terms.runs_hf_modelling_code``: Megatron-Core's and
     nanotron's own attention) is refused the mask in ``spec.card``; here it keeps the causal skip."""
-    if (card.batch.padding is not Padding.MASK or eager or card.attention is not Attention.SDPA
-            or not runs_hf_modelling_code(card)):
+    if not padding_mask_of(card) or eager or card.attention is not Attention.SDPA:
         return True, None
     return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
                    f" over every key block of the {seq_len}-token row (no causal skip); every padded token still runs"
@@ -769,6 +781,7 @@ def training_time(
         # (memory.fp8.megatron_fsdp_fp8_unit_bytes): every micro-step, not once per step
         fp8_param_transpose_every_micro=mfsdp_fp8,
         causal_skip=causal_skip, window_mask=window_masked_sdpa(shard, card, seq_len=seq_len),
+        mask_layers=sdpa_mask_layers(shard, card, seq_len=seq_len),
         **legacy_sdpa_copies_of(shard, card, eager=eager),
         window_mask_dtype_bytes=compute_dtype_bytes(card),
         fused_cross_entropy=card.loss.kernel is LossKernel.FLASH_ATTN,

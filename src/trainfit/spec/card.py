@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
+    KbitPrepare,
     AdapterDtype,
     AsyncMode,
     Attention,
@@ -107,15 +108,18 @@ class LoraSection(_Section):
         " nemo_automodel/components/_peft/lora.py l.53, l.311-312 @2861c4143cd335539213b1b6d0c890cb17682444)."
         " Changes the dropout's saved mask (memory) and its traffic (step time); no effect without dropout.")
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
-    prepare_kbit: bool = Field(
-        False, description="QLoRA: PEFT's prepare_model_for_kbit_training ran on the 4-bit model (the standard"
-        " recipe; TRL's SFTTrainer calls it on a non-sharded 4-bit model, trl 0.13.0 trainer/sft_trainer.py"
-        " l.190-201): every non-4-bit parameter (embeddings, norms, head) is cast to fp32 (peft 0.21.2"
-        " utils/other.py l.204-209), so under bf16 autocast the residual stream and the norms run in fp32 and every"
-        " 4-bit linear on that stream casts its input, its dequantised weight and its output (the GEMMs stay bf16)."
-        " TRL's SFTTrainer stopped calling it in v0.27; axolotl calls it but casts norms and embeddings back (not this);"
-        " LLaMA-Factory does not call it (compute.kbit_upcast). Step time (compute.kbit_upcast) and memory (4-byte"
-        " non-quantised weights, fp32 checkpointed layer inputs; memory.kbit_upcast). Default false.")
+    prepare_kbit: KbitPrepare = Field(
+        KbitPrepare.NONE, description="QLoRA: none | peft | trl: what cast the non-4-bit parameters after loading."
+        " peft: PEFT's prepare_model_for_kbit_training alone: every non-4-bit parameter (embeddings, norms, head) fp32"
+        " (peft 0.21.2 utils/other.py l.204-209). trl: TRL's SFTTrainer on a non-sharded 4-bit model under bf16"
+        " (before v0.27): prepare_model_for_kbit_training (trl 0.13.0 trainer/sft_trainer.py l.190-201), then"
+        " peft_module_casting_to_bf16 after get_peft_model (trl 0.13.0 sft_trainer.py l.227-233, utils.py l.872-879;"
+        " trl 0.12.1 sft_trainer.py l.286-292, utils.py l.842-849): norms fp32, embeddings and head back to bf16."
+        " Either way under bf16 autocast the residual stream and the norms run in fp32 and every 4-bit linear on that"
+        " stream casts its input, its dequantised weight and its output (the GEMMs stay bf16). axolotl calls the PEFT"
+        " recipe but casts norms and embeddings back (not this); LLaMA-Factory does not call it (compute.kbit_upcast)."
+        " Step time (compute.kbit_upcast) and memory (4-byte non-quantised weights, fp32 checkpointed layer inputs;"
+        " memory.kbit_upcast). Default none.")
     dequant: QloraDequant = Field(
         QloraDequant.BITSANDBYTES, description="QLoRA: how the 4-bit base reaches the GEMMs. bitsandbytes (NF4, one"
         " dequantise kernel per use, which no compiler fuses), torchao (torchtune's NF4Tensor: the same dequantisation"
@@ -363,12 +367,14 @@ class ParallelSection(_Section):
                                       " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
                                       " trace and its torchtitan export shard. Not read with other strategies (a"
                                       " search over parallel.strategy keeps it).")
-    fsdp_no_sync: bool = Field(
-        False, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
-        " micro-batches run inside FullyShardedDataParallel.no_sync() (Lightning Fabric's no_backward_sync, as Lit-GPT's"
-        " finetune scripts call it), so every unit with a trainable parameter keeps its whole unsharded gradient, frozen"
-        " parameters of the unit included under use_orig_params, until the synced micro-batch"
-        " (memory.fsdp_no_sync). false: each backward reduce-scatters (sharded gradients).")
+    fsdp_no_sync: bool | None = Field(
+        None, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
+        " micro-batches run inside FullyShardedDataParallel.no_sync() (accelerate's and the HF Trainer's default,"
+        " verl's FSDP engine from 0.9, Lightning Fabric's no_backward_sync as Lit-GPT's finetune scripts call it), so"
+        " every unit with a trainable parameter keeps its whole unsharded gradient, frozen parameters of the unit"
+        " included under use_orig_params, until the synced micro-batch (memory.fsdp_no_sync). false: each backward"
+        " reduce-scatters (sharded gradients; accelerate's sync_each_batch). null: the preset's framework default"
+        " (plan.fsdp_no_sync: true for trl, llamafactory-*, ms-swift-* and verl from 0.9; false without a preset).")
     hsdp_shard_size: int | None = Field(
         None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
         " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"
@@ -1287,11 +1293,11 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
-        if self.lora.prepare_kbit and (self.scope is not Scope.QLORA or self.lora.dequant is not QloraDequant.BITSANDBYTES
+        if self.lora.prepare_kbit is not KbitPrepare.NONE and (self.scope is not Scope.QLORA or self.lora.dequant is not QloraDequant.BITSANDBYTES
                                        or self.precision.compute is not ComputeDtype.BF16):
             raise ValueError("lora.prepare_kbit: read for scope qlora on bitsandbytes' 4-bit base under bf16 compute;"
                              f" scope {self.scope.value}, lora.dequant {self.lora.dequant.value}, precision.compute"
-                             f" {self.precision.compute.value}; allowed with it: false")
+                             f" {self.precision.compute.value}; allowed with it: none")
         if (self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16
                 and self.lora.dequant is not QloraDequant.BITSANDBYTES):
             raise ValueError(f"precision.nf4_compute_dtype: {self.precision.nf4_compute_dtype.value} is bitsandbytes'"

@@ -368,6 +368,20 @@ class AdapterDtype(StrEnum):
     BF16 = "bf16"
 
 
+class KbitPrepare(StrEnum):
+    """What cast a QLoRA run's non-4-bit parameters after loading (``lora.prepare_kbit``; ``compute.kbit_upcast``,
+    ``memory.kbit_upcast``). ``none``: nothing, they stay in the compute dtype. ``peft``: PEFT's
+    ``prepare_model_for_kbit_training`` alone: every non-4-bit parameter fp32 (peft 0.21.2 wheel peft/utils/other.py
+    l.204-209). ``trl``: that, then TRL's ``peft_module_casting_to_bf16`` after ``get_peft_model`` under bf16 on a
+    non-sharded 4-bit model (trl 0.12.1 wheel trl/trainer/sft_trainer.py l.286-292, trl/trainer/utils.py l.842-849;
+    trl 0.13.0 sft_trainer.py l.227-233, utils.py l.872-879): modules named ``*norm*`` stay fp32, the fp32 modules
+    named lm_head / embed_tokens / wte / wpe (PEFT's modules_to_save copies too) go back to bf16."""
+
+    NONE = "none"
+    PEFT = "peft"
+    TRL = "trl"
+
+
 class QloraDequant(StrEnum):
     """How a QLoRA base's 4-bit weights reach the GEMMs (``lora.dequant``). ``bitsandbytes``: NF4, one dequantise
     kernel per use (forward, recompute, backward's dX). ``autogptq_torch``: a GPTQ int4 checkpoint through AutoGPTQ's

@@ -34,12 +34,13 @@ def build_meta(req: TraceRequest, num_layers: int, *, scope: str | None = None) 
     ``num_labels=1``: the decoder and a ``score`` head, as TRL's PPO value model and reward model).
     ``scope`` overrides ``req.scope`` (a DPO reference copy is built with ``"full"``).
     """
-    from trainfit.trace.qlora import import_quietly
+    scope = req.scope if scope is None else scope
+    if scope != "full":  # PEFT imports bitsandbytes for any adapter once it is installed; a full model never does
+        from trainfit.trace.qlora import import_quietly
 
-    import_quietly()  # before transformers and PEFT import it (any scope, once bitsandbytes is installed)
+        import_quietly()  # before transformers and PEFT import it
     from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification
 
-    scope = req.scope if scope is None else scope
     overrides: dict[str, Any] = {"use_cache": False}
     if req.attention:
         overrides["attn_implementation"] = req.attention

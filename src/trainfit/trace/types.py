@@ -146,7 +146,7 @@ class TraceRequest:
     ``_ignore_causal_mask_sdpa`` keeps the mask whatever it holds (``is_tracing`` is True for a FakeTensor:
     transformers 5.24.0 src/transformers/masking_utils.py l.280-281, utils/import_utils.py l.1948-1962), as a mask with
     zeros keeps it on a GPU (l.292): the same tensors as a real padded batch. Train steps on one rank or FSDP2, no
-    tensor or pipeline parallel."""
+    tensor or pipeline parallel; not with ``kept_output_dtype`` fp32 (prime-rl's loop passes no mask)."""
 
     def __post_init__(self) -> None:
         for name, allowed in (
@@ -232,6 +232,9 @@ class TraceRequest:
                                   or self.pipeline_parallel > 1 or self.micro_batches > 1):
             raise TraceUnsupported("trace: padding_mask is traced for a train step on one rank or FSDP2 (no tensor or"
                                    " pipeline parallel, one micro-batch)")
+        if self.padding_mask and self.kept_output_dtype == "fp32":
+            raise TraceUnsupported("trace: padding_mask with kept_output_dtype fp32: prime-rl's SFT loop"
+                                   " (trace.loops.prime_rl_sft_loss) calls the model without an attention mask")
 
     @property
     def phase_names(self) -> tuple[str, ...]:

@@ -104,6 +104,13 @@ _TT_PURE_BF16 = {"weights": "bf16", "compute": "bf16", "master_weights": "none",
 _TT_PURE_BF16_FOREACH = dict(_TT_PURE_BF16, optimizer_impl="foreach")
 """torchtune 2024-04/05 llama2 configs: AdamW without ``fused`` (assumed) -> foreach."""
 _TT_QLORA = {"compute": "bf16", "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "fused"}
+_TT_NF4_NOTE = ("lora.dequant torchao: torchtune's QLoRA quantizes the base with torchao's to_nf4 and multiplies "
+                "with linear_nf4 (pytorch/torchtune torchtune/modules/peft/lora.py l.14, l.95, l.125 "
+                "@30b8519e86d2094879576e16ab1f8d21a6f6f9f7), torchao's NF4Tensor dequantised by PyTorch ops "
+                "(pytorch/ao torchao/dtypes/nf4tensor.py l.481, l.557-565 @ff2889540075e8c8d0a2f4b9900da1b9136ae376), "
+                "not bitsandbytes' Linear4bit, so bitsandbytes' dequantise buffers are not planned")
+"""Why the torchtune QLoRA points of the llama3_1 configs plan ``lora.dequant: torchao`` (the step-time harness's
+``TORCHTUNE_NF4`` reads the same lines)."""
 _PEFT_BF16_FOREACH = {"weights": "bf16", "compute": "bf16", "master_weights": "none",
                       "optimizer": "adamw", "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
 
@@ -221,17 +228,17 @@ POINTS: dict[int, dict[str, Any]] = {
     5: {
         "card": {
             "model": "meta-llama/Llama-3.1-8B", "scope": "qlora",
-            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 8, "alpha": 16, "adapter_dtype": "bf16", "targets": _ATTN + _MLP, "dequant": "torchao"},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "rtx4090", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True},
             "batch": {"micro_batch_size": 2, "seq_len": 2048}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "8B_qlora_single_device: torchao NF4 base (trainfit models bnb NF4 + double quant; same "
+        "notes": "8B_qlora_single_device: torchao NF4 base (planned as NF4 + double quant; same "
                  "~0.5 B/param), r8 on q,k,v,o + MLP, AdamW fused, AC, compile. Chunked CE "
                  "assumed (all llama3_1 configs at that commit use CEWithChunkedOutputLoss). "
-                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE + ". " + _TT_NF4_NOTE,
     },
     6: {
         "card": {
@@ -268,7 +275,7 @@ POINTS: dict[int, dict[str, Any]] = {
     8: {
         "card": {
             "model": {"params": 405_853_388_800, "reference": "meta-llama/Llama-3.1-70B"}, "scope": "qlora",
-            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": _ATTN + _MLP},
+            "lora": {"rank": 16, "alpha": 32, "adapter_dtype": "bf16", "targets": _ATTN + _MLP, "dequant": "torchao"},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True, "compile": True},
@@ -279,7 +286,8 @@ POINTS: dict[int, dict[str, Any]] = {
                  "with the Llama-3.1-70B reference shape, so base weights are exact but activations, LoRA "
                  "adapter sizes and FSDP units use 70B's shape (h 8192, 80 layers vs 16384, 126): "
                  "underestimate of those terms. Unit printed 'GB' but the table's other rows are GiB and the "
-                 "logger divides by 1024**3 -> GiB. bs 2 per the README (config default 1). Chunked CE assumed.",
+                 "logger divides by 1024**3 -> GiB. bs 2 per the README (config default 1). Chunked CE assumed. "
+                 + _TT_NF4_NOTE,
     },
     # ---- torchtune README @0217d44c2 (2024-05-09): bs 4, seq 2048 (70B rows 4096)
     9: {
@@ -576,7 +584,8 @@ POINTS: dict[int, dict[str, Any]] = {
     30: {
         "card": {
             "model": "meta-llama/Llama-3.2-3B", "scope": "qlora",
-            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj", "o_proj"] + _MLP},
+            "lora": {"rank": 64, "alpha": 128, "adapter_dtype": "bf16", "targets": ["q_proj", "v_proj", "o_proj"] + _MLP,
+                     "dequant": "torchao"},
             "precision": _TT_QLORA,
             "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "compile": True,
@@ -584,8 +593,8 @@ POINTS: dict[int, dict[str, Any]] = {
             "batch": {"micro_batch_size": 2, "seq_len": 4096}, "loss": {"chunked": True, "kernel": "torchtune"},
         },
         "metric": "allocated", "unit": "GiB",
-        "notes": "QLoRA (torchao NF4 ~ bnb NF4) r64 on q,v,o + MLP, same flags as 29. Peak active -> allocated. "
-                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE,
+        "notes": "QLoRA (torchao NF4) r64 on q,v,o + MLP, same flags as 29. Peak active -> allocated. "
+                 + _TT_LORA_NOTE + ". " + _TT_CHUNKED_NOTE + ". " + _TT_NF4_NOTE,
     },
     # ---- torchtune llama3 tutorial (2024-04/05)
     31: {

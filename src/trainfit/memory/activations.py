@@ -253,6 +253,8 @@ class _Ctx:
     parts: dict = field(default_factory=dict)
     """Gated DeltaNet: bytes of the current layer saved after the kernel (``"post"``) and the buffers
     live beside the saved tensors at the kernel's fullest (``"kernel"``)."""
+    fp32_stream_autocast: bool = False
+    """fp32 weights under 16-bit autocast: an adapted module's input is fp32 (``_adapter_saved``)."""
     linear_input_bytes: float = 0.0
     """Transformer Engine fp8: bytes per element a trained projection saves of its input (its fp8 copy,
     ``trainfit.memory.fp8.saved_input_bytes``); 0: the compute dtype's (the input itself)."""
@@ -308,7 +310,7 @@ def linear_input(ctx: _Ctx, width: int, *, tokens: int | None = None) -> int:
 def _linear(ctx: _Ctx, name: str, in_features: int, x_rg: bool, *, input_saved: bool = False) -> tuple[int, bool]:
     """A projection. Full: saves its bf16 input (once per distinct input; TE fp8: its fp8 copy). LoRA: fp32
     input cast (4·in) and the fp32 rank-r A output (4r); the frozen base saves nothing (AutoGPTQ's unpacked
-    weight: ``gptq_saved_weights``, added per layer), except its input when ``ctx.frozen_saves_input`` and that input
+    weight: ``saved_frozen_weights``, added per layer), except its input when ``ctx.frozen_saves_input`` and that input
     needs a gradient (``x_rg``)."""
     out = 0
     if ctx.full and not input_saved:
@@ -343,6 +345,12 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
     so ``lora_A`` saves the module's own input (shared by q/k/v and by gate/up: one storage, counted
     once per layer, and nothing when something else already saves it) and ``lora_B`` the rank-r output.
 
+    fp32 adapters on an fp32 base under 16-bit autocast (``fp32_stream_autocast``): the norm outputs x are fp32, so
+    PEFT's cast to the adapter dtype returns x itself (peft 0.21.2 ``peft/tuners/lora/layer.py`` l.1100,
+    ``tuners_utils.py`` l.2233), and autocast casts x to 16 bits for ``lora_A`` (a new tensor per module: autocast
+    caches only casts of leaves that need a gradient) and saves that cast, then ``lora_B`` saves ``lora_A``'s 16-bit
+    output: ``a``·(in + r) per module, not 4·(in + r) (tests/trace/test_lora_fp32_autocast.py, within 2 %).
+
     With LoRA dropout ``lora_A`` saves this module's own dropout output instead (adapter dtype, in·T: a new
     tensor per module, shared with nobody, whatever ``input_saved`` says) and the dropout saves its mask
     (1 B per element, CUDA) when the module input ``x_rg`` needs a gradient; x and its fp32 cast are then
@@ -362,13 +370,16 @@ def _adapter_saved(ctx: _Ctx, name: str, in_features: int, r: int, *, input_save
     if ctx.lora_dropout:
         mask = ctx.T * DROPOUT_MASK_BYTES * in_features if x_rg else 0
         return ctx.T * ctx.adapter_bytes * (in_features + r) + mask
-    if ctx.adapter_bytes == FP32 and ctx.a < FP32:  # an fp32 model: PEFT's cast returns the input itself
-        if ctx.compiled:  # one fp32 cast per distinct input: Inductor merges q/k/v's (gate/up's) identical casts
-            key = "fp32:" + _SHARED_INPUT.get(name, name)
+    if ctx.adapter_bytes == FP32 and ctx.a < FP32:  # fp32 adapters on a 16-bit computed model
+        # a 16-bit input: PEFT's fp32 cast (saved, and the fp32 A output); an fp32 input under autocast: PEFT's cast
+        # returns x itself and autocast's 16-bit casts of x and of A's output are saved
+        saved = ctx.a if ctx.fp32_stream_autocast else FP32
+        if ctx.compiled:  # one cast per distinct input: Inductor merges q/k/v's (gate/up's) identical casts
+            key = "cast:" + _SHARED_INPUT.get(name, name)
             first = key not in ctx.saved_inputs
             ctx.saved_inputs.add(key)
-            return ctx.T * FP32 * (r + (in_features if first else 0))
-        return ctx.T * FP32 * (in_features + r)
+            return ctx.T * saved * (r + (in_features if first else 0))
+        return ctx.T * saved * (in_features + r)
     out = ctx.T * ctx.a * r
     key = _SHARED_INPUT.get(name, name)
     if not input_saved and key not in ctx.saved_inputs:
@@ -1014,10 +1025,14 @@ def saved_frozen_weight_bytes(*, gptq_torch_dequant: bool, rows: int) -> float:
     return GPTQ_TORCH_SAVED_WEIGHT_BYTES if gptq_torch_dequant and rows >= GPTQ_KERNEL_SWITCH_ROWS else 0.0
 
 
-def gptq_saved_weights(spec: ModelSpec, layer: int, *, input_needs_grad: bool, bytes_per_weight: float) -> int:
-    """Bytes of the unpacked weights one decoder layer's frozen GPTQ linears keep for the backward
-    (``saved_frozen_weight_bytes`` per weight element): every linear of the layer (``memory.params``' per-layer
-    linear weights, the rank's shard under tensor parallelism) whose input needs a gradient. A layer entered by an
+def saved_frozen_weights(spec: ModelSpec, layer: int, *, input_needs_grad: bool, bytes_per_weight: float) -> int:
+    """Bytes of the 16-bit weight copies one decoder layer's frozen linears keep for the backward, at
+    ``bytes_per_weight`` per weight element: a frozen linear whose weight reaches the matmul as a fresh tensor (AutoGPTQ's
+    PyTorch unpacking, ``saved_frozen_weight_bytes``; autocast's cast of a frozen fp32 weight,
+    ``plan.terms._autocast_frozen_copies``) saves that tensor for its input's gradient. Every linear of the layer
+    (``memory.params``' per-layer linear weights: q/k/v with ``attn_output_gate``'s doubled q, MLA's projections, the
+    experts; no norm weights or biases, which no matmul saves; the rank's shard under tensor parallelism) whose input
+    needs a gradient. A layer entered by an
     input that needs none (an adapter run's first layer: the frozen embedding's output) records no matmul for the
     projections that read it, the attention's q/k/v (the rest are fed by the adapters' outputs); other layer kinds are
     counted whole there (an upper bound)."""
@@ -1048,6 +1063,7 @@ def activation_bytes(
     gptq_torch_dequant: bool = False,
     padding_mask: bool = False,
     frozen_saves_input: bool = False,
+    fp32_stream_autocast: bool = False,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -1082,6 +1098,9 @@ def activation_bytes(
     ``hf_sdpa``: the pinned transformers release's SDPA copies (``attention.legacy_sdpa`` of ``software.transformers``):
     k and v repeated to every head, o_proj's input a copy of the output; v5's path (nothing more) by default.
 
+    ``fp32_stream_autocast``: fp32 weights under 16-bit autocast, so the residual stream and the norm outputs an
+    adapted module reads are fp32 (``_adapter_saved``: its fp32 adapters save autocast's 16-bit casts).
+
     ``gptq_torch_dequant``: an adapter on a GPTQ int4 base through AutoGPTQ's cuda-old QuantLinear
     (``lora.dequant: autogptq_torch``): each frozen linear whose input needs a gradient saves its unpacked fp16 weight
     (``saved_frozen_weight_bytes``) in its layer's ``per_layer``: without checkpointing every layer's until its
@@ -1107,7 +1126,8 @@ def activation_bytes(
     ctx = _Ctx(T=T, b=b, s=s, a=a, full=full, targets=_targets(spec, trainable), attention=attention,
                adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
                linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa, padding_mask=padding_mask,
-               frozen_saves_input=frozen_saves_input and not full)
+               frozen_saves_input=frozen_saves_input and not full,
+               fp32_stream_autocast=fp32_stream_autocast)
     frozen_w = saved_frozen_weight_bytes(gptq_torch_dequant=gptq_torch_dequant and not full, rows=T)
     per_layer = []
     kernel_bwd: list[int] = []
@@ -1128,7 +1148,7 @@ def activation_bytes(
         x_in = x_rg
         nbytes, x_rg = _layer(bf16_ctx if bf16 else layer_ctx, spec, i, x_rg)
         if frozen_w:
-            nbytes += gptq_saved_weights(spec, i, input_needs_grad=x_in, bytes_per_weight=frozen_w)
+            nbytes += saved_frozen_weights(spec, i, input_needs_grad=x_in, bytes_per_weight=frozen_w)
         per_layer.append(nbytes)
         after_attention.append(layer_ctx.parts.get("after_attention", 0))
         live, post = ctx.parts.get("live"), ctx.parts.get("post")

@@ -42,7 +42,7 @@ def loss_region(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: ParallelL
     if not stage.last:
         return LogitsBytes(forward_peak=0.0, retained=0.0, backward_peak=0.0), 0.0
     width = ss.head_outputs or ss.vocab_size
-    grad = logits_grad_bytes(card, tokens=tokens, width=width)
+    grad = logits_grad_bytes(card, tokens=tokens, width=width, dtype_bytes=act_dtype)
     if (card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON and ss.head_outputs is None
             and not card.loss.chunked and spec.family not in SOFTCAP_FAMILIES):
         # Megatron-Core's vocab_parallel_cross_entropy on the rank's vocabulary shard (memory/logits.py), or

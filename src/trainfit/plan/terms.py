@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
-from trainfit.memory.activations import ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes
+from trainfit.memory.activations import (ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes,
+                                        saved_frozen_weights)
 from trainfit.memory.fsdp_no_sync import no_sync_step_grad_bytes, no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
@@ -157,14 +158,15 @@ def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: b
     gradient, so each frozen weight is cast anew at every use, and the matmul, whose input needs a gradient, saves that
     16-bit copy for the input's gradient (2 B per weight). Measured on this CPU (torch 2.13.0, saved_tensors_hooks): a
     frozen fp32 ``nn.Linear`` under ``torch.autocast('cpu', bfloat16)`` saves its bf16 weight and nothing else
-    (``tests/unit/test_autocast_frozen_weight.py``). Without checkpointing layer 0's attention input needs no gradient
-    (frozen embedding), so its q/k/v save nothing; a frozen head saves its copy (its input needs a gradient)."""
+    (``tests/unit/test_autocast_frozen_weight.py``). Per layer the linear weights whose input needs a gradient
+    (``memory.activations.saved_frozen_weights``, shared with AutoGPTQ's unpacked weights): layer 0's attention input
+    needs none (frozen embedding), so its q/k/v save nothing; norm weights are not cast by autocast (elementwise ops)
+    and saved by no matmul. A frozen head saves its copy (its input needs a gradient)."""
     if not enabled:
         return act
     pb = param_breakdown(spec)
-    qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
-    per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale
-                      for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
+    per_layer = tuple(a + saved_frozen_weights(spec, i, input_needs_grad=i > 0, bytes_per_weight=2.0) * scale
+                      for i, a in enumerate(act.per_layer))
     return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
 
 
@@ -183,6 +185,27 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
     MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py.
 
+    The cast does not depend on sharding: FSDP2 casts each unit's parameters to ``param_dtype`` on a one-rank mesh
+    too (the all-gather input is built in ``param_dtype`` whatever the group size), and FSDP1 under ``NO_SHARD``
+    (what it switches to on one rank) casts through ``FlatParamHandle._use_low_precision_shard`` in ``pre_unshard``
+    (torch ``distributed/fsdp/_flat_param.py``). prime-rl's one-GPU runs are such a case: ``setup_fsdp`` calls
+    ``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=...)`` on the one-rank mesh
+    and never enters ``torch.autocast`` (PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
+    ``src/prime_rl/trainer/model.py`` l.156, l.457), so autocast makes no weight copies there
+    (``autocast_copies_weights``). The ``sharding`` argument is kept for the callers; only the gathered units'
+    dtype reads it (under ``sharding.gathers_params``).
+
+    Not modelled: on one rank the plan holds no gathered units (``Sharding.gathers_params`` is false there), yet
+    FSDP2's one-rank path builds each unit's unsharded ``param_dtype`` parameters into fresh all-gather outputs and
+    frees them at reshard as on several ranks (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py``
+    l.392-401, l.437-450), and FSDP1 ``NO_SHARD`` makes and frees its low-precision flat parameter the same way
+    (``_flat_param.py`` l.1332-1333, l.1784-1803). Checked: making ``gathers_params`` true for FSDP strategies on
+    one rank moves no scored published memory point and no step time, and brings the held-out prime-rl peaks
+    301-318 from -16.2..+3.9 % to -8.3..+9.5 % (median |error| 11.5 % -> 3.8 %), but it also turns every one-GPU
+    card left at the default ``strategy: fsdp`` into a one-rank FSDP plan (unit buffers, no allocator replay:
+    tests/memory/test_compiled_loss.py fails), so it needs the card to say whether a one-GPU run really wraps
+    FSDP before it can go in.
+
     fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
     the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says
     (pytorch/torchtitan@0da8901b1918fc21b5d43bbc693a120fc4281378 ``torchtitan/models/llama/parallelize_llama.py``
@@ -196,7 +219,8 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is the card's
     ``precision.fp8_all_gather``: its gathered units are ``torchao_fp8_gather_units``, its time
     ``compute.float8_all_gather``. The gathered dtype of everything else: ``fsdp_gathered_dtype``."""
-    return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
+    del sharding  # the cast happens at every world size (docstring)
+    return (card.parallel.strategy in FSDP_STRATEGIES
             and card.weights_dtype is Dtype.FP32
             and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8, ComputeDtype.FP4))
 
@@ -248,8 +272,10 @@ def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     return train_bytes, grad_bytes, use_master, state_bytes
 
 
-def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
-    """The bf16 gradient of the logits before the output projection's backward: none under a fused chunked
+def logits_grad_bytes(card: RunCard, *, tokens: int, width: int, dtype_bytes: int) -> float:
+    """The gradient of the logits before the output projection's backward, in the head output's dtype
+    (``dtype_bytes``: the activation dtype, 2 B under 16-bit compute or autocast, 4 B for an fp32 model; an upcast
+    in the loss, ``logits.float()``, casts its gradient back to the head output's dtype): none under a fused chunked
     kernel (Liger, TRL: each chunk's gradient is consumed inside the kernel); torchtune's chunked loss returns
     every chunk's logits from the decoder, so every chunk's gradient exists before the first output-projection
     backward (``TransformerDecoder.chunked_output``, pytorch/torchtune @1814feb17)."""
@@ -258,7 +284,7 @@ def logits_grad_bytes(card: RunCard, *, tokens: int, width: int) -> float:
     if (card.loss.kernel is LossKernel.FLASH_ATTN and card.loss.inplace_backward
             and card.loop.keeps_output_through_backward):
         return 0.0  # flash-attn's in-place backward writes it into the logits the kept output holds (kept_output)
-    return 2.0 * tokens * width
+    return float(dtype_bytes) * tokens * width
 
 
 def zero_master_states(card: RunCard, strategy: Strategy, *, train_bytes: float, use_master: bool,
@@ -682,6 +708,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
         frozen_saves_input=bnb_saves,
+        fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
     )
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
@@ -893,7 +920,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gradient_checkpointing=card.parallel.checkpoints_layers,
         checkpointed_layers=subset or (),
         logits=lg,
-        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size),
+        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size,
+                                           dtype_bytes=act_dtype),
         **({"forward_at": "loss (flash-attn's cross-entropy over the bf16 logits)"}
            if card.loss.kernel is LossKernel.FLASH_ATTN and spec.head_outputs is None else {}),
         layer_backward_transient=transient,

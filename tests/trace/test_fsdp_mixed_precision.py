@@ -49,8 +49,7 @@ def test_only_fsdp_strategies_with_fp32_weights_and_16_bit_compute():
     base = _case(False).card()
     card = load_card_dict(base)
     assert fsdp_casts_gathered_params(card, Sharding(strategy=card.parallel.strategy, world_size=8, shard_group=8))
-    # the cast does not need sharding: FSDP2 casts to param_dtype on a one-rank mesh too
-    assert fsdp_casts_gathered_params(card, Sharding(strategy=card.parallel.strategy, world_size=1, shard_group=1))
+    assert not fsdp_casts_gathered_params(card, Sharding(strategy=card.parallel.strategy, world_size=8, shard_group=1))
     for precision in ({"weights": "bf16"}, {"compute": "fp32"}):
         other = load_card_dict({**base, "precision": {**base["precision"], **precision}})
         assert not fsdp_casts_gathered_params(other, Sharding(strategy=other.parallel.strategy, world_size=8, shard_group=8))

@@ -185,26 +185,18 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
     MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py.
 
-    The cast does not depend on sharding: FSDP2 casts each unit's parameters to ``param_dtype`` on a one-rank mesh
-    too (the all-gather input is built in ``param_dtype`` whatever the group size), and FSDP1 under ``NO_SHARD``
-    (what it switches to on one rank) casts through ``FlatParamHandle._use_low_precision_shard`` in ``pre_unshard``
-    (torch ``distributed/fsdp/_flat_param.py``). prime-rl's one-GPU runs are such a case: ``setup_fsdp`` calls
-    ``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=...)`` on the one-rank mesh
-    and never enters ``torch.autocast`` (PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
-    ``src/prime_rl/trainer/model.py`` l.156, l.457), so autocast makes no weight copies there
-    (``autocast_copies_weights``). The ``sharding`` argument is kept for the callers; only the gathered units'
-    dtype reads it (under ``sharding.gathers_params``).
-
-    Not modelled: on one rank the plan holds no gathered units (``Sharding.gathers_params`` is false there), yet
-    FSDP2's one-rank path builds each unit's unsharded ``param_dtype`` parameters into fresh all-gather outputs and
-    frees them at reshard as on several ranks (torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py``
-    l.392-401, l.437-450), and FSDP1 ``NO_SHARD`` makes and frees its low-precision flat parameter the same way
-    (``_flat_param.py`` l.1332-1333, l.1784-1803). Checked: making ``gathers_params`` true for FSDP strategies on
-    one rank moves no scored published memory point and no step time, and brings the held-out prime-rl peaks
-    301-318 from -16.2..+3.9 % to -8.3..+9.5 % (median |error| 11.5 % -> 3.8 %), but it also turns every one-GPU
-    card left at the default ``strategy: fsdp`` into a one-rank FSDP plan (unit buffers, no allocator replay:
-    tests/memory/test_compiled_loss.py fails), so it needs the card to say whether a one-GPU run really wraps
-    FSDP before it can go in.
+    Not applied: FSDP casts on one rank too (FSDP2 builds each unit's ``param_dtype`` parameters on a one-rank mesh,
+    torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py`` l.392-401, l.437-450; FSDP1 ``NO_SHARD``
+    its low-precision flat parameter, ``_flat_param.py`` l.1332-1333, l.1784-1803), so a one-GPU run that really
+    wraps FSDP (prime-rl's: ``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` on the one-rank
+    mesh and no ``torch.autocast``, PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
+    ``src/prime_rl/trainer/model.py`` l.156, l.457) makes no autocast weight copies and holds one-rank gathered
+    units instead. Taking out the copies alone moves the held-out prime-rl peaks 301-318 from a median |error| of
+    about 10 % to 11.5 % (301 -10.1 -> -16.0 %); adding the one-rank units as well brings them to 3.8 %
+    (-8.3..+9.5 %) and moves no scored published point or step time, but every one-GPU card left at the default
+    ``strategy: fsdp`` would then be planned as one-rank FSDP (no allocator replay: tests/memory/test_compiled_loss.py
+    fails), although a plain one-GPU autocast run (HF Trainer, bf16 True, fp32 weights) does make the copies. Both
+    halves wait for the card to say whether a one-GPU run wraps FSDP.
 
     fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
     the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says
@@ -219,8 +211,7 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     torchao's fp8 all-gather (``enable_fsdp_float8_all_gather``, 1 B per gathered linear weight) is the card's
     ``precision.fp8_all_gather``: its gathered units are ``torchao_fp8_gather_units``, its time
     ``compute.float8_all_gather``. The gathered dtype of everything else: ``fsdp_gathered_dtype``."""
-    del sharding  # the cast happens at every world size (docstring)
-    return (card.parallel.strategy in FSDP_STRATEGIES
+    return (sharding.gathers_params and card.parallel.strategy in FSDP_STRATEGIES
             and card.weights_dtype is Dtype.FP32
             and card.precision.compute in (ComputeDtype.BF16, ComputeDtype.FP16, ComputeDtype.FP8, ComputeDtype.FP4))
 

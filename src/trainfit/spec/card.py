@@ -1298,6 +1298,18 @@ class RunCard(_Section):
             raise ValueError("lora.prepare_kbit: read for scope qlora on bitsandbytes' 4-bit base under bf16 compute;"
                              f" scope {self.scope.value}, lora.dequant {self.lora.dequant.value}, precision.compute"
                              f" {self.precision.compute.value}; allowed with it: none")
+        if self.lora.prepare_kbit is not KbitPrepare.NONE and (self.parallel.strategy in FSDP_STRATEGIES
+                                                               or self.parallel.strategy is Strategy.ZERO3):
+            # TRL skips the recipe under sharded QLoRA ("one should never call peft_module_casting_to_bf16 or
+            # prepare_model_for_kbit_training when doing QLoRA + FSDP / DS-Zero3", trl 0.13.0 wheel
+            # trl/trainer/sft_trainer.py l.183-185), and FSDP1's flat parameters need one dtype per unit
+            raise ValueError(f"lora.prepare_kbit: {self.lora.prepare_kbit.value} is not run under parallel.strategy"
+                             f" {self.parallel.strategy.value} (sharded QLoRA: TRL skips it, trl 0.13.0"
+                             " sft_trainer.py l.183-185); allowed with it: none")
+        if self.lora.prepare_kbit is not KbitPrepare.NONE and self.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32:
+            raise ValueError(f"lora.prepare_kbit: {self.lora.prepare_kbit.value} upcasts a 16-bit model to fp32; with"
+                             " precision.nf4_compute_dtype fp32 the model is already fp32 (a no-op); allowed with it:"
+                             " none")
         if (self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16
                 and self.lora.dequant is not QloraDequant.BITSANDBYTES):
             raise ValueError(f"precision.nf4_compute_dtype: {self.precision.nf4_compute_dtype.value} is bitsandbytes'"

@@ -37,9 +37,6 @@ def test_only_the_single_gpu_qlora_rows_state_the_recipe(row_id: str) -> None:
     card, _ = S.map_train(e)
     single_qlora = e["kind"] == "sft_qlora" and e["gpus"] == 1
     assert card.get("lora", {}).get("prepare_kbit", "none") == ("trl" if single_qlora else "none")
-    if single_qlora:
-        assert "sft_trainer.py l.190-201" in e["prepare_kbit"]["source"]
-        assert "l.227-233" in e["prepare_kbit"]["source"]
 
 
 @pytest.mark.parametrize("row_id", sorted(TWINS))

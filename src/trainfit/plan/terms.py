@@ -166,7 +166,14 @@ def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: b
     qkv = spec.hidden_size * (spec.num_attention_heads + 2 * spec.num_kv_heads) * spec.head_dim
     per_layer = tuple(a + 2 * (p - (qkv if i == 0 else 0)) * scale
                       for i, (a, p) in enumerate(zip(act.per_layer, pb.per_layer)))
-    return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+    return replace(act, per_layer=per_layer, head=act.head + kbit_upcast.head_cast_copy_bytes(
+        head_params=head_weight_params(pb, scale)))
+
+
+def head_weight_params(pb: ParamBreakdown, scale: float) -> float:
+    """The output head's weights as the plan counts them: ``lm_head``, or the embedding it is tied to, times the
+    card's count scale."""
+    return (pb.lm_head or pb.embedding) * scale
 
 
 def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
@@ -696,7 +703,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         act = replace(act, checkpointed_per_layer=tuple(
             int(c + (0.0 if trl_cast and i == 0 else extra)) for i, c in enumerate(act.checkpointed_per_layer)),
                       head=act.head + (0 if trl_cast else int(kbit_upcast.head_cast_copy_bytes(
-                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size))))
+                          head_params=head_weight_params(pb, scale)))))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,

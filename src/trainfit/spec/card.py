@@ -119,7 +119,8 @@ class LoraSection(_Section):
         " stream casts its input, its dequantised weight and its output (the GEMMs stay bf16). axolotl calls the PEFT"
         " recipe but casts norms and embeddings back (not this); LLaMA-Factory does not call it (compute.kbit_upcast)."
         " Step time (compute.kbit_upcast) and memory (4-byte non-quantised weights, fp32 checkpointed layer inputs;"
-        " memory.kbit_upcast). Default none.")
+        " memory.kbit_upcast). Refused under fsdp, fsdp_grad_op, hsdp and zero3 (TRL skips it for sharded QLoRA, trl"
+        " 0.13.0 sft_trainer.py l.183-185) and with precision.nf4_compute_dtype fp32 (a no-op). Default none.")
     dequant: QloraDequant = Field(
         QloraDequant.BITSANDBYTES, description="QLoRA: how the 4-bit base reaches the GEMMs. bitsandbytes (NF4, one"
         " dequantise kernel per use, which no compiler fuses), torchao (torchtune's NF4Tensor: the same dequantisation"

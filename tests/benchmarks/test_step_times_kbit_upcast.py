@@ -37,9 +37,6 @@ def test_only_the_single_gpu_qlora_rows_state_the_recipe(row_id: str) -> None:
     card, _ = S.map_train(e)
     single_qlora = e["kind"] == "sft_qlora" and e["gpus"] == 1
     assert card.get("lora", {}).get("prepare_kbit", "none") == ("trl" if single_qlora else "none")
-    if single_qlora:
-        assert "sft_trainer.py l.190-201" in e["prepare_kbit"]["source"]
-        assert "l.227-233" in e["prepare_kbit"]["source"]
 
 
 @pytest.mark.parametrize("row_id", sorted(TWINS))
@@ -60,9 +57,8 @@ def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
     SFTTrainer, which casts the embeddings and the head back to bf16 after the recipe (``lora.prepare_kbit`` trl,
     trl 0.13.0 sft_trainer.py l.227-233): 18.00 / 31.98 GiB, -6.5 % / -7.2 %; the gap the peft-only plan closed
     was in part the 4-byte embedding and head it wrongly held. Open: what the remaining ~1.3 / 2.5 GiB is (it grows
-    with the batch: an activation term). Mixtral's rows are
-    left out: the card plans its experts unquantised (transformers v5's fused experts; 4.48.1 quantises each
-    expert's nn.Linear)."""
+    with the batch: an activation term). Mixtral's rows:
+    ``test_mixtral_loop_experts_plan_nf4_and_the_recipe_upcasts_only_the_rest``."""
 
     from trainfit.plan import make_plan
 
@@ -75,3 +71,17 @@ def test_the_recipe_closes_the_published_allocated_peak(row_id: str) -> None:
     assert peaks["none"] / published - 1 < -0.2
     assert abs(peaks["trl"] / published - 1) < 0.1
     assert peaks["trl"] < peaks["peft"]
+
+
+@pytest.mark.parametrize("row_id", ["fmsacc-a100-mixtral8x7b-instruct-qlora-1g-b4",
+                                    "fmsacc-a100-mixtral8x7b-instruct-qlora-1g-b8"])
+def test_mixtral_loop_experts_plan_nf4_and_the_recipe_upcasts_only_the_rest(row_id: str) -> None:
+    """The Mixtral 1-GPU QLoRA runs (transformers 4.48.1, per-expert loop: every expert linear a Linear4bit): published
+    mem_peak_torch_mem_alloc 39.86 / 56.39 GiB on an 80 GB A100. Counting the experts as fused unquantised
+    parameters upcast to fp32 by the recipe planned 184.5 / 199.7 GiB; with NF4 experts, 38.2 / 53.4 GiB."""
+    from trainfit.plan import make_plan
+
+    published = ROWS[row_id]["measured"]["also"]["mem_peak_torch_mem_alloc_bytes"]
+    card, _ = S.map_train(ROWS[row_id])
+    assert card["lora"]["prepare_kbit"] == "trl"
+    assert abs(make_plan(S.validate(card)).peak.allocated / published - 1) < 0.1

@@ -25,16 +25,18 @@ def _adapter(kbit: bool) -> Adapter:
 
 
 def test_linear4bit_term_counts_weight_chain_and_activation_casts():
-    # 12 B a weight (bf16 -> fp32 .to(A.dtype), autocast's fp32 -> bf16) and 6 B an input / output element
-    assert (KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT, KBIT_ACTIVATION_CAST_BYTES) == (12.0, 6.0)
-    b, k = linear4bit_upcast_forward(tokens=10.0, in_features=4.0, out_features=8.0, weight_elements=32.0,
-                                     fp32_input=True)
-    assert (b, k) == (12.0 * 32 + 6.0 * 10 * (4 + 8), 4.0)
-    bb, bk = linear4bit_upcast_backward(tokens=10.0, in_features=4.0, out_features=8.0, fp32_input=True)
-    assert (bb, bk) == (6.0 * 10 * 12, 2.0)  # no weight cast: the backward dequantises to the bf16 grad's dtype
+    # a 10-row call of a 4 -> 8 linear with 32 weights. Forward: each weight is read 2 B / written 4 B (bf16 ->
+    # fp32 .to(A.dtype)) and read 4 B / written 2 B (autocast's fp32 -> bf16): 12 B x 32 = 384; input and output
+    # casts, read 4 / write 2 each: 6 B x 10 x (4 + 8) = 720; 384 + 720 = 1104 B in 4 kernels.
+    assert linear4bit_upcast_forward(tokens=10.0, in_features=4.0, out_features=8.0, weight_elements=32.0,
+                                     fp32_input=True) == (1104.0, 4.0)
+    # backward: the two gradient casts only, 6 x 10 x 12 = 720 B in 2 kernels (no weight cast: the backward
+    # dequantises to the bf16 gradient's dtype)
+    assert linear4bit_upcast_backward(tokens=10.0, in_features=4.0, out_features=8.0, fp32_input=True) == (720.0, 2.0)
     assert linear4bit_upcast_forward(tokens=10.0, in_features=4.0, out_features=8.0, weight_elements=32.0,
                                      fp32_input=False) == (0.0, 0.0)
-    assert attention_input_cast(tokens=2.0, q_dim=4.0, kv_dim=1.0, layers=3.0) == (6.0 * 2 * 6 * 3,) * 2 + (9.0,)
+    # q, k, v of 2 tokens, q_dim 4, kv_dim 1, 3 layers: 6 B x 2 x (4 + 1 + 1) x 3 = 216 B each way, 3 x 3 kernels
+    assert attention_input_cast(tokens=2.0, q_dim=4.0, kv_dim=1.0, layers=3.0) == (216.0, 216.0, 9.0)
 
 
 def test_inventory_adds_the_casts_but_keeps_bf16_gemms():
@@ -69,7 +71,7 @@ def test_card_refuses_the_recipe_off_bitsandbytes_qlora(override, recipe):
     from trainfit.spec.card import RunCard
     from trainfit.spec.enums import KbitPrepare
 
-    base = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}})
+    base = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}, "parallel": {"strategy": "ddp"}})
     assert base.lora.prepare_kbit is KbitPrepare(recipe)
     with pytest.raises(ValueError, match="lora.prepare_kbit"):
         card_with(base, **override)
@@ -119,7 +121,7 @@ def test_export_notes_name_the_recipe(recipe, says):
     from trainfit.export.common import shared_notes
     from trainfit.spec.card import RunCard
 
-    card = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}})
+    card = RunCard.model_validate({"scope": "qlora", "lora": {"prepare_kbit": recipe}, "parallel": {"strategy": "ddp"}})
     note = next(n for n in shared_notes(card, "trl") if n.startswith("lora.prepare_kbit"))
     assert f"lora.prepare_kbit {recipe}:" in note and says in note and "read back as none" in note
     assert not [n for n in shared_notes(RunCard.model_validate({"scope": "qlora"}), "trl")

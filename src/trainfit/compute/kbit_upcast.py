@@ -73,8 +73,10 @@ KBIT_WEIGHT_CAST_KERNELS = 2
 l.509 ``.to(A.dtype)``, then autocast's ``F.linear`` input cast)."""
 KBIT_ACTIVATION_CAST_BYTES = 6.0
 """Per element of one fp32 <-> bf16 cast of an activation or its gradient: read 4, write 2 (or read 2, write 4); the
-casts at each ``Linear4bit``'s fp32 input and output (bitsandbytes 0.43.3 wheel ``bitsandbytes/nn/modules.py``
-l.472-479)."""
+casts at each ``Linear4bit``'s fp32 input and output. The input's is autocast's cast of ``F.linear``'s fp32 input to
+bf16 inside ``MatMul4Bit.forward`` (bitsandbytes 0.43.3 wheel ``bitsandbytes/autograd/_functions.py`` l.509), not
+``Linear4bit.forward``'s ``x.to(self.compute_dtype)`` (``bitsandbytes/nn/modules.py`` l.474: a no-op, the compute
+dtype having been set to the fp32 input's, l.420-424); the output's is ``out.to(inp_dtype)`` (modules.py l.479)."""
 
 
 def linear4bit_upcast_forward(*, tokens: float, in_features: float, out_features: float,

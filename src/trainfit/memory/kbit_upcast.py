@@ -45,10 +45,13 @@ def checkpoint_input_extra_bytes(*, tokens: float, hidden_size: int, stream_byte
     return float(tokens) * hidden_size * (KBIT_STREAM_BYTES - stream_bytes)
 
 
-def head_cast_copy_bytes(*, vocab_size: int, hidden_size: int, copy_bytes: float = 2.0) -> float:
-    """Bytes of autocast's 16-bit copy of the fp32 head weight that ``F.linear`` saves for the head's input
-    gradient: ``vocab_size x hidden_size x copy_bytes``."""
-    return float(vocab_size) * hidden_size * copy_bytes
+def head_cast_copy_bytes(*, head_params: float, copy_bytes: float = 2.0) -> float:
+    """Bytes of autocast's 16-bit copy of a frozen fp32 head weight that ``F.linear`` saves for the head's input
+    gradient (autocast caches only the casts of leaves that require a gradient): ``head_params x copy_bytes``.
+    ``head_params``: the head's weights as the plan counts them (``lm_head``, or the tied embedding, times the
+    card's count scale). The one term for every frozen fp32 head under 16-bit autocast: this recipe's (``peft``) and
+    an adapter on an fp32 base (``plan.terms._autocast_frozen_copies``)."""
+    return float(head_params) * copy_bytes
 
 
 def trl_bf16_cast_saving_bytes(*, embedding_params: float, head_params: float) -> float:

@@ -3,7 +3,14 @@
 Quantized storage (nf4, int8, fp8) applies, as bitsandbytes/transformers do, to the decoder's
 ``nn.Linear`` layers only; embeddings, the output head (``lm_head`` is in
 ``modules_to_not_convert``), norms, routers and fused 3-D expert parameters stay in the
-compute dtype.
+compute dtype. Under transformers < 5's per-expert loop (``parallel.moe_experts`` loop / loop_all) each expert's
+w1 / w3 / w2 is its own ``nn.Linear`` (transformers 4.48.1 wheel models/mixtral/modeling_mixtral.py l.73-75), which
+bitsandbytes' replace loop turns into a ``Linear4bit`` like any other linear (integrations/bitsandbytes.py l.168,
+l.202): ``quantized_experts`` counts them in the quantized dtype (the time twin is
+``compute.expert_loop.bnb_nf4_experts``). The Mixtral router, ``self.gate = nn.Linear(hidden, num_experts)``
+(modeling_mixtral.py l.105), is quantized too (only ``get_keys_to_not_convert``'s ``lm_head`` is skipped when
+``llm_int8_skip_modules`` is unset, quantizers/quantizer_bnb_4bit.py l.296-299); it stays counted with the norms in
+``compute`` bytes: 32 x 8 x 4096 weights on Mixtral-8x7B, about 3.6 MB too many under an fp32 ``compute``.
 """
 
 from __future__ import annotations
@@ -51,29 +58,37 @@ def quantized_linear_params(spec: ModelSpec) -> int:
 
 
 @lru_cache(maxsize=4096)
-def base_weight_bytes(spec: ModelSpec, *, weights: Dtype, compute: ComputeDtype, double_quant: bool = True) -> float:
-    """Bytes of the model's own weights stored as ``weights``."""
+def base_weight_bytes(spec: ModelSpec, *, weights: Dtype, compute: ComputeDtype, double_quant: bool = True,
+                      quantized_experts: bool = False) -> float:
+    """Bytes of the model's own weights stored as ``weights``; the parameters the loader leaves unquantized are
+    ``compute`` bytes each. ``quantized_experts``: the routed experts are per-expert ``nn.Linear`` modules that the
+    loader quantizes too (module docstring); otherwise their fused 3-D parameters stay in ``compute``."""
     scale = count_scale(spec)
     total = param_breakdown(spec).total
     if weights not in QUANTIZED:
         return total * scale * BYTES_PER_DTYPE[weights.value]
-    quant_bytes = 0.0
+    quant_bytes, quant_params = 0.0, 0
     for g in linear_groups(spec):
-        if g.is_fused_experts:
+        if g.is_fused_experts and not quantized_experts:
             continue
-        quant_bytes += g.count * linear_weight_bytes(
-            dtype=weights, in_features=g.in_features, out_features=g.out_features, double_quant=double_quant
+        quant_params += g.weight_params
+        # the loop's experts hold w1 and w3 as two linears where the fused layout has one gate_up_proj
+        split = 2 if g.is_fused_experts and g.name == "gate_up_proj" else 1
+        quant_bytes += g.count * g.experts * split * linear_weight_bytes(
+            dtype=weights, in_features=g.in_features, out_features=g.out_features // split, double_quant=double_quant
         )
-    rest = total - quantized_linear_params(spec)
+    rest = total - quant_params
     return (quant_bytes + rest * BYTES_PER_DTYPE[compute.value]) * scale
 
 
 def weight_bytes(
-    spec: ModelSpec, *, weights: Dtype, compute: ComputeDtype, trainable: TrainableSpec
+    spec: ModelSpec, *, weights: Dtype, compute: ComputeDtype, trainable: TrainableSpec,
+    quantized_experts: bool = False,
 ) -> WeightBytes:
-    """Base weights plus adapter weights."""
+    """Base weights plus adapter weights (``quantized_experts``: ``base_weight_bytes``)."""
     dq = trainable.lora.double_quant if trainable.lora is not None else True
-    base = base_weight_bytes(spec, weights=weights, compute=compute, double_quant=dq)
+    base = base_weight_bytes(spec, weights=weights, compute=compute, double_quant=dq,
+                             quantized_experts=quantized_experts)
     adapter = 0.0
     if trainable.lora is not None:
         adapter = lora_trainable_params(spec, trainable.lora) * count_scale(spec) * trainable.lora.adapter_dtype_bytes

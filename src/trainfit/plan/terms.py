@@ -10,6 +10,7 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
+from trainfit.compute.expert_loop import bnb_nf4_experts
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
@@ -167,7 +168,14 @@ def _autocast_frozen_copies(act: ActivationBytes, spec: ModelSpec, *, enabled: b
     pb = param_breakdown(spec)
     per_layer = tuple(a + saved_frozen_weights(spec, i, input_needs_grad=i > 0, bytes_per_weight=2.0) * scale
                       for i, a in enumerate(act.per_layer))
-    return replace(act, per_layer=per_layer, head=act.head + 2 * (pb.lm_head or pb.embedding) * scale)
+    return replace(act, per_layer=per_layer, head=act.head + kbit_upcast.head_cast_copy_bytes(
+        head_params=head_weight_params(pb, scale)))
+
+
+def head_weight_params(pb: ParamBreakdown, scale: float) -> float:
+    """The output head's weights as the plan counts them: ``lm_head``, or the embedding it is tied to, times the
+    card's count scale."""
+    return (pb.lm_head or pb.embedding) * scale
 
 
 def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
@@ -246,6 +254,16 @@ def gptq_torch_dequant(card: RunCard) -> bool:
     (``memory.activations.saved_frozen_weight_bytes``)."""
     return (card.scope is Scope.QLORA and card.lora is not None
             and card.lora.dequant is QloraDequant.AUTOGPTQ_TORCH)
+
+
+def bnb_loop_experts(card: RunCard) -> bool:
+    """A QLoRA card whose routed experts run transformers < 5's per-expert loop on a bitsandbytes 4-bit base: each
+    expert's linears are ``Linear4bit`` modules, stored in NF4 (``memory.weights`` docstring), the same condition the
+    step time reads (``compute.expert_loop.bnb_nf4_experts``)."""
+    lo = card.lora
+    return (card.scope is Scope.QLORA and lo is not None and card.parallel.moe_experts.is_loop
+            and bnb_nf4_experts(nf4_base=True, gptq=lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
+                                torch_ops=lo.dequant is QloraDequant.TORCHAO or card.preset == "torchtune"))
 
 
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
@@ -539,7 +557,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
     # PEFT's prepare_model_for_kbit_training: the non-4-bit parameters are fp32 (memory.kbit_upcast)
     kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE
-    w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable)
+    loop_nf4 = bnb_loop_experts(card)
+    w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable,
+                     quantized_experts=loop_nf4)
     trl_cast = kbit and card.lora.prepare_kbit is KbitPrepare.TRL
     if trl_cast:  # TRL's peft_module_casting_to_bf16: the embeddings and the head go back to bf16 (memory.kbit_upcast)
         w = replace(w, base=w.base - kbit_upcast.trl_bf16_cast_saving_bytes(
@@ -709,7 +729,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         act = replace(act, checkpointed_per_layer=tuple(
             int(c + (0.0 if trl_cast and i == 0 else extra)) for i, c in enumerate(act.checkpointed_per_layer)),
                       head=act.head + (0 if trl_cast else int(kbit_upcast.head_cast_copy_bytes(
-                          vocab_size=spec.head_outputs or spec.vocab_size, hidden_size=spec.hidden_size))))
+                          head_params=head_weight_params(pb, scale)))))
     if variant is not None:
         act = peft_variants.adjust_activations(act, spec, variant, micro_batch_size=card.batch.micro_batch_size,
                                                seq_len=seq_len, compute_dtype_bytes=act_dtype,
@@ -841,7 +861,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if sharding.gathers_params:
         # under FSDP mixed precision the gathered units are in param_dtype (fsdp_gathered_dtype: the compute
         # dtype, bf16 for fp8 compute)
-        w_gathered = weight_bytes(spec, weights=fsdp_gathered_dtype(card), compute=compute, trainable=trainable) \
+        w_gathered = weight_bytes(spec, weights=fsdp_gathered_dtype(card), compute=compute, trainable=trainable,
+                                  quantized_experts=loop_nf4) \
             if mp_gather else w
         fsdp, note = _fsdp_terms(spec, sharding, trainable, w_gathered, pb=pb, scale=scale, n_train=n_train,
                                  grad_bytes=grad_bytes)

@@ -119,7 +119,8 @@ class LoraSection(_Section):
         " stream casts its input, its dequantised weight and its output (the GEMMs stay bf16). axolotl calls the PEFT"
         " recipe but casts norms and embeddings back (not this); LLaMA-Factory does not call it (compute.kbit_upcast)."
         " Step time (compute.kbit_upcast) and memory (4-byte non-quantised weights, fp32 checkpointed layer inputs;"
-        " memory.kbit_upcast). Default none.")
+        " memory.kbit_upcast). Refused under fsdp, fsdp_grad_op, hsdp and zero3 (TRL skips it for sharded QLoRA, trl"
+        " 0.13.0 sft_trainer.py l.183-185) and with precision.nf4_compute_dtype fp32 (a no-op). Default none.")
     dequant: QloraDequant = Field(
         QloraDequant.BITSANDBYTES, description="QLoRA: how the 4-bit base reaches the GEMMs. bitsandbytes (NF4, one"
         " dequantise kernel per use, which no compiler fuses), torchao (torchtune's NF4Tensor: the same dequantisation"
@@ -1298,6 +1299,18 @@ class RunCard(_Section):
             raise ValueError("lora.prepare_kbit: read for scope qlora on bitsandbytes' 4-bit base under bf16 compute;"
                              f" scope {self.scope.value}, lora.dequant {self.lora.dequant.value}, precision.compute"
                              f" {self.precision.compute.value}; allowed with it: none")
+        if self.lora.prepare_kbit is not KbitPrepare.NONE and (self.parallel.strategy in FSDP_STRATEGIES
+                                                               or self.parallel.strategy is Strategy.ZERO3):
+            # TRL skips the recipe under sharded QLoRA ("one should never call peft_module_casting_to_bf16 or
+            # prepare_model_for_kbit_training when doing QLoRA + FSDP / DS-Zero3", trl 0.13.0 wheel
+            # trl/trainer/sft_trainer.py l.183-185), and FSDP1's flat parameters need one dtype per unit
+            raise ValueError(f"lora.prepare_kbit: {self.lora.prepare_kbit.value} is not run under parallel.strategy"
+                             f" {self.parallel.strategy.value} (sharded QLoRA: TRL skips it, trl 0.13.0"
+                             " sft_trainer.py l.183-185); allowed with it: none")
+        if self.lora.prepare_kbit is not KbitPrepare.NONE and self.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32:
+            raise ValueError(f"lora.prepare_kbit: {self.lora.prepare_kbit.value} upcasts a 16-bit model to fp32; with"
+                             " precision.nf4_compute_dtype fp32 the model is already fp32 (a no-op); allowed with it:"
+                             " none")
         if (self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16
                 and self.lora.dequant is not QloraDequant.BITSANDBYTES):
             raise ValueError(f"precision.nf4_compute_dtype: {self.precision.nf4_compute_dtype.value} is bitsandbytes'"

@@ -10,6 +10,10 @@ import sys
 import urllib.request
 
 RUN = """
+import signal
+# a background job of a non-interactive shell (`cmd &` in a script) starts with SIGINT ignored, and Python keeps an
+# inherited SIG_IGN: give the server the handler an interactive Ctrl-C reaches, whatever launched the test run
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import typer
 from trainfit.cli.serve_cmd import serve
 app = typer.Typer()

@@ -1,4 +1,4 @@
-"""benchmarks/step_times.py as a module, for the tests/benchmarks/test_step_times*.py files; importable because pytest
+"""benchmarks/step_times.py (and the other benchmark scripts) as a module, for the tests/benchmarks files; importable because pytest
 puts tests/ on sys.path for its conftest. Each test file loads its own copy under its own name, so a test that patches
 the harness's globals cannot leak into another file's."""
 
@@ -14,15 +14,20 @@ import trainfit
 REPO = Path(trainfit.__file__).resolve().parents[2]
 
 
-def load_step_times(name: str) -> ModuleType:
-    """A fresh copy of ``benchmarks/step_times.py`` registered as ``sys.modules[name]`` (its dataclasses resolve their
+def load_benchmark(script: str, name: str) -> ModuleType:
+    """A fresh copy of ``benchmarks/<script>`` registered as ``sys.modules[name]`` (dataclasses resolve their
     annotations through sys.modules)."""
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / "step_times.py")
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / script)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
     return mod
+
+
+def load_step_times(name: str) -> ModuleType:
+    """A fresh copy of ``benchmarks/step_times.py`` (``load_benchmark``)."""
+    return load_benchmark("step_times.py", name)
 
 
 def file_ids(st: ModuleType, base: Path, path: Path) -> tuple[set[str], set[str]]:

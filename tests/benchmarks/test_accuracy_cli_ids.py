@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
-
-import trainfit
-
-REPO = Path(trainfit.__file__).resolve().parents[2]
+from step_times_module import load_benchmark
 
 
 def _accuracy():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_accuracy_cli", REPO / "benchmarks" / "accuracy.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("accuracy.py", "trainfit_bench_accuracy_cli")
 
 
 A = _accuracy()

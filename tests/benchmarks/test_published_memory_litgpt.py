@@ -7,12 +7,12 @@ PagedAdamW, FSDP1 with checkpointing on several GPUs); the OOM cells are fit ver
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from step_times_module import load_benchmark
 
 import trainfit
 from trainfit.plan import make_plan
@@ -23,11 +23,7 @@ DATA = REPO / "benchmarks" / "data" / "published_memory_points_litgpt.json"
 
 
 def _published():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_published_litgpt", REPO / "benchmarks" / "published.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("published.py", "trainfit_bench_published_litgpt")
 
 
 P = _published()
@@ -101,10 +97,7 @@ def test_accuracy_only_published_prints_the_selected_rows(capsys: pytest.Capture
     """``benchmarks/accuracy.py --only published --ids`` scores part (b) alone and writes nothing without --out."""
     if P.reference_path() is None:
         pytest.skip("reference measurements not found (TRAINFIT_REFERENCE_DIR)")
-    spec = importlib.util.spec_from_file_location("trainfit_bench_accuracy", REPO / "benchmarks" / "accuracy.py")
-    acc = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(acc)
+    acc = load_benchmark("accuracy.py", "trainfit_bench_accuracy")
     before = sorted(p.name for p in (REPO / "benchmarks").iterdir())
     assert acc.main(["--only", "published", "--ids", "830-832"]) == 0
     out = capsys.readouterr().out

@@ -4,24 +4,15 @@ NF4Tensor (torchtune modules/peft/lora.py ``to_nf4`` / ``linear_nf4``), not bits
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from step_times_module import load_benchmark
 
-import trainfit
 from trainfit.spec.card import load_card_dict
 from trainfit.spec.enums import QloraDequant
 
-REPO = Path(trainfit.__file__).resolve().parents[2]
-
 
 def _published():
-    spec = importlib.util.spec_from_file_location("trainfit_bench_published_tt_nf4", REPO / "benchmarks" / "published.py")
-    mod = importlib.util.module_from_spec(spec)
-    assert spec.loader is not None
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("published.py", "trainfit_bench_published_tt_nf4")
 
 
 @pytest.mark.parametrize("point", [5, 8, 30])

@@ -212,8 +212,8 @@ def generation_time(
     ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
     between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
     every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
-    ``decode_step.eager_s_per_kernel_of(rates)``; the plan passes the engine's, ``eager_s_per_kernel_of(rates,
-    engine)``).
+    vLLM's, ``decode_step.eager_s_per_kernel_of(rates, spec=spec, engine_generation=engine_generation)``; the plan
+    passes the engine's, ``eager_s_per_kernel_of(rates, engine, spec=spec, engine_generation=...)``).
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -284,7 +284,8 @@ def generation_time(
     if (eager_s_per_kernel is not None and eager_s_per_kernel != rates.host_s_per_forward_kernel
             and (not cuda_graphs or cuda_graph_max_batch is not None)):
         notes += (f"eager decode kernels at {eager_s_per_kernel * 1e6:.1f} us of host time each "
-                  "(the engine's eager cost per kernel from the rates)",)
+                  "(the engine's eager cost per kernel: its published measurement on a dense softmax-attention "
+                  "model, or a calibration's)",)
     if cuda_graphs and cuda_graph_max_batch is not None:
         notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
                    "default); larger decode batches launch eagerly"),)

@@ -220,7 +220,9 @@ tree): the generation subset's median |error| 17.2 -> 17.2 % (beyond 50 %: 4 -> 
 response 22.6 -> 22.6 % (10 -> 7: verl's fully-async H20 64-GPU phase +90 -> +7 %, one-step-off colocated Megatron
 +55 -> +15 %, async FSDP2 +66 -> +41 %), RL step 13.4 -> 14.2 % (2 -> 2), all rows 10.0 -> 10.1 % (47 -> 41). Made
 worse: the H20 Qwen2.5-Math-7B colocated 32-GPU and one-step-off FSDP2 phases +3 / +4 -> -32 / -33 %, the 128-GPU one
-+33 -> -33 %, play-verl Qwen2-7B ``min`` step -10 -> -31 %: the RL step median worsens by 0.8 points.
++33 -> -33 %, play-verl Qwen2-7B ``min`` step -10 -> -31 %: the RL step median worsens by 0.8 points. The phase the
+trainer waits for is the slowest engine's (``generation`` module docstring, "The slowest engine"); with it the RL step
+median returns to 13.4 % and those phases to -25 / -25 / -9 %.
 
 The paragraphs below are the history of this price: the measured figures applied to every model (the MoE, MLA and
 Gated DeltaNet rows broke), with refitted host constants, and a per-call cost.

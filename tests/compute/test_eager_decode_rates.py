@@ -77,7 +77,8 @@ def test_a_batch_above_the_captured_graphs_launches_at_the_eager_price():
     kernels = ds.decode_kernels(QWEN8, tp=1)
     m = ds.decode_step_seconds(**big, rates=H100, cuda_graphs=True, cuda_graph_max_batch=160, eager_s_per_kernel=27e-6)
     assert m.launch_s == pytest.approx(kernels * 27e-6)
-    assert m.kernel_gaps_s == 0.0
+    graphed = ds.decode_step_seconds(**big, rates=H100, cuda_graphs=True, eager_s_per_kernel=27e-6)
+    assert m.kernel_gaps_s == graphed.kernel_gaps_s > 0  # the device's kernel boundaries either way
 
 
 BASE = dict(method="grpo", model="Qwen/Qwen3-8B",

@@ -11,7 +11,7 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
                        host_s_per_forward_kernel)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
-    gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
+    gaps      = (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S   (graphed and eager alike)
     G         = max(max(bandwidth + gaps, compute) + comm, launch) + core
                 SGLang's overlap scheduler: max(max(bandwidth + gaps, compute) + comm, launch + engine_s_per_step)
                                             + B · ENGINE_S_PER_SEQUENCE
@@ -82,7 +82,11 @@ H100's bandwidth for it ("Look Ma, No Bubbles!", https://hazyresearch.stanford.e
 gaps are a stall of the weight stream, so they add to the bandwidth term (``bandwidth + K x gap``), not a floor
 under it (``max(bandwidth, K x gap)``: that would take a kernel's minimum duration, which the published figure is
 not). ``K`` is ``decode_kernels(spec, tp)`` less the two all-reduces per layer, whose fitted latencies already hold
-their kernels. Eager steps pay none: there the host's launch of the next kernel (``launch``) covers the device's gap.
+their kernels. An eager step pays them too, on the device side of ``max(device, launch)``: its kernels cross the
+same boundaries (the figure is "even with CUDA graphs"), and the host's launch of the next kernel covers the gap only
+when the launch is the slower side, which the ``max`` already takes. (Until the eager launch of a dense model was
+priced at the engines' measured ~25 us, eager steps were launch-bound and priced with no gaps; at that price a large
+eager batch is device-bound, and without the gaps it would run faster than the same batch graphed.)
 The figure is an H100 one and is taken for every card. Programmatic dependent launch hides most of it (a 100-kernel
 Llama-3.2-1B batch-1 step under CUDA graphs with PDL ran 979.5 us on an H100 against 972.8 us for the Hazy
 megakernel: msaroufim/megakernels-vs-cuda-graphs ``llama/docs/RESULTS.md`` @e7b1b5eb0e1b22370aebe48638205f046fdac620);
@@ -893,7 +897,7 @@ class DecodeStep:
     """The frontend's host work: part of ``total_s`` when the engine runs in-process, else overlapped."""
     total_s: float
     kernel_gaps_s: float = 0.0
-    """Device seconds between the step's kernels under CUDA graphs (module docstring, "Kernel gaps"): they stall
+    """Device seconds between the step's kernels, graphed or eager (module docstring, "Kernel gaps"): they stall
     the weight stream, so the step's device time is ``max(bandwidth_s + kernel_gaps_s, compute_s) + comm_s``."""
 
 
@@ -934,7 +938,7 @@ class _StepModel:
     (module docstring); False: all of it is serial with the GPU step (``serial_schedule_step_seconds``)."""
     graph_max_batch: float = float("inf")
     """Largest batch the engine replays a CUDA graph for (SGLang's ``cuda_graph_max_bs``,
-    ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``, no kernel gaps."""
+    ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``."""
     eager_launch: float = 0.0
     """Host seconds to launch an eager step's kernels (read above ``graph_max_batch``)."""
 
@@ -944,8 +948,9 @@ class _StepModel:
         return self.launch if b <= self.graph_max_batch else self.eager_launch
 
     def gaps_s(self, b: float) -> float:
-        """Device seconds between the kernels of a step of ``b`` sequences (0 for an eager step)."""
-        return self.kernel_gaps if b <= self.graph_max_batch else 0.0
+        """Device seconds between the kernels of a step of ``b`` sequences, graphed or eager (module docstring,
+        "Kernel gaps"): an eager step's launch covers them only when it is the slower side, which ``seconds`` takes."""
+        return self.kernel_gaps
 
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
@@ -1034,7 +1039,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=(rates.host_s_per_forward_kernel if cuda_graphs
                 else eager_s_per_kernel * kernels),
-        kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
+        kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S,
         overlap_schedule=overlap_schedule,
         graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
                          else float("inf")),

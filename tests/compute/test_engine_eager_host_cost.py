@@ -33,7 +33,8 @@ SkyRL's eager Qwen3.5-9B baseline -13 % -> -66 %. What the over-priced launch of
 DeepSeek-V3's uncounted routing kernels); until those are modelled the price stays, and the tests below are strict
 xfails. (Since then the measured price applies within its scope, vLLM V1 and SGLang on dense softmax-attention models,
 with the slowest engine planned: ``decode_step``'s "The measured eager price, within its scope"; the 0.5B and
-MI300X rows are V0 and DeepSeek-V3 / Qwen3.5-9B outside the scope, so they keep 65 us.) Re-checked on 4d89d40 (``decode_step``'s docstring, "verl's ``gen`` timer, operation by operation"):
+MI300X rows are V0 and DeepSeek-V3 / Qwen3.5-9B outside the scope, so they keep 65 us.)
+Re-checked on 4d89d40 (``decode_step``'s docstring, "verl's ``gen`` timer, operation by operation"):
 published verl timers put everything in ``gen`` outside vLLM's generate under 0.9 s on one GPU, so the ~2.5 s per
 call the play-verl rows would need is not verl's sharding manager. Even 2.5 s added to every colocated synchronous
 verl call leaves the held-out RL rows at 21.3 % against 16.3 % with 24 us; most rows the lower price breaks are

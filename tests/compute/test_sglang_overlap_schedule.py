@@ -55,8 +55,8 @@ def test_a_host_bound_eager_step_gains_only_what_the_device_covers():
     """Eager at 256 sequences: the launch (kernels x 65 us, the training-forward price, set here: a dense model's
     default is now the engine's measured one) plus the per-step work exceed the device step, so the overlap saves the
     device time the serial step had added, not the host work."""
-    kw = dict(batch=256, context_tokens=256 * 1000, cuda_graphs=False, eager_s_per_kernel=H100.host_s_per_forward_kernel,
-              **COMMON)
+    kw = dict(batch=256, context_tokens=256 * 1000, cuda_graphs=False,
+              eager_s_per_kernel=H100.host_s_per_forward_kernel, **COMMON)
     ser, ov = ds.decode_step_seconds(**kw), ds.decode_step_seconds(overlap_schedule=True, **kw)
     device = max(ov.bandwidth_s, ov.compute_s) + ov.comm_s
     assert ov.launch_s + ds.ENGINE_S_PER_STEP > device

@@ -233,8 +233,9 @@ Gated DeltaNet rows broke), with refitted host constants, and a per-call cost.
 
 **The eager decode launch, one rule for both engines** (superseded by the paragraph above for the models and engines
 in the measurement's scope). Before it, both engines' eager kernels were priced at ``host_s_per_forward_kernel``, the
-transformers training-forward figure (65 us), by the same rule. The published engine figures are kept as measurements, not defaults: DeepSpeed PR #8352 (GPT-2,
-one H200, eager against CUDA graphs, over the 32 graphed decode forwards of 140 kernels) gives SGLang 27.4 us and vLLM
+transformers training-forward figure (65 us), by the same rule. The published engine figures were kept as
+measurements, not defaults: DeepSpeed PR #8352 (GPT-2, one H200, eager against CUDA graphs, over the 32 graphed
+decode forwards of 140 kernels) gives SGLang 27.4 us and vLLM
 25.1 us per kernel (``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``,
 ``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``). SGLang's scheduler loops run the forward grad-free (``@DynamicGradMode()`` on ``event_loop_normal`` /
 ``event_loop_overlap``, ``sglang/srt/managers/scheduler.py`` l.979-1005 of the 0.5.6.post2 wheel,
@@ -1007,7 +1008,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     ``overlap_schedule``: the engine's host work overlaps the GPU step (SGLang's overlap scheduler, module docstring).
     ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
     (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
-    of an eager step (None: vLLM's, ``eager_s_per_kernel_of(rates, spec=spec, engine_generation=engine_generation)``)."""
+    of an eager step (None: vLLM's for ``spec``, ``eager_s_per_kernel_of(rates, spec=spec,
+    engine_generation=engine_generation)``)."""
     if eager_s_per_kernel is None:
         eager_s_per_kernel = eager_s_per_kernel_of(rates, spec=spec, engine_generation=str(engine_generation))
     if engine_s_per_step is None:

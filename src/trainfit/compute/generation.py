@@ -35,8 +35,9 @@ samples all run long on one engine), which would make the engines' draws lumpier
 Measured (``benchmarks/step_times.py``, tree of 8e71aab, the eager price of ``decode_step``'s "The measured eager
 price, within its scope" in place, against that tree without this): the generation subset's median |error| 17.2 ->
 16.4 % (beyond 50 %: 1 -> 1; held-out half 21.7 -> 18.0 %, fit half 10.9 -> 10.9 %), RL step 14.2 -> 13.4 % (2 ->
-2), rows without a published mean response 22.6 -> 22.3 % (7 -> 7), all rows 10.1 -> 10.0 % (41 -> 41); NeMo RL's Llama-3.1-70B phases on 64 H100 -40..-43 %
--> -18..-22 %, the H20 Qwen2.5-Math-7B colocated 32-GPU phase -32 -> -25 %, play-verl Qwen2-7B ``min`` -20 -> -8 %,
+2), rows without a published mean response 22.6 -> 22.3 % (7 -> 7), all rows 10.1 -> 10.0 % (41 -> 41); NeMo RL's
+Llama-3.1-70B phases on 64 H100 -40..-43 % -> -18..-22 %, the H20 Qwen2.5-Math-7B colocated 32-GPU phase -32 ->
+-25 %, play-verl Qwen2-7B ``min`` -20 -> -8 %,
 verl's fully-async 64-GPU phase +7 -> +29 %. Alone (the 65 us eager launch in place) it was checked before and not
 kept: play-verl's Qwen2-7B ``min`` phase +61 -> +92 % and verl's fully-async H20 64-GPU phase +90 -> +146 %, rows
 whose eager launch was priced at the training-forward figure; with the engines' measured price for those rows the

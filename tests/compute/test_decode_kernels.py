@@ -8,6 +8,7 @@ import pytest
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import decode_step as ds
+from trainfit.compute import rates as rt
 from trainfit.compute.flops import matmul_params
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
@@ -42,7 +43,12 @@ def test_eager_launch_is_the_kernels_times_the_host_cost_and_graphs_launch_once(
                   kv_bytes_per_token=0.0, engine_s_per_step=0.0, tp_all_reduce_latency_s=None)
     eager = ds._step_model(cuda_graphs=False, **common)
     graphs = ds._step_model(cuda_graphs=True, **common)
-    assert eager.launch == pytest.approx(ds.decode_kernels(spec, tp=8) * H100.host_s_per_forward_kernel)
+    # a dense model at vLLM V1's measured price, the MoE / MLA ones at the training-forward figure (decode_step,
+    # "The measured eager price, within its scope")
+    price = ds.eager_s_per_kernel_of(H100, spec=spec)
+    assert price == (H100.host_s_per_forward_kernel if spec.moe is not None
+                     else rt.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED)
+    assert eager.launch == pytest.approx(ds.decode_kernels(spec, tp=8) * price)
     assert graphs.launch == pytest.approx(H100.host_s_per_forward_kernel)
 
 

@@ -461,3 +461,24 @@ def test_nemo_rl_preset_runs_its_engine_in_process():
     card = load_card_dict(apply_preset({"model": "Qwen/Qwen3-0.6B", "method": "grpo",
                                         "rollout": {"engine_multiprocess": True}}, "nemo-rl"))
     assert card.rollout.engine_multiprocess is True
+
+
+# ------------------------------------------------------------------------------------------------
+# the slowest engine: the phase waits for the engine holding the batch's longest response
+# ------------------------------------------------------------------------------------------------
+
+
+def test_eight_engines_wait_longer_than_one_engine_with_the_same_share():
+    kw = dict(samples_per_prompt=1, response_len_mean=168.0, response_len_max=1024, cuda_graphs=False)
+    one = _run(prompts=64, engines=1, **kw)
+    eight = _run(prompts=512, engines=8, **kw)
+    assert eight.decode_s > one.decode_s
+    assert eight.response_len_max_used > one.response_len_max_used
+    # the phase's mean and tokens stay the typical engine's
+    assert eight.response_len_mean_used == pytest.approx(one.response_len_mean_used)
+    assert eight.generated_tokens == pytest.approx(8 * one.generated_tokens, rel=1e-6)
+
+
+def test_a_streaming_rollout_keeps_the_typical_engines_draws():
+    kw = dict(samples_per_prompt=1, response_len_mean=168.0, response_len_max=1024, streaming=True)
+    assert _run(prompts=512, engines=8, **kw).decode_s == pytest.approx(_run(prompts=64, engines=1, **kw).decode_s)

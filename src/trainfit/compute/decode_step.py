@@ -6,11 +6,12 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
     bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·(kv_bytes_per_token/tp + state)) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
-    launch    = eager: decode_kernels(spec, tp)·eager_s_per_kernel_of(rates, engine)   (layers x kernels per
-                       layer; default host_s_per_forward_kernel for vLLM and SGLang alike)
+    launch    = eager: decode_kernels(spec, tp)·eager_s_per_kernel_of(rates, engine, spec=spec)   (layers x
+                       kernels per layer; the engine's measured price within its scope, else
+                       host_s_per_forward_kernel)
                 CUDA graphs: one launch, host_s_per_forward_kernel
     core      = engine_s_per_step + B · ENGINE_S_PER_SEQUENCE      (engine core's host work, serial in both modes)
-    gaps      = CUDA graphs: (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S;  eager: 0
+    gaps      = (decode_kernels(spec, tp) − all-reduce kernels) · GRAPH_KERNEL_GAP_S   (graphed and eager alike)
     G         = max(max(bandwidth + gaps, compute) + comm, launch) + core
                 SGLang's overlap scheduler: max(max(bandwidth + gaps, compute) + comm, launch + engine_s_per_step)
                                             + B · ENGINE_S_PER_SEQUENCE
@@ -81,7 +82,11 @@ H100's bandwidth for it ("Look Ma, No Bubbles!", https://hazyresearch.stanford.e
 gaps are a stall of the weight stream, so they add to the bandwidth term (``bandwidth + K x gap``), not a floor
 under it (``max(bandwidth, K x gap)``: that would take a kernel's minimum duration, which the published figure is
 not). ``K`` is ``decode_kernels(spec, tp)`` less the two all-reduces per layer, whose fitted latencies already hold
-their kernels. Eager steps pay none: there the host's launch of the next kernel (``launch``) covers the device's gap.
+their kernels. An eager step pays them too, on the device side of ``max(device, launch)``: its kernels cross the
+same boundaries (the figure is "even with CUDA graphs"), and the host's launch of the next kernel covers the gap only
+when the launch is the slower side, which the ``max`` already takes. (Until the eager launch of a dense model was
+priced at the engines' measured ~25 us, eager steps were launch-bound and priced with no gaps; at that price a large
+eager batch is device-bound, and without the gaps it would run faster than the same batch graphed.)
 The figure is an H100 one and is taken for every card. Programmatic dependent launch hides most of it (a 100-kernel
 Llama-3.2-1B batch-1 step under CUDA graphs with PDL ran 979.5 us on an H100 against 972.8 us for the Hazy
 megakernel: msaroufim/megakernels-vs-cuda-graphs ``llama/docs/RESULTS.md`` @e7b1b5eb0e1b22370aebe48638205f046fdac620);
@@ -195,13 +200,42 @@ release and the GPU's memory: 160 on an 80 GB GPU from 0.4.0 to 0.5.2, 256 / 512
 planned at the newest release read (0.5.6, ``plan.rl_generation.SGLANG_NEWEST_RELEASE_READ``), a release before
 0.4.0 or a pin that names none (a branch, a commit) gets no limit. vLLM's captured sizes (up to 512 by default, 0.8.3, below) are not limited here.
 
-**The eager decode launch, one rule for both engines** (``eager_s_per_kernel_of``; ``DeviceRates``'
-``vllm_eager_s_per_kernel`` / ``sglang_eager_s_per_kernel``). An eager decode step (vLLM ``enforce_eager``, SGLang
-``disable_cuda_graph`` or a batch above its largest captured graph) issues ``decode_kernels`` kernels at the engine's
-rate field, which a calibration may set (``calibration.apply.ENGINE_HOST_FIELDS``); unset (the default, both engines)
-it is ``host_s_per_forward_kernel``, the transformers training-forward figure (65 us), so vLLM and SGLang are priced
-by the same rule. The published engine figures are kept as measurements, not defaults: DeepSpeed PR #8352 (GPT-2,
-one H200, eager against CUDA graphs, over the 32 graphed decode forwards of 140 kernels) gives SGLang 27.4 us and vLLM
+**The measured eager price, within its scope** (``measured_eager_s_per_kernel``). An eager decode step (vLLM
+``enforce_eager``, SGLang ``disable_cuda_graph`` or a batch above its largest captured graph) issues
+``decode_kernels`` kernels at the engine's rate field, which a calibration may set
+(``calibration.apply.ENGINE_HOST_FIELDS``). Unset, a step of vLLM's V1 engine or of SGLang on a model whose decoder
+layers are all softmax attention with a dense MLP is priced at the engine's published measurement: DeepSpeed PR
+#8352's GPT-2 decode on one H200, eager against CUDA graphs (``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``,
+25.1 us; ``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``, 27.4 us). Both engines run the forward grad-free
+(below), which is why they issue a kernel faster than a transformers training forward (65 us,
+``host_s_per_forward_kernel``, module hooks and autograd recording included). Outside the measurement's scope the
+step keeps ``host_s_per_forward_kernel``: (1) vLLM's V0 engine (``rollout.vllm_engine`` v0: the measurement's
+"verl / vLLM" path is V1's, whose piecewise-compiled graphs it compares against, and V0's per-sequence host constant
+``ENGINE_V0_S_PER_SEQUENCE`` was fitted with the 65 us in place); (2) routed experts, latent attention and Gated
+DeltaNet layers, whose eager paths run torch ops the GPT-2 forward does not have (DeepSeek's grouped top-k under
+``torch.compile``, MLA's absorbed batched matmuls and copies, the GDN copies listed below) and whose kernel counts
+``decode_kernels`` states low; no per-kernel price of those paths is published. Within the scope the kernel count
+is the GPT-2-like layer's ``DECODE_KERNELS_PER_LAYER`` (norm, QKV, rotary, cache write, attention, O, add+norm,
+gate/up, activation, down), the kinds the measurement times.
+
+Measured (``benchmarks/step_times.py``, tree of 0930ec8 with the DeepScaleR rows' engine read as V0, against that
+tree): the generation subset's median |error| 17.2 -> 17.2 % (beyond 50 %: 4 -> 1: play-verl Qwen2-7B ``min`` +61
+-> -20 %, ``rec`` +74 -> +22 %, verl PR #5596's SGLang GB200 phase +65 -> +38 %), rows without a published mean
+response 22.6 -> 22.6 % (10 -> 7: verl's fully-async H20 64-GPU phase +90 -> +7 %, one-step-off colocated Megatron
++55 -> +15 %, async FSDP2 +66 -> +41 %), RL step 13.4 -> 14.2 % (2 -> 2), all rows 10.0 -> 10.1 % (47 -> 41). Made
+worse: the H20 Qwen2.5-Math-7B colocated 32-GPU and one-step-off FSDP2 phases +3 / +4 -> -32 / -33 %, the 128-GPU one
++33 -> -33 %, play-verl Qwen2-7B ``min`` step -10 -> -31 %: the RL step median worsens by 0.8 points. The phase the
+trainer waits for is the slowest engine's (``generation`` module docstring, "The slowest engine"); with it the RL step
+median returns to 13.4 % and those phases to -25 / -25 / -9 %.
+
+The paragraphs below are the history of this price: the measured figures applied to every model (the MoE, MLA and
+Gated DeltaNet rows broke), with refitted host constants, and a per-call cost.
+
+**The eager decode launch, one rule for both engines** (superseded by the paragraph above for the models and engines
+in the measurement's scope). Before it, both engines' eager kernels were priced at ``host_s_per_forward_kernel``, the
+transformers training-forward figure (65 us), by the same rule. The published engine figures were kept as
+measurements, not defaults: DeepSpeed PR #8352 (GPT-2, one H200, eager against CUDA graphs, over the 32 graphed
+decode forwards of 140 kernels) gives SGLang 27.4 us and vLLM
 25.1 us per kernel (``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``,
 ``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``). SGLang's scheduler loops run the forward grad-free (``@DynamicGradMode()`` on ``event_loop_normal`` /
 ``event_loop_overlap``, ``sglang/srt/managers/scheduler.py`` l.979-1005 of the 0.5.6.post2 wheel,
@@ -576,6 +610,8 @@ from trainfit.compute.rates import (  # noqa: F401 - the engine host constants' 
     FRONTEND_S_PER_SEQUENCE,
     FRONTEND_S_PER_STEP,
     NVLINK_DOMAIN_GPUS,
+    SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED,
+    VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED,
     DeviceRates,
 )
 from trainfit.spec.enums import RolloutEngine
@@ -589,15 +625,42 @@ Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
 
 
-def eager_s_per_kernel_of(rates: DeviceRates, engine: RolloutEngine | str = RolloutEngine.VLLM) -> float:
+def eager_s_per_kernel_of(rates: DeviceRates, engine: RolloutEngine | str = RolloutEngine.VLLM, *,
+                          spec: ModelSpec | None = None, engine_generation: str = "v1") -> float:
     """Host seconds per kernel of an eager decode step of ``engine`` (a ``RolloutEngine``): vLLM and SGLang read
     ``rates``' field for that engine (``vllm_eager_s_per_kernel`` / ``sglang_eager_s_per_kernel``, which a calibration
-    may set); unset, and for every other engine (transformers ``generate``, DeepSpeed's Hybrid Engine, which no engine
-    calibration measured), ``rates.host_s_per_forward_kernel``: one rule for every engine (module docstring, "The
-    eager decode launch, one rule for both engines"). Raises ``ValueError`` for a name that is no ``RolloutEngine``."""
+    may set); unset, the published engine measurement where ``measured_eager_s_per_kernel`` holds it for ``spec`` and
+    ``engine_generation`` (module docstring, "The measured eager price, within its scope"), and otherwise, for every
+    other engine (transformers ``generate``, DeepSpeed's Hybrid Engine, which no engine calibration measured) and with
+    no ``spec``, ``rates.host_s_per_forward_kernel``. Raises ``ValueError`` for a name that is no ``RolloutEngine``."""
+    engine = RolloutEngine(engine)
     own = {RolloutEngine.VLLM: rates.vllm_eager_s_per_kernel,
-           RolloutEngine.SGLANG: rates.sglang_eager_s_per_kernel}.get(RolloutEngine(engine))
-    return rates.host_s_per_forward_kernel if own is None else own
+           RolloutEngine.SGLANG: rates.sglang_eager_s_per_kernel}.get(engine)
+    if own is not None:
+        return own
+    measured = None if spec is None else measured_eager_s_per_kernel(spec=spec, engine=engine,
+                                                                      engine_generation=engine_generation)
+    return rates.host_s_per_forward_kernel if measured is None else measured
+
+
+def measured_eager_s_per_kernel(*, spec: ModelSpec, engine: RolloutEngine | str,
+                                engine_generation: str = "v1") -> float | None:
+    """The published host seconds per eager decode kernel of ``engine`` where the measurement covers the step: vLLM's
+    V1 engine (``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``, 25.1 us) or SGLang
+    (``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``, 27.4 us), for a model whose every decoder layer is the
+    measured kind, softmax attention (no latent attention, no linear attention) and a dense MLP (no routed
+    experts). None outside that scope: vLLM's V0 engine, another engine, an MoE, MLA or Gated DeltaNet model (module
+    docstring, "The measured eager price, within its scope")."""
+    engine = RolloutEngine(engine)
+    if spec.mla is not None or spec.linear_attention is not None:
+        return None
+    if spec.moe is not None and spec.moe.num_experts > 1:
+        return None
+    if engine is RolloutEngine.SGLANG:
+        return SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED
+    if engine is RolloutEngine.VLLM and str(engine_generation) != "v0":
+        return VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED
+    return None
 
 
 def engine_s_per_sequence_for(generation: str = "v1", rates: DeviceRates | None = None) -> float:
@@ -835,7 +898,7 @@ class DecodeStep:
     """The frontend's host work: part of ``total_s`` when the engine runs in-process, else overlapped."""
     total_s: float
     kernel_gaps_s: float = 0.0
-    """Device seconds between the step's kernels under CUDA graphs (module docstring, "Kernel gaps"): they stall
+    """Device seconds between the step's kernels, graphed or eager (module docstring, "Kernel gaps"): they stall
     the weight stream, so the step's device time is ``max(bandwidth_s + kernel_gaps_s, compute_s) + comm_s``."""
 
 
@@ -876,7 +939,7 @@ class _StepModel:
     (module docstring); False: all of it is serial with the GPU step (``serial_schedule_step_seconds``)."""
     graph_max_batch: float = float("inf")
     """Largest batch the engine replays a CUDA graph for (SGLang's ``cuda_graph_max_bs``,
-    ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``, no kernel gaps."""
+    ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``."""
     eager_launch: float = 0.0
     """Host seconds to launch an eager step's kernels (read above ``graph_max_batch``)."""
 
@@ -886,8 +949,9 @@ class _StepModel:
         return self.launch if b <= self.graph_max_batch else self.eager_launch
 
     def gaps_s(self, b: float) -> float:
-        """Device seconds between the kernels of a step of ``b`` sequences (0 for an eager step)."""
-        return self.kernel_gaps if b <= self.graph_max_batch else 0.0
+        """Device seconds between the kernels of a step of ``b`` sequences, graphed or eager (module docstring,
+        "Kernel gaps"): an eager step's launch covers them only when it is the slower side, which ``seconds`` takes."""
+        return self.kernel_gaps
 
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
@@ -944,9 +1008,10 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     ``overlap_schedule``: the engine's host work overlaps the GPU step (SGLang's overlap scheduler, module docstring).
     ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
     (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
-    of an eager step (None: ``eager_s_per_kernel_of(rates)``, vLLM's)."""
+    of an eager step (None: vLLM's for ``spec``, ``eager_s_per_kernel_of(rates, spec=spec,
+    engine_generation=engine_generation)``)."""
     if eager_s_per_kernel is None:
-        eager_s_per_kernel = eager_s_per_kernel_of(rates)
+        eager_s_per_kernel = eager_s_per_kernel_of(rates, spec=spec, engine_generation=str(engine_generation))
     if engine_s_per_step is None:
         engine_s_per_step = rates.engine_s_per_step
     if frontend_s_per_step is None:
@@ -976,7 +1041,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=(rates.host_s_per_forward_kernel if cuda_graphs
                 else eager_s_per_kernel * kernels),
-        kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S if cuda_graphs else 0.0,
+        kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S,
         overlap_schedule=overlap_schedule,
         graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
                          else float("inf")),

@@ -17,36 +17,35 @@ tensor-parallel all-reduces per layer per forward pass of ``PREFILL_TOKENS_PER_P
 added to the decode time (vLLM's chunked prefill can hide some of it in bandwidth-bound decode
 steps, so the sum is an upper bound).
 
-**Not modelled: the slowest engine holds the batch's longest response** (checked, not kept). ``engines``
-engines share the step's ``prompts x samples_per_prompt`` sequences and the phase ends with the slowest, the
-one holding the longest response of the whole batch; the groups above model one engine's ``S`` sequences, so
-its longest is the top of ``S`` draws, not of ``engines x S``. Giving that engine the batch's top
-(``response_length_groups`` over all sequences, the top group one whole sequence of the engine, the rest
-rescaled) moved ``benchmarks/step_times.py`` (tree of ff04df9; a crude patch that also made one play-verl row
-unplannable): the generation subset's median 17.2 -> 16.8 % with 3 -> 3 rows beyond 50 %, NeMo RL's
-Llama-3.1-70B phases on 64 H100 -40..-43 % -> -17..-22 %, but the rows without a published mean response 18.0
--> 22.1 % (5 -> 8 beyond 50 %), play-verl's Qwen2-7B (min) phase +61 -> +92 % and verl's fully-async H20
-64-GPU phase +90 -> +146 %. The published per-step logs say why it cannot go in alone: the truncated
-exponential's tail is heavier than the runs' (``benchmarks/data/rl_response_length_steps.json``, mean over
-logged steps). The batch's longest response, published against the exponential's expected longest of all ``N``
-sequences and of one engine's ``N / engines``, at each run's mean and cap: play-verl Qwen2-7B min (N 512, 8
-engines, cap 1,024) 867 against 997 / 778; the MI300X deepseek-llm-7b GRPO run (N 5,120, 4 engines, cap 1,024)
-647 against 1,020 / 960; its PPO run (N 1,024, 2 engines, cap 512) 453 against 512 / 512; play-verl Qwen2-7B
-recommended (N 5,120, cap 1,024) 1,011 against 1,024. The share cut at the cap is likewise overstated where
-the cap binds: play-verl's Qwen2.5-0.5B runs clip 17 % and 32 % of responses (cap 192 / 256), the truncated
-exponential at their means 52 % and 58 %. So the batch-wide longest needs a lighter-tailed length shape (its
-parameter read from such logs' length statistics, not from the time residuals) to land with it.
+**The slowest engine** (``response_lengths.slowest_engine_length_groups``). ``engines`` engines share the step's
+``prompts x samples_per_prompt`` sequences and the phase ends with the slowest. verl hands each rollout worker a
+contiguous chunk of the batch (``dispatch_dp_compute_data_proto`` splits it with ``DataProto.chunk`` into one chunk
+per worker) and returns only when every worker's chunk is back (``collect_dp_compute_data_proto`` concatenates them;
+volcengine/verl ``verl/single_controller/base/decorator.py`` @00092b7d228126ba954482e723185c63ad0e2385); the trainer
+repeats each prompt ``n`` times, adjacent (``gen_batch.repeat(repeat_times=rollout.n, interleave=True)`` before
+``actor_rollout_wg.generate_sequences``, inside the ``gen`` timer, ``verl/trainer/ppo/ray_trainer.py``
+@00401103a8c8900774aba04b910de5b0af930b99), so a prompt's samples land on one engine. Each engine's lengths are thus
+a sample of the distribution, and one engine holds the batch's longest response: with independent lengths the
+expected longest over the engines of each engine's longest is the longest of all ``engines x S`` draws. The decode
+is simulated for that engine: its ``S`` draws with its top group at the batch's longest (the rest its own), the
+phase's mean and generated tokens from the typical engine's groups. A fully asynchronous rollout streams with no
+tail and keeps the typical groups. Not modelled: lengths correlated within a prompt's samples (a hard prompt's ``n``
+samples all run long on one engine), which would make the engines' draws lumpier still.
 
-Re-checked with that lighter-tailed shape (``response_lengths``' ``shifted_exponential``, its floor read from the
-fit-half length log's shortest response): with the slowest engine (the engine holding the batch's longest response
-planned instead of a typical engine's draws; that experiment's code is not kept) and
-the shifted shape as the card default, the generation subset 17.2 -> 14.6 % (3 -> 2 beyond 50 %), but NeMo RL's
-70B phases −44..−47 % (the lighter tail shortens their longest too), the actor update 22.3 -> 23.1 %, the rows
-without a published mean 18.0 -> 19.9 % and one RL step row past 50 % (the numbers in ``response_lengths``): not
-adopted. What it says of the 70B miss: under a length shape whose tail the logs support, the
-slowest engine's longest does not close it (−44..−47 % at the fitted floor of 0.437 x the mean, −32..−36 % at 0.25 x
-as a sensitivity check); their task's (OpenMathInstruct-2) shortest responses are not published, so how much of the
-miss is the length tail stays open.
+Measured (``benchmarks/step_times.py``, tree of 8e71aab, the eager price of ``decode_step``'s "The measured eager
+price, within its scope" in place, against that tree without this): the generation subset's median |error| 17.2 ->
+16.4 % (beyond 50 %: 1 -> 1; held-out half 21.7 -> 18.0 %, fit half 10.9 -> 10.9 %), RL step 14.2 -> 13.4 % (2 ->
+2), rows without a published mean response 22.6 -> 22.3 % (7 -> 7), all rows 10.1 -> 10.0 % (41 -> 41); NeMo RL's
+Llama-3.1-70B phases on 64 H100 -40..-43 % -> -18..-22 %, the H20 Qwen2.5-Math-7B colocated 32-GPU phase -32 ->
+-25 %, play-verl Qwen2-7B ``min`` -20 -> -8 %,
+verl's fully-async 64-GPU phase +7 -> +29 %. Alone (the 65 us eager launch in place) it was checked before and not
+kept: play-verl's Qwen2-7B ``min`` phase +61 -> +92 % and verl's fully-async H20 64-GPU phase +90 -> +146 %, rows
+whose eager launch was priced at the training-forward figure; with the engines' measured price for those rows the
+two mechanisms land together. The truncated exponential's tail is heavier than the published runs' (the batch's
+longest response logged against the expected longest of all ``N``: play-verl Qwen2-7B min 867 against 997, the
+MI300X deepseek-llm-7b GRPO run 647 against 1,020, its PPO run 453 against 512; ``response_lengths``), so the
+slowest engine's longest is an upper estimate where the cap does not bind; the lighter-tailed
+``shifted_exponential`` moves NeMo RL's 70B phases back down (``response_lengths``) and stays an option.
 
 Pure Python: no torch import.
 """
@@ -84,6 +83,7 @@ from trainfit.compute.response_lengths import (
     DEFAULT_QUANTILES,
     _shape,
     response_length_groups,
+    slowest_engine_length_groups,
 )
 from trainfit.compute.sleep_wake import KV_REMAP_S_PER_BYTE, SleepWakeTime, sleep_wake_seconds  # noqa: F401
 from trainfit.errors import CardError
@@ -110,7 +110,8 @@ class GenerationTime:
     """All engines together: sequences × the mean length used."""
     response_len_mean_used: float
     response_len_max_used: float
-    """Length of the longest modelled sequence (the top bin of ``S`` sequences)."""
+    """Length of the longest modelled sequence: the top bin of the batch's ``engines x S`` sequences, which the
+    slowest engine holds (of ``S`` when ``streaming``)."""
     peak_concurrency: float
     """Most sequences one engine ran at once."""
     preempted_sequences: float
@@ -212,8 +213,10 @@ def generation_time(
     ``overlap_schedule``: the engine's host work runs beside the GPU step (SGLang's overlap scheduler) instead of
     between steps; ``cuda_graph_max_batch``: the largest batch replayed as a CUDA graph, larger steps eager (None:
     every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
-    ``decode_step.eager_s_per_kernel_of(rates)``; the plan passes the engine's, ``eager_s_per_kernel_of(rates,
-    engine)``).
+    vLLM's, ``decode_step.eager_s_per_kernel_of(rates, spec=spec, engine_generation=engine_generation)``; the plan
+    passes the engine's, ``eager_s_per_kernel_of(rates, engine, spec=spec, engine_generation=...)``).
+    ``engines`` > 1: the decode is the slowest engine's, the one holding the batch's longest response (module
+    docstring, "The slowest engine"); ``response_len_mean_used`` and ``generated_tokens`` stay the typical engine's.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
     """
     if engine_s_per_step is None:
@@ -228,9 +231,14 @@ def generation_time(
         raise CardError(f"generation: weight_bytes must be > 0 and kv_bytes_per_token >= 0, "
                         f"got {weight_bytes}, {kv_bytes_per_token}")
     seqs = ceil(prompts * samples_per_prompt / engines)
-    groups = response_length_groups(shape=response_len_shape, response_len_max=response_len_max,
-                                    response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
-    mean = sum(length * share for length, share in groups)
+    typical = response_length_groups(shape=response_len_shape, response_len_max=response_len_max,
+                                     response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
+    mean = sum(length * share for length, share in typical)
+    # the phase waits for the engine holding the batch's longest response (module docstring, "The slowest engine");
+    # a fully asynchronous rollout streams with no tail, so its engines' draws are the typical ones
+    groups = typical if streaming else slowest_engine_length_groups(
+        shape=response_len_shape, response_len_max=response_len_max, response_len_mean=response_len_mean,
+        sequences=seqs, engines=engines, quantiles=quantiles)
     l_top = max(length for length, _ in groups)
     if kv_capacity_tokens is not None and prompt_len + l_top + state_tokens_per_seq > kv_capacity_tokens:
         raise CardError(f"generation: one sequence needs {prompt_len + l_top + state_tokens_per_seq:.0f} KV tokens"
@@ -284,7 +292,8 @@ def generation_time(
     if (eager_s_per_kernel is not None and eager_s_per_kernel != rates.host_s_per_forward_kernel
             and (not cuda_graphs or cuda_graph_max_batch is not None)):
         notes += (f"eager decode kernels at {eager_s_per_kernel * 1e6:.1f} us of host time each "
-                  "(the engine's eager cost per kernel from the rates)",)
+                  "(the engine's eager cost per kernel: its published measurement on a dense softmax-attention "
+                  "model, or a calibration's)",)
     if cuda_graphs and cuda_graph_max_batch is not None:
         notes += ((f"CUDA graphs up to {cuda_graph_max_batch} running sequences (SGLang's cuda_graph_max_bs "
                    "default); larger decode batches launch eagerly"),)

@@ -709,12 +709,14 @@ SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED = ((156.0e-3 - 33.2e-3) / EAGER_DECODE
 H200", 2026-09-22, read 2026-12-03) times GPT-2 in bf16 on one H200, batch 1, 128 prompt + 32 greedy tokens, mean
 request latency over 5 runs after 2 warm-ups: "slime / SGLang" 156.0 ms eager and 33.2 ms with "SGLang CUDA Graph";
 the difference over the 32 graphed decode forwards (``EAGER_DECODE_FORWARDS_PER_REQUEST``) of
-``GPT2_DECODE_FORWARD_KERNELS`` kernels. A measurement, not the default: ``DeviceRates.sglang_eager_s_per_kernel``."""
+``GPT2_DECODE_FORWARD_KERNELS`` kernels. The default SGLang price within the measurement's scope
+(``decode_step.measured_eager_s_per_kernel``); ``DeviceRates.sglang_eager_s_per_kernel`` overrides it."""
 VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED = ((154.1e-3 - 41.8e-3) / EAGER_DECODE_FORWARDS_PER_REQUEST
                                            / GPT2_DECODE_FORWARD_KERNELS)
 """Host seconds vLLM spends per kernel of an eager decode forward, 25.1 us: the same comment, "verl / vLLM" 154.1 ms
-eager and 41.8 ms with the "vLLM non-eager path" (CUDA graphs and its compiled forward), same arithmetic. A
-measurement, not the default: ``DeviceRates.vllm_eager_s_per_kernel``."""
+eager and 41.8 ms with the "vLLM non-eager path" (CUDA graphs and its compiled forward), same arithmetic. The
+default V1 price within the measurement's scope (``decode_step.measured_eager_s_per_kernel``);
+``DeviceRates.vllm_eager_s_per_kernel`` overrides it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -754,12 +756,13 @@ class DeviceRates:
     frontend_cumulative_s_per_sequence: float = FRONTEND_CUMULATIVE_S_PER_SEQUENCE
     """What cumulative outputs add per running sequence per step (``FRONTEND_CUMULATIVE_S_PER_SEQUENCE``)."""
     vllm_eager_s_per_kernel: float | None = None
-    """vLLM's host seconds per kernel of an eager decode step (``enforce_eager``); None: ``host_s_per_forward_kernel``,
-    as for SGLang (``compute.decode_step`` module docstring, "The eager decode launch, one rule for both engines";
-    published: ``VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``)."""
+    """vLLM's host seconds per kernel of an eager decode step (``enforce_eager``); None: the published
+    ``VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED`` within its scope (V1, a dense softmax-attention model), else
+    ``host_s_per_forward_kernel`` (``compute.decode_step.measured_eager_s_per_kernel``)."""
     sglang_eager_s_per_kernel: float | None = None
     """SGLang's host seconds per kernel of an eager decode step (``disable_cuda_graph``, or a batch above the largest
-    captured); None: ``host_s_per_forward_kernel`` (published: ``SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``)."""
+    captured); None: the published ``SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED`` on a dense softmax-attention model,
+    else ``host_s_per_forward_kernel`` (``compute.decode_step.measured_eager_s_per_kernel``)."""
     intra_node_bus_bytes_per_s: float
     """NCCL bus bandwidth inside a node (per direction)."""
     p2p: bool = True

@@ -40,6 +40,8 @@ deepseek-llm-7b GRPO phase +24 -> +11 %, verl fully-async H20 64-GPU +90 -> +67 
 −40..−43 -> −44..−47 %), RL step 14.5 -> 14.5 % with 2 -> 3 beyond 50 % (NeMo RL v0.6 DeepSeek-V3 GB200 step
 −49.9 -> −50.6 %; RL step held-out half 12.8 -> 13.5 %), actor update 22.3 -> 23.1 % (the shape also sets the
 update's micro-batch spread), rows without a published mean 18.0 -> 19.9 %, all rows 10.4 -> 10.5 % (63 -> 63).
+(The slowest engine is now planned with the default shape, ``slowest_engine_length_groups`` and ``generation``'s "The
+slowest engine", together with the engines' measured eager price; the figures here are the tree of 2cbdbdc's.)
 The lighter tail is what lets the slowest engine in at all: the same slowest engine with the plain exponential
 moved generation 17.2 -> 18.0 % and the rows without a published mean 18.0 -> 22.2 % (5 -> 8 beyond 50 %; all rows
 63 -> 66 beyond 50 %). Nor does the floor's value rescue the default: at a floor of 0.25 x the mean (a sensitivity
@@ -242,6 +244,37 @@ def response_length_groups(
             length = floor + (_exp_integral(p1, theta, top) - _exp_integral(p0, theta, top)) / (p1 - p0)
         groups.append((min(length, response_len_max), p1 - p0))
     return tuple(groups)
+
+
+def slowest_engine_length_groups(
+    *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
+    sequences: int, engines: int, quantiles: int = DEFAULT_QUANTILES,
+) -> tuple[tuple[float, float], ...]:
+    """``(length, share)`` groups for the ``sequences`` one engine of ``engines`` runs when it is the engine the
+    phase waits for: ``response_length_groups`` of its ``sequences`` draws with its top group, one sequence, at the
+    expected longest of the whole batch's ``engines x sequences`` draws (the top group of those), not of its own.
+
+    The rollout phase ends when the slowest data-parallel engine finishes: the trainer gathers every engine's
+    output before the next phase (verl's ``generate_sequences`` returns the concatenation of the replicas' chunks;
+    module docstring, "The slowest engine"). Each engine receives a contiguous chunk of the batch, so its lengths are
+    a sample of the distribution and one of them holds the batch's longest response; the decode tail runs until
+    that response ends, so the expected phase is that engine's, whose longest is the top of ``engines x sequences``
+    draws. Its other ``sequences - 1`` draws are the distribution's (the groups below the top keep their lengths and
+    shares), so its mean rises by ``(batch longest - engine longest) / sequences``. ``engines`` 1 or a fixed length:
+    ``response_length_groups`` unchanged. Raises ``CardError`` for ``engines`` < 1 and as
+    ``response_length_groups`` does."""
+    if engines < 1:
+        raise CardError(f"engines: must be >= 1, got {engines}")
+    own = response_length_groups(shape=shape, response_len_max=response_len_max,
+                                 response_len_mean=response_len_mean, sequences=sequences, quantiles=quantiles)
+    if engines == 1 or len(own) == 1:
+        return own
+    batch = response_length_groups(shape=shape, response_len_max=response_len_max,
+                                   response_len_mean=response_len_mean, sequences=sequences * engines,
+                                   quantiles=quantiles)
+    longest = batch[-1][0]
+    top_length, top_share = own[-1]
+    return own[:-1] + ((max(top_length, longest), top_share),)
 
 
 def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, float, float]:

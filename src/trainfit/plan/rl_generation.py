@@ -139,7 +139,9 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         streaming=ro.async_mode is AsyncMode.FULLY_ASYNC, tp_link=link, engine_multiprocess=ro.engine_multiprocess,
         engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1",  # v0 is vLLM's alone
         cumulative_outputs=None if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE,
-        eager_s_per_kernel=eager_s_per_kernel_of(r, ro.engine),
+        eager_s_per_kernel=eager_s_per_kernel_of(
+            r, ro.engine, spec=spec,
+            engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1"),
         **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)

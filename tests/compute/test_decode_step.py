@@ -1,0 +1,73 @@
+"""``decode_step.measured_eager_s_per_kernel``: the engines' published eager price per kernel (DeepSpeed PR #8352,
+GPT-2 on one H200) applies within the measurement's scope, vLLM's V1 engine and SGLang on models whose decoder
+layers are softmax attention with a dense MLP; vLLM V0, routed experts, latent attention and Gated DeltaNet keep the
+training-forward figure (``decode_step`` module docstring, "The measured eager price, within its scope")."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import from_catalog
+from trainfit.compute import decode_step as ds
+from trainfit.compute import rates as rt
+from trainfit.compute.flops import matmul_params
+from trainfit.compute.rates import HOST_S_PER_FORWARD_KERNEL, default_rates
+from trainfit.memory.weights import total_params
+from trainfit.spec.enums import RolloutEngine
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+QWEN2_7B = from_catalog("Qwen/Qwen2-7B-Instruct")
+
+
+@pytest.mark.parametrize("engine, price", [(RolloutEngine.VLLM, rt.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED),
+                                           (RolloutEngine.SGLANG, rt.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED),
+                                           ("vllm", rt.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED)])
+def test_a_dense_model_on_v1_or_sglang_reads_the_engines_measured_price(engine, price):
+    assert ds.measured_eager_s_per_kernel(spec=QWEN2_7B, engine=engine) == price
+    assert ds.eager_s_per_kernel_of(H100, engine, spec=QWEN2_7B) == price
+    assert price < HOST_S_PER_FORWARD_KERNEL / 2
+
+
+def test_vllm_v0_keeps_the_training_forward_figure():
+    assert ds.measured_eager_s_per_kernel(spec=QWEN2_7B, engine="vllm", engine_generation="v0") is None
+    assert ds.eager_s_per_kernel_of(H100, "vllm", spec=QWEN2_7B, engine_generation="v0") == HOST_S_PER_FORWARD_KERNEL
+    # SGLang has no V0: the generation argument is vLLM's alone
+    assert ds.measured_eager_s_per_kernel(spec=QWEN2_7B, engine="sglang", engine_generation="v0") is not None
+
+
+@pytest.mark.parametrize("name", ["Qwen/Qwen3-30B-A3B", "deepseek-ai/DeepSeek-V3", "Qwen/Qwen3.5-27B"])
+def test_experts_latent_and_linear_attention_are_outside_the_measurement(name):
+    spec = from_catalog(name)
+    assert spec.moe is not None or spec.mla is not None or spec.linear_attention is not None
+    for engine in (RolloutEngine.VLLM, RolloutEngine.SGLANG):
+        assert ds.measured_eager_s_per_kernel(spec=spec, engine=engine) is None
+        assert ds.eager_s_per_kernel_of(H100, engine, spec=spec) == HOST_S_PER_FORWARD_KERNEL
+
+
+@pytest.mark.parametrize("engine", [RolloutEngine.HF, RolloutEngine.DEEPSPEED_HYBRID])
+def test_other_engines_have_no_measured_price(engine):
+    assert ds.measured_eager_s_per_kernel(spec=QWEN2_7B, engine=engine) is None
+    assert ds.eager_s_per_kernel_of(H100, engine, spec=QWEN2_7B) == HOST_S_PER_FORWARD_KERNEL
+
+
+def test_a_calibrated_engine_field_overrides_the_measured_price():
+    r = H100.with_overrides({"vllm_eager_s_per_kernel": 40e-6}, source="test")
+    assert ds.eager_s_per_kernel_of(r, "vllm", spec=QWEN2_7B) == 40e-6
+    assert ds.eager_s_per_kernel_of(r, "sglang", spec=QWEN2_7B) == rt.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED
+
+
+def test_without_a_spec_the_price_is_the_training_forward_figure():
+    assert ds.eager_s_per_kernel_of(H100, "vllm") == HOST_S_PER_FORWARD_KERNEL
+
+
+def test_an_eager_v1_step_of_a_dense_model_launches_at_the_measured_price():
+    spec = QWEN2_7B
+    args = dict(spec=spec, matmul_params=matmul_params(spec), rates=H100, tp=1, batch=1, context_tokens=1000,
+                weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2,
+                cuda_graphs=False)
+    v1 = ds.decode_step_seconds(**args)
+    v0 = ds.decode_step_seconds(**args, engine_generation="v0")
+    kernels = ds.decode_kernels(spec, tp=1)
+    assert v1.launch_s == pytest.approx(kernels * rt.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED)
+    assert v0.launch_s == pytest.approx(kernels * HOST_S_PER_FORWARD_KERNEL)

@@ -664,6 +664,10 @@ class PassInventory:
     """Bytes of the fused attention kernel's q / k / v elements: 4 when they are fp32 (a QLoRA model loaded in
     float32, ``Adapter.base_dtype_bytes``), which PyTorch's SDPA runs on its memory-efficient kernel in 3xTF32
     (``attention_time.fp32_attention_ratio``); 2: bf16 / fp16."""
+    masked_attention_forward_flops: float = 0.0
+    """Of ``attention_forward_flops``, those of SDPA calls handed an explicit mask (transformers' padding or packed
+    block mask on every layer, its sliding-window mask on the windowed layers): PyTorch runs them on its
+    memory-efficient kernel, not FlashAttention (``attention_time.mem_efficient_attention_seconds``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -683,6 +687,7 @@ class PassInventory:
             fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
             te_function_kernels=self.te_function_kernels + other.te_function_kernels,
             attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
+            masked_attention_forward_flops=self.masked_attention_forward_flops + other.masked_attention_forward_flops,
         )
 
 
@@ -1575,7 +1580,7 @@ def step_inventory(
         part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * dense, kernels=SWIGLU_KERNELS * dense)
     # attention
     attn_fwd = 0.0
-    win_fwd = win_seq = 0.0
+    win_fwd = win_seq = masked_fwd = 0.0
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
@@ -1601,8 +1606,11 @@ def step_inventory(
                 fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
                                                   dtype_bytes=window_mask_dtype_bytes) * mask_layers
                 fq_k += WINDOW_MASK_KERNELS * mask_layers
+            if not causal_skip:  # SDPA handed a padding / packed mask on every layer: the memory-efficient kernel
+                masked_fwd = attn_fwd
             if windowed and window_mask:  # SDPA handed the window mask: every key block of those layers
                 attn_fwd += per_layer * windowed / 2
+                masked_fwd = per_layer * windowed
             elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
                 win_fwd = per_layer / s * keys * windowed
@@ -1672,7 +1680,7 @@ def step_inventory(
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
-               attention_dtype_bytes=model_dtype_bytes)
+               attention_dtype_bytes=model_dtype_bytes, masked_attention_forward_flops=masked_fwd)
     chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
                + tuple(lora_chain_b))

@@ -125,6 +125,7 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
+from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
@@ -540,6 +541,20 @@ BACKWARD_KERNEL_FACTOR = 1.9
 LORA_BACKWARD_BYTES_FACTOR = 0.9
 LORA_BACKWARD_KERNEL_FACTOR = 1.0
 EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
+SOFTCAP_FORWARD_BYTES, SOFTCAP_BACKWARD_BYTES, SOFTCAP_KERNELS = 12.0, 14.0, 3
+"""Bytes per 16-bit score and kernels of the attention score cap, ``softcap · tanh(scores / softcap)``, in eager attention
+(``memory.logits.SOFTCAP_FAMILIES``, the predicate by which the memory side saves the cap's ``tanh`` output: Gemma-2,
+whose released checkpoints set ``attn_logit_softcapping`` 50.0):
+huggingface/transformers src/transformers/models/gemma2/modeling_gemma2.py ``eager_attention_forward``
+@006e86931247d7bacf94ad00ada1fb6baf11e94b (``attn_weights / softcapping``, ``torch.tanh``, ``* softcapping``, between
+the scaled scores and the mask add; the same three ops in v5's shared eager path); flash-attn takes the cap inside its
+kernel (``softcap=``) and SDPA has none, so eager only. Forward a scalar divide, ``tanh``
+and a scalar multiply, each reading and writing the score tensor (3 x 4 B); backward their autograd nodes,
+``MulBackward0`` (grad x softcap: 4 B), ``TanhBackward0`` (``tanh_backward(grad, result)`` reads the gradient and the
+saved output, writes one: 6 B) and ``DivBackward0`` (grad / softcap: 4 B) (pytorch/pytorch
+tools/autograd/derivatives.yaml ``tanh``, ``mul``, ``div`` @d327a787782618826890c323f8d7e51f3d28ec13). In a float32
+model twice that (4-byte scores). Not counted: Gemma-2's final-logit cap (the same three ops on the logits: under 1 % of a
+2 x 8,192-token Gemma-2-9B step) and the per-layer sliding-window mask its eager layers build (b·s², not b·heads·s²)."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
 PACKED_FLASH_FORWARD_SYNCS, PACKED_FLASH_BACKWARD_SYNCS = 5, 2
@@ -1580,7 +1595,7 @@ def step_inventory(
         part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * dense, kernels=SWIGLU_KERNELS * dense)
     # attention
     attn_fwd = 0.0
-    win_fwd = win_seq = masked_fwd = 0.0
+    win_fwd = win_seq = masked_fwd = softcap_f = 0.0
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
@@ -1599,6 +1614,10 @@ def step_inventory(
             bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
             fwd_k += 8 * full
             bwd_k += 8 * full
+            if spec.family in SOFTCAP_FAMILIES:  # the score cap's own ops and their backward (SOFTCAP_*)
+                softcap_f = SOFTCAP_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fq_b, bq_b = fq_b + softcap_f, bq_b + SOFTCAP_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fq_k, bq_k = fq_k + SOFTCAP_KERNELS * full, bq_k + SOFTCAP_KERNELS * full
         else:
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
             windowed = _windowed_layers(spec) if causal_skip else 0
@@ -1812,8 +1831,9 @@ def step_inventory(
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full),
-                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0,
-                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
+                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0 + softcap_f,
+                             (8 * full + (SOFTCAP_KERNELS * full if softcap_f else 0)) if eager_attention
+                             else float(full), scores, host_syncs=sync_attn, **win)
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm
     # (inside ``mlp``), as the forward counts them; MLA's RoPE with its up projections (``mla_up_proj``)

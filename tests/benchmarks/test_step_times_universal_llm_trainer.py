@@ -81,8 +81,8 @@ def test_the_padding_mask_takes_the_causal_skip_away(row_id: str) -> None:
     """SDPA handed transformers' 4-D padding mask runs every key block (plan.time.padding_mask_attention) on PyTorch's
     memory-efficient kernel at half FlashAttention-2's rate (attention_time.mem_efficient_attention_seconds): the rows
     plan slower than the same card with full rows, by less than doubling the step, and the published figure is closer.
-    Llama-3.1-8B full H100: 2.51 s without the mask, 4.13 s with it (3.05 s at the FlashAttention-2 rate; 4.7 s
-    published)."""
+    Llama-3.1-8B full H100 (transformers 4.49.0 pinned): 2.61 s without the mask, 4.24 s with it (4.7 s published;
+    before the pin and the memory-efficient rate: 2.51 / 3.05 s)."""
     e = ROWS[row_id]
     card, _ = st.map_train(e)
     masked = st.plan_card(card).step_s
@@ -148,3 +148,29 @@ def test_qlora_rows_within_half_once_the_model_is_fp32(row_id: str) -> None:
     bf16 = st.plan_card(card).step_s
     assert bf16 < fp32
     assert abs(fp32 / e["measured"]["value"] - 1) <= 0.5
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_rows_pin_the_tables_releases_and_recompute_whole_layers(row_id: str) -> None:
+    """Each table states its environment (docs/gpu_test.md l.13, 53, 94: torch 2.5.1 / 2.8.0, transformers 4.49.0): the
+    card pins them, and transformers 4.x's gradient_checkpointing_enable() without kwargs is re-entrant, so the whole
+    layer re-runs in backward (plan.checkpointing.checkpoint_reentrant)."""
+    from trainfit.plan.checkpointing import checkpoint_reentrant
+
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    line, torch = {"h100-sxm": (13, "2.5.1"), "rtx-pro-6000": (53, "2.8.0"), "a100-80gb": (94, "2.5.1")}[e["gpu"]]
+    assert card["software"] == {"torch": torch, "transformers": "4.49.0"}
+    assert f"docs/gpu_test.md l.{line} @{SOURCE[2]}" in e["software"]["source"]
+    assert checkpoint_reentrant(st.validate(card))
+
+
+def test_the_reentrant_recompute_makes_a_full_row_slower() -> None:
+    """Llama-3.1-8B full H100: the pinned transformers 4.49.0 re-runs each layer's down_proj in backward: 4.13 s without
+    the pin, 4.24 s with it (4.7 s published)."""
+    e = ROWS["ult-gputest-llama3.1-8b-full-h100-1g"]
+    card, _ = st.map_train(e)
+    pinned = st.plan_card(card).step_s
+    card.pop("software")
+    unpinned = st.plan_card(card).step_s
+    assert unpinned < pinned < e["measured"]["value"]

@@ -1,5 +1,6 @@
 """SDPA handed an explicit mask runs PyTorch's memory-efficient kernel: half FlashAttention-2's rate, on the work its
-head-dim tiles do (``compute.attention_time`` module docstring, "Memory-efficient kernel")."""
+head-dim tiles do (``compute.attention_time`` module docstring, "Memory-efficient kernel"), reading the mask per head
+(``attention_time.mask_bias_read_bytes``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from trainfit.compute.attention_time import (
     MEM_EFFICIENT_TO_FA2_RATE,
     attention_seconds,
     fp32_attention_ratio,
+    mask_bias_read_bytes,
     mem_efficient_attention_seconds,
     mem_efficient_tile_factor,
 )
@@ -96,3 +98,29 @@ def test_pass_times_the_masked_work_at_the_memory_efficient_rate(backward):
     assert pass_seconds(masked, attention_kernel="fa3", **kw).attention_s == pytest.approx(tm)
     half = replace(inv, masked_attention_forward_flops=5e11)
     assert pass_seconds(half, **kw).attention_s == pytest.approx((t + tm) / 2)
+
+
+def test_the_kernel_reads_the_mask_once_per_head():
+    assert mask_bias_read_bytes(micro_batch_size=2, heads=32, seq_len=8192) == 2 * 32 * 8192 ** 2 * 2
+    assert mask_bias_read_bytes(micro_batch_size=2, heads=32, seq_len=8192, dtype_bytes=4) == 2 * 32 * 8192 ** 2 * 4
+
+
+@pytest.mark.parametrize("seq_len", [2048, 8192])
+def test_masked_layers_move_the_mask_reads_forward_recompute_and_backward(seq_len):
+    """A padding mask on every layer: each pass's memory-efficient kernel reads the mask per head; the heads after the
+    first re-read the row's mask, from L2 when it fits (training.l2_chained_bytes: 8 MiB at 2,048 tokens does, 128 MiB
+    at 8,192 does not on an H100)."""
+    from trainfit.compute.training import l2_chained_bytes
+
+    n = LLAMA8.num_layers
+    kw = dict(micro_batch_size=2, seq_len=seq_len, mask_layers=n)
+    skip, masked = step_inventory(LLAMA8, **kw), step_inventory(LLAMA8, causal_skip=False, **kw)
+    reads = mask_bias_read_bytes(micro_batch_size=2, heads=LLAMA8.num_attention_heads, seq_len=seq_len) * n
+    for p in ("layers_forward", "layers_recompute", "layers_backward"):
+        assert getattr(masked, p).memory_bytes - getattr(skip, p).memory_bytes == pytest.approx(reads), p
+    (chain,) = [c for c in masked.layers_forward.chained_reads if c not in skip.layers_forward.chained_reads]
+    assert chain.working_set_bytes == seq_len ** 2 * 2
+    assert chain.contiguous_bytes == pytest.approx(reads * (LLAMA8.num_attention_heads - 1)
+                                                   / LLAMA8.num_attention_heads)
+    in_l2 = l2_chained_bytes((chain,), rates=H100)[0]
+    assert in_l2 == (chain.contiguous_bytes if seq_len == 2048 else 0.0)

@@ -702,6 +702,23 @@ def window_mask_forward_bytes(*, micro_batch_size: float, seq_len: float, dtype_
     return window_mask_bytes_per_element(dtype_bytes=dtype_bytes) * micro_batch_size * seq_len * seq_len
 
 
+def mask_bias_read_bytes(*, micro_batch_size: float, heads: float, seq_len: float, dtype_bytes: float = 2.0) -> float:
+    """Bytes one masked SDPA call's memory-efficient kernel reads of its mask, forward or backward alike: every
+    (query block, key block) tile of every head loads its bias tile from global memory before adding it to the scores
+    (pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernel_forward.h ``MM0::BiasLoader::load``
+    per key block @4f4bcdbe6ddea60634d2af07a07c2e88dfd39a1e; kernel_backward.h ``MatmulQK::BiasLoader``, the tile that
+    recomputes P, @5cd01f1744c536d63e75512d134fcf916f1b4184), and the (b, 1, q, k) mask reaches it expanded over the
+    heads with a zero head stride (attention.cu ``get_bias_4d_view`` @e129513e370e0ed6bdfb1f3b92a421f87815d098), so each
+    head reads the whole mask: ``b · heads · q · k`` elements of the query's dtype (``dtype_bytes``). The grid runs a
+    batch row's heads before the next row (``blockIdx.z`` the batch), so every head after the first re-reads a row's mask
+    (``q · k · dtype_bytes``): the inventory lists those reads as a ``ChainedRead`` of that working set, which
+    ``training.l2_chained_bytes`` prices at the L2 rate where it fits (at 8,192 tokens in bf16 128 MiB, more than any
+    catalog card keeps there: device memory). Not credited: the heads whose blocks are resident at the same moment
+    (about two on an H100 at those shapes) sharing a tile through L2 even when the mask does not fit, so at long rows an
+    upper figure of the kernel's device-memory traffic."""
+    return micro_batch_size * heads * seq_len * seq_len * dtype_bytes
+
+
 def windowed_attention_seq(*, keys_per_query: float) -> float:
     """The causal row length whose mean key loop matches a windowed layer's (``2 x keys``), for the short-sequence
     factor of ``attention_efficiency`` (module docstring)."""

@@ -113,6 +113,7 @@ from trainfit.compute.attention_time import (
     FP8_ATTENTION_FORWARD_KERNELS,
     WINDOW_MASK_KERNELS,
     fp8_attention_cast_bytes,
+    mask_bias_read_bytes,
     window_mask_forward_bytes,
     windowed_attention_keys,
     windowed_attention_seq,
@@ -1596,6 +1597,7 @@ def step_inventory(
     # attention
     attn_fwd = 0.0
     win_fwd = win_seq = masked_fwd = softcap_f = 0.0
+    bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
@@ -1625,11 +1627,20 @@ def step_inventory(
                 fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
                                                   dtype_bytes=window_mask_dtype_bytes) * mask_layers
                 fq_k += WINDOW_MASK_KERNELS * mask_layers
+            masked_layers = 0
             if not causal_skip:  # SDPA handed a padding / packed mask on every layer: the memory-efficient kernel
-                masked_fwd = attn_fwd
+                masked_fwd, masked_layers = attn_fwd, full
             if windowed and window_mask:  # SDPA handed the window mask: every key block of those layers
                 attn_fwd += per_layer * windowed / 2
-                masked_fwd = per_layer * windowed
+                masked_fwd, masked_layers = per_layer * windowed, windowed
+            if masked_layers:  # the memory-efficient kernel reads the mask once per head, forward and backward
+                heads = spec.num_attention_heads
+                bias_b = mask_bias_read_bytes(micro_batch_size=micro_batch_size, heads=heads, seq_len=s,
+                                              dtype_bytes=window_mask_dtype_bytes) * masked_layers
+                fq_b, bq_b = fq_b + bias_b, bq_b + bias_b
+                # every head after the first re-reads the row's mask: from L2 when it fits (training.l2_chained_bytes)
+                bias_chain = (ChainedRead(working_set_bytes=s * s * window_mask_dtype_bytes,
+                                          contiguous_bytes=bias_b * (heads - 1) / heads, strided_bytes=0.0),)
             elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
                 win_fwd = per_layer / s * keys * windowed
@@ -1700,9 +1711,9 @@ def step_inventory(
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
                attention_dtype_bytes=model_dtype_bytes, masked_attention_forward_flops=masked_fwd)
-    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
+    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f) + bias_chain
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
-               + tuple(lora_chain_b))
+               + tuple(lora_chain_b) + bias_chain)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided + gq_s, sync_f,
                                fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k, chained_reads=chain_f,
                                fused_strided_bytes=gq_s, **win)

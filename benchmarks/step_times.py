@@ -1581,6 +1581,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # card batch.padding (plan.time.padding_mask_attention)
         card["batch"]["padding"] = e["batch"]["padding"]
         notes.append(f"batch.padding {e['batch']['padding']}: samples padded to seq_len with an attention mask")
+    if e.get("software"):
+        # the releases the entry's source says the run used (``software.value``, cited in ``software.source``): the
+        # card's software pins, which the planner reads where a release changes a mechanism (transformers 4.x: HF
+        # gradient checkpointing re-entrant, plan.checkpointing.checkpoint_reentrant)
+        card["software"] = {**(card.get("software") or {}), **e["software"]["value"]}
+        notes.append("software: " + ", ".join(f"{k} {v}" for k, v in e["software"]["value"].items())
+                     + " (the entry's software)")
     if e["batch"].get("packed_rope_loop") and card["batch"].get("packed_sample_tokens"):
         # Megatron-Core's unfused thd RoPE loops over the packed samples (apply_rope_fusion False in the entry's
         # recipe, cited in batch.packed_rope_loop_source): card batch.packed_rope_loop

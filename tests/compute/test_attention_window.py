@@ -7,7 +7,12 @@ from dataclasses import replace
 import pytest
 
 from trainfit.catalog.models import from_catalog
-from trainfit.compute.attention_time import window_mask_forward_bytes, windowed_attention_keys, windowed_attention_seq
+from trainfit.compute.attention_time import (
+    mask_bias_read_bytes,
+    window_mask_forward_bytes,
+    windowed_attention_keys,
+    windowed_attention_seq,
+)
 from trainfit.compute.inventory import step_inventory
 from trainfit.plan.time import rank_spec
 
@@ -62,7 +67,8 @@ MISTRAL = from_catalog("mistralai/Mistral-7B-v0.1")
 def test_every_layer_windowed_flash_does_no_more_than_causal_and_masked_sdpa_every_block(spec):
     """Phi-3 and Mistral window every layer (``catalog.hf_config``). Past the window flash skips the tiles before it
     (no more work than the causal row); SDPA handed transformers' window mask runs every key block, the causal work
-    twice, and converts the bool mask once per layer (``attention_time.window_mask_forward_bytes``)."""
+    twice, converts the bool mask once per layer (``attention_time.window_mask_forward_bytes``) and its kernel reads the
+    mask once per head (``attention_time.mask_bias_read_bytes``)."""
     assert spec.sliding_layers == tuple(range(spec.num_layers))
     s = 4 * spec.sliding_window
     causal = step_inventory(replace(spec, sliding_layers=()), micro_batch_size=2, seq_len=s).layers_forward
@@ -72,8 +78,10 @@ def test_every_layer_windowed_flash_does_no_more_than_causal_and_masked_sdpa_eve
     assert flash.attention_forward_flops < causal.attention_forward_flops
     assert sdpa.attention_forward_flops == pytest.approx(2 * causal.attention_forward_flops)
     assert sdpa.window_attention_forward_flops == 0.0
+    # the bool mask converted once per layer, then read by the memory-efficient kernel once per head
     assert sdpa.memory_bytes - flash.memory_bytes == pytest.approx(
-        window_mask_forward_bytes(micro_batch_size=2, seq_len=s) * spec.num_layers)
+        (window_mask_forward_bytes(micro_batch_size=2, seq_len=s)
+         + mask_bias_read_bytes(micro_batch_size=2, heads=spec.num_attention_heads, seq_len=s)) * spec.num_layers)
     # below the window both are the causal row
     short = spec.sliding_window - 1
     assert (step_inventory(spec, micro_batch_size=2, seq_len=short).layers_forward.attention_forward_flops
@@ -148,13 +156,14 @@ def test_rl_logprob_passes_take_the_window_mask_past_the_window(monkeypatch):
 
 def test_the_mask_conversion_writes_the_compute_dtype():
     """The bool mask read (1 B) and written in the query's dtype: 3 B per element in bf16, 5 in fp32, as the memory
-    side saves it at the compute dtype."""
+    side saves it at the compute dtype; the kernel then reads that converted mask once per head, 2 B more per element
+    and head in fp32 (``attention_time.mask_bias_read_bytes``)."""
     assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096) == 3 * 2 * 4096**2
     assert window_mask_forward_bytes(micro_batch_size=2, seq_len=4096, dtype_bytes=4) == 5 * 2 * 4096**2
     kw = {"micro_batch_size": 2, "seq_len": 4096, "window_mask": True, "mask_layers": len(PHI3.sliding_layers)}
     bf16 = step_inventory(PHI3, **kw).layers_forward.memory_bytes
     fp32 = step_inventory(PHI3, window_mask_dtype_bytes=4, **kw).layers_forward.memory_bytes
-    assert fp32 - bf16 == pytest.approx(2 * 2 * 4096**2 * len(PHI3.sliding_layers))
+    assert fp32 - bf16 == pytest.approx(2 * 2 * 4096**2 * (1 + PHI3.num_attention_heads) * len(PHI3.sliding_layers))
 
 
 def test_an_fp32_card_prices_its_mask_in_fp32(monkeypatch):

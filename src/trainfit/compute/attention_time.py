@@ -220,6 +220,39 @@ on (transformers v5.24.0 src/transformers/masking_utils.py l.286-287; below it e
   ``memory.attention.sdpa_window_masked``.
 * ``eager``: the float masks are built at every length and every score computed: unchanged by the window.
 
+Memory-efficient kernel (SDPA handed an explicit mask: transformers' padding mask, ``batch.padding`` mask; its packed
+block mask; its sliding-window mask past the window; ``inventory.PassInventory.masked_attention_forward_flops``).
+PyTorch's flash backend refuses a mask, so SDPA runs its memory-efficient backend: the CUTLASS kernel taken over from
+xformers (pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/, "Copyright (c) Meta Platforms"),
+which the FlashAttention-2 paper benchmarks as "FlashAttention in xformers (the 'cutlass' implementation)": Dao 2023,
+arXiv:2307.08691 §4.1 (A100 80GB SXM4, Fig. 4-6 forward + backward, forward, backward, causal and not, head dim 64
+and 128): "FlashAttention-2 is around 2x faster than FlashAttention and FlashAttention in xformers". The masked work
+is timed at ``MEM_EFFICIENT_TO_FA2_RATE`` = 1/2 of the architecture's FlashAttention-2 rate (the stated ``fa2`` rates
+above; the ``auto`` ones where that table has none), forward and backward alike (the text's one figure). Both kernels
+are Ampere ``mma.sync`` kernels on every later card, so the ratio is kept on Hopper and Blackwell as the Triton row
+above keeps its own (FlashAttention against FlashAttention-2: 0.44 on A100, 0.42 on H100). The short-sequence factor
+applies; the stated ``attention_kernel`` does not (SDPA picks this kernel whatever the card states).
+
+Its head dimension enters through its tiles, not through ``head_dim_efficiency`` (a FlashAttention table; the
+paper's xformers bars show no loss at head dim 64 against 128). PyTorch builds the forward kernel at three
+(queries, keys, largest head dim) shapes on sm80 and later, (64, 64, 64), (64, 128, 128) and (32, 128, 65536), and the
+backward at largest head dims 32, 64, 128 and 65536 with 128 x 128 blocks for 128 (a head-dim-96 backward kernel only
+on compute capability 8.6 / 8.9) (aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/
+generate_kernels.py ``FwdKernel.get_all``, ``BwdKernel.get_all`` @045a976cc7fd4af11d46649bd90979d9a97fbc2a; kernels/
+cutlassF.h ``dispatch_cutlassF_bf16_sm80`` @5ef5abf4ca22aa6c7821567b88c27dd23372a245); ``launchKernel`` takes the first
+in that order whose largest head dim covers the call's (aten/src/ATen/native/transformers/cuda/attention.cu
+``_efficient_attention_forward`` @e129513e370e0ed6bdfb1f3b92a421f87815d098: ``value.size(3) > Kernel::kMaxK``). The
+products whose contraction runs over the head dim step through it in ``ThreadK`` = 32 columns (Q·Kᵀ; backward also
+dO·Vᵀ); those whose output spans it compute one whole tile of it: forward P·V
+``GemmShape<kQueriesPerBlock, kKeysPerBlock, ThreadK>`` (mem_eff_attention/kernel_forward.h ``MM1``
+@4f4bcdbe6ddea60634d2af07a07c2e88dfd39a1e), backward dV and dK ``GemmShape<kBlockSizeJ, kBlockSizeI, ThreadK>`` and
+dQ ``GemmShape<kBlockSizeI, kBlockSizeJ, ThreadK>`` (kernel_backward.h ``MatmulGradV``, ``MatmulGradK``,
+``MatmulGradQ`` @5cd01f1744c536d63e75512d134fcf916f1b4184); the warps over the tile's columns past the head dim run
+their MMAs on zero-filled operands. ``mem_efficient_tile_factor``: tensor-core work done over work needed, forward
+``(k + n) / (2·d)``, backward ``(2·k + 3·n) / (5·d)``, ``k`` the head dim rounded up to 32, ``n`` to the 64-wide tile at
+64 and below, else to 128. Phi-3-mini (head dim 96): forward 7/6, backward 6/5; 1 at 64 and 128. fp32 q / k / v run
+the same kernel (``fp32_attention_ratio``), so the tile factor applies to them too, in place of the head-dim table.
+
 Pure Python: no torch import.
 """
 
@@ -436,6 +469,55 @@ def fp32_attention_ratio() -> float:
     return TF32_TO_BF16_TENSOR_RATE / FP32_ATTENTION_TENSOR_OPS_PER_PRODUCT
 
 
+MEM_EFFICIENT_TO_FA2_RATE = 0.5
+"""PyTorch's memory-efficient (xformers CUTLASS) attention kernel's rate over FlashAttention-2's at the same shape: Dao
+2023, "FlashAttention-2", arXiv:2307.08691 §4.1, "FlashAttention-2 is around 2x faster than ... FlashAttention in
+xformers (the 'cutlass' implementation)" (module docstring)."""
+MEM_EFFICIENT_K_STEP = 32
+"""Head-dim columns per step of the kernel's contractions over the head dim: ``GemmType::ThreadK`` of its sm80 tensor-op
+GEMMs (pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/gemm_kernel_utils.h
+``DefaultGemmType`` @a60dd4b0ba5902121c9bd3ed5be874a93fe92fa1; kernel_forward.h ``MM0`` @4f4bcdbe6ddea60634d2af07a07c2e88dfd39a1e)."""
+MEM_EFFICIENT_SMALL_TILE = 64
+"""The head-dim tile of the kernels for head dims up to 64: forward (64, 64, 64), backward 64 x 64 blocks (pytorch/pytorch
+aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/generate_kernels.py
+@045a976cc7fd4af11d46649bd90979d9a97fbc2a ``FwdKernel.get_all``, ``BwdKernel.get_all``)."""
+MEM_EFFICIENT_TILE = 128
+"""The head-dim tile above 64: forward (64, 128, 128) with ``kKeysPerBlock`` 128 as P·V's N, backward 128 x 128 blocks
+for largest head dim 128; past 128 the (32, 128, 65536) kernel steps through it 128 columns at a time (pytorch/pytorch
+aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/generate_kernels.py
+@045a976cc7fd4af11d46649bd90979d9a97fbc2a)."""
+
+
+def mem_efficient_tile_factor(*, head_dim: float | None, backward: bool) -> float:
+    """Tensor-core work the memory-efficient kernel does over the work the head dim needs (module docstring):
+    forward Q·Kᵀ over ``k`` (the head dim rounded up to ``MEM_EFFICIENT_K_STEP``) and P·V over ``n`` (rounded up to the
+    kernel's head-dim tile), ``(k + n) / (2·d)``; backward S and dP over ``k``, dV, dQ, dK over ``n``,
+    ``(2·k + 3·n) / (5·d)``. 1 when the head dim is not known (None / 0)."""
+    if not head_dim:
+        return 1.0
+    d = float(head_dim)
+    k = MEM_EFFICIENT_K_STEP * math.ceil(d / MEM_EFFICIENT_K_STEP)
+    n = (MEM_EFFICIENT_SMALL_TILE if d <= MEM_EFFICIENT_SMALL_TILE
+         else MEM_EFFICIENT_TILE * math.ceil(d / MEM_EFFICIENT_TILE))
+    return (2 * k + 3 * n) / (5 * d) if backward else (k + n) / (2 * d)
+
+
+def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
+                                    head_dim: float | None = None, fp32: bool = False) -> float:
+    """Seconds of PyTorch's memory-efficient SDPA kernel whose forward work is ``forward_flops`` (module docstring):
+    the architecture's FlashAttention-2 rate (``kernel_rates`` of ``fa2``) at the short-sequence factor, times
+    ``MEM_EFFICIENT_TO_FA2_RATE`` in bf16 / fp16 or ``fp32_attention_ratio`` on fp32 q / k / v (the same kernel in
+    3xTF32, whose 6x longer MMA loop that ratio prices), on the work its tiles do (``mem_efficient_tile_factor``)."""
+    if forward_flops <= 0:
+        return 0.0
+    work = (forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
+            * mem_efficient_tile_factor(head_dim=head_dim, backward=backward))
+    fwd, bwd = kernel_rates(kernel="fa2", compute_capability=rates.compute_capability)
+    eff = (bwd if backward else fwd) * seq_len / (seq_len + SEQ_HALF)
+    eff *= fp32_attention_ratio() if fp32 else MEM_EFFICIENT_TO_FA2_RATE
+    return work / (rates.matmul_flops_per_s * eff)
+
+
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                       head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
                       fp8_recipe: str = "", fp32: bool = False) -> float:
@@ -618,6 +700,23 @@ def window_mask_forward_bytes(*, micro_batch_size: float, seq_len: float, dtype_
     (b, 1, s, s) mask to the query's dtype of ``dtype_bytes`` (the compute dtype: 2 in bf16 / fp16, 4 in fp32;
     ``window_mask_bytes_per_element``, module docstring)."""
     return window_mask_bytes_per_element(dtype_bytes=dtype_bytes) * micro_batch_size * seq_len * seq_len
+
+
+def mask_bias_read_bytes(*, micro_batch_size: float, heads: float, seq_len: float, dtype_bytes: float = 2.0) -> float:
+    """Bytes one masked SDPA call's memory-efficient kernel reads of its mask, forward or backward alike: every
+    (query block, key block) tile of every head loads its bias tile from global memory before adding it to the scores
+    (pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernel_forward.h ``MM0::BiasLoader::load``
+    per key block @4f4bcdbe6ddea60634d2af07a07c2e88dfd39a1e; kernel_backward.h ``MatmulQK::BiasLoader``, the tile that
+    recomputes P, @5cd01f1744c536d63e75512d134fcf916f1b4184), and the (b, 1, q, k) mask reaches it expanded over the
+    heads with a zero head stride (attention.cu ``get_bias_4d_view`` @e129513e370e0ed6bdfb1f3b92a421f87815d098), so each
+    head reads the whole mask: ``b · heads · q · k`` elements of the query's dtype (``dtype_bytes``). The grid runs a
+    batch row's heads before the next row (``blockIdx.z`` the batch), so every head after the first re-reads a row's mask
+    (``q · k · dtype_bytes``): the inventory lists those reads as a ``ChainedRead`` of that working set, which
+    ``training.l2_chained_bytes`` prices at the L2 rate where it fits (at 8,192 tokens in bf16 128 MiB, more than any
+    catalog card keeps there: device memory). Not credited: the heads whose blocks are resident at the same moment
+    (about two on an H100 at those shapes) sharing a tile through L2 even when the mask does not fit, so at long rows an
+    upper figure of the kernel's device-memory traffic."""
+    return micro_batch_size * heads * seq_len * seq_len * dtype_bytes
 
 
 def windowed_attention_seq(*, keys_per_query: float) -> float:

@@ -113,6 +113,7 @@ from trainfit.compute.attention_time import (
     FP8_ATTENTION_FORWARD_KERNELS,
     WINDOW_MASK_KERNELS,
     fp8_attention_cast_bytes,
+    mask_bias_read_bytes,
     window_mask_forward_bytes,
     windowed_attention_keys,
     windowed_attention_seq,
@@ -125,6 +126,7 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
+from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
 from trainfit.spec.enums import LayerKind, MoeDispatcher
@@ -540,6 +542,20 @@ BACKWARD_KERNEL_FACTOR = 1.9
 LORA_BACKWARD_BYTES_FACTOR = 0.9
 LORA_BACKWARD_KERNEL_FACTOR = 1.0
 EAGER_SCORE_FORWARD_BYTES, EAGER_SCORE_BACKWARD_BYTES = 16.0, 20.0
+SOFTCAP_FORWARD_BYTES, SOFTCAP_BACKWARD_BYTES, SOFTCAP_KERNELS = 12.0, 14.0, 3
+"""Bytes per 16-bit score and kernels of the attention score cap, ``softcap · tanh(scores / softcap)``, in eager attention
+(``memory.logits.SOFTCAP_FAMILIES``, the predicate by which the memory side saves the cap's ``tanh`` output: Gemma-2,
+whose released checkpoints set ``attn_logit_softcapping`` 50.0):
+huggingface/transformers src/transformers/models/gemma2/modeling_gemma2.py ``eager_attention_forward``
+@006e86931247d7bacf94ad00ada1fb6baf11e94b (``attn_weights / softcapping``, ``torch.tanh``, ``* softcapping``, between
+the scaled scores and the mask add; the same three ops in v5's shared eager path); flash-attn takes the cap inside its
+kernel (``softcap=``) and SDPA has none, so eager only. Forward a scalar divide, ``tanh``
+and a scalar multiply, each reading and writing the score tensor (3 x 4 B); backward their autograd nodes,
+``MulBackward0`` (grad x softcap: 4 B), ``TanhBackward0`` (``tanh_backward(grad, result)`` reads the gradient and the
+saved output, writes one: 6 B) and ``DivBackward0`` (grad / softcap: 4 B) (pytorch/pytorch
+tools/autograd/derivatives.yaml ``tanh``, ``mul``, ``div`` @d327a787782618826890c323f8d7e51f3d28ec13). In a float32
+model twice that (4-byte scores). Not counted: Gemma-2's final-logit cap (the same three ops on the logits: under 1 % of a
+2 x 8,192-token Gemma-2-9B step) and the per-layer sliding-window mask its eager layers build (b·s², not b·heads·s²)."""
 MOE_DISPATCH_KERNELS = 14
 """Router softmax, top-k, normalise, sort/histogram, permute, unpermute, scale, scatter-add."""
 PACKED_FLASH_FORWARD_SYNCS, PACKED_FLASH_BACKWARD_SYNCS = 5, 2
@@ -664,6 +680,10 @@ class PassInventory:
     """Bytes of the fused attention kernel's q / k / v elements: 4 when they are fp32 (a QLoRA model loaded in
     float32, ``Adapter.base_dtype_bytes``), which PyTorch's SDPA runs on its memory-efficient kernel in 3xTF32
     (``attention_time.fp32_attention_ratio``); 2: bf16 / fp16."""
+    masked_attention_forward_flops: float = 0.0
+    """Of ``attention_forward_flops``, those of SDPA calls handed an explicit mask (transformers' padding or packed
+    block mask on every layer, its sliding-window mask on the windowed layers): PyTorch runs them on its
+    memory-efficient kernel, not FlashAttention (``attention_time.mem_efficient_attention_seconds``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -683,6 +703,7 @@ class PassInventory:
             fused_strided_bytes=self.fused_strided_bytes + other.fused_strided_bytes,
             te_function_kernels=self.te_function_kernels + other.te_function_kernels,
             attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
+            masked_attention_forward_flops=self.masked_attention_forward_flops + other.masked_attention_forward_flops,
         )
 
 
@@ -1575,7 +1596,8 @@ def step_inventory(
         part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * dense, kernels=SWIGLU_KERNELS * dense)
     # attention
     attn_fwd = 0.0
-    win_fwd = win_seq = 0.0
+    win_fwd = win_seq = masked_fwd = softcap_f = 0.0
+    bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
     if full:
         s = float(attention_context or seq_len)
@@ -1594,6 +1616,10 @@ def step_inventory(
             bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
             fwd_k += 8 * full
             bwd_k += 8 * full
+            if spec.family in SOFTCAP_FAMILIES:  # the score cap's own ops and their backward (SOFTCAP_*)
+                softcap_f = SOFTCAP_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fq_b, bq_b = fq_b + softcap_f, bq_b + SOFTCAP_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fq_k, bq_k = fq_k + SOFTCAP_KERNELS * full, bq_k + SOFTCAP_KERNELS * full
         else:
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
             windowed = _windowed_layers(spec) if causal_skip else 0
@@ -1601,8 +1627,20 @@ def step_inventory(
                 fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
                                                   dtype_bytes=window_mask_dtype_bytes) * mask_layers
                 fq_k += WINDOW_MASK_KERNELS * mask_layers
+            masked_layers = 0
+            if not causal_skip:  # SDPA handed a padding / packed mask on every layer: the memory-efficient kernel
+                masked_fwd, masked_layers = attn_fwd, full
             if windowed and window_mask:  # SDPA handed the window mask: every key block of those layers
                 attn_fwd += per_layer * windowed / 2
+                masked_fwd, masked_layers = per_layer * windowed, windowed
+            if masked_layers:  # the memory-efficient kernel reads the mask once per head, forward and backward
+                heads = spec.num_attention_heads
+                bias_b = mask_bias_read_bytes(micro_batch_size=micro_batch_size, heads=heads, seq_len=s,
+                                              dtype_bytes=window_mask_dtype_bytes) * masked_layers
+                fq_b, bq_b = fq_b + bias_b, bq_b + bias_b
+                # every head after the first re-reads the row's mask: from L2 when it fits (training.l2_chained_bytes)
+                bias_chain = (ChainedRead(working_set_bytes=s * s * window_mask_dtype_bytes,
+                                          contiguous_bytes=bias_b * (heads - 1) / heads, strided_bytes=0.0),)
             elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
                 win_fwd = per_layer / s * keys * windowed
@@ -1672,10 +1710,10 @@ def step_inventory(
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
-               attention_dtype_bytes=model_dtype_bytes)
-    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f)
+               attention_dtype_bytes=model_dtype_bytes, masked_attention_forward_flops=masked_fwd)
+    chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f) + bias_chain
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
-               + tuple(lora_chain_b))
+               + tuple(lora_chain_b) + bias_chain)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided + gq_s, sync_f,
                                fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k, chained_reads=chain_f,
                                fused_strided_bytes=gq_s, **win)
@@ -1804,8 +1842,9 @@ def step_inventory(
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
     rec_core = PassInventory(core_g, attn_fwd, float(full),
-                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0,
-                             (8 * full) if eager_attention else float(full), scores, host_syncs=sync_attn, **win)
+                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0 + softcap_f,
+                             (8 * full + (SOFTCAP_KERNELS * full if softcap_f else 0)) if eager_attention
+                             else float(full), scores, host_syncs=sync_attn, **win)
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm
     # (inside ``mlp``), as the forward counts them; MLA's RoPE with its up projections (``mla_up_proj``)

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from trainfit.compute import collectives as coll
-from trainfit.compute.attention_time import attention_seconds
+from trainfit.compute.attention_time import attention_seconds, mem_efficient_attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
 from trainfit.compute.te_host import (te_backward_host_seconds, te_forward_host_seconds, te_forward_kernels,
                                      te_linear_calls)
@@ -351,12 +351,16 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
         for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     fp32_attn = inv.attention_dtype_bytes >= 4  # fp32 q / k / v: the memory-efficient kernel in 3xTF32
-    attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win, seq_len=seq_len, rates=rates,
-                              backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8,
-                              fp32=fp32_attn)
-            + attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward,
-                                head_dim=hd, kernel=attention_kernel, exp_bound=False, fp8_recipe=attention_fp8,
-                                fp32=fp32_attn))
+    # SDPA handed an explicit mask runs the memory-efficient kernel (attention_time module docstring); fp32 always
+    masked = inv.attention_forward_flops - win if fp32_attn else inv.masked_attention_forward_flops
+    attn = (attention_seconds(forward_flops=inv.attention_forward_flops - win - masked, seq_len=seq_len, rates=rates,
+                              backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)
+            + mem_efficient_attention_seconds(forward_flops=masked, seq_len=seq_len, rates=rates, backward=backward,
+                                              head_dim=hd, fp32=fp32_attn)
+            + ((mem_efficient_attention_seconds if fp32_attn else attention_seconds)(
+                forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward, head_dim=hd,
+                **({"fp32": True} if fp32_attn else {"kernel": attention_kernel, "exp_bound": False,
+                                                     "fp8_recipe": attention_fp8}))))
     # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
     # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
     bare_strided = inv.fused_strided_bytes

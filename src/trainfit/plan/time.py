@@ -591,7 +591,7 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
     if card.attention is Attention.SDPA:
         return None, False, (f"packed rows ({mean} tokens per sample): SDPA given the packed block mask runs its"
                              f" memory-efficient kernel over every key block of the {seq_len}-token row"
-                             " (no causal skip); attention: flash runs per sample")
+                             " (no causal skip, at half FlashAttention-2's rate); attention: flash runs per sample")
     ctx = packed_attention_context(mean_sample_tokens=mean, sample_length_cv=cv or 0.0, row_tokens=seq_len)
     return ctx, True, (f"packed rows: attention per sample ({mean} tokens mean, {spread}): a causal span of"
                        f" {ctx:.0f} keys per query instead of the {seq_len}-token row's")
@@ -613,8 +613,8 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
     if not padding_mask_of(card) or eager or card.attention is not Attention.SDPA:
         return True, None
     return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
-                   f" over every key block of the {seq_len}-token row (no causal skip); every padded token still runs"
-                   " the GEMMs")
+                   f" over every key block of the {seq_len}-token row (no causal skip), at half FlashAttention-2's rate"
+                   " (compute.attention_time); every padded token still runs the GEMMs")
 
 
 def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tuple[str, str | None]:

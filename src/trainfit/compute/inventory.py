@@ -1039,7 +1039,7 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
-    moe_eager_launch: bool = False, attention_fp8: str = "",
+    expert_padding: bool = False, moe_eager_launch: bool = False, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -1109,7 +1109,9 @@ def step_inventory(
     ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
     (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
     unscaled bytes as above; ``expert_bias_probs_grad`` False: the routing weights take no gradient, Automodel's
-    ``FakeBalancedGate``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    ``FakeBalancedGate``); ``expert_padding``: the grouped GEMMs run behind torchtitan's padded wrapper, whose
+    gather and scatter of the routed rows are counted per MoE layer (``MoeExperts.GROUPED_PADDED``,
+    ``moe_time.expert_padding_work``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
@@ -1528,6 +1530,11 @@ def step_inventory(
             layer_eager = moe_time.automodel_expert_bias_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 probs_grad=expert_bias_probs_grad)
+        if expert_padding and not expert_loop:  # torchtitan's padded grouped_mm wrapper (moe_time.EXPERT_PADDING_*)
+            pad = moe_time.expert_padding_work(rows=rows, hidden=h)
+            fq_b, bq_b = fq_b + pad.forward_bytes * n_moe, bq_b + pad.backward_bytes * n_moe
+            fq_k, bq_k = fq_k + pad.forward_kernels * n_moe, bq_k + pad.backward_kernels * n_moe
+            part("moe", bytes_=pad.forward_bytes * n_moe, kernels=pad.forward_kernels * n_moe)
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
             layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)

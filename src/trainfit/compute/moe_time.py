@@ -623,6 +623,41 @@ def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerW
                         backward_kernels=1.0)
 
 
+EXPERT_PADDING_BYTES = (12.0, 18.0)
+"""(forward, backward) bytes per element of the ``rows x hidden`` routed input that torchtitan's ``expert_parallel``
+wrapper moves around the grouped GEMMs (``MoeExperts.GROUPED_PADDED``; pytorch/torchtitan
+torchtitan/distributed/expert_parallel.py l.318-363 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41, the rev
+PrimeIntellect-ai/prime-rl pins, pyproject.toml l.84 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, whose
+``GroupedExperts`` runs ``_run_experts_grouped_mm`` through it, src/prime_rl/trainer/models/layers/moe.py l.124-140).
+Forward: ``torch.vstack((x, x.new_zeros(h)))`` copies the rows with a zero row appended (read 2, write 2),
+``x[permuted_indices, :]`` gathers them in expert order into ``rows + E·8`` slots, each expert's count rounded up
+to ``TOKEN_GROUP_ALIGN_SIZE_M`` = 8 and the slack pointing at the zero row (read 2, write 2), and after the GEMMs
+``out_unpermuted[permuted_indices, :] = out`` scatters the output into a new buffer (read 2, write 2); the
+``[:-1]`` is a view. Backward: the slice's gradient (``slice_backward``: zeros, write 2, and a copy, read 2 and
+write 2), the scatter's gradient for ``out`` (a gather, read 2, write 2), and the gather's gradient
+(``index_backward``: zeros, write 2, and an accumulating ``index_put``, read 2 and read and write 2 each); the
+``vstack``'s gradient is a view. Counted op by op with ``tools/measure_torchtitan_expert_padding.py`` (torch 2.13
+CPU, the wrapper copied, the GEMMs replaced by the identity; creation ops counted as writes only): 12.14 / 18.14
+bytes per element at 256 rows an expert and hidden 512, the 8 padding slots an expert and the int32 indices
+included; 12 / 18 without them. The padding rows themselves (at most 7 an expert, none at
+the balanced mean when ``rows / E`` is a multiple of 8) add under 1% to the GEMMs and are not counted."""
+EXPERT_PADDING_KERNELS = (18.0, 5.0)
+"""(forward, backward) kernels per MoE layer: the index preparation (``generate_permute_indices``, pytorch/torchtitan
+torchtitan/experiments/kernels/moe/indices.py l.140-206 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41: twelve small ops
+on the per-expert counts, ``torch.full`` and the Triton fill, 14), the zero row, ``cat``, gather and scatter (4);
+backward ``slice_backward`` (2), the gather, the zeros and the accumulating ``index_put`` (the sort inside
+``index_put_with_sort_kernel`` not counted apart). Traced as ``EXPERT_PADDING_BYTES``."""
+
+
+def expert_padding_work(*, rows: float, hidden: int) -> MoeLayerWork:
+    """What torchtitan's padded ``torch._grouped_mm`` wrapper (``EXPERT_PADDING_BYTES``) adds per MoE layer on a rank
+    whose local experts receive ``rows`` routed rows of ``hidden`` values: forward and backward bytes and kernels."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    e = rows * hidden
+    return MoeLayerWork(EXPERT_PADDING_BYTES[0] * e, EXPERT_PADDING_BYTES[1] * e, *EXPERT_PADDING_KERNELS)
+
+
 SIGMOID_ROUTER_FORWARD_KERNELS = 11
 """Kernels transformers' DeepSeek-V3 / GLM-4.5 router (``DeepseekV3TopkRouter.forward``, transformers v5.24.0
 models/deepseek_v3/modeling_deepseek_v3.py l.133-158; ``Glm4MoeTopkRouter`` the same, models/glm4_moe/

@@ -803,6 +803,7 @@ def training_time(
         # (compute.inventory.StepInventory.layers_recompute_whole; checkpoint_reentrant)
         recompute_whole_layer=checkpoint_reentrant(card),
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
+        expert_padding=par.moe_experts is MoeExperts.GROUPED_PADDED,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel, attention_fp8=fp8_attention_recipe(card),
         head=timed_rank_holds_head(spec, pp, par.pipeline_layout),

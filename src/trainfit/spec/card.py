@@ -471,6 +471,9 @@ class ParallelSection(_Section):
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
                                     " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"
                                     " local expert over 4 streams: grouped_gemm.ops.gmm, NeMo Automodel experts gmm)"
+                                    " | grouped_padded (torch._grouped_mm behind torchtitan's expert_parallel wrapper:"
+                                    " the routed rows gathered into a buffer padded to 8 rows per expert and scattered"
+                                    " back; torchtitan, prime-rl full-parameter MoE)"
                                     " | loop"
                                     " (transformers < 5's sparse MoE block: a Python loop over the experts that get"
                                     " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
@@ -1383,6 +1386,10 @@ class RunCard(_Section):
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
             raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
                              " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams")
+        if par.moe_experts is MoeExperts.GROUPED_PADDED and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+            # torchtitan's expert_parallel wrapper; Megatron-Core's routed experts are TEGroupedMLP
+            raise ValueError("parallel.moe_experts: grouped_padded is torchtitan's padded torch._grouped_mm wrapper,"
+                             " not Megatron-Core's (tensor_parallel_impl megatron); allowed there: grouped")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
             raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
                              f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"

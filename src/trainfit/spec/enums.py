@@ -361,6 +361,16 @@ class LoraDropoutPosition(StrEnum):
     POST = "post"
 
 
+class ExpertAdapters(StrEnum):
+    """How the routed experts' LoRA adapters run (``lora.expert_adapters``; step time only)."""
+
+    MERGED = "merged"
+    """PEFT's fused-experts wrapper: ``B·A`` added into every expert's weight in each forward."""
+    GROUPED = "grouped"
+    """Unmerged, as ``torch._grouped_mm`` of their own on the routed rows (x·Aᵀ·Bᵀ added to the base output): prime-rl's
+    ``MultiLoRAGroupedExperts`` (``compute.inventory.GROUPED_EXPERT_LORA_BYTES``)."""
+
+
 class AdapterDtype(StrEnum):
     """Dtype of LoRA A/B matrices."""
 

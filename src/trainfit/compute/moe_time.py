@@ -163,6 +163,22 @@ with the overlap removed from the plan (not committed) 8.71 -> 10.59 s (-65% -> 
 -60%) against 24.85 / 51.27 s; the overlap credit is at most 8 points of those misses, the rest the containers (their
 entries' notes).
 
+**prime-rl's Qwen3-30B-A3B rows after its expert code was mapped (2026-12-04; nothing set from it).** With the padded
+wrapper (``MoeExperts.GROUPED_PADDED``, ``EXPERT_PADDING_*``) on the full-parameter rows and the unmerged grouped
+expert adapters (``lora.expert_adapters: grouped``) on the LoRA rows, published minus planned is still +1.9 to +2.9 s a
+step at 16k tokens a micro-batch (H200: LoRA +1.94, RL full +2.24, SFT full +2.88 s; H100: +2.26, +2.53 s) and +1.7
+to +1.9 s at 64k (LoRA +1.67 / +1.75, full +1.94 s), against +0.15 to +0.82 s at 16k and -1.3 to -2.6 s at 64k for
+the dense Qwen3-4B rows of the same benchmark (8 GPUs, FSDP2, 2 micro-batches, compiled layers, full recompute):
+the MoE model misses about 2 s more a step, LoRA and full alike, so neither the optimizer nor the gradient
+reduce-scatter (LoRA reduces almost nothing). Read at the benchmark's commit and too small to be it: the per
+micro-batch ``get_load_balance_stats`` (one ``.item()`` per MoE layer, src/prime_rl/trainer/model.py l.61-82
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4), the LoRA experts' two ``.item()`` per MoE layer forward
+(``MultiLoRAGroupedExperts.forward``, multi_moe.py l.312 and l.321), torchtitan's ``clip_grad_norm_`` (rl/train.py
+l.409); FSDP2's all-gathers of the 61 GB bf16 model (four a step, about 0.6 s at NVLink rates) are planned and hidden
+behind 2 s of compute a micro-batch. The benchmark's fake token ids are random in [0, 100) (rl/data.py), so the trained
+router sees a narrow input at the first layer and routes unevenly; with EP 1 the grouped GEMM still runs every routed
+row on one GPU, and no per-group-size rate of ``torch._grouped_mm`` is published to price skewed groups: not modelled.
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is

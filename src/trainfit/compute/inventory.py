@@ -262,8 +262,8 @@ LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 GROUPED_EXPERT_LORA_BYTES, GROUPED_EXPERT_LORA_KERNELS = 10.0, 2
 """prime-rl's ``MultiLoRAGroupedExperts.forward`` on Hopper (``use_grouped_mm`` for compute capability 9 and ranks and
 widths that are multiples of 8; PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
-l.92-100, l.305-353 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): per projection (``w1``, ``w3``, ``w2``, each with its own
-``[E, r, in]`` A and ``[E, out, r]`` B) the base ``torch._grouped_mm`` on the routed rows, then
+l.92-100, l.305-353 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): per projection (``w1``, ``w3``, ``w2``, each with its
+own ``[E, r, in]`` A and ``[E, out, r]`` B) the base ``torch._grouped_mm`` on the routed rows, then
 ``_run_lora_grouped_mm`` (l.11-30: ``torch._grouped_mm(x, A^T)`` to ``r`` columns and ``torch._grouped_mm(., B^T)``
 back to ``out``, on the same unpadded offsets), then ``base + scaling * lora_out``: a multiply and an add over the
 ``rows x out`` output, as PEFT's unmerged linear (``LORA_ELEMENTWISE_BYTES``: read 2 + write 2, read 4 + write 2).

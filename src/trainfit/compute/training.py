@@ -670,7 +670,8 @@ def train_step_time(
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
     gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
     outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);
-    ``expert_padding``: behind torchtitan's padded wrapper (``MoeExperts.GROUPED_PADDED``, ``inventory.step_inventory``);
+    ``expert_padding``: behind torchtitan's padded wrapper (``MoeExperts.GROUPED_PADDED``,
+    ``inventory.step_inventory``);
     ``recompute_modules``: Megatron-Core's ``--recompute-modules`` beyond core_attn (core_attn among them when
     listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
@@ -1565,8 +1566,8 @@ def forward_only_time(
     flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
     packed log-prob head, ``megatron_logprob``); ``fused_cross_entropy``: as ``inventory.step_inventory`` (the log-probs
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
-    ``expert_streams``, ``expert_padding`` and ``head``: as ``train_step_time`` (the log-prob forward runs the training forward's expert
-    modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
+    ``expert_streams``, ``expert_padding`` and ``head``: as ``train_step_time`` (the log-prob forward runs the
+    training forward's expert modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
     pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /

@@ -746,6 +746,8 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
         out["modules_to_save"] = list(lora["modules_to_save"])
     if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
         out["adapter_dtype"] = "bf16"
+    if lora.get("expert_adapters"):  # prime-rl's unmerged grouped expert adapters where the entry's note cites them
+        out["expert_adapters"] = lora["expert_adapters"]
     return out
 
 

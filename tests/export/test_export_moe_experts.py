@@ -33,3 +33,21 @@ def test_deepspeed_export_names_both():
     e = export(CARDS["zero3-loop-leaf"](), "deepspeed")
     assert any(n.startswith("parallel.moe_experts loop") for n in e.notes)
     assert any(n.startswith("parallel.moe_zero3_leaf") for n in e.notes)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_grouped_padded_is_named_where_lost(target):
+    card = load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+                           "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+                           "parallel": {"strategy": "fsdp", "moe_experts": "grouped_padded"},
+                           "batch": {"micro_batch_size": 1, "grad_accum": 1, "seq_len": 4096}, "attention": "flash"})
+    assert_lost_fields_named(card, target, ("parallel.moe_experts",))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_grouped_expert_adapters_are_named_where_lost(target):
+    card = load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "lora",
+                           "lora": {"expert_adapters": "grouped"},
+                           "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"strategy": "fsdp"},
+                           "batch": {"micro_batch_size": 1, "grad_accum": 1, "seq_len": 4096}, "attention": "flash"})
+    assert_lost_fields_named(card, target, ("lora.expert_adapters",))

@@ -261,6 +261,17 @@ Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and bac
 head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
+GROUPED_EXPERT_LORA_BYTES, GROUPED_EXPERT_LORA_KERNELS = 10.0, 2
+"""prime-rl's ``MultiLoRAGroupedExperts.forward`` on Hopper (``use_grouped_mm`` for compute capability 9 and ranks and
+widths that are multiples of 8; PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
+l.92-100, l.305-353 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): per projection (``w1``, ``w3``, ``w2``, each with its
+own ``[E, r, in]`` A and ``[E, out, r]`` B) the base ``torch._grouped_mm`` on the routed rows, then
+``_run_lora_grouped_mm`` (l.11-30: ``torch._grouped_mm(x, A^T)`` to ``r`` columns and ``torch._grouped_mm(., B^T)``
+back to ``out``, on the same unpadded offsets), then ``base + scaling * lora_out``: a multiply and an add over the
+``rows x out`` output, as PEFT's unmerged linear (``LORA_ELEMENTWISE_BYTES``: read 2 + write 2, read 4 + write 2).
+The adapters are never merged into the expert weights (no ``B·A`` GEMM, no weight-sized traffic); backward runs the
+four adapter GEMMs of each pair (dX and dW of A and of B), grouped. Kernels: the multiply and the add per pair
+(multi_moe.py l.337, l.342, l.351 @d8f290ef), besides its two GEMMs."""
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 1
 """PEFT's ``lora_dropout`` (``nn.Dropout``, p in (0, 1)) in training on a GPU: ``at::native::dropout`` takes the fused
 path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and returns ``at::native_dropout``, one kernel
@@ -819,6 +830,10 @@ class Adapter:
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back."""
+    grouped_expert_adapters: bool = False
+    """The routed experts' adapters run unmerged, as grouped GEMMs of their own on the routed rows
+    (``ExpertAdapters.GROUPED``: prime-rl's ``MultiLoRAGroupedExperts``, ``GROUPED_EXPERT_LORA_*``); False: PEFT's
+    merge of ``B·A`` into every expert's weight in each forward."""
     saved_head: bool = False
     """``lora.modules_to_save`` names ``lm_head``: PEFT trains a full copy of the head (ModulesToSaveWrapper, peft
     0.13.2 peft/utils/other.py l.242-263), so the head's backward adds its weight-gradient GEMM (``lm_head.dW``)."""
@@ -1060,7 +1075,7 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
-    moe_eager_launch: bool = False, attention_fp8: str = "",
+    expert_padding: bool = False, moe_eager_launch: bool = False, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -1130,7 +1145,9 @@ def step_inventory(
     ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
     (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
     unscaled bytes as above; ``expert_bias_probs_grad`` False: the routing weights take no gradient, Automodel's
-    ``FakeBalancedGate``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
+    ``FakeBalancedGate``); ``expert_padding``: the grouped GEMMs run behind torchtitan's padded wrapper, whose
+    gather and scatter of the routed rows are counted per MoE layer (``MoeExperts.GROUPED_PADDED``,
+    ``moe_time.expert_padding_work``); ``unpad_call_syncs``: with ``ModelSpec.unpadded_attention``,
     every attention forward unpads by itself (llm-foundry before v0.5.0: ``UNPAD_CALL_SYNCS`` host syncs and
     ``UNPAD_CALL_KERNELS`` kernels per layer, the recompute's too); ``vocab_chunk_columns`` > 0: the head and loss are
     prime-rl's chunked log-prob / entropy head over vocabulary chunks of that many columns (``prime_rl_head``) in
@@ -1376,7 +1393,24 @@ def step_inventory(
                 deq[g.name] = (was[0] + b_, was[1], was[2] + n)
                 deq_routed[g.name] = deq_routed.get(g.name, 0.0) + b_
                 deq_routed_k[g.name] = deq_routed_k.get(g.name, 0.0) + n
-            if lora:
+            if lora and adapter.grouped_expert_adapters:
+                # prime-rl's MultiLoRAGroupedExperts (GROUPED_EXPERT_LORA_*): x·Aᵀ then ·Bᵀ as torch._grouped_mm on
+                # the routed rows, one pair per projection (w1 and w3 apart), the scaled sum with the base output
+                r, pairs = adapter.rank, (2 if g.name.endswith("gate_up_proj") else 1)
+                out_f, nl = g.out_features // pairs, g.count * pairs
+                e = g.experts
+                one = e > 1
+                fwd += [Gemm(g.name + ".A", rows, r, g.in_features, nl, e, 2.0, False, one),
+                        Gemm(g.name + ".B", rows, out_f, r, nl, e, 2.0, False, one)]
+                bwd += [Gemm(g.name + ".B.dX", rows, r, out_f, nl, e, 2.0, False, one),
+                        Gemm(g.name + ".B.dW", out_f, r, rows, nl, e, 2.0, False, one),
+                        Gemm(g.name + ".A.dX", rows, g.in_features, r, nl, e, 2.0, False, one),
+                        Gemm(g.name + ".A.dW", r, g.in_features, rows, nl, e, 2.0, False, one)]
+                lora_bytes += GROUPED_EXPERT_LORA_BYTES * rows * e * out_f * nl
+                lora_k += GROUPED_EXPERT_LORA_KERNELS * nl
+                fwd_k += 2 * nl
+                bwd_k += 4 * nl
+            elif lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
                 fwd.append(Gemm(g.name + ".BA", g.out_features, g.in_features, r, g.count, g.experts))
@@ -1549,6 +1583,11 @@ def step_inventory(
             layer_eager = moe_time.automodel_expert_bias_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 probs_grad=expert_bias_probs_grad)
+        if expert_padding and not expert_loop:  # torchtitan's padded grouped_mm wrapper (moe_time.EXPERT_PADDING_*)
+            pad = moe_time.expert_padding_work(rows=rows, hidden=h)
+            fq_b, bq_b = fq_b + pad.forward_bytes * n_moe, bq_b + pad.backward_bytes * n_moe
+            fq_k, bq_k = fq_k + pad.forward_kernels * n_moe, bq_k + pad.backward_kernels * n_moe
+            part("moe", bytes_=pad.forward_bytes * n_moe, kernels=pad.forward_kernels * n_moe)
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
             layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)

@@ -163,6 +163,22 @@ with the overlap removed from the plan (not committed) 8.71 -> 10.59 s (-65% -> 
 -60%) against 24.85 / 51.27 s; the overlap credit is at most 8 points of those misses, the rest the containers (their
 entries' notes).
 
+**prime-rl's Qwen3-30B-A3B rows after its expert code was mapped (2026-12-04; nothing set from it).** With the padded
+wrapper (``MoeExperts.GROUPED_PADDED``, ``EXPERT_PADDING_*``) on the full-parameter rows and the unmerged grouped
+expert adapters (``lora.expert_adapters: grouped``) on the LoRA rows, published minus planned is still +1.9 to +2.9 s a
+step at 16k tokens a micro-batch (H200: LoRA +1.94, RL full +2.24, SFT full +2.88 s; H100: +2.26, +2.53 s) and +1.7
+to +1.9 s at 64k (LoRA +1.67 / +1.75, full +1.94 s), against +0.15 to +0.82 s at 16k and -1.3 to -2.6 s at 64k for
+the dense Qwen3-4B rows of the same benchmark (8 GPUs, FSDP2, 2 micro-batches, compiled layers, full recompute):
+the MoE model misses about 2 s more a step, LoRA and full alike, so neither the optimizer nor the gradient
+reduce-scatter (LoRA reduces almost nothing). Read at the benchmark's commit and too small to be it: the per
+micro-batch ``get_load_balance_stats`` (one ``.item()`` per MoE layer, src/prime_rl/trainer/model.py l.61-82
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4), the LoRA experts' two ``.item()`` per MoE layer forward
+(``MultiLoRAGroupedExperts.forward``, multi_moe.py l.312 and l.321), torchtitan's ``clip_grad_norm_`` (rl/train.py
+l.409); FSDP2's all-gathers of the 61 GB bf16 model (four a step, about 0.6 s at NVLink rates) are planned and hidden
+behind 2 s of compute a micro-batch. The benchmark's fake token ids are random in [0, 100) (rl/data.py), so the trained
+router sees a narrow input at the first layer and routes unevenly; with EP 1 the grouped GEMM still runs every routed
+row on one GPU, and no per-group-size rate of ``torch._grouped_mm`` is published to price skewed groups: not modelled.
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
@@ -621,6 +637,41 @@ def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerW
     return MoeLayerWork(forward_bytes=(f_row * rows + f_tok * tokens) * hidden,
                         backward_bytes=(b_row * rows + b_tok * tokens) * hidden, forward_kernels=0.0,
                         backward_kernels=1.0)
+
+
+EXPERT_PADDING_BYTES = (12.0, 18.0)
+"""(forward, backward) bytes per element of the ``rows x hidden`` routed input that torchtitan's ``expert_parallel``
+wrapper moves around the grouped GEMMs (``MoeExperts.GROUPED_PADDED``; pytorch/torchtitan
+torchtitan/distributed/expert_parallel.py l.318-363 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41, the rev
+PrimeIntellect-ai/prime-rl pins, pyproject.toml l.84 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, whose
+``GroupedExperts`` runs ``_run_experts_grouped_mm`` through it, src/prime_rl/trainer/models/layers/moe.py l.124-140).
+Forward: ``torch.vstack((x, x.new_zeros(h)))`` copies the rows with a zero row appended (read 2, write 2),
+``x[permuted_indices, :]`` gathers them in expert order into ``rows + E·8`` slots, each expert's count rounded up
+to ``TOKEN_GROUP_ALIGN_SIZE_M`` = 8 and the slack pointing at the zero row (read 2, write 2), and after the GEMMs
+``out_unpermuted[permuted_indices, :] = out`` scatters the output into a new buffer (read 2, write 2); the
+``[:-1]`` is a view. Backward: the slice's gradient (``slice_backward``: zeros, write 2, and a copy, read 2 and
+write 2), the scatter's gradient for ``out`` (a gather, read 2, write 2), and the gather's gradient
+(``index_backward``: zeros, write 2, and an accumulating ``index_put``, read 2 and read and write 2 each); the
+``vstack``'s gradient is a view. Counted op by op with ``tools/measure_torchtitan_expert_padding.py`` (torch 2.13
+CPU, the wrapper copied, the GEMMs replaced by the identity; creation ops counted as writes only): 12.14 / 18.14
+bytes per element at 256 rows an expert and hidden 512, the 8 padding slots an expert and the int32 indices
+included; 12 / 18 without them. The padding rows themselves (at most 7 an expert, none at
+the balanced mean when ``rows / E`` is a multiple of 8) add under 1% to the GEMMs and are not counted."""
+EXPERT_PADDING_KERNELS = (18.0, 5.0)
+"""(forward, backward) kernels per MoE layer: the index preparation (``generate_permute_indices``, pytorch/torchtitan
+torchtitan/experiments/kernels/moe/indices.py l.140-206 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41: twelve small ops
+on the per-expert counts, ``torch.full`` and the Triton fill, 14), the zero row, ``cat``, gather and scatter (4);
+backward ``slice_backward`` (2), the gather, the zeros and the accumulating ``index_put`` (the sort inside
+``index_put_with_sort_kernel`` not counted apart). Traced as ``EXPERT_PADDING_BYTES``."""
+
+
+def expert_padding_work(*, rows: float, hidden: int) -> MoeLayerWork:
+    """What torchtitan's padded ``torch._grouped_mm`` wrapper (``EXPERT_PADDING_BYTES``) adds per MoE layer on a rank
+    whose local experts receive ``rows`` routed rows of ``hidden`` values: forward and backward bytes and kernels."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    e = rows * hidden
+    return MoeLayerWork(EXPERT_PADDING_BYTES[0] * e, EXPERT_PADDING_BYTES[1] * e, *EXPERT_PADDING_KERNELS)
 
 
 SIGMOID_ROUTER_FORWARD_KERNELS = 11

@@ -619,7 +619,8 @@ def train_step_time(
     expert_loop_every: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     fp8_layer_share: float = 1.0, fp8_gather: Fp8GatherShard | None = None,
-    megatron_experts: bool = False, expert_streams: bool = False, recompute_modules: tuple[str, ...] = (),
+    megatron_experts: bool = False, expert_streams: bool = False, expert_padding: bool = False,
+    recompute_modules: tuple[str, ...] = (),
     moe_eager_launch: bool = False,
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
@@ -673,6 +674,8 @@ def train_step_time(
     ``megatron_experts``: the routed experts are Megatron-Core's ``TEGroupedMLP`` (``inventory.step_inventory``:
     gpt-oss's eager clamp and per-expert bias loop, ``moe_time.megatron_expert_elementwise``); ``expert_streams``:
     outside Megatron-Core the routed GEMMs loop one cuBLAS GEMM per local expert (``MoeExperts.GROUPED_STREAMS``);
+    ``expert_padding``: behind torchtitan's padded wrapper (``MoeExperts.GROUPED_PADDED``,
+    ``inventory.step_inventory``);
     ``recompute_modules``: Megatron-Core's ``--recompute-modules`` beyond core_attn (core_attn among them when
     listed): the recompute pass is what they re-run (``inventory.StepInventory.recompute_modules``), the recomputed
     forward repeats the collectives of none of them but ``moe``'s expert-parallel dispatch and combine (its
@@ -728,7 +731,8 @@ def train_step_time(
                          expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          moe_eager_launch=moe_eager_launch, fp8_layer_share=fp8_layer_share,
-                         expert_streams=expert_streams, unpad_call_syncs=unpad_call_syncs,
+                         expert_streams=expert_streams, expert_padding=expert_padding,
+                         unpad_call_syncs=unpad_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
@@ -1516,7 +1520,8 @@ def forward_only_time(
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
     attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False, head: bool = True,
+    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False,
+    expert_padding: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_ring_context_parallel: int = 1,
@@ -1565,8 +1570,8 @@ def forward_only_time(
     flat all-gather buffer). ``nemo_rl_loss`` / ``loss_sequences``: as ``inventory.step_inventory`` (NeMo RL Megatron's
     packed log-prob head, ``megatron_logprob``); ``fused_cross_entropy``: as ``inventory.step_inventory`` (the log-probs
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
-    ``expert_streams`` and ``head``: as ``train_step_time`` (the log-prob forward runs the training forward's expert
-    modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
+    ``expert_streams``, ``expert_padding`` and ``head``: as ``train_step_time`` (the log-prob forward runs the
+    training forward's expert modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
     pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
@@ -1607,7 +1612,7 @@ def forward_only_time(
                          fsdp2_fp32_outputs=fsdp2_fp32_outputs,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
-                         moe_eager_launch=moe_eager_launch,
+                         expert_padding=expert_padding, moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)

@@ -16,6 +16,7 @@ from trainfit.spec.enums import (
     ZERO_STAGES,
     Attention,
     ComputeDtype,
+    ExpertAdapters,
     FsdpVersion,
     Method,
     Nf4ComputeDtype,
@@ -200,6 +201,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      f" prepare_model_for_kbit_training ({cast} under bf16 autocast; TRL's SFTTrainer did on a"
                      f" non-sharded 4-bit model before v0.27); the {target} file does not call it; not written (read"
                      " back as none)")
+    if card.scope is not Scope.FULL and card.lora.expert_adapters is not ExpertAdapters.MERGED:
+        notes.append(f"lora.expert_adapters {card.lora.expert_adapters.value}: the routed experts' unmerged grouped"
+                     f" adapters are prime-rl's MultiLoRAGroupedExperts code, not a setting of the {target} file; not"
+                     " written (read back as merged)")
     if b.padding is not Padding.NONE:
         notes.append(f"batch.padding {b.padding.value}: samples padded to batch.seq_len with an attention mask of zeros"
                      f" after each sample are a property of the data and its collator; the {target} file has no setting"
@@ -366,6 +371,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         lo = card.lora
         f.update({"lora.rank": lo.rank, "lora.alpha": float(lo.alpha), "lora.targets": list(card.lora_targets),
                   "lora.dropout": float(lo.dropout), "lora.adapter_dtype": lo.adapter_dtype.value})
+        if lo.expert_adapters is not ExpertAdapters.MERGED:  # time: the routed adapters' GEMMs (inventory)
+            f["lora.expert_adapters"] = lo.expert_adapters.value
         if card.scope is Scope.QLORA:
             f["lora.double_quant"] = lo.double_quant
             torchao = (card.software.model_extra or {}).get("torchao")

@@ -338,6 +338,10 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
         out.append(f"parallel.moe_experts grouped_streams: grouped_gemm's gmm is chosen by the framework's expert backend"
                    f" (NeMo Automodel backend.experts gmm), not a key of the {target} file; not written (read back:"
                    " grouped)")
+    if p.moe_experts is MoeExperts.GROUPED_PADDED:
+        out.append(f"parallel.moe_experts grouped_padded: torchtitan's padded grouped_mm wrapper is the framework's"
+                   f" expert code (torchtitan, prime-rl), not a key of the {target} file; not written (read back:"
+                   " grouped)")
     if p.moe_zero3_leaf:
         out.append(f"parallel.moe_zero3_leaf: the {target} file has no key that marks the MoE block a ZeRO-3 leaf"
                    " module (deepspeed.utils.set_z3_leaf_modules is called in the training code); not written")

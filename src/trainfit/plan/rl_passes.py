@@ -417,6 +417,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # ... whose TE grouped linears loop over their GEMMs in Python (compute.te_host)
             te_layers=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,
+            expert_padding=p_.moe_experts is MoeExperts.GROUPED_PADDED,
             head=timed_rank_holds_head(pspec, p_.pipeline_parallel, p_.pipeline_layout),
             # verl's old-policy pass (and before verl #1100 the reference's) also takes the entropy of the rank's
             # packed logits (loss.logprob_entropy, compute.inventory.VERL_ENTROPY_COMPILED_BYTES)

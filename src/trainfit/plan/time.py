@@ -43,7 +43,7 @@ from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatr
                                  zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
-from trainfit.spec.enums import AdapterDtype, LayerKind, LoraDropoutPosition, QloraDequant
+from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
 from trainfit.spec.enums import KbitPrepare, Zero1ParamSync
@@ -253,7 +253,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    base_dtype_bytes=4 if card.precision.nf4_compute_dtype is Nf4ComputeDtype.FP32 else 2,
                    # PEFT's prepare_model_for_kbit_training: fp32 stream, casts around the 4-bit linears
                    kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE,
-                   saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save)
+                   saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save,
+                   # prime-rl's unmerged grouped expert adapters (compute.inventory.GROUPED_EXPERT_LORA_BYTES)
+                   grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED)
 
 
 def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:
@@ -803,6 +805,7 @@ def training_time(
         # (compute.inventory.StepInventory.layers_recompute_whole; checkpoint_reentrant)
         recompute_whole_layer=checkpoint_reentrant(card),
         expert_streams=par.moe_experts is MoeExperts.GROUPED_STREAMS,
+        expert_padding=par.moe_experts is MoeExperts.GROUPED_PADDED,
         unpad_call_syncs=llm_foundry_unpad_syncs(card),
         attention_kernel=kernel, attention_fp8=fp8_attention_recipe(card),
         head=timed_rank_holds_head(spec, pp, par.pipeline_layout),

@@ -26,6 +26,7 @@ from trainfit.spec.enums import (
     ContextParallelKind,
     Dtype,
     EngineOutputs,
+    ExpertAdapters,
     Fp4Recipe,
     Fp8Recipe,
     FsdpVersion,
@@ -107,6 +108,10 @@ class LoraSection(_Section):
         " (PeftConfig dropout_position 'post'; dropout(lora_B(lora_A(x) * scale)), NVIDIA-NeMo/Automodel"
         " nemo_automodel/components/_peft/lora.py l.53, l.311-312 @2861c4143cd335539213b1b6d0c890cb17682444)."
         " Changes the dropout's saved mask (memory) and its traffic (step time); no effect without dropout.")
+    expert_adapters: ExpertAdapters = Field(
+        ExpertAdapters.MERGED, description="merged | grouped: how adapters on routed experts run. merged: PEFT adds"
+        " B·A into each expert's weight every forward. grouped: unmerged grouped GEMMs of their own on the routed rows"
+        " (prime-rl's MultiLoRAGroupedExperts). Step time only (the memory plan keeps the merged weights); scope lora.")
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
     prepare_kbit: KbitPrepare = Field(
         KbitPrepare.NONE, description="QLoRA: none | peft | trl: what cast the non-4-bit parameters after loading."
@@ -471,6 +476,9 @@ class ParallelSection(_Section):
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
                                     " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"
                                     " local expert over 4 streams: grouped_gemm.ops.gmm, NeMo Automodel experts gmm)"
+                                    " | grouped_padded (torch._grouped_mm behind torchtitan's expert_parallel wrapper:"
+                                    " the routed rows gathered into a buffer padded to 8 rows per expert and scattered"
+                                    " back; torchtitan, prime-rl full-parameter MoE)"
                                     " | loop"
                                     " (transformers < 5's sparse MoE block: a Python loop over the experts that get"
                                     " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
@@ -1383,6 +1391,10 @@ class RunCard(_Section):
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
             raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
                              " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams")
+        if par.moe_experts is MoeExperts.GROUPED_PADDED and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+            # torchtitan's expert_parallel wrapper; Megatron-Core's routed experts are TEGroupedMLP
+            raise ValueError("parallel.moe_experts: grouped_padded is torchtitan's padded torch._grouped_mm wrapper,"
+                             " not Megatron-Core's (tensor_parallel_impl megatron); allowed there: grouped")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
             raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
                              f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"
@@ -1542,6 +1554,9 @@ class RunCard(_Section):
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
+        if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
+            raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
+                             f" with scope {self.scope.value}: merged")
         if self.lora.dequant is not QloraDequant.BITSANDBYTES and self.scope is not Scope.QLORA:
             raise ValueError(f"lora.dequant: {self.lora.dequant.value} is a QLoRA base's kernel; allowed with scope"
                              f" {self.scope.value}: bitsandbytes (the default)")

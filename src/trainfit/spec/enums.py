@@ -361,6 +361,16 @@ class LoraDropoutPosition(StrEnum):
     POST = "post"
 
 
+class ExpertAdapters(StrEnum):
+    """How the routed experts' LoRA adapters run (``lora.expert_adapters``; step time only)."""
+
+    MERGED = "merged"
+    """PEFT's fused-experts wrapper: ``B·A`` added into every expert's weight in each forward."""
+    GROUPED = "grouped"
+    """Unmerged, as ``torch._grouped_mm`` of their own on the routed rows (x·Aᵀ·Bᵀ added to the base output): prime-rl's
+    ``MultiLoRAGroupedExperts`` (``compute.inventory.GROUPED_EXPERT_LORA_BYTES``)."""
+
+
 class AdapterDtype(StrEnum):
     """Dtype of LoRA A/B matrices."""
 
@@ -630,6 +640,12 @@ class MoeExperts(StrEnum):
     ``CublasGroupedGemmVariableK`` (``csrc/grouped_gemm.cu`` l.191-312, l.399-401
     @172fada89fa7364fe5d026b3a0dfab58b591ffdd and @15721c6f478092f58ba0767fb0f3642c4f493748), forward, input and
     weight gradient alike: priced as TE's multi-stream loop (``compute.gemm.multi_stream_grouped_gemm_seconds``)."""
+    GROUPED_PADDED = "grouped_padded"
+    """One ``torch._grouped_mm`` per projection behind torchtitan's ``expert_parallel`` wrapper, which even on one
+    device appends a zero row, gathers the routed rows into a buffer padded to a multiple of 8 rows per expert and
+    scatters the output back into a new one (pytorch/torchtitan torchtitan/distributed/expert_parallel.py l.297-363
+    @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41): torchtitan's ``GroupedExperts`` and prime-rl's full-parameter MoE
+    (``compute.moe_time.expert_padding_work``)."""
     LOOP = "loop"
     """transformers < 5's sparse MoE block (4.53 on): a Python loop over the experts that receive tokens, each an
     ``nn.Module`` of three linears run on its own rows (a host sync per expert)."""

@@ -1,0 +1,81 @@
+"""prime-rl's unmerged expert LoRA (``lora.expert_adapters: grouped``, compute.inventory.GROUPED_EXPERT_LORA_BYTES):
+each routed projection's adapter as two grouped GEMMs on the routed rows and a scaled add, in place of PEFT's B·A
+merge into every expert's weight."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from trainfit.catalog.models import resolve_model
+from trainfit.compute import inventory as inv
+from trainfit.compute.inventory import Adapter, step_inventory
+from trainfit.spec.card import CardError, load_card_dict
+from trainfit.spec.enums import ExpertAdapters
+
+QWEN_MOE = resolve_model("Qwen/Qwen3-30B-A3B")
+MERGED = Adapter(rank=16, targets=("all-linear",))
+GROUPED = replace(MERGED, grouped_expert_adapters=True)
+KW = dict(micro_batch_size=1, seq_len=4096)
+
+
+def _by_name(p):
+    return {g.name: g for g in p.gemms}
+
+
+def test_grouped_adapters_replace_the_merge_by_grouped_gemms_on_the_routed_rows():
+    merged, grouped = step_inventory(QWEN_MOE, adapter=MERGED, **KW), step_inventory(QWEN_MOE, adapter=GROUPED, **KW)
+    f = _by_name(grouped.layers_forward)
+    assert "gate_up_proj.BA" in _by_name(merged.layers_forward) and "gate_up_proj.BA" not in f
+    rows = 4096 * QWEN_MOE.moe.experts_per_token / QWEN_MOE.moe.num_experts  # per expert
+    width, h, layers = QWEN_MOE.moe.expert_intermediate_size, QWEN_MOE.hidden_size, QWEN_MOE.num_moe_layers
+    a, b = f["gate_up_proj.A"], f["gate_up_proj.B"]  # w1 and w3: a pair each
+    assert (a.m, a.n, a.k, a.count, a.groups, a.grouped_kernel) == (rows, 16, h, 2 * layers, 128, True)
+    assert (b.m, b.n, b.k, b.count, b.groups) == (rows, width, 16, 2 * layers, 128)
+    d = f["down_proj.A"]
+    assert (d.m, d.n, d.k, d.count) == (rows, 16, width, layers)
+    names = _by_name(grouped.layers_backward)
+    for g in ("gate_up_proj", "down_proj"):
+        for s in (".B.dX", ".B.dW", ".A.dX", ".A.dW"):
+            assert names[g + s].groups == 128
+    # the scaled add over every routed output (10 B per element, as an unmerged dense adapter's) in place of the
+    # merge's weight-sized traffic (6 B per expert weight forward)
+    routed_out = 4096 * QWEN_MOE.moe.experts_per_token * (2 * width + h) * layers
+    weight_merge = 6.0 * 128 * h * 2 * width * layers + 6.0 * 128 * width * h * layers
+    expected = (inv.GROUPED_EXPERT_LORA_BYTES * routed_out - weight_merge)
+    assert grouped.layers_forward.memory_bytes - merged.layers_forward.memory_bytes == pytest.approx(expected)
+
+
+def test_dense_models_do_not_move():
+    dense = resolve_model("Qwen/Qwen3-8B")
+    assert step_inventory(dense, adapter=GROUPED, **KW) == step_inventory(dense, adapter=MERGED, **KW)
+
+
+def test_card_field_validation():
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft"}
+    card = load_card_dict({**base, "scope": "lora", "lora": {"expert_adapters": "grouped"}})
+    assert card.lora.expert_adapters is ExpertAdapters.GROUPED
+    assert load_card_dict({**base, "scope": "lora"}).lora.expert_adapters is ExpertAdapters.MERGED
+    for bad, start in (({"scope": "qlora", "lora": {"expert_adapters": "grouped"}},
+                        "lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA"),
+                       ({"scope": "lora", "lora": {"expert_adapters": "fused"}},
+                        "lora.expert_adapters: 'fused' is not allowed; allowed: merged or grouped")):
+        with pytest.raises(CardError) as exc:
+            load_card_dict({**base, **bad})
+        assert "\n" not in str(exc.value) and str(exc.value).startswith(start)
+
+
+def test_a_long_sequence_prices_the_adapters_by_rows_not_by_weights():
+    from trainfit.plan import make_plan
+
+    t = {}
+    for seq in (4096, 65536):
+        for experts in ("merged", "grouped"):
+            card = load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "lora",
+                                   "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+                                   "parallel": {"strategy": "fsdp"}, "lora": {"expert_adapters": experts},
+                                   "batch": {"micro_batch_size": 1, "seq_len": seq}})
+            t[seq, experts] = make_plan(card).time.total_s
+    # the merge costs the same at any length, the grouped adapters grow with the routed rows
+    assert t[65536, "grouped"] - t[65536, "merged"] > t[4096, "grouped"] - t[4096, "merged"]

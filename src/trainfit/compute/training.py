@@ -1581,6 +1581,12 @@ def forward_only_time(
     gathering ranks) that hold different sequences, as ``train_step_time``'s: the sharded ranks gather every layer
     together, so each micro-batch runs at the pace of the rank with the most tokens (``collectives.lockstep_excess``,
     charged on the pass as the speed spread is). 0 for fixed-length sequences.
+
+    The slowest rank (``collectives.slowest_rank_excess``, the per-GPU speed spread, and ``work_cv`` above) of a
+    sharded pass (``zero3`` / ``fsdp`` / ``hsdp``, waiting at every layer's gather) is charged as ``train_step_time``
+    charges it since the update's rule: on the pass's device time beyond its host-paced time
+    (``lockstep_wait_seconds``), so a launch-bound pass, whose GPU idles between the host's launches, absorbs it.
+
     ``host_shard_bytes_per_s``: the sharded weights live in pinned host memory (FSDP's CPU offload of parameters,
     ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy``), copied to the GPU at this rate, unit by unit, before
     each all-gather: FSDP1's ``FlatParamHandle.pre_unshard`` runs ``flat_param_to(device, non_blocking=True)`` on
@@ -1652,9 +1658,11 @@ def forward_only_time(
         exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=one.seconds, micro_steps=micro_steps,
                                                  once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
-        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``)
-        exposed += coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks),
-                                        work_cv=work_cv) * total.seconds
+        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``);
+        # as in train_step_time, only its device time beyond the host-paced pass (lockstep_wait_seconds)
+        exposed += lockstep_wait_seconds(
+            device_s=total.gemm_s + total.attention_s + total.memory_s, paced_s=total.seconds - total.sync_s,
+            excess=coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     elif host_shard_bytes_per_s > 0 and gathered_weight_bytes and parallel.ranks <= 1:

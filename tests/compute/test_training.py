@@ -1,5 +1,6 @@
-"""The slowest rank in a sharded no-grad pass (``compute.training.forward_only_time``): charged as the update charges
-it, on the device time beyond the host-paced pass (``lockstep_wait_seconds``)."""
+"""The slowest rank in a no-grad pass (``compute.training.forward_only_time``): charged as the update charges it, on
+the device time beyond the host-paced pass (``lockstep_wait_seconds``), sharded or not (the controller collects every
+rank's share before the phase ends)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,28 @@ LAUNCH_BOUND = dict(micro_batch_size=1, seq_len=256, micro_steps=4)  # 0.5B x 25
 
 def _device(t) -> float:
     return t.gemm_s + t.attention_s + t.memory_s
+
+
+@pytest.mark.parametrize("strategy", ["ddp", "zero1", "zero2", "fsdp_grad_op"])
+def test_an_unsharded_pass_over_several_ranks_ends_with_the_slowest_gpu(strategy):
+    one = forward_only_time(QWEN7, rates=H100, **DEVICE_BOUND)
+    assert one.bound != "launch"
+    eight = forward_only_time(QWEN7, rates=H100, parallel=Parallel(strategy=strategy, ranks=8, gpus_per_node=8),
+                              **DEVICE_BOUND)
+    # Blom's expected maximum of 8 draws at the 8 % speed spread: 0.08 x 1.4342 = 11.5 % of the device time
+    assert eight.seconds - one.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * _device(one))
+    assert (eight.seconds - one.seconds) / _device(one) == pytest.approx(0.1147, abs=1e-3)
+    sixty_four = forward_only_time(QWEN7, rates=H100, parallel=Parallel(strategy=strategy, ranks=64, gpus_per_node=8),
+                                   **DEVICE_BOUND)
+    assert sixty_four.seconds > eight.seconds  # more ranks, a slower slowest
+
+
+def test_a_launch_bound_unsharded_pass_absorbs_the_slowest_gpu():
+    one = forward_only_time(QWEN05, rates=H100, **LAUNCH_BOUND)
+    assert one.bound == "launch"
+    eight = forward_only_time(QWEN05, rates=H100, parallel=Parallel(strategy="ddp", ranks=8, gpus_per_node=8),
+                              **LAUNCH_BOUND)
+    assert eight.seconds == pytest.approx(one.seconds)
 
 
 def test_a_launch_bound_sharded_pass_absorbs_the_slowest_gpu_and_its_extra_tokens():

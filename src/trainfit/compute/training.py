@@ -1677,7 +1677,7 @@ def forward_only_time(
             excess=coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
-    elif parallel.ranks > 1:
+    elif parallel.strategy not in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1:
         # no per-layer gathers, but the phase still ends when the slowest of the ranks returns its share (the
         # controller collects every rank's results): its device time beyond the host-paced pass (lockstep_wait_seconds)
         wait = lockstep_wait_seconds(device_s=total.gemm_s + total.attention_s + total.memory_s,

@@ -1583,7 +1583,7 @@ def forward_only_time(
     charged on the pass as the speed spread is). 0 for fixed-length sequences.
 
     The slowest rank (``collectives.slowest_rank_excess``, the per-GPU speed spread, and ``work_cv`` above) is charged
-    as ``train_step_time`` charges it since the update's rule: on the pass's device time beyond its host-paced time
+    as ``train_step_time`` charges the update's: on the pass's device time beyond its host-paced time
     (``lockstep_wait_seconds``), so a launch-bound pass, whose GPU idles between the host's launches, absorbs it. A
     sharded pass (``zero3`` / ``fsdp`` / ``hsdp``) waits at every layer's gather; an unsharded one over more than one
     rank (``ddp``, ``zero1`` / ``zero2``, ``fsdp_grad_op``, Megatron's data / tensor / pipeline ranks) waits once, at
@@ -1596,8 +1596,8 @@ def forward_only_time(
     ``verl/single_controller/ray/base.py`` ``func_generator`` l.48-62 @b178a3cd56f58b2d502255daba591e92833930a7),
     and the slowest GPU's share takes ``1 + excess`` of the others' device time (Sinha et al., SC'22, arXiv
     2208.11035: a GPU's speed is its own, so the slowest stays slowest for the whole pass). Only the speed spread
-    there: the ranks' shares of the whole batch are balanced (``_balance_batch``; NeMo RL's ``shard_by_batch_size``),
-    no per-micro-batch draw.
+    there: no per-layer lockstep, so no per-micro-batch token draw; a rank's share is many sequences (verl also
+    balances the shares' tokens, ``ray_trainer.py`` ``_balance_batch``).
 
     ``host_shard_bytes_per_s``: the sharded weights live in pinned host memory (FSDP's CPU offload of parameters,
     ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy``), copied to the GPU at this rate, unit by unit, before

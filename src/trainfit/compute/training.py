@@ -1590,6 +1590,24 @@ def forward_only_time(
     gathering ranks) that hold different sequences, as ``train_step_time``'s: the sharded ranks gather every layer
     together, so each micro-batch runs at the pace of the rank with the most tokens (``collectives.lockstep_excess``,
     charged on the pass as the speed spread is). 0 for fixed-length sequences.
+
+    The slowest rank (``collectives.slowest_rank_excess``, the per-GPU speed spread, and ``work_cv`` above) is charged
+    as ``train_step_time`` charges the update's: on the pass's device time beyond its host-paced time
+    (``lockstep_wait_seconds``), so a launch-bound pass, whose GPU idles between the host's launches, absorbs it. A
+    sharded pass (``zero3`` / ``fsdp`` / ``hsdp``) waits at every layer's gather; an unsharded one over more than one
+    rank (``ddp``, ``zero1`` / ``zero2``, ``fsdp_grad_op``, Megatron's data / tensor / pipeline ranks) waits once, at
+    the end: the controller collects every rank's share before the phase ends (NVIDIA-NeMo/RL
+    ``nemo_rl/models/policy/lm_policy.py`` ``get_logprobs`` l.224-241 and ``get_reference_policy_logprobs``
+    l.286-305: each worker's shard run by ``run_all_workers_sharded_data``, then ``get_all_worker_results``, whose
+    ``MultiWorkerFuture.get_results`` calls ``ray.get`` on every worker's future, ``nemo_rl/distributed/
+    worker_groups.py`` l.41-100, @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf; volcengine/verl's worker calls, the
+    actor's ``compute_log_prob`` among them, run ``ray.get`` on every rank's output before ``collect_fn``,
+    ``verl/single_controller/ray/base.py`` ``func_generator`` l.48-62 @b178a3cd56f58b2d502255daba591e92833930a7),
+    and the slowest GPU's share takes ``1 + excess`` of the others' device time (Sinha et al., SC'22, arXiv
+    2208.11035: a GPU's speed is its own, so the slowest stays slowest for the whole pass). Only the speed spread
+    there: no per-layer lockstep, so no per-micro-batch token draw; a rank's share is many sequences (verl also
+    balances the shares' tokens, ``ray_trainer.py`` ``_balance_batch``).
+
     ``host_shard_bytes_per_s``: the sharded weights live in pinned host memory (FSDP's CPU offload of parameters,
     ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy``), copied to the GPU at this rate, unit by unit, before
     each all-gather: FSDP1's ``FlatParamHandle.pre_unshard`` runs ``flat_param_to(device, non_blocking=True)`` on
@@ -1661,10 +1679,20 @@ def forward_only_time(
         exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=one.seconds, micro_steps=micro_steps,
                                                  once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
-        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``)
-        exposed += coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks),
-                                        work_cv=work_cv) * total.seconds
+        # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``);
+        # as in train_step_time, only its device time beyond the host-paced pass (lockstep_wait_seconds)
+        exposed += lockstep_wait_seconds(
+            device_s=total.gemm_s + total.attention_s + total.memory_s, paced_s=total.seconds - total.sync_s,
+            excess=coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
+                         total.sync_s)
+    elif parallel.strategy not in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1:
+        # no per-layer gathers, but the phase still ends when the slowest of the ranks returns its share (the
+        # controller collects every rank's results): its device time beyond the host-paced pass (lockstep_wait_seconds)
+        wait = lockstep_wait_seconds(device_s=total.gemm_s + total.attention_s + total.memory_s,
+                                     paced_s=total.seconds - total.sync_s,
+                                     excess=coll.slowest_rank_excess(ranks=parallel.ranks))
+        total = PassTime(total.seconds + wait, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     elif host_shard_bytes_per_s > 0 and gathered_weight_bytes and parallel.ranks <= 1:
         # one rank: FSDP still wraps the model with its CPU offload and copies each unit's whole (unsharded) weights

@@ -274,7 +274,22 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     inside one rank (``rearrange_micro_batches``), so each spreads as that share does; fixed micro-batches spread
     more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two. verl's fixed
     log-prob micro-batches (``rollout.logprob_micro_batch_size`` stated) take it per micro-batch
-    (``plan.rl_passes`` ``forward_pass``)."""
+    (``plan.rl_passes`` ``forward_pass``).
+
+    Checked 2026-12-04, not modelled: verl from volcengine/verl 62221fa13ee922727e0da61771c33590c5f17560 (#3605,
+    2025-10-23; first in v0.6.1) orders each rank's balanced share by workload before dispatch
+    (``verl/trainer/ppo/ray_trainer.py`` ``_balance_batch``: ``partition.sort(key=workload)``, then
+    ``partition[::2] + partition[1::2][::-1]``, l.943-947 @ea56e9ac47c3dfed65c028899012bb67f41f4c83), and
+    ``update_policy`` still splits that share in order (``data.split(ppo_mini_batch_size)``,
+    ``verl/workers/actor/dp_actor.py`` l.404, same commit): every rank's k-th mini-batch then holds the same
+    quantiles of its lengths, no random draw, so much of this spread would go (not all: the longest sequences'
+    order statistics still differ between ranks). The benchmark's runs with a large uneven-work term mostly predate
+    it: the one-step-off DAPO runs are no later than verl 503ea75f (2025-07-17), the fully-async DAPO scripts sit on
+    PR #2981's branch at 94d681dce4911c3ad6abb011a2d03c62d318868d (2025-09-17), play-verl at e0d035cd; only the
+    ReTool run's range (beb62461 .. e9405d70) straddles #3605, and no card states a verl release for it
+    (``software.verl``). As a bound, the spread dropped from every verl FSDP update moves the ReTool update +95 ->
+    +76 %, the fully-async DAPO ones +22 -> +8, -4 -> -19 and -15 -> -22 %, the one-step-off ones +21 -> +14 and +34
+    -> +28 %, play-verl's Qwen2-7B -27 -> -31 %; ALL 10.0 -> 10.1 %: not taken."""
     if not verl_fsdp_workers(card):
         return 0.0
     from trainfit.compute.collectives import micro_batch_token_cv

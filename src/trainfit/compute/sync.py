@@ -1707,7 +1707,22 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       (above). The design doc describes a refit that runs "concurrently with generation" (Execution Flow: Refit
       Time, docs/design-docs/nccl-reshard-refit.md @7ea279ab). Under the async engine the vLLM side is the
       ``nccl_reshard_refit_async`` engine call (vllm_generation.py l.1160-1174), so it can meet generation in flight.
-      The generation load behind the table's rows is not stated, so no term prices it."""
+      The generation load behind the table's rows is not stated, so no term prices it.
+    * The Python of the ``xferdtensor`` calls (a null result). ``benchmarks/xferdtensor_host_cpu.py`` runs
+      ``xferdtensor_python.py`` (@7ea279ab) on meta tensors of the ranks' shard shapes, with the NCCL calls and the
+      stream and device contexts stubbed, one steady-state call per role. Over three runs on this project's shared
+      two-core CPU it measured:
+      - Qwen3-4B DP8 -> TP8, training rank 0 (it sends every region): 0.10-0.18 ms per gate / up call and 0.22-0.38
+        ms per down call, so 15-27 ms per refit over 108 calls;
+      - the same layout, a vLLM rank: 0.05-0.10 ms per call, 5-11 ms per refit;
+      - Qwen3-30B-A3B EP8 x PP2 -> TP8 x DP2, a training rank: 0.24-0.54 ms per grouped-expert call, 17-34 ms over
+        its stage's 72 calls;
+      - the same layout, a vLLM rank: 0.08-0.19 ms per call, 12-24 ms over all 144.
+      No call synchronises the host with the device once the plan and the split communicator are cached, so this
+      time runs beside the transfers it enqueues (the 4B's bulk wire is 0.017 s here). Added in full it would move
+      the rows only to -51..-47 % (4B) and -54..-53 % (30B bf16), against gaps of 0.16 s and 0.49 s. Not applied.
+      Not timed, so a lower bound: the nccl4py calls themselves, ``record_stream``, and the vLLM ``pre`` / ``post``
+      hooks."""
     if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
         raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
     if train_etp != 1:

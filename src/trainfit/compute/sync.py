@@ -240,6 +240,25 @@ The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
+A card can now state such a node: ``hardware.nic_gbps_per_node`` caps what all of a node's ranks in one collective
+send across nodes (``collectives.gpu_nic_bytes_per_s``; the gather's 8 ranks and the broadcast's one sender share
+it). The entries leave it unset, since #7324 names no NIC. What the rows would plan at with it set, weight sync
+and KV release together, for 100 / 25 / 16 / 13 Gb/s a node:
+* 1+1 TorchTitan (fit half): -72 / -25 / +10 / +32 %;
+* 2+2 TorchTitan: -83 / -41 / -9 / +11 %;
+* FSDP engine, FSDP2: -85 / -47 / -19 / -1 %;
+* FSDP engine, FSDP1: -86 / -50 / -23 / -5 %;
+* 0.6B on one node: +55 % at every value;
+* 30B-A3B (fit half): +56 / +179 / +270 / +329 %.
+So one node-wide link of 13-16 Gb/s (the order of NCCL over TCP sockets, NVIDIA/nccl issue #209 above) puts every
+dense cross-node row within 32 %. The MoE row then plans 3.7-4.3x its figure, through its 47 s of per-tensor cost and
+125 GB crossing. A rate
+fitted on the fit half's two cross-node rows (1+1 and 30B-A3B) would have to split them, so it is not set.
+The same field does not fit Marin's Qwen3-235B-A22B step (marin-community/marin issue #8653, 12 H100 nodes, its
+fabric unstated). At 25 Gb/s a node its weight sync lands at +1 %, but its log-prob passes plan 11,886 s against
+2,197 s and its update 35,951 s against 10,260 s. At 100 Gb/s a node those two land at +37 / -9 %, and the sync
+at -73 %. A cap shared by a node's eight FSDP ranks slows the trainer's rings eight times more than the
+one-sender broadcast, and this step's published phases do not show that.
 
 The same-session control (the doc's ``delta_sharded`` column). Each row's delta figure pairs with the nccl figure
 of its own session: "Speedups are per session [...] compare each only to its own ``nccl`` baseline"

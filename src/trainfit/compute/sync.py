@@ -254,6 +254,13 @@ So one node-wide link of 13-16 Gb/s (the order of NCCL over TCP sockets, NVIDIA/
 dense cross-node row within 32 %. The MoE row then plans 3.7-4.3x its figure, through its 47 s of per-tensor cost and
 125 GB crossing. A rate
 fitted on the fit half's two cross-node rows (1+1 and 30B-A3B) would have to split them, so it is not set.
+The publisher's own words point the same way. The table's commit says the MoE row's smaller speedup is "the payload
+growing with parameter count (1513 MB against 415 MB) while the broadcast stays near flat" (acd8d6012, 2026-08-10
+21:32 +0800, docs/advance/delta_weight_sync.md). So the full sync moved 3.7x the 8B's model in 1.27x its time
+(43.43 against 34.26 s). On one link that fits an export that sent part of the experts. The fix authored at 19:54
+the same evening (c0601f353) says the export before it "emitted 32 of 64 experts per layer" at ep=4 efsdp=2, and
+was complete only at efsdp=1; the row ran at efsdp=2. Its message names only a debug model as verified. Which code
+timed the row is not stated, so the row keeps the full export.
 The same field does not fit Marin's Qwen3-235B-A22B step (marin-community/marin issue #8653, 12 H100 nodes, its
 fabric unstated). At 25 Gb/s a node its weight sync lands at +1 %, but its log-prob passes plan 11,886 s against
 2,197 s and its update 35,951 s against 10,260 s. At 100 Gb/s a node those two land at +37 / -9 %, and the sync

@@ -166,10 +166,31 @@ def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_p
     GPU its own NIC: each channel's ring leaves the node through a different NIC, so the channels
     together cross at ``local_ranks × NIC per GPU`` (nccl-tests ``PERFORMANCE.md``: the bus bandwidth
     is set by the slowest link of each ring; NCCL ``NCCL_MIN_NCHANNELS``/one channel per NIC). A
-    group with one GPU per node (data parallel across tensor-parallel nodes) has one NIC.
+    group with one GPU per node (data parallel across tensor-parallel nodes) has one NIC. A node with fewer NICs
+    than GPUs (``rates.node_nic_bytes_per_s``) shares them among the group's ranks (``gpu_nic_bytes_per_s``).
     """
     bus = rates.intra_node_bus_bytes_per_s
-    return min(bus, nic_bytes_per_s * NIC_EFFICIENCY * max(1, local_ranks)) if crosses_nodes else bus
+    if not crosses_nodes:
+        return bus
+    local = max(1, local_ranks)
+    return min(bus, gpu_nic_bytes_per_s(rates=rates, nic_bytes_per_s=nic_bytes_per_s, local_ranks=local)
+               * NIC_EFFICIENCY * local)
+
+
+def gpu_nic_bytes_per_s(*, rates: DeviceRates, nic_bytes_per_s: float, local_ranks: int) -> float:
+    """Inter-node bytes per second per direction each of a collective's ``local_ranks`` GPUs in one node gets: its
+    own NIC (``nic_bytes_per_s``), or its share of the node's NICs when the node has fewer than its GPUs
+    (``rates.node_nic_bytes_per_s``, ``hardware.nic_gbps_per_node``). NCCL gives every channel's ring a NIC of the
+    node and runs several channels on one NIC when there are fewer NICs than GPUs (``ncclTopoGetNetDev``,
+    NVIDIA/nccl src/graph/search.cc @5067397c2676d5aed50042fc39e5c8ee96eb0027), so the ranks crossing from one node
+    share what the node has: 3 nodes of 8 A100s on 4 HDR cards a node reached an all-reduce bus bandwidth of 95.7
+    GB/s, the four cards' 100 GB/s, not eight cards' (NVIDIA/nccl-tests issue #119, 2022-11-17). Only this
+    collective's own ranks share the cap: collectives of other groups running at the same time on the node are not
+    counted."""
+    local = max(1, local_ranks)
+    if rates.node_nic_bytes_per_s is None:
+        return nic_bytes_per_s
+    return min(nic_bytes_per_s, rates.node_nic_bytes_per_s / local)
 
 
 def domain_ranks(*, ranks: int, stride: int = 1, domain_gpus: int) -> int:
@@ -224,7 +245,7 @@ def all_to_all_bus_bytes_per_s(*, rates: DeviceRates, ranks: int, ranks_in_node:
     bus = rates.intra_node_bus_bytes_per_s
     if local >= n:
         return bus
-    nic = nic_bytes_per_s * NIC_EFFICIENCY
+    nic = gpu_nic_bytes_per_s(rates=rates, nic_bytes_per_s=nic_bytes_per_s, local_ranks=local) * NIC_EFFICIENCY
     seconds_per_byte = max((local - 1) / n / bus, (n - local) / n / nic)
     return (n - 1) / n / seconds_per_byte
 

@@ -772,6 +772,9 @@ class DeviceRates:
     (``compute.decode_step``)."""
     pcie_bytes_per_s: float
     """Sustained host <-> device copy rate per direction (pinned memory)."""
+    node_nic_bytes_per_s: float | None = None
+    """Inter-node bytes per second per direction of a whole node, shared by its GPUs (``hardware.nic_gbps_per_node``):
+    None, the rail-optimised server, one NIC per GPU and no cap beyond them (``collectives.ring_bus_bytes_per_s``)."""
     host_memory_bytes_per_s: float = HOST_MEMORY_BYTES_PER_S
     """Host DRAM bandwidth per node that a CPU optimizer step streams at."""
     host_numa_nodes: int = 1

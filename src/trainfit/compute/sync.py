@@ -240,6 +240,32 @@ The 30B-A3B MoE row does not share that rate. At least 124.8 GB cross in 43.43 s
 experts exchanged over efsdp=2, 5.8 GB of dense gather and 61.1 GB of bf16 broadcast. It lands at +24 % here
 through 47 s of per-tensor SGLang cost (18,867 tensors), not through the fabric. No source states the fabric, so no
 term stands in for it.
+A card can now state such a node: ``hardware.nic_gbps_per_node`` caps what all of a node's ranks in one collective
+send across nodes (``collectives.gpu_nic_bytes_per_s``; the gather's 8 ranks and the broadcast's one sender share
+it). The entries leave it unset, since #7324 names no NIC. What the rows would plan at with it set, weight sync
+and KV release together, for 100 / 25 / 16 / 13 Gb/s a node:
+* 1+1 TorchTitan (fit half): -72 / -25 / +10 / +32 %;
+* 2+2 TorchTitan: -83 / -41 / -9 / +11 %;
+* FSDP engine, FSDP2: -85 / -47 / -19 / -1 %;
+* FSDP engine, FSDP1: -86 / -50 / -23 / -5 %;
+* 0.6B on one node: +55 % at every value;
+* 30B-A3B (fit half): +56 / +179 / +270 / +329 %.
+So one node-wide link of 13-16 Gb/s (the order of NCCL over TCP sockets, NVIDIA/nccl issue #209 above) puts every
+dense cross-node row within 32 %. The MoE row then plans 3.7-4.3x its figure, through its 47 s of per-tensor cost and
+125 GB crossing. A rate
+fitted on the fit half's two cross-node rows (1+1 and 30B-A3B) would have to split them, so it is not set.
+The publisher's own words point the same way. The table's commit says the MoE row's smaller speedup is "the payload
+growing with parameter count (1513 MB against 415 MB) while the broadcast stays near flat" (acd8d6012, 2026-08-10
+21:32 +0800, docs/advance/delta_weight_sync.md). So the full sync moved 3.7x the 8B's model in 1.27x its time
+(43.43 against 34.26 s). On one link that fits an export that sent part of the experts. The fix authored at 19:54
+the same evening (c0601f353) says the export before it "emitted 32 of 64 experts per layer" at ep=4 efsdp=2, and
+was complete only at efsdp=1; the row ran at efsdp=2. Its message names only a debug model as verified. Which code
+timed the row is not stated, so the row keeps the full export.
+The same field does not fit Marin's Qwen3-235B-A22B step (marin-community/marin issue #8653, 12 H100 nodes, its
+fabric unstated). At 25 Gb/s a node its weight sync lands at +1 %, but its log-prob passes plan 11,886 s against
+2,197 s and its update 35,951 s against 10,260 s. At 100 Gb/s a node those two land at +37 / -9 %, and the sync
+at -73 %. A cap shared by a node's eight FSDP ranks slows the trainer's rings eight times more than the
+one-sender broadcast, and this step's published phases do not show that.
 
 The same-session control (the doc's ``delta_sharded`` column). Each row's delta figure pairs with the nccl figure
 of its own session: "Speedups are per session [...] compare each only to its own ``nccl`` baseline"
@@ -1707,7 +1733,22 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       (above). The design doc describes a refit that runs "concurrently with generation" (Execution Flow: Refit
       Time, docs/design-docs/nccl-reshard-refit.md @7ea279ab). Under the async engine the vLLM side is the
       ``nccl_reshard_refit_async`` engine call (vllm_generation.py l.1160-1174), so it can meet generation in flight.
-      The generation load behind the table's rows is not stated, so no term prices it."""
+      The generation load behind the table's rows is not stated, so no term prices it.
+    * The Python of the ``xferdtensor`` calls (a null result). ``benchmarks/xferdtensor_host_cpu.py`` runs
+      ``xferdtensor_python.py`` (@7ea279ab) on meta tensors of the ranks' shard shapes, with the NCCL calls and the
+      stream and device contexts stubbed, one steady-state call per role. Over three runs on this project's shared
+      two-core CPU it measured:
+      - Qwen3-4B DP8 -> TP8, training rank 0 (it sends every region): 0.10-0.18 ms per gate / up call and 0.22-0.38
+        ms per down call, so 15-27 ms per refit over 108 calls;
+      - the same layout, a vLLM rank: 0.05-0.10 ms per call, 5-11 ms per refit;
+      - Qwen3-30B-A3B EP8 x PP2 -> TP8 x DP2, a training rank: 0.24-0.54 ms per grouped-expert call, 17-34 ms over
+        its stage's 72 calls;
+      - the same layout, a vLLM rank: 0.08-0.19 ms per call, 12-24 ms over all 144.
+      No call synchronises the host with the device once the plan and the split communicator are cached, so this
+      time runs beside the transfers it enqueues (the 4B's bulk wire is 0.017 s here). Added in full it would move
+      the rows only to -51..-47 % (4B) and -54..-53 % (30B bf16), against gaps of 0.16 s and 0.49 s. Not applied.
+      Not timed, so a lower bound: the nccl4py calls themselves, ``record_stream``, and the vLLM ``pre`` / ``post``
+      hooks."""
     if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
         raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
     if train_etp != 1:

@@ -397,7 +397,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",
-              "host_memory_gbps", "host_numa_nodes"):
+              "nic_gbps_per_node", "host_memory_gbps", "host_numa_nodes"):
         f[f"hardware.{k}"] = getattr(hw, k)
     f["hardware.allocator"] = hw.allocator.value  # the reserved bytes (plan.overheads)
     for k, v in card.parallel.model_dump(mode="json").items():

@@ -228,6 +228,8 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
     if card.hardware.host_numa_nodes:
         r = replace(r, host_numa_nodes=card.hardware.host_numa_nodes)
+    if card.hardware.nic_gbps_per_node:
+        r = replace(r, node_nic_bytes_per_s=card.hardware.nic_gbps_per_node * 1e9 / 8)
     return r
 
 
@@ -501,7 +503,8 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
         moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
-        ep_nic_bytes_per_s=nic * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
+        ep_nic_bytes_per_s=coll.gpu_nic_bytes_per_s(rates=r, nic_bytes_per_s=nic, local_ranks=ep_local)
+        * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
         ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
         # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)

@@ -56,11 +56,17 @@ def test_card_field_validation():
     base = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft"}
     card = load_card_dict({**base, "scope": "lora", "lora": {"expert_adapters": "grouped"}})
     assert card.lora.expert_adapters is ExpertAdapters.GROUPED
+    padded = load_card_dict({**base, "scope": "lora", "lora": {"expert_adapters": "grouped"},
+                             "parallel": {"moe_experts": "grouped_padded"}})
+    assert padded.lora.expert_adapters is ExpertAdapters.GROUPED
     assert load_card_dict({**base, "scope": "lora"}).lora.expert_adapters is ExpertAdapters.MERGED
     for bad, start in (({"scope": "qlora", "lora": {"expert_adapters": "grouped"}},
                         "lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA"),
                        ({"scope": "lora", "lora": {"expert_adapters": "fused"}},
-                        "lora.expert_adapters: 'fused' is not allowed; allowed: merged or grouped")):
+                        "lora.expert_adapters: 'fused' is not allowed; allowed: merged or grouped"),
+                       ({"scope": "lora", "lora": {"expert_adapters": "grouped"}, "parallel": {"moe_experts": "loop"}},
+                        "lora.expert_adapters: grouped runs the adapters as grouped GEMMs beside grouped experts;"
+                        " allowed with parallel.moe_experts loop: merged")):
         with pytest.raises(CardError) as exc:
             load_card_dict({**base, **bad})
         assert "\n" not in str(exc.value) and str(exc.value).startswith(start)

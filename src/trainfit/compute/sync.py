@@ -1736,8 +1736,8 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       The generation load behind the table's rows is not stated, so no term prices it.
     * The Python of the ``xferdtensor`` calls (a null result). ``benchmarks/xferdtensor_host_cpu.py`` runs
       ``xferdtensor_python.py`` (@7ea279ab) on meta tensors of the ranks' shard shapes, with the NCCL calls and the
-      stream and device contexts stubbed, one steady-state call per role. Over three runs on this project's shared
-      two-core CPU it measured:
+      stream and device contexts stubbed, one steady-state call per role. Over three runs on a two-core x86 CPU (AMD EPYC)
+      it measured:
       - Qwen3-4B DP8 -> TP8, training rank 0 (it sends every region): 0.10-0.18 ms per gate / up call and 0.22-0.38
         ms per down call, so 15-27 ms per refit over 108 calls;
       - the same layout, a vLLM rank: 0.05-0.10 ms per call, 5-11 ms per refit;

@@ -1391,7 +1391,8 @@ class RunCard(_Section):
         if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
             raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
-                             " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams")
+                             " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams,"
+                             " grouped_padded")
         if par.moe_experts is MoeExperts.GROUPED_PADDED and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
             # torchtitan's expert_parallel wrapper; Megatron-Core's routed experts are TEGroupedMLP
             raise ValueError("parallel.moe_experts: grouped_padded is torchtitan's padded torch._grouped_mm wrapper,"
@@ -1558,6 +1559,11 @@ class RunCard(_Section):
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")
+        if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.parallel.moe_experts not in (
+                MoeExperts.GROUPED, MoeExperts.GROUPED_PADDED):
+            # prime-rl's MultiLoRAGroupedExperts runs beside grouped experts; a loop's experts are separate PEFT linears
+            raise ValueError(f"lora.expert_adapters: grouped runs the adapters as grouped GEMMs beside grouped experts;"
+                             f" allowed with parallel.moe_experts {self.parallel.moe_experts.value}: merged")
         if self.lora.dequant is not QloraDequant.BITSANDBYTES and self.scope is not Scope.QLORA:
             raise ValueError(f"lora.dequant: {self.lora.dequant.value} is a QLoRA base's kernel; allowed with scope"
                              f" {self.scope.value}: bitsandbytes (the default)")

@@ -23,6 +23,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from trainfit.trace.opcount import distinct_bytes
+
 VIEW_OPS = {"view", "_unsafe_view", "slice", "select", "unsqueeze", "squeeze", "split", "split_with_sizes",
             "chunk", "narrow", "t", "transpose", "expand", "as_strided", "alias", "detach", "unbind", "permute",
             "empty_like", "empty", "new_empty", "new_empty_strided", "empty_strided", "lift_fresh"}
@@ -69,15 +71,6 @@ def _apply_bias(value, bias, tokens_per_expert, permuted_probs=None):
     return output
 
 
-def _stored_bytes(t: torch.Tensor) -> int:
-    """Bytes of the distinct elements a tensor addresses (a stride-0, broadcast dimension counted once)."""
-    n = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if stride != 0:
-            n *= size
-    return n * t.element_size()
-
-
 class Count(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -88,7 +81,7 @@ class Count(TorchDispatchMode):
         if func.overloadpacket.__name__ not in VIEW_OPS:
             self.kernels += 1
             flat, _ = tree_flatten((args, kwargs or {}, out))
-            self.bytes += sum(_stored_bytes(x) for x in flat if isinstance(x, torch.Tensor))
+            self.bytes += sum(distinct_bytes(x) for x in flat if isinstance(x, torch.Tensor))
         return out
 
 

@@ -24,6 +24,8 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
 
+from trainfit.trace.opcount import distinct_bytes
+
 TOKEN_GROUP_ALIGN_SIZE_M = 8  # torchtitan/distributed/expert_parallel.py l.61 @a1fdd7e
 VIEW_OPS = {"view", "_unsafe_view", "slice", "select", "unsqueeze", "squeeze", "split", "split_with_sizes",
             "chunk", "narrow", "t", "transpose", "expand", "as_strided", "alias", "detach", "unbind", "permute",
@@ -69,14 +71,6 @@ def wrapper(func, w1, w2, w3, x, num_tokens_per_expert, count):
     return out
 
 
-def _stored_bytes(t: torch.Tensor) -> int:
-    n = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if stride != 0:
-            n *= size
-    return n * t.element_size()
-
-
 CREATION_OPS = {"new_zeros", "zeros", "zeros_like", "full", "new_full", "ones_like"}
 """Ops that only write their result (their ``self`` argument gives the shape, it is not read)."""
 
@@ -97,14 +91,14 @@ class Count(TorchDispatchMode):
             return out
         kwargs = kwargs or {}
         if name in CREATION_OPS:
-            b, k = _stored_bytes(out), 1
+            b, k = distinct_bytes(out), 1
         elif name == "slice_backward":
-            b, k = 3 * _stored_bytes(args[0]), 2
+            b, k = 3 * distinct_bytes(args[0]), 2
         else:
             flat, _ = tree_flatten((args, kwargs, out))
-            b, k = sum(_stored_bytes(x) for x in flat if isinstance(x, torch.Tensor)), 1
+            b, k = sum(distinct_bytes(x) for x in flat if isinstance(x, torch.Tensor)), 1
             if name == "index_put_" and not (args[3] if len(args) > 3 else kwargs.get("accumulate", False)):
-                b -= _stored_bytes(args[0])
+                b -= distinct_bytes(args[0])
         self.kernels += k
         self.bytes += b
         self.ops.append((name, b))

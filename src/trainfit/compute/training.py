@@ -334,6 +334,17 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
     return sum(c.contiguous_bytes for c in fit), sum(c.strided_bytes for c in fit)
 
 
+def _window_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
+                              head_dim: float | None, kernel: str, fp8_recipe: str, fp32: bool) -> float:
+    """Seconds of the windowed layers' attention at their key-loop length: in fp32 the memory-efficient kernel
+    (3xTF32), else the card's kernel without the softmax exponential bound (attention_time module docstring)."""
+    if fp32:
+        return mem_efficient_attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates,
+                                               backward=backward, head_dim=head_dim, fp32=True)
+    return attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates, backward=backward,
+                             head_dim=head_dim, kernel=kernel, exp_bound=False, fp8_recipe=fp8_recipe)
+
+
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
                  launch_blocking: bool = False, attention_fp8: str = "",
@@ -357,10 +368,9 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                               backward=backward, head_dim=hd, kernel=attention_kernel, fp8_recipe=attention_fp8)
             + mem_efficient_attention_seconds(forward_flops=masked, seq_len=seq_len, rates=rates, backward=backward,
                                               head_dim=hd, fp32=fp32_attn)
-            + ((mem_efficient_attention_seconds if fp32_attn else attention_seconds)(
-                forward_flops=win, seq_len=inv.window_attention_seq, rates=rates, backward=backward, head_dim=hd,
-                **({"fp32": True} if fp32_attn else {"kernel": attention_kernel, "exp_bound": False,
-                                                     "fp8_recipe": attention_fp8}))))
+            + _window_attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates,
+                                        backward=backward, head_dim=hd, kernel=attention_kernel,
+                                        fp8_recipe=attention_fp8, fp32=fp32_attn))
     # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
     # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
     bare_strided = inv.fused_strided_bytes

@@ -193,6 +193,23 @@ def gpu_nic_bytes_per_s(*, rates: DeviceRates, nic_bytes_per_s: float, local_ran
     return min(nic_bytes_per_s, rates.node_nic_bytes_per_s / local)
 
 
+def p2p_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float, senders_per_node: int = 1
+                    ) -> float:
+    """Rate of one point-to-point send (a pipeline stage's activation or its gradient): NCCL's intra-node rate, or,
+    across nodes, the sending GPU's NIC at ``NIC_EFFICIENCY`` (capped by the intra-node rate), one GPU to one GPU.
+    ``senders_per_node``: the node's GPUs that send across at the same moment, which share the node's NICs when it
+    has fewer than its GPUs (``gpu_nic_bytes_per_s``, ``hardware.nic_gbps_per_node``); with one NIC per GPU each
+    keeps its own and the count changes nothing. A pipeline boundary's senders are the stage's tensor (x context)
+    parallel ranks on the node: they run every layer in lockstep (their collectives), so they reach the send together,
+    and under Megatron-LM's scatter/gather each sends its ``1/tp`` slice of one activation (Narayanan et al. 2021,
+    arXiv:2104.04473 §4.1)."""
+    bus = rates.intra_node_bus_bytes_per_s
+    if not crosses_nodes:
+        return bus
+    return min(bus, gpu_nic_bytes_per_s(rates=rates, nic_bytes_per_s=nic_bytes_per_s,
+                                        local_ranks=max(1, senders_per_node)) * NIC_EFFICIENCY)
+
+
 def domain_ranks(*, ranks: int, stride: int = 1, domain_gpus: int) -> int:
     """How many of one collective group's ``ranks`` share an NVLink domain of ``domain_gpus`` GPUs: a host, or on a
     rack-scale NVLink system the job's share of one rack (``plan.time.nvlink_gpus_per_node``). ``ranks`` when every

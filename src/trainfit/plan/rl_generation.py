@@ -10,6 +10,7 @@ import re
 from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
+from trainfit.compute import collectives as coll
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.training import PhaseTime
 from trainfit.methods.roles import (
@@ -166,8 +167,14 @@ def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: Dev
     embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
     replicated = min(weights, 2.0 * (embed + spec.learned_positions * spec.hidden_size))
     multi_node = card.hardware.nodes > 1
-    bus = min(r.intra_node_bus_bytes_per_s, nic_bytes_per_s(card)) if multi_node else r.intra_node_bus_bytes_per_s
-    tp_bus = r.intra_node_bus_bytes_per_s if tp <= card.hardware.gpus_per_node else nic_bytes_per_s(card)
+    per_node = card.hardware.gpus_per_node
+    # the gather's ranks on one node (every training GPU a node has) and a cross-node TP group's share the node's NICs
+    # where it has fewer than its GPUs (hardware.nic_gbps_per_node, collectives.gpu_nic_bytes_per_s), as the rings do
+    gather_nic = coll.gpu_nic_bytes_per_s(rates=r, nic_bytes_per_s=nic_bytes_per_s(card),
+                                          local_ranks=min(train_gpus, per_node))
+    bus = min(r.intra_node_bus_bytes_per_s, gather_nic) if multi_node else r.intra_node_bus_bytes_per_s
+    tp_bus = r.intra_node_bus_bytes_per_s if tp <= per_node else coll.gpu_nic_bytes_per_s(
+        rates=r, nic_bytes_per_s=nic_bytes_per_s(card), local_ranks=per_node)
     g = hybrid_engine_generation_time(
         rates=r, sequences_per_gpu=ceil(generated_prompts(card) * ro.num_generations / train_gpus),
         generation_batch_per_gpu=max(1, ro.max_num_seqs // tp), prompt_len_tokens=ro.prompt_len,

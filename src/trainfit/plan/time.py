@@ -494,7 +494,10 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # GPU's NIC
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
-        pp_bytes_per_s=coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic),
+        # a send between domains is one GPU to one GPU over its NIC, shared on a node with fewer NICs than GPUs by the
+        # stage's tensor x context ranks on the node, which send together (collectives.p2p_bytes_per_s)
+        pp_bytes_per_s=coll.p2p_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic,
+                                            senders_per_node=min(tp * cp, card.hardware.gpus_per_node)),
         tp_comm_overlap=par.tp_comm_overlap, pp_scatter_gather=par.pipeline_scatter_gather,
         # Megatron-Core's layers (Transformer Engine's LayerNormLinear / Linear): the sequence-parallel backward's
         # async re-gather and reduce-scatter, the all-gathers at the quantised width (compute.model_parallel)

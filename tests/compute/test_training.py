@@ -67,3 +67,17 @@ def test_a_device_bound_sharded_pass_still_waits_for_the_slowest_gpu():
     even, uneven = forward_only_time(QWEN7, work_cv=0.0, **kw), forward_only_time(QWEN7, work_cv=0.2, **kw)
     extra = coll.lockstep_excess(ranks=8, data_ranks=8, work_cv=0.2) - coll.slowest_rank_excess(ranks=8)
     assert uneven.seconds - even.seconds == pytest.approx(extra * _device(even), rel=1e-6)
+
+
+@pytest.mark.parametrize("strategy", ["zero3", "fsdp", "hsdp"])
+def test_a_sharded_pass_handed_no_gathered_bytes_still_ends_with_the_slowest_gpu(strategy):
+    """No per-layer gather holds the ranks in lockstep, but the controller still collects every rank's share: the
+    pass waits once at the end, as an unsharded pass over the same ranks does (11.5 % of the device time at 8)."""
+    par = Parallel(strategy=strategy, ranks=8, gpus_per_node=8)
+    one = forward_only_time(QWEN7, rates=H100, **DEVICE_BOUND)
+    sharded = forward_only_time(QWEN7, rates=H100, parallel=par, gathered_weight_bytes=0.0, **DEVICE_BOUND)
+    ddp = forward_only_time(QWEN7, rates=H100, parallel=Parallel(strategy="ddp", ranks=8, gpus_per_node=8),
+                            **DEVICE_BOUND)
+    assert sharded.seconds - one.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * _device(one))
+    if strategy != "zero3":  # ZeRO-3's module hooks add host time, hidden under this device-bound pass
+        assert sharded.seconds == pytest.approx(ddp.seconds)

@@ -1605,7 +1605,8 @@ def forward_only_time(
     as ``train_step_time`` charges the update's: on the pass's device time beyond its host-paced time
     (``lockstep_wait_seconds``), so a launch-bound pass, whose GPU idles between the host's launches, absorbs it. A
     sharded pass (``zero3`` / ``fsdp`` / ``hsdp``) waits at every layer's gather; an unsharded one over more than one
-    rank (``ddp``, ``zero1`` / ``zero2``, ``fsdp_grad_op``, Megatron's data / tensor / pipeline ranks) waits once, at
+    rank (``ddp``, ``zero1`` / ``zero2``, ``fsdp_grad_op``, Megatron's data / tensor / pipeline ranks), and a sharded
+    one handed no ``gathered_weight_bytes`` (no per-layer gather to hold the ranks in lockstep), waits once, at
     the end: the controller collects every rank's share before the phase ends (NVIDIA-NeMo/RL
     ``nemo_rl/models/policy/lm_policy.py`` ``get_logprobs`` l.224-241 and ``get_reference_policy_logprobs``
     l.286-305: each worker's shard run by ``run_all_workers_sharded_data``, then ``get_all_worker_results``, whose
@@ -1696,9 +1697,10 @@ def forward_only_time(
             excess=coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
-    elif parallel.strategy not in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1:
-        # no per-layer gathers, but the phase still ends when the slowest of the ranks returns its share (the
-        # controller collects every rank's results): its device time beyond the host-paced pass (lockstep_wait_seconds)
+    elif parallel.ranks > 1:
+        # no per-layer gathers (unsharded, or a sharded pass handed no gathered bytes), but the phase still ends when
+        # the slowest of the ranks returns its share (the controller collects every rank's results): its device time
+        # beyond the host-paced pass (lockstep_wait_seconds)
         wait = lockstep_wait_seconds(device_s=total.gemm_s + total.attention_s + total.memory_s,
                                      paced_s=total.seconds - total.sync_s,
                                      excess=coll.slowest_rank_excess(ranks=parallel.ranks))

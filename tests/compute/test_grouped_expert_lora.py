@@ -85,3 +85,34 @@ def test_a_long_sequence_prices_the_adapters_by_rows_not_by_weights():
             t[seq, experts] = make_plan(card).time.total_s
     # the merge costs the same at any length, the grouped adapters grow with the routed rows
     assert t[65536, "grouped"] - t[65536, "merged"] > t[4096, "grouped"] - t[4096, "merged"]
+
+
+def test_fp32_grouped_adapters_pay_their_casts_to_bf16_and_keep_bf16_gemms(monkeypatch):
+    """prime-rl casts fp32 A and B to bf16 before each grouped GEMM (multi_moe.py l.28-29 @d8f290ef): the GEMMs stay
+    bf16, and every call reads each adapter element in fp32 and writes it in bf16 (6 B, one launch per matrix), its
+    backward the gradient's cast back (6 B, one launch per matrix). The dense linears' fp32 adapters are priced
+    as before (inventory.FP32_LORA_*), so the casts are what the cast constants add."""
+    fp32 = replace(GROUPED, adapter_dtype_bytes=4)
+    f32 = step_inventory(QWEN_MOE, adapter=fp32, **KW)
+    for name, g in _by_name(f32.layers_forward).items():
+        if name.startswith(("gate_up_proj.", "down_proj.")) and name.endswith((".A", ".B")):
+            assert g.dtype_bytes == 2.0
+    for name, g in _by_name(f32.layers_backward).items():
+        if name.startswith(("gate_up_proj.", "down_proj.")):
+            assert g.dtype_bytes == 2.0
+    monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_BYTES", 0.0)
+    monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_KERNELS", 0)
+    bare = step_inventory(QWEN_MOE, adapter=fp32, **KW)
+    monkeypatch.undo()
+    width, h, layers, e = (QWEN_MOE.moe.expert_intermediate_size, QWEN_MOE.hidden_size, QWEN_MOE.num_moe_layers,
+                           QWEN_MOE.moe.num_experts)
+    elements = e * 16 * (h + width) * 2 * layers + e * 16 * (width + h) * layers  # w1, w3 pairs and w2's, A + B
+    assert f32.layers_forward.memory_bytes - bare.layers_forward.memory_bytes == pytest.approx(6.0 * elements)
+    assert f32.layers_backward.memory_bytes - bare.layers_backward.memory_bytes == pytest.approx(6.0 * elements)
+    assert f32.layers_forward.kernels - bare.layers_forward.kernels == pytest.approx(2 * 3 * layers)
+    assert f32.layers_backward.kernels - bare.layers_backward.kernels == pytest.approx(2 * 3 * layers)
+    # bf16 adapters: the casts return their tensors, nothing charged
+    b16 = step_inventory(QWEN_MOE, adapter=GROUPED, **KW)
+    monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_BYTES", 0.0)
+    monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_KERNELS", 0)
+    assert step_inventory(QWEN_MOE, adapter=GROUPED, **KW) == b16

@@ -272,6 +272,17 @@ back to ``out``, on the same unpadded offsets), then ``base + scaling * lora_out
 The adapters are never merged into the expert weights (no ``B·A`` GEMM, no weight-sized traffic); backward runs the
 four adapter GEMMs of each pair (dX and dW of A and of B), grouped. Kernels: the multiply and the add per pair
 (multi_moe.py l.337, l.342, l.351 @d8f290ef), besides its two GEMMs."""
+GROUPED_EXPERT_LORA_CAST_BYTES, GROUPED_EXPERT_LORA_CAST_KERNELS = 6.0, 2
+"""fp32 grouped expert adapters (``lora.expert_adapters: grouped`` with ``lora.adapter_dtype: fp32``): prime-rl's
+``_run_lora_grouped_mm`` casts the input and each pair's ``A`` and ``B`` to bf16 before its two grouped GEMMs
+(``x.bfloat16()``, ``lora_A.bfloat16()``, ``lora_B.bfloat16()``:
+PrimeIntellect-ai/prime-rl/src/prime_rl/trainer/models/layers/lora/multi_moe.py l.28-29
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4;
+``torch._grouped_mm`` takes bf16 operands), so the GEMMs run in bf16 whatever the adapters' dtype and the dtype's
+price is the casts: per pair and call, every element of ``A`` ``[E, r, in]`` and ``B`` ``[E, out, r]`` read in fp32
+(4 B) and written in bf16 (2 B), two launches; in backward the casts' gradients back to fp32 (autograd's
+``ToCopyBackward0``: read 2, write 4), two more. The input is already bf16 (``.bfloat16()`` returns it). bf16
+adapters: every cast returns its tensor, nothing is charged."""
 LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS = 5.0, 1
 """PEFT's ``lora_dropout`` (``nn.Dropout``, p in (0, 1)) in training on a GPU: ``at::native::dropout`` takes the fused
 path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and returns ``at::native_dropout``, one kernel
@@ -1395,7 +1406,8 @@ def step_inventory(
                 deq_routed_k[g.name] = deq_routed_k.get(g.name, 0.0) + n
             if lora and adapter.grouped_expert_adapters:
                 # prime-rl's MultiLoRAGroupedExperts (GROUPED_EXPERT_LORA_*): x·Aᵀ then ·Bᵀ as torch._grouped_mm on
-                # the routed rows, one pair per projection (w1 and w3 apart), the scaled sum with the base output
+                # the routed rows, one pair per projection (w1 and w3 apart), the scaled sum with the base output; the
+                # GEMMs in bf16 whatever the adapters' dtype (fp32 ones cast first: GROUPED_EXPERT_LORA_CAST_BYTES)
                 r, pairs = adapter.rank, (2 if g.name.endswith("gate_up_proj") else 1)
                 out_f, nl = g.out_features // pairs, g.count * pairs
                 e = g.experts
@@ -1408,6 +1420,11 @@ def step_inventory(
                         Gemm(g.name + ".A.dW", r, g.in_features, rows, nl, e, 2.0, False, one)]
                 lora_bytes += GROUPED_EXPERT_LORA_BYTES * rows * e * out_f * nl
                 lora_k += GROUPED_EXPERT_LORA_KERNELS * nl
+                if adapter.adapter_dtype_bytes >= 4:  # fp32 A and B cast to bf16 every call, their own backward
+                    cast_b = GROUPED_EXPERT_LORA_CAST_BYTES * e * r * (g.in_features + out_f) * nl
+                    fq_b, bq_b = fq_b + cast_b, bq_b + cast_b
+                    fq_k += GROUPED_EXPERT_LORA_CAST_KERNELS * nl
+                    bq_k += GROUPED_EXPERT_LORA_CAST_KERNELS * nl
                 fwd_k += 2 * nl
                 bwd_k += 4 * nl
             elif lora:

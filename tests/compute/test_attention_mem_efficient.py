@@ -42,6 +42,15 @@ def test_tile_factor_from_the_kernels_tiles():
     assert mem_efficient_tile_factor(head_dim=None, backward=True) == 1.0
 
 
+def test_head_dims_up_to_32_keep_the_64_wide_tile_in_backward():
+    """Review finding checked against the kernels (MEM_EFFICIENT_SMALL_TILE): the max_k-32 backward kernel keeps 64 x 64
+    blocks, and dV, dK, dQ span the head dim with the block, not with kMaxK; so head dim 32 pays a 64-wide tile in
+    backward as in forward (the smallest forward kernel is (64, 64, 64)). A 32-wide tile would give 1.0."""
+    assert mem_efficient_tile_factor(head_dim=32, backward=True) == pytest.approx((2 * 32 + 3 * 64) / (5 * 32))
+    assert mem_efficient_tile_factor(head_dim=32, backward=False) == pytest.approx((32 + 64) / (2 * 32))
+    assert mem_efficient_tile_factor(head_dim=16, backward=True) == pytest.approx((2 * 32 + 3 * 64) / (5 * 16))
+
+
 @pytest.mark.parametrize("rates", [A100, H100], ids=["a100", "h100"])
 @pytest.mark.parametrize("backward", [False, True])
 def test_half_the_flash_attention_2_rate_at_head_dim_128(rates, backward):

@@ -480,7 +480,15 @@ GEMMs (pytorch/pytorch aten/src/ATen/native/transformers/cuda/mem_eff_attention/
 MEM_EFFICIENT_SMALL_TILE = 64
 """The head-dim tile of the kernels for head dims up to 64: forward (64, 64, 64), backward 64 x 64 blocks (pytorch/pytorch
 aten/src/ATen/native/transformers/cuda/mem_eff_attention/kernels/generate_kernels.py
-@045a976cc7fd4af11d46649bd90979d9a97fbc2a ``FwdKernel.get_all``, ``BwdKernel.get_all``)."""
+@045a976cc7fd4af11d46649bd90979d9a97fbc2a ``FwdKernel.get_all``, ``BwdKernel.get_all``). Head dims up to 32 too, in
+backward as in forward: the smallest backward kernel (``max_k`` 32, l.232 ``[32, 64, 128, 2**16]``, taken first by
+``sort_index``'s "smallest maxK", l.168-169) still has ``block_i`` 64 (l.240 ``bi_values = [64]``, 128 added only for
+``max_k > 64``, l.245-246) and ``block_j`` 64 (l.250 ``bj = 128 if (preload_mmas and max_k > 64) else 64``), and the
+gradient products span the head dim with those blocks, not with ``kMaxK``: ``MatmulGradV`` / ``MatmulGradK``
+``GemmShape<kBlockSizeJ, kBlockSizeI, ThreadK>``, ``MatmulGradQ`` ``GemmShape<kBlockSizeI, kBlockSizeJ, ThreadK>``
+(kernel_backward.h @5cd01f1744c536d63e75512d134fcf916f1b4184; ``kMaxK`` only bounds the head-dim contractions'
+K-loop, ``MakeCustomMma<..., kMaxK>`` in ``MatmulQK`` and ``MatmulDOIVJ``, which ``MEM_EFFICIENT_K_STEP`` prices).
+So a head dim of 32 pays a 64-wide tile in dV, dK and dQ: backward factor ``(2·32 + 3·64) / (5·32)`` = 1.6, not 1."""
 MEM_EFFICIENT_TILE = 128
 """The head-dim tile above 64: forward (64, 128, 128) with ``kKeysPerBlock`` 128 as P·V's N, backward 128 x 128 blocks
 for largest head dim 128; past 128 the (32, 128, 65536) kernel steps through it 128 columns at a time (pytorch/pytorch

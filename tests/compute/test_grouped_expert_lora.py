@@ -116,3 +116,23 @@ def test_fp32_grouped_adapters_pay_their_casts_to_bf16_and_keep_bf16_gemms(monke
     monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_BYTES", 0.0)
     monkeypatch.setattr(inv, "GROUPED_EXPERT_LORA_CAST_KERNELS", 0)
     assert step_inventory(QWEN_MOE, adapter=GROUPED, **KW) == b16
+
+
+def test_a_dense_model_refuses_grouped_expert_adapters_in_one_line_exit_2(capsys):
+    """The grouped price applies to routed experts only (a dense model's plan would not move): refused, as
+    parallel.moe_launch is on a dense model."""
+    from trainfit.cli.main import main
+    from trainfit.plan import make_plan
+
+    with pytest.raises(CardError) as exc:
+        make_plan(load_card_dict({"model": "Qwen/Qwen3-8B", "method": "sft", "scope": "lora",
+                                  "lora": {"expert_adapters": "grouped"}}))
+    assert str(exc.value) == ("lora.expert_adapters: 'grouped' prices the adapters of routed experts; Qwen/Qwen3-8B is"
+                              " dense; allowed for it: merged")
+    rc = main(["plan", "--model", "Qwen/Qwen3-8B", "--set", "scope=lora", "--set", "lora.expert_adapters=grouped"])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert "lora.expert_adapters: 'grouped'" in err and "allowed for it: merged" in err
+    # an MoE model still plans with them
+    make_plan(load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "lora",
+                              "lora": {"expert_adapters": "grouped"}}))

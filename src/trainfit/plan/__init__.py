@@ -31,7 +31,7 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, Method, Scope, Strategy
+from trainfit.spec.enums import Attention, ExpertAdapters, Method, Scope, Strategy
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -143,6 +143,11 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         raise CardError(f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and"
                         f" dispatcher; {spec.name} is dense; allowed for it: null")
+    if card.lora.expert_adapters is not ExpertAdapters.MERGED and spec.moe is None:
+        from trainfit.errors import CardError
+
+        raise CardError(f"lora.expert_adapters: '{card.lora.expert_adapters.value}' prices the adapters of routed"
+                        f" experts; {spec.name} is dense; allowed for it: merged")
     if (why := sliding_window_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 

@@ -130,14 +130,24 @@ def test_the_rtx_pro_6000_qlora_rows_plan_slower_than_the_h100_ones(model: str) 
     memory-efficient kernel in 3xTF32, the fp32 head, 4-byte elementwise traffic on GDDR7's 1.8 TB/s against HBM3's
     3.35) it gave 1.09-1.21, and 1.11-1.30 once the fp32 kernel pays its tiles at head dim 96
     (attention_time.mem_efficient_tile_factor) and reads the fp32 mask per head at each card's bandwidth
-    (attention_time.mask_bias_read_bytes): the PRO 6000 plans slower, within 11 % of the published ratio. Phi-3-mini
-    is the 11 %: 1.30 against 1.18, with both rows closer to their published steps than before (PRO 6000 -10.5 % ->
-    -5.5 %, H100 -17.6 % -> -14.5 %); the H100 row stays the further off, as the page's H100 rows do generally."""
+    (attention_time.mask_bias_read_bytes): the PRO 6000 plans slower, within 11 % of the published ratio.
+
+    Phi-3-mini is why the bound is 0.11, not 0.10: planned 19.56 / 15.05 s = 1.2995 against the published 20.7 / 17.6
+    = 1.1761, +10.5 %. Its ratio moved twice. The head-dim-96 tiles (f5a7efc2) took it from 1.210 (+2.8 %) to 1.277
+    (+8.5 %): the memory-efficient kernel's rate and tiles on the fp32 model cost the PRO 6000 +1.74 s and the H100
+    +0.64 s. The per-head
+    mask reads (4945b432) took it to 1.2995: 4-byte mask elements of the fp32 model read at each card's bandwidth
+    cost the PRO 6000 (1.79 TB/s GDDR7) +1.03 s and the H100 (3.35 TB/s) +0.55 s, the bandwidth ratio 1.87. Both rows
+    moved closer to their published steps (PRO 6000 -10.5 % -> -5.5 %, H100 -17.6 % -> -14.5 %). The ratio is off
+    because the H100 row stays the further off, as the page's H100 rows do generally. A candidate mechanism was not
+    added: heads resident together sharing a mask tile through L2 (``mask_bias_read_bytes``: "Not credited"). The
+    PRO 6000's 188 SMs would hold more heads at once than the H100's 132 and cut its share of the reads more, but no
+    measurement pins how many heads share."""
     pro, h100 = (ROWS[f"ult-gputest-{model}-qlora-{gpu}-1g"] for gpu in ("pro6000", "h100"))
     planned = st.plan_card(st.map_train(pro)[0]).step_s / st.plan_card(st.map_train(h100)[0]).step_s
     published = pro["measured"]["value"] / h100["measured"]["value"]
     assert planned > 1.0
-    assert abs(planned / published - 1) < 0.11
+    assert abs(planned / published - 1) < 0.11  # Phi-3-mini +10.5 % (docstring), the others -3.2 % and -8.3 %
 
 
 @pytest.mark.parametrize("row_id", QLORA_ROWS)

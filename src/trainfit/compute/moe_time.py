@@ -420,6 +420,41 @@ the verification cards' pretraining items matches their run only with a 32,000-e
 recipe's tokenizer sets (the entries' note). No published per-layer load of these runs' routers exists, so the layer
 stays timed balanced.
 
+**MoE rows as a set (2026-12-04; nothing set from it).** ``benchmarks/moe_layer_gaps.py`` prints, for the 185 planned
+MoE training rows, published minus planned per MoE layer and micro-batch with the tokens a rank routes, the local
+experts, EP, TP, PP, top-k, framework, precision, ``moe_launch`` and GPU. What the miss does not scale with:
+
+* the routed rows: on one layout and GPU it shrinks as a rank's tokens grow (Megatron-Bridge's Qwen3-30B-A3B H100
+  verification cards, EP 16: 5.2 ms at 2,048 tokens a rank, 2.6 ms at 4,096; gpt-oss-120b SFT 15.9 ms at 1,024 tokens
+  against its balanced H100 performance rows' 4.5-5.1 ms at 4,096), and prime-rl's EP 1 rows miss 20-30 ms at 16,384
+  tokens and 17-20 ms at 65,536: so not imbalance, the grouped-GEMM rate nor the permutes, which all grow with rows;
+* the local experts: gpt-oss-20b SFT (4 local) 8.5 ms, gpt-oss-120b SFT (16 local, half the tokens) 15.9 ms, prime-rl
+  (128 local) the largest;
+* the GPU, once the container is fixed: Megatron-Bridge's signed medians by GPU, dense / MoE, are GB300 +17.3% /
+  +13.0%, GB200 +3.4% / +3.5%, B200 +0.1% / -20.6%, H100 +2.8% / -23.9%, but for one container and model B200 and
+  GB200 agree within 5 points (Qwen3-30B-A3B 26.02.01 -10.2 / -13.0%, 26.04 -9.6 / -14.1%, 26.04.01 -8.7 / -13.9%;
+  gpt-oss-120b BF16 26.04 -29.5 / -34.3%): the B200 / H100 MoE medians carry the 25.11 / 26.02 containers NVIDIA files
+  as regressions (above) and gpt-oss-120b, and GB300's over-prediction is dense too.
+
+Busiest-rank load tried as one factor ``f`` on every EP > 1 rank's routed rows (expert GEMMs, SwiGLU and permute bytes)
+and its EP all-to-all (not committed): at ``f`` = 1.3 / 1.6 the 38 points of the natural-routing rows (verification
+cards, NeMo RL, ms-swift, verl; prime-rl's EP 1 does not move) go from a signed median of -27.8% to -23.7% / -22.1%,
+the 166 other moved points from -7.2% to +5.8% / +17.9% (GB300 rows to +30-55%). The natural rows barely move because
+their plans are host-bound or generation-bound (gpt-oss-120b SFT -56.8% -> -56.1% at 1.6, NeMo RL's DeepSeek-V3 steps
+under 1.5 points, the v0.3 Qwen3-30B-A3B update -62.3% -> -58.7%): a factor fitted on the fit half of those rows would
+exceed 2 and still leave most of them past -40%, so none is fitted. Two unpriced pieces of the routed layer, read in
+code and bounded: (1) the aux-loss scores (``routing_bytes(aux_loss=True)``; no card states the load-balancing type, so
+the inventory never passes it): at Qwen3-30B-A3B's shape (4,096 tokens, 128 experts, fp32 scores) about 16 MB forward
+and 4 MB backward a layer (6 us at H100 bandwidth) and some 13 eager kernels forward (softmax, top-k, the map's zeros /
+int / scatter / bool, its sum, the mean, product and sum of the loss, the tracker's add), under 0.3 ms a layer and
+micro-batch against 2.5-16 ms misses, and absent where the type is ``none`` (gpt-oss, NeMo RL); (2) the unfused permute
+(``moe_permute_fusion`` False, Megatron-Core's default, megatron/core/transformer/transformer_config.py l.912
+@d12f6c8c9aff51e166d872fd70151687a8e3f375) calls ``masked_select`` on the tokens and the probabilities in ``permute``
+and on the probabilities in ``unpermute`` (megatron/core/transformer/moe/moe_utils.py l.296, 302 and 371 at
+core_r0.12.0, 5cb6dbb3ed04e6fa11a862d90fe898ac2d3ddfad, ms-swift's Megatron), each a host sync beyond
+``DISPATCH_FORWARD_SYNCS``; the newer argsort permute keeps only the last (l.471-478 and 593 @d12f6c8c); fully
+serialised passes bound every sync's cost at ms-swift's Megatron row -55% -> -50% (above), so not its gap.
+
 Pure Python: no torch import.
 """
 

@@ -1671,6 +1671,27 @@ def throughput_prompt(e: dict[str, Any]) -> int | None:
     return max(1, int(round(per_seq - int(round(d["response_len_mean"])))))
 
 
+def throughput_response(e: dict[str, Any], prompt_tokens: int) -> int | None:
+    """Mean response tokens from a published tokens/s/GPU and step time, for a synchronous run that publishes no
+    mean response: tokens/s × GPUs × step / sequences − ``prompt_tokens`` (the published mean prompt, else the
+    published maximum the harness plans in its place, so the response it gives is a lower bound). verl's
+    ``perf/throughput`` is ``sum(global_token_num) / (step time × n_gpus)`` with ``global_token_num`` each
+    sequence's attention-mask sum, prompt + response unpadded (verl-project/verl verl/trainer/ppo/metric_utils.py
+    ``compute_throughout_metrics`` l.655-687 and verl/trainer/ppo/ray_trainer.py l.1516
+    @6a6242f3d8ec7d9f8b4936f4905144707d91fe3b). None where an input is missing, the run is asynchronous (its step
+    does not hold the generation of the tokens it counts: ``ASYNC_THROUGHPUT_PROMPT``) or the tokens leave no
+    response."""
+    d, m = e["data"], e["measured"]
+    tput = m.get("throughput") or {}
+    if (d.get("response_len_mean") or asynchronous(e) or not m.get("step_s")
+            or tput.get("metric") != "tokens_per_s_per_gpu" or not d.get("prompts_per_step")
+            or not d.get("n_per_prompt")):
+        return None
+    per_seq = tput["value"] * e["gpus"] * m["step_s"] / (d["prompts_per_step"] * d["n_per_prompt"])
+    response = int(round(per_seq - prompt_tokens))
+    return response if response >= 1 else None
+
+
 def asynchronous(e: dict[str, Any]) -> bool:
     """Generation overlaps training (one step off or fully asynchronous)."""
     return (e["rollout"].get("async") or "none") not in ("none", "None")
@@ -1771,6 +1792,13 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     if note:
         resp_max = capped
         notes.append(note)
+    if resp_mean is None and derived is None:
+        got = throughput_response(e, int(known_prompt or prompt))
+        if got is not None:
+            resp_mean = min(got, int(resp_max))
+            notes.append(f"mean response {resp_mean} tokens derived from the published tokens/s (tokens/s × GPUs ×"
+                         f" step / sequences − the prompt {int(known_prompt or prompt)}"
+                         + ("" if known_prompt else ", its published max: a lower bound on the response") + ")")
     if resp_mean is None:
         notes.append("mean response not published: the card's default distribution below the max")
     return int(prompt), prompt_mean, int(resp_max), resp_mean, notes

@@ -1713,7 +1713,7 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     would take 1-2 ms per misc tensor, against that pair). Not applied to the default non-colocated refit
     (``_FRAMEWORKS`` nemo-rl split, the same ``packed_broadcast_producer`` over every tensor): there it would move
     NeMo RL's measured DeepSeek-V3 refits from +12 / +3 % to -5 / -13 % and the non-colocated NeMo RL v0.4-v0.6 step
-    rows 1-8 points lower (the RL step median 13.8 -> 14.2 %), and no pair measures that path. Read in the code,
+    rows 1-9 points lower (the RL step median 13.8 -> 14.2 %), and no pair measures that path. Read in the code,
     not priced (no source measures them): the Python of each ``xferdtensor`` call on both sides (plan-cache look-up, the per-transfer
     slicing, one nccl4py group of sends and receives, ``record_stream``); the device synchronisations and
     ``empty_cache`` between the bulk and the misc path (megatron_policy_worker.py lines 2898-2899 and 2905,

@@ -69,6 +69,8 @@ defaults are published measurements:
 * ``S_PER_TENSOR_SGLANG_LOAD`` = 0.075 ms: SGLang's ``load_weights`` alone, 12 ms for ~160 tensors in the same
   profile: the host cost per tensor of miles' / slime's broadcast path (``MILES_BROADCAST``), which sends each
   tensor by its own async NCCL broadcast inside a bucket, with one Ray call per bucket and no IPC handle.
+* ``S_PER_TENSOR_NEMO_RL_PACKED`` = 0.146 ms: NeMo RL's packed NCCL broadcast (the reshard refit's misc path), whose
+  export and load overlap: NeMo RL PR #2971's bf16 / fp8 refits of one layout, 18,624 tensors apart.
 
 verl's FSDP engines gather before they cast (``FrameworkSync.gathers_trainer_dtype``): ``get_per_tensor_param``
 yields ``param.to(device).full_tensor().to(torch.bfloat16)``, so each all-gather moves the sharded parameter in the
@@ -379,6 +381,22 @@ S_PER_TENSOR_SGLANG_LOAD = 12e-3 / 160
 bucket (slime's weight-sync write-up, Biao He et al., hebiao064.github.io/rl-weight-sync 2025-08-27, the profile
 after flattening; the same figure as ``S_PER_BUCKET``'s). The host cost per tensor of miles' / slime's broadcast
 path into SGLang, which has no IPC handle and no request per tensor (``MILES_BROADCAST``)."""
+S_PER_TENSOR_NEMO_RL_PACKED = 0.146e-3
+"""Host seconds per tensor of NeMo RL's packed NCCL broadcast (Megatron-Bridge's export task on the training
+side, vLLM's ``load_weights`` on the other), the misc path of ``nccl_reshard_seconds``. Read from NeMo RL's
+own pair of refits of one layout that differ in tensor count: Qwen3-30B-A3B, EP8 x PP2 -> vLLM TP2 x DP8 on
+H100, bf16 1.21-1.52 s and blockwise fp8 3.20-4.30 s (NVIDIA-NeMo/RL pull request #2971,
+https://github.com/NVIDIA-NeMo/RL/pull/2971, description of 2026-06-27, "DGX-H100 - xferdtensor_python_impl";
+neither is a benchmark row). The fp8 refit carries 18,624 more tensors on the packed path (one ``*_scale_inv``
+per fp8 weight, each its own export task and ``load_weights`` entry) and half the bulk bytes. The midpoints
+differ by 2.385 s. With no cost per tensor ``nccl_reshard_seconds`` gives the fp8 refit 0.271 s less than the
+bf16 one; it gives the published difference at 0.146 ms per tensor (the ranges' extremes: 0.108-0.183 ms;
+``benchmarks/nemo_rl_packed_per_tensor.py`` solves for it and prints the PR's other rows). Half of
+``S_PER_TENSOR_BUCKETED``, as the code's overlap predicts: that 0.3 ms is a lock-step path (SkyRL's rank 0
+awaits each bucket's load before it exports the next), while ``packed_broadcast_producer`` /
+``packed_broadcast_consumer`` (nemo_rl/utils/packed_tensor.py @7ea279abfbeb698b092856d0dab61e7cf39bc909, two
+buffers) let the trainer export bucket k+1 while vLLM loads bucket k, so a tensor costs the slower side's host
+work, not both sides' sum."""
 SGLANG_IPC_HANDLE_BYTES = 404
 """Bytes of one CUDA-IPC handle in the request verl's SGLang rollout posts per bucket (``sglang_tensor_request_seconds``):
 PyTorch's CUDA reduction (``rebuild_cuda_tensor`` and its arguments: two 64-byte handles, the ref-counter file name,
@@ -1631,7 +1649,7 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
                          gpus_per_node: int,
                          inter_node: bool, nic_bytes_per_s: float = DEFAULT_INTER_NODE_BYTES_PER_S,
                          fp8: bool = False, fp8_kept: tuple[str, ...] = (), misc_bucket_bytes: float = 1.6 * GIB,
-                         sender_node_ranks: int = 1, misc_s_per_tensor: float = S_PER_TENSOR_BUCKETED,
+                         sender_node_ranks: int = 1, misc_s_per_tensor: float = S_PER_TENSOR_NEMO_RL_PACKED,
                          fp8_cast_bytes_per_param: float = 0.0) -> SyncTime:
     """One refit by NeMo RL's NCCL reshard transport (``policy.generation.refit_transport: nccl_reshard``), read from
     ``NRL_RESHARD_SOURCE``. Two paths, one after the other (the training worker synchronises between them):
@@ -1681,17 +1699,22 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     PR lists them under "DGX-H100 - xferdtensor_python_impl (fallback path)" (NVIDIA-NeMo/RL pull request #2971,
     https://github.com/NVIDIA-NeMo/RL/pull/2971, description of 2026-06-27, read 2026-12-03).
 
-    Known gap, against seven of that PR's 30B rows (the design doc carries three): bf16 EP4xTP2xDP2 -> TP4xDP4
-    1.13-1.53 s (this model 0.53 s), EP4xTP2xPP2 -> TP4xDP4 0.74-1.17 s (0.55), EP8xPP2 -> TP2xDP8 1.21-1.52 s
-    (0.93), EP8xPP2 -> TP8xDP2 0.74-1.00 s (0.38); fp8 EP4xTP2xPP2 -> TP2xDP8 3.19-4.04 s (6.23), EP8xPP2 ->
-    TP2xDP8 3.20-4.30 s (6.21), EP8xDP2 -> TP2xDP8 2.90-4.00 s (6.14). The bf16 rows are 0.4-0.8 s short with
-    no bytes left to add; the fp8 rows are 2.5-2.7 s over, all of it the misc path's ~19,000 tensors at
-    ``S_PER_TENSOR_BUCKETED`` (a Megatron -> vLLM CUDA-IPC measurement, another path). The PR's bf16 / fp8 pair of
-    one layout (EP8xPP2 -> TP2xDP8) differs by 2.4 s for 18,624 more misc tensors (the fp8 ``*_scale_inv``
-    siblings) and half the bulk bytes: about 0.13-0.15 ms per misc tensor on this path (export, packed broadcast,
-    ``load_weights``). Not applied: it would be fitted on the rows it moves. Nor is the bf16 shortfall a per-tensor
-    cost (it would take 1-2 ms per misc tensor, against that pair). Read in the code, not priced (no source
-    measures them): the Python of each ``xferdtensor`` call on both sides (plan-cache look-up, the per-transfer
+    The misc path's host cost per tensor, ``misc_s_per_tensor``: ``S_PER_TENSOR_NEMO_RL_PACKED`` (0.146 ms), read
+    from that PR's bf16 / fp8 pair of one layout (EP8xPP2 -> TP2xDP8), which differs by 2.4 s for 18,624 more misc
+    tensors (the fp8 ``*_scale_inv`` siblings) and half the bulk bytes; half of ``S_PER_TENSOR_BUCKETED``, the
+    lock-step CUDA-IPC figure this path took before, as the packed broadcast's overlap of export and load predicts.
+    Against seven of that PR's 30B rows (the design doc carries three; the pair is not among the scored rows), this
+    model with it: bf16 EP4xTP2xDP2 -> TP4xDP4 1.13-1.53 s (0.47 s), EP4xTP2xPP2 -> TP4xDP4 0.74-1.17 s (0.48),
+    EP8xPP2 -> TP2xDP8 1.21-1.52 s (0.88), EP8xPP2 -> TP8xDP2 0.74-1.00 s (0.33); fp8 EP4xTP2xPP2 -> TP2xDP8
+    3.19-4.04 s (3.29), EP8xPP2 -> TP2xDP8 3.20-4.30 s (3.27), EP8xDP2 -> TP2xDP8 2.90-4.00 s (3.20). At 0.3 ms the
+    fp8 rows were 6.1-6.2 s (+64 to +78 %); the fp8 row of the other layout (EP4xTP2xPP2), not used to read the value,
+    now lands at -9 %. The bf16 rows are 0.4-0.8 s short with no bytes left to add, 0.05 s further than at 0.3 ms
+    (the design doc's Qwen3-4B -57 -> -73 %, 30B bf16 -56 -> -62 %): the bf16 shortfall is not a cost per tensor (it
+    would take 1-2 ms per misc tensor, against that pair). Not applied to the default non-colocated refit
+    (``_FRAMEWORKS`` nemo-rl split, the same ``packed_broadcast_producer`` over every tensor): there it would move
+    NeMo RL's measured DeepSeek-V3 refits from +12 / +3 % to -5 / -13 % and the non-colocated NeMo RL v0.4-v0.6 step
+    rows 1-9 points lower (the RL step median 13.8 -> 14.2 %), and no pair measures that path. Read in the code,
+    not priced (no source measures them): the Python of each ``xferdtensor`` call on both sides (plan-cache look-up, the per-transfer
     slicing, one nccl4py group of sends and receives, ``record_stream``); the device synchronisations and
     ``empty_cache`` between the bulk and the misc path (megatron_policy_worker.py lines 2898-2899 and 2905,
     vllm_backend.py lines 1166-1167, 1174, 1181 and 1190); vLLM's ``process_weights_after_loading`` over the whole
@@ -1710,8 +1733,9 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     Not modelled: the NCCL library's own reshard algorithm (the nccl4py transport, used when importable), which may
     send more per training rank (each replica's region straight from its source, no replica all-gather).
 
-    Checked, not the gap (the design doc's rows, this model: 4B DP8 -> TP8 0.119 s for 0.275 published, -57 %;
-    30B bf16 0.380 s for 0.87, -56 %; 30B fp8 6.14 s for 3.45, +78 %):
+    Checked, not the gap (the design doc's rows, this model at the lock-step 0.3 ms per misc tensor it priced before
+    ``S_PER_TENSOR_NEMO_RL_PACKED``: 4B DP8 -> TP8 0.119 s for 0.275 published, -57 %; 30B bf16 0.380 s for 0.87,
+    -56 %; 30B fp8 6.14 s for 3.45, +78 %; with it 0.074 / 0.328 / 3.20 s, -73 / -62 / -7 %):
     * The two sides' host work on the misc path overlaps, and this model adds it. The producer only synchronises
       the stream of the buffer it is about to reuse. The consumer enqueues each bucket's receive and runs
       ``load_weights`` on its views straight away (``packed_broadcast_producer`` / ``packed_broadcast_consumer``,
@@ -1726,7 +1750,8 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       and the rest to the trainer, the fp8 row goes from +78 to +57 % (6.14 -> 5.42 s; 2 misc buckets, so only
       half of the smaller side hides). The bf16 rows go further under: 4B -57 -> -61 %, 30B -56 -> -58 %;
       DeepSeek-V3 is unchanged within 0.01 s. Not applied: the fp8 row stays past 50 %, the bf16 rows get worse,
-      and the split borrows SGLang's rate for vLLM.
+      and the split borrows SGLang's rate for vLLM. ``S_PER_TENSOR_NEMO_RL_PACKED`` now prices the overlapped cost
+      per tensor from NeMo RL's own pair instead.
     * Nothing priced here is a fixed cost that the bf16 rows lack. The 4B's bulk, 5.38 GB, takes 0.02 s over eight
       NICs. Its misc path, 2.67 GB and 290 tensors, takes 0.10 s, of which 0.09 s is host time per tensor. The
       feature's earlier PRs, which put more tensors on the bulk path, give 0.07-0.08 s for the same layout

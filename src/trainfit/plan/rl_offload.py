@@ -269,7 +269,13 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     calls is ``report_device_id`` (dtensor_policy_worker.py l.1216, megatron_policy_worker.py l.1443). It opens and
     closes NVML on every call: ``get_device_uuid`` runs ``pynvml.nvmlInit()`` and ``nvmlShutdown()`` around one
     UUID query (nemo_rl/utils/nvml.py l.21-36 and l.55-78). No source read times ``nvmlInit`` on an eight-GPU H100
-    host, and no GPU is at hand here to time it. The one public figure on the group count is the PR that
+    host, and no GPU is at hand here to time it. Nor is it the driver's relay of the handles (a null result): every
+    training rank's ``reduce_tensor`` handles pass through the one driver process, unpickled from the ``ray.get``
+    and pickled again to the engines (lm_policy.py l.511-526, vllm.py l.1939-1978), ``train_world x keys`` of them
+    per refit, but ``benchmarks/nemo_rl_v03_handle_relay_cpu.py`` times that at 1-2 us a handle on this project's
+    CPU (an AMD EPYC): 0.003 s for the 8B DTensor refit's 2,328 handles and 0.08-0.10 s for the 70B's 46,272,
+    against the 70B DTensor refit's residual of 1.2 s (blog) and 6.2 s (rerun) at the host rate measured here
+    (above). The Megatron worker packs its groups into one handle per dtype, so it relays fewer. The one public figure on the group count is the PR that
     set these ratios: doubling the Megatron ratio from 0.1 to 0.2 (half the groups, the same bytes) took a DeepSeek-V3
     refit (Megatron, vLLM TP 64) from 105 s to 55 s (NVIDIA-NeMo/RL pull request #638, description of 2025-07-10,
     https://github.com/NVIDIA-NeMo/RL/pull/638, read 2026-12-04). It states neither the group count nor the free

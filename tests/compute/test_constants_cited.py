@@ -172,10 +172,7 @@ compute/attention_time.py:TF32_TO_BF16_TENSOR_RATE compute/attention_time.py:WIN
 compute/attention_time.py:WINDOW_TILE_TOKENS compute/attention_time.py:_EFFICIENCY
 compute/attention_time.py:_FP8_ATTENTION_POINTS compute/attention_time.py:_HEAD_DIM_64
 compute/collectives.py:DDP_BUCKET_BYTES compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
-compute/collectives.py:NCCL_LL_MAX_BUS_BYTES_PER_S compute/collectives.py:SLOWEST_RANK_SIGMA
-compute/collectives.py:_NCCL_BASE_LAT_US compute/collectives.py:_NCCL_BUS_FACTOR
-compute/collectives.py:_NCCL_NET_HOP_US compute/collectives.py:_NCCL_NET_OVERHEAD_US
-compute/collectives.py:_NCCL_NVLINK_HOP_US compute/collectives.py:_NCCL_PCI_HOP_US
+compute/collectives.py:SLOWEST_RANK_SIGMA
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN
 compute/continuous_batching.py:MIN_CHUNK_TOKENS compute/continuous_batching.py:_NONE

@@ -262,14 +262,13 @@ compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR compute/offload.py:DS_HOST_EXT
 compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
 compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
-compute/optimizer_time.py:STATE_COUNT compute/rates.py:BACKWARD_OP_RATIO compute/rates.py:DEFAULT_MAMF_FRACTION
-compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
+compute/optimizer_time.py:STATE_COUNT compute/rates.py:BACKWARD_OP_RATIO
+compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_SEQUENCE
 compute/rates.py:ENGINE_S_PER_STEP compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:FSDP_UNIT_FORWARD_HOST_S
-compute/rates.py:HF_ROOT_MODULES compute/rates.py:HOPPER_FP8_PRECISE_OVER_FAST
+compute/rates.py:HF_ROOT_MODULES
 compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:HOST_S_PER_FORWARD_KERNEL
 compute/rates.py:POWER_CLOCK_EXPONENT compute/rates.py:ZERO3_MODULE_BACKWARD_HOST_S
-compute/rates.py:_FP8_PRECISE_ACCUMULATION_FRACTION compute/rates.py:_MAMF_FRACTION
 compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/reference_swap.py:S_PER_BLOCKING_COPY compute/response_lengths.py:DEFAULT_QUANTILES
 compute/response_lengths.py:SHORTEST_SHARE_OF_MEAN compute/sleep_wake.py:KV_REMAP_S_PER_BYTE

@@ -168,7 +168,7 @@ compute/attention_time.py:BACKWARD_FLOPS_FACTOR compute/attention_time.py:BASE_H
 compute/attention_time.py:EXP_EXPOSED_FRACTION compute/attention_time.py:EXP_REFERENCE_PER_CLOCK_PER_SM
 compute/attention_time.py:FP8_ATTENTION_BACKWARD_KERNELS compute/attention_time.py:FP8_ATTENTION_ELEMENT_BYTES
 compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.py:SEQ_HALF
-compute/attention_time.py:TF32_TO_BF16_TENSOR_RATE compute/attention_time.py:WINDOW_MASK_KERNELS
+compute/attention_time.py:WINDOW_MASK_KERNELS
 compute/attention_time.py:WINDOW_TILE_TOKENS compute/attention_time.py:_EFFICIENCY
 compute/attention_time.py:_FP8_ATTENTION_POINTS compute/attention_time.py:_HEAD_DIM_64
 compute/collectives.py:DDP_BUCKET_BYTES compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S

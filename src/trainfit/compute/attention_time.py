@@ -444,7 +444,10 @@ CUTLASS examples/27_ampere_3xtf32_fast_accurate_tensorop_gemm)."""
 TF32_TO_BF16_TENSOR_RATE = 0.5
 """Dense TF32 tensor-core rate over the dense bf16 one: A100 156 / 312 TFLOP/s (NVIDIA A100 datasheet, the
 catalog's a100-80gb source), H100 SXM 494.7 / 989.4 (NVIDIA H100 datasheet: 989 / 1,979 with sparsity). Applied to
-every architecture with tensor cores (an assumption where no datasheet was read: the RTX PRO 6000)."""
+every architecture with tensor cores (an assumption where no datasheet was read: the RTX PRO 6000). The same ratio in
+the TFLOPS table of stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7
+(tf32 / bf16: A100 SXM 156.0 / 312, H100 SXM 494.5 / 989, B200 1125.0 / 2250, GB200 1250.0 / 2500):
+https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L253-L276"""
 
 
 def fp32_attention_ratio() -> float:

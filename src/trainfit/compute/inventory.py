@@ -133,13 +133,22 @@ from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
 
-NORM_BYTES, NORM_KERNELS = 36.0, 7
+# ``LlamaRMSNorm.forward``'s bytes per element: to(fp32) 2 + 4, pow 4 + 4, mean 4, x * rsqrt 4 + 4, to(bf16) 4 + 2,
+# weight * x 2 + 2 (huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
+NORM_BYTES = 36.0
+NORM_KERNELS = 7
 ROTARY_BYTES, ROTARY_KERNELS = 14.0, 5
 RESIDUAL_BYTES = 6.0
+"""The residual add ``residual + hidden_states`` (read 2 + 2, write 2 bytes per element), twice per decoder layer
+(``LlamaDecoderLayer.forward``, huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)."""
 ATTENTION_GLUE_BYTES, ATTENTION_GLUE_KERNELS = 8.0, 2
 """The copies around the attention kernel (head transposes made contiguous, the output reshaped):
 8 bytes per hidden element and 2 kernels per layer, read off the trace."""
+# ``IndexFirstAxis`` forward ``torch.gather`` (2 + 2), backward ``torch.zeros`` + ``scatter_`` (2 + 2 + 2):
+# https://github.com/Dao-AILab/flash-attention/blob/2d64d7a52cc87d491bbe159b68263589780c40ed/flash_attn/bert_padding.py#L8-L35
 UNPAD_GATHER_BYTES, UNPAD_GATHER_BACKWARD_BYTES = 4.0, 6.0
+# ``IndexPutFirstAxis`` forward ``torch.zeros`` + ``output[indices] = values`` (2 + 2 + 2), backward
+# ``grad_output[indices]`` (2 + 2): https://github.com/Dao-AILab/flash-attention/blob/2d64d7a52cc87d491bbe159b68263589780c40ed/flash_attn/bert_padding.py#L41-L61
 PAD_BYTES, PAD_BACKWARD_BYTES = 6.0, 4.0
 UNPAD_FORWARD_KERNELS, UNPAD_BACKWARD_KERNELS = 5, 7
 """The copies around an unpadded (varlen) fused attention (``ModelSpec.unpadded_attention``), per attention layer, in
@@ -170,8 +179,12 @@ each of which reads the mask's nonzero indices (``torch.nonzero``: the host wait
 besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
 info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
 ``gen_flash_attn_padding_info``, once per model forward."""
+# Phi-3's ``apply_rotary_pos_emb`` / ``Phi3Attention.forward`` / ``Phi3MLP.forward`` (the docstring below), the same
+# code at huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py
 FUSED_QKV_ROTARY_CAT_BYTES, FUSED_QKV_OUTPUT_COPY_BYTES, FUSED_FORWARD_KERNELS = 4.0, 4.0, 3
+# (the same source: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py)
 FUSED_CHUNK_CAT_BACKWARD_BYTES, FUSED_QKV_SLICE_BACKWARD_BYTES, FUSED_QKV_GRAD_SUM_BYTES = 4.0, 8.0, 12.0
+# (the same source: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py)
 FUSED_ROTARY_SLICE_BACKWARD_BYTES, FUSED_ROTARY_PASS_ADD_BYTES, FUSED_SAVED_INPUT_GRAD_SUM_BYTES = 4.0, 6.0, 18.0
 FUSED_BACKWARD_KERNELS = 1 + 3 * 2 + 2 * 2 + 1
 """The ops Phi-3's fused projections add per layer beyond the Llama layout's (``ModelSpec.fused_projections``;
@@ -193,7 +206,9 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
   and one add net (four added, three gone).
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
-operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
+operand once, a lower bound), +1 add net (+3,840 B/token = formula). The same lines (the ``torch.cat([..., q_pass])``
+rotary, the q / k / v slices of ``qkv``, the ``chunk`` of ``gate_up_proj``'s output) at
+huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py"""
 FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 1 + 2 + 1 + 1
 FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 8.0 + 6.0, 1 + 1 + 2 + 1 + 1
 FLASH_ROTARY_STRIDED_BYTES = 6.0
@@ -259,7 +274,11 @@ scalar). Per layer two (the residual multiplier on the attention and the MLP out
 (``logits / logits_scaling``) and on the embedding one. Counted on a traced 4-layer Granite against the same-shaped
 Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and backward +2 ``mul`` and +4,096 B/token each;
 head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
+# ``act_fn(gate_proj(x)) * up_proj(x)``: silu 2 + 2, mul 2 + 2 + 2 bytes per element of I, two kernels (``LlamaMLP``,
+# huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
+# PEFT's unmerged ``result + lora_B(lora_A(dropout(x))) * scaling``: the scaling mul 2 + 2 and the add 2 + 2 + 2 bytes
+# per output element, two kernels (huggingface/peft @d787f51bbaa196862733ed53c1b7def75b49ab29: https://github.com/huggingface/peft/blob/d787f51bbaa196862733ed53c1b7def75b49ab29/src/peft/tuners/lora/layer.py#L1057)
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 GROUPED_EXPERT_LORA_BYTES, GROUPED_EXPERT_LORA_KERNELS = 10.0, 2
 """prime-rl's ``MultiLoRAGroupedExperts.forward`` on Hopper (``use_grouped_mm`` for compute capability 9 and ranks and
@@ -342,15 +361,18 @@ log-softmax on the fp32 copy without a cast of its own (PrimeIntellect-ai/prime-
 sft/train.py l.246-252 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), so it is charged these counts unchanged."""
 FLASH_CE_FORWARD_BYTES, FLASH_CE_BACKWARD_BYTES = 2.0, 4.0
 """flash-attn's ``cross_entropy_fwd_kernel`` reads the bf16 logits (2 B) and writes fp32 per row;
-``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B)."""
+``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B): Dao-AILab/flash-attention
+@0251105a2fb19d2957484b7f023cd8c115286ced, https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py#L25-L146"""
 FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 """Forward: the kernel, then the mean over the rows (``losses.sum() / (target != ignore_index).sum()``, flash-attn's
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
-kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
+kernel (the sum's gradient is an expanded view, read with a zero row stride). The mean:
+https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/losses/cross_entropy.py#L68-L69"""
+# ``logits[..., :-1, :].contiguous()``, the docstring below: https://github.com/allenai/OLMo-core/blob/4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706/src/olmo_core/train/trainer.py#L924
 LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_BYTES = 4.0, 6.0
 LOSS_INPUT_COPY_FORWARD_KERNELS, LOSS_INPUT_COPY_BACKWARD_KERNELS = 1, 2
 """``loop.loss_input_copy`` (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
-src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706), bytes per logit and kernels, outside
+src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706, https://github.com/allenai/OLMo-core/blob/4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706/src/olmo_core/train/trainer.py#L924), bytes per logit and kernels, outside
 the compiled loss: forward one copy kernel (2 B read, 2 B written), only with more than one sequence per micro-batch
 (``memory.logits.shifted_slice_copies``: with one the slice is contiguous and ``.contiguous()`` returns it);
 backward, whatever the micro-batch, the slice stays in autograd: the copy's gradient (``CloneBackward0``, when there
@@ -380,11 +402,13 @@ row per output and at least ``2 x`` SMs rows: ``reduction_split_factor`` returns
 2.13.0); the rows' sum (one output) may run in two phases past 8192 rows, one more small kernel, not counted. These
 are already the fused kernels: they go to ``PassInventory.fused_bytes`` / ``fused_kernels``, which the compile
 factors leave alone."""
+# ``x * rsqrt(variance)`` (4 + 4, the ``[T, 1]`` variance broadcast) and ``weight * x`` (2 + 2, the ``[h]`` weight
+# broadcast) of ``LlamaRMSNorm.forward`` (@002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
 NORM_STRIDED_BYTES = 12.0
 NORM_CHAINED_BYTES, NORM_CHAINED_STRIDED_BYTES = 14.0, 6.0
 """Of ``NORM_BYTES``, the reads of a tensor the kernel just before wrote or read (contiguous, and in the broadcast
 multiplies): eager RMSNorm (huggingface/transformers src/transformers/models/llama/modeling_llama.py
-@002272831fba584eb30dca9729c1be456836960a ``LlamaRMSNorm.forward``; the same five lines in every Llama-family
+@002272831fba584eb30dca9729c1be456836960a ``LlamaRMSNorm.forward``, https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py; the same five lines in every Llama-family
 model) runs ``x.to(float32)`` (reads the bf16 residual sum the add before it wrote: 2 bytes), ``pow(2)`` (reads that
 fp32 copy: 4), ``mean`` (reads the squares: 4), ``x * rsqrt(...)`` (the fp32 copy again, read two small kernels
 back: 4, broadcast), ``.to(bf16)`` (reads that product: 4) and ``weight * x`` (reads the bf16 cast: 2, broadcast):
@@ -402,7 +426,8 @@ tokens (the weight's gradient: 2 + 2 read, 2 written, 2 read back), the cast bac
 read, 4 written), the two branches' sum (4 + 4 read, 4 written) and the cast to bf16 (4 read, 2 written): 84
 bytes, of which 38 contiguous and 4 broadcast are reads of a tensor written or read within the chain (the first
 reads of the incoming gradient, of the saved ``x_bf16`` and ``x_fp32`` come from device memory). Applied as shares of
-the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or twice ``NORM_BYTES``)."""
+the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or twice ``NORM_BYTES``). The five lines:
+``LlamaRMSNorm.forward``, huggingface/transformers @002272831fba584eb30dca9729c1be456836960a, https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py"""
 NORM_CHAIN_BACKWARD_BYTES = 16.0
 """Bytes per element the backward chain keeps in L2 at once: the fp32 gradient, the saved fp32 input and the two
 fp32 branch gradients (4 x 4)."""
@@ -421,7 +446,7 @@ card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4), bytes per logit (token x vocabulary entry), eager (uncompiled), bf16
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L69-L192), bytes per logit (token x vocabulary entry), eager (uncompiled), bf16
 logits ``E`` elements. It walks the vocabulary in chunks of ``fused_lm_head_chunk_size`` columns over all tokens at
 once. Forward, per chunk (l.105-109, ``_online_logsumexp_and_weighted_update`` l.185-191): ``.to(float32)`` 2 + 4,
 ``.mul_(inv_temperature)`` 4 + 4, ``amax`` 4, ``chunk_logits - m_new`` 4 + 4, ``exp`` 4 + 4, ``sum`` 4,
@@ -496,12 +521,14 @@ PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_
 """Outside the chunk loop: forward four ``full`` / ``zeros`` for the running statistics and ``log``, add, two
 subtracts and the division after it (lm_head.py l.97-100, 117-119); backward two ``zeros_like`` for the gradients
 (l.142-143) and the check on the zero entropy gradient autograd materialises, ``torch.all(grad_entropy == 0.0)``
-(l.131: two kernels and a host sync)."""
+(l.131: two kernels and a host sync). PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L97-L143"""
 PRIME_HEAD_GRAD_ACCUMULATE_BYTES = 6.0
 """Backward, per chunk: ``grad_hidden.add_(... @ w_chunk)`` reads the running ``[N, h]`` gradient and the GEMM's
 output and writes the sum (2 + 2 + 2 bytes per ``N·h`` element; l.167), and ``grad_weight[start:end].add_`` the same
 per ``C·h`` element of the chunk's weight gradient (l.169); the two ``zeros_like`` (l.142-143) write 2 bytes per
-element of ``hidden`` and ``weight`` once."""
+element of ``hidden`` and ``weight`` once. PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L142-L169"""
 
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
@@ -1038,7 +1065,8 @@ FP32_NORM_CAST_BYTES, FP32_NORM_CAST_KERNELS = 12.0, 2
 """Of ``NORM_BYTES`` / ``NORM_KERNELS``, transformers' two casts in an RMSNorm on a 16-bit input
 (``hidden_states.to(torch.float32)``: read 2, write 4; ``hidden_states.to(input_dtype)``: read 4, write 2; v4.49.0
 src/transformers/models/llama/modeling_llama.py ``LlamaRMSNorm.forward``): no-ops on an fp32 input, where the weight
-multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``)."""
+multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``). The same two casts at
+huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py"""
 
 
 def fp32_stream_extra_forward_bytes(*, tokens: float, hidden_size: int, norms: float, residual_layers: float,

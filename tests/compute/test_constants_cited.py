@@ -267,9 +267,7 @@ memory/arch_activations.py:GELU_NEW_SAVED memory/arch_activations.py:LAYERNORM_S
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
 memory/attention.py:HF_SDPA_CONTIGUOUS memory/attention.py:SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
-memory/bnb_saved_input.py:FIXED_IN memory/caching_allocator.py:LARGE_BUFFER
-memory/caching_allocator.py:MIN_LARGE_ALLOC memory/caching_allocator.py:ROUND_LARGE
-memory/caching_allocator.py:SMALL_BUFFER memory/caching_allocator.py:SMALL_SIZE
+memory/bnb_saved_input.py:FIXED_IN
 memory/expandable_segments.py:LARGE_PAGE memory/expandable_segments.py:SMALL_PAGE
 memory/expandable_segments.py:SMALL_SIZE memory/fp8.py:FP8_TENSORS_PER_LINEAR
 memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT

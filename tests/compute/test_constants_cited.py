@@ -274,10 +274,9 @@ memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES memory/logits.py:FLASH_CE_ROW_FORWA
 memory/logits.py:FLASH_CE_ROW_SAVED_BYTES memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT
 memory/logits.py:FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
 memory/logits.py:HF_LOSS_FUNCTION_DEFAULT memory/logits.py:KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT
-memory/logits.py:PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT memory/logits.py:PRIME_RL_LM_HEAD_CHUNK_COLUMNS
-memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
-memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
+memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT
+memory/logits.py:RETAINED_BYTES_PER_LOGIT
+memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:TRL_TOKEN_CHUNK memory/logits.py:TRL_VOCAB_CHUNK
 memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:CHUNKED_SINCE memory/nf4_load.py:NF4_CODES
 memory/nf4_load.py:SCALER_BLOCK memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS

@@ -245,7 +245,9 @@ def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: in
 
 
 TORCHTUNE_OUTPUT_CHUNKS = 8
-"""``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it."""
+"""``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it (none of the
+configs under ``recipes/configs`` sets ``num_output_chunks``): pytorch/torchtune
+``torchtune/modules/loss/ce_chunked_output_loss.py`` l.35 @bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1."""
 TORCHTUNE_ROW_STATS_BYTES = 2 * 4 + 8
 """Per token, saved by the compiled chunk loss: fp32 max and log-sum-exp, and the int64 label."""
 
@@ -291,20 +293,24 @@ def trl_fused_logprob_bytes(
 PRIME_RL_LM_HEAD_CHUNK_COLUMNS = 2048
 """``loss.kernel: prime_rl``: the vocabulary columns per chunk of prime-rl's fused LM head; the RL trainer sets
 ``model.fused_lm_head_chunk_size`` 2048 when unset (``RLTrainerConfig.auto_setup_fused_lm_head_chunk_size``,
-PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4,
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/rl/config.py#L273-L275)."""
 PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT = 14
 """prime-rl's chunked log-prob head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4), forward, per element of one ``N x C`` chunk (all ``N`` tokens, ``C``
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L69-L192), forward, per element of one ``N x C`` chunk (all ``N`` tokens, ``C``
 vocabulary columns): the chunk's bf16 logits (2), their fp32 copy (4), and inside
 ``_online_logsumexp_and_weighted_update`` the broadcast difference and its ``exp`` (4 + 4; then ``exp`` and the
 product ``chunk_exp * chunk_logits``, 4 + 4): 14."""
 PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT = 22
 """Backward, per chunk element: the previous chunk's fp32 ``logits_f``, ``p`` and ``grad_logits`` stay bound to their
 names until reassigned (4 + 4 + 4), so at the next chunk's ``p = torch.exp(logits_f - logz)`` the new bf16 logits (2),
-fp32 copy (4), the difference (4) and its ``exp`` (4) sit beside them: 22 (l.151-158)."""
+fp32 copy (4), the difference (4) and its ``exp`` (4) sit beside them: 22 (l.151-158,
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L147-L169 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 PRIME_RL_TOKEN_BYTES = 3 * 4
-"""Per token: the fp32 ``logz`` saved for backward and the fp32 log-probs and entropy the caller holds."""
+"""Per token: the fp32 ``logz`` saved for backward and the fp32 log-probs and entropy the caller holds
+(``ctx.save_for_backward(hidden, weight, labels, logz)``, ``return logprobs, entropy``: prime-rl
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L117-L127)."""
 
 
 def prime_rl_head_bytes(*, tokens: int, hidden_size: int, vocab_size: int, chunk_columns: int,

@@ -241,8 +241,8 @@ compute/moe_time.py:DISPATCH_PREPROCESS_KERNELS compute/moe_time.py:EXPERT_BIAS_
 compute/moe_time.py:EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT compute/moe_time.py:EXPERT_BIAS_CAT_KERNELS
 compute/moe_time.py:EXPERT_BIAS_FORWARD_BYTES compute/moe_time.py:EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT
 compute/moe_time.py:EXPERT_PROJECTIONS compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES
-compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR compute/offload.py:DS_HOST_EXTRA_BYTES_PER_PARAM
-compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
+compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR
+compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
 compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
 compute/optimizer_time.py:STATE_COUNT compute/rates.py:BACKWARD_OP_RATIO

@@ -280,7 +280,7 @@ memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:TRL_TOKEN_CHUNK memor
 memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:CHUNKED_SINCE memory/nf4_load.py:NF4_CODES
 memory/nf4_load.py:SCALER_BLOCK memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS
 memory/parallel.py:EP_FORWARD_ROW_TENSORS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT
-memory/phases.py:_PERIODS memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
+memory/phases.py:_PERIODS
 memory/stream_pools.py:ALL_GATHER memory/stream_pools.py:COMPUTE
 memory/stream_pools.py:REDUCE_SCATTER plan/fsdp_no_sync.py:VERL_NO_SYNC_SINCE
 plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT plan/rank_buffers.py:LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT

@@ -231,7 +231,7 @@ compute/inventory.py:ZERO_CENTRED_NORM_BACKWARD_BYTES compute/inventory.py:ZERO_
 compute/inventory.py:ZERO_CENTRED_NORM_FORWARD_BYTES compute/inventory.py:ZERO_CENTRED_NORM_FORWARD_KERNELS
 compute/inventory.py:ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES
 compute/inventory.py:ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS compute/inventory.py:ZERO_CENTRED_NORM_STRIDED_BYTES
-compute/kbit_upcast.py:KBIT_WEIGHT_CAST_KERNELS compute/moe_time.py:AUTOMODEL_FC1_BIAS_BYTES
+compute/moe_time.py:AUTOMODEL_FC1_BIAS_BYTES
 compute/moe_time.py:AUTOMODEL_FC1_BIAS_KERNELS compute/moe_time.py:AUTOMODEL_FC2_BIAS_BYTES
 compute/moe_time.py:AUTOMODEL_FC2_BIAS_KERNELS compute/moe_time.py:AUTOMODEL_FC2_BIAS_KERNELS_NO_PROBS_GRAD
 compute/moe_time.py:CHUNK_SORT_KERNELS compute/moe_time.py:CLAMPED_GLU_BACKWARD_BYTES

@@ -185,12 +185,12 @@ compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL compute/cp_ring.py:FORWARD_KERNELS_P
 compute/cp_ring.py:FORWARD_KERNELS_SETUP compute/cp_ring.py:RING_DTYPE_BYTES
 compute/decode_step.py:DECODE_KERNELS_PER_LAYER compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4
 compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S compute/expert_loop.py:LOOP_EXPERT_BACKWARD_BYTES
-compute/float8_all_gather.py:PRECOMPUTE_KERNELS compute/float8_casts.py:EAGER_AMAX_KERNELS
-compute/float8_casts.py:EAGER_CAST_KERNELS compute/float8_casts.py:FP8_BACKWARD_KERNELS
+compute/float8_all_gather.py:PRECOMPUTE_KERNELS
+compute/float8_casts.py:FP8_BACKWARD_KERNELS
 compute/float8_casts.py:FP8_CAST_BYTES compute/float8_casts.py:FP8_FORWARD_KERNELS
 compute/float8_casts.py:FP8_TRANSPOSE_BYTES compute/float8_casts.py:FP8_WEIGHT_BACKWARD_KERNELS
-compute/float8_casts.py:FP8_WEIGHT_FORWARD_KERNELS compute/float8_casts.py:NVFP4_COPY_BYTES
-compute/float8_casts.py:TORCHAO_COMPILED_AMAX_KERNELS compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
+compute/float8_casts.py:FP8_WEIGHT_FORWARD_KERNELS
+compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
 compute/gemm.py:GROUPED_MM_CEILING compute/gemm.py:GROUPED_MM_CEILING_SM100 compute/gemm.py:GROUPED_MM_S_PER_GROUP
 compute/gemm.py:K_HALF compute/gemm.py:TILE_M compute/gemm.py:TILE_N compute/generation.py:PREFILL_TOKENS_PER_PASS
 compute/hybrid_engine.py:DS_OPT_DECODE_KERNELS_PER_LAYER compute/hybrid_engine.py:DS_TP_ALL_REDUCES_PER_LAYER

@@ -185,7 +185,6 @@ compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL compute/cp_ring.py:FORWARD_KERNELS_P
 compute/cp_ring.py:FORWARD_KERNELS_SETUP compute/cp_ring.py:RING_DTYPE_BYTES
 compute/decode_step.py:DECODE_KERNELS_PER_LAYER compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4
 compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S compute/expert_loop.py:LOOP_EXPERT_BACKWARD_BYTES
-compute/float8_all_gather.py:PRECOMPUTE_KERNELS
 compute/float8_casts.py:FP8_BACKWARD_KERNELS
 compute/float8_casts.py:FP8_CAST_BYTES compute/float8_casts.py:FP8_FORWARD_KERNELS
 compute/float8_casts.py:FP8_TRANSPOSE_BYTES compute/float8_casts.py:FP8_WEIGHT_BACKWARD_KERNELS

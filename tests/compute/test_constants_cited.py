@@ -176,10 +176,7 @@ compute/collectives.py:SLOWEST_RANK_SIGMA
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN
 compute/continuous_batching.py:MIN_CHUNK_TOKENS compute/continuous_batching.py:_NONE
-compute/controller_transfer.py:DATAPROTO_DESERIALIZE_BYTES_PER_S
-compute/controller_transfer.py:LOGPROB_BYTES_PER_TOKEN compute/controller_transfer.py:NEMO_RL_PUT_ONCE_SINCE
-compute/controller_transfer.py:RAY_PICKLE_BYTES_PER_S compute/controller_transfer.py:RAY_UNPICKLE_BYTES_PER_S
-compute/controller_transfer.py:TRAIN_BYTES_PER_TOKEN compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL
+compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL
 compute/cp_ring.py:BACKWARD_KERNELS_PER_HIGHER_STEP compute/cp_ring.py:BACKWARD_KERNELS_PER_LOWER_STEP
 compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL compute/cp_ring.py:FORWARD_KERNELS_PER_STEP
 compute/cp_ring.py:FORWARD_KERNELS_SETUP compute/cp_ring.py:RING_DTYPE_BYTES

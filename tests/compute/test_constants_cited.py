@@ -282,7 +282,7 @@ memory/stream_pools.py:REDUCE_SCATTER plan/fsdp_no_sync.py:VERL_NO_SYNC_SINCE
 plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT plan/rank_buffers.py:LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
-plan/rl_generation.py:SGLANG_NEWEST_RELEASE_READ plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES
+plan/rl_generation.py:SGLANG_NEWEST_RELEASE_READ
 plan/time.py:COMPILE_KERNEL_FACTOR plan/time.py:COMPILE_MEMORY_FACTOR plan/time.py:LLM_FOUNDRY_PRECOMPUTED_PADDING
 plan/time.py:PAGING_PASSES
 """.split())

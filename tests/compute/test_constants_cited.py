@@ -241,7 +241,7 @@ compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR
 compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
 compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
 compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
-compute/optimizer_time.py:STATE_COUNT compute/rates.py:BACKWARD_OP_RATIO
+compute/optimizer_time.py:STATE_COUNT
 compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_SEQUENCE
 compute/rates.py:ENGINE_S_PER_STEP compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:FSDP_UNIT_FORWARD_HOST_S

@@ -429,7 +429,8 @@ measurement on an AMD EPYC VM (2026-12-02: 330 ops, outputs kept alive) read 6.7
 without, 0.81. Used by ``nograd_forward_host_s_per_kernel``."""
 BACKWARD_OP_RATIO = 0.66
 """Host seconds per dispatched op of ``loss.backward()`` over the grad forward's, same runs as
-``NOGRAD_FORWARD_OP_RATIO`` (the median of 0.65, 0.77, 0.66). Measured, not fitted."""
+``NOGRAD_FORWARD_OP_RATIO`` (``benchmarks/host_fwd_bwd_cpu.py``; the median of 0.65, 0.77, 0.66).
+Measured, not fitted."""
 
 
 def nograd_forward_host_s_per_kernel(*, host_s_per_forward_kernel: float, host_s_per_backward_kernel: float,

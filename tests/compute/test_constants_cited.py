@@ -250,7 +250,7 @@ compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:HOST_S_PER_FORWARD_
 compute/rates.py:POWER_CLOCK_EXPONENT compute/rates.py:ZERO3_MODULE_BACKWARD_HOST_S
 compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/reference_swap.py:S_PER_BLOCKING_COPY compute/response_lengths.py:DEFAULT_QUANTILES
-compute/response_lengths.py:SHORTEST_SHARE_OF_MEAN compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
+compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:NEMO_RL_BRIDGE_SINCE compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
 compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_SKYRL_WEIGHT_REQUEST
 compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:FORWARD_KERNELS_PER_CALL

@@ -254,8 +254,8 @@ compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:NEMO_RL_BRIDGE_SINCE compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
 compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_SKYRL_WEIGHT_REQUEST
 compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:FORWARD_KERNELS_PER_CALL
-compute/te_host.py:KERNELS_PER_CALL compute/te_host.py:TE_BACKWARD_HOST_S_GRACE
-compute/te_host.py:TE_FORWARD_HOST_S_GRACE compute/te_host.py:X86_OVER_GRACE_HOST compute/traced.py:_BYTES
+compute/te_host.py:KERNELS_PER_CALL
+compute/traced.py:_BYTES
 memory/activations.py:DELTANET_CHUNK
 memory/activations.py:DELTANET_DQKWG_TILE memory/activations.py:DROPOUT_MASK_BYTES
 memory/activations.py:QWEN3_5_PARTIAL_ROTARY memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER

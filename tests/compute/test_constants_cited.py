@@ -187,7 +187,7 @@ compute/float8_casts.py:FP8_CAST_BYTES compute/float8_casts.py:FP8_FORWARD_KERNE
 compute/float8_casts.py:FP8_TRANSPOSE_BYTES compute/float8_casts.py:FP8_WEIGHT_BACKWARD_KERNELS
 compute/float8_casts.py:FP8_WEIGHT_FORWARD_KERNELS
 compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
-compute/gemm.py:GROUPED_MM_CEILING compute/gemm.py:GROUPED_MM_CEILING_SM100 compute/gemm.py:GROUPED_MM_S_PER_GROUP
+compute/gemm.py:GROUPED_MM_CEILING compute/gemm.py:GROUPED_MM_CEILING_SM100
 compute/gemm.py:K_HALF compute/gemm.py:TILE_M compute/gemm.py:TILE_N compute/generation.py:PREFILL_TOKENS_PER_PASS
 compute/hybrid_engine.py:DS_OPT_DECODE_KERNELS_PER_LAYER compute/hybrid_engine.py:DS_TP_ALL_REDUCES_PER_LAYER
 compute/hybrid_engine.py:HF_GREEDY_STEP_KERNELS compute/inventory.py:ACTIVATION_BYTES

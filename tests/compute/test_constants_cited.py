@@ -177,9 +177,6 @@ compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN
 compute/continuous_batching.py:MIN_CHUNK_TOKENS compute/continuous_batching.py:_NONE
 compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL
-compute/cp_ring.py:BACKWARD_KERNELS_PER_HIGHER_STEP compute/cp_ring.py:BACKWARD_KERNELS_PER_LOWER_STEP
-compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL compute/cp_ring.py:FORWARD_KERNELS_PER_STEP
-compute/cp_ring.py:FORWARD_KERNELS_SETUP compute/cp_ring.py:RING_DTYPE_BYTES
 compute/decode_step.py:DECODE_KERNELS_PER_LAYER compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4
 compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S compute/expert_loop.py:LOOP_EXPERT_BACKWARD_BYTES
 compute/float8_casts.py:FP8_BACKWARD_KERNELS

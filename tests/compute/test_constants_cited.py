@@ -280,7 +280,7 @@ plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT plan/rank_buffers.py
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
 plan/rl_generation.py:SGLANG_NEWEST_RELEASE_READ
-plan/time.py:COMPILE_KERNEL_FACTOR plan/time.py:COMPILE_MEMORY_FACTOR plan/time.py:LLM_FOUNDRY_PRECOMPUTED_PADDING
+plan/time.py:COMPILE_KERNEL_FACTOR plan/time.py:COMPILE_MEMORY_FACTOR
 plan/time.py:PAGING_PASSES
 """.split())
 """Constants without a citation mark when this test was written (``package/module.py:NAME``), the model's known

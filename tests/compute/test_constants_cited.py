@@ -275,7 +275,7 @@ memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS
 memory/parallel.py:EP_FORWARD_ROW_TENSORS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT
 memory/phases.py:_PERIODS
 memory/stream_pools.py:ALL_GATHER memory/stream_pools.py:COMPUTE
-memory/stream_pools.py:REDUCE_SCATTER plan/fsdp_no_sync.py:VERL_NO_SYNC_SINCE
+memory/stream_pools.py:REDUCE_SCATTER
 plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT plan/rank_buffers.py:LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES

@@ -209,7 +209,12 @@ backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; fo
 operand once, a lower bound), +1 add net (+3,840 B/token = formula). The same lines (the ``torch.cat([..., q_pass])``
 rotary, the q / k / v slices of ``qkv``, the ``chunk`` of ``gate_up_proj``'s output) at
 huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py"""
+# Qwen (1.0)'s ``apply_rotary_pos_emb`` (mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068)
+# through flash-attn v2.3.3's ``apply_rotary`` (flash_attn/ops/triton/rotary.py l.190 @83aef842beec1037eb8c1d9c3ef3ed8aae80b091):
+# upcast, two table copies, the kernel, the cast back (the docstring below)
 FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 1 + 2 + 1 + 1
+# The same, backward: ``ApplyRotaryEmb.backward``'s ``do.clone()`` (flash_attn/layers/rotary.py l.79
+# @83aef842beec1037eb8c1d9c3ef3ed8aae80b091) besides the forward's ops
 FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 8.0 + 6.0, 1 + 1 + 2 + 1 + 1
 FLASH_ROTARY_STRIDED_BYTES = 6.0
 """flash-attn's Triton rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per
@@ -297,7 +302,10 @@ path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and retur
 that reads the input (2 bytes) and writes the output (2) and the bool mask (1) (pytorch/pytorch
 aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; aten/src/ATen/native/cuda/Dropout.cu
 ``native_dropout_cuda``, the same at torch 2.0). The unfused path (``bernoulli_`` of a noise tensor, ``div_``,
-``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter)."""
+``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter). The dispatch as first
+written, the same test and one fused kernel (then ``at::_fused_dropout``): pytorch/pytorch
+``aten/src/ATen/native/Dropout.cpp`` @03d697c503ed5184c9da924a34087c2c1ea6e811, ``is_fused_kernel_acceptable``:
+``input.is_cuda() && p > 0 && p < 1``."""
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
@@ -327,7 +335,11 @@ just written (4 + 4) are chained. Input side: ``x.to(fp32)``'s backward casts th
 just written back to bf16 (4 read, 2 written): its 4-byte read is chained, over the input chain's set (4 + 2 of
 ``FP32_LORA_CHAIN_INPUT_SET_BYTES``)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
+# AutoGPTQ's PyTorch unpacking, 4-bit: shift, to(int8), and_, ``weight - zeros``, ``scales * (...)`` (the docstring
+# below; auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py l.231-266 @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2)
 GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT = (0.5 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)
+# Those five and the zeros' shift, to(int8), and_, +1 (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py l.231-233
+# @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2)
 GPTQ_TORCH_DEQUANT_FORWARD_KERNELS = 9
 GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT = (0.5 + 4.0) + (1.0 + 1.0) + (1.0 + 2.0)
 """A GPTQ int4 linear through AutoGPTQ's ``qlinear_cuda_old`` QuantLinear at 128 or more input rows (``lora.dequant:
@@ -538,9 +550,14 @@ output = output * (1.0 + self.weight.float()); return output.type_as(x)`` (trans
 models/gemma2/modeling_gemma2.py l.58-63 ``Gemma2RMSNorm.forward``; the same in models/gemma/modeling_gemma.py,
 models/gemma3/modeling_gemma3.py and models/qwen3_5/modeling_qwen3_5.py l.844-849, whose q/k norms are the same
 class, l.766-767). The memory model's ``memory.activations.ZERO_CENTRED_NORM_FAMILIES``."""
+# ``output * (1.0 + self.weight.float())`` of ``Gemma2RMSNorm.forward`` (huggingface/transformers
+# @006e86931247d7bacf94ad00ada1fb6baf11e94b: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py); counted in the docstring below
 ZERO_CENTRED_NORM_FORWARD_BYTES, ZERO_CENTRED_NORM_FORWARD_KERNELS = 4.0, 2
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_BACKWARD_BYTES, ZERO_CENTRED_NORM_BACKWARD_KERNELS = 12.0, 1
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES, ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS = 4.0, 0
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_STRIDED_BYTES = 4.0
 """What a zero-centred RMSNorm adds per normalised element to ``NORM_BYTES`` / ``NORM_KERNELS``, read off the
 fake-tensor trace of a Gemma and a Llama layer of the same shape (bf16, full fine-tuning): forward, the weight's

@@ -336,7 +336,9 @@ def prime_rl_head_bytes(*, tokens: int, hidden_size: int, vocab_size: int, chunk
 
 MEGATRON_SOFTMAX_BYTES_PER_LOGIT = 4
 """Megatron-Core's vocab-parallel cross-entropy: the one fp32 copy of the local logits, turned into the softmax in
-place and saved for backward."""
+place and saved for backward (``vocab_parallel_logits.float()`` l.25, the in-place subtraction l.42, ``torch.exp(...,
+out=exp_logits)`` l.62, ``exp_logits.div_`` l.77, ``ctx.save_for_backward(exp_logits, ...)`` l.181:
+NVIDIA/Megatron-LM ``megatron/core/tensor_parallel/cross_entropy.py`` @d98e8a64ddf34856e74b24714e3bedb2f5a39553)."""
 
 
 def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
@@ -396,9 +398,11 @@ def nanotron_sharded_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_by
 
 
 FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
-"""flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses``."""
+"""flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses`` (three ``torch.empty(n_rows,
+dtype=torch.float)``, l.187-193 of https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py)."""
 FLASH_CE_ROW_SAVED_BYTES = 4
-"""The per-row fp32 ``lse`` saved for backward."""
+"""The per-row fp32 ``lse`` saved for backward (``ctx.save_for_backward(logits, lse, labels)``, l.246 of
+https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py; the logits are the caller's own)."""
 
 COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 """The compiled eager loss's per-row fp32 max and log-sum-exp, saved for backward (module doc)."""

@@ -171,7 +171,7 @@ compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.p
 compute/attention_time.py:WINDOW_MASK_KERNELS
 compute/attention_time.py:WINDOW_TILE_TOKENS compute/attention_time.py:_EFFICIENCY
 compute/attention_time.py:_FP8_ATTENTION_POINTS compute/attention_time.py:_HEAD_DIM_64
-compute/collectives.py:DDP_BUCKET_BYTES compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
+compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
 compute/collectives.py:SLOWEST_RANK_SIGMA
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN

@@ -154,7 +154,9 @@ fit 10.81 %, held-out 10.23 % (training 9.66 / 8.95 %). 0.96 alone: fit 11.12 %,
 10.11 / 8.94 %). A compute slowdown cannot slow a collective-bound span, which is where 0.96 is too fast; an HBM
 contention term (the collective's bus bytes passing HBM two to three times, issue #1428) is the next candidate."""
 DDP_BUCKET_BYTES = 25 * 2**20
-"""torch DDP's default ``bucket_cap_mb=25`` (MiB)."""
+"""torch DDP's default ``bucket_cap_mb=25`` (MiB): ``self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)``,
+pytorch/pytorch ``torch/nn/parallel/distributed.py`` @0028a164b2c000670e756008243689d9233e1a05
+(``DistributedDataParallel.__init__``)."""
 
 
 def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float,

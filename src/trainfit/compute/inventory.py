@@ -278,7 +278,11 @@ write 2 bytes per element, one launch, and the same again in backward (its gradi
 scalar). Per layer two (the residual multiplier on the attention and the MLP outputs), on the head one over the logits
 (``logits / logits_scaling``) and on the embedding one. Counted on a traced 4-layer Granite against the same-shaped
 Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and backward +2 ``mul`` and +4,096 B/token each;
-head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
+head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way.
+The multiplies in the code: ``residual + hidden_states * self.residual_multiplier`` twice in
+``GraniteDecoderLayer.forward`` and ``inputs_embeds * self.embedding_multiplier`` in ``GraniteModel.forward``
+(huggingface/transformers @00aca8155c457c087b7a14160f335fe8e40afc0c:
+https://github.com/huggingface/transformers/blob/00aca8155c457c087b7a14160f335fe8e40afc0c/src/transformers/models/granite/modeling_granite.py)."""
 # ``act_fn(gate_proj(x)) * up_proj(x)``: silu 2 + 2, mul 2 + 2 + 2 bytes per element of I, two kernels (``LlamaMLP``,
 # huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2

@@ -261,7 +261,10 @@ bf16, hidden 512, 8 heads, 4 KV heads, head_dim 64, partial_rotary_factor 0.5, p
 * backward: the cat's gradient is two views; the rotated and the passed slice of q and of k each take a
   ``slice_backward`` (fill and copy: 2 launches, Phi-3's ``FUSED_ROTARY_SLICE_BACKWARD_BYTES`` each) and an add sums
   the two (``FUSED_ROTARY_PASS_ADD_BYTES``): 4 slice_backward and 2 adds more than Llama (traced: +4
-  slice_backward, +2 add)."""
+  slice_backward, +2 add).
+The same ``apply_rotary_pos_emb`` (``q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]``, ``torch.cat([q_embed,
+q_pass], dim=-1)``) at huggingface/transformers @000c33fdfde12e1ffafbfcdb3c926df5727a00b6:
+https://github.com/huggingface/transformers/blob/000c33fdfde12e1ffafbfcdb3c926df5727a00b6/src/transformers/models/glm4_moe/modeling_glm4_moe.py"""
 FUSED_GATE_UP_INPUT_GRAD_SUM_BYTES, FUSED_GATE_UP_BACKWARD_KERNELS = 6.0, 0
 """GLM-4's one ``gate_up_proj`` (``ModelSpec.fused_gate_up``; transformers v5.24.0 models/glm4/modeling_glm4.py
 l.54-62, ``chunk(2)``) with separate q / k / v: of Phi-3's ``FUSED_*`` backward only the MLP's part, the chunk's

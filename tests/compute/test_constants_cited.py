@@ -246,7 +246,7 @@ compute/te_host.py:KERNELS_PER_CALL
 compute/traced.py:_BYTES
 memory/activations.py:DROPOUT_MASK_BYTES
 memory/activations.py:QWEN3_5_PARTIAL_ROTARY memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER
-memory/arch_activations.py:GELU_NEW_SAVED memory/arch_activations.py:LAYERNORM_STATS_BYTES
+memory/arch_activations.py:LAYERNORM_STATS_BYTES
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
 memory/attention.py:HF_SDPA_CONTIGUOUS memory/attention.py:SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE

@@ -250,7 +250,6 @@ memory/arch_activations.py:LAYERNORM_STATS_BYTES
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
 memory/attention.py:HF_SDPA_CONTIGUOUS memory/attention.py:SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
-memory/fp8.py:FP8_TENSORS_PER_LINEAR
 memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT
 memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
 memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT

@@ -164,13 +164,13 @@ UNIT_REASONS = frozenset({"dtype width", "bytes per GiB", "bytes per GB", "bit p
 """The only reasons a constant may go without a source."""
 
 UNCITED_DEBT = frozenset("""
-compute/attention_time.py:BACKWARD_FLOPS_FACTOR compute/attention_time.py:BASE_HEAD_DIM
+compute/attention_time.py:BASE_HEAD_DIM
 compute/attention_time.py:EXP_EXPOSED_FRACTION compute/attention_time.py:EXP_REFERENCE_PER_CLOCK_PER_SM
 compute/attention_time.py:FP8_ATTENTION_BACKWARD_KERNELS compute/attention_time.py:FP8_ATTENTION_ELEMENT_BYTES
 compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.py:SEQ_HALF
 compute/attention_time.py:WINDOW_MASK_KERNELS
-compute/attention_time.py:WINDOW_TILE_TOKENS compute/attention_time.py:_EFFICIENCY
-compute/attention_time.py:_FP8_ATTENTION_POINTS compute/attention_time.py:_HEAD_DIM_64
+compute/attention_time.py:_EFFICIENCY
+compute/attention_time.py:_HEAD_DIM_64
 compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
 compute/collectives.py:SLOWEST_RANK_SIGMA
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE

@@ -165,7 +165,7 @@ UNIT_REASONS = frozenset({"dtype width", "bytes per GiB", "bytes per GB", "bit p
 
 UNCITED_DEBT = frozenset("""
 compute/attention_time.py:BASE_HEAD_DIM
-compute/attention_time.py:EXP_EXPOSED_FRACTION compute/attention_time.py:EXP_REFERENCE_PER_CLOCK_PER_SM
+compute/attention_time.py:EXP_EXPOSED_FRACTION
 compute/attention_time.py:FP8_ATTENTION_BACKWARD_KERNELS compute/attention_time.py:FP8_ATTENTION_ELEMENT_BYTES
 compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.py:SEQ_HALF
 compute/attention_time.py:WINDOW_MASK_KERNELS

@@ -381,7 +381,9 @@ NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra
 https://developer.nvidia.com/blog/making-softmax-more-efficient-with-nvidia-blackwell-ultra/, read 2026-12-03)."""
 EXP_REFERENCE_PER_CLOCK_PER_SM = {"10": 16.0}
 """The exponential rate the architecture's attention rates above were set at (sm_100's: the ``auto`` and stated
-Blackwell rates are B200 figures)."""
+Blackwell rates are B200 figures): B200's 16 ``MUFU`` exponentials per clock per SM, the FlashAttention-4 paper's
+feeds and speeds (arXiv:2603.05451; its authors' post: the SFU count unchanged from H100 to B200,
+https://www.together.ai/blog/flashattention-4)."""
 EXP_EXPOSED_FRACTION = 0.5
 """Share of a kernel's exponential time not hidden behind its tensor-core work (``exp_unit_time_factor``)."""
 

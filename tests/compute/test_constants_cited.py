@@ -260,7 +260,7 @@ memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:TRL_TOKEN_CHUNK memory/logits.py:TRL_VOCAB_CHUNK
 memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:NF4_CODES
 memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS
-memory/parallel.py:EP_FORWARD_ROW_TENSORS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT
+memory/parallel.py:EP_FORWARD_ROW_TENSORS
 memory/phases.py:_PERIODS
 memory/stream_pools.py:ALL_GATHER memory/stream_pools.py:COMPUTE
 memory/stream_pools.py:REDUCE_SCATTER

@@ -245,7 +245,7 @@ compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:FORWARD_KERNELS_PER_
 compute/te_host.py:KERNELS_PER_CALL
 compute/traced.py:_BYTES
 memory/activations.py:DROPOUT_MASK_BYTES
-memory/activations.py:QWEN3_5_PARTIAL_ROTARY memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER
+memory/activations.py:QWEN3_5_PARTIAL_ROTARY
 memory/arch_activations.py:LAYERNORM_STATS_BYTES
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE

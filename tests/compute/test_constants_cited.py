@@ -236,7 +236,6 @@ compute/rates.py:ENGINE_S_PER_STEP compute/rates.py:ENGINE_V0_S_PER_SEQUENCE com
 compute/rates.py:HF_ROOT_MODULES
 compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:HOST_S_PER_FORWARD_KERNEL
 compute/rates.py:POWER_CLOCK_EXPONENT compute/rates.py:ZERO3_MODULE_BACKWARD_HOST_S
-compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/reference_swap.py:S_PER_BLOCKING_COPY compute/response_lengths.py:DEFAULT_QUANTILES
 compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:NEMO_RL_BRIDGE_SINCE compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES

@@ -227,8 +227,8 @@ compute/moe_time.py:EXPERT_BIAS_FORWARD_BYTES compute/moe_time.py:EXPERT_BIAS_FO
 compute/moe_time.py:EXPERT_PROJECTIONS compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES
 compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR
 compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
-compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
-compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
+compute/optimizer_time.py:CLIP_KERNELS
+compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
 compute/optimizer_time.py:STATE_COUNT
 compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_SEQUENCE

@@ -199,9 +199,6 @@ compute/inventory.py:FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES compute/inventory.p
 compute/inventory.py:FP32_LORA_CHAINED_INPUT_BYTES compute/inventory.py:FP32_LORA_CHAINED_OUTPUT_BYTES
 compute/inventory.py:FP32_LORA_CHAIN_INPUT_SET_BYTES compute/inventory.py:FP32_LORA_CHAIN_OUTPUT_SET_BYTES
 compute/inventory.py:FP32_LORA_INPUT_BYTES compute/inventory.py:FP32_LORA_OUTPUT_BYTES
-compute/inventory.py:FUSED_QKV_INPUT_GRAD_SUM_BYTES compute/inventory.py:FUSED_QKV_INPUT_GRAD_SUM_KERNELS
-compute/inventory.py:FUSED_QKV_SPLIT_BACKWARD_BYTES
-compute/inventory.py:FUSED_QKV_SPLIT_BACKWARD_KERNELS
 compute/inventory.py:INTERLEAVED_ROTARY_FORWARD_KERNELS
 compute/inventory.py:LAYER_NORM_BYTES compute/inventory.py:LAYER_NORM_KERNELS
 compute/inventory.py:LORA_BACKWARD_BYTES_FACTOR compute/inventory.py:LORA_BACKWARD_KERNEL_FACTOR

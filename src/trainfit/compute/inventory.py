@@ -239,12 +239,17 @@ Null result (2026-12-03): these counts raise the host-bound Qwen README LoRA cel
 ``torch.arange`` cu_seqlens per layer at micro-batch 1 where the Llama-read glue counts two copies
 (``ATTENTION_GLUE_KERNELS``), the same launches (its bytes are fewer: q / k are the rotary's token-major outputs, v
 a view, the output a view)."""
+# ``query, key, value = mixed_x_layer.split(self.split_size, dim=2)`` after ``self.c_attn(hidden_states)`` in Qwen (1.0)'s
+# ``QWenAttention.forward`` (mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068): its
+# backward is one cat of the three gradients (the docstring below)
 FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
 FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
 """A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM
 for three: backward, ``split_with_sizes``' gradient is one ``cat`` of the q, k and v gradients (2 + 2 bytes per
 element of q + 2 kv, 1 kernel), and one input gradient replaces the three of separate projections, whose two adds
-(6 bytes per hidden element each, 2 kernels) the Llama-read ``BACKWARD_BYTES_FACTOR`` carries: taken off."""
+(6 bytes per hidden element each, 2 kernels) the Llama-read ``BACKWARD_BYTES_FACTOR`` carries: taken off. The one
+``c_attn`` and its ``split``: mapengAdam/qianwen-72B modeling_qwen.py ``QWenAttention.forward``
+@3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 (a copy of the Qwen-72B repository)."""
 ROTARY_CAT_FORWARD_KERNELS = FUSED_FORWARD_KERNELS
 ROTARY_CAT_BACKWARD_BYTES = 2 * FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES
 ROTARY_CAT_BACKWARD_KERNELS = 2 * 2 * 2 + 2

@@ -237,8 +237,7 @@ compute/reference_swap.py:S_PER_BLOCKING_COPY compute/response_lengths.py:DEFAUL
 compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:NEMO_RL_BRIDGE_SINCE compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
 compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_SKYRL_WEIGHT_REQUEST
-compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:FORWARD_KERNELS_PER_CALL
-compute/te_host.py:KERNELS_PER_CALL
+compute/sync.py:S_PER_TENSOR_SGLANG_LOAD
 compute/traced.py:_BYTES
 memory/activations.py:DROPOUT_MASK_BYTES
 memory/activations.py:QWEN3_5_PARTIAL_ROTARY

@@ -99,10 +99,15 @@ TE_FORWARD_HOST_S_GRACE = {
 same table (the "before" figures, module docstring; https://github.com/NVIDIA/TransformerEngine/pull/3523)."""
 KERNELS_PER_CALL = {"linear": 2, "layernorm_linear": 3}
 """Kernels of one call's backward that the per-kernel backward rate already charges: dgrad and wgrad GEMMs,
-and a ``LayerNormLinear``'s norm backward."""
+and a ``LayerNormLinear``'s norm backward (NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+``transformer_engine/pytorch/module/linear.py`` ``general_gemm`` l.1086 and l.1285;
+``transformer_engine/pytorch/module/layernorm_linear.py`` l.862, l.1063 and ``tex.layernorm_bwd`` /
+``tex.rmsnorm_bwd`` l.1142-1153)."""
 FORWARD_KERNELS_PER_CALL = {"linear": 1, "layernorm_linear": 2}
 """Kernels of one call's forward that the per-kernel forward rate already charges: the GEMM, and a
-``LayerNormLinear``'s norm."""
+``LayerNormLinear``'s norm (NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+``transformer_engine/pytorch/module/linear.py`` ``general_gemm`` l.536;
+``transformer_engine/pytorch/module/layernorm_linear.py`` ``apply_normalization`` l.257 and ``general_gemm`` l.410)."""
 
 
 def quantized_extra_kernels(casts: CastTraffic | None) -> dict[str, int]:

@@ -208,8 +208,6 @@ compute/inventory.py:NF4_DEQUANT_BYTES_PER_WEIGHT
 compute/inventory.py:NORM_CHAIN_BACKWARD_BYTES compute/inventory.py:NORM_CHAIN_FORWARD_BYTES
 compute/inventory.py:NORM_KERNELS
 compute/inventory.py:ROTARY_BYTES compute/inventory.py:ROTARY_KERNELS
-compute/inventory.py:TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP
-compute/inventory.py:TE_A2A_THD_KERNELS_PER_CALL compute/inventory.py:TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP
 compute/inventory.py:THD_ROPE_BACKWARD_KERNELS_PER_CALL compute/inventory.py:THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE
 compute/inventory.py:THD_ROPE_FORWARD_KERNELS_PER_CALL compute/inventory.py:THD_ROPE_FORWARD_SYNCS_PER_CALL
 compute/moe_time.py:AUTOMODEL_FC1_BIAS_BYTES

@@ -1050,8 +1050,15 @@ second on out and dq, dk, dv (l.4045, 4191, 4383, 4543). Kernels per sequence: 1
 10·cp (after), 4 more per call each; host syncs: 4·cp per sequence each (each ``arange`` reads its two 0-d bounds
 back). Measured, not fitted: ``tools/measure_thd_rope_ops.py`` ``measure_a2a`` runs the functions copied from that
 commit on CPU at 1, 2, 5 and 10 sequences and cp 2 and 4 (exactly linear)."""
+# ``reorder_seq_chunks_before_a2a_after_attn_thd``: per sequence and rank two ``torch.arange`` whose bounds are 0-d
+# ``cu_seqlens`` arithmetic (a mul and an add each): 10 kernels (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-361
+# @2e559f062497bef768dfbe9d7e45548fadeca80a; the same measurement as the docstring above)
 TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 10.0
+# Per call of either reorder: the ``cu_seqlens`` slice sizes (two kernels), the ``torch.cat`` of the indices and the
+# ``index_select`` (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-436 @2e559f062497bef768dfbe9d7e45548fadeca80a)
 TE_A2A_THD_KERNELS_PER_CALL = 4.0
+# Each ``torch.arange`` reads its two 0-d device bounds back: two per arange, two aranges per sequence and rank
+# (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-436 @2e559f062497bef768dfbe9d7e45548fadeca80a)
 TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP = 4.0
 
 

@@ -243,12 +243,10 @@ memory/arch_activations.py:LAYERNORM_STATS_BYTES
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
 memory/attention.py:HF_SDPA_CONTIGUOUS memory/attention.py:SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
-memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT
+memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS
 memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
-memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
-memory/logits.py:HF_LOSS_FUNCTION_DEFAULT memory/logits.py:KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:RETAINED_BYTES_PER_LOGIT
+memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
+memory/logits.py:HF_LOSS_FUNCTION_DEFAULT
 memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:TRL_TOKEN_CHUNK memory/logits.py:TRL_VOCAB_CHUNK
 memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:NF4_CODES

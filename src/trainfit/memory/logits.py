@@ -121,23 +121,32 @@ from typing import Any, NamedTuple
 from trainfit.spec.card import pin_before
 
 FORWARD_PEAK_BYTES_PER_LOGIT = 10
-"""bf16 logits + fp32 upcast + fp32 log-softmax output."""
+"""bf16 logits + fp32 upcast + fp32 log-softmax output: ``ForCausalLMLoss`` takes ``logits = logits.float()`` and
+``nn.functional.cross_entropy`` of that copy (log-softmax, then the NLL), huggingface/transformers
+@0114da07ec0e101b420a923dedeb6032b6ac3a44: https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py"""
 FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT = 8
 """A model whose logits are fp32 already (loaded and run in float32 without autocast, e.g. a QLoRA model with
 ``precision.nf4_compute_dtype`` fp32): the logits (4) and the log-softmax output (4); the loss's ``.float()`` returns
 the same tensor (torch ``Tensor.float`` on a float32 tensor), so there is no upcast copy. Checked against the
-fake-tensor trace (tests/trace/test_qlora_grid.py, the fp32-loaded cells)."""
+fake-tensor trace (tests/trace/test_qlora_grid.py, the fp32-loaded cells). The loss's ``logits = logits.float()``:
+https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44."""
 RETAINED_BYTES_PER_LOGIT = 4
-"""fp32 log-softmax output saved for backward."""
+"""fp32 log-softmax output saved for backward (the ``cross_entropy`` of ``ForCausalLMLoss``'s fp32 copy:
+https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44)."""
 BACKWARD_PEAK_BYTES_PER_LOGIT = 12
-"""saved log-softmax output + its fp32 gradient + the fp32 input gradient."""
+"""saved log-softmax output + its fp32 gradient + the fp32 input gradient (the backward of ``cross_entropy`` on
+``ForCausalLMLoss``'s fp32 copy, https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44)."""
 HELD_LOGITS_BYTES_PER_LOGIT = 2
 """bf16 logits kept alive by a caller that holds ``outputs.logits``."""
 KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT = 8
 """``loop.kept_output_dtype: fp32`` (prime-rl's SFT loop): the loop's fp32 copy (4) and the saved log-softmax output
 (4) at the loss; the bf16 logits are freed before the log-softmax runs, and ``CrossEntropyLoss`` on fp32 logits makes no
 copy of its own. The copy itself is ``StepTerms.kept_output`` after the forward. Checked against the fake-tensor trace
-(``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py)."""
+(``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py). The code: the model's ``forward``
+returns ``cast_float_and_contiguous(PrimeLmOutput(logits=out.logits))`` (``tensor.float().contiguous()``), and the SFT
+step takes ``ce_loss(logits.view(-1, V), ...)`` on that copy (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/model.py#L492-L494,
+models/layers/lm_head.py l.21-32, sft/train.py l.246-252)."""
 SOFTCAP_FAMILIES = frozenset({"gemma2"})
 """Families whose config sets ``final_logit_softcapping`` (applied in the model's forward)."""
 

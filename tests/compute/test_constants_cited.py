@@ -164,37 +164,27 @@ UNIT_REASONS = frozenset({"dtype width", "bytes per GiB", "bytes per GB", "bit p
 """The only reasons a constant may go without a source."""
 
 UNCITED_DEBT = frozenset("""
-compute/attention_time.py:BACKWARD_FLOPS_FACTOR compute/attention_time.py:BASE_HEAD_DIM
-compute/attention_time.py:EXP_EXPOSED_FRACTION compute/attention_time.py:EXP_REFERENCE_PER_CLOCK_PER_SM
+compute/attention_time.py:BASE_HEAD_DIM
+compute/attention_time.py:EXP_EXPOSED_FRACTION
 compute/attention_time.py:FP8_ATTENTION_BACKWARD_KERNELS compute/attention_time.py:FP8_ATTENTION_ELEMENT_BYTES
 compute/attention_time.py:FP8_ATTENTION_FORWARD_KERNELS compute/attention_time.py:SEQ_HALF
-compute/attention_time.py:TF32_TO_BF16_TENSOR_RATE compute/attention_time.py:WINDOW_MASK_KERNELS
-compute/attention_time.py:WINDOW_TILE_TOKENS compute/attention_time.py:_EFFICIENCY
-compute/attention_time.py:_FP8_ATTENTION_POINTS compute/attention_time.py:_HEAD_DIM_64
-compute/collectives.py:DDP_BUCKET_BYTES compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
-compute/collectives.py:NCCL_LL_MAX_BUS_BYTES_PER_S compute/collectives.py:SLOWEST_RANK_SIGMA
-compute/collectives.py:_NCCL_BASE_LAT_US compute/collectives.py:_NCCL_BUS_FACTOR
-compute/collectives.py:_NCCL_NET_HOP_US compute/collectives.py:_NCCL_NET_OVERHEAD_US
-compute/collectives.py:_NCCL_NVLINK_HOP_US compute/collectives.py:_NCCL_PCI_HOP_US
+compute/attention_time.py:WINDOW_MASK_KERNELS
+compute/attention_time.py:_EFFICIENCY
+compute/attention_time.py:_HEAD_DIM_64
+compute/collectives.py:NANOTRON_ZERO1_GATHER_COPY_HOST_S
+compute/collectives.py:SLOWEST_RANK_SIGMA
 compute/continuous_batching.py:JUMP_FORCE_PERIODS compute/continuous_batching.py:JUMP_TOLERANCE
 compute/continuous_batching.py:MAX_CHUNKS_PER_LENGTH compute/continuous_batching.py:MIN_CHUNKS_PER_MEAN
 compute/continuous_batching.py:MIN_CHUNK_TOKENS compute/continuous_batching.py:_NONE
-compute/controller_transfer.py:DATAPROTO_DESERIALIZE_BYTES_PER_S
-compute/controller_transfer.py:LOGPROB_BYTES_PER_TOKEN compute/controller_transfer.py:NEMO_RL_PUT_ONCE_SINCE
-compute/controller_transfer.py:RAY_PICKLE_BYTES_PER_S compute/controller_transfer.py:RAY_UNPICKLE_BYTES_PER_S
-compute/controller_transfer.py:TRAIN_BYTES_PER_TOKEN compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL
-compute/cp_ring.py:BACKWARD_KERNELS_PER_HIGHER_STEP compute/cp_ring.py:BACKWARD_KERNELS_PER_LOWER_STEP
-compute/cp_ring.py:FORWARD_KERNELS_DIAGONAL compute/cp_ring.py:FORWARD_KERNELS_PER_STEP
-compute/cp_ring.py:FORWARD_KERNELS_SETUP compute/cp_ring.py:RING_DTYPE_BYTES
+compute/cp_ring.py:BACKWARD_KERNELS_DIAGONAL
 compute/decode_step.py:DECODE_KERNELS_PER_LAYER compute/decode_step.py:SGLANG_GRAPH_MAX_BS_0_4
 compute/engine_hosts.py:RAY_CGRAPH_CROSS_NODE_EXECUTIONS_PER_S compute/expert_loop.py:LOOP_EXPERT_BACKWARD_BYTES
-compute/float8_all_gather.py:PRECOMPUTE_KERNELS compute/float8_casts.py:EAGER_AMAX_KERNELS
-compute/float8_casts.py:EAGER_CAST_KERNELS compute/float8_casts.py:FP8_BACKWARD_KERNELS
+compute/float8_casts.py:FP8_BACKWARD_KERNELS
 compute/float8_casts.py:FP8_CAST_BYTES compute/float8_casts.py:FP8_FORWARD_KERNELS
 compute/float8_casts.py:FP8_TRANSPOSE_BYTES compute/float8_casts.py:FP8_WEIGHT_BACKWARD_KERNELS
-compute/float8_casts.py:FP8_WEIGHT_FORWARD_KERNELS compute/float8_casts.py:NVFP4_COPY_BYTES
-compute/float8_casts.py:TORCHAO_COMPILED_AMAX_KERNELS compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
-compute/gemm.py:GROUPED_MM_CEILING compute/gemm.py:GROUPED_MM_CEILING_SM100 compute/gemm.py:GROUPED_MM_S_PER_GROUP
+compute/float8_casts.py:FP8_WEIGHT_FORWARD_KERNELS
+compute/gemm.py:FP32_TILE_M compute/gemm.py:FP32_TILE_N
+compute/gemm.py:GROUPED_MM_CEILING compute/gemm.py:GROUPED_MM_CEILING_SM100
 compute/gemm.py:K_HALF compute/gemm.py:TILE_M compute/gemm.py:TILE_N compute/generation.py:PREFILL_TOKENS_PER_PASS
 compute/hybrid_engine.py:DS_OPT_DECODE_KERNELS_PER_LAYER compute/hybrid_engine.py:DS_TP_ALL_REDUCES_PER_LAYER
 compute/hybrid_engine.py:HF_GREEDY_STEP_KERNELS compute/inventory.py:ACTIVATION_BYTES
@@ -203,55 +193,24 @@ compute/inventory.py:ATTENTION_GLUE_KERNELS compute/inventory.py:BACKWARD_BYTES_
 compute/inventory.py:BACKWARD_KERNEL_FACTOR compute/inventory.py:BIAS_GRAD_BYTES
 compute/inventory.py:COMPILED_CE_BACKWARD_BYTES compute/inventory.py:COMPILED_CE_FORWARD_BYTES
 compute/inventory.py:EAGER_SCORE_BACKWARD_BYTES compute/inventory.py:EAGER_SCORE_FORWARD_BYTES
-compute/inventory.py:EMBED_BACKWARD_BYTES_PER_WEIGHT compute/inventory.py:FLASH_CE_BACKWARD_BYTES
-compute/inventory.py:FLASH_CE_BACKWARD_KERNELS compute/inventory.py:FLASH_CE_FORWARD_BYTES
-compute/inventory.py:FLASH_CE_FORWARD_KERNELS compute/inventory.py:FLASH_ROTARY_BACKWARD_BYTES
-compute/inventory.py:FLASH_ROTARY_BACKWARD_KERNELS compute/inventory.py:FLASH_ROTARY_FORWARD_BYTES
-compute/inventory.py:FLASH_ROTARY_FORWARD_KERNELS compute/inventory.py:FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES
+compute/inventory.py:EMBED_BACKWARD_BYTES_PER_WEIGHT
+compute/inventory.py:FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES
 compute/inventory.py:FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES compute/inventory.py:FP32_LORA_CHAINED_BASE_OUTPUT_BYTES
 compute/inventory.py:FP32_LORA_CHAINED_INPUT_BYTES compute/inventory.py:FP32_LORA_CHAINED_OUTPUT_BYTES
 compute/inventory.py:FP32_LORA_CHAIN_INPUT_SET_BYTES compute/inventory.py:FP32_LORA_CHAIN_OUTPUT_SET_BYTES
 compute/inventory.py:FP32_LORA_INPUT_BYTES compute/inventory.py:FP32_LORA_OUTPUT_BYTES
-compute/inventory.py:FP32_NORM_CAST_BYTES compute/inventory.py:FP32_NORM_CAST_KERNELS
-compute/inventory.py:FUSED_BACKWARD_KERNELS compute/inventory.py:FUSED_CHUNK_CAT_BACKWARD_BYTES
-compute/inventory.py:FUSED_FORWARD_KERNELS compute/inventory.py:FUSED_QKV_GRAD_SUM_BYTES
-compute/inventory.py:FUSED_QKV_INPUT_GRAD_SUM_BYTES compute/inventory.py:FUSED_QKV_INPUT_GRAD_SUM_KERNELS
-compute/inventory.py:FUSED_QKV_OUTPUT_COPY_BYTES compute/inventory.py:FUSED_QKV_ROTARY_CAT_BYTES
-compute/inventory.py:FUSED_QKV_SLICE_BACKWARD_BYTES compute/inventory.py:FUSED_QKV_SPLIT_BACKWARD_BYTES
-compute/inventory.py:FUSED_QKV_SPLIT_BACKWARD_KERNELS compute/inventory.py:FUSED_ROTARY_PASS_ADD_BYTES
-compute/inventory.py:FUSED_ROTARY_SLICE_BACKWARD_BYTES compute/inventory.py:FUSED_SAVED_INPUT_GRAD_SUM_BYTES
-compute/inventory.py:GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT
-compute/inventory.py:GPTQ_TORCH_DEQUANT_FORWARD_KERNELS compute/inventory.py:INTERLEAVED_ROTARY_FORWARD_KERNELS
+compute/inventory.py:INTERLEAVED_ROTARY_FORWARD_KERNELS
 compute/inventory.py:LAYER_NORM_BYTES compute/inventory.py:LAYER_NORM_KERNELS
 compute/inventory.py:LORA_BACKWARD_BYTES_FACTOR compute/inventory.py:LORA_BACKWARD_KERNEL_FACTOR
-compute/inventory.py:LORA_DROPOUT_BYTES compute/inventory.py:LORA_DROPOUT_KERNELS
-compute/inventory.py:LORA_ELEMENTWISE_BYTES compute/inventory.py:LORA_EXTRA_KERNELS
 compute/inventory.py:LOSS_BACKWARD_BYTES compute/inventory.py:LOSS_FORWARD_BYTES
-compute/inventory.py:LOSS_INPUT_COPY_BACKWARD_BYTES compute/inventory.py:LOSS_INPUT_COPY_BACKWARD_KERNELS
-compute/inventory.py:LOSS_INPUT_COPY_FORWARD_BYTES compute/inventory.py:LOSS_INPUT_COPY_FORWARD_KERNELS
 compute/inventory.py:MOE_DISPATCH_KERNELS compute/inventory.py:NEMO_RL_LOGPROB_FIXED_KERNELS
-compute/inventory.py:NF4_DEQUANT_BYTES_PER_WEIGHT compute/inventory.py:NORM_BACKWARD_CHAINED_SHARE
-compute/inventory.py:NORM_BACKWARD_CHAINED_STRIDED_SHARE compute/inventory.py:NORM_BYTES
-compute/inventory.py:NORM_CHAINED_BYTES compute/inventory.py:NORM_CHAINED_STRIDED_BYTES
+compute/inventory.py:NF4_DEQUANT_BYTES_PER_WEIGHT
 compute/inventory.py:NORM_CHAIN_BACKWARD_BYTES compute/inventory.py:NORM_CHAIN_FORWARD_BYTES
-compute/inventory.py:NORM_KERNELS compute/inventory.py:NORM_STRIDED_BYTES compute/inventory.py:PAD_BACKWARD_BYTES
-compute/inventory.py:PAD_BYTES compute/inventory.py:PRIME_HEAD_BACKWARD_BYTES
-compute/inventory.py:PRIME_HEAD_BACKWARD_FIXED_KERNELS compute/inventory.py:PRIME_HEAD_BACKWARD_FIXED_SYNCS
-compute/inventory.py:PRIME_HEAD_FORWARD_BYTES compute/inventory.py:PRIME_HEAD_FORWARD_FIXED_KERNELS
-compute/inventory.py:PRIME_HEAD_GRAD_ACCUMULATE_BYTES compute/inventory.py:RESIDUAL_BYTES
-compute/inventory.py:ROTARY_BYTES compute/inventory.py:ROTARY_CAT_BACKWARD_KERNELS compute/inventory.py:ROTARY_KERNELS
-compute/inventory.py:SCALAR_MULTIPLIER_BYTES compute/inventory.py:SCALAR_MULTIPLIER_KERNELS
-compute/inventory.py:SWIGLU_BYTES compute/inventory.py:SWIGLU_KERNELS
-compute/inventory.py:TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP
-compute/inventory.py:TE_A2A_THD_KERNELS_PER_CALL compute/inventory.py:TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP
+compute/inventory.py:NORM_KERNELS
+compute/inventory.py:ROTARY_BYTES compute/inventory.py:ROTARY_KERNELS
 compute/inventory.py:THD_ROPE_BACKWARD_KERNELS_PER_CALL compute/inventory.py:THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE
 compute/inventory.py:THD_ROPE_FORWARD_KERNELS_PER_CALL compute/inventory.py:THD_ROPE_FORWARD_SYNCS_PER_CALL
-compute/inventory.py:UNPAD_GATHER_BACKWARD_BYTES compute/inventory.py:UNPAD_GATHER_BYTES
-compute/inventory.py:ZERO_CENTRED_NORM_BACKWARD_BYTES compute/inventory.py:ZERO_CENTRED_NORM_BACKWARD_KERNELS
-compute/inventory.py:ZERO_CENTRED_NORM_FORWARD_BYTES compute/inventory.py:ZERO_CENTRED_NORM_FORWARD_KERNELS
-compute/inventory.py:ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES
-compute/inventory.py:ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS compute/inventory.py:ZERO_CENTRED_NORM_STRIDED_BYTES
-compute/kbit_upcast.py:KBIT_WEIGHT_CAST_KERNELS compute/moe_time.py:AUTOMODEL_FC1_BIAS_BYTES
+compute/moe_time.py:AUTOMODEL_FC1_BIAS_BYTES
 compute/moe_time.py:AUTOMODEL_FC1_BIAS_KERNELS compute/moe_time.py:AUTOMODEL_FC2_BIAS_BYTES
 compute/moe_time.py:AUTOMODEL_FC2_BIAS_KERNELS compute/moe_time.py:AUTOMODEL_FC2_BIAS_KERNELS_NO_PROBS_GRAD
 compute/moe_time.py:CHUNK_SORT_KERNELS compute/moe_time.py:CLAMPED_GLU_BACKWARD_BYTES
@@ -261,59 +220,46 @@ compute/moe_time.py:DISPATCH_PREPROCESS_KERNELS compute/moe_time.py:EXPERT_BIAS_
 compute/moe_time.py:EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT compute/moe_time.py:EXPERT_BIAS_CAT_KERNELS
 compute/moe_time.py:EXPERT_BIAS_FORWARD_BYTES compute/moe_time.py:EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT
 compute/moe_time.py:EXPERT_PROJECTIONS compute/moe_time.py:SIGMOID_ROUTER_INPUT_CAST_BYTES
-compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR compute/offload.py:DS_HOST_EXTRA_BYTES_PER_PARAM
-compute/offload.py:DS_SYNCS_PER_TENSOR compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
-compute/optimizer_time.py:CLIP_KERNELS compute/optimizer_time.py:FOREACH_OPS
-compute/optimizer_time.py:FOR_LOOP_OPS_PER_TENSOR compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
-compute/optimizer_time.py:STATE_COUNT compute/rates.py:BACKWARD_OP_RATIO compute/rates.py:DEFAULT_MAMF_FRACTION
-compute/rates.py:DEFAULT_SM_COUNT compute/rates.py:DEVICE_S_PER_KERNEL_MIN
+compute/offload.py:DS_BOUNDARY_KERNELS_PER_TENSOR
+compute/offload.py:FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE
+compute/optimizer_time.py:CLIP_KERNELS
+compute/optimizer_time.py:MULTI_PASS_BYTES_FACTOR
+compute/optimizer_time.py:STATE_COUNT
+compute/rates.py:DEVICE_S_PER_KERNEL_MIN
 compute/rates.py:EAGER_DECODE_FORWARDS_PER_REQUEST compute/rates.py:ENGINE_S_PER_SEQUENCE
 compute/rates.py:ENGINE_S_PER_STEP compute/rates.py:ENGINE_V0_S_PER_SEQUENCE compute/rates.py:FSDP_UNIT_FORWARD_HOST_S
-compute/rates.py:HF_ROOT_MODULES compute/rates.py:HOPPER_FP8_PRECISE_OVER_FAST
+compute/rates.py:HF_ROOT_MODULES
 compute/rates.py:HOST_S_PER_BACKWARD_KERNEL compute/rates.py:HOST_S_PER_FORWARD_KERNEL
 compute/rates.py:POWER_CLOCK_EXPONENT compute/rates.py:ZERO3_MODULE_BACKWARD_HOST_S
-compute/rates.py:_FP8_PRECISE_ACCUMULATION_FRACTION compute/rates.py:_MAMF_FRACTION
-compute/reference_swap.py:BLOCKING_COPIES_PER_SWAP compute/reference_swap.py:COPIES_PER_SWAP
 compute/reference_swap.py:S_PER_BLOCKING_COPY compute/response_lengths.py:DEFAULT_QUANTILES
-compute/response_lengths.py:SHORTEST_SHARE_OF_MEAN compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
+compute/sleep_wake.py:KV_REMAP_S_PER_BYTE
 compute/sync.py:FP8_SCALE_SIBLING_BYTES compute/sync.py:NEMO_RL_BRIDGE_SINCE compute/sync.py:SGLANG_TENSOR_ENTRY_BYTES
 compute/sync.py:S_PER_SGLANG_OWN_COPY_BYTE compute/sync.py:S_PER_SKYRL_WEIGHT_REQUEST
-compute/sync.py:S_PER_TENSOR_SGLANG_LOAD compute/te_host.py:FORWARD_KERNELS_PER_CALL
-compute/te_host.py:KERNELS_PER_CALL compute/te_host.py:TE_BACKWARD_HOST_S_GRACE
-compute/te_host.py:TE_FORWARD_HOST_S_GRACE compute/te_host.py:X86_OVER_GRACE_HOST compute/traced.py:_BYTES
-compute/training.py:STRIDED_BANDWIDTH_SHARE memory/activations.py:DELTANET_CHUNK
-memory/activations.py:DELTANET_DQKWG_TILE memory/activations.py:DROPOUT_MASK_BYTES
-memory/activations.py:QWEN3_5_PARTIAL_ROTARY memory/alloc_sequence.py:ADAPTER_TENSORS_PER_LAYER
-memory/arch_activations.py:GELU_NEW_SAVED memory/arch_activations.py:LAYERNORM_STATS_BYTES
+compute/sync.py:S_PER_TENSOR_SGLANG_LOAD
+compute/traced.py:_BYTES
+memory/activations.py:DROPOUT_MASK_BYTES
+memory/activations.py:QWEN3_5_PARTIAL_ROTARY
+memory/arch_activations.py:LAYERNORM_STATS_BYTES
 memory/attention.py:BACKWARD_BYTES_PER_SCORE memory/attention.py:EAGER_BYTES_PER_SCORE_BY_FAMILY
 memory/attention.py:FORWARD_BYTES_PER_SCORE memory/attention.py:FORWARD_CKPT_BYTES_PER_SCORE
 memory/attention.py:HF_SDPA_CONTIGUOUS memory/attention.py:SOFTMAX_BACKWARD_TMP_BYTES_PER_SCORE
-memory/bnb_saved_input.py:FIXED_IN memory/caching_allocator.py:LARGE_BUFFER
-memory/caching_allocator.py:MIN_LARGE_ALLOC memory/caching_allocator.py:ROUND_LARGE
-memory/caching_allocator.py:SMALL_BUFFER memory/caching_allocator.py:SMALL_SIZE
-memory/expandable_segments.py:LARGE_PAGE memory/expandable_segments.py:SMALL_PAGE
-memory/expandable_segments.py:SMALL_SIZE memory/fp8.py:FP8_TENSORS_PER_LINEAR
-memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS memory/logits.py:BACKWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES memory/logits.py:FLASH_CE_ROW_FORWARD_BYTES
-memory/logits.py:FLASH_CE_ROW_SAVED_BYTES memory/logits.py:FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
-memory/logits.py:HF_LOSS_FUNCTION_DEFAULT memory/logits.py:KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT
-memory/logits.py:MEGATRON_SOFTMAX_BYTES_PER_LOGIT memory/logits.py:PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT
-memory/logits.py:PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT memory/logits.py:PRIME_RL_LM_HEAD_CHUNK_COLUMNS
-memory/logits.py:PRIME_RL_TOKEN_BYTES memory/logits.py:RETAINED_BYTES_PER_LOGIT
-memory/logits.py:TORCHTUNE_OUTPUT_CHUNKS memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
+memory/hybrid_engine.py:HE_TP_GATHER_PARTITION_LAYERS
+memory/logits.py:COMPILED_CE_ROW_SAVED_BYTES
+memory/logits.py:HELD_LOGITS_BYTES_PER_LOGIT
+memory/logits.py:HF_LOSS_FUNCTION_DEFAULT
+memory/logits.py:TORCHTUNE_ROW_STATS_BYTES
 memory/logits.py:TRL_FP32_STATS_PER_TOKEN memory/logits.py:TRL_TOKEN_CHUNK memory/logits.py:TRL_VOCAB_CHUNK
-memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:CHUNKED_SINCE memory/nf4_load.py:NF4_CODES
-memory/nf4_load.py:SCALER_BLOCK memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS
-memory/parallel.py:EP_FORWARD_ROW_TENSORS memory/peft_variants.py:DORA_CONSTANT_BYTES_PER_OUT
-memory/phases.py:_PERIODS memory/quant.py:NF4_DQ_BLOCK_ELEMENTS
+memory/logits.py:VERL_VIEW_DIV_BACKWARD_TENSORS memory/nf4_load.py:NF4_CODES
+memory/overhead.py:FRAGMENTATION_OF_TRANSIENTS memory/overhead.py:NCCL_CHANNELS
+memory/parallel.py:EP_FORWARD_ROW_TENSORS
+memory/phases.py:_PERIODS
 memory/stream_pools.py:ALL_GATHER memory/stream_pools.py:COMPUTE
-memory/stream_pools.py:REDUCE_SCATTER plan/fsdp_no_sync.py:VERL_NO_SYNC_SINCE
+memory/stream_pools.py:REDUCE_SCATTER
 plan/rank_buffers.py:LOSS_PARALLEL_BACKWARD_BYTES_PER_LOGIT plan/rank_buffers.py:LOSS_PARALLEL_FORWARD_BYTES_PER_LOGIT
 plan/rank_buffers.py:LOSS_PARALLEL_RETAINED_BYTES_PER_LOGIT plan/result.py:PEAK_TIE_BYTES
 plan/rl_batches.py:DYNAMIC_COUNT_MIN_PROBABILITY plan/rl_batches.py:PACKING_SAMPLE_SEQUENCES
-plan/rl_generation.py:SGLANG_NEWEST_RELEASE_READ plan/rl_offload.py:NEMO_RL_DTENSOR_OPTIMIZER_BYTES
-plan/time.py:COMPILE_KERNEL_FACTOR plan/time.py:COMPILE_MEMORY_FACTOR plan/time.py:LLM_FOUNDRY_PRECOMPUTED_PADDING
+plan/rl_generation.py:SGLANG_NEWEST_RELEASE_READ
+plan/time.py:COMPILE_KERNEL_FACTOR plan/time.py:COMPILE_MEMORY_FACTOR
 plan/time.py:PAGING_PASSES
 """.split())
 """Constants without a citation mark when this test was written (``package/module.py:NAME``), the model's known

@@ -265,8 +265,14 @@ from functools import lru_cache
 from trainfit.compute.rates import DeviceRates
 
 BACKWARD_FLOPS_FACTOR = 2.5
+"""Attention backward FLOPs over the forward's (the recomputed Q·Kᵀ, dV, dP, dQ and dK against Q·Kᵀ and P·V: 5 / 2),
+the convention of flash-attention's own benchmark, ``2.5 * f if mode == "bwd"`` (https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/benchmarks/benchmark_flash_attention.py#L30)."""
 SEQ_HALF = 256.0
 WINDOW_TILE_TOKENS = 128
+"""The square key/query tile the windowed count uses (module docstring): FA2's head-dim-64 forward
+``Flash_fwd_kernel_traits<Headdim, 128, 128, 4, ...>`` (https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/csrc/flash_attn/src/flash_fwd_launch_template.h#L210)
+and FA3's causal/local head-dim-128 tile ``{128, use_blockN_128 ? 128 : 176, ...}`` (hopper/tile_size.h l.31-33 of the
+same commit)."""
 WINDOW_MASK_READ_BYTES_PER_ELEMENT = 1
 """Bytes per (b, q, k) mask element each masked SDPA call reads converting transformers' bool window mask (module
 docstring): torch 2.13's ``scaled_dot_product_attention`` runs one ``aten.where.self(mask, 0, -inf)`` on the bool
@@ -375,7 +381,9 @@ NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra
 https://developer.nvidia.com/blog/making-softmax-more-efficient-with-nvidia-blackwell-ultra/, read 2026-12-03)."""
 EXP_REFERENCE_PER_CLOCK_PER_SM = {"10": 16.0}
 """The exponential rate the architecture's attention rates above were set at (sm_100's: the ``auto`` and stated
-Blackwell rates are B200 figures)."""
+Blackwell rates are B200 figures): B200's 16 ``MUFU`` exponentials per clock per SM, the FlashAttention-4 paper's
+feeds and speeds (arXiv:2603.05451; its authors' post: the SFU count unchanged from H100 to B200,
+https://www.together.ai/blog/flashattention-4)."""
 EXP_EXPOSED_FRACTION = 0.5
 """Share of a kernel's exponential time not hidden behind its tensor-core work (``exp_unit_time_factor``)."""
 
@@ -444,7 +452,10 @@ CUTLASS examples/27_ampere_3xtf32_fast_accurate_tensorop_gemm)."""
 TF32_TO_BF16_TENSOR_RATE = 0.5
 """Dense TF32 tensor-core rate over the dense bf16 one: A100 156 / 312 TFLOP/s (NVIDIA A100 datasheet, the
 catalog's a100-80gb source), H100 SXM 494.7 / 989.4 (NVIDIA H100 datasheet: 989 / 1,979 with sparsity). Applied to
-every architecture with tensor cores (an assumption where no datasheet was read: the RTX PRO 6000)."""
+every architecture with tensor cores (an assumption where no datasheet was read: the RTX PRO 6000). The same ratio in
+the TFLOPS table of stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7
+(tf32 / bf16: A100 SXM 156.0 / 312, H100 SXM 494.5 / 989, B200 1125.0 / 2250, GB200 1250.0 / 2500):
+https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L253-L276"""
 
 
 def fp32_attention_ratio() -> float:
@@ -555,7 +566,8 @@ def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRate
 # 192 / 128 (DeepSeek-V3 MLA) dsv3/gb200/dsv3_20260424_101009.csv and dsv3/gb300/dsv3_20260424_101002.csv (TFLOP/s,
 # rows 2-87 of each). Entries (seq_len, forward ratio, backward ratio), the ratio being the data type's TFLOP/s over
 # bfloat16's, keyed by (compute capability: GB200 10.0, GB300 10.3; recipe: "mxfp8" MXFP8 attention, "fp8"
-# per-tensor scaled; the table's query/key head dim).
+# per-tensor scaled; the table's query/key head dim). All 40 entries re-read from the four files (causal ``top_left``
+# rows, non-deterministic backward): https://github.com/NVIDIA/cudnn-frontend/tree/3929da2ef4c1dba1bb8acb68727b9134f26f40c0/benchmark/sdpa_benchmark_training/results
 _FP8_ATTENTION_POINTS = {
     ("10.0", "mxfp8", 128): ((2048, 1330 / 1097, 745 / 885), (4096, 1685 / 1408, 1054 / 1148),
                              (8192, 1902 / 1574, 1287 / 1332), (16384, 1999 / 1708, 1436 / 1328),

@@ -154,7 +154,9 @@ fit 10.81 %, held-out 10.23 % (training 9.66 / 8.95 %). 0.96 alone: fit 11.12 %,
 10.11 / 8.94 %). A compute slowdown cannot slow a collective-bound span, which is where 0.96 is too fast; an HBM
 contention term (the collective's bus bytes passing HBM two to three times, issue #1428) is the next candidate."""
 DDP_BUCKET_BYTES = 25 * 2**20
-"""torch DDP's default ``bucket_cap_mb=25`` (MiB)."""
+"""torch DDP's default ``bucket_cap_mb=25`` (MiB): ``self.bucket_bytes_cap = int(bucket_cap_mb * 1024 * 1024)``,
+pytorch/pytorch ``torch/nn/parallel/distributed.py`` @0028a164b2c000670e756008243689d9233e1a05
+(``DistributedDataParallel.__init__``)."""
 
 
 def ring_bus_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s: float,
@@ -421,31 +423,36 @@ def zero1_param_sync_seconds(*, total_bytes: float, ranks: int, bus_bytes_per_s:
 
 
 # NCCL's own cost model of an all-reduce (NVIDIA/nccl src/graph/tuning.cc, ``ncclTunerConstantsDefaults`` and
-# ``ncclTopoTuneModel``, @5067397c2676d5aed50042fc39e5c8ee96eb0027). NCCL times every (algorithm, protocol) pair
+# ``ncclTopoTuneModel``, @5067397c2676d5aed50042fc39e5c8ee96eb0027, 2026-06-11:
+# https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc). NCCL times every (algorithm, protocol) pair
 # as ``latency + bytes / algorithm bandwidth`` and runs the fastest; the ring/Simple formula above is one of the six.
 _NCCL_BASE_LAT_US = {("tree", "ll"): 6.8, ("tree", "ll128"): 14.0, ("tree", "simple"): 8.4,
                      ("ring", "ll"): 6.6, ("ring", "ll128"): 14.0, ("ring", "simple"): 8.4}
-"""``baseLatencies`` (us) of the tree and ring algorithms, LL / LL128 / Simple."""
+"""``baseLatencies`` (us) of the tree and ring algorithms, LL / LL128 / Simple (https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L149-L155)."""
 _NCCL_NVLINK_HOP_US = {("tree", "ll"): 0.6, ("tree", "ll128"): 1.25, ("tree", "simple"): 4.0,
                        ("ring", "ll"): 0.6, ("ring", "ll128"): 1.9, ("ring", "simple"): 3.4}
-"""``hwLatencies[NVLINK]`` (us per step inside a node)."""
+"""``hwLatencies[NVLINK]`` (us per step inside a node; https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L158-L162)."""
 _NCCL_NET_HOP_US = {("tree", "ll"): 5.0, ("tree", "ll128"): 8.5, ("tree", "simple"): 14.0,
                     ("ring", "ll"): 2.7, ("ring", "ll128"): 4.0, ("ring", "simple"): 14.0}
-"""``hwLatencies[NET]`` (us per step between nodes)."""
+"""``hwLatencies[NET]`` (us per step between nodes; https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L170-L174)."""
 _NCCL_PCI_HOP_US = {("tree", "ll"): 1.0, ("tree", "ll128"): 1.9, ("tree", "simple"): 28.0,
                     ("ring", "ll"): 1.0, ("ring", "ll128"): 2.5, ("ring", "simple"): 5.7}
 """``hwLat[NCCL_HW_PCI]`` (us per step inside a node over PCIe, or through host memory without P2P), the row as
-stored at @01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (the NVLink and network rows above are the newer ones)."""
+stored at @01afd20a77b5804e0ecf1042509dd9d20ebf9e93 (2020-06-26, ``hwLat`` l.67:
+https://github.com/NVIDIA/nccl/blob/01afd20a77b5804e0ecf1042509dd9d20ebf9e93/src/graph/tuning.cc#L67; the NVLink and
+network rows above are the newer ones; at @5067397c the PCI row's tree / Simple entry reads 4.0 and l.279-280 copy the
+ring's into it in one case)."""
 _NCCL_NET_OVERHEAD_US = 1.0
 """``getNetOverhead``: 1 us per network post on x86 Intel hosts (2 on AMD); x3 for Simple; inter-node rings only
-(NVIDIA/nccl ``src/graph/tuning.cc`` @5067397c2676d5aed50042fc39e5c8ee96eb0027, module docstring)."""
+(NVIDIA/nccl ``src/graph/tuning.cc`` @5067397c2676d5aed50042fc39e5c8ee96eb0027, https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L228-L233, the x3 at
+l.405-408; module docstring)."""
 _NCCL_BUS_FACTOR = {("tree", "ll"): 0.92 / 3.8, ("tree", "ll128"): 0.92 * 120 / 128, ("tree", "simple"): 0.92,
                     ("ring", "ll"): 0.5, ("ring", "ll128"): 0.92, ("ring", "simple"): 1.0}
 """The protocol's share of the ring/Simple bus bandwidth (tuning.cc "model refinements"; a tree all-reduce
-``min(busBw·.92, …)`` first, LL128 inside one node ``7/9`` instead of ``120/128``)."""
+``min(busBw·.92, …)`` first, LL128 inside one node ``7/9`` instead of ``120/128``; https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L326-L335)."""
 NCCL_LL_MAX_BUS_BYTES_PER_S = {1: 141.0e9, 2: 39.0e9, 4: 20.4e9}
 """``llMaxBws``: the LL protocol's bus-bandwidth cap (GB/s) by nodes (1: Hopper inside one node; 2 and 4+: x86
-Intel hosts across nodes)."""
+Intel hosts across nodes): rows "Hopper-N1" 141.0 and "Intel-N2/Intel-N4" 39.0, 20.4 of https://github.com/NVIDIA/nccl/blob/5067397c2676d5aed50042fc39e5c8ee96eb0027/src/graph/tuning.cc#L177-L183."""
 
 
 NCCL_NET_STEP_EXCESS_S = 18.2e-6

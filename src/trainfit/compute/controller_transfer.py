@@ -109,22 +109,25 @@ at 3.8 GB/s), 2026-12-03, best of 5 rounds of 0.31 GB; no Ray object-store copy 
 driver's node. Not fitted."""
 DATAPROTO_DESERIALIZE_BYTES_PER_S = 0.74e9
 """verl's receiver-side bytes per second of ``pickle.loads`` + ``DataProto.__setstate__`` (``torch.load`` from
-``BytesIO``). Same measurement as ``DATAPROTO_SERIALIZE_BYTES_PER_S``, not fitted."""
+``BytesIO``). Same measurement as ``DATAPROTO_SERIALIZE_BYTES_PER_S`` (``benchmarks/controller_transfer_cpu.py verl``,
+its docstring's "deserialise 0.74 GB/s"), not fitted."""
 
 RAY_PICKLE_BYTES_PER_S = 1.0e9
 """NeMo RL's driver-side bytes per second: Ray's ``pickle.dumps`` of a batch shard of CPU torch tensors (each storage
 through ``torch.save``'s legacy format), one thread. Measured with ``benchmarks/controller_transfer_cpu.py
 nemo-rl`` (named ``benchmarks/ray_arg_pickle_cpu.py`` when it was run; the same code), torch 2.13.0+cpu,
 a 2-vCPU Intel Xeon VM (the CPU family of NVIDIA's DGX H100), 2026-12-03: 0.83-1.05 GB/s over 8-64 MiB shards,
-median 0.97. Ray's copy into its object store and the transfer to a worker on another node are not counted. Not
-fitted."""
+median 0.97. Ray's copy into its object store and the transfer to a worker on another node are not counted.
+Not fitted."""
 RAY_UNPICKLE_BYTES_PER_S = 2.0e9
 """NeMo RL's worker-side ``pickle.loads`` of the same: measured 1.58-2.55 GB/s, median 2.07 (same measurement as
-``RAY_PICKLE_BYTES_PER_S``), not fitted."""
+``RAY_PICKLE_BYTES_PER_S``: ``benchmarks/controller_transfer_cpu.py nemo-rl``, its docstring's table), not fitted."""
 
 NEMO_RL_PUT_ONCE_SINCE = (0, 7)
 """The NeMo RL release whose worker group ``ray.put``s a replicated shard once (ad0f56d06, PR #1944; in v0.7.0,
-not in v0.6.0 5fb588932bf835506a8a5bac01de4f8c7ab0a065)."""
+not in v0.6.0 5fb588932bf835506a8a5bac01de4f8c7ab0a065): "feat: use ray.put to reduce overhead of repeated arguments
+(#1944)", https://github.com/NVIDIA-NeMo/RL/commit/ad0f56d0641f78635bb29ee778ea2fc1471b8665 (2026-05-07; the oldest
+release tag containing it is v0.7.0)."""
 
 INT64_BYTES = 8
 FP32_BYTES = 4
@@ -192,9 +195,12 @@ class NemoRlCall(StrEnum):
 
 
 LOGPROB_BYTES_PER_TOKEN = 24.0
-"""``input_ids`` and ``token_mask`` int64, ``advantages`` and ``generation_logprobs`` float32 (module docstring)."""
+"""``input_ids`` and ``token_mask`` int64, ``advantages`` and ``generation_logprobs`` float32 (module docstring;
+NVIDIA-NeMo/RL ``nemo_rl/algorithms/grpo.py`` l.611-644 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf: ``token_loss_mask``
+is ``torch.ones_like`` of the int64 ``token_ids``)."""
 TRAIN_BYTES_PER_TOKEN = 32.0
-"""The log-prob calls' 24 plus ``prev_logprobs`` and ``reference_policy_logprobs`` float32."""
+"""The log-prob calls' 24 plus ``prev_logprobs`` and ``reference_policy_logprobs`` float32 (NVIDIA-NeMo/RL
+``nemo_rl/algorithms/grpo.py`` l.658-659 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf)."""
 
 
 def nemo_rl_batch_bytes(*, call: NemoRlCall, sequences: int, longest_tokens: int) -> float:

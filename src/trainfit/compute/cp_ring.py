@@ -87,16 +87,27 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 RING_DTYPE_BYTES = 2.0
-"""bf16 / fp16 activations (Transformer Engine's CP path takes only those, attention.py l.2706-2712 @v1.4)."""
+"""bf16 / fp16 activations (Transformer Engine's CP path takes only those, attention.py l.2706-2712 @v1.4:
+https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py#L2706-L2712)."""
 FORWARD_KERNELS_SETUP = 2.0
-"""The forward's kernels before the ring: the first send buffer's ``torch.cat`` and ``out``'s ``zero_``."""
+"""The forward's kernels before the ring: the first send buffer's ``torch.cat`` and ``out``'s ``zero_`` (l.537,
+l.683: https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py#L537)."""
 FORWARD_KERNELS_DIAGONAL = 2.0
-"""Step 0's forward glue: the log-sum-exp and output merges, no half copy (its K/V are the rank's own)."""
+"""Step 0's forward glue: the log-sum-exp and output merges, no half copy (its K/V are the rank's own):
+``flash_attn_fwd_softmax_lse_correction`` and ``flash_attn_fwd_out_correction``, l.689-714 of https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py"""
 FORWARD_KERNELS_PER_STEP = 3.0
-"""A later forward step's glue: the half copy and the two merges."""
+"""A later forward step's glue: the half copy (l.592 or l.621) and the two merges (l.689-714): https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py"""
 BACKWARD_KERNELS_PER_LOWER_STEP = 4.0
+"""A lower backward step: the K/V half copy (l.841), ``dq.add_`` (l.959), the ``cat`` of dK and dV (l.982) and
+``dkv[:, :, 0, ...].add_`` (l.1002): https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py"""
 BACKWARD_KERNELS_PER_HIGHER_STEP = 6.0
+"""A higher backward step: ``q``, ``out`` and ``dout`` second halves made contiguous (l.879-884), ``dq[:, 1,
+...].add_`` (l.967), the ``cat`` (l.982) and ``dkv.add_`` (l.1004): https://github.com/NVIDIA/TransformerEngine/blob/0fbc76af3733ae997394eaf82b78ff9c0498fe91/transformer_engine/pytorch/attention.py"""
 BACKWARD_KERNELS_DIAGONAL = 3.0
+"""The diagonal backward step: the dQ accumulation, the ``cat`` of dK and dV and the dK/dV accumulation, no copy.
+Read against the v1.4 file (l.957-1002, ``AttnFuncWithCP.backward``) this is the last rank's count: there ``dq.copy_``
+and ``dkv[:, :, 0, ...].copy_``; a middle rank splits dQ into a ``copy_`` and an ``add_`` of its halves (4 kernels)
+and rank 0 splits dK/dV too (5). Kept at 3 (about one kernel a layer short on most ranks): not changed here."""
 
 
 def ring_merge_bytes(*, query_elements: float, kv_elements: float, context_parallel: int,

@@ -165,7 +165,9 @@ def compiled_weight_cast_bytes() -> tuple[float, float]:
 
 
 TORCHAO_COMPILED_AMAX_KERNELS = 2
-"""The two stages of the compiled ``max_abs`` reduction (torchao roofline kernels 1 and 2)."""
+"""The two stages of the compiled ``max_abs`` reduction (torchao roofline kernels 1 and 2: ``x_bf16 -> max_abs_stage_1
+-> tmp``, ``tmp -> max_abs_stage_2 -> max_abs``, pytorch/ao @36027d82d1ad9949597ea16002ff4940374b1b94 ``torchao/testing/training/roofline_utils.py``
+l.149-150)."""
 
 _compiled_weight_fwd, _compiled_weight_bwd = compiled_weight_cast_bytes()
 TORCHAO_COMPILED = CastTraffic(
@@ -183,6 +185,8 @@ its forward cast, so its backward adds nothing."""
 EAGER_AMAX_BYTES = (BF16_BYTES + BF16_BYTES) + BF16_BYTES
 """``torch.abs`` (read and write bf16) then ``torch.max`` (read bf16)."""
 EAGER_AMAX_KERNELS = 2
+"""``torch.max(torch.abs(x))``: torchao's tensorwise ``tensor_to_amax`` (pytorch/ao @36027d82d1ad9949597ea16002ff4940374b1b94 ``torchao/float8/float8_utils.py``
+l.65)."""
 
 
 def eager_cast_bytes() -> float:
@@ -193,7 +197,11 @@ def eager_cast_bytes() -> float:
 
 
 EAGER_CAST_KERNELS = 10
-"""``abs``, ``max``, the four one-element scale kernels, ``to(float32)``, ``* scale``, ``clamp``, ``to(float8)``."""
+"""``abs``, ``max``, the four one-element scale kernels, ``to(float32)``, ``* scale``, ``clamp``, ``to(float8)``:
+pytorch/ao @36027d82d1ad9949597ea16002ff4940374b1b94 ``torchao/float8/float8_utils.py`` ``tensor_to_amax`` l.65, ``amax_to_scale`` l.45-48 (``to(float64)``,
+``clamp``, the division, ``to(float32)``), ``to_fp8_saturated`` l.136-137; ``torchao/float8/float8_training_tensor.py``
+l.153-154 (``tensor.to(torch.float32) * scale``). The ``clamp`` is kept for PyTorch 2.11 and older (the docstring of
+``to_fp8_saturated``: eager casts saturate from 2.12, the clamp is then a no-op kernel still launched)."""
 EAGER_LAYOUT_COPY_BYTES = 2 * FP8_BYTES
 """``preprocess_addmm``'s ``contiguous()`` of an fp8 operand in the wrong layout: read 1 B, write 1 B."""
 
@@ -295,6 +303,10 @@ def recompute_cast_kernels(*, casts: CastTraffic, input_casts: float, weight_cas
 # one quantised copy, its 1-B block scale included: MXFP8 1 + 1/32 (E8M0 per 32), NVFP4 0.5 + 1/16 (E4M3 per 16).
 MXFP8_COPY_BYTES = FP8_BYTES + 1.0 / 32
 NVFP4_COPY_BYTES = 0.5 + 1.0 / 16
+"""NVFP4: E2M1 values two per byte and one E4M3 scale byte per 16 (block size 16, UE4M3 scale), besides one fp32
+per-tensor scale: "0.5625 bytes per parameter" (NVIDIA NeMo Automodel docs, nemo_automodel.components.quantization.nvfp4,
+https://docs.nvidia.com/nemo/automodel/nemo-automodel/nemo_automodel/components/quantization/nvfp4; the format:
+https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/)."""
 
 
 def block_scaled_cast_bytes(*, copies: int, copy_bytes: float, amax_passes: int = 0) -> float:

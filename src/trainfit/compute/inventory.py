@@ -133,13 +133,22 @@ from trainfit.spec.enums import LayerKind, MoeDispatcher
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
 
-NORM_BYTES, NORM_KERNELS = 36.0, 7
+# ``LlamaRMSNorm.forward``'s bytes per element: to(fp32) 2 + 4, pow 4 + 4, mean 4, x * rsqrt 4 + 4, to(bf16) 4 + 2,
+# weight * x 2 + 2 (huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
+NORM_BYTES = 36.0
+NORM_KERNELS = 7
 ROTARY_BYTES, ROTARY_KERNELS = 14.0, 5
 RESIDUAL_BYTES = 6.0
+"""The residual add ``residual + hidden_states`` (read 2 + 2, write 2 bytes per element), twice per decoder layer
+(``LlamaDecoderLayer.forward``, huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)."""
 ATTENTION_GLUE_BYTES, ATTENTION_GLUE_KERNELS = 8.0, 2
 """The copies around the attention kernel (head transposes made contiguous, the output reshaped):
 8 bytes per hidden element and 2 kernels per layer, read off the trace."""
+# ``IndexFirstAxis`` forward ``torch.gather`` (2 + 2), backward ``torch.zeros`` + ``scatter_`` (2 + 2 + 2):
+# https://github.com/Dao-AILab/flash-attention/blob/2d64d7a52cc87d491bbe159b68263589780c40ed/flash_attn/bert_padding.py#L8-L35
 UNPAD_GATHER_BYTES, UNPAD_GATHER_BACKWARD_BYTES = 4.0, 6.0
+# ``IndexPutFirstAxis`` forward ``torch.zeros`` + ``output[indices] = values`` (2 + 2 + 2), backward
+# ``grad_output[indices]`` (2 + 2): https://github.com/Dao-AILab/flash-attention/blob/2d64d7a52cc87d491bbe159b68263589780c40ed/flash_attn/bert_padding.py#L41-L61
 PAD_BYTES, PAD_BACKWARD_BYTES = 6.0, 4.0
 UNPAD_FORWARD_KERNELS, UNPAD_BACKWARD_KERNELS = 5, 7
 """The copies around an unpadded (varlen) fused attention (``ModelSpec.unpadded_attention``), per attention layer, in
@@ -170,8 +179,12 @@ each of which reads the mask's nonzero indices (``torch.nonzero``: the host wait
 besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
 info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
 ``gen_flash_attn_padding_info``, once per model forward."""
+# Phi-3's ``apply_rotary_pos_emb`` / ``Phi3Attention.forward`` / ``Phi3MLP.forward`` (the docstring below), the same
+# code at huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py
 FUSED_QKV_ROTARY_CAT_BYTES, FUSED_QKV_OUTPUT_COPY_BYTES, FUSED_FORWARD_KERNELS = 4.0, 4.0, 3
+# (the same source: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py)
 FUSED_CHUNK_CAT_BACKWARD_BYTES, FUSED_QKV_SLICE_BACKWARD_BYTES, FUSED_QKV_GRAD_SUM_BYTES = 4.0, 8.0, 12.0
+# (the same source: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py)
 FUSED_ROTARY_SLICE_BACKWARD_BYTES, FUSED_ROTARY_PASS_ADD_BYTES, FUSED_SAVED_INPUT_GRAD_SUM_BYTES = 4.0, 6.0, 18.0
 FUSED_BACKWARD_KERNELS = 1 + 3 * 2 + 2 * 2 + 1
 """The ops Phi-3's fused projections add per layer beyond the Llama layout's (``ModelSpec.fused_projections``;
@@ -193,8 +206,15 @@ traced 4-layer Phi-3 against the same-shaped Llama (``trace.ops``, bf16, per lay
   and one add net (four added, three gone).
 Traced (8 heads, 4 KV heads, head_dim 32, hidden 256, I 688): forward +3 kernels, +2,560 B/token (formula 2,560);
 backward +1 cat (5,504 B/token = formula), +5 slice_backward (+4,864 B/token; formula 5,632: the trace counts each
-operand once, a lower bound), +1 add net (+3,840 B/token = formula)."""
+operand once, a lower bound), +1 add net (+3,840 B/token = formula). The same lines (the ``torch.cat([..., q_pass])``
+rotary, the q / k / v slices of ``qkv``, the ``chunk`` of ``gate_up_proj``'s output) at
+huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py"""
+# Qwen (1.0)'s ``apply_rotary_pos_emb`` (mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068)
+# through flash-attn v2.3.3's ``apply_rotary`` (flash_attn/ops/triton/rotary.py l.190 @83aef842beec1037eb8c1d9c3ef3ed8aae80b091):
+# upcast, two table copies, the kernel, the cast back (the docstring below)
 FLASH_ROTARY_FORWARD_BYTES, FLASH_ROTARY_FORWARD_KERNELS = 6.0 + 8.0 + 6.0, 1 + 2 + 1 + 1
+# The same, backward: ``ApplyRotaryEmb.backward``'s ``do.clone()`` (flash_attn/layers/rotary.py l.79
+# @83aef842beec1037eb8c1d9c3ef3ed8aae80b091) besides the forward's ops
 FLASH_ROTARY_BACKWARD_BYTES, FLASH_ROTARY_BACKWARD_KERNELS = 6.0 + 8.0 + 8.0 + 6.0, 1 + 1 + 2 + 1 + 1
 FLASH_ROTARY_STRIDED_BYTES = 6.0
 """flash-attn's Triton rotary (``ModelSpec.fused_rotary``) as Qwen (1.0)'s ``apply_rotary_pos_emb`` calls it, per
@@ -219,12 +239,17 @@ Null result (2026-12-03): these counts raise the host-bound Qwen README LoRA cel
 ``torch.arange`` cu_seqlens per layer at micro-batch 1 where the Llama-read glue counts two copies
 (``ATTENTION_GLUE_KERNELS``), the same launches (its bytes are fewer: q / k are the rotary's token-major outputs, v
 a view, the output a view)."""
+# ``query, key, value = mixed_x_layer.split(self.split_size, dim=2)`` after ``self.c_attn(hidden_states)`` in Qwen (1.0)'s
+# ``QWenAttention.forward`` (mapengAdam/qianwen-72B modeling_qwen.py @3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068): its
+# backward is one cat of the three gradients (the docstring below)
 FUSED_QKV_SPLIT_BACKWARD_BYTES, FUSED_QKV_SPLIT_BACKWARD_KERNELS = 4.0, 1
 FUSED_QKV_INPUT_GRAD_SUM_BYTES, FUSED_QKV_INPUT_GRAD_SUM_KERNELS = 12.0, 2
 """A fused q/k/v linear whose output is ``split`` (``ModelSpec.fused_qkv``, Qwen (1.0)'s ``c_attn``), beyond one GEMM
 for three: backward, ``split_with_sizes``' gradient is one ``cat`` of the q, k and v gradients (2 + 2 bytes per
 element of q + 2 kv, 1 kernel), and one input gradient replaces the three of separate projections, whose two adds
-(6 bytes per hidden element each, 2 kernels) the Llama-read ``BACKWARD_BYTES_FACTOR`` carries: taken off."""
+(6 bytes per hidden element each, 2 kernels) the Llama-read ``BACKWARD_BYTES_FACTOR`` carries: taken off. The one
+``c_attn`` and its ``split``: mapengAdam/qianwen-72B modeling_qwen.py ``QWenAttention.forward``
+@3334bfe3d6d9d445cbe54185cd6aaef7e1e3c068 (a copy of the Qwen-72B repository)."""
 ROTARY_CAT_FORWARD_KERNELS = FUSED_FORWARD_KERNELS
 ROTARY_CAT_BACKWARD_BYTES = 2 * FUSED_ROTARY_SLICE_BACKWARD_BYTES + FUSED_ROTARY_PASS_ADD_BYTES
 ROTARY_CAT_BACKWARD_KERNELS = 2 * 2 * 2 + 2
@@ -241,7 +266,10 @@ bf16, hidden 512, 8 heads, 4 KV heads, head_dim 64, partial_rotary_factor 0.5, p
 * backward: the cat's gradient is two views; the rotated and the passed slice of q and of k each take a
   ``slice_backward`` (fill and copy: 2 launches, Phi-3's ``FUSED_ROTARY_SLICE_BACKWARD_BYTES`` each) and an add sums
   the two (``FUSED_ROTARY_PASS_ADD_BYTES``): 4 slice_backward and 2 adds more than Llama (traced: +4
-  slice_backward, +2 add)."""
+  slice_backward, +2 add).
+The same ``apply_rotary_pos_emb`` (``q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]``, ``torch.cat([q_embed,
+q_pass], dim=-1)``) at huggingface/transformers @000c33fdfde12e1ffafbfcdb3c926df5727a00b6:
+https://github.com/huggingface/transformers/blob/000c33fdfde12e1ffafbfcdb3c926df5727a00b6/src/transformers/models/glm4_moe/modeling_glm4_moe.py"""
 FUSED_GATE_UP_INPUT_GRAD_SUM_BYTES, FUSED_GATE_UP_BACKWARD_KERNELS = 6.0, 0
 """GLM-4's one ``gate_up_proj`` (``ModelSpec.fused_gate_up``; transformers v5.24.0 models/glm4/modeling_glm4.py
 l.54-62, ``chunk(2)``) with separate q / k / v: of Phi-3's ``FUSED_*`` backward only the MLP's part, the chunk's
@@ -258,8 +286,16 @@ write 2 bytes per element, one launch, and the same again in backward (its gradi
 scalar). Per layer two (the residual multiplier on the attention and the MLP outputs), on the head one over the logits
 (``logits / logits_scaling``) and on the embedding one. Counted on a traced 4-layer Granite against the same-shaped
 Llama (``trace.ops``, bf16, hidden 512, vocab 32000, per layer): forward and backward +2 ``mul`` and +4,096 B/token each;
-head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way."""
+head +1 kernel and +128,000 B/token (4 x vocab) each way; embedding +1 kernel and +2,048 B/token (4 x hidden) each way.
+The multiplies in the code: ``residual + hidden_states * self.residual_multiplier`` twice in
+``GraniteDecoderLayer.forward`` and ``inputs_embeds * self.embedding_multiplier`` in ``GraniteModel.forward``
+(huggingface/transformers @00aca8155c457c087b7a14160f335fe8e40afc0c:
+https://github.com/huggingface/transformers/blob/00aca8155c457c087b7a14160f335fe8e40afc0c/src/transformers/models/granite/modeling_granite.py)."""
+# ``act_fn(gate_proj(x)) * up_proj(x)``: silu 2 + 2, mul 2 + 2 + 2 bytes per element of I, two kernels (``LlamaMLP``,
+# huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
 SWIGLU_BYTES, SWIGLU_KERNELS = 10.0, 2
+# PEFT's unmerged ``result + lora_B(lora_A(dropout(x))) * scaling``: the scaling mul 2 + 2 and the add 2 + 2 + 2 bytes
+# per output element, two kernels (huggingface/peft @d787f51bbaa196862733ed53c1b7def75b49ab29: https://github.com/huggingface/peft/blob/d787f51bbaa196862733ed53c1b7def75b49ab29/src/peft/tuners/lora/layer.py#L1057)
 LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS = 10.0, 2
 GROUPED_EXPERT_LORA_BYTES, GROUPED_EXPERT_LORA_KERNELS = 10.0, 2
 """prime-rl's ``MultiLoRAGroupedExperts.forward`` on Hopper (``use_grouped_mm`` for compute capability 9 and ranks and
@@ -289,7 +325,10 @@ path for a CUDA tensor with 0 < p < 1 (``is_fused_kernel_acceptable``) and retur
 that reads the input (2 bytes) and writes the output (2) and the bool mask (1) (pytorch/pytorch
 aten/src/ATen/native/Dropout.cpp ``is_fused_kernel_acceptable`` / ``dropout``; aten/src/ATen/native/cuda/Dropout.cu
 ``native_dropout_cuda``, the same at torch 2.0). The unfused path (``bernoulli_`` of a noise tensor, ``div_``,
-``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter)."""
+``mul``: 3 kernels) is what a CPU trace records; it was counted before (3 kernels per adapter). The dispatch as first
+written, the same test and one fused kernel (then ``at::_fused_dropout``): pytorch/pytorch
+``aten/src/ATen/native/Dropout.cpp`` @03d697c503ed5184c9da924a34087c2c1ea6e811, ``is_fused_kernel_acceptable``:
+``input.is_cuda() && p > 0 && p < 1``."""
 FP32_LORA_INPUT_BYTES, FP32_LORA_OUTPUT_BYTES = 6.0, 24.0
 """fp32 adapters: x.to(fp32) (2 in, 4 out) per input element; per output element the fp32 product is
 written (4), scaled (4 + 4), cast down (4 + 2) and added to the base output (2 + 2 + 2)."""
@@ -319,7 +358,11 @@ just written (4 + 4) are chained. Input side: ``x.to(fp32)``'s backward casts th
 just written back to bf16 (4 read, 2 written): its 4-byte read is chained, over the input chain's set (4 + 2 of
 ``FP32_LORA_CHAIN_INPUT_SET_BYTES``)."""
 NF4_DEQUANT_BYTES_PER_WEIGHT = 0.5 + 1 / 32 + 2.0
+# AutoGPTQ's PyTorch unpacking, 4-bit: shift, to(int8), and_, ``weight - zeros``, ``scales * (...)`` (the docstring
+# below; auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py l.231-266 @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2)
 GPTQ_TORCH_DEQUANT_FORWARD_BYTES_PER_WEIGHT = (0.5 + 4.0) + (4.0 + 1.0) + (1.0 + 1.0) + (1.0 + 1.0) + (1.0 + 2.0)
+# Those five and the zeros' shift, to(int8), and_, +1 (auto_gptq/nn_modules/qlinear/qlinear_cuda_old.py l.231-233
+# @ef442d9f70c50a9c1d9f2d4aa8622d1b89c83ea2)
 GPTQ_TORCH_DEQUANT_FORWARD_KERNELS = 9
 GPTQ_TORCH_DEQUANT_STRIDED_BYTES_PER_WEIGHT = (0.5 + 4.0) + (1.0 + 1.0) + (1.0 + 2.0)
 """A GPTQ int4 linear through AutoGPTQ's ``qlinear_cuda_old`` QuantLinear at 128 or more input rows (``lora.dequant:
@@ -353,15 +396,18 @@ log-softmax on the fp32 copy without a cast of its own (PrimeIntellect-ai/prime-
 sft/train.py l.246-252 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), so it is charged these counts unchanged."""
 FLASH_CE_FORWARD_BYTES, FLASH_CE_BACKWARD_BYTES = 2.0, 4.0
 """flash-attn's ``cross_entropy_fwd_kernel`` reads the bf16 logits (2 B) and writes fp32 per row;
-``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B)."""
+``cross_entropy_bwd_kernel`` reads them (2 B) and stores the gradient (2 B): Dao-AILab/flash-attention
+@0251105a2fb19d2957484b7f023cd8c115286ced, https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py#L25-L146"""
 FLASH_CE_FORWARD_KERNELS, FLASH_CE_BACKWARD_KERNELS = 5, 2
 """Forward: the kernel, then the mean over the rows (``losses.sum() / (target != ignore_index).sum()``, flash-attn's
 ``reduction='mean'`` and llm-foundry's loss alike: sum, ne, sum, div); backward: the division's gradient, the
-kernel (the sum's gradient is an expanded view, read with a zero row stride)."""
+kernel (the sum's gradient is an expanded view, read with a zero row stride). The mean:
+https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/losses/cross_entropy.py#L68-L69"""
+# ``logits[..., :-1, :].contiguous()``, the docstring below: https://github.com/allenai/OLMo-core/blob/4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706/src/olmo_core/train/trainer.py#L924
 LOSS_INPUT_COPY_FORWARD_BYTES, LOSS_INPUT_COPY_BACKWARD_BYTES = 4.0, 6.0
 LOSS_INPUT_COPY_FORWARD_KERNELS, LOSS_INPUT_COPY_BACKWARD_KERNELS = 1, 2
 """``loop.loss_input_copy`` (OLMo-core ``Trainer.get_losses``: ``logits[..., :-1, :].contiguous()``, allenai/OLMo-core
-src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706), bytes per logit and kernels, outside
+src/olmo_core/train/trainer.py l.924 @4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706, https://github.com/allenai/OLMo-core/blob/4f2c8ef59f9268b7f3aae0c127b52a45d4c1c706/src/olmo_core/train/trainer.py#L924), bytes per logit and kernels, outside
 the compiled loss: forward one copy kernel (2 B read, 2 B written), only with more than one sequence per micro-batch
 (``memory.logits.shifted_slice_copies``: with one the slice is contiguous and ``.contiguous()`` returns it);
 backward, whatever the micro-batch, the slice stays in autograd: the copy's gradient (``CloneBackward0``, when there
@@ -391,11 +437,13 @@ row per output and at least ``2 x`` SMs rows: ``reduction_split_factor`` returns
 2.13.0); the rows' sum (one output) may run in two phases past 8192 rows, one more small kernel, not counted. These
 are already the fused kernels: they go to ``PassInventory.fused_bytes`` / ``fused_kernels``, which the compile
 factors leave alone."""
+# ``x * rsqrt(variance)`` (4 + 4, the ``[T, 1]`` variance broadcast) and ``weight * x`` (2 + 2, the ``[h]`` weight
+# broadcast) of ``LlamaRMSNorm.forward`` (@002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)
 NORM_STRIDED_BYTES = 12.0
 NORM_CHAINED_BYTES, NORM_CHAINED_STRIDED_BYTES = 14.0, 6.0
 """Of ``NORM_BYTES``, the reads of a tensor the kernel just before wrote or read (contiguous, and in the broadcast
 multiplies): eager RMSNorm (huggingface/transformers src/transformers/models/llama/modeling_llama.py
-@002272831fba584eb30dca9729c1be456836960a ``LlamaRMSNorm.forward``; the same five lines in every Llama-family
+@002272831fba584eb30dca9729c1be456836960a ``LlamaRMSNorm.forward``, https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py; the same five lines in every Llama-family
 model) runs ``x.to(float32)`` (reads the bf16 residual sum the add before it wrote: 2 bytes), ``pow(2)`` (reads that
 fp32 copy: 4), ``mean`` (reads the squares: 4), ``x * rsqrt(...)`` (the fp32 copy again, read two small kernels
 back: 4, broadcast), ``.to(bf16)`` (reads that product: 4) and ``weight * x`` (reads the bf16 cast: 2, broadcast):
@@ -413,7 +461,8 @@ tokens (the weight's gradient: 2 + 2 read, 2 written, 2 read back), the cast bac
 read, 4 written), the two branches' sum (4 + 4 read, 4 written) and the cast to bf16 (4 read, 2 written): 84
 bytes, of which 38 contiguous and 4 broadcast are reads of a tensor written or read within the chain (the first
 reads of the incoming gradient, of the saved ``x_bf16`` and ``x_fp32`` come from device memory). Applied as shares of
-the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or twice ``NORM_BYTES``)."""
+the backward bytes the inventory charges a norm (``BACKWARD_BYTES_FACTOR`` or twice ``NORM_BYTES``). The five lines:
+``LlamaRMSNorm.forward``, huggingface/transformers @002272831fba584eb30dca9729c1be456836960a, https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py"""
 NORM_CHAIN_BACKWARD_BYTES = 16.0
 """Bytes per element the backward chain keeps in L2 at once: the fp32 gradient, the saved fp32 input and the two
 fp32 branch gradients (4 x 4)."""
@@ -432,7 +481,7 @@ card states it (``loss.logprob_entropy``)."""
 PRIME_HEAD_FORWARD_BYTES, PRIME_HEAD_BACKWARD_BYTES = 54.0, 58.0
 """prime-rl's chunked log-prob / entropy head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4), bytes per logit (token x vocabulary entry), eager (uncompiled), bf16
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L69-L192), bytes per logit (token x vocabulary entry), eager (uncompiled), bf16
 logits ``E`` elements. It walks the vocabulary in chunks of ``fused_lm_head_chunk_size`` columns over all tokens at
 once. Forward, per chunk (l.105-109, ``_online_logsumexp_and_weighted_update`` l.185-191): ``.to(float32)`` 2 + 4,
 ``.mul_(inv_temperature)`` 4 + 4, ``amax`` 4, ``chunk_logits - m_new`` 4 + 4, ``exp`` 4 + 4, ``sum`` 4,
@@ -507,12 +556,14 @@ PRIME_HEAD_FORWARD_FIXED_KERNELS, PRIME_HEAD_BACKWARD_FIXED_KERNELS, PRIME_HEAD_
 """Outside the chunk loop: forward four ``full`` / ``zeros`` for the running statistics and ``log``, add, two
 subtracts and the division after it (lm_head.py l.97-100, 117-119); backward two ``zeros_like`` for the gradients
 (l.142-143) and the check on the zero entropy gradient autograd materialises, ``torch.all(grad_entropy == 0.0)``
-(l.131: two kernels and a host sync)."""
+(l.131: two kernels and a host sync). PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L97-L143"""
 PRIME_HEAD_GRAD_ACCUMULATE_BYTES = 6.0
 """Backward, per chunk: ``grad_hidden.add_(... @ w_chunk)`` reads the running ``[N, h]`` gradient and the GEMM's
 output and writes the sum (2 + 2 + 2 bytes per ``N·h`` element; l.167), and ``grad_weight[start:end].add_`` the same
 per ``C·h`` element of the chunk's weight gradient (l.169); the two ``zeros_like`` (l.142-143) write 2 bytes per
-element of ``hidden`` and ``weight`` once."""
+element of ``hidden`` and ``weight`` once. PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L142-L169"""
 
 """Of ``NORM_BYTES``, the two broadcast multiplies (module docstring: strided bytes)."""
 EMBED_BACKWARD_BYTES_PER_WEIGHT = 2.0
@@ -522,9 +573,14 @@ output = output * (1.0 + self.weight.float()); return output.type_as(x)`` (trans
 models/gemma2/modeling_gemma2.py l.58-63 ``Gemma2RMSNorm.forward``; the same in models/gemma/modeling_gemma.py,
 models/gemma3/modeling_gemma3.py and models/qwen3_5/modeling_qwen3_5.py l.844-849, whose q/k norms are the same
 class, l.766-767). The memory model's ``memory.activations.ZERO_CENTRED_NORM_FAMILIES``."""
+# ``output * (1.0 + self.weight.float())`` of ``Gemma2RMSNorm.forward`` (huggingface/transformers
+# @006e86931247d7bacf94ad00ada1fb6baf11e94b: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py); counted in the docstring below
 ZERO_CENTRED_NORM_FORWARD_BYTES, ZERO_CENTRED_NORM_FORWARD_KERNELS = 4.0, 2
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_BACKWARD_BYTES, ZERO_CENTRED_NORM_BACKWARD_KERNELS = 12.0, 1
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_FROZEN_BACKWARD_BYTES, ZERO_CENTRED_NORM_FROZEN_BACKWARD_KERNELS = 4.0, 0
+# (the same ``Gemma2RMSNorm.forward``: https://github.com/huggingface/transformers/blob/006e86931247d7bacf94ad00ada1fb6baf11e94b/src/transformers/models/gemma2/modeling_gemma2.py)
 ZERO_CENTRED_NORM_STRIDED_BYTES = 4.0
 """What a zero-centred RMSNorm adds per normalised element to ``NORM_BYTES`` / ``NORM_KERNELS``, read off the
 fake-tensor trace of a Gemma and a Llama layer of the same shape (bf16, full fine-tuning): forward, the weight's
@@ -1005,8 +1061,15 @@ second on out and dq, dk, dv (l.4045, 4191, 4383, 4543). Kernels per sequence: 1
 10·cp (after), 4 more per call each; host syncs: 4·cp per sequence each (each ``arange`` reads its two 0-d bounds
 back). Measured, not fitted: ``tools/measure_thd_rope_ops.py`` ``measure_a2a`` runs the functions copied from that
 commit on CPU at 1, 2, 5 and 10 sequences and cp 2 and 4 (exactly linear)."""
+# ``reorder_seq_chunks_before_a2a_after_attn_thd``: per sequence and rank two ``torch.arange`` whose bounds are 0-d
+# ``cu_seqlens`` arithmetic (a mul and an add each): 10 kernels (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-361
+# @2e559f062497bef768dfbe9d7e45548fadeca80a; the same measurement as the docstring above)
 TE_A2A_THD_AFTER_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 10.0
+# Per call of either reorder: the ``cu_seqlens`` slice sizes (two kernels), the ``torch.cat`` of the indices and the
+# ``index_select`` (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-436 @2e559f062497bef768dfbe9d7e45548fadeca80a)
 TE_A2A_THD_KERNELS_PER_CALL = 4.0
+# Each ``torch.arange`` reads its two 0-d device bounds back: two per arange, two aranges per sequence and rank
+# (transformer_engine/pytorch/attention/dot_product_attention/context_parallel.py l.298-436 @2e559f062497bef768dfbe9d7e45548fadeca80a)
 TE_A2A_THD_SYNCS_PER_SEQUENCE_PER_CP = 4.0
 
 
@@ -1049,7 +1112,8 @@ FP32_NORM_CAST_BYTES, FP32_NORM_CAST_KERNELS = 12.0, 2
 """Of ``NORM_BYTES`` / ``NORM_KERNELS``, transformers' two casts in an RMSNorm on a 16-bit input
 (``hidden_states.to(torch.float32)``: read 2, write 4; ``hidden_states.to(input_dtype)``: read 4, write 2; v4.49.0
 src/transformers/models/llama/modeling_llama.py ``LlamaRMSNorm.forward``): no-ops on an fp32 input, where the weight
-multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``)."""
+multiply reads and writes 4-byte elements instead (``fp32_stream_extra_forward_bytes``). The same two casts at
+huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py"""
 
 
 def fp32_stream_extra_forward_bytes(*, tokens: float, hidden_size: int, norms: float, residual_layers: float,

@@ -70,7 +70,7 @@ dequantised bf16 weight (read 2, write 4) and autocast's cast of that fp32 non-l
 l.509), torch autocast's cast policy for ``linear``."""
 KBIT_WEIGHT_CAST_KERNELS = 2
 """The two casts of ``KBIT_WEIGHT_CAST_BYTES_PER_WEIGHT``, one kernel each (``bitsandbytes/autograd/_functions.py``
-l.509 ``.to(A.dtype)``, then autocast's ``F.linear`` input cast)."""
+l.509 ``.to(A.dtype)``, bitsandbytes 0.43.3 ``MatMul4Bit.forward``, then autocast's ``F.linear`` input cast)."""
 KBIT_ACTIVATION_CAST_BYTES = 6.0
 """Per element of one fp32 <-> bf16 cast of an activation or its gradient: read 4, write 2 (or read 2, write 4); the
 casts at each ``Linear4bit``'s fp32 input and output. The input's is autocast's cast of ``F.linear``'s fp32 input to

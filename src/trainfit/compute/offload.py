@@ -99,7 +99,8 @@ DS_GRAD_COPY_BYTES_PER_PARAM = 4.0
 DS_HOST_EXTRA_BYTES_PER_PARAM = 12.0
 """Host-memory bytes per parameter of DeepSpeed ZeRO-1/2's step beyond CPU Adam's: the unscale/clip multiply of
 the fp32 gradient partition (read + write, 8; ``unscale_and_clip_grads`` l.2099-2114 @1d7b90ad, applied every step)
-and the fp32 read of the partition's conversion to 16 bits (4; l.2011-2012)."""
+and the fp32 read of the partition's conversion to 16 bits (4; l.2011-2012): deepspeedai/DeepSpeed
+``deepspeed/runtime/zero/stage_1_and_2.py`` @1d7b90adc48d57c2283e8825f5c668a3730ff899."""
 DS_BOUNDARY_HBM_BYTES_PER_PARAM = 52.0
 """GPU-memory bytes per bf16 parameter of the per-tensor work at the boundary (``stage_1_and_2.py`` @1d7b90ad):
 the fp64 norm (``.double()`` 2 read + 8 written, ``norm`` 8 read: 18), ``_has_inf_or_nan`` (``.float()`` 2 + 4,
@@ -110,7 +111,8 @@ DS_BOUNDARY_KERNELS_PER_TENSOR = 8
 ``logical_or``, ``float``, ``max``; the copy's ``float`` (its device-to-host copy is timed as bytes)."""
 DS_SYNCS_PER_TENSOR = 2
 """Host round trips per parameter tensor of the partition: the inf/nan truth test at the boundary (l.1262) and
-the norm's ``.item()`` in the step (l.1386)."""
+the norm's ``.item()`` in the step (l.1386): deepspeedai/DeepSpeed ``deepspeed/runtime/zero/stage_1_and_2.py``
+@1d7b90adc48d57c2283e8825f5c668a3730ff899."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,7 +76,12 @@ PR #134373). Checked (step-time benchmark): 36 tensors for fused, 64 for
 foreach, and the 21 M-element cap move the H200 calibration rows by 1-3 points (Qwen3-30B-A3B LoRA fused -14 ->
 -11 %), every subset median unchanged, all rows 10.2 -> 10.3 %; the rows span torch builds on both sides of CUDA 13,
 so 110 stays."""
+# ``_multi_tensor_adamw`` (capturable off, the step counts on the host): ``_foreach_mul_`` (weight decay), ``lerp_``,
+# ``mul_``, ``addcmul_``, ``sqrt``, ``div_``, ``add_``, ``addcdiv_`` (pytorch/pytorch torch/optim/adamw.py
+# @002d2f0bb40cf08beb74bce80f52ce4f2eda46a0)
 FOREACH_OPS = 8
+# ``_single_tensor_adamw``, per parameter: ``mul_``, ``lerp_``, ``mul_``, ``addcmul_``, ``sqrt``, the division,
+# ``add_``, ``addcdiv_`` (``step_t += 1`` is a host tensor; torch/optim/adamw.py @002d2f0bb40cf08beb74bce80f52ce4f2eda46a0)
 FOR_LOOP_OPS_PER_TENSOR = 8
 MULTI_PASS_BYTES_FACTOR = 40.0 / 14.0
 CLIP_KERNELS = 4

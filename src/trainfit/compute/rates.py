@@ -81,7 +81,8 @@ _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h
                   "a100-pcie-40gb": 0.811, "a100-pcie-80gb": 0.811, "b300": 0.786, "mi325x": 0.600, "mi355x": 0.626,
                   "gb300": 0.729, "gh200": 0.838, "h100-sxm-hbm2e-96gb": 0.803}
 """BF16 MAMF / datasheet peak, the "Maximum Achievable Matmul FLOPS comparison table" of stas00/ml-engineering
-``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows). A100 (40 and
+``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (its mamf-finder v2 rows;
+https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L348-L361). A100 (40 and
 80 GB SXM, and the A800): row "NVIDIA A100 SXM | 271.2 | 312 | 86.9% | 1024x10240x5120 | 2.6.0+cu126" (the 86.9 %
 since commit 16c2d5a06f09e084f114d68e4bb1f99b63b5bb9f, 2025-01-04), not the 85.9 % (267.9, CUDA-12.1) of the v1
 table, which the README removed in commit e695968eb26fbebaa1fa93af1b67b1d07bf83b74 (2025-09-02). H100 SXM: row
@@ -120,7 +121,7 @@ different board power grow less than the law (GB200 / B200 1,822 / 1,745 = 1.044
 with 152 against 148 SMs; B300 / B200 1.014 at 1.1x). The one sustained pair (MSMF, below: B300 / B200 1.056) was
 measured with the B300's siblings idle and the B200's busy. The GB300 keeps the GB200's fraction: same-layout
 GB300 / GB200 rows publish 1.05-1.27x (12 pairs), and this model now gives 1.00-1.05x (1.03 for most).
-GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.351):
+GH200: row "NVIDIA GH200 SXM | 828.6 | 989 | 83.8% | 1024x15360x4096 | 2.6.0+cu126 | 900W 141GiB HBM3e version" (l.352):
 the same Hopper die and module power as the catalog's 96 GB HBM3 GH200, so its ratio. The H100 SXM 96GB HBM2e (Meta's
 Grand Teton variant, catalog h100-sxm-hbm2e-96gb) is the H100 SXM's die and 700 W TDP with other memory: the H100 SXM's
 ratio (a run at its default 500 W limit states it: ``power_limited_rates``).
@@ -284,17 +285,9 @@ measurement: their bf16 fraction, assumed (the MI300X's hipBLASLt figure is not 
 MAMF was measured with TunableOp and differs from the MI300X's)."""
 _FP8_PRECISE_ACCUMULATION_FRACTION = {"h100-sxm": 0.709, "h800": 0.709, "h200": 0.734, "gh200": 0.776,
                                       "h100-sxm-hbm2e-96gb": 0.709}
-HOPPER_FP8_PRECISE_OVER_FAST = 0.709 / 0.803
-"""A Hopper card (compute capability 9.x) without a measured full-precision fp8 row: its fp8 rate times the H100
-SXM's measured precise / fast ratio, 1,402.6 / (1,979 x 80.3 %) = 0.883 (the MAMF table's FP8 row over the fp8
-peak at the bf16 MAMF fraction, stas00/ml-engineering ``compute/accelerator/README.md`` l.354 and l.376
-@744d01e18b79512572f64a6bbd8b5f4a725203a7). The H100 PCIe, H100 NVL, H200 NVL and H20 share the 9.0 tensor cores and
-their reduced-precision fp8 accumulator (``_FP8_PRECISE_ACCUMULATION_FRACTION``); no precise row is published for
-them. The measured cards' ratios span 0.883 (H100 SXM) to 0.914 (H200) and 0.926 (GH200): the H100 SXM's, the
-lowest, is taken (the H20's cut-down die and the PCIe / NVL parts' lower power sit nearer it than the GH200's)."""
 """Hopper fp8 GEMMs with full-precision accumulation (cuBLASLt ``CUBLASLT_MATMUL_DESC_FAST_ACCUM`` = 0), as a fraction
 of the datasheet dense fp8 peak: the FP8 half of the MAMF table (stas00/ml-engineering ``compute/accelerator/README.md``
-l.365-376 @744d01e18b79512572f64a6bbd8b5f4a725203a7): "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9%", "NVIDIA H200 SXM |
+l.365-376 @744d01e18b79512572f64a6bbd8b5f4a725203a7, https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L365-L377): "NVIDIA H100 SXM | 1402.6 | 1979 | 70.9%", "NVIDIA H200 SXM |
 1453.4 | 1979 | 73.4%", "NVIDIA GH200 SXM | 1535.0 | 1979 | 77.6%" (the H800 and the H100 SXM 96GB HBM2e share the
 H100's die and clock). Its finder
 The GH200 rows (bf16 l.352, fp8 l.370) were measured on the "900W 141GiB HBM3e version"; the catalog's ``gh200`` is
@@ -314,6 +307,14 @@ reduced-precision accumulator, whose partial sums the precise mode promotes to f
 same table's fp8 / bf16 fractions are 0.88 (H100), 0.91 (H200), 0.93 (GH200). Blackwell accumulates in fp32 tensor
 memory and its rows show no such gap (B200 76.3 % fp8 against 77.6 % bf16), so no Blackwell card is listed: the
 fp8 rows there keep their rate."""
+HOPPER_FP8_PRECISE_OVER_FAST = 0.709 / 0.803
+"""A Hopper card (compute capability 9.x) without a measured full-precision fp8 row: its fp8 rate times the H100
+SXM's measured precise / fast ratio, 1,402.6 / (1,979 x 80.3 %) = 0.883 (the MAMF table's FP8 row over the fp8
+peak at the bf16 MAMF fraction, stas00/ml-engineering ``compute/accelerator/README.md`` l.354 and l.376
+@744d01e18b79512572f64a6bbd8b5f4a725203a7; https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L354 and #L376). The H100 PCIe, H100 NVL, H200 NVL and H20 share the 9.0 tensor cores and
+their reduced-precision fp8 accumulator (``_FP8_PRECISE_ACCUMULATION_FRACTION``); no precise row is published for
+them. The measured cards' ratios span 0.883 (H100 SXM) to 0.914 (H200) and 0.926 (GH200): the H100 SXM's, the
+lowest, is taken (the H20's cut-down die and the PCIe / NVL parts' lower power sit nearer it than the GH200's)."""
 _HBM_FRACTION = {
     "mi300x": (0.775, ("STREAM Copy 4.11 TB/s of 5.3 on an Azure ND MI300X v5 (Triad 4.09, Mul 4.26):"
                        " samuel-bohman/AI-benchmarking-guide Azure_Results/ND_MI300X_v5_results.md @3de0c294")),
@@ -325,8 +326,8 @@ Add 4.14, Triad 4.09, Dot 3.87 TB/s; repository samuel-bohman/AI-benchmarking-gu
 4.11 / 5.3 = 77.5 % of the datasheet 5.3 TB/s, not 90 % (4.77 TB/s)."""
 DEFAULT_MAMF_FRACTION = 0.80
 """MAMF / datasheet bf16 rate for an NVIDIA card without a published MAMF row: the H100 SXM's 80.3 % rounded
-(stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7, BF16 table; module
-docstring); the same table's other NVIDIA rows run 72.9-86.9 %. Stated in the plan's assumptions when used."""
+(stas00/ml-engineering ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7, BF16 table l.354:
+https://github.com/stas00/ml-engineering/blob/744d01e18b79512572f64a6bbd8b5f4a725203a7/compute/accelerator/README.md#L354; module docstring); the same table's other NVIDIA rows run 72.9-86.9 %. Stated in the plan's assumptions when used."""
 _FABRIC_NOTES = {
     "mi300x": "intra-node collectives on AMD Infinity Fabric (xGMI: 7 links x 128 GB/s, a full mesh; kept in the"
               " catalog's nvlink fields), RCCL assumed to reach NCCL's NVLink bus fraction; the 896 GB/s aggregate"
@@ -350,7 +351,8 @@ for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
 DEFAULT_SM_COUNT = 108
 """SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources): the
 A100's 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "A100: 108 SMs", as cited in
-``catalog/data/gpus/a100-80gb.json``)."""
+``catalog/data/gpus/a100-80gb.json``; CUDA samples' deviceQuery on an A100-SXM4-80GB, "(108) Multiprocessors":
+thamada/nvidia-smi ``gls/A100SXMx4_deviceQuery.py`` @b09ef139265ffc7e3c78006346981de8e4d70499)."""
 HBM_FRACTION = 0.90
 """Streaming bandwidth / datasheet HBM rate for a card without ``_HBM_FRACTION`` entry: an assumption, not read
 from a measurement. Published STREAM-style rows run lower (samuel-bohman/AI-benchmarking-guide ``Azure_Results/``, the
@@ -427,7 +429,8 @@ measurement on an AMD EPYC VM (2026-12-02: 330 ops, outputs kept alive) read 6.7
 without, 0.81. Used by ``nograd_forward_host_s_per_kernel``."""
 BACKWARD_OP_RATIO = 0.66
 """Host seconds per dispatched op of ``loss.backward()`` over the grad forward's, same runs as
-``NOGRAD_FORWARD_OP_RATIO`` (the median of 0.65, 0.77, 0.66). Measured, not fitted."""
+``NOGRAD_FORWARD_OP_RATIO`` (``benchmarks/host_fwd_bwd_cpu.py``; the median of 0.65, 0.77, 0.66).
+Measured, not fitted."""
 
 
 def nograd_forward_host_s_per_kernel(*, host_s_per_forward_kernel: float, host_s_per_backward_kernel: float,

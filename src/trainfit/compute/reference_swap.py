@@ -58,9 +58,14 @@ PyTorch's dispatch, the ``cudaMemcpyAsync`` launch and the stream synchronizatio
 on. Assumption, not measured here: the order of CUDA's small-copy latency (~10 us) plus the copy's dispatch."""
 
 COPIES_PER_SWAP = 3
-"""D2H of the policy, H2D of the reference, H2D of the policy (module docstring)."""
+"""D2H of the policy, H2D of the reference, H2D of the policy (module docstring): NVIDIA-NeMo/RL
+``nemo_rl/models/policy/workers/megatron_policy_worker.py`` ``use_reference_model`` l.675-722
+@9dbd9adc95a10f5946cceb36e1d5b31e2429e470 (``to(device="cpu", non_blocking=True, copy=True)`` per tensor, then
+``load_state_dict(self.reference_state_dict)`` and, after the pass, ``load_state_dict(model_state_dict)``)."""
 BLOCKING_COPIES_PER_SWAP = 2
-"""The two H2D rounds copy tensor by tensor with a synchronization each; the D2H round does not wait."""
+"""The two H2D rounds copy tensor by tensor with a synchronization each; the D2H round does not wait (its copies
+are ``non_blocking=True``; the two ``load_state_dict`` rounds pass none): NVIDIA-NeMo/RL
+``nemo_rl/models/policy/workers/megatron_policy_worker.py`` l.675-722 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -143,7 +143,8 @@ DEFAULT_QUANTILES = 64
 SHORTEST_SHARE_OF_MEAN = 0.437
 """The shifted shape's floor as a share of the mean response: the batch's shortest response over its mean,
 ``response_length/min`` / ``response_length/mean``, averaged over the 435 logged steps of the one fit-half run of
-``benchmarks/data/rl_response_length_steps.json`` (dingxianzhong/play-verl logs/verl_grpo_qwen2.5b_8gpu.log
+``benchmarks/data/rl_response_length_steps.json`` (read from the run's console log by
+``benchmarks/rl_response_length_steps.py``; recomputed from that file: 0.43654; dingxianzhong/play-verl logs/verl_grpo_qwen2.5b_8gpu.log
 @7716a615fc4b68961f2bb7716c9aadcd65ca28d2, Qwen2.5-0.5B-Instruct GRPO on GSM8K, 512 sequences, cap 192): 0.4365.
 The shortest of ``N`` draws of ``floor + Exp(θ)`` is ``floor + θ/N``, so the logged minimum reads the floor."""
 

@@ -75,12 +75,13 @@ TE_BACKWARD_HOST_S_GRACE = {
     ("layernorm_linear", True): 518.67e-6 - 135.42e-6,
 }
 """CPU seconds of one TE module's backward on GB200's Grace host, by (module, quantized): forward + backward minus
-forward, the "before" column of TransformerEngine pull request #3523 (module docstring). The quantized row is MXFP8,
+forward, the "before" column of TransformerEngine pull request #3523 (module docstring;
+https://github.com/NVIDIA/TransformerEngine/pull/3523, its GB200 table re-read). The quantized row is MXFP8,
 the one quantized recipe that table measures; it stands for every fp8 recipe."""
 X86_OVER_GRACE_HOST = 13.48 / 37.08
 """How long an x86 DGX host (Intel Xeon Platinum 8480C) takes for the same host Python as GB200's Grace: one
 ``torch.nn.Linear`` forward's CPU time, 13.48 us on an H100 DGX vs 37.08 us on GB200 (TransformerEngine issue #2053,
-module docstring)."""
+https://github.com/NVIDIA/TransformerEngine/issues/2053, its table re-read; module docstring)."""
 GRACE_HOST_GPUS = frozenset({"gb200", "gb300"})
 """Catalog GPUs whose host CPU is NVIDIA Grace (the superchip's, NVLink-C2C attached; GB300 NVL72: 36 Grace CPUs for 72
 GPUs, https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03)."""
@@ -95,13 +96,18 @@ TE_FORWARD_HOST_S_GRACE = {
     ("layernorm_linear", True): 135.42e-6,
 }
 """CPU seconds of one TE module's forward on GB200's Grace host, by (module, quantized): the forward column of the
-same table (the "before" figures, module docstring)."""
+same table (the "before" figures, module docstring; https://github.com/NVIDIA/TransformerEngine/pull/3523)."""
 KERNELS_PER_CALL = {"linear": 2, "layernorm_linear": 3}
 """Kernels of one call's backward that the per-kernel backward rate already charges: dgrad and wgrad GEMMs,
-and a ``LayerNormLinear``'s norm backward."""
+and a ``LayerNormLinear``'s norm backward (NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+``transformer_engine/pytorch/module/linear.py`` ``general_gemm`` l.1086 and l.1285;
+``transformer_engine/pytorch/module/layernorm_linear.py`` l.862, l.1063 and ``tex.layernorm_bwd`` /
+``tex.rmsnorm_bwd`` l.1142-1153)."""
 FORWARD_KERNELS_PER_CALL = {"linear": 1, "layernorm_linear": 2}
 """Kernels of one call's forward that the per-kernel forward rate already charges: the GEMM, and a
-``LayerNormLinear``'s norm."""
+``LayerNormLinear``'s norm (NVIDIA/TransformerEngine @d0067d0da6cb01811b8072a7d304f0e00344ce2b:
+``transformer_engine/pytorch/module/linear.py`` ``general_gemm`` l.536;
+``transformer_engine/pytorch/module/layernorm_linear.py`` ``apply_normalization`` l.257 and ``general_gemm`` l.410)."""
 
 
 def quantized_extra_kernels(casts: CastTraffic | None) -> dict[str, int]:

@@ -75,7 +75,8 @@ STRIDED_BANDWIDTH_SHARE = 0.46
 broadcast multiplies, rotary, ``inventory.PassInventory.strided_bytes``) over its vectorised one, same
 op and size. Measured on an H200 with PyTorch 2.9.1 (cu128), fp16 (1024, 10240): ``torch.prelu`` with its
 per-channel weight broadcast 1.18 TB/s against ``leaky_relu`` (same-shape) 2.57 TB/s, 0.46
-(github.com/tile-ai/TileOPs pull request #500, 2026-03-14); the same card, a bias-add broadcast 0.62 against
+(https://github.com/tile-ai/TileOPs/pull/500, 2026-03-14: the PR's H200 table, "PyTorch (TB/s)" column,
+leaky_relu 2.57, prelu (C=10240) 1.18); the same card, a bias-add broadcast 0.62 against
 a same-shape add 1.39 TB/s, 0.45 (pull request #537, 2026-03-16). Taken for every card (the loop is the
 same code); compiled kernels (``memory_factor`` < 1: Inductor's fused Triton kernels load broadcast operands
 as blocks) keep the streaming rate."""

@@ -135,9 +135,15 @@ DROPOUT_CPU_NOISE = "adapter dtype"
 """torch's CPU ``dropout`` (no fused kernel: ``at::dropout`` falls back to ``input * bernoulli_noise``) saves the
 noise tensor in the input's dtype: for LoRA dropout the adapter dtype (4 B per element with fp32 adapters)."""
 DELTANET_CHUNK = 64
-"""Chunk size of flash-linear-attention's ``chunk_gated_delta_rule`` (its default)."""
+"""Chunk size of flash-linear-attention's ``chunk_gated_delta_rule`` (its default: ``chunk_size: int = 64`` of
+``ChunkGatedDeltaRuleFunction.forward`` and ``chunk_gated_delta_rule_fwd``, which the public function does not pass;
+fla-org/flash-linear-attention ``fla/ops/gated_delta_rule/chunk.py`` l.49, l.279
+@bc3b101dcb713ddc5bd8924b66754eb68b5ccf89)."""
 DELTANET_DQKWG_TILE = 64
-"""K tile of fla's ``chunk_bwd_dqkwg`` on Ampere/Ada (partial fp32 dg per tile)."""
+"""K tile of fla's ``chunk_bwd_dqkwg`` on Ampere/Ada (partial fp32 dg per tile): ``CONST_TILING`` 64 where
+``check_shared_mem('ada')`` holds and not ``'hopper'`` (128 there, 32 below), ``BK = min(max(next_power_of_2(K), 16),
+CONST_TILING)`` (fla-org/flash-linear-attention ``fla/ops/common/chunk_o.py`` l.730-736
+@bc3b101dcb713ddc5bd8924b66754eb68b5ccf89)."""
 DELTANET_KERNELS = ("Gated DeltaNet layers: flash-linear-attention's chunk_gated_delta_rule and causal-conv1d's"
                     " causal_conv1d_fn, the CUDA kernels transformers runs when both are installed (not its torch"
                     " fallback, which saves fp32 chunk matrices and is what a CPU run without them uses)")

@@ -94,7 +94,12 @@ from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, CachingAl
 from trainfit.memory.phases import StepTerms
 
 ADAPTER_TENSORS_PER_LAYER = 14
-"""LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors)."""
+"""LoRA on the seven projections of a decoder layer: A and B each (small-pool tensors). The seven: ``q_proj``,
+``k_proj``, ``v_proj``, ``o_proj`` (``LlamaAttention.__init__``) and ``gate_proj``, ``up_proj``, ``down_proj``
+(``LlamaMLP.__init__``), huggingface/transformers @002272831fba584eb30dca9729c1be456836960a:
+https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py;
+one ``lora_A`` and one ``lora_B`` ``nn.Linear`` per adapted module (huggingface/peft ``src/peft/tuners/lora/layer.py`` l.259-260
+@d787f51bbaa196862733ed53c1b7def75b49ab29, ``update_layer``)."""
 STREAM_SHIFT = 48
 """Event keys from ``1 << STREAM_SHIFT`` on are blocks of a side stream's pool (``key >> STREAM_SHIFT``)."""
 

@@ -224,7 +224,11 @@ def _mpt_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
 GELU_NEW_SAVED = 4
 """Tensors of the intermediate width that transformers' ``NewGELUActivation`` (``gelu_new``, GPT-2's default;
 ``0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3)))`` in torch ops) saves: ``pow``'s input x, the
-``0.5 * x`` and ``1 + tanh`` factors of the product, and ``tanh``'s output."""
+``0.5 * x`` and ``1 + tanh`` factors of the product, and ``tanh``'s output. The expression:
+``0.5 * input * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (input + 0.044715 * torch.pow(input, 3.0))))``,
+huggingface/transformers ``src/transformers/activations.py`` ``NewGELUActivation.forward``
+@00e12e7c54598e50e7bef1540db3408f81916de1:
+https://github.com/huggingface/transformers/blob/00e12e7c54598e50e7bef1540db3408f81916de1/src/transformers/activations.py"""
 
 
 def _gpt2_layer(ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:

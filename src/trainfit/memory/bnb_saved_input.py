@@ -31,7 +31,10 @@ import re
 from trainfit.spec.card import pin_before
 
 FIXED_IN = (0, 43, 2)
-"""The first bitsandbytes release whose MatMul4Bit drops the input (9e75374104cec965d9a4a630a68ce4e2b77b066f)."""
+"""The first bitsandbytes release whose MatMul4Bit drops the input (9e75374104cec965d9a4a630a68ce4e2b77b066f, "fix QLoRA
+mem bug: delete useless buffered activation (#1270)", 2024-07-16: ``ctx.tensors = (None, B)``,
+https://github.com/bitsandbytes-foundation/bitsandbytes/commit/9e75374104cec965d9a4a630a68ce4e2b77b066f; the oldest
+release tag that contains it is 0.43.2)."""
 
 
 def saves_input(bitsandbytes_version: str | None) -> bool:

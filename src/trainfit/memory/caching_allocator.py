@@ -54,11 +54,11 @@ from dataclasses import dataclass, field
 # The allocator's size constants: pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp
 # @001074d25084fdb87a799823e395a50f5ec044d3 (kMinBlockSize ... kRoundLarge).
 MIN_BLOCK = 512  # c10/cuda/CUDACachingAllocator.cpp kMinBlockSize: every size rounds up to 512 B
-SMALL_SIZE = 1 << 20  # c10/cuda/CUDACachingAllocator.cpp kSmallSize: largest small allocation
-SMALL_BUFFER = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp kSmallBuffer: small-pool segment
-LARGE_BUFFER = 20 << 20  # c10/cuda/CUDACachingAllocator.cpp kLargeBuffer: 1-10 MiB requests' segment
-MIN_LARGE_ALLOC = 10 << 20  # c10/cuda/CUDACachingAllocator.cpp kMinLargeAlloc
-ROUND_LARGE = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp kRoundLarge: large segments round to 2 MiB
+SMALL_SIZE = 1 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kSmallSize: largest small allocation
+SMALL_BUFFER = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kSmallBuffer: small-pool segment
+LARGE_BUFFER = 20 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kLargeBuffer: 1-10 MiB requests' segment
+MIN_LARGE_ALLOC = 10 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kMinLargeAlloc
+ROUND_LARGE = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kRoundLarge: large segments round to 2 MiB
 ADDR_BITS = 47
 """Addresses of the model stay below 2^47 (128 TiB; the small pool's expandable range starts at 2^46)."""
 

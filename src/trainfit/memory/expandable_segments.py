@@ -38,9 +38,9 @@ from dataclasses import dataclass, field
 # pytorch/pytorch c10/cuda/CUDACachingAllocator.cpp @001074d25084fdb87a799823e395a50f5ec044d3: the allocator's
 # size constants and ExpandableSegment's segment sizes.
 MIN_BLOCK = 512  # c10/cuda/CUDACachingAllocator.cpp kMinBlockSize
-SMALL_SIZE = 1 << 20  # c10/cuda/CUDACachingAllocator.cpp kSmallSize
-SMALL_PAGE = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp ExpandableSegment: "2MB for small pool"
-LARGE_PAGE = 20 << 20  # c10/cuda/CUDACachingAllocator.cpp ExpandableSegment: "20MB for large pool"
+SMALL_SIZE = 1 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 kSmallSize
+SMALL_PAGE = 2 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 ExpandableSegment: "2MB for small pool"
+LARGE_PAGE = 20 << 20  # c10/cuda/CUDACachingAllocator.cpp @001074d2 ExpandableSegment: "20MB for large pool"
 ADDRESS_SPACE = 1 << 46
 """Bytes of virtual address space per pool (torch reserves 1 1/8 of the GPU's memory, ``ExpandableSegment``'s
 constructor in c10/cuda/CUDACachingAllocator.cpp @001074d25084fdb87a799823e395a50f5ec044d3; any bound above what a

@@ -109,7 +109,9 @@ AMAX_HISTORY_LEN = 1024
 """TE ``DelayedScaling.amax_history_len`` default: ``amax_history_len: int = 1024`` (NVIDIA/TransformerEngine
 ``transformer_engine/common/recipe/__init__.py`` @799cf76be3c1bb0a9d7995614a1af5a2a77a9e10)."""
 FP8_TENSORS_PER_LINEAR = 5
-"""Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module)."""
+"""Forward: input, weight, output; backward: output gradient, input gradient (TE's fp8 meta per module:
+``num_fp8_tensors = self.fp8_meta["num_gemms"] * 3 if fwd else self.fp8_meta["num_gemms"] * 2``, NVIDIA/TransformerEngine
+``transformer_engine/pytorch/module/base.py`` l.1139 @d0067d0da6cb01811b8072a7d304f0e00344ce2b)."""
 FP32 = 4
 BLOCK = 128
 """FP8 blockwise scaling's block edge, one fp32 scale per 1 x 128 activation tile and per 128 x 128 weight block:

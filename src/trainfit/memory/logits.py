@@ -121,23 +121,32 @@ from typing import Any, NamedTuple
 from trainfit.spec.card import pin_before
 
 FORWARD_PEAK_BYTES_PER_LOGIT = 10
-"""bf16 logits + fp32 upcast + fp32 log-softmax output."""
+"""bf16 logits + fp32 upcast + fp32 log-softmax output: ``ForCausalLMLoss`` takes ``logits = logits.float()`` and
+``nn.functional.cross_entropy`` of that copy (log-softmax, then the NLL), huggingface/transformers
+@0114da07ec0e101b420a923dedeb6032b6ac3a44: https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py"""
 FP32_LOGITS_FORWARD_PEAK_BYTES_PER_LOGIT = 8
 """A model whose logits are fp32 already (loaded and run in float32 without autocast, e.g. a QLoRA model with
 ``precision.nf4_compute_dtype`` fp32): the logits (4) and the log-softmax output (4); the loss's ``.float()`` returns
 the same tensor (torch ``Tensor.float`` on a float32 tensor), so there is no upcast copy. Checked against the
-fake-tensor trace (tests/trace/test_qlora_grid.py, the fp32-loaded cells)."""
+fake-tensor trace (tests/trace/test_qlora_grid.py, the fp32-loaded cells). The loss's ``logits = logits.float()``:
+https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44."""
 RETAINED_BYTES_PER_LOGIT = 4
-"""fp32 log-softmax output saved for backward."""
+"""fp32 log-softmax output saved for backward (the ``cross_entropy`` of ``ForCausalLMLoss``'s fp32 copy:
+https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44)."""
 BACKWARD_PEAK_BYTES_PER_LOGIT = 12
-"""saved log-softmax output + its fp32 gradient + the fp32 input gradient."""
+"""saved log-softmax output + its fp32 gradient + the fp32 input gradient (the backward of ``cross_entropy`` on
+``ForCausalLMLoss``'s fp32 copy, https://github.com/huggingface/transformers/blob/0114da07ec0e101b420a923dedeb6032b6ac3a44/src/transformers/loss/loss_utils.py @0114da07ec0e101b420a923dedeb6032b6ac3a44)."""
 HELD_LOGITS_BYTES_PER_LOGIT = 2
 """bf16 logits kept alive by a caller that holds ``outputs.logits``."""
 KEPT_FP32_FORWARD_PEAK_BYTES_PER_LOGIT = 8
 """``loop.kept_output_dtype: fp32`` (prime-rl's SFT loop): the loop's fp32 copy (4) and the saved log-softmax output
 (4) at the loss; the bf16 logits are freed before the log-softmax runs, and ``CrossEntropyLoss`` on fp32 logits makes no
 copy of its own. The copy itself is ``StepTerms.kept_output`` after the forward. Checked against the fake-tensor trace
-(``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py)."""
+(``trainfit.trace.loops.prime_rl_sft_loss``, tests/trace/test_card_truthfulness.py). The code: the model's ``forward``
+returns ``cast_float_and_contiguous(PrimeLmOutput(logits=out.logits))`` (``tensor.float().contiguous()``), and the SFT
+step takes ``ce_loss(logits.view(-1, V), ...)`` on that copy (PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4:
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/model.py#L492-L494,
+models/layers/lm_head.py l.21-32, sft/train.py l.246-252)."""
 SOFTCAP_FAMILIES = frozenset({"gemma2"})
 """Families whose config sets ``final_logit_softcapping`` (applied in the model's forward)."""
 
@@ -245,7 +254,9 @@ def compute_dtype_ce_bytes(*, micro_batch_size: int, tokens: int, vocab_size: in
 
 
 TORCHTUNE_OUTPUT_CHUNKS = 8
-"""``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it."""
+"""``CEWithChunkedOutputLoss(num_output_chunks=8)``, the default of every torchtune config that names it (none of the
+configs under ``recipes/configs`` sets ``num_output_chunks``): pytorch/torchtune
+``torchtune/modules/loss/ce_chunked_output_loss.py`` l.35 @bd2a0fc7c31430972728494fa01aaeeb0ebf1ba1."""
 TORCHTUNE_ROW_STATS_BYTES = 2 * 4 + 8
 """Per token, saved by the compiled chunk loss: fp32 max and log-sum-exp, and the int64 label."""
 
@@ -291,20 +302,24 @@ def trl_fused_logprob_bytes(
 PRIME_RL_LM_HEAD_CHUNK_COLUMNS = 2048
 """``loss.kernel: prime_rl``: the vocabulary columns per chunk of prime-rl's fused LM head; the RL trainer sets
 ``model.fused_lm_head_chunk_size`` 2048 when unset (``RLTrainerConfig.auto_setup_fused_lm_head_chunk_size``,
-PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
+PrimeIntellect-ai/prime-rl src/prime_rl/trainer/rl/config.py l.273-275 @d8f290ef0358a804f1912bd29ea1b37cc56894b4,
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/rl/config.py#L273-L275)."""
 PRIME_RL_FORWARD_BYTES_PER_CHUNK_LOGIT = 14
 """prime-rl's chunked log-prob head (``loss.kernel: prime_rl``; ``_ChunkedLogProbEntropyFn``,
 PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lm_head.py l.69-192
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4), forward, per element of one ``N x C`` chunk (all ``N`` tokens, ``C``
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L69-L192), forward, per element of one ``N x C`` chunk (all ``N`` tokens, ``C``
 vocabulary columns): the chunk's bf16 logits (2), their fp32 copy (4), and inside
 ``_online_logsumexp_and_weighted_update`` the broadcast difference and its ``exp`` (4 + 4; then ``exp`` and the
 product ``chunk_exp * chunk_logits``, 4 + 4): 14."""
 PRIME_RL_BACKWARD_BYTES_PER_CHUNK_LOGIT = 22
 """Backward, per chunk element: the previous chunk's fp32 ``logits_f``, ``p`` and ``grad_logits`` stay bound to their
 names until reassigned (4 + 4 + 4), so at the next chunk's ``p = torch.exp(logits_f - logz)`` the new bf16 logits (2),
-fp32 copy (4), the difference (4) and its ``exp`` (4) sit beside them: 22 (l.151-158)."""
+fp32 copy (4), the difference (4) and its ``exp`` (4) sit beside them: 22 (l.151-158,
+https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L147-L169 @d8f290ef0358a804f1912bd29ea1b37cc56894b4)."""
 PRIME_RL_TOKEN_BYTES = 3 * 4
-"""Per token: the fp32 ``logz`` saved for backward and the fp32 log-probs and entropy the caller holds."""
+"""Per token: the fp32 ``logz`` saved for backward and the fp32 log-probs and entropy the caller holds
+(``ctx.save_for_backward(hidden, weight, labels, logz)``, ``return logprobs, entropy``: prime-rl
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4, https://github.com/PrimeIntellect-ai/prime-rl/blob/d8f290ef0358a804f1912bd29ea1b37cc56894b4/src/prime_rl/trainer/models/layers/lm_head.py#L117-L127)."""
 
 
 def prime_rl_head_bytes(*, tokens: int, hidden_size: int, vocab_size: int, chunk_columns: int,
@@ -330,7 +345,9 @@ def prime_rl_head_bytes(*, tokens: int, hidden_size: int, vocab_size: int, chunk
 
 MEGATRON_SOFTMAX_BYTES_PER_LOGIT = 4
 """Megatron-Core's vocab-parallel cross-entropy: the one fp32 copy of the local logits, turned into the softmax in
-place and saved for backward."""
+place and saved for backward (``vocab_parallel_logits.float()`` l.25, the in-place subtraction l.42, ``torch.exp(...,
+out=exp_logits)`` l.62, ``exp_logits.div_`` l.77, ``ctx.save_for_backward(exp_logits, ...)`` l.181:
+NVIDIA/Megatron-LM ``megatron/core/tensor_parallel/cross_entropy.py`` @d98e8a64ddf34856e74b24714e3bedb2f5a39553)."""
 
 
 def megatron_vocab_parallel_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_bytes: int = 2) -> LogitsBytes:
@@ -390,9 +407,11 @@ def nanotron_sharded_ce_bytes(*, tokens: int, local_vocab: int, compute_dtype_by
 
 
 FLASH_CE_ROW_FORWARD_BYTES = 3 * 4
-"""flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses``."""
+"""flash-attn's per-row fp32 outputs: ``losses``, ``lse``, ``z_losses`` (three ``torch.empty(n_rows,
+dtype=torch.float)``, l.187-193 of https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py)."""
 FLASH_CE_ROW_SAVED_BYTES = 4
-"""The per-row fp32 ``lse`` saved for backward."""
+"""The per-row fp32 ``lse`` saved for backward (``ctx.save_for_backward(logits, lse, labels)``, l.246 of
+https://github.com/Dao-AILab/flash-attention/blob/0251105a2fb19d2957484b7f023cd8c115286ced/flash_attn/ops/triton/cross_entropy.py; the logits are the caller's own)."""
 
 COMPILED_CE_ROW_SAVED_BYTES = 2 * 4
 """The compiled eager loss's per-row fp32 max and log-sum-exp, saved for backward (module doc)."""

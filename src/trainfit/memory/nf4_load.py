@@ -36,10 +36,11 @@ INT64 = 8
 # torchao's NF4 defaults: ``to_nf4(tensor, block_size: int = 64, scaler_block_size: int = 256)``, a 16-entry NF4 code
 # table (pytorch/ao torchao/dtypes/nf4tensor.py @38cb64cc5d17f17da1319625310fe5d406dd5370).
 NF4_BLOCK = 64  # torchao/dtypes/nf4tensor.py to_nf4 block_size
-SCALER_BLOCK = 256  # torchao/dtypes/nf4tensor.py to_nf4 scaler_block_size
+SCALER_BLOCK = 256  # torchao/dtypes/nf4tensor.py @38cb64cc to_nf4 scaler_block_size
 NF4_CODES = 16  # 4-bit codes: 2**4 entries of the NF4 table
 CHUNKED_SINCE = (0, 2)
-"""torchao quantizes NF4 in 2^20-element chunks from 0.2 on (pytorch/ao@6081796bc)."""
+"""torchao quantizes NF4 in 2^20-element chunks from 0.2 on (pytorch/ao@6081796bc, "perform in chunks (#196)",
+2024-05-01: ``CHUNK_SIZE = 1024**2`` in torchao/dtypes/nf4tensor.py; an ancestor of tag v0.2.0, not of v0.1)."""
 
 
 def spikes(torchao_version: str | None) -> bool:

@@ -60,7 +60,10 @@ VARIANT_DTYPE_BYTES = FP32
 """IA3 vectors and prompt embeddings: fp32 under PEFT's default ``autocast_adapter_dtype=True``."""
 DORA_CONSTANT_BYTES_PER_OUT = 10
 """Per DoRA module: fp32 ``m/‖·‖`` and ``m/‖·‖ - 1`` rows (saved by the two products) and the bf16 norm
-(saved by the division), per output feature."""
+(saved by the division), per output feature: ``DoraLinearLayer.forward`` casts the weight to ``x.dtype`` (l.142), so
+the detached norm is bf16; the fp32 ``magnitude`` over it promotes (l.153); ``(mag_norm_scale - 1) * base_result +
+mag_norm_scale * lora_result * scaling`` (l.165). huggingface/peft @d787f51bbaa196862733ed53c1b7def75b49ab29:
+https://github.com/huggingface/peft/blob/d787f51bbaa196862733ed53c1b7def75b49ab29/src/peft/tuners/lora/dora.py#L132-L165"""
 
 IA3_DEFAULTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "llama": (("k_proj", "v_proj", "down_proj"), ("down_proj",)),

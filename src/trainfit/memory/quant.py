@@ -27,7 +27,10 @@ NF4_BLOCK = 64
 bitsandbytes 0.50.2 ``bitsandbytes/functional.py``), as transformers' ``BitsAndBytesConfig`` leaves it. The one
 definition: ``memory.nf4_dequant`` and ``trace.qlora`` import it."""
 NF4_DQ_BLOCK_ELEMENTS = 64 * 256
-"""Elements covered by one fp32 second-level absmax under double quantization."""
+"""Elements covered by one fp32 second-level absmax under double quantization: 4-bit blocks of 64 weights
+(``Params4bit(blocksize=64)``, bitsandbytes 0.43.3 ``bitsandbytes/nn/modules.py`` l.217) whose absmax values are
+quantized in blocks of 256 (``quantize_blockwise(absmax, blocksize=256)``, ``bitsandbytes/functional.py`` l.1246,
+``quantize_4bit`` with ``compress_statistics``)."""
 NF4_CODE_BYTES = 64
 """The 16-entry fp32 NF4 code table of each quantized weight's ``QuantState`` (with or without double quantization):
 16 x 4 B, a new tensor per ``quantize_4bit`` call (bitsandbytes 0.50.2 ``bitsandbytes/functional.py`` l.854

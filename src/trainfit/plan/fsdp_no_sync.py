@@ -46,7 +46,9 @@ NO_SYNC_PRESETS = ("trl", "llamafactory-z2", "llamafactory-z3", "ms-swift-zero2"
 
 VERL_NO_SYNC_SINCE = (0, 9)
 """The first verl release whose FSDP engine defers FSDP1 gradient sync to the last micro-batch (v0.9.0; the module
-docstring cites the lines)."""
+docstring cites the lines): "[fsdp, perf] feat: defer gradient sync during accumulation (#7095)", 2026-07-22,
+https://github.com/verl-project/verl/commit/2423f801b3621e5cf8f1c46d90b2444302496d72 (in tag v0.9.0, @483b8a009ba3a97563edee3a19887e4862b8094a
+``verl/workers/engine/fsdp/transformer_impl.py`` l.672-698; not in v0.8.0)."""
 
 
 def fsdp_no_sync(card: RunCard) -> bool:

@@ -88,7 +88,8 @@ bf16 only for compute, ``param_dtype=dtype`` l.272)."""
 
 NEMO_RL_DTENSOR_OPTIMIZER_BYTES = 8
 """``torch.optim.AdamW`` (grpo_math_1B.yaml ``policy.optimizer.name``) over those fp32 shards: ``exp_avg`` and
-``exp_avg_sq``, 4 B each (``step`` is a host scalar)."""
+``exp_avg_sq``, 4 B each (``step`` is a host scalar: ``foreach: False, fused: False``, NVIDIA-NeMo/RL
+``examples/configs/grpo_math_1B.yaml`` l.78-88 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d)."""
 
 
 def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:

@@ -126,7 +126,9 @@ def nemo_rl_dtensor_packed(card: RunCard) -> bool:
 
 LLM_FOUNDRY_PRECOMPUTED_PADDING = (0, 5)
 """llm-foundry computes flash attention's padding info once per model forward from v0.5.0 on
-(``compute.inventory.UNPAD_CALL_SYNCS``)."""
+(``compute.inventory.UNPAD_CALL_SYNCS``): "Precompute flash attention padding info (#880)", 2024-01-17,
+https://github.com/mosaicml/llm-foundry/commit/6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1 (the oldest release tag
+containing it is v0.5.0; v0.4.0 does not)."""
 
 
 def llm_foundry_unpad_syncs(card: RunCard) -> bool:

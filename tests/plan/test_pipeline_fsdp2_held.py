@@ -50,3 +50,25 @@ def test_stage_holds_unsharded_grads_and_gathered_params() -> None:
     f2 = _phase(two, Phase.BACKWARD).components["fsdp_buffers"]
     assert f2 - f1 > 4.0 * GIB
     assert _phase(two, Phase.BACKWARD).device > _phase(one, Phase.BACKWARD).device + 15 * GIB
+
+
+def test_walk_keeps_the_gathered_stage_to_the_end_of_backward() -> None:
+    """``StepTerms.fsdp_gathered_kept``: the whole gathered stage is still there at the embedding's backward (no unit
+    resharded after its backward), where a resharding walk has released it; the step has resharded."""
+    from dataclasses import replace
+
+    from trainfit.memory.phases import backward_peak, optimizer_peak
+    from trainfit.plan.resolve import model_spec_of
+    from trainfit.plan.walk import walk_sft_like
+
+    card = _card(version="fsdp2")
+    plan = make_plan(card)
+    t = walk_sft_like(card, model_spec_of(card), plan.gpu)[-1].terms
+    assert t.fsdp_gathered_kept and t.fsdp_all_gathered > 4.0 * GIB
+    # a large transient at the embedding's backward puts the backward peak there
+    kept = replace(t, tied_embedding_grad_transient=100 * GIB)
+    resharded = replace(kept, fsdp_gathered_kept=False)
+    assert backward_peak(kept).at == backward_peak(resharded).at == "embedding backward"
+    gap = backward_peak(kept).components["fsdp_buffers"] - backward_peak(resharded).components["fsdp_buffers"]
+    assert gap == pytest.approx(t.fsdp_all_gathered)
+    assert "fsdp_buffers" not in optimizer_peak(kept).components

@@ -32,7 +32,10 @@ only backward. Frameworks that enter FSDP1's ``no_sync()`` on every micro-batch 
   says ``parallel.fsdp_no_sync: true`` itself.
 
 Not a default elsewhere: FSDP2 has no ``no_sync`` (torchtune, torchtitan: a card with fsdp_version fsdp2 never
-resolves true), and a card without a preset names no framework (false, each backward reduce-scatters).
+resolves true), and a card without a preset names no framework (false, each backward reduce-scatters). One FSDP2
+case holds unsharded gradients all the same: a pipeline stage under torch.distributed.pipelining, which turns
+FSDP2's gradient sync off for every micro-batch's backward (``pipeline_fsdp2_holds_unsharded``, planned on the
+model-parallel rank walk, ``plan.ranks.rank_terms``).
 """
 
 from __future__ import annotations

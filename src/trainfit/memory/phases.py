@@ -66,6 +66,10 @@ class StepTerms:
     """bitsandbytes paged states: CUDA managed memory, outside torch's allocator."""
     fsdp_all_gathered: float = 0.0
     """fsdp_grad_op: every unit stays gathered from its forward to its backward."""
+    fsdp_gathered_kept: bool = False
+    """``fsdp_all_gathered`` stays whole to the end of backward instead of resharding unit by unit as the backward
+    passes it (a pipeline stage under FSDP2: ``set_reshard_after_backward(False)`` on every micro-batch,
+    ``trainfit.plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``)."""
     ddp_buckets: float = 0.0
     zero2_bucket: float = 0.0
     autocast_weight_cache: float = 0.0
@@ -309,7 +313,7 @@ def backward_peak(t: StepTerms) -> PhasePeak:
     if layers:
         order = range(layers - 1, -1, -1)
         new_grads = list(accumulate((t.grads_per_layer[i] for i in order), initial=t.grads_head))[1:]
-        step = t.fsdp_all_gathered / layers
+        step = 0.0 if t.fsdp_gathered_kept else t.fsdp_all_gathered / layers
         const = (base_total + t.zero2_bucket + emb + fsdp_layer + t.in_backward_step + t.inflight_activations
                  + t.pipeline_buffers + t.grad_buffer)
         def total(k: int) -> float:
@@ -352,7 +356,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
                 + (t.accumulation_transient if t.grad_accumulation else 0.0),
                 "activations": emb_end + t.inflight_activations,
                 "logits": 0.0,
-                "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads + t.gathered_backward,
+                "fsdp_buffers": fsdp_static + t.fsdp_root_embedding_grads + t.gathered_backward
+                + (t.fsdp_all_gathered if t.fsdp_gathered_kept else 0.0),
             } | pipe,
         )
     )

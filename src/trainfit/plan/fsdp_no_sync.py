@@ -32,13 +32,16 @@ only backward. Frameworks that enter FSDP1's ``no_sync()`` on every micro-batch 
   says ``parallel.fsdp_no_sync: true`` itself.
 
 Not a default elsewhere: FSDP2 has no ``no_sync`` (torchtune, torchtitan: a card with fsdp_version fsdp2 never
-resolves true), and a card without a preset names no framework (false, each backward reduce-scatters).
+resolves true), and a card without a preset names no framework (false, each backward reduce-scatters). One FSDP2
+case holds unsharded gradients all the same: a pipeline stage under torch.distributed.pipelining, which turns
+FSDP2's gradient sync off for every micro-batch's backward (``pipeline_fsdp2_holds_unsharded``, planned on the
+model-parallel rank walk, ``plan.ranks.rank_terms``).
 """
 
 from __future__ import annotations
 
 from trainfit.spec.card import RunCard, pin_before
-from trainfit.spec.enums import FsdpVersion, Strategy
+from trainfit.spec.enums import FsdpVersion, Strategy, TensorParallelImpl
 
 NO_SYNC_PRESETS = ("trl", "llamafactory-z2", "llamafactory-z3", "ms-swift-zero2", "ms-swift-zero3")
 """Presets whose trainer is the HF Trainer on accelerate, which runs accumulating FSDP1 micro-batches under
@@ -63,3 +66,26 @@ def fsdp_no_sync(card: RunCard) -> bool:
     if card.preset in NO_SYNC_PRESETS:
         return True
     return card.preset == "verl" and not pin_before(getattr(card.software, "verl", None), VERL_NO_SYNC_SINCE)
+
+
+def pipeline_fsdp2_holds_unsharded(card: RunCard) -> bool:
+    """Whether a pipeline stage under FSDP2 keeps its whole unsharded parameters and gradients through the step.
+
+    torch.distributed.pipelining's ``PipelineStage.backward_maybe_with_nosync`` runs every micro-batch's backward
+    of an ``FSDPModule`` stage with ``set_reshard_after_backward(False)`` and ``set_requires_gradient_sync(False)``;
+    only ``perform_reduce_grad``, after the stage's last backward, turns both back on and runs FSDP's post-backward
+    (pytorch/pytorch torch/distributed/pipelining/stage.py l.781-853, l.1166-1177, the torch 2.13.0 wheel
+    @cf30153c4c131c8164ee7798e5022d810682e2cb; earlier releases ran that post-backward at the end of the last
+    ``backward_maybe_with_nosync`` instead, the same holding). Without gradient sync ``FSDPParamGroup.post_backward``
+    skips the reduce-scatter and keeps each parameter's unsharded gradient, upcast to ``reduce_dtype`` when it
+    differs from ``param_dtype`` (``to_accumulated_grad_if_needed``) and summed into from the next micro-batch on
+    (``accumulate_unsharded_grad_if_needed``; torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py l.603-612,
+    _fsdp_param.py l.802-821 of the same wheel). torchtitan builds its stages as ``PipelineStage`` (pytorch/torchtitan
+    torchtitan/parallelisms/pipeline_llama.py l.15, l.94 @9dec370ad26b5f8e9a7333a0e36165018262644b) and, with
+    pipeline parallel, shards every block with ``reshard_after_forward=False`` ("to avoid per-microbatch
+    all-gathers", parallelize_llama.py l.325-339 of the same commit), so the stage's parameters stay gathered from
+    its first forward too. Strategy fsdp or hsdp on torch's ``fully_shard`` (fsdp_version fsdp2, not Megatron-Core
+    layers) with ``parallel.pipeline_parallel > 1``."""
+    p = card.parallel
+    return (p.strategy in (Strategy.FSDP, Strategy.HSDP) and p.fsdp_version is FsdpVersion.FSDP2
+            and p.pipeline_parallel > 1 and p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON)

@@ -63,6 +63,7 @@ from trainfit.memory.phases import StepTerms
 from trainfit.memory.pipeline import Stage, first_chunk_forwards_in_flight
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
+from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import model_dtype, trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_copies, _fsdp_terms, _megatron_fsdp_fp8_units,
@@ -225,12 +226,19 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     # gradients: the walked chunk's layers one by one, the stage's other chunks held (later backwards)
     pos = {layer: k for k, layer in enumerate(stage.layers)}
     tied = not param_breakdown(ss).lm_head
+    # a pipeline stage under FSDP2 holds its unsharded gradients (in the reduce dtype) and gathered parameters to
+    # the end of its last backward; the optimizer step reads the reduce-scattered shards (pipeline_fsdp2_holds_unsharded)
+    pp_held = pipeline_fsdp2_holds_unsharded(card) and sharding.gathers_params and offload is Offload.NONE
+    step_grads: dict[str, float] = {}
+    if pp_held:
+        step_grads["optimizer_step_grads"] = (n_grad * grad_bytes if lora is None else n_lora * grad_bytes / gdiv.dense)
+    hdiv = _term_divisors(1, layout) if pp_held else gdiv  # the divisors of the walked (held) gradients
     if lora is None:
         g = scale * grad_bytes * grads_scale
-        per_layer = [g * ((rp.layers[pos[i]] - rp.experts[pos[i]]) / gdiv.dense + rp.experts[pos[i]] / gdiv.expert)
+        per_layer = [g * ((rp.layers[pos[i]] - rp.experts[pos[i]]) / hdiv.dense + rp.experts[pos[i]] / hdiv.expert)
                      for i in stage.layers]
-        grads_head = g * rp.head / gdiv.dense
-        grads_emb = g * rp.embedding / gdiv.dense
+        grads_head = g * rp.head / hdiv.dense
+        grads_emb = g * rp.embedding / hdiv.dense
         if tied and layout.pp == 1:
             # one matrix: its gradient appears first, in the head's backward
             grads_head, grads_emb = grads_head + grads_emb, 0.0
@@ -243,7 +251,7 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
             temps += grads_emb
             grads_emb = g * spec.vocab_size * spec.hidden_size
     else:
-        per_layer = [n_lora * grad_bytes * grads_scale / gdiv.dense / len(stage.layers) for _ in stage.layers]
+        per_layer = [n_lora * grad_bytes * grads_scale / hdiv.dense / len(stage.layers) for _ in stage.layers]
         grads_head = grads_emb = 0.0
     # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass, precision.grads fp32): its fp32 buffer of
     # every parameter the rank holds (ZeRO-1 too) is made at init and kept; the walked gradients are autograd's
@@ -333,7 +341,8 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         gather_bpp = BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value] if mp_gather else bpp
         w_stage = WeightBytes(base=gather_bpp * pb_stage.total * scale, adapter=n_lora * train_bytes)
         fsdp, _ = _fsdp_terms(sspec, sharding, trainable, w_stage, pb=pb_stage, scale=scale,
-                              n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes)
+                              n_train=n_lora if lora is not None else pb_stage.total * scale, grad_bytes=grad_bytes,
+                              reshard_after_forward=False if pp_held else None)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, _ = _megatron_fsdp_fp8_units(card, sspec, fsdp, pb=pb_stage, scale=scale)
         fsdp = (torchao_fp8_gather_units(card, sspec, fsdp, pb=pb_stage, scale=scale,
@@ -379,8 +388,10 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         grad_buffer=grad_buffer,
         accumulation_transient=0.0 if accumulator else scale * grad_bytes * grads_scale * (
             (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
+        fsdp_gathered_kept=pp_held and bool(fsdp.get("fsdp_all_gathered")),
         **fsdp,
         **zero_step,
+        **step_grads,
     )
     return terms, host
 

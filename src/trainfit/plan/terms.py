@@ -1193,18 +1193,21 @@ def _no_sync_grads(spec: ModelSpec, pb: ParamBreakdown, trainable: TrainableSpec
 
 def _fsdp_terms(
     spec: ModelSpec, sharding: Sharding, trainable: TrainableSpec, w: WeightBytes, *, pb: ParamBreakdown,
-    scale: float, n_train: float, grad_bytes: float,
+    scale: float, n_train: float, grad_bytes: float, reshard_after_forward: bool | None = None,
 ) -> tuple[dict[str, float], str]:
     """FSDP/ZeRO-3 buffers (bytes per GPU) of a strategy that gathers parameters, and the note that
     describes them: the gathered layer units (current + one prefetched), or the whole gathered model
-    when it is not resharded after forward; one layer's unsharded gradients; the root unit."""
+    when it is not resharded after forward; one layer's unsharded gradients; the root unit.
+    ``reshard_after_forward``: None follows the strategy (``Sharding.reshards_after_forward``); False keeps every
+    unit gathered (a pipeline stage under FSDP2, ``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``)."""
     wd, layers = sharding.weights_divisor, spec.num_layers
+    reshards = sharding.reshards_after_forward if reshard_after_forward is None else reshard_after_forward
     fsdp: dict[str, float] = {}
     bpp = (w.base + w.adapter) / (pb.total * scale + (n_train if trainable.lora else 0))
     unit = pb.largest_layer * scale * bpp
     head_unit = (pb.embedding + pb.lm_head + spec.hidden_size) * scale * bpp
     layer_grad_unit = (pb.largest_layer * scale if trainable.lora is None else n_train / layers) * grad_bytes
-    if sharding.reshards_after_forward:
+    if reshards:
         fsdp["fsdp_layer_units"] = 2 * unit
     else:
         fsdp["fsdp_all_gathered"] = (w.base + w.adapter) * (1 - 1 / wd) - head_unit

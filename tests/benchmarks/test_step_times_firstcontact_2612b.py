@@ -1,0 +1,93 @@
+"""benchmarks/step_times.py, first-contact rows of published_train_times_firstcontact_2612b.json: every system of
+NVIDIA's MLPerf Training v4.0 llama2_70b_lora closed submission (mlcommons/training_results_v4.0
+NVIDIA/results/*/llama2_70b_lora @6fe95437: one and eight DGX H100, 128 DGX H100, one HGX H200, 16 and 96 four-GPU
+L40S nodes). Each row's figure is its global batch over the median of its ten runs' mean MLLOG tracked_stats
+throughput, its batch follows the system's config (global batch = MINIBS x GPUs / (TP x CP)), and every row maps to a
+NeMo card that validates: Llama-2-70B LoRA rank 16 on the attention linears, fp8 delayed scaling with fp8 weights,
+dense 8,192-token rows, TP / CP / sequence parallel and the userbuffers overlap as each config sets them."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+from step_times_module import load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_train_times_firstcontact_2612b.json"
+COMMIT = "6fe954378efe4a1a1bd665550b18ff8f26018def"
+IMPL = "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo"
+SYSTEMS = {
+    # results directory: (config file, TP, CP, MINIBS, TP_COMM_OVERLAP, FP8 dot-product attention)
+    "eos_ngc24.04_nemo": ("config_DGXH100_1x8x4xtp4pp1cp1.sh", 4, 1, 4, True, True),
+    "eos_n8_ngc24.04_nemo": ("config_DGXH100_8x8x1xtp4pp1cp2.sh", 4, 2, 1, True, True),
+    "eos_n128_ngc24.04_nemo": ("config_DGXH100_128x8x1xtp4pp1cp2.sh", 4, 2, 1, True, True),
+    "h200_ngc24.04_nemo": ("config_DGXH200_1x8x2xtp2pp1cp1.sh", 2, 1, 2, True, True),
+    "l40s_n16_ngc24.04_nemo": ("config_L40S_16x4x2xtp4pp1cp2.sh", 4, 2, 1, False, False),
+    "l40s_n96_ngc24.04_nemo": ("config_L40S_96x4x1xtp4pp1cp2.sh", 4, 2, 1, False, False),
+}
+"""NVIDIA's six llama2_70b_lora systems at the commit and the values their configs set (each system's
+README-<system>.md names its config)."""
+
+st = load_step_times("trainfit_bench_step_times_firstcontact_2612b")
+ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
+
+
+def _system(e: dict) -> str:
+    return e["source"]["path"].split("/")[2]
+
+
+def test_file_is_loaded_with_every_nvidia_system() -> None:
+    assert DATA in st.data_files(st.TRAIN_DATA)
+    loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 6
+    # every system of the submission once: the whole table, no system picked by its score
+    assert sorted(_system(e) for e in ROWS.values()) == sorted(SYSTEMS)
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_cites_its_results_and_its_figure_is_the_runs_median(row_id: str) -> None:
+    e = ROWS[row_id]
+    src = e["source"]
+    assert (src["repo"], src["commit"]) == ("mlcommons/training_results_v4.0", COMMIT)
+    assert src["path"] == f"NVIDIA/results/{_system(e)}/llama2_70b_lora"
+    cfg, tp, cp, minibs, overlap, fp8_dpa = SYSTEMS[_system(e)]
+    assert src["config"] == f"{IMPL}/{cfg}"
+    runs = e["measured"]["also"]["runs"]
+    assert sorted(runs) == sorted(f"result_{i}.txt" for i in range(10))
+    median = statistics.median(runs.values())
+    assert e["measured"]["also"]["throughput_samples_per_s_median_of_run_means"] == pytest.approx(median, rel=1e-9)
+    b = e["batch"]
+    # step = global batch / samples per second (custom_callbacks.py Timer: the timed train batches only)
+    assert e["measured"]["metric"] == "step_s"
+    assert e["measured"]["value"] == pytest.approx(b["global_batch_size"] / median, abs=1e-4)
+    # the yaml's global_batch_size = MINIBS x GPUs / (TP x PP) / CP, MBS 1: the rest is accumulation
+    dp = e["gpus"] // (tp * cp)
+    assert b["global_batch_size"] == minibs * dp and b["grad_accum"] == minibs and b["micro_batch_size"] == 1
+    assert f"global_batch_size {b['global_batch_size']}" in e["quote"]
+    assert (e["parallel"]["tp"], e["parallel"]["cp"], e["parallel"]["pp"]) == (tp, cp, 1)
+    assert bool(e["parallel"].get("tp_comm_overlap")) == overlap
+    assert bool(e["precision"].get("fp8_attention")) == fp8_dpa
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_maps_to_a_card_that_validates(row_id: str) -> None:
+    e = ROWS[row_id]
+    card, _ = st.map_train(e)
+    st.validate(card)
+    cfg, tp, cp, _, overlap, fp8_dpa = SYSTEMS[_system(e)]
+    assert card["scope"] == "lora" and card["lora"]["rank"] == 16
+    assert sorted(card["lora"]["targets"]) == ["k_proj", "o_proj", "q_proj", "v_proj"]
+    assert card["precision"]["compute"] == "fp8" and card["precision"]["fp8_recipe"] == "delayed"
+    assert card["precision"]["fp8_params"] is True
+    assert bool(card["precision"].get("fp8_attention")) == fp8_dpa
+    par = card["parallel"]
+    assert par.get("tensor_parallel") == tp and par.get("context_parallel", 1) == cp
+    assert par.get("sequence_parallel") is True and bool(par.get("tp_comm_overlap")) == overlap
+    # one causal 8,192-token sequence per sample (packed_sequence_return_cu_seqlen False): no per-sample attention
+    assert card["batch"]["seq_len"] == 8192 and not card["batch"].get("packed_sample_tokens")
+    assert card["hardware"]["gpu"] == e["gpu"]

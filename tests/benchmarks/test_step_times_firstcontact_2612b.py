@@ -1,10 +1,11 @@
 """benchmarks/step_times.py, first-contact rows of published_train_times_firstcontact_2612b.json: every system of
-NVIDIA's MLPerf Training v4.0 llama2_70b_lora closed submission (mlcommons/training_results_v4.0
-NVIDIA/results/*/llama2_70b_lora @6fe95437: one and eight DGX H100, 128 DGX H100, one HGX H200, 16 and 96 four-GPU
-L40S nodes). Each row's figure is its global batch over the median of its ten runs' mean MLLOG tracked_stats
-throughput, its batch follows the system's config (global batch = MINIBS x GPUs / (TP x CP)), and every row maps to a
-NeMo card that validates: Llama-2-70B LoRA rank 16 on the attention linears, fp8 delayed scaling with fp8 weights,
-dense 8,192-token rows, TP / CP / sequence parallel and the userbuffers overlap as each config sets them."""
+NVIDIA's MLPerf Training llama2_70b_lora closed submissions in two rounds: v4.0 (mlcommons/training_results_v4.0
+@6fe95437: one, eight and 128 DGX H100, one HGX H200, 16 and 96 four-GPU L40S nodes) and v4.1
+(mlcommons/training_results_v4.1 @b87b9e39: one, eight and 128 DGX H100, one HGX H200, one HGX B200 preview). Each
+row's figure is its global batch over the median of its ten runs' mean MLLOG tracked_stats throughput, its batch
+follows the system's config (global batch = MINIBS x GPUs / (TP x CP)), and every row maps to a NeMo card that
+validates: Llama-2-70B LoRA rank 16 on the attention linears, fp8 delayed scaling with fp8 weights, dense 8,192-token
+rows, TP / CP / sequence parallel, the userbuffers overlap and fp8 attention as each config sets them."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ import trainfit
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_firstcontact_2612b.json"
-COMMIT = "6fe954378efe4a1a1bd665550b18ff8f26018def"
+COMMITS = {"mlcommons/training_results_v4.0": "6fe954378efe4a1a1bd665550b18ff8f26018def",
+           "mlcommons/training_results_v4.1": "b87b9e396f771345d4ef122ba33456304f15228d"}
 IMPL = "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo"
+IMPL41 = "NVIDIA/benchmarks/llama2_70b_lora/implementations/{system}"
 SYSTEMS = {
     # results directory: (config file, TP, CP, MINIBS, TP_COMM_OVERLAP, FP8 dot-product attention)
     "eos_ngc24.04_nemo": ("config_DGXH100_1x8x4xtp4pp1cp1.sh", 4, 1, 4, True, True),
@@ -29,9 +32,16 @@ SYSTEMS = {
     "h200_ngc24.04_nemo": ("config_DGXH200_1x8x2xtp2pp1cp1.sh", 2, 1, 2, True, True),
     "l40s_n16_ngc24.04_nemo": ("config_L40S_16x4x2xtp4pp1cp2.sh", 4, 2, 1, False, False),
     "l40s_n96_ngc24.04_nemo": ("config_L40S_96x4x1xtp4pp1cp2.sh", 4, 2, 1, False, False),
+    # v4.1 (each system has its own implementation directory)
+    "eos_ngc24.09_nemo": ("config_DGXH100_1x8x4xtp4pp1cp1.sh", 4, 1, 4, True, True),
+    "eos_n8_ngc24.09_nemo": ("config_DGXH100_8x8x1xtp4pp1cp2.sh", 4, 2, 1, True, False),
+    "eos_n128_ngc24.09_nemo": ("config_DGXH100_128x8x1xtp4pp1cp2.sh", 4, 2, 1, True, False),
+    "h200_ngc24.09_nemo": ("config_DGXH200_1x8x2xtp1pp1cp2.sh", 1, 2, 2, False, False),
+    "b200_preview_nemo": ("config_DGXB200_1x8x2xtp1pp1cp2.sh", 1, 2, 2, False, True),
 }
-"""NVIDIA's six llama2_70b_lora systems at the commit and the values their configs set (each system's
-README-<system>.md names its config)."""
+"""NVIDIA's llama2_70b_lora systems at the two commits and the values their configs set (v4.0: each system's
+README-<system>.md names its config; v4.1: the config in the system's own implementation directory). TP_COMM_OVERLAP
+is listed as the card gets it: moot at TP 1."""
 
 st = load_step_times("trainfit_bench_step_times_firstcontact_2612b")
 ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
@@ -44,7 +54,7 @@ def _system(e: dict) -> str:
 def test_file_is_loaded_with_every_nvidia_system() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 6
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 11
     # every system of the submission once: the whole table, no system picked by its score
     assert sorted(_system(e) for e in ROWS.values()) == sorted(SYSTEMS)
 
@@ -53,10 +63,12 @@ def test_file_is_loaded_with_every_nvidia_system() -> None:
 def test_row_cites_its_results_and_its_figure_is_the_runs_median(row_id: str) -> None:
     e = ROWS[row_id]
     src = e["source"]
-    assert (src["repo"], src["commit"]) == ("mlcommons/training_results_v4.0", COMMIT)
+    assert src["commit"] == COMMITS[src["repo"]]
     assert src["path"] == f"NVIDIA/results/{_system(e)}/llama2_70b_lora"
     cfg, tp, cp, minibs, overlap, fp8_dpa = SYSTEMS[_system(e)]
-    assert src["config"] == f"{IMPL}/{cfg}"
+    impl = IMPL if src["repo"].endswith("v4.0") else IMPL41.format(system=_system(e))
+    assert src["config"] == f"{impl}/{cfg}"
+    assert e["id"].startswith("mlperf40-" if src["repo"].endswith("v4.0") else "mlperf41-")
     runs = e["measured"]["also"]["runs"]
     assert sorted(runs) == sorted(f"result_{i}.txt" for i in range(10))
     median = statistics.median(runs.values())
@@ -86,8 +98,12 @@ def test_row_maps_to_a_card_that_validates(row_id: str) -> None:
     assert card["precision"]["fp8_params"] is True
     assert bool(card["precision"].get("fp8_attention")) == fp8_dpa
     par = card["parallel"]
-    assert par.get("tensor_parallel") == tp and par.get("context_parallel", 1) == cp
-    assert par.get("sequence_parallel") is True and bool(par.get("tp_comm_overlap")) == overlap
+    assert par.get("tensor_parallel", 1) == tp and par.get("context_parallel", 1) == cp
+    assert bool(par.get("sequence_parallel")) == (tp > 1) and bool(par.get("tp_comm_overlap")) == overlap
+    if cp > 1:  # the B200 preview's yaml defaults cp_comm_type to a2a; the others run Megatron-Core's p2p ring
+        assert par["context_parallel_kind"] == ("ulysses" if _system(e) == "b200_preview_nemo" else "ring")
+    # v4.0 steps Apex FusedAdam over the adapters (DDP), v4.1 Megatron's distributed optimizer (ZeRO-1)
+    assert par["strategy"] == ("ddp" if e["id"].startswith("mlperf40-") else "zero1")
     # one causal 8,192-token sequence per sample (packed_sequence_return_cu_seqlen False): no per-sample attention
     assert card["batch"]["seq_len"] == 8192 and not card["batch"].get("packed_sample_tokens")
     assert card["hardware"]["gpu"] == e["gpu"]

@@ -2,8 +2,8 @@
 NVIDIA's MLPerf Training llama2_70b_lora closed submissions in two rounds: v4.0 (mlcommons/training_results_v4.0
 @6fe95437: one, eight and 128 DGX H100, one HGX H200, 16 and 96 four-GPU L40S nodes) and v4.1
 (mlcommons/training_results_v4.1 @b87b9e39: one, eight and 128 DGX H100, one HGX H200, one HGX B200 preview), and
-AMD's v5.0 submission (mlcommons/training_results_v5.0 @0fdc28f0: eight MI300X, recorded but not planned for its
-21-of-80-layer block recompute, and eight MI325X). Each row's figure is its global batch over the median of its ten runs' mean MLLOG tracked_stats throughput, its batch
+the v5.0 round (mlcommons/training_results_v5.0 @0fdc28f0): NVIDIA's one HGX B200 and GB200 at 8 / 72 / 144 / 512
+GPUs, AMD's eight MI300X (recorded but not planned for its 21-of-80-layer block recompute) and eight MI325X. Each row's figure is its global batch over the median of its ten runs' mean MLLOG tracked_stats throughput, its batch
 follows the system's config (global batch = MINIBS x GPUs / (TP x CP)), and every row maps to a NeMo card that
 validates: Llama-2-70B LoRA rank 16 on the attention linears, fp8 delayed scaling with fp8 weights, dense 8,192-token
 rows, TP / CP / sequence parallel, the userbuffers overlap and fp8 attention as each config sets them."""
@@ -26,7 +26,7 @@ COMMITS = {"mlcommons/training_results_v4.0": "6fe954378efe4a1a1bd665550b18ff8f2
            "mlcommons/training_results_v5.0": "0fdc28f013256aea84fa36fdaf1e0fa46094b18c"}
 IMPL = "NVIDIA/benchmarks/llama2_70b_lora/implementations/nemo"
 IMPL41 = "NVIDIA/benchmarks/llama2_70b_lora/implementations/{system}"
-IMPL50 = "AMD/benchmarks/llama2_70b_lora/implementations/{system}"
+IMPL50 = "{vendor}/benchmarks/llama2_70b_lora/implementations/{system}"
 SYSTEMS = {
     # results directory: (config file, TP, CP, MINIBS, TP_COMM_OVERLAP, FP8 dot-product attention)
     "eos_ngc24.04_nemo": ("config_DGXH100_1x8x4xtp4pp1cp1.sh", 4, 1, 4, True, True),
@@ -44,6 +44,12 @@ SYSTEMS = {
     # v5.0, AMD (TP 1, CP 1, DP 8)
     "MI300X_EPYC_9575F_pytorch": ("config_MI300X_1x8x1.sh", 1, 1, 1, False, False),
     "MI325X_EPYC_9575F_pytorch": ("config_MI325X_1x8x1.sh", 1, 1, 1, False, False),
+    # v5.0, NVIDIA (TP 1; CP 8 as a2a on the 72 / 144 / 512-GPU GB200 runs; fp8 DPA on)
+    "nyx_n1_ngc25.04_nemo": ("config_DGXB200_1x8x1xtp1pp1cp1.sh", 1, 1, 1, False, True),
+    "tyche_ngpu8_ngc25.04_nemo": ("config_GB200_2x4x1xtp1pp1cp1.sh", 1, 1, 1, False, True),
+    "tyche_ngpu72_ngc25.04_nemo": ("config_GB200_18x4x1xtp1pp1cp8.sh", 1, 8, 1, False, True),
+    "tyche_ngpu144_ngc25.04_nemo": ("config_GB200_36x4x1xtp1pp1cp8.sh", 1, 8, 1, False, True),
+    "tyche_ngpu512_ngc25.04_nemo": ("config_GB200_128x4x1xtp1pp1cp8.sh", 1, 8, 1, False, True),
 }
 NOT_PLANNED = {"mlperf50-amd-llama2-70b-lora-mi300x-1x8"}
 """Recorded with its figure, not planned: Megatron's block recompute of 21 of 80 layers is not a card setting."""
@@ -62,7 +68,7 @@ def _system(e: dict) -> str:
 def test_file_is_loaded_with_every_nvidia_system() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 13
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 18
     # every system of the submission once: the whole table, no system picked by its score
     assert sorted(_system(e) for e in ROWS.values()) == sorted(SYSTEMS)
 
@@ -72,10 +78,11 @@ def test_row_cites_its_results_and_its_figure_is_the_runs_median(row_id: str) ->
     e = ROWS[row_id]
     src = e["source"]
     assert src["commit"] == COMMITS[src["repo"]]
-    assert src["path"] == f"{'AMD' if src['repo'].endswith('v5.0') else 'NVIDIA'}/results/{_system(e)}/llama2_70b_lora"
+    vendor = "AMD" if "-amd-" in e["id"] else "NVIDIA"
+    assert src["path"] == f"{vendor}/results/{_system(e)}/llama2_70b_lora"
     cfg, tp, cp, minibs, overlap, fp8_dpa = SYSTEMS[_system(e)]
     rnd = src["repo"][-3:]
-    impl = {"4.0": IMPL, "4.1": IMPL41, "5.0": IMPL50}[rnd].format(system=_system(e))
+    impl = {"4.0": IMPL, "4.1": IMPL41, "5.0": IMPL50}[rnd].format(system=_system(e), vendor=vendor)
     assert src["config"] == f"{impl}/{cfg}"
     assert e["id"].startswith("mlperf" + rnd.replace(".", "") + "-")
     runs = e["measured"]["also"]["runs"]
@@ -114,10 +121,13 @@ def test_row_maps_to_a_card_that_validates(row_id: str) -> None:
     par = card["parallel"]
     assert par.get("tensor_parallel", 1) == tp and par.get("context_parallel", 1) == cp
     assert bool(par.get("sequence_parallel")) == (tp > 1) and bool(par.get("tp_comm_overlap")) == overlap
-    if cp > 1:  # the B200 preview's yaml defaults cp_comm_type to a2a; the others run Megatron-Core's p2p ring
-        assert par["context_parallel_kind"] == ("ulysses" if _system(e) == "b200_preview_nemo" else "ring")
-    # v4.0 and AMD's v5.0 step FusedAdam over the adapters (DDP), NVIDIA's v4.1 Megatron's distributed optimizer
-    assert par["strategy"] == ("zero1" if e["id"].startswith("mlperf41-") else "ddp")
+    if cp > 1:
+        # the B200 preview's and the v5.0 yamls default cp_comm_type to a2a; the others run Megatron-Core's p2p ring
+        a2a = _system(e) == "b200_preview_nemo" or e["id"].startswith("mlperf50-")
+        assert par["context_parallel_kind"] == ("ulysses" if a2a else "ring")
+    # v4.0 and AMD's v5.0 step FusedAdam over the adapters (DDP), NVIDIA's v4.1 / v5.0 Megatron's distributed optimizer
+    dist_opt = e["id"].startswith(("mlperf41-", "mlperf50-nv-"))
+    assert par["strategy"] == ("zero1" if dist_opt else "ddp")
     # one causal 8,192-token sequence per sample (packed_sequence_return_cu_seqlen False): no per-sample attention
     assert card["batch"]["seq_len"] == 8192 and not card["batch"].get("packed_sample_tokens")
     assert card["hardware"]["gpu"] == e["gpu"]

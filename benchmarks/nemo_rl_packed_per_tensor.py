@@ -7,7 +7,9 @@ TP2 x DP8 on H100 (16 + 16 GPUs), in bf16 (1.21-1.52 s) and with blockwise fp8 (
 one ``*_scale_inv`` per fp8 weight on the packed (misc) path, 18,624 more tensors, and half the bulk bytes. Every
 other term of ``nccl_reshard_seconds`` is the same function of both, so the cost per tensor ``s`` at which the model's
 ``T_fp8(s) - T_bf16(s)`` equals the published difference is the path's cost per tensor. Neither refit is a scored row
-of ``benchmarks/step_times.py``; the PR's other 30B rows are printed beside the model as a check.
+of ``benchmarks/step_times.py``, but the pair is a near-twin of the scored fp8 reshard row (EP8 x DP2 -> TP2 x DP8:
+same table, model, vLLM layout and tensor counts), so that row's agreement is weak held-out evidence; the PR's other
+30B rows are printed beside the model as a check.
 
     .venv/bin/python benchmarks/nemo_rl_packed_per_tensor.py
 

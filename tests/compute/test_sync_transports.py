@@ -122,6 +122,27 @@ def test_misc_path_prices_the_packed_broadcasts_overlapped_cost_per_tensor():
     assert lock_step.total_s - bf16.total_s > 5.0
 
 
+def test_default_non_colocated_refit_prices_the_same_packed_path():
+    """NeMo RL's default non-colocated refit hands every tensor to the same ``packed_broadcast_producer`` /
+    ``packed_broadcast_consumer`` pair as the reshard refit's misc path (NVIDIA-NeMo/RL v0.4.0-v0.6.0 and
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909: ``broadcast_weights_for_collective`` /
+    ``update_weights_from_collective``), so its host cost per tensor is ``S_PER_TENSOR_NEMO_RL_PACKED``, not the
+    lock-step ``S_PER_TENSOR_BUCKETED``; the colocated CUDA-IPC refit keeps its own."""
+    split = sync.framework_sync_mechanism("nemo-rl", "split")
+    assert split.s_per_tensor == sync.S_PER_TENSOR_NEMO_RL_PACKED
+    assert split.mechanism is sync.SyncMechanism.NCCL_BROADCAST and split.bucket_bytes == pytest.approx(1.6 * GIB)
+    assert sync.framework_sync_mechanism("nemo-rl", "colocate").s_per_tensor == sync.S_PER_TENSOR_BUCKETED
+    spec = from_catalog("Qwen/Qwen3-30B-A3B")
+    kw = dict(mechanism=split.mechanism, weight_bytes=bf16_engine_weight_bytes(spec),
+              num_tensors=sync.hf_tensor_count(spec), train_shards=1, tp=2, rates=H100, engines=8, inter_node=True,
+              gpus_per_node=8, nic_bytes_per_s=50e9, bucket_bytes=split.bucket_bytes, sender_node_ranks=8,
+              trainer_group_ranks=16)
+    packed = sync.weight_sync_seconds(**kw, s_per_tensor=split.s_per_tensor)
+    lock_step = sync.weight_sync_seconds(**kw, s_per_tensor=sync.S_PER_TENSOR_BUCKETED)
+    assert lock_step.per_tensor_s - packed.per_tensor_s == pytest.approx(
+        kw["num_tensors"] * (sync.S_PER_TENSOR_BUCKETED - sync.S_PER_TENSOR_NEMO_RL_PACKED), rel=1e-6)
+
+
 def test_pipeline_stages_overlap_on_two_streams():
     one, two = _reshard(train_pp=1), _reshard(train_pp=2)
     assert one.per_tensor_s >= two.per_tensor_s  # the bulk calls' latency over two streams

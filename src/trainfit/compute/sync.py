@@ -69,8 +69,9 @@ defaults are published measurements:
 * ``S_PER_TENSOR_SGLANG_LOAD`` = 0.075 ms: SGLang's ``load_weights`` alone, 12 ms for ~160 tensors in the same
   profile: the host cost per tensor of miles' / slime's broadcast path (``MILES_BROADCAST``), which sends each
   tensor by its own async NCCL broadcast inside a bucket, with one Ray call per bucket and no IPC handle.
-* ``S_PER_TENSOR_NEMO_RL_PACKED`` = 0.146 ms: NeMo RL's packed NCCL broadcast (the reshard refit's misc path), whose
-  export and load overlap: NeMo RL PR #2971's bf16 / fp8 refits of one layout, 18,624 tensors apart.
+* ``S_PER_TENSOR_NEMO_RL_PACKED`` = 0.146 ms: NeMo RL's packed NCCL broadcast (its default non-colocated refit and
+  the reshard refit's misc path, one producer / consumer pair), whose export and load overlap: NeMo RL PR #2971's
+  bf16 / fp8 refits of one layout, 18,624 tensors apart (a near-twin of the one scored fp8 reshard row).
 
 verl's FSDP engines gather before they cast (``FrameworkSync.gathers_trainer_dtype``): ``get_per_tensor_param``
 yields ``param.to(device).full_tensor().to(torch.bfloat16)``, so each all-gather moves the sharded parameter in the
@@ -396,7 +397,54 @@ bf16 one; it gives the published difference at 0.146 ms per tensor (the ranges' 
 awaits each bucket's load before it exports the next), while ``packed_broadcast_producer`` /
 ``packed_broadcast_consumer`` (nemo_rl/utils/packed_tensor.py @7ea279abfbeb698b092856d0dab61e7cf39bc909, two
 buffers) let the trainer export bucket k+1 while vLLM loads bucket k, so a tensor costs the slower side's host
-work, not both sides' sum."""
+work, not both sides' sum.
+
+Where it applies: every refit through that producer / consumer pair, the reshard refit's misc path and NeMo RL's
+default non-colocated refit (``_FRAMEWORKS`` nemo-rl split). The two run the same code at every release the scored
+rows cite: the policy worker's ``broadcast_weights_for_collective`` hands its export iterator (Megatron-Bridge's
+``export_hf_weights``; the DTensor workers' ``state_dict()`` with ``full_tensor()`` in ``post_iter_func``) to
+``packed_broadcast_producer(src=0)``, and vLLM's ``update_weights_from_collective`` runs
+``packed_broadcast_consumer`` with ``load_weights`` as ``post_unpack_func`` (NVIDIA-NeMo/RL v0.4.0
+c751f811217db7df0d4c94abdeaada6626cfc150: nemo_rl/models/policy/megatron_policy_worker.py l.1988-2003,
+dtensor_policy_worker_v2.py l.1727-1753, nemo_rl/models/generation/vllm/vllm_backend.py l.171-209; v0.5.0
+6c7089300fded94abfa49bb9cbf9eb357d862461: policy/workers/megatron_policy_worker.py l.2208-2218, vllm_backend.py l.244;
+v0.6.0 5fb588932bf835506a8a5bac01de4f8c7ab0a065: policy/workers/megatron_policy_worker.py l.1100-1111,
+vllm_backend.py l.329;
+aa8bfb2e8b606f9ad5add01b52635edf9ab620f8, the DeepSeek-V3 refit guide's commit: vllm_backend.py l.614;
+7ea279abfbeb698b092856d0dab61e7cf39bc909: megatron_policy_worker.py l.2496-2512 for the default refit and
+l.2913-2929 ``_broadcast_misc_params_packed`` for the reshard's misc path, the same producer over the same
+``_iter_params_with_optional_kv_scales``; vllm_backend.py l.751-765 and l.1193-1208, the same consumer into the
+same ``_load_weights``). ``packed_tensor.py`` keeps its two buffers and per-tensor loop from v0.4.0 to 7ea279ab (the
+later commits add ``.contiguous()`` per tensor, a device check, and one stream join per call). NeMo RL v0.3 has no
+packed path (v0.3.0 b1c86a816c5e2b4ca41ece193624a38dc62e6fdf: dtensor_policy_worker.py
+``broadcast_weights_for_collective`` l.1229 broadcasts tensor by tensor); no scored split row runs it. Applied to the
+default refit too, it moved NeMo RL's DeepSeek-V3 NCCL refits (checkpoint-engine-refit guide) +2.6 -> -13.2 % (sync)
+and +12.1 -> -5.2 % (async) and the non-colocated v0.4-v0.6 GRPO step rows 0-9 points lower (Qwen3-30B-A3B H100
+192 GPUs +15.8 -> +7.4 %, DeepSeek-V3 GB200 v0.6 -19.4 -> -26.7 %, v0.5 -12.6 -> -19.6 %); the RL-step median went
+13.8 -> 14.2 %, weight sync 23.1 % and the count beyond 50 % unchanged. Kept: the code is one path, so one price.
+
+How much the pair proves: little beyond its own layout. It is a near-twin of the scored fp8 row it moved
+(``nemorl-nccl-reshard-refit-qwen3-30b-a3b-fp8-h100-ep8dp2-tp2dp8``, EP8 x DP2 -> TP2 x DP8, +77.9 -> -7.2 %): the
+same PR table, model, vLLM layout, tensor counts and scale siblings, only the training pipeline split differs. That
+row agreeing is not held-out evidence for the value; neither is the PR's other fp8 row (EP4 x TP2 x PP2, unscored,
+-9 %), which shares the model and the tensor counts. No source measures the packed path on another model or on the
+default refit.
+
+What the fp8 - bf16 difference may hold beside the cost per tensor (read in NeMo RL @7ea279ab, which pins vLLM 0.25.1,
+pyproject.toml l.138-150): (1) vLLM's finalize (``process_weights_after_loading``, patched by NeMo RL:
+nemo_rl/models/generation/vllm/quantization/fp8.py ``process_weights_after_loading`` l.750-803 per fp8 linear,
+``process_weights_after_loading_moe`` l.996-1053 per MoE layer, called once a refit by the weight-update lifecycle)
+is fp8-only, but per module, not per tensor: Qwen3-30B-A3B has 48 MoE layers and 96 fp8 attention linears, 144 calls
+against 18,624 extra tensors; its device pass is priced apart, in the fp8 refit only (``nccl_reshard_seconds``
+``finalize``), so the value already leaves it out. No source times its host part: at an assumed 0.1-0.2 ms a call
+it is 0.015-0.03 s of the 2.385 s, and taking it out would re-derive 0.145-0.144 ms (0.141 ms even at 0.1 s in all),
+inside the ranges' 0.108-0.183 ms: not separated.
+(2) NeMo RL's fp8 ``load_weights`` wrapper (fp8.py l.476-530) walks every received entry before vLLM's own
+``load_weights``: a ``*_scale_inv`` sibling only passes its name checks (``_is_fp8_weight`` caches each name, and a
+name ending ``_scale_inv`` is not re-quantized), a few microseconds; that is per tensor and fp8-only, so on a bf16
+engine the value may run a few microseconds high. (3) The misc fp8 weights' re-cast on arrival
+(``cast_tensor_to_fp8_blockwise``) is priced per byte (``fp8_cast_bytes_per_param``) in the fp8 refit, also outside
+the value."""
 SGLANG_IPC_HANDLE_BYTES = 404
 """Bytes of one CUDA-IPC handle in the request verl's SGLang rollout posts per bucket (``sglang_tensor_request_seconds``):
 PyTorch's CUDA reduction (``rebuild_cuda_tensor`` and its arguments: two 64-byte handles, the ref-counter file name,
@@ -1231,7 +1279,7 @@ _FRAMEWORKS = {
         "NVIDIA-NeMo/RL nemo_rl/algorithms/grpo.py (refit_policy_generation), nemo_rl/models/policy/utils.py "
         "@7ea279abfbeb698b092856d0dab61e7cf39bc909"),
     ("nemo-rl", Placement.SPLIT): (
-        SyncMechanism.NCCL_BROADCAST, 1.6 * GIB, S_PER_TENSOR_BUCKETED,
+        SyncMechanism.NCCL_BROADCAST, 1.6 * GIB, S_PER_TENSOR_NEMO_RL_PACKED,
         "refit: packed NCCL broadcast from rank 0, double-buffered, 2 % of GPU memory per buffer (<= 5 GiB; "
         "1.6 GiB on 80 GB), over one group of every training rank and every vLLM rank (training ranks "
         "first, vLLM ranks after them), so the ring leaves the sending node through all its GPUs' NICs",
@@ -1710,10 +1758,9 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
     fp8 rows were 6.1-6.2 s (+64 to +78 %); the fp8 row of the other layout (EP4xTP2xPP2), not used to read the value,
     now lands at -9 %. The bf16 rows are 0.4-0.8 s short with no bytes left to add, 0.05 s further than at 0.3 ms
     (the design doc's Qwen3-4B -57 -> -73 %, 30B bf16 -56 -> -62 %): the bf16 shortfall is not a cost per tensor (it
-    would take 1-2 ms per misc tensor, against that pair). Not applied to the default non-colocated refit
-    (``_FRAMEWORKS`` nemo-rl split, the same ``packed_broadcast_producer`` over every tensor): there it would move
-    NeMo RL's measured DeepSeek-V3 refits from +12 / +3 % to -5 / -13 % and the non-colocated NeMo RL v0.4-v0.6 step
-    rows 1-9 points lower (the RL step median 13.8 -> 14.2 %), and no pair measures that path. Read in the code,
+    would take 1-2 ms per misc tensor, against that pair). The default non-colocated refit runs the same producer /
+    consumer pair over every tensor, so it takes the same value (``S_PER_TENSOR_NEMO_RL_PACKED``: where it applies, the
+    code at each cited release, and how weakly the near-twin pair tests it). Read in the code,
     not priced (no source measures them): the Python of each ``xferdtensor`` call on both sides (plan-cache look-up, the per-transfer
     slicing, one nccl4py group of sends and receives, ``record_stream``); the device synchronisations and
     ``empty_cache`` between the bulk and the misc path (megatron_policy_worker.py lines 2898-2899 and 2905,

@@ -161,6 +161,8 @@ def load_calibration(path: str | Path) -> Calibration:
         raise CardError(f"calibration: no such file '{p}'") from None
     except OSError as exc:
         raise CardError(f"calibration: cannot read '{p}' ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CardError(f"calibration '{p}': not UTF-8 text (byte {exc.start}); a calibration file is JSON") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -206,6 +208,8 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
     """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
     if explicit is not None:
         p = Path(explicit).expanduser()
+        if p.is_dir():
+            raise CardError(f"--calibration: '{p}' is a directory; give a calibration file (JSON)")
         if not p.is_file():
             raise CardError(f"--calibration: no such file '{p}'")
         return p

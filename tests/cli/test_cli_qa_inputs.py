@@ -1,0 +1,71 @@
+"""Bad input found by exploratory QA: each case is one line naming the field, exit 2, no traceback, and
+nothing written; plus `python -m trainfit` running the CLI."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainfit.cli.main import main
+
+
+def run(argv, capsys):
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _one_line_error(rc, out, err, expected):
+    assert rc == 2, (rc, out, err)
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("trainfit: error: "), err
+    assert "Traceback" not in err
+    assert expected in err, err
+
+
+@pytest.mark.parametrize("argv", [["plan", "--model", ""], ["plan", "--model", "  "], ["size", ""]])
+def test_empty_model_names_the_field(argv, capsys):
+    # Path("") is the current folder: the message used to be "no config.json at '.'"
+    _one_line_error(*run(argv, capsys), "model: empty; allowed: a catalog id")
+
+
+def _non_utf8(path: Path) -> Path:
+    path.write_bytes(b'{"a": 1}\n\xff\xfe\n')
+    return path
+
+
+def test_calibration_flag_non_utf8_file(tmp_path, capsys):
+    bad = _non_utf8(tmp_path / "cal.json")
+    _one_line_error(*run(["plan", "--calibration", str(bad)], capsys), f"calibration '{bad}': not UTF-8 text (byte 9)")
+
+
+def test_calibration_flag_directory(tmp_path, capsys):
+    _one_line_error(*run(["plan", "--calibration", str(tmp_path)], capsys), f"--calibration: '{tmp_path}' is a directory")
+
+
+def test_calibrate_non_utf8_input_writes_nothing(tmp_path, capsys):
+    bad = _non_utf8(tmp_path / "time.json")
+    out = tmp_path / "cal.json"
+    _one_line_error(*run(["calibrate", str(bad), "--out", str(out)], capsys), f"calibrate: '{bad}' is not UTF-8 text")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("budget", ["-5USD", "nanUSD", "100", "CNY"])
+def test_budget_parse_errors_name_budget(budget, capsys):
+    _one_line_error(*run(["fit", "--gpu", "h100-sxm", "--max-gpus", "1", "--budget", budget], capsys),
+                    f"--budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
+
+
+def test_zero_budget_is_refused(capsys):
+    # a budget no plan can keep used to search and print "no plan fits within the limits"
+    _one_line_error(*run(["fit", "--gpu", "h100-sxm", "--max-gpus", "1", "--budget", "0USD"], capsys),
+                    "--budget: must be a finite amount > 0")
+
+
+def test_python_dash_m_trainfit():
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-m", "trainfit", "size", "nope"], capture_output=True, text=True, env=env, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("trainfit: error: model: 'nope'")

@@ -69,3 +69,36 @@ def test_python_dash_m_trainfit():
     r = subprocess.run([sys.executable, "-m", "trainfit", "size", "nope"], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 2, r.stderr
     assert r.stderr.startswith("trainfit: error: model: 'nope'")
+
+
+GPU_TIME = Path(__file__).resolve().parents[1] / "data" / "gpu_time_dry_run.json"
+
+
+@pytest.mark.parametrize("kind", ["folder", "missing_folder", "input"])
+def test_calibrate_out_refused_before_work(tmp_path, kind, capsys):
+    src = tmp_path / "time.json"
+    src.write_bytes(GPU_TIME.read_bytes())
+    out = {"folder": tmp_path, "missing_folder": tmp_path / "nope" / "cal.json", "input": src}[kind]
+    expected = {"folder": "is a directory", "missing_folder": "does not exist", "input": "is one of the inputs"}[kind]
+    _one_line_error(*run(["calibrate", str(src), "--gpu", "h100-sxm", "--out", str(out)], capsys), f"--out: '{out}'"
+                    if kind != "missing_folder" else "--out: folder")
+    assert expected
+    assert src.read_bytes() == GPU_TIME.read_bytes()
+    assert not (tmp_path / "nope").exists()
+
+
+def test_calibrate_never_renames_over_a_special_file(tmp_path, capsys):
+    """calibrate --out /dev/full used to rename its temporary file over the device node (as root: /dev/full
+    became a regular file); a socket stands in for the device here."""
+    import socket
+    import stat
+
+    sock_path = tmp_path / "s"
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(sock_path))
+    try:
+        rc, _, err = run(["calibrate", str(GPU_TIME), "--gpu", "h100-sxm", "--out", str(sock_path)], capsys)
+        assert stat.S_ISSOCK(sock_path.stat().st_mode), "the output path was replaced by a regular file"
+        assert rc == 2 and err.startswith("trainfit: error: calibration: cannot write"), err
+    finally:
+        s.close()

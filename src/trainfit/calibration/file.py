@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from pathlib import Path
@@ -171,26 +170,18 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> Calibration:
-    """Write atomically (temporary file in the same folder, then rename); the saved Calibration."""
+    """Write atomically (``trainfit.fsio``: a temporary file in the same folder, then a rename); the saved
+    Calibration. The folder is created (the default path's ``~/.config/trainfit`` may not exist yet); a device
+    or pipe (``/dev/stdout``) is written through, never renamed over."""
+    from trainfit.fsio import write_text_atomic
+
     p = Path(path)
     text = json.dumps(calibration_to_dict(cal), indent=2) + "\n"
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as exc:
         raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text_atomic(p, text, what="calibration")
     return Calibration(created=cal.created, devices=cal.devices, sources=cal.sources, notes=cal.notes, path=str(p))
 
 

@@ -1,6 +1,7 @@
 """Bad input found by exploratory QA: each case is one line naming the field, exit 2, no traceback, and
 nothing written; plus `python -m trainfit` running the CLI."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -102,3 +103,29 @@ def test_calibrate_never_renames_over_a_special_file(tmp_path, capsys):
         assert rc == 2 and err.startswith("trainfit: error: calibration: cannot write"), err
     finally:
         s.close()
+
+
+def test_trace_unknown_model_suggests_near_ids(capsys):
+    _one_line_error(*run(["trace", "--model", "Qwen/Qwen3-8b"], capsys), "did you mean: Qwen/Qwen3-8B")
+
+
+@pytest.mark.parametrize("content", [b"a: 1\n\xff\n", b"- 1\n- 2\n"])
+def test_record_measured_errors_name_the_flag(tmp_path, content, capsys):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    from trainfit.preflight.audit import AuditReport
+
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps(AuditReport(
+        created_utc="2026-01-01T00:00:00+00:00", python_version="3.11.9", python_executable="/usr/bin/python3",
+        platform="Linux", packages={}, gpus=(), driver_version=None, cuda_runtime=None, torch_cuda_available=False,
+        nccl_version=None, p2p_matrix=None, p2p_source=None, topology_text=None, nvlink=False, cpu_cores=2,
+        cpu_cores_usable=2, host_ram_total_bytes=2**34, host_ram_available_bytes=2**33, checkpoint_path="/tmp",
+        checkpoint_path_exists=True, checkpoint_writable=True, disk_free_bytes=2**36, disk_total_bytes=2**37,
+    ).to_dict()))
+    measured = tmp_path / "watch.yaml"
+    measured.write_bytes(content)
+    out = tmp_path / "r.yaml"
+    rc, o, err = run(["record", str(card), "--audit", str(audit), "--measured", str(measured), "--out", str(out)], capsys)
+    _one_line_error(rc, o, err, f"--measured: '{measured}'")
+    assert not out.exists()

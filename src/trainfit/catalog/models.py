@@ -84,16 +84,20 @@ def _shared_entry(model_id: str) -> dict[str, Any]:
     return _entries()[idx[model_id]]
 
 
-def unknown_model_message(name: str) -> str:
+def near_model_hint(name: str) -> str:
+    """'; did you mean: A, B, C?' (the catalog's closest ids), else where to look."""
     names = list(_index())
     near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     if not near:
         low = name.lower()
         near = [n for n in names if low and low in n.lower()][:3]
-    hint = f"; did you mean: {', '.join(near)}?" if near else "; see `trainfit models` for the catalog"
+    return f"; did you mean: {', '.join(near)}?" if near else "; see `trainfit models` for the catalog"
+
+
+def unknown_model_message(name: str) -> str:
     return (
         f"model: '{name}' is not in the catalog, not a local path, and not in the Hugging Face cache"
-        f" or reachable hub{hint}"
+        f" or reachable hub{near_model_hint(name)}"
     )
 
 

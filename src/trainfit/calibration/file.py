@@ -173,6 +173,7 @@ def save_calibration(cal: Calibration, path: str | Path) -> Calibration:
     """Write atomically (``trainfit.fsio``: a temporary file in the same folder, then a rename); the saved
     Calibration. The folder is created (the default path's ``~/.config/trainfit`` may not exist yet); a device
     or pipe (``/dev/stdout``) is written through, never renamed over."""
+    from trainfit.errors import OutputError
     from trainfit.fsio import write_text_atomic
 
     p = Path(path)
@@ -181,7 +182,13 @@ def save_calibration(cal: Calibration, path: str | Path) -> Calibration:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
-    write_text_atomic(p, text, what="calibration")
+    try:
+        write_text_atomic(p, text, what="calibration")
+    except OutputError as exc:  # a CardError like every other calibration failure, with the OS's reason
+        cause = exc.__cause__
+        if isinstance(cause, OSError):
+            raise CardError(f"calibration: cannot write '{p}' ({cause.strerror or cause})") from None
+        raise CardError(str(exc)) from None
     return Calibration(created=cal.created, devices=cal.devices, sources=cal.sources, notes=cal.notes, path=str(p))
 
 

@@ -129,3 +129,13 @@ def test_record_measured_errors_name_the_flag(tmp_path, content, capsys):
     rc, o, err = run(["record", str(card), "--audit", str(audit), "--measured", str(measured), "--out", str(out)], capsys)
     _one_line_error(rc, o, err, f"--measured: '{measured}'")
     assert not out.exists()
+
+
+@pytest.mark.parametrize(("method", "warned"), [("sft", True), ("dpo", True), ("grpo", False)])
+def test_rollout_on_a_non_rl_card_is_named(method, warned, capsys):
+    """rollout.* on sft/rm/dpo used to be accepted silently (the plan never reads it); lora on scope full and
+    prompt_tuning on another scope are refused, but presets fill rollout for every method, so it is a warning."""
+    rc, out, _ = run(["plan", "--method", method, "--set", "rollout.tensor_parallel=2", "--json"], capsys)
+    assert rc == 0
+    warnings = json.loads(out)["warnings"]
+    assert (f"rollout: read for methods ppo and grpo only; method {method} ignores it" in warnings) is warned

@@ -58,6 +58,9 @@ class Goal:
             raise CardError("--deadline: needs the run's length, --steps or --tokens")
         if (self.budget is None) != (self.budget_currency is None):
             raise CardError("--budget: an amount with a currency, e.g. 300CNY")
+        if self.budget is not None and not 0 < self.budget < inf:  # also refuses nan: no plan could keep it
+            raise CardError(f"--budget: must be a finite amount > 0 with a currency, e.g. 300CNY, got {self.budget:g}"
+                            f" {self.budget_currency}")
 
     @property
     def has_run(self) -> bool:

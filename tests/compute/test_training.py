@@ -81,3 +81,14 @@ def test_a_sharded_pass_handed_no_gathered_bytes_still_ends_with_the_slowest_gpu
     assert sharded.seconds - one.seconds == pytest.approx(coll.slowest_rank_excess(ranks=8) * _device(one))
     if strategy != "zero3":  # ZeRO-3's module hooks add host time, hidden under this device-bound pass
         assert sharded.seconds == pytest.approx(ddp.seconds)
+
+
+def test_collectives_note_names_pcie_without_p2p():
+    """A GeForce RTX 4090 node (no peer-to-peer): the collectives note says why its bus is 8 GB/s; NVLink cards unchanged."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import intra_link_text
+
+    assert intra_link_text(default_rates(resolve_gpu("rtx4090"))) == ", PCIe without peer-to-peer: staged through host memory"
+    assert intra_link_text(default_rates(resolve_gpu("a100-40gb"))) == ""
+    assert intra_link_text(default_rates(resolve_gpu("l40s"))) == ""  # PCIe with peer-to-peer

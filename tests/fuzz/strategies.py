@@ -342,7 +342,10 @@ def oom_logs(draw) -> str:
 
 INT_TEXT = ["1", "2", "8", "0", "-1", "2147483648", "99999999999999999999", "1.5", "abc", "", "1e3", "inf"]
 FLOAT_TEXT = ["1", "0.5", "0", "-1", "1e9", "1e400", "inf", "nan", "-inf", "abc", "", "1,5"]
-FILE_KINDS = ["missing", "dir", "empty", "garbage", "json_list", "json_object", "yaml_card", "binary", "bomb", "nan_json"]
+FILE_KINDS = ["missing", "dir", "empty", "garbage", "json_list", "json_object", "yaml_card", "binary", "bomb", "nan_json",
+              "non_utf8", "gpu_time"]
+"""``binary`` is written as UTF-8 (its characters are valid code points); ``non_utf8`` holds bytes that are not
+UTF-8 at all (0xff 0xfe), ``gpu_time`` a real ``gpu_calibrate.py time`` output (what calibrate reads)."""
 FLAG_VALUES: dict[str, list[str]] = {
     "--model": MODELS[:3] + ["nope", "", "Qwen/Qwen3-8b", "./nope", "/", "a/b/c", "\n", "$(id)"],
     "--method": ["sft", "dpo", "grpo", "ppo", "rm", "DPO", "Grpo", "x", ""],
@@ -366,9 +369,12 @@ FLAG_VALUES: dict[str, list[str]] = {
     "--to": ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "nope", ""],
     "--timeout": FLOAT_TEXT,
     "--message": [OOM.format(a="2.32", t="23.55", f="10", u="23", al="20", r="1"), "", "CUDA out of memory", "\x00", "x" * 3000],
-    "--force": [], "--json": [], "--ckpt": [], "--no-ckpt": [],
+    "--force": [], "--json": [], "--ckpt": [], "--no-ckpt": [], "--dry-run": [],
+    "--from": ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl", "TRL", "nope", ""],
+    "--memory-margin": FLOAT_TEXT, "--time-margin": FLOAT_TEXT,
 }
-PATH_FLAGS = {"--html", "--out", "--calibration", "--price-table", "--audit", "--log", "--card", "--measured"}
+PATH_FLAGS = {"--html", "--out", "--calibration", "--price-table", "--audit", "--log", "--card", "--measured", "--held-out",
+              "--with", "--base"}
 COMMAND_FLAGS = {
     "plan": ["--model", "--method", "--scope", "--gpu", "--gpus", "--nodes", "--strategy", "--offload", "--mbs", "--seq",
              "--grad-accum", "--ckpt", "--no-ckpt", "--attention", "--preset", "--set", "--html", "--calibration", "--json"],
@@ -378,4 +384,7 @@ COMMAND_FLAGS = {
     "check": ["--timeout", "--set", "--json", "--calibration"],
     "record": ["--out", "--force", "--timeout", "--measured", "--json"],
     "diagnose": ["--log", "--message", "--card", "--set", "--json"],
+    "calibrate": ["--out", "--held-out", "--gpu", "--dry-run", "--json"],
+    "compare": ["--memory-margin", "--time-margin", "--json"],
+    "import": ["--from", "--with", "--base", "--set", "--out", "--json"],
 }

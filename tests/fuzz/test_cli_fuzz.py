@@ -277,10 +277,14 @@ def make_file(d: Path, kind: str, i: int) -> str:
         return str(p)
     text = {"empty": "", "garbage": "lorem: [ipsum\n", "json_list": "[1, 2]", "json_object": "{}",
             "yaml_card": S.BASE_CARDS[i % len(S.BASE_CARDS)], "binary": "\x00\xff\xfe", "bomb": _bomb_text(),
-            "nan_json": '{"a": NaN, "b": Infinity}'}[kind]
-    p = p.with_suffix(".json" if kind in ("json_list", "json_object", "nan_json") else ".yaml")
+            "nan_json": '{"a": NaN, "b": Infinity}', "non_utf8": "a: 1\n\udcff\udcfe\n",
+            "gpu_time": GPU_TIME.read_text() if kind == "gpu_time" else ""}[kind]
+    p = p.with_suffix(".json" if kind in ("json_list", "json_object", "nan_json", "gpu_time") else ".yaml")
     write(p, text)
     return str(p)
+
+
+GPU_TIME = Path(__file__).resolve().parents[1] / "data" / "gpu_time_dry_run.json"
 
 
 def _bomb_text() -> str:
@@ -299,7 +303,8 @@ def command_lines(draw, d: Path) -> tuple[str, list[str], list[Path]]:
         if draw(st.booleans()):
             argv.append(draw(st.sampled_from(["oom", "nccl", "", "x" * 200]) | S.hostile_text))
     else:
-        argv.append(make_file(d, draw(st.sampled_from(["yaml_card"] * 6 + S.FILE_KINDS)), 0))
+        usual = "gpu_time" if cmd == "calibrate" else "yaml_card"
+        argv.append(make_file(d, draw(st.sampled_from([usual] * 6 + S.FILE_KINDS)), 0))
     flags = draw(st.lists(st.sampled_from(S.COMMAND_FLAGS[cmd]), max_size=5))
     for i, flag in enumerate(flags, start=1):
         if flag in S.PATH_FLAGS:
@@ -329,6 +334,13 @@ def command_lines(draw, d: Path) -> tuple[str, list[str], list[Path]]:
     if cmd == "record" and "--out" not in argv:
         argv += ["--out", str(d / "record.yaml")]
         outputs.append(d / "record.yaml")
+    if cmd == "calibrate" and "--gpu" not in flags:  # the dry-run output names no GPU
+        argv += ["--gpu", "h100-sxm"]
+    if cmd == "calibrate" and "--out" not in argv:  # never the user's own calibration file
+        argv += ["--out", str(d / "cal.json")]
+        outputs.append(d / "cal.json")
+    if cmd == "import" and "--from" not in argv:
+        argv += ["--from", draw(st.sampled_from(S.FLAG_VALUES["--from"][:7]))]
     return cmd, argv, outputs
 
 
@@ -339,8 +351,8 @@ def test_command_lines(tmp_path, data):
     d = fresh(tmp_path)
     cmd, argv, outputs = data.draw(command_lines(d))
     run = run_cli(argv)
-    check_run(run, codes=(0, 1, 2) if cmd == "check" else (0, 2), outputs=tuple(outputs), name=f"{cmd} flags",
-              json_out="--json" in argv and cmd != "record" and not (cmd == "export" and "--out" in argv),
+    check_run(run, codes=(0, 1, 2) if cmd in ("check", "compare") else (0, 2), outputs=tuple(outputs), name=f"{cmd} flags",
+              json_out="--json" in argv and cmd != "record" and not (cmd in ("export", "import") and "--out" in argv),
               input_echo=cmd == "diagnose")
     if cmd == "plan" and run.rc == 0 and "--json" in argv:
         check_plan_json(json.loads(run.stdout), f"argv={argv}")

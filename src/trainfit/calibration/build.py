@@ -79,6 +79,8 @@ def read_input(path: Path) -> Any:
         raise CardError(f"calibrate: no such file '{path}'") from None
     except OSError as exc:
         raise CardError(f"calibrate: cannot read '{path}' ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CardError(f"calibrate: '{path}' is not UTF-8 text (byte {exc.start}); allowed: JSON or YAML files") from None
     try:
         return json.loads(text)
     except ValueError:

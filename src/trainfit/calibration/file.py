@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from pathlib import Path
@@ -161,6 +160,8 @@ def load_calibration(path: str | Path) -> Calibration:
         raise CardError(f"calibration: no such file '{p}'") from None
     except OSError as exc:
         raise CardError(f"calibration: cannot read '{p}' ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise CardError(f"calibration '{p}': not UTF-8 text (byte {exc.start}); a calibration file is JSON") from None
     try:
         data = json.loads(text)
     except ValueError as exc:
@@ -169,26 +170,25 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 def save_calibration(cal: Calibration, path: str | Path) -> Calibration:
-    """Write atomically (temporary file in the same folder, then rename); the saved Calibration."""
+    """Write atomically (``trainfit.fsio``: a temporary file in the same folder, then a rename); the saved
+    Calibration. The folder is created (the default path's ``~/.config/trainfit`` may not exist yet); a device
+    or pipe (``/dev/stdout``) is written through, never renamed over."""
+    from trainfit.errors import OutputError
+    from trainfit.fsio import write_text_atomic
+
     p = Path(path)
     text = json.dumps(calibration_to_dict(cal), indent=2) + "\n"
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as exc:
         raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CardError(f"calibration: cannot write '{p}' ({exc.strerror or exc})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_text_atomic(p, text, what="calibration")
+    except OutputError as exc:  # a CardError like every other calibration failure, with the OS's reason
+        cause = exc.__cause__
+        if isinstance(cause, OSError):
+            raise CardError(f"calibration: cannot write '{p}' ({cause.strerror or cause})") from None
+        raise CardError(str(exc)) from None
     return Calibration(created=cal.created, devices=cal.devices, sources=cal.sources, notes=cal.notes, path=str(p))
 
 
@@ -206,6 +206,8 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
     """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
     if explicit is not None:
         p = Path(explicit).expanduser()
+        if p.is_dir():
+            raise CardError(f"--calibration: '{p}' is a directory; give a calibration file (JSON)")
         if not p.is_file():
             raise CardError(f"--calibration: no such file '{p}'")
         return p

@@ -84,16 +84,20 @@ def _shared_entry(model_id: str) -> dict[str, Any]:
     return _entries()[idx[model_id]]
 
 
-def unknown_model_message(name: str) -> str:
+def near_model_hint(name: str) -> str:
+    """'; did you mean: A, B, C?' (the catalog's closest ids), else where to look."""
     names = list(_index())
     near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     if not near:
         low = name.lower()
         near = [n for n in names if low and low in n.lower()][:3]
-    hint = f"; did you mean: {', '.join(near)}?" if near else "; see `trainfit models` for the catalog"
+    return f"; did you mean: {', '.join(near)}?" if near else "; see `trainfit models` for the catalog"
+
+
+def unknown_model_message(name: str) -> str:
     return (
         f"model: '{name}' is not in the catalog, not a local path, and not in the Hugging Face cache"
-        f" or reachable hub{hint}"
+        f" or reachable hub{near_model_hint(name)}"
     )
 
 
@@ -180,6 +184,9 @@ def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -
             bad = sorted(set(model) - {"params", "reference"})
             raise ConfigError(f"model: unknown key(s) {bad}; a bare model takes 'params' and optional 'reference'")
         return spec_from_param_count(model.get("params"), reference=model.get("reference"))
+    if not model.strip():  # Path("") is the current folder: say what is missing instead
+        raise ConfigError("model: empty; allowed: a catalog id (e.g. Qwen/Qwen3-8B, see `trainfit models`), a local"
+                          " config.json or model folder, or a Hugging Face repo id")
     if _entry_by_id(model) is not None or model in _index():
         return from_catalog(model)
     path = Path(model).expanduser()

@@ -23,6 +23,10 @@ def calibrate(
     the file up by default; see --calibration. Mechanism terms are never fitted."""
     from trainfit.calibration import calibrate as run, default_calibration_path
 
+    if out is not None and not dry_run:  # refuse a folder, a missing folder or an input before any work
+        from trainfit.fsio import check_output_path
+
+        check_output_path(out, inputs=[*files, *(held_out or ())], what="--out")
     result = run(list(files), out=out if out is not None else default_calibration_path(), gpu=gpu, write=not dry_run,
                  held_out=tuple(held_out or ()))
     if json_:

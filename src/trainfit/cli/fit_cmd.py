@@ -101,7 +101,11 @@ def _goal(objective, steps, tokens, budget, deadline, fx):
         raise CardError(f"--objective: '{objective}' is not one of cost, time, cards")
     amount = cur = None
     if budget is not None:
-        b = parse_price(budget)
+        try:
+            b = parse_price(budget)
+        except CardError as exc:  # the price parser speaks of a price per GPU-hour; this is the run's budget
+            why = "no currency" if "no currency" in str(exc) else "not an amount"
+            raise CardError(f"--budget: an amount with a currency, e.g. 300CNY, got '{budget}' ({why})") from exc
         if b.gpu is not None:
             raise CardError(f"--budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
         amount, cur = b.per_gpu_hour, b.currency

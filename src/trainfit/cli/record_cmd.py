@@ -46,9 +46,9 @@ def record(
     data = build_record(run_card, report, card_path=card, git=git_state(recipe, timeout_s=timeout))
     if measured is not None:
         from trainfit.preflight.record import add_measured
-        from trainfit.spec.card import read_card_file
+        from trainfit.spec.safe_yaml import load_mapping_file
 
-        data = add_measured(data, read_card_file(measured))
+        data = add_measured(data, load_mapping_file(measured, what="--measured"))
     write_record(data, target, force=force, inputs=inputs)
     if json_:
         print_json({"path": str(target), "record": data})

@@ -201,7 +201,9 @@ def hf_config_for(card) -> dict[str, Any]:
     cfg = path / "config.json" if path.is_dir() else path
     if cfg.is_file():
         return _buildable(_read_config(cfg), str(cfg))
-    raise TraceCardError(f"model: '{m}' is neither a catalog id nor a local config.json")
+    from trainfit.catalog.models import near_model_hint
+
+    raise TraceCardError(f"model: '{m}' is neither a catalog id nor a local config.json{near_model_hint(m)}")
 
 
 def _buildable(cfg: dict[str, Any], name: str) -> dict[str, Any]:

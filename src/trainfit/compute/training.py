@@ -467,6 +467,13 @@ class HsdpLinks:
     """Nodes the widest shard group spans (``collectives.domain_span``), for NCCL's latency."""
 
 
+def intra_link_text(rates: DeviceRates) -> str:
+    """The collectives note's link remark: on GPUs without peer-to-peer (GeForce cards over PCIe,
+    ``rates._geforce_without_p2p``) NCCL stages every transfer through host memory, which is why their bus
+    bandwidth is a fraction of the slot's; empty where peer-to-peer runs (NVLink, a bridge or PCIe)."""
+    return "" if rates.p2p or rates.nvlink else ", PCIe without peer-to-peer: staged through host memory"
+
+
 def data_ring_bus_bytes_per_s(parallel: Parallel, rates: DeviceRates, *, ranks: int) -> float:
     """Ring bus bandwidth of a sharded strategy's gathers over ``ranks`` consecutive data-parallel ranks: NVLink in
     a node, else the NICs of the group's GPUs in each node (``collectives.ring_bus_bytes_per_s``; HSDP's groups:
@@ -967,7 +974,8 @@ def train_step_time(
             # next kernel waits for every reduction (and a gather for its forward): nothing is hidden
             # (launch_blocking_syncs cites the CUDA programming guide's text)
             comm = coll.CommTime(comm.total_s, comm.total_s)
-        notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'});"
+        notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'}"
+                     f"{intra_link_text(rates)});"
                      f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
         if hsdp is not None and hsdp.replicas > 1:
             where = "through the NICs" if hsdp.replica_crosses_nodes else "over NVLink"

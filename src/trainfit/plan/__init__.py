@@ -200,6 +200,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
                         f" the other {card.world_size - used} are idle")
     if rollout is not None and rollout.preempts:
         warnings.append(f"rollout engine will preempt: {rollout.reason}")
+    if card.method not in (Method.PPO, Method.GRPO) and "rollout" in card.model_fields_set and not card.preset:
+        # a preset fills rollout for every method; a card's own rollout section on sft/rm/dpo is a mistake to name
+        warnings.append(f"rollout: read for methods ppo and grpo only; method {card.method.value} ignores it")
     from trainfit.methods.roles import roles_of
 
     rates = None

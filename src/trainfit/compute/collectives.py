@@ -883,7 +883,7 @@ def exposed_data_parallel(
     reduce_after_backward: bool = False, nodes: int = 1, expert_nodes: int = 1, intra_link: IntraLink | None = None,
     bucket_all_reduce_bytes: float = 0.0, ddp_bucket_bytes: float = 0.0,
     gather_ranks: int | None = None, gather_bus_bytes_per_s: float | None = None, gather_nodes: int | None = None,
-    gather_broadcast_per_rank: bool = False, grad_all_reduce: bool = False,
+    gather_broadcast_per_rank: bool = False, grad_all_reduce: bool = False, ddp_last_tensor_bytes: float = 0.0,
 ) -> CommTime:
     """DDP (``zero_stage`` 0) and ZeRO-1/2: gradient reduction hidden behind backward as far as it goes.
 
@@ -900,7 +900,8 @@ def exposed_data_parallel(
     each group spans (NCCL's latency when ``latency_s`` is None, ``exposed_sharded``). ``bucket_all_reduce_bytes``
     (ZeRO-1/2 as DeepSpeed runs it): each reduce bucket of that many bytes is all-reduced in full, not reduce-scattered
     (``deepspeed_bucket_all_reduce``); the last bucket is the one exposed. ``ddp_bucket_bytes`` (``zero_stage`` 0 as
-    torch DDP runs it): one all-reduce per bucket (``ddp_bucketed_all_reduce``); 0: the whole buffer in one
+    torch DDP runs it): one all-reduce per bucket (``ddp_bucketed_all_reduce``, whose last bucket holds the
+    ``ddp_last_tensor_bytes`` of the dense gradient the backward finishes last); 0: the whole buffer in one
     collective. ``gather_ranks`` / ``gather_bus_bytes_per_s`` / ``gather_nodes`` (ZeRO-1 over groups smaller than the
     data-parallel ranks, the card's ``parallel.zero1_shard_size``): the dense parameters are handed back inside that
     group; ``gather_broadcast_per_rank``: handed back as one broadcast per group rank (``zero1_param_sync_seconds``).
@@ -913,8 +914,10 @@ def exposed_data_parallel(
     ekw = dict(ranks=expert_ranks, latency_s=latency_s, nodes=expert_nodes, intra_link=intra_link,
                bus_bytes_per_s=bus_bytes_per_s if expert_bus_bytes_per_s is None else expert_bus_bytes_per_s)
     if zero_stage == 0 and ddp_bucket_bytes > 0:  # torch DDP: one all-reduce per bucket
-        dense, expert = (ddp_bucketed_all_reduce(grad_bytes=g, bucketed_bytes=w, bucket_bytes=ddp_bucket_bytes, **k)
-                         for g, w, k in ((grad_bytes, weight_bytes, kw), (expert_grad_bytes, expert_weight_bytes, ekw)))
+        dense, expert = (ddp_bucketed_all_reduce(grad_bytes=g, bucketed_bytes=w, bucket_bytes=ddp_bucket_bytes,
+                                                 last_tensor_bytes=t, **k)
+                         for g, w, t, k in ((grad_bytes, weight_bytes, ddp_last_tensor_bytes, kw),
+                                            (expert_grad_bytes, expert_weight_bytes, 0.0, ekw)))
         red, last, gather = dense.total_s + expert.total_s, max(dense.exposed_s, expert.exposed_s), 0.0
     elif zero_stage == 0:
         red = all_reduce_seconds(total_bytes=grad_bytes, **kw) + all_reduce_seconds(total_bytes=expert_grad_bytes,
@@ -960,7 +963,7 @@ def exposed_data_parallel(
 
 
 def ddp_bucketed_all_reduce(*, grad_bytes: float, bucketed_bytes: float, bucket_bytes: float = DDP_BUCKET_BYTES,
-                            **kw) -> CommTime:
+                            last_tensor_bytes: float = 0.0, **kw) -> CommTime:
     """torch DDP's gradient all-reduce as its reducer runs it: the parameters' ``.grad`` tensors (``bucketed_bytes`` in
     the parameters' dtype) fill buckets of ``bucket_bytes`` (``bucket_cap_mb``), and each full bucket is all-reduced
     on its own, ``ceil(bucketed_bytes / bucket_bytes)`` NCCL all-reduces, each paying its latency
@@ -971,12 +974,23 @@ def ddp_bucketed_all_reduce(*, grad_bytes: float, bucketed_bytes: float, bucket_
     hook may reduce other buffers: nanotron's ``fp32_accum_hook`` all-reduces each bucket's fp32 accumulators, one
     ``all_reduce_coalesced`` per bucket, huggingface/nanotron src/nanotron/optim/gradient_accumulator.py
     @c252843039cc167ff8d6894b87172af4637eb14b). ``total_s``: every bucket; ``exposed_s``: the last one, after the
-    backward."""
+    backward.
+
+    ``last_tensor_bytes``: the reduced bytes of the gradient the backward finishes last, the input embedding's (its
+    lookup is the forward's first op; a tied head's gradient is summed into the same leaf, whose AccumulateGrad runs
+    once both uses are in). The reducer's buckets follow the gradients' ready order once rebuilt after the first
+    iteration, and ``compute_bucket_assignment_by_size`` closes a bucket as soon as its bytes reach the cap, so a
+    tensor larger than the cap ends a bucket with only what precedes it in that order (pytorch/pytorch
+    torch/csrc/distributed/c10d/reducer.cpp @00413201d3d38d5b5bb039180220d5a0d6c74052, ``rebuild_buckets`` and
+    ``compute_bucket_assignment_by_size``): the last bucket holds at least that whole tensor, and the backward is
+    done before it can start, so ``exposed_s`` is the larger of the mean bucket and that tensor's all-reduce (the
+    small tensors sharing its bucket are left out: a lower bound)."""
     if grad_bytes <= 0:
         return CommTime(0.0, 0.0)
     buckets = max(1, ceil(max(bucketed_bytes, 0.0) / bucket_bytes))
     one = all_reduce_seconds(total_bytes=grad_bytes / buckets, **kw)
-    return CommTime(buckets * one, one)
+    last = all_reduce_seconds(total_bytes=min(last_tensor_bytes, grad_bytes), **kw) if last_tensor_bytes > 0 else 0.0
+    return CommTime(buckets * one, max(one, last))
 
 
 INTERNEVO_ZERO1_REDUCE = (

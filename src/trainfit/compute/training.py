@@ -950,6 +950,8 @@ def train_step_time(
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
                 ddp_bucket_bytes=parallel.ddp_bucket_bytes,
+                ddp_last_tensor_bytes=input_embedding_grad_bytes(spec, grad_bytes=optimizer.grad_bytes,
+                                                                 trained=adapter is None),
                 **zero1_group_of(parallel, rates, ranks=ranks, bus_bytes_per_s=bus)._asdict(),
             )
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
@@ -1223,6 +1225,16 @@ def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:
         return 0.0
     return synced_seconds(host_s=n * rates.host_s_per_backward_kernel, device_s=n * rates.device_s_per_kernel_min,
                           kernels=n, syncs=n)
+
+
+def input_embedding_grad_bytes(spec: ModelSpec, *, grad_bytes: float, trained: bool = True) -> float:
+    """Reduced bytes of the input embedding's gradient on one rank (``spec``: the rank's shard, its vocabulary split by
+    the tensor-parallel size): the gradient torch DDP's backward finishes last, whose bucket is reduced after the
+    backward (``collectives.ddp_bucketed_all_reduce`` ``last_tensor_bytes``). ``grad_bytes``: bytes a reduced gradient
+    element; ``trained`` False (adapters: the embedding is frozen): none."""
+    from trainfit.memory.params import param_breakdown
+
+    return param_breakdown(spec).embedding * grad_bytes if trained else 0.0
 
 
 def root_unit_share(spec: ModelSpec, *, embedding_unit: bool = False) -> float:

@@ -301,3 +301,67 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
                                     response_len_mean=mean, sequences=4096)
     spread = sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
     return micro_batch_token_cv(sequence_tokens_cv=spread / (prompt_mean(card) + mean), sequences=micro_batch_sequences)
+
+
+NEMO_RL_SEQUENCE_LENGTH_ROUND = 64
+"""NeMo RL's ``policy.dynamic_batching.sequence_length_round`` default: each micro-batch's length is rounded up to a
+multiple of 64 tokens (NVIDIA-NeMo/RL examples/configs/grpo_math_1B.yaml l.60-64
+@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf, the base of grpo_math_8B.yaml)."""
+
+
+def nemo_rl_dynamic_micro_batches(*, sequence_tokens: list[float], data_parallel: int, budget_tokens: int,
+                                  sequence_max: int | None = None,
+                                  round_tokens: int = NEMO_RL_SEQUENCE_LENGTH_ROUND) -> tuple[int, float]:
+    """(micro-batches per data-parallel rank, padded tokens per micro-batch) of NeMo RL's dynamic batching over one
+    chunk of sequences (``sequence_tokens``: each sequence's tokens, the chunk's representative draw).
+
+    NVIDIA-NeMo/RL nemo_rl/distributed/batched_data_dict.py ``shard_by_batch_size`` (l.340-372, l.520-595
+    @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the chunk is sorted by length and dealt to the ``data_parallel``
+    shards in turn (``sorted[i::shards]``); walking the shards' positions in that ascending order, a micro-batch takes
+    the next position while ``(sequences in it) x (its longest, over every shard, rounded up to round_tokens and at
+    most the batch's padded width)`` stays within ``budget_tokens``, else a new one starts; every shard gets the same
+    boundaries (the count is the same on every rank: FSDP2 and Megatron need it). A micro-batch is padded to its
+    longest: ``[sequences, longest]`` tokens computed (the DTensor worker's dynamic path builds an all-ones attention
+    mask, dtensor_policy_worker.py l.622-631, same commit). Unlike a packed token budget, a micro-batch of long
+    sequences stays part empty: a sequence longer than half the budget has one to itself."""
+    budget = int(budget_tokens)
+    if budget <= 0 or not sequence_tokens:
+        raise ValueError("budget_tokens must be > 0 and sequence_tokens not empty")
+    shards = max(1, int(data_parallel))
+    ordered = sorted(float(t) for t in sequence_tokens)
+    per_shard = [ordered[i::shards] for i in range(shards)]
+    positions = min(len(s) for s in per_shard)
+    if positions == 0:
+        return 1, float(ordered[-1])
+    width = max(ordered) if sequence_max is None else min(float(sequence_max), max(ordered))
+    rnd = max(1, int(round_tokens))
+    count, in_mb, longest, padded = 1, 0, 0.0, 0.0
+    for i in range(positions):
+        need = min(width, ceil(max(s[i] for s in per_shard) / rnd) * rnd)
+        grown = max(longest, need)
+        if (in_mb + 1) * grown <= budget or in_mb == 0:
+            in_mb, longest = in_mb + 1, grown
+        else:
+            padded += in_mb * longest
+            count, in_mb, longest = count + 1, 1, need
+    padded += in_mb * longest
+    return count, padded / count
+
+
+def nemo_rl_dynamic_shape(card: RunCard, *, sequences: int, prompt_tokens: float, response_mean_tokens: float,
+                          data_parallel: int, budget_tokens: int) -> tuple[int, float] | None:
+    """``nemo_rl_dynamic_micro_batches`` for a NeMo RL card's dynamically batched pass over a chunk of ``sequences``
+    (the mean prompt plus the card's response lengths, ``compute.response_lengths``, one equal-share group per
+    representative sequence, as ``pipeline_packing``); None for other presets."""
+    from trainfit.compute.response_lengths import response_length_groups
+
+    if card.preset != "nemo-rl":
+        return None
+    ro = card.rollout
+    total = max(1, int(sequences))
+    n = min(total, PACKING_SAMPLE_SEQUENCES)  # representative lengths, each standing for total / n sequences
+    groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
+                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n)
+    lengths = [prompt_tokens + length for length, share in groups for _ in range(max(1, round(share * total)))]
+    return nemo_rl_dynamic_micro_batches(sequence_tokens=lengths, data_parallel=data_parallel,
+                                         budget_tokens=budget_tokens)

@@ -110,6 +110,30 @@ step), and the update packs the same sequences the log-prob passes do.
 What the FSDP updates still miss beyond their log-prob passes (NeMo RL DTensor 8B about 6-8 s of 38-40 s while the
 log-prob passes are within 4 %; play-verl's Qwen2-7B about 9 s of 33.5 s, log-prob -6 %) is none of these.
 
+Where the update's missing time sits, 2026-12-04 (signed median -19.3 %, 19 of 21 under). NeMo RL's published update
+over its log-prob column (the policy's and the reference's forward passes together, 8,192-token packed micro-batches) is
+1.56 (8B and 70B Megatron; a forward and a backward of twice its work over two forwards: 1.5) but 2.0-2.1 for the
+DTensor 8B and 3.5-4.0 for the DTensor 70B, whose configs recompute nothing (grpo_math_8B.yaml / grpo_math_1B.yaml
+``activation_checkpointing: false``; nemo_rl/models/dtensor/parallelize.py l.461-462 wraps the MLPs only when set,
+NVIDIA-NeMo/RL @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the FSDP2 update's backward runs about 1.5 x its planned
+length, where FSDP2 all-gathers and fp32-reduce-scatters every unit in every micro-batch behind it. Checked and not
+taken: charging the hidden collectives' bytes to the HBM beside the compute (NCCL's maintainer, NVIDIA/nccl issue
+#1428: 2-3 passes a byte), added to the step in full: DTensor 8B updates -16.5 -> -8.4 % and -20.6 -> -13.0 %,
+actor-update median 20.6 -> 18.9 %, but it moves 735 training rows (fit half 9.91 -> 9.42 %, held-out half 9.61 ->
+9.73 %, SFT full 7.3 -> 7.5 %): a GEMM-bound compute does not wait on HBM, so the full charge is an upper bound, and
+what share of it a step pays is not published. Checked and not the cause: NeMo RL's ``SequencePackingLossWrapper``
+runs the loss one packed sequence at a time (nemo_rl/algorithms/loss_functions.py l.621-698, same commit), two
+``.item()`` a sequence there and eight in ``ClippedPGLossFn`` (mult_prob_error, probs_ratio, probs_ratio_clamped, loss,
+kl, sampling_importance_ratio, num_valid_samples, approx_entropy) beside about 55 small kernels: at 15 us a kernel and
+30 us a sync about 1.2 ms a sequence, 4.5 sequences a 4,096-token row, 60 rows: 0.3 s of 38 s; the optimizer state's
+move back to the GPU runs under the ``training_prep`` timer (``prepare_for_training``, grpo.py l.660-663), not
+``policy_training``. Taken: the DTensor 70B run batches dynamically (the blog's footnote), and NeMo RL's dynamic
+batching sorts each global batch by length, deals it to the ranks and pads each micro-batch to its longest within
+``train_mb_tokens`` (``rl_batches.nemo_rl_dynamic_micro_batches``), 11 micro-batches a rank and optimizer step where
+a packed 4,096-token budget takes 9.84; its update is bound by the per-micro-batch FSDP collectives across nodes.
+Not applied to its log-prob passes (``get_logprobs`` sorts the whole batch, 8,192 tokens: 20 a rank against about
+18.3 planned), whose per-micro-batch gathers would rise with it from +5/+6 %.
+
 Pure: no torch.
 """
 
@@ -143,6 +167,7 @@ from trainfit.plan.rl_batches import (
     balanced_micro_batches,
     dynamic_micro_batches,
     nemo_rl_dtensor_padded_rows,
+    nemo_rl_dynamic_shape,
     pipeline_packing,
     update_work_cv,
 )
@@ -528,7 +553,15 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
         return [(k, pr, 1, max(1, round(rank_seqs * seq_len / k)), seq_len) for k, pr in counts_]
 
     critic_shapes = shapes
-    if dynamic:
+    nemo = nemo_rl_dynamic_shape(card, sequences=ceil(seqs / ro.mini_batches), prompt_tokens=prompt,
+                                 response_mean_tokens=mean, data_parallel=dp_ranks,
+                                 budget_tokens=up_budget * card.parallel.context_parallel) if dynamic else None
+    if nemo is not None:  # NeMo RL's sorted, padded micro-batches (rl_batches.nemo_rl_dynamic_micro_batches)
+        shapes = critic_shapes = [(nemo[0], 1.0, 1, max(1, round(nemo[1])), seq_len)]
+        notes.append(f"update: NeMo RL dynamic batching, {ceil(seqs / ro.mini_batches)} sequences an optimizer step"
+                     f" sorted by length over {dp_ranks} data-parallel ranks, micro-batches padded to their longest"
+                     f" within {up_budget} tokens: {nemo[0]} a rank, {nemo[1]:.0f} tokens each")
+    elif dynamic:
         shapes = budget_shapes(up_budget)
         counts = [(k, pr) for k, pr, *_ in shapes]
         critic_shapes = shapes

@@ -81,3 +81,16 @@ def test_ddp_plan_exposes_the_embedding_bucket():
     plan = make_plan(load_card_dict(_card(2, None)))
     emb_bytes = 128256 / 8 * 4096 * 2
     assert plan.time_parts["communication"] > emb_bytes / 50e9
+
+
+def test_lora_with_a_saved_embedding_exposes_its_bucket():
+    # PEFT's modules_to_save copy of embed_tokens is trained in full: its gradient is still the backward's last, so
+    # its bucket is exposed as a full fine-tune's is; plain LoRA's embedding is frozen and reduces nothing
+    def comm(saved: list[str] | None) -> float:
+        card = _card(2, None)
+        card["scope"] = "lora"
+        card["lora"] = {"rank": 16, "targets": ["q_proj", "v_proj"], **({"modules_to_save": saved} if saved else {})}
+        return make_plan(load_card_dict(card)).time_parts["communication"]
+
+    emb_bytes = 128256 / 8 * 4096 * 2
+    assert comm(["embed_tokens"]) > comm(None) + 0.8 * emb_bytes / 50e9

@@ -951,7 +951,7 @@ def train_step_time(
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
                 ddp_bucket_bytes=parallel.ddp_bucket_bytes,
                 ddp_last_tensor_bytes=input_embedding_grad_bytes(spec, grad_bytes=optimizer.grad_bytes,
-                                                                 trained=adapter is None),
+                                                                 trained=adapter is None or adapter.saved_embedding),
                 **zero1_group_of(parallel, rates, ranks=ranks, bus_bytes_per_s=bus)._asdict(),
             )
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
@@ -1231,7 +1231,8 @@ def input_embedding_grad_bytes(spec: ModelSpec, *, grad_bytes: float, trained: b
     """Reduced bytes of the input embedding's gradient on one rank (``spec``: the rank's shard, its vocabulary split by
     the tensor-parallel size): the gradient torch DDP's backward finishes last, whose bucket is reduced after the
     backward (``collectives.ddp_bucketed_all_reduce`` ``last_tensor_bytes``). ``grad_bytes``: bytes a reduced gradient
-    element; ``trained`` False (adapters: the embedding is frozen): none."""
+    element; ``trained`` False (adapters: the embedding is frozen): none. PEFT's ``modules_to_save`` copy of
+    ``embed_tokens`` is trained in full and its gradient is still the backward's last (``Adapter.saved_embedding``)."""
     from trainfit.memory.params import param_breakdown
 
     return param_breakdown(spec).embedding * grad_bytes if trained else 0.0

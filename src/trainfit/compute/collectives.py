@@ -201,9 +201,10 @@ def p2p_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s:
     across nodes, the sending GPU's NIC at ``NIC_EFFICIENCY`` (capped by the intra-node rate), one GPU to one GPU.
     ``senders_per_node``: the node's GPUs that send across at the same moment, which share the node's NICs when it
     has fewer than its GPUs (``gpu_nic_bytes_per_s``, ``hardware.nic_gbps_per_node``); with one NIC per GPU each
-    keeps its own and the count changes nothing. A pipeline boundary's senders are the stage's tensor (x context)
-    parallel ranks on the node: they run every layer in lockstep (their collectives), so they reach the send together,
-    and under Megatron-LM's scatter/gather each sends its ``1/tp`` slice of one activation (Narayanan et al. 2021,
+    keeps its own and the count changes nothing. A pipeline boundary's senders are the stage's ranks on the node
+    whose next stage is off it (``plan.time.pipeline_senders_per_node``): its tensor (x context) parallel ranks run
+    every layer in lockstep (their collectives), and its data-parallel replicas the same schedule, so they reach the
+    send together, and under Megatron-LM's scatter/gather each sends its ``1/tp`` slice of one activation (Narayanan et al. 2021,
     arXiv:2104.04473 §4.1)."""
     bus = rates.intra_node_bus_bytes_per_s
     if not crosses_nodes:

@@ -36,6 +36,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
+from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
@@ -820,6 +821,10 @@ def training_time(
         expert_loop=par.moe_experts.is_loop, expert_loop_every=par.moe_experts is MoeExperts.LOOP_ALL,
         zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.fsdp2,
+        # torch pipelining + FSDP2: the stage reduce-scatters once, after its last backward; it gathers as FSDP2's
+        # default reshard_after_forward does (NeMo Automodel's blocks), every micro-batch: torchtitan's
+        # reshard_after_forward=False under pipeline parallel (one gather a step) is not something a card says
+        fsdp2_pipeline_held=pipeline_fsdp2_holds_unsharded(card), fsdp2_pipeline_reshard_after_forward=True,
         fp8_casts=fp8_casts_of(card),
         fp8_layer_share=fp8_layer_share_of(card, spec),
         fp8_gather=fp8_gather_shard_of(card, shard, data_ranks=data_ranks),

@@ -142,3 +142,33 @@ def test_the_hybrid_engines_gather_and_cross_node_tp_take_the_node_cap():
     assert capped["decode"] == pytest.approx(free["decode"])  # TP 2 stays on one node
     wide_free, wide_capped = (_generation_terms(_hybrid_card(g, tp=16)) for g in (None, 800))
     assert wide_capped["prefill"] > wide_free["prefill"] * 1.5
+
+
+def _pp_link(card: RunCard) -> float:
+    from trainfit.catalog.models import resolve_model
+    from trainfit.plan.time import model_parallel_of, rates_of
+
+    gpu = resolve_gpu(card.hardware.gpu)
+    return model_parallel_of(card, resolve_model("Qwen/Qwen3-8B"), rates_of(card, gpu, None),
+                             gpus_per_node=8).pp_bytes_per_s
+
+
+@pytest.mark.parametrize("tp", [8, 2])
+def test_a_pipeline_send_shares_the_node_with_the_stages_data_parallel_replicas(tp):
+    """plan.time.pipeline_senders_per_node: tp 2 x dp 4 x pp 2 on two 8-GPU nodes puts each stage on one node as
+    tp 8 does, and all 8 of its ranks (4 data-parallel replicas of 2) send to the other node at once: a 800 Gb/s node
+    halves the link for both (tp 2 kept 4 senders' worth before, 20 GB/s)."""
+    base = _pipeline_card(800).model_dump(mode="json", exclude_unset=True)
+    base["parallel"]["tensor_parallel"] = tp
+    capped = _pp_link(load_card_dict(base))
+    free = _pp_link(_pipeline_card(None))
+    assert capped == pytest.approx(free / 2)
+
+
+def test_pipeline_senders_per_node_counts_the_ranks_whose_next_stage_is_off_node():
+    from trainfit.plan.time import pipeline_senders_per_node
+
+    assert pipeline_senders_per_node(world_size=16, pp=2, gpus_per_node=8) == 8  # a stage a node: all of it
+    assert pipeline_senders_per_node(world_size=16, pp=4, gpus_per_node=8) == 4  # two stages a node: the second
+    assert pipeline_senders_per_node(world_size=64, pp=2, gpus_per_node=8) == 8  # a stage over 4 nodes
+    assert pipeline_senders_per_node(world_size=8, pp=8, gpus_per_node=8) == 1

@@ -72,3 +72,45 @@ def test_walk_keeps_the_gathered_stage_to_the_end_of_backward() -> None:
     gap = backward_peak(kept).components["fsdp_buffers"] - backward_peak(resharded).components["fsdp_buffers"]
     assert gap == pytest.approx(t.fsdp_all_gathered)
     assert "fsdp_buffers" not in optimizer_peak(kept).components
+
+
+def _last_terms(card):
+    from trainfit.plan.resolve import model_spec_of
+    from trainfit.plan.walk import walk_sft_like
+
+    return walk_sft_like(card, model_spec_of(card), make_plan(card).gpu)[-1].terms
+
+
+def test_a_later_micro_batch_adds_a_whole_unsharded_gradient() -> None:
+    """FSDP2's accumulate_unsharded_grad_if_needed adds the unit's new unsharded gradient (bf16, the gathered dtype)
+    into the held fp32 one: on the last stage the root unit's (norm and head), half the held fp32 head gradient, not
+    an 8-way shard of it (0.245 GiB before)."""
+    t = _last_terms(_card(version="fsdp2"))
+    assert t.grads_head == pytest.approx(1.957 * GIB, rel=1e-3)
+    assert t.accumulation_transient == pytest.approx(t.grads_head / 2, rel=1e-6)
+
+
+@pytest.mark.parametrize(("unit", "largest", "grad", "gathered", "expected"), [
+    (8.0, 3.0, 4, 2, 4.0),  # bf16 gathered, fp32 reduce: FSDP2 adds the whole unit's bf16 gradient
+    (8.0, 3.0, 2, 2, 3.0),  # one dtype: autograd adds tensor by tensor
+])
+def test_held_accumulation_bytes(unit, largest, grad, gathered, expected) -> None:
+    from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_held_accumulation_bytes
+
+    assert pipeline_fsdp2_held_accumulation_bytes(unit_grad_bytes=unit, largest_tensor_grad_bytes=largest,
+                                                  grad_dtype_bytes=grad, gathered_dtype_bytes=gathered) == expected
+
+
+def test_cpu_offload_keeps_the_held_gradients_on_the_gpu() -> None:
+    """CPUOffloadPolicy moves only the reduce-scattered shards to the host: the held unsharded gradients and the
+    gathered stage stay on the GPU, as without offload; the optimizer step reads host shards (none on the GPU)."""
+    base = _card(version="fsdp2").model_dump(mode="json", exclude_unset=True)
+    base["parallel"]["offload"] = "params_and_optimizer"
+    off = load_card_dict(base)
+    assert pipeline_fsdp2_holds_unsharded(off)
+    t_off, t_on = _last_terms(off), _last_terms(_card(version="fsdp2"))
+    assert t_off.grads_head == pytest.approx(t_on.grads_head) and t_off.grads_head > 1.9 * GIB
+    assert sum(t_off.grads_per_layer) == pytest.approx(sum(t_on.grads_per_layer))
+    assert sum(t_off.grads_per_layer) > 0
+    assert t_off.fsdp_gathered_kept and t_off.fsdp_all_gathered == pytest.approx(t_on.fsdp_all_gathered)
+    assert t_off.optimizer_step_grads == 0.0 < t_on.optimizer_step_grads

@@ -201,9 +201,10 @@ def p2p_bytes_per_s(*, rates: DeviceRates, crosses_nodes: bool, nic_bytes_per_s:
     across nodes, the sending GPU's NIC at ``NIC_EFFICIENCY`` (capped by the intra-node rate), one GPU to one GPU.
     ``senders_per_node``: the node's GPUs that send across at the same moment, which share the node's NICs when it
     has fewer than its GPUs (``gpu_nic_bytes_per_s``, ``hardware.nic_gbps_per_node``); with one NIC per GPU each
-    keeps its own and the count changes nothing. A pipeline boundary's senders are the stage's tensor (x context)
-    parallel ranks on the node: they run every layer in lockstep (their collectives), so they reach the send together,
-    and under Megatron-LM's scatter/gather each sends its ``1/tp`` slice of one activation (Narayanan et al. 2021,
+    keeps its own and the count changes nothing. A pipeline boundary's senders are the stage's ranks on the node
+    whose next stage is off it (``plan.time.pipeline_senders_per_node``): its tensor (x context) parallel ranks run
+    every layer in lockstep (their collectives), and its data-parallel replicas the same schedule, so they reach the
+    send together, and under Megatron-LM's scatter/gather each sends its ``1/tp`` slice of one activation (Narayanan et al. 2021,
     arXiv:2104.04473 §4.1)."""
     bus = rates.intra_node_bus_bytes_per_s
     if not crosses_nodes:
@@ -766,8 +767,25 @@ def exposed_sharded(
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
     expert_layer_gathers: float = 1.0, replica_shares_link: bool = False, nodes: int = 1, expert_nodes: int = 1,
     replica_nodes: int = 1, intra_link: IntraLink | None = None, layer_gather_prep_s: float = 0.0,
+    held_to_last_backward: bool = False,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
+
+    ``held_to_last_backward``: a pipeline stage under FSDP2 (``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``)
+    gathers each unit once a step, behind its first micro-batch's forward, and keeps it (torchtitan's
+    ``reshard_after_forward=False`` with pipeline parallel, ``set_reshard_after_backward(False)`` per micro-batch);
+    no micro-batch's backward reduce-scatters (``set_requires_gradient_sync(False)``): the stage's
+    ``perform_reduce_grad``, scheduled after all its micro-batches' backwards, runs every unit's post-backward and
+    reduce-scatter then, with no backward left to hide them (pytorch/pytorch torch/distributed/pipelining/stage.py
+    l.781-853, l.1164-1177, schedules.py l.960, l.1177, the torch 2.13.0 wheel
+    @cf30153c4c131c8164ee7798e5022d810682e2cb). The stage that finishes its backwards last (the first, in 1F1B)
+    carries them on the step's path, so all of them are exposed, once a step; ``micro_steps`` does not multiply.
+    With ``reshard_after_forward`` (FSDP2's default, NeMo Automodel's blocks: NVIDIA-NeMo/Automodel
+    nemo_automodel/components/distributed/parallelizer.py l.565-575 @c0e4fe1bc35a885b710599e12dbe7a27a8ae992d) each
+    forward still reshards its units, so every micro-batch's backward gathers them again; its forward gathers them
+    too unless it directly follows a backward that left them gathered, which the warm-up forwards of a 1F1B schedule
+    (most of them under interleaving) do not: priced as without pipelining, both gathers every micro-batch. The root
+    unit, never resharded after forward nor, here, after backward, is gathered once.
 
     ``layer_gather_prep_s``: seconds a layer's all-gather input takes to prepare on FSDP2's all-gather copy-in
     stream before the all-gather can start (torchao's float8 shard cast, ``compute.float8_all_gather``): it delays
@@ -816,6 +834,16 @@ def exposed_sharded(
     ag, rs, ar = unit.all_gather_s, unit.reduce_scatter_s, unit.all_reduce_s
     root = unit.root_all_gather_s + unit.root_reduce_scatter_s
     root += unit.root_all_reduce_s
+    if held_to_last_backward:
+        root_ag = unit.root_all_gather_s
+        root_red = root - root_ag
+        reductions = layers * (rs + ar) + root_red
+        fwd_gather = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
+        if not reshard_after_forward:
+            return CommTime(layers * ag + root_ag + reductions, fwd_gather + root_ag + reductions)
+        bwd_gather = (layers - 1) * max(0.0, ag - layer_backward_s)
+        return CommTime(micro_steps * 2 * layers * ag + root_ag + reductions,
+                        micro_steps * (fwd_gather + bwd_gather) + root_ag + reductions)
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs
     fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
     busy = bwd_comm + ar if replica_shares_link else max(bwd_comm, ar)

@@ -649,7 +649,8 @@ def train_step_time(
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
-    fsdp2_fp32_outputs: bool = False,
+    fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
+    fsdp2_pipeline_reshard_after_forward: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -727,6 +728,11 @@ def train_step_time(
     (``offload.fsdp2_offload_accumulation_seconds``).
     ``fsdp2_fp32_outputs``: as ``inventory.step_inventory`` (FSDP2 modules with ``output_dtype=float32``, NeMo RL's
     DTensor policy: ``compute.fsdp2_output_cast``).
+    ``fsdp2_pipeline_held``: a pipeline stage under FSDP2 (``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``):
+    its reduce-scatters and their copy-in run once, after its last backward, and its unsharded gradients accumulate
+    on the GPU (``collectives.exposed_sharded`` and ``fsdp2_copy_seconds`` ``held_to_last_backward``); no FSDP2
+    CPU-offload accumulation on the host. ``fsdp2_pipeline_reshard_after_forward``: whether it still gathers every
+    micro-batch (FSDP2's default) or once a step (torchtitan under pipeline parallel).
     """
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
@@ -898,6 +904,7 @@ def train_step_time(
     layers = spec.num_layers
     comm = coll.CommTime(0.0, 0.0)
     sharded: dict | None = None  # exposed_sharded's arguments, for FSDP / ZeRO-3 / HSDP
+    held = fsdp2_pipeline_held and parallel.fsdp2 and st == "fsdp"
     if (ranks > 1 or eranks > 1) and st != "single":
         if st in ("zero3", "fsdp", "fsdp_grad_op", "hsdp"):
             group = shard
@@ -916,7 +923,11 @@ def train_step_time(
                 ranks=group, bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=group, eranks=eranks,
                                                                     hsdp=hsdp),
                 layer_forward_s=fwd.seconds / layers, layer_backward_s=(bwd.seconds + rec.seconds) / layers,
-                micro_steps=micro_steps, reshard_after_forward=st != "fsdp_grad_op",
+                micro_steps=micro_steps,
+                reshard_after_forward=fsdp2_pipeline_reshard_after_forward if held else st != "fsdp_grad_op",
+                # a pipeline stage under FSDP2: gathered once, reduce-scattered after its last backward
+                # (collectives.exposed_sharded held_to_last_backward)
+                held_to_last_backward=held,
                 expert_layer_weight_bytes=gathered_weight_bytes * expert_frac / layers,
                 expert_layer_grad_bytes=grad_bytes * expert_frac / layers, expert_ranks=eranks,
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
@@ -1013,7 +1024,7 @@ def train_step_time(
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
         )
         off_s = off.exposed_s
-        if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1:
+        if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1 and not held:
             # FSDP2's CPUOffloadPolicy accumulates every later micro-batch's gradient on the host, each unit's copy
             # blocking behind its reduce-scatter and, under HSDP, its replica all-reduce
             # (offload.fsdp2_offload_accumulation_seconds), the experts' over their own group: the reductions as
@@ -1174,11 +1185,14 @@ def train_step_time(
         copy_s = fsdp2_copy_seconds(gathered_weight_bytes=gathered_weight_bytes,
                                     root_share=root_unit_share(spec, embedding_unit=True),
                                     trained_params=trained_params, grad_bytes=optimizer.grad_bytes,
-                                    reshard_after_forward=st != "fsdp_grad_op", micro_steps=micro_steps,
-                                    hbm_bytes_per_s=rates.hbm_bytes_per_s)
+                                    reshard_after_forward=fsdp2_pipeline_reshard_after_forward if held
+                                    else st != "fsdp_grad_op", micro_steps=micro_steps,
+                                    hbm_bytes_per_s=rates.hbm_bytes_per_s, held_to_last_backward=held)
         phases.append(PhaseTime("fsdp_copies", copy_s, "memory", {}))
         notes.append(f"FSDP2 (fully_shard, parallel.fsdp_version): all-gather copy-out and reduce-scatter copy-in on"
-                     f" the compute stream, {copy_s:.3f} s (fsdp1's flat parameters have none)")
+                     f" the compute stream, {copy_s:.3f} s (fsdp1's flat parameters have none)"
+                     + ("; a pipeline stage: gathered once and reduce-scattered after its last backward, the unsharded"
+                        " gradients summed on the GPU each later micro-batch" if held else ""))
     total = sum(p.seconds for p in phases)
     return TrainStepTime(tuple(phases), total, float(micro_batch_size * seq_len * micro_steps), tuple(notes))
 
@@ -1264,7 +1278,7 @@ def root_unit_share(spec: ModelSpec, *, embedding_unit: bool = False) -> float:
 
 def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, trained_params: float,
                        grad_bytes: float, unsharded_grad_bytes: float = 2.0, reshard_after_forward: bool = True,
-                       micro_steps: int = 1, hbm_bytes_per_s: float) -> float:
+                       micro_steps: int = 1, hbm_bytes_per_s: float, held_to_last_backward: bool = False) -> float:
     """Seconds of FSDP2's (``fully_shard``) copies on the compute stream in one step: each all-gather's copy-out
     and each reduce-scatter's copy-in, memory-bound, in line with the layers' kernels.
 
@@ -1281,7 +1295,24 @@ def fsdp2_copy_seconds(*, gathered_weight_bytes: float, root_share: float, train
     its views read. Llama 3 8B on 8 GPUs, bf16 gathers, fp32 reduce: 2 x 16.1 GB x 1.92 + 8.03e9 x 6 B = 110 GB a
     step. ``train_step_time(fsdp2_copies=True)`` adds it as the ``fsdp_copies`` phase; ``plan.time`` asks for it
     where the card's ``parallel.fsdp_version`` is fsdp2 (``spec.enums.FsdpVersion``); ``forward_only_time``
-    charges the copy-out alone (no-grad passes)."""
+    charges the copy-out alone (no-grad passes).
+
+    ``held_to_last_backward`` (a pipeline stage under FSDP2, ``collectives.exposed_sharded``): the gathers' copy-outs
+    as that schedule gathers (once a step, or with ``reshard_after_forward`` each micro-batch's forward and backward
+    gather of the non-root units), one copy-in after the last backward, of the held gradient in the reduce dtype
+    (``grad_bytes`` read and written), and the held gradient's accumulation on the GPU:
+    ``to_accumulated_grad_if_needed`` upcasts the first micro-batch's gradient to the reduce dtype when it differs
+    (``unsharded_grad_bytes`` read, ``grad_bytes`` written) and every later micro-batch's is added in
+    (``accumulate_unsharded_grad_if_needed``, or autograd's in-place add when the dtypes match: the held gradient read
+    and written, the new one read), torch 2.13.0 _fsdp_param.py l.802-821, _fsdp_param_group.py l.603-612."""
+    if held_to_last_backward:
+        upcast = unsharded_grad_bytes + grad_bytes if unsharded_grad_bytes != grad_bytes else 0.0
+        adds = max(0, micro_steps - 1) * (2.0 * grad_bytes + unsharded_grad_bytes)
+        # gathered once, or (reshard_after_forward) in each micro-batch's forward and backward but the root, once
+        # (collectives.exposed_sharded)
+        copy_out = 2.0 * gathered_weight_bytes * (
+            root_share + micro_steps * 2.0 * (1.0 - root_share) if reshard_after_forward else 1.0)
+        return (copy_out + trained_params * (upcast + adds + 2.0 * grad_bytes)) / hbm_bytes_per_s
     gathers = 1.0 + ((1.0 - root_share) if reshard_after_forward else 0.0)
     per_micro = 2.0 * gathered_weight_bytes * gathers + trained_params * (unsharded_grad_bytes + grad_bytes)
     return micro_steps * per_micro / hbm_bytes_per_s

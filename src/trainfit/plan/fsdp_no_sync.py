@@ -84,8 +84,37 @@ def pipeline_fsdp2_holds_unsharded(card: RunCard) -> bool:
     torchtitan/parallelisms/pipeline_llama.py l.15, l.94 @9dec370ad26b5f8e9a7333a0e36165018262644b) and, with
     pipeline parallel, shards every block with ``reshard_after_forward=False`` ("to avoid per-microbatch
     all-gathers", parallelize_llama.py l.325-339 of the same commit), so the stage's parameters stay gathered from
-    its first forward too. Strategy fsdp or hsdp on torch's ``fully_shard`` (fsdp_version fsdp2, not Megatron-Core
-    layers) with ``parallel.pipeline_parallel > 1``."""
+    its first forward too. Strategy fsdp on torch's ``fully_shard`` (fsdp_version fsdp2, not Megatron-Core layers)
+    with ``parallel.pipeline_parallel > 1`` (a card refuses hsdp with pipeline parallel, ``spec.card``).
+
+    Whatever ``parallel.offload``: FSDP2's ``CPUOffloadPolicy`` keeps the sharded parameters and the reduce-scattered
+    gradient shards on the host (``FSDPParam`` moves the shard to the CPU at init and copies it to the device for
+    each all-gather, _fsdp_param.py l.312-316, l.896-901; ``foreach_reduce`` copies each new sharded gradient to the
+    CPU, _fsdp_collectives.py l.710-743), but the post-backward's no-sync arm keeps the unsharded gradient on the
+    device without looking at the policy (``to_accumulated_grad_if_needed`` casts it on the device it is on,
+    _fsdp_param_group.py l.607-612), and the gathered parameters are device tensors that
+    ``set_reshard_after_backward(False)`` leaves in place: the held terms are the same, only the shards move."""
     p = card.parallel
-    return (p.strategy in (Strategy.FSDP, Strategy.HSDP) and p.fsdp_version is FsdpVersion.FSDP2
+    return (p.strategy is Strategy.FSDP and p.fsdp_version is FsdpVersion.FSDP2
             and p.pipeline_parallel > 1 and p.tensor_parallel_impl is not TensorParallelImpl.MEGATRON)
+
+
+def pipeline_fsdp2_held_accumulation_bytes(*, unit_grad_bytes: float, largest_tensor_grad_bytes: float,
+                                           grad_dtype_bytes: float, gathered_dtype_bytes: float) -> float:
+    """The transient a held (``pipeline_fsdp2_holds_unsharded``) stage's later micro-batch adds at its last unit's
+    backward: the new unsharded gradient beside the held one it is summed into. Both inputs are unsharded (the held
+    gradients' divisor): ``unit_grad_bytes`` the last FSDP unit's gradients in the reduce dtype
+    (``grad_dtype_bytes`` per element), ``largest_tensor_grad_bytes`` its largest tensor's.
+
+    When the gathered parameters' dtype differs from the reduce dtype, FSDP2 keeps the held gradient apart
+    (``FSDPParam.unsharded_accumulated_grad``, made by ``to_accumulated_grad_if_needed``) and autograd writes each
+    micro-batch's gradient into the unsharded parameter's ``.grad`` in the gathered dtype; only the unit's
+    post-backward adds it in and frees it (``accumulate_unsharded_grad_if_needed``: ``unsharded_accumulated_grad +=
+    unsharded_param.grad``, ``unsharded_param.grad = None``), so the whole unit's new gradient, in the gathered dtype,
+    is alive at once (pytorch/pytorch torch/distributed/fsdp/_fully_shard/_fsdp_param.py l.802-821,
+    _fsdp_param_group.py l.603-612, the torch 2.13.0 wheel @cf30153c4c131c8164ee7798e5022d810682e2cb). When they
+    match, ``to_accumulated_grad_if_needed`` returns early, the held gradient is ``.grad`` itself and autograd's
+    ``AccumulateGrad`` adds each new tensor gradient as it is made: the largest tensor's."""
+    if gathered_dtype_bytes != grad_dtype_bytes and grad_dtype_bytes:
+        return unit_grad_bytes * gathered_dtype_bytes / grad_dtype_bytes
+    return largest_tensor_grad_bytes

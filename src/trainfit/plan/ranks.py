@@ -63,7 +63,7 @@ from trainfit.memory.phases import StepTerms
 from trainfit.memory.pipeline import Stage, first_chunk_forwards_in_flight
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale
-from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
+from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_held_accumulation_bytes, pipeline_fsdp2_holds_unsharded
 from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_region, stage_forward_transient
 from trainfit.plan.resolve import model_dtype, trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_copies, _fsdp_terms, _megatron_fsdp_fp8_units,
@@ -227,14 +227,18 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
     pos = {layer: k for k, layer in enumerate(stage.layers)}
     tied = not param_breakdown(ss).lm_head
     # a pipeline stage under FSDP2 holds its unsharded gradients (in the reduce dtype) and gathered parameters to
-    # the end of its last backward; the optimizer step reads the reduce-scattered shards (pipeline_fsdp2_holds_unsharded)
-    pp_held = pipeline_fsdp2_holds_unsharded(card) and sharding.gathers_params and offload is Offload.NONE
+    # the end of its last backward; the optimizer step reads the reduce-scattered shards
+    # (pipeline_fsdp2_holds_unsharded). Under CPU offload too: only the reduce-scattered shard goes to the host,
+    # the held unsharded gradient stays on the GPU (pipeline_fsdp2_holds_unsharded)
+    pp_held = pipeline_fsdp2_holds_unsharded(card) and sharding.gathers_params
+    held_scale = 1.0 if pp_held else grads_scale  # the walked gradients' share on the GPU
     step_grads: dict[str, float] = {}
     if pp_held:
-        step_grads["optimizer_step_grads"] = (n_grad * grad_bytes if lora is None else n_lora * grad_bytes / gdiv.dense)
+        step_grads["optimizer_step_grads"] = grads_scale * (
+            n_grad * grad_bytes if lora is None else n_lora * grad_bytes / gdiv.dense)
     hdiv = _term_divisors(1, layout) if pp_held else gdiv  # the divisors of the walked (held) gradients
     if lora is None:
-        g = scale * grad_bytes * grads_scale
+        g = scale * grad_bytes * held_scale
         per_layer = [g * ((rp.layers[pos[i]] - rp.experts[pos[i]]) / hdiv.dense + rp.experts[pos[i]] / hdiv.expert)
                      for i in stage.layers]
         grads_head = g * rp.head / hdiv.dense
@@ -251,8 +255,22 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
             temps += grads_emb
             grads_emb = g * spec.vocab_size * spec.hidden_size
     else:
-        per_layer = [n_lora * grad_bytes * grads_scale / hdiv.dense / len(stage.layers) for _ in stage.layers]
+        per_layer = [n_lora * grad_bytes * held_scale / hdiv.dense / len(stage.layers) for _ in stage.layers]
         grads_head = grads_emb = 0.0
+    held_transient = 0.0
+    if pp_held and lora is None:
+        # the stage's last backward adds a new unsharded gradient into the held one: autograd's own accumulation,
+        # one tensor at a time, when the gradient is already in the reduce dtype; else FSDP2's post-backward
+        # (accumulate_unsharded_grad_if_needed) adds the whole unit's new gradients, in the gathered dtype, after the
+        # unit's backward (pipeline_fsdp2_held_accumulation_bytes). Every earlier micro-batch's gradients are held
+        # through the whole backward, so the largest unit (a decoder layer, or the root's embedding / norm and head)
+        # or tensor sets it
+        held_transient = pipeline_fsdp2_held_accumulation_bytes(
+            unit_grad_bytes=max(grads_emb + grads_head, max(per_layer, default=0.0)),
+            largest_tensor_grad_bytes=scale * grad_bytes * rp.largest_tensor / hdiv.dense,
+            grad_dtype_bytes=grad_bytes,
+            gathered_dtype_bytes=BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value]
+            if fsdp_casts_gathered_params(card, sharding) else bpp)
     # nanotron's FP32GradientAccumulator (parallel.grad_accumulation_pass, precision.grads fp32): its fp32 buffer of
     # every parameter the rank holds (ZeRO-1 too) is made at init and kept; the walked gradients are autograd's
     # 16-bit .grad tensors, which live until loss.backward() returns and are then added into it and freed
@@ -386,8 +404,9 @@ def rank_terms(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Paral
         forward_at="loss (log-softmax over the logits)" if stage.last else "end of the stage's forward (output sent)",
         layer_forward_transient=layer_fwd,
         grad_buffer=grad_buffer,
-        accumulation_transient=0.0 if accumulator else scale * grad_bytes * grads_scale * (
-            (rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense) if lora is None else 0.0,
+        accumulation_transient=held_transient if pp_held else 0.0 if accumulator else scale * grad_bytes
+        * grads_scale * ((rp.embedding or max(rp.layers, default=0) and rp.largest_tensor) / gdiv.dense)
+        if lora is None else 0.0,
         fsdp_gathered_kept=pp_held and bool(fsdp.get("fsdp_all_gathered")),
         **fsdp,
         **zero_step,

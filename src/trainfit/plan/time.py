@@ -36,6 +36,7 @@ from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
+from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
@@ -496,10 +497,13 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # GPU's NIC
         ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
-        # a send between domains is one GPU to one GPU over its NIC, shared on a node with fewer NICs than GPUs by the
-        # stage's tensor x context ranks on the node, which send together (collectives.p2p_bytes_per_s)
+        # a send between domains is one GPU to one GPU over its NIC, shared on a node with fewer NICs than GPUs by
+        # every rank of the node whose next stage is off the node, which send together (pipeline_senders_per_node,
+        # collectives.p2p_bytes_per_s)
         pp_bytes_per_s=coll.p2p_bytes_per_s(rates=r, crosses_nodes=pp_local < pp, nic_bytes_per_s=nic,
-                                            senders_per_node=min(tp * cp, card.hardware.gpus_per_node)),
+                                            senders_per_node=pipeline_senders_per_node(
+                                                world_size=card.world_size, pp=pp,
+                                                gpus_per_node=card.hardware.gpus_per_node)),
         tp_comm_overlap=par.tp_comm_overlap, pp_scatter_gather=par.pipeline_scatter_gather,
         # Megatron-Core's layers (Transformer Engine's LayerNormLinear / Linear): the sequence-parallel backward's
         # async re-gather and reduce-scatter, the all-gathers at the quantised width (compute.model_parallel)
@@ -515,6 +519,21 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)
         ep_ring_bus_bytes_per_s=bus(ep * par.expert_tensor_parallel),
     )
+
+
+def pipeline_senders_per_node(*, world_size: int, pp: int, gpus_per_node: int) -> int:
+    """The GPUs of one host that send a pipeline boundary's activations (or, the other way, its gradients) off the
+    host at the same moment: every rank whose next stage lies on another host. A pipeline group's ranks are
+    ``world_size / pp`` apart, pp outermost (Megatron-Core's rank order tp-cp-ep-dp-pp, NVIDIA/Megatron-LM
+    megatron/core/parallel_state.py ``RankGenerator`` default order l.617 @d98e8a64ddf34856e74b24714e3bedb2f5a39553;
+    torchtitan's mesh ``["pp", "dp_replicate", "dp_shard", "cp", "tp"]``, pytorch/torchtitan
+    torchtitan/parallelisms/parallel_dims.py ``build_mesh`` @01223650a29ed7e929fe0f5ebe003503d0ae2227), and hosts
+    hold consecutive ranks: a stage spanning whole hosts sends from all of a host's GPUs, a stage of
+    ``world_size / pp`` ranks inside a host from that many (the host's last stage, whose next one is on the next host). The stage's tensor,
+    context and data-parallel ranks all count: the data-parallel replicas run the same schedule, so their sends of
+    one micro-batch meet on the host's NICs too."""
+    stride = max(1, world_size // max(1, pp))
+    return max(1, min(stride, gpus_per_node))
 
 
 def fp8_attention_recipe(card: RunCard) -> str:
@@ -802,6 +821,10 @@ def training_time(
         expert_loop=par.moe_experts.is_loop, expert_loop_every=par.moe_experts is MoeExperts.LOOP_ALL,
         zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.fsdp2,
+        # torch pipelining + FSDP2: the stage reduce-scatters once, after its last backward; it gathers as FSDP2's
+        # default reshard_after_forward does (NeMo Automodel's blocks), every micro-batch: torchtitan's
+        # reshard_after_forward=False under pipeline parallel (one gather a step) is not something a card says
+        fsdp2_pipeline_held=pipeline_fsdp2_holds_unsharded(card), fsdp2_pipeline_reshard_after_forward=True,
         fp8_casts=fp8_casts_of(card),
         fp8_layer_share=fp8_layer_share_of(card, spec),
         fp8_gather=fp8_gather_shard_of(card, shard, data_ranks=data_ranks),

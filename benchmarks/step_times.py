@@ -1678,12 +1678,14 @@ def throughput_response(e: dict[str, Any], prompt_tokens: int) -> int | None:
     ``perf/throughput`` is ``sum(global_token_num) / (step time × n_gpus)`` with ``global_token_num`` each
     sequence's attention-mask sum, prompt + response unpadded (verl-project/verl verl/trainer/ppo/metric_utils.py
     ``compute_throughout_metrics`` l.655-687 and verl/trainer/ppo/ray_trainer.py l.1516
-    @6a6242f3d8ec7d9f8b4936f4905144707d91fe3b). None where an input is missing, the run is asynchronous (its step
-    does not hold the generation of the tokens it counts: ``ASYNC_THROUGHPUT_PROMPT``) or the tokens leave no
-    response."""
+    @6a6242f3d8ec7d9f8b4936f4905144707d91fe3b). verl rows only: that count is verl's; another framework's
+    tokens/s/GPU under the same metric key may count other tokens or GPUs (NeMo RL's divides by the whole cluster,
+    generation GPUs included, ``throughput_prompt``). None where the row is not verl's, an input is missing, the run
+    is asynchronous (its step does not hold the generation of the tokens it counts: ``ASYNC_THROUGHPUT_PROMPT``) or
+    the tokens leave no response."""
     d, m = e["data"], e["measured"]
     tput = m.get("throughput") or {}
-    if (d.get("response_len_mean") or asynchronous(e) or not m.get("step_s")
+    if (e["framework"] != "verl" or d.get("response_len_mean") or asynchronous(e) or not m.get("step_s")
             or tput.get("metric") != "tokens_per_s_per_gpu" or not d.get("prompts_per_step")
             or not d.get("n_per_prompt")):
         return None

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
-from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, SFT_SPACE, Row, SearchResult, _evaluate
+from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, REFUSALS_KEPT, SFT_SPACE, Row, SearchResult, _evaluate
 from trainfit.spec.card import divisors
 from trainfit.spec.dotted import deep_copy
 
@@ -389,6 +389,7 @@ def fit(
 
     rows: list[Row] = []
     evaluated = invalid = 0
+    refusals: set[str] = set()
     done: set[tuple[str, int]] = set()
     tier = 0
     while True:
@@ -411,7 +412,8 @@ def fit(
             raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
                                 " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
                                 " lower --max-gpus")
-        got, e, i = _run_jobs(bases, jobs, fallback, calibration, workers, progress, floor=floor)
+        got, e, i, why = _run_jobs(bases, jobs, fallback, calibration, workers, progress, floor=floor)
+        refusals |= set(sorted(why - refusals)[:REFUSALS_KEPT - len(refusals)])
         got, _ = annotate(got, goal)
         if floor:
             got = _settle(got, cells, calibration, goal)
@@ -428,6 +430,8 @@ def fit(
         invalid += i
     if not rows and gb is not None and not evaluated:
         _batch_options(base, counts, pinned=pinned, global_batch=global_batch)  # raises: the batch never splits
+    if not rows and evaluated and invalid == evaluated:
+        _refused(evaluated, refusals)  # raises: an empty table would say nothing
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
     rows, warnings = annotate(rows, goal)
@@ -440,6 +444,18 @@ def fit(
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings))
+
+
+def _refused(evaluated: int, refusals: set[str]) -> None:
+    """CardError for a search whose every combination was refused: the one reason they share, as ``plan`` gives it
+    for the card; else how many were refused and one of the reasons."""
+    from trainfit.errors import CardError
+
+    if len(refusals) == 1:
+        raise CardError(next(iter(refusals)))
+    shown = f"; one of them: {min(refusals)}" if refusals else ""
+    raise CardError(f"fit: every one of the {evaluated:,} configurations tried was refused, for more than one"
+                    f" reason{shown}")
 
 
 MEMORY_FIELDS = ("fits", "peak_device_bytes", "headroom_bytes", "peak_phase")
@@ -508,7 +524,7 @@ def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal)
         bases.append(cells[cell][0])
         held = {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus") and k not in fallback}
         jobs += [(len(bases) - 1, held | c) for c in _product(space)]
-    got, evaluated, invalid = _run_jobs(bases, jobs, fallback, calibration, workers, None)
+    got, evaluated, invalid, _ = _run_jobs(bases, jobs, fallback, calibration, workers, None)
     got, _ = annotate(got, goal)
     # kept only where strictly better on the objective: a tie keeps the card's own engine settings
     better = [r for r in got if rank_key(r, goal)[:-1] < rank_key(best[(r.gpu, r.gpus)], goal)[:-1]]
@@ -537,25 +553,26 @@ def smallest_sync(base: dict[str, Any]) -> str:
     return min(RL_SPACE["rollout.weight_sync"], key=lambda v: (_sync_spike(WeightSync(v), spec), v))
 
 
-def _job_rows(bases, jobs, fallback, calibration, floor: bool = False) -> tuple[list[Row], int, int]:
+def _job_rows(bases, jobs, fallback, calibration, floor: bool = False) -> tuple[list[Row], int, int, set[str]]:
     """Plan each job (with the memory-only knobs ``fallback`` set to their best value); consecutive
     jobs on one base with the same keys go through ``_evaluate`` together (``floor``: without the
-    allocator replay, ``_settle``)."""
+    allocator replay, ``_settle``). Also the refused jobs' error lines (up to ``REFUSALS_KEPT`` distinct)."""
     rows: list[Row] = []
     invalid = 0
+    refusals: set[str] = set()
     for (idx, keys), group in itertools.groupby(jobs, key=lambda j: (j[0], tuple(sorted(j[1] | fallback)))):
         combos = [tuple((knobs | fallback)[k] for k in keys) for _, knobs in group]
-        got, bad = _evaluate(bases[idx], list(keys), combos, calibration, floor=floor)
+        got, bad = _evaluate(bases[idx], list(keys), combos, calibration, floor=floor, refusals=refusals)
         invalid += bad
         hw = bases[idx]["hardware"]
         rows += [replace_knobs(r, gpu=hw["gpu"], count=hw["gpus_per_node"] * hw["nodes"]) for r in got]
-    return rows, len(jobs), invalid
+    return rows, len(jobs), invalid, refusals
 
 
 _FIT_WORK: tuple | None = None
 
 
-def _fit_worker(bounds: tuple[int, int]) -> tuple[list[Row], int, int]:
+def _fit_worker(bounds: tuple[int, int]) -> tuple[list[Row], int, int, set[str]]:
     assert _FIT_WORK is not None
     bases, jobs, fallback, calibration, floor = _FIT_WORK
     return _job_rows(bases, jobs[bounds[0]:bounds[1]], fallback, calibration, floor)
@@ -572,32 +589,34 @@ def _unlimited_memory() -> bool:
         return True
 
 
-def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *, floor: bool = False) -> tuple[list[Row], int, int]:
+def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *,
+              floor: bool = False) -> tuple[list[Row], int, int, set[str]]:
     """Every job planned, over the CPU cores for large spaces (forked after a warm-up); the result
-    does not depend on the split."""
+    does not depend on the split (the refusal lines kept, ``_job_rows``, may: any ``REFUSALS_KEPT`` of them)."""
     global _FIT_WORK
     n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
     if n_workers > 1 and len(jobs) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         head = min(16, len(jobs))
-        rows, evaluated, invalid = _job_rows(bases, jobs[:head], fallback, calibration, floor)
+        rows, evaluated, invalid, refusals = _job_rows(bases, jobs[:head], fallback, calibration, floor)
         _FIT_WORK = (bases, jobs, fallback, calibration, floor)
         step = -(-(len(jobs) - head) // (4 * n_workers))
         bounds = [(i, min(i + step, len(jobs))) for i in range(head, len(jobs), step)]
         try:
             with multiprocessing.get_context("fork").Pool(n_workers) as pool:
-                for done, (r, e, i) in enumerate(pool.imap(_fit_worker, bounds), 1):
+                for done, (r, e, i, why) in enumerate(pool.imap(_fit_worker, bounds), 1):
                     rows += r
                     evaluated += e
                     invalid += i
+                    refusals |= set(sorted(why - refusals)[:REFUSALS_KEPT - len(refusals)])
                     if progress is not None:
                         progress(done / len(bounds))
         finally:
             _FIT_WORK = None
-        return rows, evaluated, invalid
-    rows, evaluated, invalid = _job_rows(bases, jobs, fallback, calibration, floor)
+        return rows, evaluated, invalid, refusals
+    rows, evaluated, invalid, refusals = _job_rows(bases, jobs, fallback, calibration, floor)
     if progress is not None:
         progress(1.0)
-    return rows, evaluated, invalid
+    return rows, evaluated, invalid, refusals
 
 
 def _fit_pareto(rows: list[Row]) -> list[Row]:

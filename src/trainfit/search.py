@@ -100,11 +100,17 @@ PEAK_TIE_BYTES = 1024
 """``Plan.peak`` picks among phases within this much of the largest device figure."""
 
 
+REFUSALS_KEPT = 2
+"""Distinct refusal lines a search keeps: two tell whether every refused combination gave one and the same reason."""
+
+
 def _evaluate(
     base: dict[str, Any], keys: list[str], combos: list[tuple], calibration: Any = None, *, floor: bool = False,
+    refusals: set[str] | None = None,
 ) -> tuple[list[Row], int]:
     """Plan each combination (with ``calibration``'s rates); invalid ones (a card the schema refuses)
-    are counted, not ranked.
+    are counted, not ranked. ``refusals``: a set that collects their error lines, up to ``REFUSALS_KEPT``
+    distinct ones.
 
     ``floor``: plan inside ``overheads.replay_floor`` (no allocator replay). A row whose plan would have
     replayed is marked ``floor``: its peak is the floor plan's less ``PEAK_TIE_BYTES`` and ``fits`` is
@@ -123,8 +129,10 @@ def _evaluate(
         with replay_floor() if floor else nullcontext() as floored:
             try:
                 plan = make_plan(load_card_dict(updated(base, knobs)), calibration=calibration)
-            except (TrainfitError, ValueError):  # pydantic's ValidationError is a ValueError
+            except (TrainfitError, ValueError) as exc:  # pydantic's ValidationError is a ValueError
                 invalid += 1
+                if refusals is not None and len(refusals) < REFUSALS_KEPT:
+                    refusals.add(str(exc))
                 continue
         low = bool(floored)
         peak = plan.peak.device - (PEAK_TIE_BYTES if low else 0)

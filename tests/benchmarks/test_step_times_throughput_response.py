@@ -43,3 +43,14 @@ def test_a_published_mean_response_is_never_replaced():
     e["data"]["response_len_mean"] = 3000
     assert st.throughput_response(e, 512) is None
     assert st.rl_lengths(e)[3] == 3000
+
+
+def test_only_verl_rows_take_a_response_from_their_tokens_per_s():
+    # a NeMo RL row carries the same metric key, but NeMo RL counts its tokens/s/GPU over the whole cluster
+    e = copy.deepcopy(_entry("nemorl-v06-grpo-qwen3-235b-gb200-bf16-128g-onpol"))
+    assert e["measured"]["throughput"]["metric"] == "tokens_per_s_per_gpu" and not st.asynchronous(e)
+    e["data"]["response_len_mean"] = None
+    assert st.throughput_response(e, 512) is None  # before: a response derived with verl's token count
+    v = copy.deepcopy(_entry(QWEN35))
+    v["framework"] = "nemo-rl"
+    assert st.throughput_response(v, 512) is None

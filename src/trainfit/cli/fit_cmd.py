@@ -48,7 +48,9 @@ def fit(
         key, value = parse_set(item)
         set_path(data, key, value)
         pinned.add(key)
-    load_card_dict(data)  # one clear line for a bad card before searching
+    from trainfit.plan import check_model_options
+
+    check_model_options(load_card_dict(data))  # one clear line for a bad card before searching
     if global_batch is not None and global_batch < 1:
         raise CardError(f"--global-batch: must be at least 1, got {global_batch}")
     if max_gpus < 1:

@@ -49,6 +49,9 @@ def export(card: RunCard, target: str) -> Export:
     if card.scope.value in ("dora", "ia3", "prompt_tuning"):  # every target writes a LoRA config for an adapter scope
         raise ExportError(f"scope: '{card.scope.value}' is not exported (the targets write LoRA adapter configs);"
                           " allowed for export: full, lora, qlora")
+    from trainfit.plan import check_model_options
+
+    check_model_options(card)  # an MoE-only option on a dense model: refused as the plan refuses it
     e = _BUILDERS[key](card)
     try:
         lost = lost_settings(card, e)

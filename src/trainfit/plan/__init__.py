@@ -35,7 +35,8 @@ from trainfit.spec.enums import Attention, ExpertAdapters, Method, Scope, Strate
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
-    "assumptions_of", "card_with", "dpo_logits", "gpu_of", "lora_tensors", "make_plan", "model_spec_of",
+    "assumptions_of", "card_with", "check_model_options", "dense_model_refusal", "dpo_logits", "gpu_of",
+    "lora_tensors", "make_plan", "model_spec_of",
     "phase_results", "price_of", "step_terms", "step_time_of", "trainable_spec",
 ]
 
@@ -130,6 +131,32 @@ def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
             f" {spec.num_layers} decoder layers")
 
 
+def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
+    """One line when the card sets an MoE-only option (``parallel.moe_launch``, ``lora.expert_adapters`` other
+    than merged) and ``spec`` is dense; else None. It depends on the model alone, so no searched knob can lift it."""
+    if spec.moe is not None:
+        return None
+    if card.parallel.moe_launch is not None:
+        return (f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and dispatcher;"
+                f" {spec.name} is dense; allowed for it: null")
+    if card.lora.expert_adapters is not ExpertAdapters.MERGED:
+        return (f"lora.expert_adapters: '{card.lora.expert_adapters.value}' prices the adapters of routed experts;"
+                f" {spec.name} is dense; allowed for it: merged")
+    return None
+
+
+def check_model_options(card: RunCard) -> None:
+    """CardError (``dense_model_refusal``'s line) for a card whose MoE-only options meet a dense model, for the
+    commands that do not plan the card itself (``fit`` before its search, ``export``). The model is resolved only
+    when the card sets such an option."""
+    if card.parallel.moe_launch is None and card.lora.expert_adapters is ExpertAdapters.MERGED:
+        return
+    if (why := dense_model_refusal(card, model_spec_of(card))) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
+
+
 def make_plan(card: RunCard, *, calibration=None) -> Plan:
     """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
     measured rates replace the published defaults of the time model for its GPU kinds."""
@@ -138,16 +165,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(f"model: {spec.name} cannot be planned: {spec.unplanned}")
-    if card.parallel.moe_launch is not None and spec.moe is None:
+    if (why := dense_model_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 
-        raise CardError(f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and"
-                        f" dispatcher; {spec.name} is dense; allowed for it: null")
-    if card.lora.expert_adapters is not ExpertAdapters.MERGED and spec.moe is None:
-        from trainfit.errors import CardError
-
-        raise CardError(f"lora.expert_adapters: '{card.lora.expert_adapters.value}' prices the adapters of routed"
-                        f" experts; {spec.name} is dense; allowed for it: merged")
+        raise CardError(why)
     if (why := sliding_window_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 

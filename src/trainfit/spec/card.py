@@ -10,9 +10,10 @@ import re
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from trainfit.errors import CardError
 from trainfit.spec.enums import (
@@ -93,8 +94,40 @@ def _fresh(section: type[BaseModel]) -> Callable[[], BaseModel]:
 # the first validation anyway, which every plan runs); pydantic's plugin discovery (an entry-point scan of every
 # installed distribution, 82 in the test environment) is 19M (1.2%), left on since ``PYDANTIC_DISABLE_PLUGINS``
 # would switch off a user's plugins too.
+def _is_number(annotation: Any) -> bool:
+    """Whether a field's type is a number (``int``, ``float``, optional, or a tuple / list of them) that takes no
+    boolean: pydantic's lax mode reads ``true`` as 1 and ``false`` as 0 in such fields."""
+    args = get_args(annotation)
+    if get_origin(annotation) in (tuple, list):
+        return any(_is_number(a) for a in args if a is not Ellipsis)
+    if args and get_origin(annotation) in (Union, type(int | None)):
+        return bool not in args and any(_is_number(a) for a in args)
+    return annotation in (int, float)
+
+
+_NUMBER_FIELDS: dict[type, frozenset[str]] = {}
+"""Each section class's number fields (``_is_number``), found at its first validation."""
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_boolean_numbers(cls, data: Any) -> Any:
+        """Refuse a boolean given for a number field (``hardware.nic_gbps_per_node: true`` would read as 1 Gb/s),
+        or inside a list of numbers; ``format_validation_error`` names the field."""
+        if not isinstance(data, dict):
+            return data
+        numbers = _NUMBER_FIELDS.get(cls)
+        if numbers is None:
+            numbers = _NUMBER_FIELDS[cls] = frozenset(n for n, f in cls.model_fields.items() if _is_number(f.annotation))
+        for name, value in data.items():
+            if name in numbers and (isinstance(value, bool) or isinstance(value, (list, tuple))
+                                    and any(isinstance(x, bool) for x in value)):
+                raise PydanticCustomError("boolean_number", "a boolean given for a number",
+                                          {"field": name, "value": value})
+        return data
 
 
 class LoraSection(_Section):
@@ -272,6 +305,14 @@ class AllocatorKind(StrEnum):
     EXPANDABLE_SEGMENTS = "expandable_segments"
 
 
+NODE_NIC_FLOOR_GBPS = 1.0
+"""Least inter-node network of a node, Gb/s: 1000BASE-T, gigabit Ethernet over copper (IEEE Std 802.3ab-1999), the
+slowest port a server's network still runs; a slower link is not a multi-node GPU cluster's, and a value below it
+(``hardware.nic_gbps_per_node: 1e-30``) is a typo that would make every cross-node collective take hours."""
+
+_NIC_FLOOR_WHY = "gigabit Ethernet (1000BASE-T, IEEE 802.3ab), the slowest network a GPU node runs"
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -287,6 +328,22 @@ class HardwareSection(_Section):
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
     host_numa_nodes: int | None = Field(None, ge=1, le=64, description="NUMA nodes of a node's host, all sockets (numactl --hardware; e.g. 8 on a DGX A100, two EPYC 7742 at NPS4): a rank's pinned buffers lie on one, so its CPU optimizer streams at most host_memory_gbps / host_numa_nodes when the node has fewer ranks than NUMA nodes (compute/offload.py). Default: one memory domain.")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
+
+    @model_validator(mode="after")
+    def _nic_floor(self) -> HardwareSection:
+        """A node's inter-node network of at least ``NODE_NIC_FLOOR_GBPS``: per node, and per GPU times the GPUs of
+        a node (a smaller per-GPU share stands for NICs the node's GPUs share)."""
+        node = self.nic_gbps_per_node
+        if node is not None and node < NODE_NIC_FLOOR_GBPS:
+            raise ValueError(f"hardware.nic_gbps_per_node: {node:g} Gb/s is below {NODE_NIC_FLOOR_GBPS:g} Gb/s,"
+                             f" {_NIC_FLOOR_WHY}; allowed: {NODE_NIC_FLOOR_GBPS:g} to 1e7")
+        per_gpu, n = self.nic_gbps_per_gpu, self.gpus_per_node
+        if per_gpu is not None and per_gpu * n < NODE_NIC_FLOOR_GBPS:
+            low = NODE_NIC_FLOOR_GBPS / n
+            raise ValueError(f"hardware.nic_gbps_per_gpu: {per_gpu:g} Gb/s x {n} GPUs a node is below"
+                             f" {NODE_NIC_FLOOR_GBPS:g} Gb/s a node, {_NIC_FLOOR_WHY}; allowed with"
+                             f" gpus_per_node {n}: {low:g} to 1e6")
+        return self
 
 
 def divisors(n: int) -> list[int]:
@@ -2020,6 +2077,13 @@ def format_validation_error(exc: ValidationError) -> str:
         return f"{key}: unknown key" + (f"; allowed keys here: {keys}" if keys else "")
     if kind == "enum":
         return f"{key}: '{given}' is not allowed{_allowed(err)}"
+    if kind == "boolean_number":  # raised by a section for one of its fields (``_Section._no_boolean_numbers``)
+        field, value = err["ctx"]["field"], err["ctx"]["value"]
+        name = f"{key}.{field}" if loc else field
+        if isinstance(value, bool):
+            return f"{name}: got a boolean ({str(value).lower()}), not a number; allowed: a number"
+        shown = ", ".join(str(x).lower() if isinstance(x, bool) else str(x) for x in value)
+        return f"{name}: [{shown}] holds a boolean; allowed: a list of numbers"
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")
     return f"{key}: {err['msg'].lower()} (got {given!r})"

@@ -61,3 +61,23 @@ def test_only_nemo_rl_cards_take_it():
 def test_the_update_plans_the_padded_micro_batches():
     plan = make_plan(_card("nemo-rl", 4096))
     assert any("NeMo RL dynamic batching" in a for a in plan.assumptions)
+
+
+def _logprob_seconds(plan) -> float:
+    return sum(p.seconds for p in plan.time_phases if p.name in ("old_logprob", "ref_logprob"))
+
+
+def test_the_log_prob_passes_plan_the_padded_micro_batches():
+    # get_logprobs / get_reference_policy_logprobs shard the whole step's batch (batch_size=None) with
+    # logprob_mb_tokens, sorted and padded as the update (NVIDIA-NeMo/RL lm_policy.py l.185-270 @b1c86a81)
+    card = _card("nemo-rl", 4096)
+    plan = make_plan(card)
+    notes = [a for a in plan.assumptions if "log-prob passes: NeMo RL dynamic batching" in a]
+    assert len(notes) == 1
+    count, tokens = nemo_rl_dynamic_shape(card, sequences=2048, prompt_tokens=132.0, response_mean_tokens=395.0,
+                                          data_parallel=8, budget_tokens=4096)
+    assert f" {count} a rank," in notes[0]
+    assert not any("log-prob passes: dynamic batching, packed" in a for a in plan.assumptions)
+    # padded micro-batches leave part of the budget empty: more of them than a packed budget's 256 x 527 / 4096
+    assert count > 256 * 527 / 4096 + 1
+    assert _logprob_seconds(plan) > 0

@@ -131,8 +131,15 @@ move back to the GPU runs under the ``training_prep`` timer (``prepare_for_train
 batching sorts each global batch by length, deals it to the ranks and pads each micro-batch to its longest within
 ``train_mb_tokens`` (``rl_batches.nemo_rl_dynamic_micro_batches``), 11 micro-batches a rank and optimizer step where
 a packed 4,096-token budget takes 9.84; its update is bound by the per-micro-batch FSDP collectives across nodes.
-Not applied to its log-prob passes (``get_logprobs`` sorts the whole batch, 8,192 tokens: 20 a rank against about
-18.3 planned), whose per-micro-batch gathers would rise with it from +5/+6 %.
+Its log-prob passes batch the same way: ``get_logprobs`` and ``get_reference_policy_logprobs`` call
+``shard_by_batch_size(dp_size, batch_size=None, dynamic_batching_args)`` with ``logprob_mb_tokens`` (NVIDIA-NeMo/RL
+nemo_rl/models/policy/lm_policy.py l.185-207, l.250-270; the worker's ``make_microbatch_iterator_with_dynamic_shapes``,
+dtensor_policy_worker.py l.850-851 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf), the whole step one chunk; taken as
+the code does it: the DTensor 70B runs 20 padded micro-batches of 7,543 tokens a rank (8,192-token budget) where the
+packed budget's largest rank took about 18.3, 14.6 -> 16.0 s a pass, and the log-prob columns move over the published
+from +6.0 to +16.1 % (blog) and +5.0 to +16.7 % (issue #959 rerun); log-prob median 12.8 -> 16.4 % (these two rows
+of 20 cross the median), RL step median 14.2 -> 13.8 %, ALL 9.5 -> 9.6 %, beyond 50 % 38 -> 38. Which of the
+pass's terms over-plans these runs is not checked here.
 
 Pure: no torch.
 """
@@ -346,7 +353,15 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     from trainfit.methods.rl import critic_token_budget, logprob_token_budget
 
     lp_budget = logprob_token_budget(card)
-    if lp_budget is not None and packed:
+    lp_nemo = nemo_rl_dynamic_shape(card, sequences=seqs, prompt_tokens=prompt, response_mean_tokens=mean,
+                                    data_parallel=dp_ranks, budget_tokens=lp_budget * cp) if (
+        lp_budget is not None and packed and lp_rows is None) else None
+    if lp_nemo is not None:
+        notes.append(f"log-prob passes: NeMo RL dynamic batching, the step's {seqs} sequences sorted by length over"
+                     f" {dp_ranks} data-parallel ranks, micro-batches padded to their longest within {lp_budget}"
+                     f" tokens: {lp_nemo[0]} a rank, {lp_nemo[1]:.0f} tokens each"
+                     " (plan.rl_batches.nemo_rl_dynamic_micro_batches)")
+    elif lp_budget is not None and packed:
         notes.append(f"log-prob passes: dynamic batching, packed micro-batches of at most {lp_budget} tokens per GPU;"
                      f" each rank runs the largest count of the {dp_ranks} data-parallel ranks"
                      " (plan.rl_batches.dynamic_micro_batches)")
@@ -373,6 +388,18 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
         if rows is not None:  # NeMo RL packed rows under pipeline parallel (rl_batches.pipeline_packed_rows)
             micro, lp_mbs, rank_seq = rows[0], 1, max(1, rows[1] // cp)
             context = seq_len  # attention runs per sequence inside the row (THD), the mean sequence's span
+        nemo = nemo_rl_dynamic_shape(card, sequences=sequences, prompt_tokens=prompt, response_mean_tokens=mean,
+                                     data_parallel=dp_ranks, budget_tokens=budget * cp) if (
+            budget is not None and packed and rows is None) else None
+        if nemo is not None:
+            # NeMo RL's dynamic batching in its log-prob passes: ``get_logprobs`` and ``get_reference_policy_logprobs``
+            # call ``shard_by_batch_size(dp_size, batch_size=None, dynamic_batching_args)`` with
+            # ``max_tokens_per_microbatch = dynamic_batching.logprob_mb_tokens`` (NVIDIA-NeMo/RL
+            # nemo_rl/models/policy/lm_policy.py l.185-207 and l.250-270 @b1c86a816c5e2b4ca41ece193624a38dc62e6fdf):
+            # the whole step's batch is one chunk, sorted by length, dealt to the shards, and each worker walks
+            # ``make_microbatch_iterator_with_dynamic_shapes`` (dtensor_policy_worker.py l.850-851, same commit),
+            # micro-batches padded to their longest, as the update's (rl_batches.nemo_rl_dynamic_micro_batches)
+            return timed(nemo[0], 1, max(1, round(nemo[1]) // cp), seq_len)
         if budget is not None and packed:
             # verl dynamic batching: the largest rank's micro-batch count, each a packed row of total / count tokens
             counts = dynamic_micro_batches(sequences=rank_seqs, token_mean=seq_len, token_std=spread,

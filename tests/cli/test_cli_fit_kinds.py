@@ -83,3 +83,11 @@ def test_api_fit_skips_the_kind_too():
         "model": "Qwen/Qwen3-0.6B", "precision.compute": "fp8", "precision.fp8_recipe": "delayed",
         "parallel.strategy": "fsdp", "parallel.offload": "none", "precision.optimizer": "adamw"})
     assert {r.gpu for r in got.rows} == {"h100-sxm"} and [s.gpu for s in got.skipped] == ["a100-80gb"]
+
+
+def test_html_report_lists_the_skipped_kind(tmp_path, capsys):
+    out = tmp_path / "fit.html"
+    rc = main(["fit", "--gpu", "h100-sxm,a100-80gb", *FP8, "--max-gpus", "1", "--html", str(out)])
+    _, err = capsys.readouterr()
+    assert rc == 0, err
+    assert f"<p>skipped a100-80gb: {NO_FP8}" in out.read_text(encoding="utf-8")

@@ -120,6 +120,7 @@ def fit(
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price
     from trainfit.errors import CardError
+    from trainfit.fit_search import card_on_a_kind
     from trainfit.objective import Goal, Objective
     from trainfit.search import fit as search_fit
     from trainfit.search import flat_keys
@@ -129,12 +130,13 @@ def fit(
     if overrides:
         data = card_data(data, overrides)
         pinned |= set(overrides)
-    load_card(data)  # one clear error for a bad card before searching
-    if objective is not None and objective not in tuple(Objective):
-        raise CardError(f"objective: '{objective}' is not one of cost, time, cards")
     kinds = [resolve_gpu(g).id for g in gpus]
     if not kinds:
         raise CardError("gpus: name at least one GPU kind, e.g. ['rtx4090']")
+    # one clear error for a bad card before searching, on a kind that can run it (the search skips the others)
+    card_on_a_kind(data, kinds, frozenset(pinned), load=load_card)
+    if objective is not None and objective not in tuple(Objective):
+        raise CardError(f"objective: '{objective}' is not one of cost, time, cards")
     amount = currency = None
     if budget is not None:
         b = parse_price(budget)

@@ -363,14 +363,23 @@ def fit(
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
     # (gpu, count) -> its base card and its layouts by tier, searched tier by tier until one fits
     cells: dict[tuple[str, int], tuple[dict[str, Any], list[list[Layout]]]] = {}
+    refused_cells: dict[tuple[str, int], str] = {}  # a (kind, count) the card cannot run on: its one line
     for gpu in gpus:
         for count in counts:
             data = deep_copy(clean)
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
             tiers: dict[tuple[int, int], list[Layout]] = {}
-            for lay in parallel_layouts(data, count, pinned=pinned):
+            try:
+                layouts = parallel_layouts(data, count, pinned=pinned)
+            except (TrainfitError, ValueError) as exc:  # e.g. fp8 compute on a kind without fp8 tensor cores
+                refused_cells[(gpu, count)] = str(exc)
+                continue
+            for lay in layouts:
                 tiers.setdefault(lay.tier, []).append(lay)
             cells[(gpu, count)] = (data, [tiers[t] for t in sorted(tiers)])
+    skipped = skipped_kinds(refused_cells, gpus=gpus, counts=counts)
+    if refused_cells and not cells:
+        _kinds_refused(skipped)  # raises: no kind (or count) can run the card
     base_combos: dict[int, list[dict[str, Any]]] = {}
 
     def combos_of(count: int, lay: Layout) -> list[dict[str, Any]]:
@@ -443,7 +452,59 @@ def fit(
             best[k] = r
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
-                     goal=goal, warnings=tuple(warnings))
+                     goal=goal, warnings=tuple(warnings), skipped=skipped)
+
+
+def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str], *, load: Any) -> Any:
+    """``load(card)`` on the first GPU kind of ``gpus`` that can run the card, for the one-line checks before a
+    search (the card's own GPU when ``hardware.gpu`` is pinned: then its refusal is the answer); None when every
+    kind refuses it (``fit`` then says why, per kind). The card file's own GPU is where the search starts, not a
+    kind the card must run on: an fp8 card read onto the default A100 still searches an H100."""
+    from trainfit.spec.dotted import updated
+
+    if "hardware.gpu" in pinned:
+        return load(data)
+    for gpu in gpus:
+        try:
+            return load(updated(data, {"hardware.gpu": gpu}))
+        except (TrainfitError, ValueError):
+            continue
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A GPU kind (``gpus`` None: at every count tried) or one card count of it that the card cannot run on
+    (the card validator or the planner refuses it before any knob is tried), with the refusal's one line."""
+
+    gpu: str
+    gpus: int | None
+    reason: str
+
+
+def skipped_kinds(refused: dict[tuple[str, int], str], *, gpus: list[str], counts: list[int]) -> tuple[Skipped, ...]:
+    """The refused (kind, count) cells of a search, folded per kind: one entry for a kind refused at every count
+    with one reason (fp8 compute on an A100), else one per refused count; in ``gpus`` then count order."""
+    out: list[Skipped] = []
+    for gpu in gpus:
+        mine = [(c, refused[(gpu, c)]) for c in counts if (gpu, c) in refused]
+        if mine and len(mine) == len(counts) and len({why for _, why in mine}) == 1:
+            out.append(Skipped(gpu, None, mine[0][1]))
+        else:
+            out += [Skipped(gpu, c, why) for c, why in mine]
+    return tuple(out)
+
+
+def _kinds_refused(skipped: tuple[Skipped, ...]) -> None:
+    """CardError for a search where the card runs on no GPU kind at no count: the one reason they share,
+    as ``plan`` gives it for the card; else each kind's (or count's) reason on one line."""
+    from trainfit.errors import CardError
+
+    reasons = sorted({s.reason for s in skipped})
+    if len(reasons) == 1:
+        raise CardError(reasons[0])
+    each = "; ".join(f"{s.gpu}{'' if s.gpus is None else f' x{s.gpus}'}: {s.reason}" for s in skipped)
+    raise CardError(f"fit: no GPU kind of --gpu can run the card: {each}")
 
 
 def _refused(evaluated: int, refusals: set[str]) -> None:
@@ -535,6 +596,8 @@ def _refine_engine(rows, cells, *, pinned, fallback, calibration, workers, goal)
 class FitResult(SearchResult):
     goal: Any = None
     warnings: tuple[str, ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    """The GPU kinds (or counts of one) the card cannot run on, left out of the search (``skipped_kinds``)."""
 
     @property
     def best(self) -> Row | None:

@@ -38,6 +38,7 @@ def fit(
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.cli.common import default_card_dict, parse_set, set_path
     from trainfit.errors import CardError
+    from trainfit.fit_search import card_on_a_kind
     from trainfit.search import GPU_COUNTS, flat_keys
     from trainfit.search import fit as run_fit
     from trainfit.spec.card import load_card_dict, read_card_file
@@ -50,7 +51,12 @@ def fit(
         pinned.add(key)
     from trainfit.plan import check_model_options
 
-    check_model_options(load_card_dict(data))  # one clear line for a bad card before searching
+    gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]
+    if not gpus:
+        raise CardError("--gpu: no card type left after the filters; name at least one, e.g. --gpu rtx4090")
+    card_ = card_on_a_kind(data, gpus, frozenset(pinned), load=load_card_dict)
+    if card_ is not None:  # else every kind refuses the card: the search says why, once per kind
+        check_model_options(card_)  # one clear line for a bad card before searching
     if global_batch is not None and global_batch < 1:
         raise CardError(f"--global-batch: must be at least 1, got {global_batch}")
     if max_gpus < 1:
@@ -59,9 +65,6 @@ def fit(
         from trainfit.fsio import check_output_path
 
         check_output_path(html, inputs=[card, calibration, price_table], what="--html")
-    gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]
-    if not gpus:
-        raise CardError("--gpu: no card type left after the filters; name at least one, e.g. --gpu rtx4090")
     goal = _goal(objective, steps, tokens, budget, deadline, fx)
     prices = _prices(price, price_table, market, gpus)
     from trainfit.calibration import load_found_calibration
@@ -88,7 +91,8 @@ def fit(
     if json_:
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
-                    "warnings": list(result.warnings), "rows": rows})
+                    "warnings": list(result.warnings), "rows": rows,
+                    "skipped": [{"gpu": k.gpu, "gpus": k.gpus, "reason": k.reason} for k in result.skipped]})
         return
     _render(result, rows, goal)
 
@@ -213,6 +217,8 @@ def _render(result, rows, goal) -> None:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
     for w in result.warnings:
         c.print(f"[yellow]warning[/yellow]: {w}")
+    for k in result.skipped:
+        c.print(f"skipped {k.gpu}{'' if k.gpus is None else f' at {k.gpus} cards'}: {k.reason}", markup=False)
     unpriced = sorted({r["gpu"] for r in rows if r["cost_per_hour"] is None})
     if unpriced and goal.objective.value != "time":
         c.print(f"no price for {', '.join(unpriced)}: those rows rank after priced ones; give --price GPU=AMOUNTCUR,"

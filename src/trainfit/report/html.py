@@ -624,6 +624,8 @@ def write_plan_html(plan: Any, path: str | Path) -> Path:
 def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
     rows = fit_rows(result)
     body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds)
+    for k in getattr(result, "skipped", ()):  # the kinds (or counts) the card cannot run on, as the CLI notes them
+        body += f"\n<p>skipped {_e(k.gpu)}{'' if k.gpus is None else f' at {k.gpus} cards'}: {_e(k.reason)}</p>"
     return page(title, body)
 
 

@@ -159,7 +159,9 @@ counts refitted at 55 / 14: default 6.1 -> 6.2 -> 4.3 %, held-out 4.3 -> 4.1 -> 
 22.1 %, pretrain 8.6 -> 8.7 %; better: LoRA 8.7 -> 8.5 %, SFT 7.5 -> 7.1 %, RL log-prob 12.8 -> 11.5 %, RL update
 19.3 -> 19.1 %. The lower forward rate also prices eager decode (``decode_step``) and
 every launch-bound RL pass, so the RL phases lose what the training steps gain. Not applied: the second held-out set and the published medians
-get worse by more than 0.3 points."""
+get worse by more than 0.3 points. The old counts' own grid best (60 / 16 us) does the same on the published rows
+(diagnostic, not applied): all rows 9.5 -> 9.5 %, 38 -> 41 beyond 50 %, generation 16.4 -> 17.8 %, the H200 default
+set 7.0 -> 5.2 % (logprob row included): the H200 fit set does not pin the split the published rows want."""
 RESIDUAL_BYTES = 6.0
 """The residual add ``residual + hidden_states`` (read 2 + 2, write 2 bytes per element), twice per decoder layer
 (``LlamaDecoderLayer.forward``, huggingface/transformers @002272831fba584eb30dca9729c1be456836960a: https://github.com/huggingface/transformers/blob/002272831fba584eb30dca9729c1be456836960a/src/transformers/models/llama/modeling_llama.py)."""

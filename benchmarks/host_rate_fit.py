@@ -15,9 +15,15 @@ the forward rate alone (``--forward-only``), and with both at 0:
 Each setting runs ``step_times.build()`` in a subprocess whose ``DeviceRates`` keyword defaults are replaced, so a
 calibration (the harness's ``hardware_calibration``) still overrides them where an entry has one.
 
+``--h200-grid`` refits the two defaults the way they were first fitted: every pair of the grid ``GRID_FORWARD_US`` x
+``GRID_BACKWARD_US`` plans the project's own H200 steps only (``step_times.h200_rows``, one subprocess a pair), the
+pair with the least median ``|planned / measured - 1|`` over the "default" (fit) set's training steps is taken (ties to
+the pair nearest the defaults), and the three held-out sets are printed beside it, never fitted on.
+
 Usage::
 
     .venv/bin/python benchmarks/host_rate_fit.py [--threshold 0.15] [--forward-only] [--rows]
+    .venv/bin/python benchmarks/host_rate_fit.py --h200-grid
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 FORWARD_US = (20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 85)
 DEFAULT_FORWARD_US, DEFAULT_BACKWARD_US = 65.0, 12.0
+GRID_FORWARD_US = (30, 35, 40, 45, 50, 55, 60, 65, 70)
+GRID_BACKWARD_US = (8, 10, 12, 14, 16, 18, 20)
 ASSUMED_MEAN = "RL, mean response not published (default length profile)"
 
 
@@ -53,6 +61,58 @@ def _worker(forward_s: float, backward_s: float, out: str) -> None:
     Path(out).write_text(json.dumps(rows))
 
 
+def _h200_worker(forward_s: float, backward_s: float, out: str) -> None:
+    from trainfit.compute.rates import DeviceRates
+
+    kw = DeviceRates.__init__.__kwdefaults__
+    kw["host_s_per_forward_kernel"], kw["host_s_per_backward_kernel"] = forward_s, backward_s
+    sys.path.insert(0, str(HERE))
+    spec = importlib.util.spec_from_file_location("step_times", HERE / "step_times.py")
+    st = importlib.util.module_from_spec(spec)
+    sys.modules["step_times"] = st
+    spec.loader.exec_module(st)
+    rows = [{"id": r.id, "subset": r.subset, "quantity": r.quantity, "published_s": r.published_s,
+             "trainfit_s": r.trainfit_s, "status": r.status} for r in st.h200_rows([])]
+    Path(out).write_text(json.dumps(rows))
+
+
+def _h200_errors(rows: list[dict]) -> dict[str, list[float]]:
+    by: dict[str, list[float]] = {}
+    for r in rows:
+        if r["status"] == "mapped" and r["quantity"] == "step" and r["trainfit_s"] and r["published_s"]:
+            by.setdefault(r["subset"], []).append(r["trainfit_s"] / r["published_s"] - 1)
+    return by
+
+
+def h200_grid() -> int:
+    """The grid refit of ``HOST_S_PER_FORWARD_KERNEL`` / ``HOST_S_PER_BACKWARD_KERNEL`` on the H200 default set."""
+    pairs = [(f, b) for f in GRID_FORWARD_US for b in GRID_BACKWARD_US]
+    med: dict[tuple[int, int], dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as d:
+        for i in range(0, len(pairs), 2):  # two at a time
+            procs = []
+            for f, b in pairs[i:i + 2]:
+                out = Path(d) / f"{f}_{b}.json"
+                procs.append(((f, b), out, subprocess.Popen(
+                    [sys.executable, __file__, "--h200-worker", str(f * 1e-6), str(b * 1e-6), str(out)])))
+            for key, out, p in procs:
+                if p.wait():
+                    raise SystemExit(f"worker {key} failed")
+                by = _h200_errors(json.loads(out.read_text()))
+                med[key] = {s: statistics.median(abs(e) for e in v) for s, v in by.items()}
+    fit = "H200 default"
+    sets = sorted(next(iter(med.values())))
+    print("forward us, backward us | median |planned/measured - 1| per H200 set (fit: default)")
+    for key in pairs:
+        print(f"{key[0]:3d} {key[1]:3d} | " + " | ".join(f"{s[5:]} {med[key][s]:.1%}" for s in sets))
+    best = min(pairs, key=lambda k: (round(med[k][fit], 4), abs(k[0] - DEFAULT_FORWARD_US)
+                                     + abs(k[1] - DEFAULT_BACKWARD_US)))
+    cur = (int(DEFAULT_FORWARD_US), int(DEFAULT_BACKWARD_US))
+    for name, key in (("defaults", cur), ("fit", best)):
+        print(f"{name}: {key[0]} / {key[1]} us: " + ", ".join(f"{s[5:]} {med[key][s]:.1%}" for s in sets))
+    return 0
+
+
 def _planned(forward_us: float, backward_us: float, tmp: Path) -> dict[tuple[str, str, str], dict]:
     out = tmp / f"{forward_us:g}_{backward_us:g}.json"
     subprocess.run([sys.executable, __file__, "--worker", str(forward_us * 1e-6), str(backward_us * 1e-6), str(out)],
@@ -69,8 +129,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=0.15)
     ap.add_argument("--forward-only", action="store_true", help="scale the forward rate only")
     ap.add_argument("--rows", action="store_true", help="list the launch-sensitive rows")
+    ap.add_argument("--h200-grid", action="store_true", help="refit both defaults on the H200 default set")
     ap.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--h200-worker", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.h200_worker:
+        _h200_worker(float(args.h200_worker[0]), float(args.h200_worker[1]), args.h200_worker[2])
+        return 0
+    if args.h200_grid:
+        return h200_grid()
     if args.worker:
         _worker(float(args.worker[0]), float(args.worker[1]), args.worker[2])
         return 0

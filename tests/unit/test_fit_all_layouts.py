@@ -131,3 +131,19 @@ def test_the_screened_step_time_is_the_plans():
         assert row.gpus == plan.card.world_size
         timed += 1
     assert timed >= 100 and paged >= 5
+
+
+def test_annotate_chooses_the_ranking_currency_from_the_currencies_given():
+    """The time-first search annotates a few rows at a time with the currencies of every job."""
+    from trainfit.search import Row
+
+    def row(cur):
+        return Row(knobs={}, fits=True, gpus=1, gpu="rtx4090", peak_device_bytes=0.0, headroom_bytes=0.0,
+                   peak_phase="", step_seconds=1.0, cost_per_hour=1.0, currency=cur, tokens_per_step=1.0)
+
+    goal = Goal(steps=10)
+    alone, _ = annotate([row("USD")], goal)
+    assert alone[0].rank_currency == "USD"
+    many, _ = annotate([row("USD")], goal, currencies=["CNY", "CNY", "USD"])
+    assert many[0].rank_currency == "CNY" and many[0].rank_cost is None  # no rate: ranked apart
+

@@ -4,13 +4,19 @@ The spaces (``SFT_FIT_SPACE``, ``RL_SPACE``) are also where ``trainfit.suggest``
 Pure and deterministic: large spaces run on forked workers; the result does not depend on the split.
 
 Model parallelism (``parallel_layouts``): the sizes the card leaves open are laid out per (GPU kind,
-count) in tiers of growing tp x pp x cp (the ranks one replica spans). The card's own layout (data
-parallel only, unless it pins sizes) is searched first with every knob; a count moves to the next tier
-only while none of its plans fits within the limits. Why this bound: the knobs multiply with the
-layouts (a 16-card count has ~50 valid layouts), while a larger replica only costs data parallelism
-at a fixed global batch; the smallest one that fits is what the search needs to reach, and a count
-where the global batch does not split over its cards (16 cards, 8 sequences) is laid out from the
-smallest replica that leaves a whole number of sequences per rank.
+count), and every layout is searched with every knob: a larger replica costs data parallelism but can
+save more (tensor parallel 2 with DDP beat FSDP on 4 x H100 for Qwen3-8B, tests/cli/test_fit_ranking_tiers.py),
+so stopping at the smallest replica that fits (the search before) missed faster and cheaper plans. A
+count where the global batch does not split over its cards (16 cards, 8 sequences) has no layout with
+that many data-parallel ranks.
+
+Time first (``_time_first``, SFT-like methods): a fitting row's rank holds no memory figure, so every
+job is timed without the memory walk (``screen_time_row``, the plan's own step time, about a third of a
+plan's CPU time) and each (GPU kind, count) is then planned in full best first, stopping at the first
+row that fits: the rows and their ranking are the exhaustive search's (tests/unit/test_fit_all_layouts.py).
+A bound on the step time from the FLOPs at the card's peak rate could prune nothing here: it is the same
+for every layout of a count (the FLOPs and the GPUs do not change with the layout), so it never exceeds
+the best planned step of that count, and every count is a row of the result.
 
 Allocator replay (issue 15): a plain SFT step takes its reserved bytes from replaying its allocation
 sequence (``trainfit.memory.alloc_sequence``, ~10-50 ms each). The candidates are planned without it
@@ -331,8 +337,9 @@ def fit(
     ``prices``: GPU catalog id -> ``Price`` (a price for another kind is refused); the card's own
     price applies to the card's own GPU kind only, unless ``prices`` names one for it.
 
-    Open model-parallel sizes are searched tier by tier (module docstring); RL cards then try the
-    open ``ENGINE_SPACE`` knobs around each count's best plan.
+    Every open model-parallel layout is searched (module docstring); SFT-like cards are timed first and
+    planned in full best first (``_time_first``); RL cards then try the open ``ENGINE_SPACE`` knobs
+    around each count's best plan.
 
     ``screen``: plan the candidates without the allocator replay and replay only those that can rank
     first in their (kind, count) (``_settle``); False replays every candidate that has one (the same
@@ -361,7 +368,7 @@ def fit(
     gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
-    # (gpu, count) -> its base card and its layouts by tier, searched tier by tier until one fits
+    # (gpu, count) -> its base card and its layouts by tier (the order the jobs are listed in)
     cells: dict[tuple[str, int], tuple[dict[str, Any], list[list[Layout]]]] = {}
     refused_cells: dict[tuple[str, int], str] = {}  # a (kind, count) the card cannot run on: its one line
     for gpu in gpus:
@@ -397,40 +404,32 @@ def fit(
         return layout_combos(lay, sft_combos(count, pinned=pinned, batches=batches))
 
     rows: list[Row] = []
+    bases: list[dict[str, Any]] = []
+    jobs: list[tuple[int, dict[str, Any]]] = []
+    # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
+    # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
+    for cell, (data, tiers) in cells.items():
+        cell_jobs = [c for layouts in tiers for lay in layouts for c in combos_of(cell[1], lay)]
+        if cell_jobs:
+            bases.append(data)
+            jobs += [(len(bases) - 1, c) for c in cell_jobs]
+    if len(jobs) > limit:
+        raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
+                            " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
+                            " lower --max-gpus")
     evaluated = invalid = 0
     refusals: set[str] = set()
-    done: set[tuple[str, int]] = set()
-    tier = 0
-    while True:
-        bases: list[dict[str, Any]] = []
-        jobs: list[tuple[int, dict[str, Any]]] = []
-        # a cell moves to its next tier only while none of its plans fits within the limits
-        for cell, (data, tiers) in cells.items():
-            if cell in done or tier >= len(tiers):
-                continue
-            cell_jobs = [c for lay in tiers[tier] for c in combos_of(cell[1], lay)]
-            if cell_jobs:
-                bases.append(data)
-                jobs += [(len(bases) - 1, c) for c in cell_jobs]
-        if not jobs:
-            if tier >= max((len(t) for _, t in cells.values()), default=0):
-                break
-            tier += 1
-            continue
-        if evaluated + len(jobs) > limit:
-            raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
-                                " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
-                                " lower --max-gpus")
-        got, e, i, why = _run_jobs(bases, jobs, fallback, calibration, workers, progress, floor=floor)
-        refusals |= set(sorted(why - refusals)[:REFUSALS_KEPT - len(refusals)])
+    currencies = None  # the ranking currency's choice: every full row's currency (annotate's default)
+    if jobs and floor and not rl:
+        rows, evaluated, invalid, currencies = _time_first(bases, jobs, calibration, workers, progress, goal=goal,
+                                                           cells=cells)
+    elif jobs:
+        got, evaluated, invalid, refusals = _run_jobs(bases, jobs, fallback, calibration, workers, progress,
+                                                      floor=floor)
         got, _ = annotate(got, goal)
         if floor:
             got = _settle(got, cells, calibration, goal)
         rows += got
-        evaluated += e
-        invalid += i
-        done |= {(r.gpu, r.gpus) for r in got if r.fits and r.within_limits and not r.floor}
-        tier += 1
     if rl:
         got, e, i = _refine_engine(rows, cells, pinned=pinned, fallback=fallback, calibration=calibration,
                                    workers=workers, goal=goal)
@@ -440,10 +439,13 @@ def fit(
     if not rows and gb is not None and not evaluated:
         _batch_options(base, counts, pinned=pinned, global_batch=global_batch)  # raises: the batch never splits
     if not rows and evaluated and invalid == evaluated:
+        if not refusals:  # the time-first screen counts refusals without their lines: plan one job a cell for them
+            sample = list({idx: (idx, knobs) for idx, knobs in jobs}.values())
+            refusals = _job_rows(bases, sample, fallback, calibration, True)[3]
         _refused(evaluated, refusals)  # raises: an empty table would say nothing
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
-    rows, warnings = annotate(rows, goal)
+    rows, warnings = annotate(rows, goal, currencies=currencies)
     if floor:
         rows = _settle(rows, cells, calibration, goal)
     for r in rows:
@@ -517,6 +519,178 @@ def _refused(evaluated: int, refusals: set[str]) -> None:
     shown = f"; one of them: {min(refusals)}" if refusals else ""
     raise CardError(f"fit: every one of the {evaluated:,} configurations tried was refused, for more than one"
                     f" reason{shown}")
+
+
+def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: Any) -> Row | None:
+    """The row ``_evaluate`` would give the SFT-like plan of ``base`` with ``knobs``, except its memory
+    fields (``fits`` True, peak 0): its step time as ``make_plan`` times it, without the memory walk
+    (about two thirds of a plan's CPU time). None where that is not sure to be the plan's step time:
+    an RL method (the rollout walk feeds the time), a paged optimizer (its spill, a memory figure, adds
+    a paging phase), or a time the model does not give. Raises as ``load_card_dict`` and
+    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk)."""
+    from trainfit.memory.optimizer import PAGED
+    from trainfit.memory.sharding import make_sharding
+    from trainfit.plan import model_spec_of, plan_refusals
+    from trainfit.plan.resolve import gpu_of, price_of
+    from trainfit.plan.stages import parallel_sharding, prepare
+    from trainfit.plan.time import step_time_of
+    from trainfit.search import parallel_of
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.dotted import updated
+    from trainfit.spec.enums import Method
+
+    card = load_card_dict(updated(base, knobs))
+    spec = model_spec_of(card)
+    plan_refusals(card, spec)  # raises as make_plan does before its walk
+    if card.method in (Method.PPO, Method.GRPO) or card.precision.optimizer in PAGED:
+        return None
+    try:
+        gpu = gpu_of(card)
+        layout, _ = prepare(card, spec, card.world_size, card.batch.seq_len)
+        if layout.trivial:
+            sharding = make_sharding(
+                strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node,
+                nodes=card.hardware.nodes, separate_embeddings=card.parallel.fsdp_shard_embeddings,
+                hsdp_shard_size=card.parallel.hsdp_shard_size, zero1_shard_size=card.parallel.zero1_shard_size)
+        else:
+            sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
+        rates = None
+        if calibration is not None:
+            from trainfit.calibration import rates_for
+
+            rates = rates_for(gpu, calibration)
+        timing = step_time_of(card, spec, gpu, sharding, None, rates=rates)
+    except (TrainfitError, ValueError):
+        return None  # the full plan decides (and counts it invalid if it refuses)
+    if timing is None or timing.total_s != timing.total_s:
+        return None
+    price = price_of(card)
+    return Row(knobs=knobs, fits=True, gpus=card.world_size, gpu=gpu.id, peak_device_bytes=0.0, headroom_bytes=0.0,
+               peak_phase="", step_seconds=timing.total_s,
+               cost_per_hour=None if price is None else price.per_gpu_hour * card.world_size,
+               currency=price.currency if price is not None else None, tokens_per_step=timing.tokens_per_step,
+               price_id=price.id if price is not None else "", parallel=parallel_of(card.parallel))
+
+
+def _screen_rows(bases, jobs, calibration) -> tuple[list[tuple[int, Row | None]], int]:
+    """(job index, ``screen_time_row``) for each job a card accepts; the count it refuses."""
+    out: list[tuple[int, Row | None]] = []
+    invalid = 0
+    for n, (idx, knobs) in jobs:
+        try:
+            row = screen_time_row(bases[idx], knobs, calibration)
+        except (TrainfitError, ValueError):
+            invalid += 1
+            continue
+        if row is not None:
+            hw = bases[idx]["hardware"]
+            row = replace_knobs(row, gpu=hw["gpu"], count=hw["gpus_per_node"] * hw["nodes"])
+        out.append((n, row))
+    return out, invalid
+
+
+_SCREEN_WORK: tuple | None = None
+
+
+def _screen_worker(bounds: tuple[int, int]) -> tuple[list[tuple[int, Row | None]], int]:
+    assert _SCREEN_WORK is not None
+    bases, jobs, calibration = _SCREEN_WORK
+    return _screen_rows(bases, jobs[bounds[0]:bounds[1]], calibration)
+
+
+def _time_first(bases, jobs, calibration, workers, progress, *, goal,
+                cells) -> tuple[list[Row], int, int, list[str]]:
+    """Each (GPU kind, count)'s rows as ``_run_jobs`` + ``_settle`` would rank them, planning few in full.
+
+    A fitting row's rank key (``rank_key``) holds no memory figure: it is its step time, cost and
+    limits, which ``screen_time_row`` gives exactly. So each job is first timed without the memory
+    walk; per cell, the jobs are then planned in full (without the replay, then replayed as ``_settle``
+    does) best key first, and a cell stops at the first row that fits after the replay: no job left
+    has a smaller key, and a row that fits ranks above every row that does not. A cell where none
+    fits is planned in full (its closest attempt is the smallest peak). Jobs the screen cannot time
+    (``screen_time_row`` None) are planned in full first. The rows returned are those planned in
+    full: the best row of each cell and its rank are the exhaustive search's
+    (tests/unit/test_fit_all_layouts.py); refusals found only by the full plan are counted where
+    it runs."""
+    import heapq
+
+    from trainfit.objective import rank_key
+
+    global _SCREEN_WORK
+    numbered = list(enumerate(jobs))
+    n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
+    if n_workers > 1 and len(numbered) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        head = min(16, len(numbered))
+        screened, invalid = _screen_rows(bases, numbered[:head], calibration)
+        _SCREEN_WORK = (bases, numbered, calibration)
+        step = -(-(len(numbered) - head) // (4 * n_workers))
+        bounds = [(i, min(i + step, len(numbered))) for i in range(head, len(numbered), step)]
+        try:
+            with multiprocessing.get_context("fork").Pool(n_workers) as pool:
+                for done, (r, i) in enumerate(pool.imap(_screen_worker, bounds), 1):
+                    screened += r
+                    invalid += i
+                    if progress is not None:
+                        progress(done / len(bounds))
+        finally:
+            _SCREEN_WORK = None
+    else:
+        screened, invalid = _screen_rows(bases, numbered, calibration)
+        if progress is not None:
+            progress(1.0)
+    timed = [(n, r) for n, r in screened if r is not None]
+    untimed = [n for n, r in screened if r is None]
+
+    def planned(numbers: list[int]) -> tuple[list[Row], int]:
+        got, _, bad, _ = _job_rows(bases, [jobs[n] for n in numbers], {}, calibration, True)
+        return got, bad
+
+    rows, bad = planned(untimed)
+    invalid += bad
+    # the ranking currency is chosen from every planned job's currency, as annotating every full row does
+    currencies = [r.currency for r in [r for _, r in timed] + rows if r.cost_per_hour is not None]
+    by_cell: dict[tuple[str, int], list[tuple[tuple, int]]] = {}
+    for (n, _), r in zip(timed, _annotated_with([r for _, r in timed], currencies, goal)):
+        by_cell.setdefault((r.gpu, r.gpus), []).append((rank_key(r, goal), n))
+    rows = _settle(_annotated_with(rows, currencies, goal), cells, calibration, goal)
+    best: dict[tuple[str, int], tuple] = {}
+    for r in rows:
+        k = (r.gpu, r.gpus)
+        if r.fits and not r.floor and (k not in best or rank_key(r, goal) < best[k]):
+            best[k] = rank_key(r, goal)
+    for cell, members in by_cell.items():
+        heapq.heapify(members)
+        while members:
+            key, n = heapq.heappop(members)
+            if cell in best and key >= best[cell]:
+                break
+            got, bad = planned([n])
+            invalid += bad
+            if not got:
+                continue
+            got = _annotated_with(got, currencies, goal)
+            if got[0].fits:  # a floor row that does not fit cannot fit replayed: replayed, if ever, by ``_settle``
+                got = _settle(got, cells, calibration, goal)
+            rows += got
+            r = got[0]
+            if r.fits and rank_key(r, goal)[:-1] != key[:-1]:
+                raise AssertionError(f"fit: the screened step time of {knob_text_of(r)} is not its plan's")
+            if r.fits and (cell not in best or rank_key(r, goal) < best[cell]):
+                best[cell] = rank_key(r, goal)
+    return rows, len(jobs), invalid, currencies
+
+
+def _annotated_with(rows: list[Row], currencies: list[str], goal: Any) -> list[Row]:
+    """``rows`` annotated for ``goal``, the ranking currency chosen from ``currencies``."""
+    from trainfit.objective import annotate
+
+    return annotate(list(rows), goal, currencies=currencies)[0]
+
+
+def knob_text_of(r: Row) -> str:
+    from trainfit.search import knob_text
+
+    return knob_text(r.knobs)
 
 
 MEMORY_FIELDS = ("fits", "peak_device_bytes", "headroom_bytes", "peak_phase")

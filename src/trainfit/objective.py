@@ -104,10 +104,14 @@ def ranking_currency(currencies: list[str], goal: Goal) -> str | None:
     return sorted(counts, key=lambda c: (-counts[c], c))[0]
 
 
-def annotate(rows: list[Any], goal: Goal) -> tuple[list[Any], list[str]]:
+def annotate(rows: list[Any], goal: Goal, *, currencies: list[str] | None = None) -> tuple[list[Any], list[str]]:
     """Each row with its run figures, its cost in the ranking currency and whether it keeps the
-    limits; plus warnings (currencies ranked apart)."""
-    cur = ranking_currency([r.currency for r in rows if r.cost_per_hour is not None], goal)
+    limits; plus warnings (currencies ranked apart). ``currencies``: the priced rows' currencies the
+    ranking currency is chosen from (``ranking_currency``), where ``rows`` are some of them; default:
+    those of ``rows``."""
+    if currencies is None:
+        currencies = [r.currency for r in rows if r.cost_per_hour is not None]
+    cur = ranking_currency(currencies, goal)
     out = []
     for r in rows:
         steps = run_steps(goal, tokens_per_step=r.tokens_per_step)

@@ -185,7 +185,7 @@ def best_combination(card, base: dict[str, Any], plan, *, calibration=None, roun
     round re-plans every remaining change on top of those kept so far; when some fit, the fastest of
     them ends the walk; otherwise the change that lowers the worst GPU's peak most is kept. Bounded
     (``rounds`` x candidates plans, about a second) so that ``plan`` stays interactive; ``trainfit
-    fit`` searches the whole knob space exhaustively, and the model-parallel layouts tier by tier."""
+    fit`` searches the whole knob space exhaustively, every model-parallel layout included."""
     cands = [c for c in candidate_changes(card, base) if not ({"hardware.gpus_per_node", "hardware.nodes"} & set(c))]
     kept: dict[str, Any] = {}
     peak = plan.peak.device

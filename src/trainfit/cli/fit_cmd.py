@@ -225,9 +225,9 @@ def _render(result, rows, goal) -> None:
                 " a price table id (`--price a100-80gb=lambda-a100-80gb-8x`), --price-table or --market", markup=False)
     c.print("Every GPU kind is tried at every card count up to --max-gpus; each row is the best plan at that count"
             " (rows that do not fit show the closest attempt). ! = fits but breaks --budget/--deadline.")
-    c.print("Model parallel sizes the card leaves open (TP within a node, PP, CP from 8k tokens, EP) are searched at a"
-            " count only where no plan with fewer ranks per replica fits: the smallest tp x pp x cp first; pin them"
-            " with --set parallel.tensor_parallel=8 to compare.", markup=False)
+    c.print("Model parallel sizes the card leaves open (TP within a node, PP, CP from 8k tokens, EP) are searched at"
+            " every count, every layout with every knob; pin them with --set parallel.tensor_parallel=8 to compare.",
+            markup=False)
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
             " states hardware.host_ram_gib.")
 

@@ -157,10 +157,10 @@ def check_model_options(card: RunCard) -> None:
         raise CardError(why)
 
 
-def make_plan(card: RunCard, *, calibration=None) -> Plan:
-    """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
-    measured rates replace the published defaults of the time model for its GPU kinds."""
-    spec = model_spec_of(card)
+def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
+    """Raises the ``CardError`` ``make_plan`` refuses ``card`` with before it walks the memory (a model
+    it cannot plan, MoE-only settings on a dense model, layers or recompute settings it does not
+    model); returns None otherwise."""
     if spec.unplanned:
         from trainfit.errors import CardError
 
@@ -185,6 +185,13 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.errors import CardError
 
         raise CardError(why)
+
+
+def make_plan(card: RunCard, *, calibration=None) -> Plan:
+    """The plan for a validated card. ``calibration``: a ``trainfit.calibration.Calibration`` whose
+    measured rates replace the published defaults of the time model for its GPU kinds."""
+    spec = model_spec_of(card)
+    plan_refusals(card, spec)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

@@ -368,22 +368,19 @@ def fit(
     gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
-    # (gpu, count) -> its base card and its layouts by tier (the order the jobs are listed in)
-    cells: dict[tuple[str, int], tuple[dict[str, Any], list[list[Layout]]]] = {}
+    # (gpu, count) -> its base card and its layouts, smallest replica first (the order the jobs are listed in)
+    cells: dict[tuple[str, int], tuple[dict[str, Any], list[Layout]]] = {}
     refused_cells: dict[tuple[str, int], str] = {}  # a (kind, count) the card cannot run on: its one line
     for gpu in gpus:
         for count in counts:
             data = deep_copy(clean)
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
-            tiers: dict[tuple[int, int], list[Layout]] = {}
             try:
                 layouts = parallel_layouts(data, count, pinned=pinned)
             except (TrainfitError, ValueError) as exc:  # e.g. fp8 compute on a kind without fp8 tensor cores
                 refused_cells[(gpu, count)] = str(exc)
                 continue
-            for lay in layouts:
-                tiers.setdefault(lay.tier, []).append(lay)
-            cells[(gpu, count)] = (data, [tiers[t] for t in sorted(tiers)])
+            cells[(gpu, count)] = (data, sorted(layouts, key=lambda lay: lay.tier))
     skipped = skipped_kinds(refused_cells, gpus=gpus, counts=counts)
     if refused_cells and not cells:
         _kinds_refused(skipped)  # raises: no kind (or count) can run the card
@@ -408,8 +405,8 @@ def fit(
     jobs: list[tuple[int, dict[str, Any]]] = []
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
-    for cell, (data, tiers) in cells.items():
-        cell_jobs = [c for layouts in tiers for lay in layouts for c in combos_of(cell[1], lay)]
+    for cell, (data, layouts) in cells.items():
+        cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
@@ -529,11 +526,10 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     a paging phase), or a time the model does not give. Raises as ``load_card_dict`` and
     ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk)."""
     from trainfit.memory.optimizer import PAGED
-    from trainfit.memory.sharding import make_sharding
     from trainfit.plan import model_spec_of, plan_refusals
     from trainfit.plan.resolve import gpu_of, price_of
-    from trainfit.plan.stages import parallel_sharding, prepare
     from trainfit.plan.time import step_time_of
+    from trainfit.plan.walk import sft_like_sharding
     from trainfit.search import parallel_of
     from trainfit.spec.card import load_card_dict
     from trainfit.spec.dotted import updated
@@ -546,14 +542,7 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
         return None
     try:
         gpu = gpu_of(card)
-        layout, _ = prepare(card, spec, card.world_size, card.batch.seq_len)
-        if layout.trivial:
-            sharding = make_sharding(
-                strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node,
-                nodes=card.hardware.nodes, separate_embeddings=card.parallel.fsdp_shard_embeddings,
-                hsdp_shard_size=card.parallel.hsdp_shard_size, zero1_shard_size=card.parallel.zero1_shard_size)
-        else:
-            sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
+        sharding = sft_like_sharding(card, spec)[2]
         rates = None
         if calibration is not None:
             from trainfit.calibration import rates_for
@@ -589,15 +578,6 @@ def _screen_rows(bases, jobs, calibration) -> tuple[list[tuple[int, Row | None]]
     return out, invalid
 
 
-_SCREEN_WORK: tuple | None = None
-
-
-def _screen_worker(bounds: tuple[int, int]) -> tuple[list[tuple[int, Row | None]], int]:
-    assert _SCREEN_WORK is not None
-    bases, jobs, calibration = _SCREEN_WORK
-    return _screen_rows(bases, jobs[bounds[0]:bounds[1]], calibration)
-
-
 def _time_first(bases, jobs, calibration, workers, progress, *, goal,
                 cells) -> tuple[list[Row], int, int, list[str]]:
     """Each (GPU kind, count)'s rows as ``_run_jobs`` + ``_settle`` would rank them, planning few in full.
@@ -616,28 +596,11 @@ def _time_first(bases, jobs, calibration, workers, progress, *, goal,
 
     from trainfit.objective import rank_key
 
-    global _SCREEN_WORK
     numbered = list(enumerate(jobs))
-    n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
-    if n_workers > 1 and len(numbered) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
-        head = min(16, len(numbered))
-        screened, invalid = _screen_rows(bases, numbered[:head], calibration)
-        _SCREEN_WORK = (bases, numbered, calibration)
-        step = -(-(len(numbered) - head) // (4 * n_workers))
-        bounds = [(i, min(i + step, len(numbered))) for i in range(head, len(numbered), step)]
-        try:
-            with multiprocessing.get_context("fork").Pool(n_workers) as pool:
-                for done, (r, i) in enumerate(pool.imap(_screen_worker, bounds), 1):
-                    screened += r
-                    invalid += i
-                    if progress is not None:
-                        progress(done / len(bounds))
-        finally:
-            _SCREEN_WORK = None
-    else:
-        screened, invalid = _screen_rows(bases, numbered, calibration)
-        if progress is not None:
-            progress(1.0)
+    parts = _over_workers(lambda lo, hi: _screen_rows(bases, numbered[lo:hi], calibration), len(numbered),
+                          workers, progress)
+    screened = [s for part, _ in parts for s in part]
+    invalid = sum(i for _, i in parts)
     timed = [(n, r) for n, r in screened if r is not None]
     untimed = [n for n, r in screened if r is None]
 
@@ -806,13 +769,40 @@ def _job_rows(bases, jobs, fallback, calibration, floor: bool = False) -> tuple[
     return rows, len(jobs), invalid, refusals
 
 
-_FIT_WORK: tuple | None = None
+_CHUNK_WORK: Any = None
+"""``_over_workers``' ``run``, set before the workers fork (they inherit it; a closure does not pickle)."""
 
 
-def _fit_worker(bounds: tuple[int, int]) -> tuple[list[Row], int, int, set[str]]:
-    assert _FIT_WORK is not None
-    bases, jobs, fallback, calibration, floor = _FIT_WORK
-    return _job_rows(bases, jobs[bounds[0]:bounds[1]], fallback, calibration, floor)
+def _chunk_worker(bounds: tuple[int, int]) -> Any:
+    assert _CHUNK_WORK is not None
+    return _CHUNK_WORK(*bounds)
+
+
+def _over_workers(run: Any, n: int, workers: int | None, progress: Any) -> list[Any]:
+    """``run(lo, hi)`` over the items ``[0, n)``, in order: the whole range in this process, or, for large
+    spaces, the first 16 here (a warm-up) and the rest in chunks over forked workers; the result does not
+    depend on the split. ``progress(fraction)`` after each chunk."""
+    global _CHUNK_WORK
+    n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
+    if n_workers > 1 and n >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
+        head = min(16, n)
+        out = [run(0, head)]
+        _CHUNK_WORK = run
+        step = -(-(n - head) // (4 * n_workers))
+        bounds = [(i, min(i + step, n)) for i in range(head, n, step)]
+        try:
+            with multiprocessing.get_context("fork").Pool(n_workers) as pool:
+                for done, part in enumerate(pool.imap(_chunk_worker, bounds), 1):
+                    out.append(part)
+                    if progress is not None:
+                        progress(done / len(bounds))
+        finally:
+            _CHUNK_WORK = None
+        return out
+    out = [run(0, n)]
+    if progress is not None:
+        progress(1.0)
+    return out
 
 
 def _unlimited_memory() -> bool:
@@ -830,29 +820,16 @@ def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *,
               floor: bool = False) -> tuple[list[Row], int, int, set[str]]:
     """Every job planned, over the CPU cores for large spaces (forked after a warm-up); the result
     does not depend on the split (the refusal lines kept, ``_job_rows``, may: any ``REFUSALS_KEPT`` of them)."""
-    global _FIT_WORK
-    n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
-    if n_workers > 1 and len(jobs) >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
-        head = min(16, len(jobs))
-        rows, evaluated, invalid, refusals = _job_rows(bases, jobs[:head], fallback, calibration, floor)
-        _FIT_WORK = (bases, jobs, fallback, calibration, floor)
-        step = -(-(len(jobs) - head) // (4 * n_workers))
-        bounds = [(i, min(i + step, len(jobs))) for i in range(head, len(jobs), step)]
-        try:
-            with multiprocessing.get_context("fork").Pool(n_workers) as pool:
-                for done, (r, e, i, why) in enumerate(pool.imap(_fit_worker, bounds), 1):
-                    rows += r
-                    evaluated += e
-                    invalid += i
-                    refusals |= set(sorted(why - refusals)[:REFUSALS_KEPT - len(refusals)])
-                    if progress is not None:
-                        progress(done / len(bounds))
-        finally:
-            _FIT_WORK = None
-        return rows, evaluated, invalid, refusals
-    rows, evaluated, invalid, refusals = _job_rows(bases, jobs, fallback, calibration, floor)
-    if progress is not None:
-        progress(1.0)
+    parts = _over_workers(lambda lo, hi: _job_rows(bases, jobs[lo:hi], fallback, calibration, floor), len(jobs),
+                          workers, progress)
+    rows: list[Row] = []
+    evaluated = invalid = 0
+    refusals: set[str] = set()
+    for r, e, i, why in parts:
+        rows += r
+        evaluated += e
+        invalid += i
+        refusals |= set(sorted(why - refusals)[:REFUSALS_KEPT - len(refusals)])
     return rows, evaluated, invalid, refusals
 
 

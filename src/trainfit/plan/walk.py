@@ -33,9 +33,10 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
     return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
 
 
-def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
-    """SFT, reward-model and DPO steps: one GPU group. With model parallelism, the worst rank's."""
-    from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
+def sft_like_sharding(card: RunCard, spec: ModelSpec):
+    """(layout, its notes, sharding) of an SFT-like step: the model-parallel layout ``prepare`` gives and how the
+    parameters are sharded over it; ``walk_sft_like`` walks them, ``fit_search.screen_time_row`` times them."""
+    from trainfit.plan.stages import parallel_sharding, prepare
 
     layout, par_notes = prepare(card, spec, card.world_size, card.batch.seq_len)
     if layout.trivial:
@@ -46,6 +47,14 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         )
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
+    return layout, par_notes, sharding
+
+
+def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
+    """SFT, reward-model and DPO steps: one GPU group. With model parallelism, the worst rank's."""
+    from trainfit.plan.stages import walk_stages
+
+    layout, par_notes, sharding = sft_like_sharding(card, spec)
     step_card, step_spec, notes = card, spec, []
     if card.method is Method.RM:
         # pairwise: chosen and rejected run as one batch; a scalar score head replaces lm_head

@@ -46,7 +46,9 @@ GRID_BACKWARD_US = (8, 10, 12, 14, 16, 18, 20)
 ASSUMED_MEAN = "RL, mean response not published (default length profile)"
 
 
-def _worker(forward_s: float, backward_s: float, out: str) -> None:
+def _step_times_at(forward_s: float, backward_s: float):
+    """benchmarks/step_times.py loaded with the host rates' defaults set to ``forward_s`` / ``backward_s`` s a
+    kernel (in a worker subprocess: the defaults are process-wide)."""
     from trainfit.compute.rates import DeviceRates
 
     kw = DeviceRates.__init__.__kwdefaults__
@@ -56,21 +58,18 @@ def _worker(forward_s: float, backward_s: float, out: str) -> None:
     st = importlib.util.module_from_spec(spec)
     sys.modules["step_times"] = st
     spec.loader.exec_module(st)
+    return st
+
+
+def _worker(forward_s: float, backward_s: float, out: str) -> None:
+    st = _step_times_at(forward_s, backward_s)
     rows = [{"id": r.id, "subset": r.subset, "quantity": r.quantity, "published_s": r.published_s,
              "trainfit_s": r.trainfit_s, "half": r.half, "status": r.status} for r in st.build()["rows"]]
     Path(out).write_text(json.dumps(rows))
 
 
 def _h200_worker(forward_s: float, backward_s: float, out: str) -> None:
-    from trainfit.compute.rates import DeviceRates
-
-    kw = DeviceRates.__init__.__kwdefaults__
-    kw["host_s_per_forward_kernel"], kw["host_s_per_backward_kernel"] = forward_s, backward_s
-    sys.path.insert(0, str(HERE))
-    spec = importlib.util.spec_from_file_location("step_times", HERE / "step_times.py")
-    st = importlib.util.module_from_spec(spec)
-    sys.modules["step_times"] = st
-    spec.loader.exec_module(st)
+    st = _step_times_at(forward_s, backward_s)
     rows = [{"id": r.id, "subset": r.subset, "quantity": r.quantity, "published_s": r.published_s,
              "trainfit_s": r.trainfit_s, "status": r.status} for r in st.h200_rows([])]
     Path(out).write_text(json.dumps(rows))

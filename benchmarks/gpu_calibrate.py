@@ -43,7 +43,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -61,9 +61,15 @@ CUSTOM = {
 
 
 def _c(model: str, scope: str = "full", attention: str = "sdpa", ckpt: bool = False, mbs: int = 1, seq: int = 2048,
-       impl: str = "fused", pass_kind: str = "train_step", size: str = "small") -> dict[str, Any]:
-    return {"model": model, "scope": scope, "attention": attention, "ckpt": ckpt, "micro_batch_size": mbs,
+       impl: str = "fused", pass_kind: str = "train_step", size: str = "small", experts: str | None = None,
+       profile: bool = False) -> dict[str, Any]:
+    case = {"model": model, "scope": scope, "attention": attention, "ckpt": ckpt, "micro_batch_size": mbs,
             "seq_len": seq, "optimizer_impl": impl, "pass_kind": pass_kind, "size": size}
+    if experts is not None:  # transformers v5 experts_implementation ("eager": the per-expert loop)
+        case["experts"] = experts
+    if profile:  # one more step under torch.profiler: kernels launched and the device's busy time
+        case["profile"] = True
+    return case
 
 
 GRID = [
@@ -112,9 +118,29 @@ HELDOUT3 = [
     _c("mistralai/Mistral-7B-v0.3", size="heldout3"),
     _c("google/gemma-2-9b", attention="eager", ckpt=True, size="heldout3"),
 ]
+# Measured at the head of 2026-12-04 with no model change made for it: a fourth out-of-sample check, chiefly of
+# routed-expert (MoE) models on one GPU (grouped_mm experts at 512 to 16,384 tokens with LoRA on the experts too, transformers' per-expert
+# loop, shared experts, MLA, 8 large experts, gpt-oss), plus three dense cards; each step also profiled once. The
+# per-expert loops run last (the slowest steps: a timeout keeps the rest).
+HELDOUT4 = [
+    _c("Qwen/Qwen3-30B-A3B", scope="lora", ckpt=True, seq=512, size="heldout4", profile=True),
+    _c("Qwen/Qwen3-30B-A3B", scope="lora", ckpt=True, seq=8192, size="heldout4", profile=True),
+    _c("Qwen/Qwen3-30B-A3B", scope="lora", ckpt=True, mbs=2, seq=8192, size="heldout4", profile=True),
+    _c("Qwen/Qwen1.5-MoE-A2.7B", scope="lora", mbs=2, size="heldout4", profile=True),
+    _c("deepseek-ai/DeepSeek-V2-Lite", scope="lora", ckpt=True, seq=4096, size="heldout4", profile=True),
+    _c("mistralai/Mixtral-8x7B-v0.1", scope="lora", ckpt=True, seq=4096, size="heldout4", profile=True),
+    _c("openai/gpt-oss-20b", scope="lora", attention="eager", ckpt=True, size="heldout4", profile=True),
+    _c("Qwen/Qwen3-0.6B", scope="lora", mbs=4, seq=1024, size="heldout4", profile=True),
+    _c("meta-llama/Llama-3.2-3B", scope="lora", attention="eager", mbs=2, size="heldout4", profile=True),
+    _c("Qwen/Qwen3-4B", seq=4096, impl="foreach", size="heldout4", profile=True),
+    _c("mistralai/Mixtral-8x7B-v0.1", scope="lora", ckpt=True, size="heldout4", experts="eager", profile=True),
+    _c("Qwen/Qwen3-30B-A3B", scope="lora", ckpt=True, size="heldout4", experts="eager", profile=True),
+]
 DRY_SHRINK = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512, "moe_intermediate_size": 32,
-              "num_experts": 4, "num_experts_per_tok": 2}
+              "num_experts": 4, "num_experts_per_tok": 2, "num_local_experts": 4, "n_routed_experts": 4,
+              "shared_expert_intermediate_size": 64, "kv_lora_rank": 16, "qk_rope_head_dim": 8,
+              "qk_nope_head_dim": 8, "v_head_dim": 16, "first_k_dense_replace": 1}
 
 
 def hf_config(model: str) -> dict[str, Any]:
@@ -210,6 +236,8 @@ def build_real(case: dict[str, Any], cfg: dict[str, Any], device: str):  # noqa:
         base.tie_weights()
     assert build.count_params(model) == n_meta, (build.count_params(model), n_meta)
     _init_weights(model)
+    if case.get("experts"):
+        base.set_experts_implementation(case["experts"])
     if case["ckpt"]:
         build.enable_checkpointing(model)
     return req, model, n_meta
@@ -342,6 +370,8 @@ def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str,
             step()
             sync()
             times.append(time.perf_counter() - t0)
+        if case.get("profile"):
+            out["profile"] = profile_step(step, sync)
         del model, opt
     del ids
     gc.collect()
@@ -353,6 +383,33 @@ def measure_case(case: dict[str, Any], cfg: dict[str, Any], device: str,
     return out
 
 
+def profile_step(step: Callable[[], None], sync: Callable[[], None]) -> dict[str, Any]:
+    """One more training step under ``torch.profiler``: the device kernels it ran (count, summed device time),
+    the host's wall time for the step (inflated by the profiler), and the ten kernels with the most device time.
+    Device time summed over kernels is the step's device busy time where nothing overlaps (one stream)."""
+    import torch
+    from torch.autograd import DeviceType
+
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    sync()
+    with torch.profiler.profile(activities=acts) as prof:
+        t0 = time.perf_counter()
+        step()
+        sync()
+        wall = time.perf_counter() - t0
+    dev = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
+
+    def dev_us(e: Any) -> float:
+        return float(getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0))
+
+    top = sorted(dev, key=dev_us, reverse=True)[:10]
+    return {"kernels": int(sum(e.count for e in dev)), "device_busy_s": round(sum(map(dev_us, dev)) / 1e6, 6),
+            "profiled_wall_s": round(wall, 5),
+            "top": [{"name": e.key[:120], "count": int(e.count), "device_s": round(dev_us(e) / 1e6, 6)} for e in top]}
+
+
 def cmd_measure(args: argparse.Namespace) -> int:
     import torch
 
@@ -362,7 +419,7 @@ def cmd_measure(args: argparse.Namespace) -> int:
         return 2
     if device == "cpu":
         torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
-    grid = [c for c in GRID + HELDOUT + HELDOUT2 + HELDOUT3
+    grid = [c for c in GRID + HELDOUT + HELDOUT2 + HELDOUT3 + HELDOUT4
             if c["size"] == args.only or (args.only is None and not c["size"].startswith("heldout"))]
     record: dict[str, Any] = {"versions": versions(), "device": device, "dry_run": args.dry_run, "cases": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -373,7 +430,8 @@ def cmd_measure(args: argparse.Namespace) -> int:
             cfg.update({k: v for k, v in DRY_SHRINK.items() if k in cfg or k in ("hidden_size",)})
             case.update(micro_batch_size=1, seq_len=32)
         label = (f"{case['model']} {case['scope']} {case['pass_kind']} {case['attention']} ckpt={case['ckpt']} "
-                 f"mbs={case['micro_batch_size']} seq={case['seq_len']} {case['optimizer_impl']}")
+                 f"mbs={case['micro_batch_size']} seq={case['seq_len']} {case['optimizer_impl']}"
+                 f"{' experts=' + case['experts'] if case.get('experts') else ''}")
         t0 = time.perf_counter()
         try:
             snap = None
@@ -395,7 +453,9 @@ def cmd_measure(args: argparse.Namespace) -> int:
             ph = measured["phases"]
             peak = " ".join(f"{k}={v.get('allocated', 0) / 2**30:.2f}/{v.get('reserved', 0) / 2**30:.2f}"
                             for k, v in ph.items())
-        print(f"[{i}/{len(grid)}] {wall:5.1f}s {label} {err or peak} step={measured and measured['step_s']}",
+        prof = (measured or {}).get("profile")
+        prof = f" kernels={prof['kernels']} busy={prof['device_busy_s']}" if prof else ""
+        print(f"[{i}/{len(grid)}] {wall:5.1f}s {label} {err or peak} step={measured and measured['step_s']}{prof}",
               flush=True)
     return 0
 
@@ -542,6 +602,8 @@ SET_TITLES = {"default": "fit set (the overhead constants were fitted here)",
               "heldout": "held-out set (measured after the fit, never used for it)",
               "heldout2": "second held-out set (measured after every model change the first two sets prompted)",
               "heldout3": "third held-out set (measured after the allocator replay was written)",
+              "heldout4": "fourth held-out set (MoE models on one GPU and three dense cards, measured 2026-12-04 with"
+                          " no model change made for it)",
               "expandable": "fit-set cases under PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (planned with "
                             "hardware.allocator: expandable_segments)"}
 
@@ -748,7 +810,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--dry-run", action="store_true", help="CPU, tiny shapes: proves the script runs; no GPU figures")
-    m.add_argument("--only", choices=("small", "large", "heldout", "heldout2", "heldout3"), default=None)
+    m.add_argument("--only", choices=("small", "large", "heldout", "heldout2", "heldout3", "heldout4"), default=None)
     m.add_argument("--out", type=Path, required=True)
     m.add_argument("--snapshot", action="append", default=[], metavar="TEXT",
                    help="for each case whose label contains TEXT (repeatable), the allocator's segments and event "

@@ -5,7 +5,7 @@
 
 Inputs (committed, each entry cited): ``benchmarks/data/published_train_times.json`` (SFT full,
 LoRA/QLoRA, pretraining), ``benchmarks/data/published_rl_times.json`` (RL steps and phases) and the
-project's own H200 steps in ``benchmarks/results/gpu_raw/{default,heldout,heldout2,heldout3}.json``.
+project's own H200 steps in ``benchmarks/results/gpu_raw/{default,heldout,heldout2,heldout3,heldout4}.json``.
 
 Every published entry is mapped to the run card a user would write (``map_train`` / ``map_rl``),
 validated as the CLI does (preset applied, then ``load_card_dict``) and planned with
@@ -83,7 +83,7 @@ def load_entries(main: Path) -> list[dict[str, Any]]:
             entries.append({**e, "_file": f.name})
     return entries
 H200_RAW = HERE / "results" / "gpu_raw"
-H200_SETS = ("default", "heldout", "heldout2", "heldout3")
+H200_SETS = ("default", "heldout", "heldout2", "heldout3", "heldout4")
 MD_OUT = HERE / "step_times.md"
 JSON_OUT = HERE / "step_times.json"
 

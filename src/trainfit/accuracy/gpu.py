@@ -36,20 +36,25 @@ class StepPoint:
 
 
 def card_dict(case: dict[str, Any]) -> dict[str, Any]:
-    """The run card for a measured case: one GPU, the case's scope, attention, batch and optimizer."""
+    """The run card for a measured case: one GPU, the case's scope, attention, batch and optimizer; a case run
+    with transformers' per-expert loop (``experts: eager``, ``set_experts_implementation``) as
+    ``parallel.moe_experts: loop``."""
     model: Any = case["model"]
     if "/" not in model:  # a custom config of the grid: inline
         model = {"id": model, "config": case["config"]}
+    parallel: dict[str, Any] = {"strategy": "single", "gradient_checkpointing": case["ckpt"]}
+    if case.get("experts") == "eager":
+        parallel["moe_experts"] = "loop"
     return {"model": model, "scope": case["scope"], "attention": case["attention"],
-            "hardware": {"gpu": "h200", "gpus_per_node": 1},
-            "parallel": {"strategy": "single", "gradient_checkpointing": case["ckpt"]},
+            "hardware": {"gpu": "h200", "gpus_per_node": 1}, "parallel": parallel,
             "batch": {"micro_batch_size": case["micro_batch_size"], "seq_len": case["seq_len"]},
             "precision": {"optimizer_impl": case["optimizer_impl"]}}
 
 
 def label(case: dict[str, Any]) -> str:
     return (f"{case['model']} {case['scope']} {case['attention']}{' ckpt' if case['ckpt'] else ''} "
-            f"b{case['micro_batch_size']}x{case['seq_len']} {case['optimizer_impl']}")
+            f"b{case['micro_batch_size']}x{case['seq_len']} {case['optimizer_impl']}"
+            f"{' experts loop' if case.get('experts') == 'eager' else ''}")
 
 
 def step_points(raw: dict[str, Any]) -> list[StepPoint]:

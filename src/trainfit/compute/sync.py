@@ -1589,6 +1589,17 @@ NEMO_RL_V03_GATHER = (
     "27d0af945b96c5bf9fa928bf45fd1a6ce016632d); from v0.4.0 (c751f811217db7df0d4c94abdeaada6626cfc150) the refit "
     "walks Megatron-Bridge's export_hf_weights instead (megatron_policy_worker.py l.1895)")
 """Where NeMo RL's Megatron refit gathered before Megatron-Bridge (``megatron_export_gather`` ``v03_gather``)."""
+NRL_MISC_GROUP = (
+    "NVIDIA-NeMo/RL nemo_rl/weight_sync/nccl_reshard_weight_synchronizer.py init_communicator l.141-154 "
+    "(model_update_group: world_size = train_world_size + inference_world_size, every policy worker and every vLLM "
+    "worker joins), nemo_rl/models/policy/workers/megatron_policy_worker.py _broadcast_misc_params_packed "
+    "l.2913-2929 (packed_broadcast_producer over self.model_update_group, src 0, run by every training rank) "
+    "@7ea279abfbeb698b092856d0dab61e7cf39bc909")
+"""The communicator of the NCCL reshard refit's misc path (``nccl_reshard_seconds``): each packed broadcast's ring runs
+through every training rank as well as the vLLM ranks, so NCCL's latency of it counts them all
+(``weight_sync_seconds`` ``trainer_group_ranks``). Effect on the scored refits: Qwen3-4B DP8 -> TP8 and the
+Qwen3-30B-A3B ones under 0.2 ms; DeepSeek-V3 PP16 x EP16 -> TP32 x DP8, 256 training ranks in the ring, +21 ms (H100,
+-9.8 -> -9.0 %) and +18 ms (GB200, -30.8 -> -30.0 %)."""
 NEMO_RL_BRIDGE_SINCE = (0, 4)
 """The NeMo RL release whose Megatron refit exports through Megatron-Bridge (``NEMO_RL_V03_GATHER``)."""
 NRL_RESHARD_SOURCE = (
@@ -1859,6 +1870,8 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
         train_shards=1, tp=gen_tp, rates=rates, engines=gen_engines, inter_node=inter_node,
         gpus_per_node=gpus_per_node, nic_bytes_per_s=nic_bytes_per_s, bucket_bytes=misc_bucket_bytes,
         s_per_tensor=misc_s_per_tensor, sender_node_ranks=sender_node_ranks,
+        # the misc broadcast runs over model_update_group, every training rank and every vLLM rank (NRL_MISC_GROUP)
+        trainer_group_ranks=train_world,
         receiver_cast_params=misc_fp8_params, receiver_cast_bytes_per_param=fp8_cast_bytes_per_param,
         trainer_gather=export)
     finalize = 2 * weight_bytes / gen_tp / rates.hbm_bytes_per_s if fp8 else 0.0

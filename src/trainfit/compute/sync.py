@@ -1831,7 +1831,27 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       time runs beside the transfers it enqueues (the 4B's bulk wire is 0.017 s here). Added in full it would move
       the rows only to -51..-47 % (4B) and -54..-53 % (30B bf16), against gaps of 0.16 s and 0.49 s. Not applied.
       Not timed, so a lower bound: the nccl4py calls themselves, ``record_stream``, and the vLLM ``pre`` / ``post``
-      hooks."""
+      hooks.
+    * A fixed cost per refit (a null result). What the timer holds, read at @7ea279ab: ``sync_weights`` only
+      (nccl_reshard_weight_synchronizer.py l.103-130: one Ray dispatch to the training workers, one to the vLLM
+      workers, two ``ray.get``). The synchronizer is "a pure data mover" (module docstring l.34-36): no
+      ``offload_before_refit`` / ``offload_after_refit``, ``gc.collect``, sleep or wake, or ``reset_prefix_cache`` runs
+      in it, and the async engine's call adds only ``_reset_encoder_cache_after_weight_update``
+      (vllm_worker_async.py l.1524-1550). Unpriced in it: the vLLM call's route (``collective_rpc`` through the engine
+      to its TP workers); one ``empty_cache`` on each training rank (megatron_policy_worker.py l.2899) and three on
+      each vLLM rank (vllm_backend.py l.1167, 1181, 1190), after which every refit's misc buffers, 2 % of the card
+      each (``get_target_packed_tensor_size``, nemo_rl/utils/packed_tensor.py l.24-31: 1.6 GiB on an 80 GB card), are
+      fresh device allocations on both sides (``torch.cat`` l.108, ``torch.empty`` l.221); and vLLM's
+      ``process_weights_after_loading`` over the model (``finalize``, bf16 too). No source times any of them. The
+      published rows leave, over this model: Qwen3-4B +0.20 s, Qwen3-30B-A3B fp8 +0.25 s, DeepSeek-V3 H100
+      +0.24 s (all three on the held-out half), Qwen3-30B-A3B bf16 +0.54 s and DeepSeek-V3 GB200 +0.68 s (the fit
+      half), and on PR #2971's unscored rows +0.33 to +0.86 s (range midpoints). So it is not one constant: the
+      residual does not follow the payload (the 4B's and DeepSeek-V3's are alike), the engine count (one engine
+      +0.20 s, eight +0.24 to +0.68 s) or the training pipeline depth (PP 1 from +0.20 to +0.86 s), and it spreads
+      about as widely as the published ranges (0.13-1.1 s wide). A constant fitted on the fit half (0.61 s) would
+      take the 30B bf16 row inside 50 % (-62 -> +8 %) and the GB200 row to -3 %, but the 4B row from -73 to
+      +149 %, the fp8 row from -7 to +11 % and DeepSeek-V3 H100 from -9 to +14 %, with no mechanism to carry it.
+      Not applied."""
     if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
         raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
     if train_etp != 1:

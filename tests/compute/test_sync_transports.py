@@ -350,3 +350,24 @@ def test_checkpoint_engine_bucket_holds_the_largest_tensor(monkeypatch):
     seen = _ckpt_inputs(monkeypatch, placement="colocate", gpu_memory_utilization=0.9999)
     m = from_catalog("Qwen/Qwen3-0.6B")
     assert seen["bucket_bytes"] == pytest.approx(2.0 * m.vocab_size * m.hidden_size)
+
+
+def test_misc_broadcast_ring_runs_through_every_training_rank(monkeypatch):
+    """The misc path's packed broadcast runs over ``model_update_group``, every training rank and every vLLM rank
+    (``compute.sync.NRL_MISC_GROUP``), so NCCL's latency of each broadcast counts the training world, not rank 0
+    alone."""
+    seen = {}
+    real = sync.weight_sync_seconds
+
+    def spy(**kw):
+        seen.update(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(sync, "weight_sync_seconds", spy)
+    _reshard(train_world=16)
+    assert seen["trainer_group_ranks"] == 16
+    monkeypatch.undo()
+    # more ranks in the ring, a longer fill: the refit can only grow with the training world's ranks in the group
+    base = _reshard(train_world=16)
+    monkeypatch.setattr(sync, "weight_sync_seconds", lambda **kw: real(**{**kw, "trainer_group_ranks": 1}))
+    assert base.total_s > _reshard(train_world=16).total_s

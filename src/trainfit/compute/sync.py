@@ -1589,6 +1589,17 @@ NEMO_RL_V03_GATHER = (
     "27d0af945b96c5bf9fa928bf45fd1a6ce016632d); from v0.4.0 (c751f811217db7df0d4c94abdeaada6626cfc150) the refit "
     "walks Megatron-Bridge's export_hf_weights instead (megatron_policy_worker.py l.1895)")
 """Where NeMo RL's Megatron refit gathered before Megatron-Bridge (``megatron_export_gather`` ``v03_gather``)."""
+NRL_MISC_GROUP = (
+    "NVIDIA-NeMo/RL nemo_rl/weight_sync/nccl_reshard_weight_synchronizer.py init_communicator l.141-154 "
+    "(model_update_group: world_size = train_world_size + inference_world_size, every policy worker and every vLLM "
+    "worker joins), nemo_rl/models/policy/workers/megatron_policy_worker.py _broadcast_misc_params_packed "
+    "l.2913-2929 (packed_broadcast_producer over self.model_update_group, src 0, run by every training rank) "
+    "@7ea279abfbeb698b092856d0dab61e7cf39bc909")
+"""The communicator of the NCCL reshard refit's misc path (``nccl_reshard_seconds``): each packed broadcast's ring runs
+through every training rank as well as the vLLM ranks, so NCCL's latency of it counts them all
+(``weight_sync_seconds`` ``trainer_group_ranks``). Effect on the scored refits: Qwen3-4B DP8 -> TP8 and the
+Qwen3-30B-A3B ones under 0.2 ms; DeepSeek-V3 PP16 x EP16 -> TP32 x DP8, 256 training ranks in the ring, +21 ms (H100,
+-9.8 -> -9.0 %) and +18 ms (GB200, -30.8 -> -30.0 %)."""
 NEMO_RL_BRIDGE_SINCE = (0, 4)
 """The NeMo RL release whose Megatron refit exports through Megatron-Bridge (``NEMO_RL_V03_GATHER``)."""
 NRL_RESHARD_SOURCE = (
@@ -1820,7 +1831,27 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
       time runs beside the transfers it enqueues (the 4B's bulk wire is 0.017 s here). Added in full it would move
       the rows only to -51..-47 % (4B) and -54..-53 % (30B bf16), against gaps of 0.16 s and 0.49 s. Not applied.
       Not timed, so a lower bound: the nccl4py calls themselves, ``record_stream``, and the vLLM ``pre`` / ``post``
-      hooks."""
+      hooks.
+    * A fixed cost per refit (a null result). What the timer holds, read at @7ea279ab: ``sync_weights`` only
+      (nccl_reshard_weight_synchronizer.py l.103-130: one Ray dispatch to the training workers, one to the vLLM
+      workers, two ``ray.get``). The synchronizer is "a pure data mover" (module docstring l.34-36): no
+      ``offload_before_refit`` / ``offload_after_refit``, ``gc.collect``, sleep or wake, or ``reset_prefix_cache`` runs
+      in it, and the async engine's call adds only ``_reset_encoder_cache_after_weight_update``
+      (vllm_worker_async.py l.1524-1550). Unpriced in it: the vLLM call's route (``collective_rpc`` through the engine
+      to its TP workers); one ``empty_cache`` on each training rank (megatron_policy_worker.py l.2899) and three on
+      each vLLM rank (vllm_backend.py l.1167, 1181, 1190), after which every refit's misc buffers, 2 % of the card
+      each (``get_target_packed_tensor_size``, nemo_rl/utils/packed_tensor.py l.24-31: 1.6 GiB on an 80 GB card), are
+      fresh device allocations on both sides (``torch.cat`` l.108, ``torch.empty`` l.221); and vLLM's
+      ``process_weights_after_loading`` over the model (``finalize``, bf16 too). No source times any of them. The
+      published rows leave, over this model: Qwen3-4B +0.20 s, Qwen3-30B-A3B fp8 +0.25 s, DeepSeek-V3 H100
+      +0.24 s (all three on the held-out half), Qwen3-30B-A3B bf16 +0.54 s and DeepSeek-V3 GB200 +0.68 s (the fit
+      half), and on PR #2971's unscored rows +0.33 to +0.86 s (range midpoints). So it is not one constant: the
+      residual does not follow the payload (the 4B's and DeepSeek-V3's are alike), the engine count (one engine
+      +0.20 s, eight +0.24 to +0.68 s) or the training pipeline depth (PP 1 from +0.20 to +0.86 s), and it spreads
+      about as widely as the published ranges (0.13-1.1 s wide). A constant fitted on the fit half (0.61 s) would
+      take the 30B bf16 row inside 50 % (-62 -> +8 %) and the GB200 row to -3 %, but the 4B row from -73 to
+      +149 %, the fp8 row from -7 to +11 % and DeepSeek-V3 H100 from -9 to +14 %, with no mechanism to carry it.
+      Not applied."""
     if min(train_tp, train_pp, train_ep, train_etp, train_world, gen_tp, gen_engines, gpus_per_node) < 1:
         raise CardError("weight sync: nccl_reshard needs tp, pp, ep, etp, world, engines and gpus_per_node >= 1")
     if train_etp != 1:
@@ -1859,6 +1890,8 @@ def nccl_reshard_seconds(*, spec: ModelSpec, weight_bytes: float, train_tp: int,
         train_shards=1, tp=gen_tp, rates=rates, engines=gen_engines, inter_node=inter_node,
         gpus_per_node=gpus_per_node, nic_bytes_per_s=nic_bytes_per_s, bucket_bytes=misc_bucket_bytes,
         s_per_tensor=misc_s_per_tensor, sender_node_ranks=sender_node_ranks,
+        # the misc broadcast runs over model_update_group, every training rank and every vLLM rank (NRL_MISC_GROUP)
+        trainer_group_ranks=train_world,
         receiver_cast_params=misc_fp8_params, receiver_cast_bytes_per_param=fp8_cast_bytes_per_param,
         trainer_gather=export)
     finalize = 2 * weight_bytes / gen_tp / rates.hbm_bytes_per_s if fp8 else 0.0

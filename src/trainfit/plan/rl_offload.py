@@ -170,6 +170,15 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     ``prepare_for_lp_inference`` calls ``offload_before_refit`` again, a no-op by then (the states are on the host:
     ``v.to("cpu")`` of a host tensor, or the Megatron loop's ``v.is_cuda`` test), and ``prepare_for_training`` brings
     them back before each update, so each refit copies them out afresh.
+    No configuration flag gates these copies at v0.3.0 (checked for the Llama-3.1-8B refit rows, a null result):
+    neither worker's ``offload_before_refit`` reads one (dtensor_policy_worker.py l.1274-1285, megatron_policy_worker.py
+    l.1547-1580), only the colocated branch of ``refit_policy_generation`` calls them (grpo.py l.411-413, l.453-455),
+    and the blog's configs keep the state on the GPU between refits: examples/configs/grpo_math_8B.yaml sets
+    ``fsdp_offload_enabled: false`` and inherits ``dtensor_cfg.cpu_offload: False`` (grpo_math_1B.yaml l.48), so
+    ``prepare_for_training`` brings the AdamW states back to the GPU (dtensor_policy_worker.py l.1247-1272), and
+    grpo_math_8B_megatron.yaml / grpo_math_1B_megatron.yaml set no CPU offload, while the Megatron
+    ``prepare_for_training`` moves every host state tensor back unconditionally (megatron_policy_worker.py
+    l.1527-1545). So the planned ``to_host`` runs inside the Refit timer in all four 8B rows.
 
     v0.4.0, v0.5.0 and v0.6.0 (@c751f811217db7df0d4c94abdeaada6626cfc150, @6c7089300fded94abfa49bb9cbf9eb357d862461,
     @5fb588932bf835506a8a5bac01de4f8c7ab0a065) run the same colocated sequence each step, read in full: grpo.py

@@ -3321,6 +3321,51 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
     return rows
 
 
+H200_LOOP_V4 = H200_RAW / "loop_v4.json"
+"""transformers 4.57's per-expert MoE loop on one H200 (``benchmarks/gpu_loop_v4.py``, device call
+``benchmarks/gpu_run_loop_v4.sh``): catalog MoE models cut to a few layers at full width."""
+
+
+def h200_loop_v4_rows(ledger: list[dict[str, Any]]) -> list[Row]:
+    """The measured transformers < 5 expert-loop steps (``gpu_loop_v4.py``), planned with its ``card_of`` (the
+    truncated config inline, ``parallel.moe_experts: loop``); subset ``H200 loop (transformers 4.57)``."""
+    import importlib.util
+
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.compute.flops import matmul_params
+
+    spec_ = importlib.util.spec_from_file_location("gpu_loop_v4", HERE / "gpu_loop_v4.py")
+    mod = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(mod)
+    raw = json.loads(H200_LOOP_V4.read_text())
+    peak = rule_peak("h200")
+    rows = []
+    for case in raw["cases"]:
+        m = case.get("measured") or {}
+        pid = f"h200-loop-v4: {case['name']} {case['scope']} b{case['mbs']}x{case['seq']}"
+        if not m.get("step_s"):
+            ledger.append({"id": pid, "file": "gpu_raw/loop_v4.json", "status": "skipped",
+                           "reasons": [case.get("error") or "not measured (the call's time ran out)"]})
+            continue
+        n = matmul_params(spec_from_hf_config(case["config"], name=case["name"], source="gpu_raw"))
+        tokens = case["mbs"] * case["seq"]
+        row = Row(id=pid, subset=H200_LOOP_SUBSET, quantity="step", model=case["model"],
+                  config=f"1× h200, {case['scope']}, sdpa, AC, {case['mbs']}×{case['seq']}, {case['config']['num_hidden_layers']}"
+                         " layers, per-expert loop (transformers 4.57.6), AdamW fused",
+                  published_s=float(m["step_s"]), rule_s=rule_train_seconds(n, tokens, 1, peak),
+                  source="benchmarks/results/gpu_raw/loop_v4.json", half=half_of(pid),
+                  notes=["rule N: matmul (active, no input embedding)"])
+        try:
+            planned = plan_card(mod.card_of(case, case["config"]))
+            row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
+        except Unmapped as u:
+            row.status, row.notes = u.status, u.reasons + row.notes
+        ledger.append({"id": pid, "file": "gpu_raw/loop_v4.json", "status": row.status,
+                       "reasons": [] if row.status == "mapped" else row.notes[:1]})
+        rows.append(row)
+    return rows
+
+
 def h200_logprob_row(case: dict[str, Any], name: str, ledger: list[dict[str, Any]]) -> Row:
     """A measured H200 log-prob pass (``gpu_calibrate.py measure_case``: ``torch.no_grad()``, the model's bf16
     logits, ``/ temperature`` and TRL's row-wise ``selective_log_softmax``; one micro-batch) beside the planner's
@@ -3360,8 +3405,9 @@ def stats(errors: list[float]) -> dict[str, Any]:
 
 
 ASSUMED_MEAN = "RL, mean response not published (default length profile)"
+H200_LOOP_SUBSET = "H200 loop (transformers 4.57)"
 SUBSETS = ("SFT full", "LoRA / QLoRA", "pretrain", "RL step", *(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES),
-           ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS))
+           ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS), H200_LOOP_SUBSET)
 
 
 def headline(rows: list[Row]) -> list[dict[str, Any]]:
@@ -3436,6 +3482,7 @@ def build() -> dict[str, Any]:
     rows = train_rows(load_entries(TRAIN_DATA), ledger)
     rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
+    rows += h200_loop_v4_rows(ledger)
     return {"rows": rows, "ledger": ledger, "headline": headline(rows), "halves": halves(rows),
             "by_publication": by_publication(rows), "counts": counts(ledger), "fit_misses": fit_misses(rows)}
 
@@ -3499,7 +3546,7 @@ _INTRO = [
 _SECTIONS = (("Published SFT, LoRA/QLoRA and pretraining steps", ("SFT full", "LoRA / QLoRA", "pretrain")),
              ("Published RL steps", ("RL step", ASSUMED_MEAN)),
              ("Published RL phases", tuple(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES)),
-             ("The project's own H200 steps", tuple(f"H200 {s}" for s in H200_SETS)))
+             ("The project's own H200 steps", (*(f"H200 {s}" for s in H200_SETS), H200_LOOP_SUBSET)))
 
 
 def render_md(res: dict[str, Any]) -> str:

@@ -114,6 +114,7 @@ from trainfit.compute.attention_time import (
     WINDOW_MASK_KERNELS,
     fp8_attention_cast_bytes,
     mask_bias_read_bytes,
+    sink_eager_score_work,
     window_mask_forward_bytes,
     windowed_attention_keys,
     windowed_attention_seq,
@@ -1741,6 +1742,7 @@ def step_inventory(
     # attention
     attn_fwd = 0.0
     win_fwd = win_seq = masked_fwd = softcap_f = 0.0
+    sink_f = sink_b = PassInventory()  # eager attention's sink column (attention_time.sink_eager_score_work)
     bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
     if full:
@@ -1754,12 +1756,21 @@ def step_inventory(
             bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads, **ea),
                     Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads, **ea)]
             scores = b * spec.num_attention_heads * s * s * full
-            # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
-            # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
-            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
-            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
-            fwd_k += 8 * full
-            bwd_k += 8 * full
+            if spec.attention_sinks:  # the sink column's own ops, with their own backward (sink_eager_score_work)
+                sink = sink_eager_score_work(seq_len=s, dtype_bytes=model_dtype_bytes)
+                sink_f = PassInventory((), 0.0, 0.0, sink.forward_bytes * scores, sink.forward_kernels * full,
+                                       strided_bytes=sink.forward_strided_bytes * scores)
+                sink_b = PassInventory((), 0.0, 0.0, sink.backward_bytes * scores, sink.backward_kernels * full,
+                                       strided_bytes=sink.backward_strided_bytes * scores)
+                fwd_k += 4 * full  # the two products and repeat_kv's two copies; the products' backward GEMMs
+                bwd_k += 4 * full
+            else:
+                # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
+                # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
+                fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+                bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fwd_k += 8 * full
+                bwd_k += 8 * full
             if spec.family in SOFTCAP_FAMILIES:  # the score cap's own ops and their backward (SOFTCAP_*)
                 softcap_f = SOFTCAP_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
                 fq_b, bq_b = fq_b + softcap_f, bq_b + SOFTCAP_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
@@ -1985,10 +1996,13 @@ def step_inventory(
                            fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
+    # the sink column's ops: in the forward, every recompute of it, and their own backward
+    layers_fwd, layers_bwd, rec, rec_op = layers_fwd + sink_f, layers_bwd + sink_b, rec + sink_f, rec_op + sink_f
+    sinks = eager_attention and spec.attention_sinks
     rec_core = PassInventory(core_g, attn_fwd, float(full),
-                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0 + softcap_f,
-                             (8 * full + (SOFTCAP_KERNELS * full if softcap_f else 0)) if eager_attention
-                             else float(full), scores, host_syncs=sync_attn, **win)
+                             (0.0 if sinks else EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0) + softcap_f,
+                             (((4 if sinks else 8) * full + (SOFTCAP_KERNELS * full if softcap_f else 0))
+                              if eager_attention else float(full)), scores, host_syncs=sync_attn, **win) + sink_f
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm
     # (inside ``mlp``), as the forward counts them; MLA's RoPE with its up projections (``mla_up_proj``)

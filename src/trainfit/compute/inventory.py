@@ -968,6 +968,32 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, rows: float, rank: float,
+                             experts: int, count: float) -> tuple[list[Gemm], list[Gemm]]:
+    """The GEMMs PEFT's LoRA on a 3-D expert stack (``target_parameters``, ``ParamWrapper``) adds beyond the merge
+    the inventory already counts (``<name>.BA``), for transformers v5's grouped_mm experts: (forward, backward).
+
+    peft 0.21.2 peft/tuners/lora/layer.py ``ParamWrapper._activate_lora`` (l.2572-2601) registers, on every forward,
+    a parametrization ``W' = baddbmm(W, lhs, rhs, alpha=scaling)`` (``_LoraFactorsProxy``, l.2305-2323) and runs the
+    experts on ``W'`` inside ``parametrize.cached()``. (1) torch's ``register_parametrization`` (``unsafe=False``)
+    evaluates the new parametrization once to check its shape and dtype (torch 2.13.0 wheel,
+    torch/nn/utils/parametrize.py ``ParametrizationList.__init__``: ``Z = self()``), before the cache exists, so each
+    forward (and each checkpoint recompute) runs the ``baddbmm`` twice: ``<name>.BA.check``. (2) ``W'`` depends on
+    the trained factors, so autograd takes the full gradient of the grouped GEMM's weight, ``dW' = Xᵀ·dY`` per
+    expert (``_grouped_mm``'s backward, one grouped kernel over the routed rows: ``<name>.dW``, the weight gradient
+    a frozen expert skips), and ``baddbmm``'s backward turns it into the factors' gradients with two ``bmm``, each
+    reading the whole ``dW'`` (``<name>.BA.dB``, ``<name>.BA.dA``; pytorch/pytorch tools/autograd/derivatives.yaml
+    @d327a787782618826890c323f8d7e51f3d28ec13 ``baddbmm``). The fake-tensor trace of Mixtral-8x7B (LoRA all-linear,
+    4,096 tokens) shows exactly these: two ``baddbmm`` per stack forward, the ``_grouped_mm`` weight gradient
+    (1,924 + 962 GFLOP a layer) and the two ``bmm`` per stack backward. Their weight-sized bytes stay the merge's
+    (6 B per weight forward, 8 backward)."""
+    fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
+    bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
+           Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),
+           Gemm(name + ".BA.dA", rank, in_features, out_features, count, experts)]
+    return fwd, bwd
+
+
 def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) of prime-rl's chunked log-prob / entropy head over ``tokens`` rows, without the final norm
     (``PRIME_HEAD_*``; lm_head.py l.69-192 @d8f290ef0358a804f1912bd29ea1b37cc56894b4). The vocabulary goes in
@@ -1524,6 +1550,15 @@ def step_inventory(
                 bwd_bytes += 8.0 * w * g.count
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
+                if one_kernel and not megatron_experts:  # PEFT's parametrized expert stack on grouped_mm
+                    # (peft_merged_expert_gemms): the parametrization's check evaluation, and the merged weight's
+                    # full gradient before the factors' two bmm
+                    f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
+                                                      rows=rows, rank=r, experts=e, count=n)
+                    fwd += f_
+                    bwd += b_
+                    fwd_k += n
+                    bwd_k += n
             continue
         e = casts.gemm_operand_bytes if fp8 else (
             float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)

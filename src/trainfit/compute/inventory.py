@@ -994,6 +994,27 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     return fwd, bwd
 
 
+def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_bias: bool) -> tuple[float, float, float]:
+    """Forward bytes, of them strided (non-vectorised) bytes, and kernels that transformers v5's gpt-oss experts on
+    grouped_mm run per MoE layer beyond the ``SWIGLU_*`` the inventory charges every routed row (``rows``: tokens x
+    top-k; ``expert_width`` I; ``hidden`` h). transformers 5.24.0 transformers/models/gpt_oss/modeling_gpt_oss.py
+    ``GptOssExperts._apply_gate`` (l.82-88): ``gate_up[..., ::2]`` and ``[..., 1::2]`` (stride-2 views), a ``clamp``
+    of each (2 + 2 B per element of I, both on the non-vectorised loop: a strided operand, pytorch/pytorch
+    aten/src/ATen/native/cuda/CUDALoops.cuh @9b79ae91 as the module docstring cites), ``gate * alpha`` (4),
+    ``sigmoid`` (4), their product (6), ``up + 1`` (4) and the last product (6): 32 B and 7 kernels in place of
+    SiLU-and-mul's 10 and 2. With ``expert_bias``, transformers/integrations/moe.py ``grouped_mm_experts_forward``
+    gathers each routed row's bias (``gate_up_proj_bias[expert_ids_g]``: 2 B written per element of 2I; the table is
+    E x 2I, read from cache) and adds it in place after the grouped GEMM (``_grouped_linear``'s ``out.add_(bias)``:
+    2 + 2 read, 2 written), and the same for the down projection over h: 16 B per element of I and 8 per element of h,
+    4 kernels. The fake-tensor trace of openai/gpt-oss-20b (LoRA, 2,048 tokens) shows these ops (``clamp`` x 2,
+    ``sigmoid``, the two ``index`` gathers and ``add_`` x 2 per layer). Backward: the inventory's factors, as for the
+    other elementwise ops."""
+    per_i = 32.0 - SWIGLU_BYTES + (16.0 if expert_bias else 0.0)
+    per_h = 8.0 if expert_bias else 0.0
+    kernels = 7.0 - SWIGLU_KERNELS + (4.0 if expert_bias else 0.0)
+    return rows * (per_i * expert_width + per_h * hidden), rows * 8.0 * expert_width, kernels
+
+
 def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) of prime-rl's chunked log-prob / entropy head over ``tokens`` rows, without the final norm
     (``PRIME_HEAD_*``; lm_head.py l.69-192 @d8f290ef0358a804f1912bd29ea1b37cc56894b4). The vocabulary goes in
@@ -1714,6 +1735,15 @@ def step_inventory(
              kernels=work.forward_kernels * n_moe)
         part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
+        hf_grouped = not (megatron_experts or expert_streams or expert_loop) and expert_parallel == 1 and (
+            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts (NeMo Automodel's DeepEP path
+        # compiles its activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile)
+        if moe.clamped_glu and hf_grouped:
+            # transformers v5's gpt-oss experts on grouped_mm: the clamped GLU and the bias gathers and adds
+            g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows, hidden=h, expert_width=moe.expert_intermediate_size,
+                                                 expert_bias=moe.expert_bias)
+            fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
+            part("moe", bytes_=g_b * n_moe, kernels=g_k * n_moe, strided_=g_s * n_moe)
         layer_eager = None
         if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
             layer_eager = moe_time.megatron_expert_elementwise(

@@ -986,7 +986,24 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     @d327a787782618826890c323f8d7e51f3d28ec13 ``baddbmm``). The fake-tensor trace of Mixtral-8x7B (LoRA all-linear,
     4,096 tokens) shows exactly these: two ``baddbmm`` per stack forward, the ``_grouped_mm`` weight gradient
     (1,924 + 962 GFLOP a layer) and the two ``bmm`` per stack backward. Their weight-sized bytes stay the merge's
-    (6 B per weight forward, 8 backward)."""
+    (6 B per weight forward, 8 backward).
+
+    Checked on the H200 profiles of benchmarks/results/gpu_raw/heldout4.json, not modelled. (a) Every run with LoRA on
+    the expert stacks launches ``Memcpy DtoD`` copies whose time follows the stacks' bytes: 109 ms (963 copies) for
+    Qwen3-30B-A3B at 512 tokens, 56 ms (398) for DeepSeek-V2-Lite, 171 ms (451) for Mixtral-8x7B, about 1.9 ms per GB
+    of expert weights and layer in all three (some 16 B per expert weight a step at the card's streaming rate), and
+    none in the top kernels of gpt-oss-20b or Qwen1.5-MoE, whose experts PEFT does not wrap. The fake-tensor trace has
+    no weight-sized copy (its merge reads W and writes W' once per evaluation), so their origin is not known here;
+    the inventory's weight-sized charge (6 + 2.2 x 6 + 8 B per weight over forward and backward, against the trace's
+    4 per ``baddbmm`` and 6 in the backward GEMMs) stands in for them. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
+    checkpointed) stays about -38 %: it is host-paced (0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us
+    of wall each against Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths), while the plan
+    counts 8,954 kernels. transformers 5.24.0 models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and
+    greedy top-k, ``n_group`` 1; MLA with the complex-number rotary on the 64 rope dims and ``expand_kv``'s two
+    ``copy_``; shared experts as a plain MLP) and integrations/moe.py ``grouped_mm_experts_forward`` hold no
+    host-device sync on this path (the ``offs.tolist()`` sync is only in ``_grouped_mm_fallback``, not taken for bf16
+    on sm90); the CPU trace runs SDPA's math path for MLA's 192 / 128 head dims, so it cannot count the GPU's
+    attention launches either. Not found."""
     fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
     bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
            Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),

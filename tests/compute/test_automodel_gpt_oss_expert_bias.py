@@ -8,7 +8,7 @@ import pytest
 
 from trainfit.catalog.models import resolve_model
 from trainfit.compute import moe_time
-from trainfit.compute.inventory import step_inventory
+from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, hf_clamped_glu_extra, step_inventory
 
 
 def test_bytes_and_kernels_from_the_traced_ops():
@@ -37,16 +37,21 @@ def test_only_gmm_cards_and_only_gpt_oss_move():
     extra = moe_time.automodel_expert_bias_elementwise(
         rows=1024 * oss.moe.experts_per_token, hidden=oss.hidden_size,
         expert_width=oss.moe.expert_intermediate_size, local_experts=oss.moe.num_experts)
+    # the plain card runs transformers' own experts, whose clamped GLU and bias adds are charged there instead
+    # (inventory.hf_clamped_glu_extra, with the backward factors)
+    hf_b, _, hf_k = hf_clamped_glu_extra(rows=1024 * oss.moe.experts_per_token, hidden=oss.hidden_size,
+                                         expert_width=oss.moe.expert_intermediate_size, expert_bias=True)
     assert gmm.layers_forward.memory_bytes - plain.layers_forward.memory_bytes == pytest.approx(
-        extra.forward_bytes * layers)
+        (extra.forward_bytes - hf_b) * layers)
     assert gmm.layers_backward.memory_bytes - plain.layers_backward.memory_bytes == pytest.approx(
-        extra.backward_bytes * layers)
+        (extra.backward_bytes - BACKWARD_BYTES_FACTOR * hf_b) * layers)
     # eager: left out of the compile memory factor, launches counted with the others
     assert gmm.layers_forward.fused_bytes - plain.layers_forward.fused_bytes == pytest.approx(
         extra.forward_bytes * layers)
     assert gmm.layers_backward.fused_bytes - plain.layers_backward.fused_bytes == pytest.approx(
         extra.backward_bytes * layers)
-    assert gmm.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(extra.forward_kernels * layers)
+    assert gmm.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(
+        (extra.forward_kernels - hf_k) * layers)
     # Megatron-Core's TEGroupedMLP keeps its own count (compute.moe_time.megatron_expert_elementwise)
     mega = step_inventory(oss, megatron_experts=True, **kw)
     both = step_inventory(oss, megatron_experts=True, expert_streams=True, **kw)

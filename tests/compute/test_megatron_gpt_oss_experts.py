@@ -7,7 +7,7 @@ import pytest
 
 from trainfit.catalog.models import resolve_model
 from trainfit.compute import moe_time
-from trainfit.compute.inventory import step_inventory
+from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, hf_clamped_glu_extra, step_inventory
 
 
 def test_zero_without_clamp_or_bias():
@@ -36,14 +36,19 @@ def test_only_megatron_cards_and_only_gpt_oss_move():
     extra = moe_time.megatron_expert_elementwise(
         rows=rows, hidden=oss.hidden_size, expert_width=oss.moe.expert_intermediate_size,
         local_experts=oss.moe.num_experts, clamped_glu=True, expert_bias=True)
+    # the plain card runs transformers' own experts, whose clamped GLU and bias adds are charged there instead
+    # (inventory.hf_clamped_glu_extra, with the backward factors)
+    hf_b, _, hf_k = hf_clamped_glu_extra(rows=rows, hidden=oss.hidden_size,
+                                         expert_width=oss.moe.expert_intermediate_size, expert_bias=True)
     assert mega.layers_forward.memory_bytes - plain.layers_forward.memory_bytes == pytest.approx(
-        extra.forward_bytes * layers)
+        (extra.forward_bytes - hf_b) * layers)
     assert mega.layers_backward.memory_bytes - plain.layers_backward.memory_bytes == pytest.approx(
-        extra.backward_bytes * layers)
+        (extra.backward_bytes - BACKWARD_BYTES_FACTOR * hf_b) * layers)
     # eager: left out of the compile memory factor, launches counted with the others
     assert mega.layers_forward.fused_bytes - plain.layers_forward.fused_bytes == pytest.approx(
         extra.forward_bytes * layers)
-    assert mega.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(extra.forward_kernels * layers)
+    assert mega.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(
+        (extra.forward_kernels - hf_k) * layers)
     assert mega.layers_forward.fused_kernels == plain.layers_forward.fused_kernels
     qwen = resolve_model("Qwen/Qwen3-30B-A3B")
     # no eager expert work for Qwen3-MoE: only the routed GEMMs' per-expert launches (TE's multi-stream

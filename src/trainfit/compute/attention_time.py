@@ -259,7 +259,7 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 import math
-
+from dataclasses import dataclass
 from functools import lru_cache
 
 from trainfit.compute.rates import DeviceRates
@@ -743,3 +743,73 @@ def windowed_attention_seq(*, keys_per_query: float) -> float:
     """The causal row length whose mean key loop matches a windowed layer's (``2 x keys``), for the short-sequence
     factor of ``attention_efficiency`` (module docstring)."""
     return 2.0 * keys_per_query
+
+
+@dataclass(frozen=True, slots=True)
+class SinkScoreWork:
+    """Memory-bound work of eager attention with a learned sink column, per score element (``b · heads · s²``) of one
+    layer: bytes moved, of them those on PyTorch's non-vectorised loops (``inventory.PassInventory.strided_bytes``),
+    and kernels per layer (``sink_eager_score_work``)."""
+
+    forward_bytes: float
+    forward_strided_bytes: float
+    forward_kernels: float
+    backward_bytes: float
+    backward_strided_bytes: float
+    backward_kernels: float
+
+
+def sink_eager_score_work(*, seq_len: float, dtype_bytes: float = 2.0) -> SinkScoreWork:
+    """The score-sized ops of gpt-oss's eager attention (``ModelSpec.attention_sinks``), in place of the plain eager
+    path's ``EAGER_SCORE_*`` (scale, mask, fp32 softmax and its cast back). transformers 5.24.0
+    transformers/models/gpt_oss/modeling_gpt_oss.py ``eager_attention_forward`` (l.227-255) runs, on the scores S
+    (``b·H·s·s``) and the sink-extended logits S' (``b·H·s·(s+1)``, ``r = (s+1)/s`` of S), in the model's dtype:
+
+    ===========================================  =====================  ========================================
+    forward op                                   bytes per element of S  loop
+    ===========================================  =====================  ========================================
+    ``* scaling``                                2 + 2                   vectorised
+    ``+ attention_mask`` ((b,1,s,s) broadcast)   2 + 2                   non-vectorised (broadcast operand)
+    ``torch.cat([S, sinks.expand(..)], -1)``     2 + 2r                  ``CatArrayBatchedCopy`` (generic)
+    ``.max(dim=-1)``                             2r                      reduction
+    ``S' - max`` (the max broadcast)             2r + 2r                 non-vectorised (broadcast operand)
+    ``F.softmax(S', dtype=bf16)``                2r + 2r                 softmax kernel
+    ``probs[..., :-1]``, dropout(p=0), ``.to``   0                       views / no-ops
+    ===========================================  =====================  ========================================
+
+    The cat's sink input is an ``expand`` (stride 0), not contiguous, so ``cat_out_cuda`` takes ``parallel_cat`` with
+    per-input strides and launches the generic ``CatArrayBatchedCopy``, not the vectorised ``_contig`` /
+    ``_alignedK_contig`` / ``_vectorized`` kernels that need every input contiguous (pytorch/pytorch
+    aten/src/ATen/native/cuda/Shape.cu @017943b70f6920c395e3b6dac100e2cd7ecfa92a, ``cat_out_cuda`` and
+    ``parallel_cat``'s ``HANDLE_CASE``; "if a or b is strided, torch calls CatArrayBatchedCopy which is slower",
+    https://github.com/NVIDIA/TensorRT-LLM/pull/8044); its bytes are counted with the strided ones.
+    Backward (autograd's formulas, pytorch/pytorch tools/autograd/derivatives.yaml
+    @d327a787782618826890c323f8d7e51f3d28ec13): the slice's ``slice_backward`` (a zero fill of S', 2r, and a copy of
+    the gradient into its strided slice, 2 + 2: fill + copy kernels), ``_softmax_backward_data`` (reads the output and
+    the gradient, writes one: 6r), the subtraction's gradient of the max (``neg`` 4r, ``sum`` over the row 2r), the
+    max's ``value_selecting_reduction_backward`` (``new_zeros`` 2r, ``scatter`` 4r as the fake-tensor trace counts it),
+    the sum of the two gradients of S' (6r), the cat's gradient a view and the mask add's the identity, and the
+    scale's ``mul`` on the strided slice of that gradient (2 + 2, non-vectorised). So forward 22 B (12 on the
+    non-vectorised loops) and 6 kernels, backward 34 B (8) and 9 kernels per element of S at r = 1, against the plain
+    path's 16 forward and 20 + ``BACKWARD_BYTES_FACTOR`` x 16 backward. Checked against ``trainfit trace --time`` of
+    openai/gpt-oss-20b (LoRA, 2,048 tokens): the score-sized ops of a layer match these per-op bytes.
+
+    Not priced (a known gap, H200 profile of the same step, benchmarks/results/gpu_raw/heldout4.json): the kernels
+    on S' run well below what their bytes at the streaming or the non-vectorised rate give: the generic cat moved about
+    0.65 TB/s, the softmax over rows of ``s + 1`` elements about 0.73 TB/s, and ``P·V`` on the sliced probabilities
+    (row stride ``s + 1``, not 16-byte aligned) ran on CUTLASS's ``align1`` SM75 kernel at about 78 TFLOP/s; no
+    published rate for those kernels on this card was found, so they keep the rates here."""
+    r = (seq_len + 1.0) / seq_len
+    e = dtype_bytes / 2.0  # the table's 2-byte elements at the model's dtype
+    scale, mask, cat = 4.0, 4.0, 2.0 + 2.0 * r
+    row_max, shift, softmax = 2.0 * r, 4.0 * r, 4.0 * r
+    fill, copy, softmax_bwd, neg, row_sum = 2.0 * r, 4.0, 6.0 * r, 4.0 * r, 2.0 * r
+    zeros, scatter, grad_add, scale_bwd = 2.0 * r, 4.0 * r, 6.0 * r, 4.0
+    return SinkScoreWork(
+        forward_bytes=e * (scale + mask + cat + row_max + shift + softmax),
+        forward_strided_bytes=e * (mask + cat + shift),
+        forward_kernels=6.0,
+        backward_bytes=e * (fill + copy + softmax_bwd + neg + row_sum + zeros + scatter + grad_add + scale_bwd),
+        backward_strided_bytes=e * (copy + scale_bwd),
+        backward_kernels=9.0,
+    )

@@ -114,6 +114,7 @@ from trainfit.compute.attention_time import (
     WINDOW_MASK_KERNELS,
     fp8_attention_cast_bytes,
     mask_bias_read_bytes,
+    sink_eager_score_work,
     window_mask_forward_bytes,
     windowed_attention_keys,
     windowed_attention_seq,
@@ -967,6 +968,70 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, rows: float, rank: float,
+                             experts: int, count: float) -> tuple[list[Gemm], list[Gemm]]:
+    """The GEMMs PEFT's LoRA on a 3-D expert stack (``target_parameters``, ``ParamWrapper``) adds beyond the merge
+    the inventory already counts (``<name>.BA``), for transformers v5's grouped_mm experts: (forward, backward).
+
+    peft 0.21.2 peft/tuners/lora/layer.py ``ParamWrapper._activate_lora`` (l.2572-2601) registers, on every forward,
+    a parametrization ``W' = baddbmm(W, lhs, rhs, alpha=scaling)`` (``_LoraFactorsProxy``, l.2305-2323) and runs the
+    experts on ``W'`` inside ``parametrize.cached()``. (1) torch's ``register_parametrization`` (``unsafe=False``)
+    evaluates the new parametrization once to check its shape and dtype (torch 2.13.0 wheel,
+    torch/nn/utils/parametrize.py ``ParametrizationList.__init__``: ``Z = self()``), before the cache exists, so each
+    forward (and each checkpoint recompute) runs the ``baddbmm`` twice: ``<name>.BA.check``. (2) ``W'`` depends on
+    the trained factors, so autograd takes the full gradient of the grouped GEMM's weight, ``dW' = Xᵀ·dY`` per
+    expert (``_grouped_mm``'s backward, one grouped kernel over the routed rows: ``<name>.dW``, the weight gradient
+    a frozen expert skips), and ``baddbmm``'s backward turns it into the factors' gradients with two ``bmm``, each
+    reading the whole ``dW'`` (``<name>.BA.dB``, ``<name>.BA.dA``; pytorch/pytorch tools/autograd/derivatives.yaml
+    @d327a787782618826890c323f8d7e51f3d28ec13 ``baddbmm``). The fake-tensor trace of Mixtral-8x7B (LoRA all-linear,
+    4,096 tokens) shows exactly these: two ``baddbmm`` per stack forward, the ``_grouped_mm`` weight gradient
+    (1,924 + 962 GFLOP a layer) and the two ``bmm`` per stack backward. Their weight-sized bytes stay the merge's
+    (6 B per weight forward, 8 backward).
+
+    Checked on the H200 profiles of benchmarks/results/gpu_raw/heldout4.json, not modelled. (a) Every run with LoRA on
+    the expert stacks launches ``Memcpy DtoD`` copies whose time follows the stacks' bytes: 109 ms (963 copies) for
+    Qwen3-30B-A3B at 512 tokens, 56 ms (398) for DeepSeek-V2-Lite, 171 ms (451) for Mixtral-8x7B, about 1.9 ms per GB
+    of expert weights and layer in all three (some 16 B per expert weight a step at the card's streaming rate), and
+    none in the top kernels of gpt-oss-20b or Qwen1.5-MoE, whose experts PEFT does not wrap. The fake-tensor trace has
+    no weight-sized copy (its merge reads W and writes W' once per evaluation), so their origin is not known here;
+    the inventory's weight-sized charge (6 + 2.2 x 6 + 8 B per weight over forward and backward, against the trace's
+    4 per ``baddbmm`` and 6 in the backward GEMMs) stands in for them. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
+    checkpointed) stays about -38 %: it is host-paced (0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us
+    of wall each against Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths), while the plan
+    counts 8,954 kernels. transformers 5.24.0 models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and
+    greedy top-k, ``n_group`` 1; MLA with the complex-number rotary on the 64 rope dims and ``expand_kv``'s two
+    ``copy_``; shared experts as a plain MLP) and integrations/moe.py ``grouped_mm_experts_forward`` hold no
+    host-device sync on this path (the ``offs.tolist()`` sync is only in ``_grouped_mm_fallback``, not taken for bf16
+    on sm90); the CPU trace runs SDPA's math path for MLA's 192 / 128 head dims, so it cannot count the GPU's
+    attention launches either. Not found."""
+    fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
+    bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
+           Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),
+           Gemm(name + ".BA.dA", rank, in_features, out_features, count, experts)]
+    return fwd, bwd
+
+
+def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_bias: bool) -> tuple[float, float, float]:
+    """Forward bytes, of them strided (non-vectorised) bytes, and kernels that transformers v5's gpt-oss experts on
+    grouped_mm run per MoE layer beyond the ``SWIGLU_*`` the inventory charges every routed row (``rows``: tokens x
+    top-k; ``expert_width`` I; ``hidden`` h). transformers 5.24.0 transformers/models/gpt_oss/modeling_gpt_oss.py
+    ``GptOssExperts._apply_gate`` (l.82-88): ``gate_up[..., ::2]`` and ``[..., 1::2]`` (stride-2 views), a ``clamp``
+    of each (2 + 2 B per element of I, both on the non-vectorised loop: a strided operand, pytorch/pytorch
+    aten/src/ATen/native/cuda/CUDALoops.cuh @9b79ae91 as the module docstring cites), ``gate * alpha`` (4),
+    ``sigmoid`` (4), their product (6), ``up + 1`` (4) and the last product (6): 32 B and 7 kernels in place of
+    SiLU-and-mul's 10 and 2. With ``expert_bias``, transformers/integrations/moe.py ``grouped_mm_experts_forward``
+    gathers each routed row's bias (``gate_up_proj_bias[expert_ids_g]``: 2 B written per element of 2I; the table is
+    E x 2I, read from cache) and adds it in place after the grouped GEMM (``_grouped_linear``'s ``out.add_(bias)``:
+    2 + 2 read, 2 written), and the same for the down projection over h: 16 B per element of I and 8 per element of h,
+    4 kernels. The fake-tensor trace of openai/gpt-oss-20b (LoRA, 2,048 tokens) shows these ops (``clamp`` x 2,
+    ``sigmoid``, the two ``index`` gathers and ``add_`` x 2 per layer). Backward: the inventory's factors, as for the
+    other elementwise ops."""
+    per_i = 32.0 - SWIGLU_BYTES + (16.0 if expert_bias else 0.0)
+    per_h = 8.0 if expert_bias else 0.0
+    kernels = 7.0 - SWIGLU_KERNELS + (4.0 if expert_bias else 0.0)
+    return rows * (per_i * expert_width + per_h * hidden), rows * 8.0 * expert_width, kernels
+
+
 def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) of prime-rl's chunked log-prob / entropy head over ``tokens`` rows, without the final norm
     (``PRIME_HEAD_*``; lm_head.py l.69-192 @d8f290ef0358a804f1912bd29ea1b37cc56894b4). The vocabulary goes in
@@ -1523,6 +1588,15 @@ def step_inventory(
                 bwd_bytes += 8.0 * w * g.count
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
+                if one_kernel and not megatron_experts:  # PEFT's parametrized expert stack on grouped_mm
+                    # (peft_merged_expert_gemms): the parametrization's check evaluation, and the merged weight's
+                    # full gradient before the factors' two bmm
+                    f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
+                                                      rows=rows, rank=r, experts=e, count=n)
+                    fwd += f_
+                    bwd += b_
+                    fwd_k += n
+                    bwd_k += n
             continue
         e = casts.gemm_operand_bytes if fp8 else (
             float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
@@ -1678,6 +1752,15 @@ def step_inventory(
              kernels=work.forward_kernels * n_moe)
         part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
+        hf_grouped = not (megatron_experts or expert_streams or expert_loop) and expert_parallel == 1 and (
+            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts (NeMo Automodel's DeepEP path
+        # compiles its activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile)
+        if moe.clamped_glu and hf_grouped:
+            # transformers v5's gpt-oss experts on grouped_mm: the clamped GLU and the bias gathers and adds
+            g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows, hidden=h, expert_width=moe.expert_intermediate_size,
+                                                 expert_bias=moe.expert_bias)
+            fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
+            part("moe", bytes_=g_b * n_moe, kernels=g_k * n_moe, strided_=g_s * n_moe)
         layer_eager = None
         if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
             layer_eager = moe_time.megatron_expert_elementwise(
@@ -1741,6 +1824,7 @@ def step_inventory(
     # attention
     attn_fwd = 0.0
     win_fwd = win_seq = masked_fwd = softcap_f = 0.0
+    sink_f = sink_b = PassInventory()  # eager attention's sink column (attention_time.sink_eager_score_work)
     bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
     if full:
@@ -1754,12 +1838,21 @@ def step_inventory(
             bwd += [Gemm("attn.scores.bwd", s, s, spec.head_dim, 2 * full, b * spec.num_attention_heads, **ea),
                     Gemm("attn.pv.bwd", s, spec.head_dim, s, 2 * full, b * spec.num_attention_heads, **ea)]
             scores = b * spec.num_attention_heads * s * s * full
-            # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
-            # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
-            fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
-            bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
-            fwd_k += 8 * full
-            bwd_k += 8 * full
+            if spec.attention_sinks:  # the sink column's own ops, with their own backward (sink_eager_score_work)
+                sink = sink_eager_score_work(seq_len=s, dtype_bytes=model_dtype_bytes)
+                sink_f = PassInventory((), 0.0, 0.0, sink.forward_bytes * scores, sink.forward_kernels * full,
+                                       strided_bytes=sink.forward_strided_bytes * scores)
+                sink_b = PassInventory((), 0.0, 0.0, sink.backward_bytes * scores, sink.backward_kernels * full,
+                                       strided_bytes=sink.backward_strided_bytes * scores)
+                fwd_k += 4 * full  # the two products and repeat_kv's two copies; the products' backward GEMMs
+                bwd_k += 4 * full
+            else:
+                # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
+                # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)
+                fwd_bytes += EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
+                bwd_bytes += EAGER_SCORE_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
+                fwd_k += 8 * full
+                bwd_k += 8 * full
             if spec.family in SOFTCAP_FAMILIES:  # the score cap's own ops and their backward (SOFTCAP_*)
                 softcap_f = SOFTCAP_FORWARD_BYTES * scores * model_dtype_bytes / 2.0
                 fq_b, bq_b = fq_b + softcap_f, bq_b + SOFTCAP_BACKWARD_BYTES * scores * model_dtype_bytes / 2.0
@@ -1985,10 +2078,13 @@ def step_inventory(
                            fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)
     core_g = tuple(g for g in fwd if g.name.startswith("attn."))
+    # the sink column's ops: in the forward, every recompute of it, and their own backward
+    layers_fwd, layers_bwd, rec, rec_op = layers_fwd + sink_f, layers_bwd + sink_b, rec + sink_f, rec_op + sink_f
+    sinks = eager_attention and spec.attention_sinks
     rec_core = PassInventory(core_g, attn_fwd, float(full),
-                             EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0 + softcap_f,
-                             (8 * full + (SOFTCAP_KERNELS * full if softcap_f else 0)) if eager_attention
-                             else float(full), scores, host_syncs=sync_attn, **win)
+                             (0.0 if sinks else EAGER_SCORE_FORWARD_BYTES * scores * model_dtype_bytes / 2.0) + softcap_f,
+                             (((4 if sinks else 8) * full + (SOFTCAP_KERNELS * full if softcap_f else 0))
+                              if eager_attention else float(full)), scores, host_syncs=sync_attn, **win) + sink_f
     # Megatron-Core's module recomputes: the norms Transformer Engine does not fuse into a linear (each MoE layer's
     # pre-MLP norm, multi-latent attention's input norm; ``layernorm``) and a dense layer's fused pre-MLP norm
     # (inside ``mlp``), as the forward counts them; MLA's RoPE with its up projections (``mla_up_proj``)

@@ -162,6 +162,37 @@ FSDP1_NO_SYNC_FRAMEWORKS = {
     " l.990-992, 1101-1113; accelerate/utils/dataclasses.py l.905-906)",
 }
 
+FSDP1_ADAPTER_UNIT_FRAMEWORKS = {
+    # frameworks that wrap a PEFT model's adapter linears as FSDP1 units of their own (parallel.fsdp_adapter_units)
+    "fms-hf-tuning": "fms-hf-tuning sets PEFT's fsdp_auto_wrap_policy for every PEFT run on FSDP (tuning/sft_trainer.py"
+    " l.387-390 @b33634c8ce5c85b6d10daa187fd1a069db969b67, l.390-393 at v2.5.0), which makes each lora_A / lora_B"
+    " linear its own unit (peft src/peft/utils/other.py l.510-525 @431c0e2d, v0.13.2)",
+}
+FMS_ADAPTERS_OUTSIDE_FSDP = (
+    "fms-acceleration's fused-ops-and-kernels plugin takes a quantized model's adapters out of FSDP"
+    " (get_callbacks_and_ready_for_train: lora_adapters_switch_ddp_from_fsdp puts every lora_A / lora_B in"
+    " fsdp_plugin.ignored_modules and all-reduces their gradients in hooks; plugins/fused-ops-and-kernels/src/"
+    "fms_acceleration_foak/framework_plugin_fast_kernels.py l.168-190, framework_plugin_fast_quantized_peft.py l.29-39"
+    " @fc78b55b65446fbade0306ac2e619a6182bfea47): no adapter units")
+
+
+def fms_framework_config(e: dict[str, Any]) -> str | None:
+    """The fms-acceleration benchmark CSV's ``framework_config`` column (the fourth) of the entry's quoted row."""
+    if not e.get("source", {}).get("path", "").startswith("scripts/benchmarks/refs"):
+        return None
+    cells = e.get("quote", "").split(",")
+    return cells[3] if len(cells) > 3 else None
+
+
+def adapter_units_of(e: dict[str, Any], *, scope: str, version: str | None) -> tuple[bool, str | None]:
+    """Whether the card states ``parallel.fsdp_adapter_units`` (PEFT adapters as FSDP1 units), with its note."""
+    if version != "fsdp1" or scope not in ("lora", "qlora") or e["framework"] not in FSDP1_ADAPTER_UNIT_FRAMEWORKS:
+        return False, None
+    if scope == "qlora" and "foak" in (fms_framework_config(e) or ""):
+        return False, FMS_ADAPTERS_OUTSIDE_FSDP
+    return True, f"parallel.fsdp_adapter_units: {FSDP1_ADAPTER_UNIT_FRAMEWORKS[e['framework']]}"
+
+
 CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
 # MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
@@ -1368,6 +1399,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if version == "fsdp1" and strategy == "fsdp" and e["framework"] in FSDP1_NO_SYNC_FRAMEWORKS:
             mp["fsdp_no_sync"] = True  # the framework's trainer accumulates under FSDP1 no_sync (plan.fsdp_no_sync)
             notes.append(f"parallel.fsdp_no_sync: {FSDP1_NO_SYNC_FRAMEWORKS[e['framework']]}")
+        units, n = adapter_units_of(e, scope=scope, version=version)
+        mp.update({"fsdp_adapter_units": True} if units else {})
+        notes.extend([n] if n else [])
     card: dict[str, Any] = {
         "model": model, "method": "sft", "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",

@@ -100,3 +100,16 @@ def test_row_maps_to_a_card_that_validates(row_id: str) -> None:
     assert card["scope"] == {"sft_full": "full", "sft_lora": "lora", "sft_qlora": "qlora"}[e["kind"]]
     if card["scope"] != "full":
         assert card["lora"]["rank"] == 16 and card["lora"]["targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"]
+
+
+def test_two_gpu_adapter_rows_state_peft_adapter_units_unless_foak_takes_them_out_of_fsdp() -> None:
+    """fms-hf-tuning wraps each lora_A / lora_B as an FSDP1 unit (parallel.fsdp_adapter_units); fms-acceleration's
+    fused-ops-and-kernels plugin ignores a quantized model's adapters in FSDP (accelerated-peft-bnb-foak)."""
+    for rid, e in ROWS.items():
+        card, notes = st.map_train(e)
+        units = card["parallel"].get("fsdp_adapter_units", False)
+        config = _fields(e)["framework_config"]
+        expected = e["gpus"] > 1 and e["kind"] != "sft_full" and not (config in QLORA and "foak" in config)
+        assert units is expected, rid
+        if e["gpus"] > 1 and config == "accelerated-peft-bnb-foak":
+            assert st.FMS_ADAPTERS_OUTSIDE_FSDP in notes

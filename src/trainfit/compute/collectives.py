@@ -1074,6 +1074,36 @@ def nanotron_zero1_gather_copies_seconds(*, ranks: int, tensors: float, gather_s
     return max(copies * device_s_per_copy, copies * host_s_per_copy - gather_s)
 
 
+def rate_limited_adapter_units_seconds(*, projections: tuple[tuple[float, float, float], ...]) -> float:
+    """Seconds FSDP1's rate limiter adds to one pass whose adapted projections each carry two FSDP units of their own.
+
+    PEFT's ``fsdp_auto_wrap_policy`` wraps every leaf module with a trainable weight, so each LoRA ``lora_A`` and
+    ``lora_B`` linear becomes an FSDP unit beside the decoder layer (``lambda_policy_fn``: no children, a weight,
+    ``weight.requires_grad``; huggingface/peft src/peft/utils/other.py l.510-525 @431c0e2d5ca56fa512dc4c96876c4145bb538f62,
+    v0.13.2; l.440-455 @e6cd24c907565040ee1766a5735afe3d13a71164, v0.12.0). fms-hf-tuning sets it for every PEFT run on
+    FSDP (``trainer.accelerator.state.fsdp_plugin.auto_wrap_policy = fsdp_auto_wrap_policy(model)``,
+    foundation-model-stack/fms-hf-tuning tuning/sft_trainer.py l.387-390 @b33634c8ce5c85b6d10daa187fd1a069db969b67,
+    l.390-393 at v2.5.0), and the HF Trainer does the same in ``_fsdp_qlora_plugin_updates``. accelerate turns FSDP1's
+    ``limit_all_gathers`` on by default (``FullyShardedDataParallelPlugin.limit_all_gathers`` default True, passed to
+    ``FSDP(...)``: huggingface/accelerate src/accelerate/utils/dataclasses.py l.1517-1518, accelerator.py l.1508
+    @a427548f7341f23e80f71e7796b046484e593a7f, v1.0.1; l.1327-1328 and l.1481 at v0.34.2). Under it each unit's
+    unshard first waits on the host (``event.synchronize()``) for the free event of the unit resharded two frees
+    before, the queue shared by every unit of the model (torch/distributed/fsdp/_runtime_utils.py ``_unshard``
+    l.297-303, ``_reshard`` l.320-326, ``_share_state_and_init_handle_attrs`` l.223; ``_limiter_utils.py`` l.15
+    ``_max_num_inflight_all_gathers = 2``; the torch 2.13.0 wheel, pytorch/pytorch
+    @cf30153c4c131c8164ee7798e5022d810682e2cb). A FULL_SHARD unit frees after its forward (the recompute's too) and
+    after its backward. With two tiny units per adapted projection the host thus runs at most about one projection
+    ahead of the GPU there: that stretch goes at ``max(host, device)`` per projection, not at the whole pass's
+    ``max(sum host, sum device)``, and the host's hooks show wherever they outlast the projection's GEMMs.
+
+    ``projections``: per adapted linear group, (calls in the pass, device seconds of one call: the frozen
+    projection's GEMMs and its adapter's; host seconds of one call: its two units' hooks and its kernels' launches).
+    Returns ``sum calls * max(0, host - device)``, the host time that no GPU work covers there (the pass's other host
+    work is left to the pass's ``max``). 0 when every projection outlasts its host work: the stretch is device-bound
+    and the limiter costs nothing."""
+    return sum(calls * max(0.0, host_s - device_s) for calls, device_s, host_s in projections)
+
+
 SLOWEST_RANK_SIGMA = 0.08
 """Relative spread of sustained per-GPU speed (module docstring); fitted on the fit half of the published
 training steps (``benchmarks/step_times.py``: the SFT full, LoRA / QLoRA and pretrain rows with

@@ -512,6 +512,23 @@ Python run from the autograd engine's thread, and ``_post_backward_final_callbac
 @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel, ``torch/distributed/fsdp/_runtime_utils.py``
 ``_pre_backward_hook`` l.630-700, ``_post_backward_hook`` l.701-776, ``_reduce_grad`` l.831-905,
 ``_post_backward_final_callback`` l.1084). Measured, not fitted (``FSDP_HOOK_RATIOS``)."""
+FSDP_ADAPTER_UNIT_FORWARD_HOST_S = 290e-6
+"""Host seconds the FSDP1 hooks of one PEFT adapter linear wrapped as its own unit (PEFT's ``fsdp_auto_wrap_policy``:
+``parallel.fsdp_adapter_units``) add to a no-grad forward (the first forward under a re-entrant checkpoint). Measured,
+not fitted: ``benchmarks/measure_fsdp_adapter_units.py`` (a fake process group of 8 ranks; a transformers 5.24 Qwen2
+of hidden 64 with LoRA r 8 on q/k/v/o_proj, peft 0.21.2, FSDP1 ``use_orig_params=True`` wrapped by PEFT's policy
+against the decoder layers alone, per adapter unit at 4 / 8 layers; torch 2.13.0+cpu, one thread of a shared AMD EPYC
+VM core, 2026-12-04, best of 12 interleaved rounds of 10 calls). Four runs read no-grad forward 406 / 396, 286 / 294,
+466 / 509, 560 / 310 us, grad forward 577 / 580, 348 / 338, 420 / 546, 360 / 427 us, backward 629 / 532, 399 / 420,
+506 / 480, 561 / 391 us; the host was loaded by other work during all but the second (load average above 4 on its two
+cores), whose 4- and 8-layer figures agree within 5 %: its means are taken (290, 343, 410 us). The same order as a
+decoder-layer unit's (``FSDP_UNIT_FORWARD_HOST_S`` and its ratios: 355, 443, 394 us)."""
+FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S = 343e-6
+"""An adapter unit's FSDP1 hooks in a forward that records autograd (the recompute), the same second run
+(``FSDP_ADAPTER_UNIT_FORWARD_HOST_S``; benchmarks/measure_fsdp_adapter_units.py)."""
+FSDP_ADAPTER_UNIT_BACKWARD_HOST_S = 410e-6
+"""An adapter unit's FSDP1 hooks in a backward, the same second run (``FSDP_ADAPTER_UNIT_FORWARD_HOST_S``;
+benchmarks/measure_fsdp_adapter_units.py)."""
 FSDP2_UNIT_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_forward"] * FSDP_UNIT_FORWARD_HOST_S
 """FSDP2's (``fully_shard``) forward hooks per unit in a no-grad forward, 411 us (``FSDP_HOOK_RATIOS``)."""
 FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S

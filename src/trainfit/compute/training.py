@@ -41,7 +41,10 @@ from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_byte
                                                precompute_seconds, shard_cast_host_seconds)
 from trainfit.compute.gemm import (fp8_precise_rates, gemm_seconds, grouped_mm_seconds,
                                    multi_stream_grouped_gemm_seconds)
-from trainfit.compute.inventory import BACKWARD_KERNEL_FACTOR, Adapter, ChainedRead, PassInventory, step_inventory
+from trainfit.compute.inventory import (BACKWARD_BYTES_FACTOR, BACKWARD_KERNEL_FACTOR, LORA_BACKWARD_BYTES_FACTOR,
+                                       LORA_BACKWARD_KERNEL_FACTOR, LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS,
+                                       LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS, Adapter, ChainedRead, Gemm,
+                                       PassInventory, step_inventory)
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_exposed_s, model_parallel_comm,
                                             pipeline_bubble_micro_steps,
@@ -57,7 +60,9 @@ from trainfit.compute.offload import (
 from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
-    FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S, FSDP_UNIT_GRAD_FORWARD_HOST_S,
+    FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
+    FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S,
+    FSDP_UNIT_GRAD_FORWARD_HOST_S,
     HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
@@ -346,6 +351,54 @@ def _window_attention_seconds(*, forward_flops: float, seq_len: float, rates: De
                              head_dim=head_dim, kernel=kernel, exp_bound=False, fp8_recipe=fp8_recipe)
 
 
+def gemm_call_seconds(g: Gemm, *, rates: DeviceRates) -> float:
+    """Seconds of one launch of ``g`` (all its groups), by the kernel that runs it."""
+    return (multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
+            else gemm_seconds)(m=g.m, n=g.n, k=g.k, groups=g.groups, rates=rates, dtype_bytes=g.dtype_bytes)
+
+
+def adapted_projections(inv: PassInventory, *, rates: DeviceRates, adapted: tuple[str, ...], backward: bool,
+                        dropout: bool, host_s_per_kernel: float, hooks_s: float, scale: float = 1.0,
+                        memory_factor: float = 1.0, kernel_factor: float = 1.0) -> tuple[tuple[float, float, float], ...]:
+    """(calls, device seconds, host seconds) of one call of each adapted linear group in a pass, for
+    ``collectives.rate_limited_adapter_units_seconds``. Device: its frozen GEMM and its adapter's (forward ``name``,
+    ``name.A``, ``name.B``; backward ``name.dX`` and ``name.B.dX`` ... ``name.A.dW``) plus the adapter's elementwise
+    bytes at HBM bandwidth (``inventory``'s ``LORA_ELEMENTWISE_BYTES`` and ``LORA_DROPOUT_BYTES`` per element, the
+    backward's by its factors), ``scale`` times the work (``train_step_time``'s ``count_scale``). Host: ``hooks_s``
+    (the two adapter units' hooks) plus the call's kernels as the inventory counts them (the frozen GEMM, the two
+    adapter GEMMs or their four backward GEMMs, the scale and add, the dropout) at ``host_s_per_kernel``;
+    ``memory_factor`` / ``kernel_factor`` as ``pass_seconds``. bf16 adapters on a 16-bit or 4-bit base: the fp32
+    adapters' casts and the 4-bit dequantisation are left out (small beside the GEMM)."""
+    out = []
+    drop_k, drop_b = (LORA_DROPOUT_KERNELS, LORA_DROPOUT_BYTES) if dropout else (0.0, 0.0)
+    if backward:
+        kernels = 1 + 4 + LORA_BACKWARD_KERNEL_FACTOR * LORA_EXTRA_KERNELS + BACKWARD_KERNEL_FACTOR * drop_k
+        out_b, in_b = LORA_BACKWARD_BYTES_FACTOR * LORA_ELEMENTWISE_BYTES, BACKWARD_BYTES_FACTOR * drop_b
+    else:
+        kernels = 1 + 2 + LORA_EXTRA_KERNELS + drop_k
+        out_b, in_b = LORA_ELEMENTWISE_BYTES, drop_b
+    for name in adapted:
+        own = [g for g in inv.gemms if g.name in (name, name + ".dX") or g.name.startswith(name + ".A")
+               or g.name.startswith(name + ".B")]
+        base = [g for g in own if g.name in (name, name + ".dX")]
+        calls = sum(g.count for g in base)
+        if calls <= 0:
+            continue
+        tokens, out_f, in_f = (base[0].m, base[0].k, base[0].n) if backward else (base[0].m, base[0].n, base[0].k)
+        gemm_s = sum(gemm_call_seconds(g, rates=rates) * g.count for g in own) / calls
+        mem_s = (out_b * out_f + in_b * in_f) * tokens * memory_factor / rates.hbm_bytes_per_s
+        out.append((calls, scale * (gemm_s + mem_s), hooks_s + kernels * kernel_factor * host_s_per_kernel))
+    return tuple(out)
+
+
+def rate_limited(t: PassTime, *, exposed_s: float) -> PassTime:
+    """``t`` where a stretch of it is paced by the host's waits (FSDP1's rate limiter): at least its device time plus
+    ``exposed_s``; what that adds is kept as synchronisation time (``PassTime.sync_s``), so ``sequenced`` and
+    ``interleaved`` keep it too."""
+    seconds = max(t.seconds, t.gemm_s + t.attention_s + t.memory_s + exposed_s)
+    return PassTime(seconds, t.gemm_s, t.attention_s, t.memory_s, t.host_s, t.sync_s + seconds - t.seconds)
+
+
 def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, backward: bool,
                  memory_factor: float = 1.0, kernel_factor: float = 1.0, attention_kernel: str = "auto",
                  launch_blocking: bool = False, attention_fp8: str = "",
@@ -357,10 +410,7 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     without fast accumulation (``gemm.fp8_precise_rates``), a forward's too where ``fp8_precise_forward`` (Transformer
     Engine's blockwise recipe, ``float8_casts.CastTraffic.forward_split_accumulator``)."""
     gemm_rates = fp8_precise_rates(rates) if backward or fp8_precise_forward else rates
-    gemm = sum((multi_stream_grouped_gemm_seconds if g.launch_per_group else grouped_mm_seconds if g.grouped_kernel
-                else gemm_seconds)(
-        m=g.m, n=g.n, k=g.k, groups=g.groups, rates=gemm_rates, dtype_bytes=g.dtype_bytes) * g.count
-        for g in inv.gemms)
+    gemm = sum(gemm_call_seconds(g, rates=gemm_rates) * g.count for g in inv.gemms)
     win, hd = inv.window_attention_forward_flops, inv.attention_head_dim  # windowed layers at their key-loop length
     fp32_attn = inv.attention_dtype_bytes >= 4  # fp32 q / k / v: the memory-efficient kernel in 3xTF32
     # SDPA handed an explicit mask runs the memory-efficient kernel (attention_time module docstring); fp32 always
@@ -449,6 +499,10 @@ class Parallel:
     the host may run ahead of the device (``zero3_coupled_seconds``). Empty: neither priced."""
     zero3_bucket_numel: int = 0
     """The ZeRO-3 ``reduce_bucket_size`` in elements (0: none)."""
+    fsdp_adapter_units: bool = False
+    """FSDP1 with PEFT's wrap policy: each adapter linear (``lora_A``, ``lora_B``) is a unit of its own (the card's
+    ``parallel.fsdp_adapter_units``): their hooks, and the rate limiter's pacing of the adapted projections
+    (``collectives.rate_limited_adapter_units_seconds``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -815,13 +869,40 @@ def train_step_time(
         # torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``unshard`` l.392-401 and
         # ``wait_for_unshard`` l.417-470: the shard copied parameter by parameter into the unsharded tensors)
         unit_fwd_s, unit_bwd_s = fsdp_unit_host_seconds(fsdp2=parallel.fsdp2, grad=True)
+        # PEFT's wrap policy makes each adapter linear a unit too (Parallel.fsdp_adapter_units): two per adapted call,
+        # at the adapter unit's measured hook rates; the first forward under a re-entrant checkpoint records no
+        # autograd graph (reentrant_share of it at the no-grad rate)
+        adapted = (tuple(g.name[:-2] for g in inv.layers_forward.gemms if g.name.endswith(".A"))
+                   if parallel.fsdp_adapter_units and adapter is not None and not parallel.fsdp2 else ())
+        adapter_units = 2 * sum(g.count for g in inv.layers_forward.gemms if g.name in adapted)
+        a_fwd_s = (reentrant_share * FSDP_ADAPTER_UNIT_FORWARD_HOST_S
+                   + (1.0 - reentrant_share) * FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S)
         hooks_s = fsdp_units(spec) * unit_fwd_s
-        fwd = hosted(fwd, hooks_s=hooks_s)
+        fwd = hosted(fwd, hooks_s=hooks_s + adapter_units * a_fwd_s)
         if gradient_checkpointing:
-            rec = hosted(rec, hooks_s=hooks_s * recompute_layer_share)
+            rec = hosted(rec, hooks_s=(hooks_s + adapter_units * FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S)
+                         * recompute_layer_share)
         # ... and its pre- and post-backward hooks (unshard and prefetch, the gradient's cast, reduce-scatter and
         # accumulation) in every backward, from the autograd engine's thread
-        bwd = hosted(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s)
+        bwd = hosted(bwd, hooks_s=fsdp_units(spec) * unit_bwd_s + adapter_units * FSDP_ADAPTER_UNIT_BACKWARD_HOST_S)
+        if adapted and parallel.ranks > 1 and parallel.strategy in ("fsdp", "hsdp"):
+            # FULL_SHARD frees each unit after its forward, recompute and backward; the rate limiter then paces the
+            # adapted projections by their units' hooks and their own kernels' launches
+            # (collectives.rate_limited_adapter_units_seconds; one rank runs NO_SHARD, nothing freed or waited on)
+            pkw = dict(adapted=adapted, dropout=adapter.dropout > 0, scale=count_scale, memory_factor=memory_factor,
+                       kernel_factor=kernel_factor)
+            fwd = rate_limited(fwd, exposed_s=coll.rate_limited_adapter_units_seconds(projections=adapted_projections(
+                inv.layers_forward, rates=rates, backward=False, hooks_s=2 * a_fwd_s,
+                host_s_per_kernel=fwd_kw["rates"].host_s_per_forward_kernel, **pkw)))
+            if gradient_checkpointing:  # only the checkpointed layers' calls
+                rec = rate_limited(rec, exposed_s=coll.rate_limited_adapter_units_seconds(projections=tuple(
+                    (calls * recompute_layer_share, d, h) for calls, d, h in adapted_projections(
+                        rec_inv, rates=rates, backward=False, hooks_s=2 * FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S,
+                        host_s_per_kernel=rates.host_s_per_forward_kernel, **pkw))))
+            bwd = rate_limited(bwd, exposed_s=coll.rate_limited_adapter_units_seconds(projections=adapted_projections(
+                inv.layers_backward, rates=fp8_precise_rates(rates), backward=True,
+                hooks_s=2 * FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, host_s_per_kernel=rates.host_s_per_backward_kernel,
+                **pkw)))
         if fp8_gather is not None and parallel.ranks > 1:
             # torchao's float8 all-gather: each gather's shard casts are eager aten calls the hook makes on the host
             # thread (their kernels run on the copy-in stream: layer_gather_prep_s below); the backward re-gathers

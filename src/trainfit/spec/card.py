@@ -439,6 +439,13 @@ class ParallelSection(_Section):
         " included under use_orig_params, until the synced micro-batch (memory.fsdp_no_sync). false: each backward"
         " reduce-scatters (sharded gradients; accelerate's sync_each_batch). null: the preset's framework default"
         " (plan.fsdp_no_sync: true for trl, llamafactory-*, ms-swift-* and verl from 0.9; false without a preset).")
+    fsdp_adapter_units: bool = Field(
+        False, description="With scope lora / qlora, strategy fsdp or hsdp and fsdp_version fsdp1: each adapter"
+        " linear (PEFT's lora_A and lora_B) is an FSDP unit of its own beside the decoder layers, as PEFT's"
+        " fsdp_auto_wrap_policy wraps them (fms-hf-tuning and the HF Trainer set it for a PEFT model): two more units'"
+        " hooks per adapted projection, and FSDP1's limit_all_gathers rate limiter keeps the host about one adapted"
+        " projection ahead of the GPU there (compute.collectives.rate_limited_adapter_units_seconds). false: the"
+        " adapters live in their decoder layer's unit. Time only; the memory plan does not read it.")
     hsdp_shard_size: int | None = Field(
         None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
         " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"
@@ -1624,6 +1631,14 @@ class RunCard(_Section):
         if self.lora.dequant is not QloraDequant.BITSANDBYTES and self.scope is not Scope.QLORA:
             raise ValueError(f"lora.dequant: {self.lora.dequant.value} is a QLoRA base's kernel; allowed with scope"
                              f" {self.scope.value}: bitsandbytes (the default)")
+        if self.parallel.fsdp_adapter_units and (
+                self.scope not in (Scope.LORA, Scope.QLORA)
+                or self.parallel.strategy not in (Strategy.FSDP, Strategy.HSDP)
+                or self.parallel.fsdp_version is not FsdpVersion.FSDP1):
+            raise ValueError(f"parallel.fsdp_adapter_units: PEFT's adapter units under FSDP1 (scope lora or qlora,"
+                             f" strategy fsdp or hsdp, fsdp_version fsdp1); got scope {self.scope.value}, strategy"
+                             f" {self.parallel.strategy.value}, fsdp_version {self.parallel.fsdp_version.value};"
+                             " allowed with them: false")
         _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,
                         weights=self.weights_dtype, weights_set=w is not None)
         return self

@@ -267,3 +267,100 @@ def test_non_reentrant_recompute_reruns_every_experts_down_proj():
     # every base linear (attention and experts) re-runs, so the recompute pays the whole forward's dequantisation
     assert (q.layers_recompute.memory_bytes - b.layers_recompute.memory_bytes
             == pytest.approx(q.layers_forward.memory_bytes - b.layers_forward.memory_bytes))
+
+
+# ---- transformers v5's eager experts (moe_experts: loop_v5) ----
+
+def _mixtral():
+    return from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
+
+
+def test_loop_v5_syncs_and_gemms_per_expert():
+    """v5's eager loop (``expert_loop_stacked``): five syncs per hit expert (``bool(expert_idx == E)``, the mask row,
+    ``torch.where``, the two 0-d-indexed weight slices) and one per layer; two GEMMs per expert (gate_up is one)."""
+    v4 = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True)
+    v5 = step_inventory(MOE, micro_batch_size=1, seq_len=T, expert_loop=True, expert_loop_stacked=True)
+    e, n = MOE.moe.num_experts, _n_moe(MOE)
+    assert v5.layers_forward.host_syncs == n * (1 + 5 * e) == n * L.loop_v5_forward_syncs(local_experts=e)
+    assert v5.layers_recompute.host_syncs == v5.layers_forward.host_syncs
+    assert v5.layers_backward.host_syncs == 0
+
+    def expert_gemms(inv):
+        return [g for g in inv.gemms if g.name in ("gate_up_proj", "down_proj") and g.m != T]
+
+    assert sum(g.count for g in expert_gemms(v5.layers_forward)) == L.LOOP_V5_EXPERT_LINEARS * e * n
+    assert sum(g.count for g in expert_gemms(v4.layers_forward)) == L.LOOP_EXPERT_LINEARS * e * n
+    assert sum(g.flops for g in expert_gemms(v5.layers_forward)) == pytest.approx(
+        sum(g.flops for g in expert_gemms(v4.layers_forward)))
+
+
+def test_loop_v5_fp32_routing_weights_cast_per_expert():
+    """Mixtral's router keeps its top-k weights fp32: v5's loop casts each expert's weighted output back."""
+    mix = _mixtral()
+    assert mix.moe.routing_weights_fp32
+    e = mix.moe.num_experts
+    assert L.loop_v5_forward_kernels(local_experts=e, fp32_routing_weights=True) == pytest.approx(
+        L.loop_forward_kernels(local_experts=e) + e)
+
+
+def test_loop_v5_stacked_weight_gradient_per_hit_expert():
+    """Mixtral-8x7B LoRA on all linears (PEFT's ParamWrapper on both stacks): per layer and backward, each of the 8
+    experts' ``select_backward`` writes a zero gradient of the whole stack and 7 adds sum them. By hand, per layer:
+    stacks 8 x 28672 x 4096 + 8 x 4096 x 14336 = 1,409,286,144 elements; bytes x (2 x 8 + 4 + 6 x 7) = 62:
+    87,375,740,928 B, x 32 layers = 2,796,023,709,696 B; kernels 2 x (3 x 8 - 1) x 32 = 1,472. Frozen stacks (LoRA
+    on attention only) get no gradient: no such bytes, no weight-gradient GEMM."""
+    from trainfit.compute.inventory import Adapter
+
+    mix = _mixtral()
+    all_linear = Adapter(rank=16, targets=("all-linear",))
+    attn = Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+    kw = dict(micro_batch_size=1, seq_len=2048, expert_loop=True)
+    v4, v5 = (step_inventory(mix, adapter=all_linear, expert_loop_stacked=s, **kw) for s in (False, True))
+    assert L.stacked_weight_grad_bytes(weight_elements=1_409_286_144, local_experts=8) == pytest.approx(87_375_740_928)
+    # the stacks' gradient bytes on top of v4's backward, whose gate_up / down GEMMs differ only in the split
+    extra = v5.layers_backward.memory_bytes - v4.layers_backward.memory_bytes
+    assert extra == pytest.approx(2_796_023_709_696)
+    assert v5.layers_backward.kernels - v4.layers_backward.kernels >= 1_472
+    dw = [g for g in v5.layers_backward.gemms if g.name in ("gate_up_proj.dW", "down_proj.dW")]
+    assert sum(g.count for g in dw) == 2 * 8 * 32
+    frozen = step_inventory(mix, adapter=attn, expert_loop_stacked=True, **kw)
+    frozen_v4 = step_inventory(mix, adapter=attn, **kw)
+    assert frozen.layers_backward.memory_bytes == pytest.approx(frozen_v4.layers_backward.memory_bytes)
+    assert not [g for g in frozen.layers_backward.gemms if g.name.endswith(".dW") and "proj" in g.name
+                and g.name.split(".")[0] in ("gate_up_proj", "down_proj")]
+
+
+def _v5_card(**par):
+    return {"model": "mistralai/Mixtral-8x7B-v0.1", "scope": "lora", "hardware": {"gpu": "h200", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True, **par},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048}}
+
+
+def test_loop_v5_plan_slower_backward_same_memory():
+    v4, v5 = (make_plan(load_card_dict(_v5_card(moe_experts=m))) for m in ("loop", "loop_v5"))
+
+    def phase(p, name):
+        return next(x.seconds for x in p.time.phases if x.name == name)
+
+    assert phase(v5, "backward") > phase(v4, "backward") + 0.5  # ~2.8 TB of stack gradients at HBM rate
+    assert v5.peak.device == v4.peak.device  # a step-time mechanism here; memory unchanged
+
+
+def test_heldout4_eager_cases_map_to_loop_v5():
+    from trainfit.accuracy.gpu import card_dict
+
+    case = {"model": "mistralai/Mixtral-8x7B-v0.1", "scope": "lora", "attention": "sdpa", "ckpt": True,
+            "micro_batch_size": 1, "seq_len": 2048, "optimizer_impl": "fused", "experts": "eager"}
+    assert card_dict(case)["parallel"]["moe_experts"] == "loop_v5"
+
+
+@pytest.mark.parametrize("extra, word", [
+    ({"parallel": {"strategy": "zero3", "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
+    ({"scope": "qlora", "parallel": {"strategy": "single", "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
+    ({"parallel": {"strategy": "single", "expert_parallel": 2, "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
+])
+def test_loop_v5_refusals_one_line(extra, word):
+    card = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "hardware": {"gpu": "h200", "gpus_per_node": 8}, **extra}
+    with pytest.raises(CardError) as exc:
+        load_card_dict(card)
+    assert word in str(exc.value) and "\n" not in str(exc.value).strip()

@@ -51,3 +51,12 @@ def test_grouped_expert_adapters_are_named_where_lost(target):
                            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}, "parallel": {"strategy": "fsdp"},
                            "batch": {"micro_batch_size": 1, "grad_accum": 1, "seq_len": 4096}, "attention": "flash"})
     assert_lost_fields_named(card, target, ("lora.expert_adapters",))
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_loop_v5_is_named_where_lost(target):
+    card = load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+                           "hardware": {"gpu": "h200", "gpus_per_node": 8},
+                           "parallel": {"strategy": "fsdp", "moe_experts": "loop_v5"},
+                           "batch": {"micro_batch_size": 1, "grad_accum": 1, "seq_len": 4096}, "attention": "flash"})
+    assert_lost_fields_named(card, target, ("parallel.moe_experts",))

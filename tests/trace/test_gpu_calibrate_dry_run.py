@@ -51,7 +51,8 @@ def test_measure_without_cuda_refuses_without_dry_run(tmp_path, capsys):
 
 def test_heldout4_profiles_every_case_and_runs_the_loops_last():
     """The fourth set profiles each step, and the per-expert loops (the slowest steps) come last, so a timeout
-    keeps the rest; a case's ``experts`` reaches the card as ``parallel.moe_experts: loop``."""
+    keeps the rest; a case's ``experts`` (transformers v5's eager experts) reaches the card as
+    ``parallel.moe_experts: loop_v5``; its row id keeps the "experts loop" label."""
     from trainfit.accuracy.gpu import card_dict, label
 
     mod = _module()
@@ -59,7 +60,7 @@ def test_heldout4_profiles_every_case_and_runs_the_loops_last():
     loops = [i for i, c in enumerate(mod.HELDOUT4) if c.get("experts") == "eager"]
     assert loops == list(range(len(mod.HELDOUT4) - len(loops), len(mod.HELDOUT4))) and loops
     case = {**mod.HELDOUT4[loops[0]], "config": None}
-    assert card_dict(case)["parallel"]["moe_experts"] == "loop"
+    assert card_dict(case)["parallel"]["moe_experts"] == "loop_v5"
     assert label(case).endswith("experts loop")
     plain = {**mod.HELDOUT4[0], "config": None}
     assert "moe_experts" not in card_dict(plain)["parallel"] and not label(plain).endswith("loop")

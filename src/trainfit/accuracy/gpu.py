@@ -38,13 +38,13 @@ class StepPoint:
 def card_dict(case: dict[str, Any]) -> dict[str, Any]:
     """The run card for a measured case: one GPU, the case's scope, attention, batch and optimizer; a case run
     with transformers' per-expert loop (``experts: eager``, ``set_experts_implementation``) as
-    ``parallel.moe_experts: loop``."""
+    ``parallel.moe_experts: loop_v5`` (transformers 5.24.0 ran them: v5's eager experts, ``compute.expert_loop``)."""
     model: Any = case["model"]
     if "/" not in model:  # a custom config of the grid: inline
         model = {"id": model, "config": case["config"]}
     parallel: dict[str, Any] = {"strategy": "single", "gradient_checkpointing": case["ckpt"]}
     if case.get("experts") == "eager":
-        parallel["moe_experts"] = "loop"
+        parallel["moe_experts"] = "loop_v5"
     return {"model": model, "scope": case["scope"], "attention": case["attention"],
             "hardware": {"gpu": "h200", "gpus_per_node": 1}, "parallel": parallel,
             "batch": {"micro_batch_size": case["micro_batch_size"], "seq_len": case["seq_len"]},

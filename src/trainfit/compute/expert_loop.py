@@ -1,5 +1,5 @@
-"""transformers < 5's sparse MoE block: the routed experts in a Python loop (``RunCard.parallel.moe_experts: loop``,
-``loop_all``).
+"""transformers' per-expert Python loops: the routed experts of < 5's sparse MoE block
+(``RunCard.parallel.moe_experts: loop``, ``loop_all``) and of v5's eager experts (``loop_v5``, below).
 
 The block's forward (huggingface/transformers src/transformers/models/qwen3_moe/modeling_qwen3_moe.py
 @00d4b3d2142cb4ced2f51b90614b5d26bc045015, a 4.57-era commit whose deprecations target 4.58 / 4.60,
@@ -94,6 +94,70 @@ rows barely moves with the batch, LoRA 1.25 s (b4) / 1.05 s (b8), fused-kernel L
 cost of about 1 s that grows neither with the tokens nor with the weight bytes (bf16 and NF4 alike), about 2 ms per
 expert call of the forward and the recompute. No mechanism read here gives it; not checkable without a GPU.
 
+**transformers v5's eager experts (``RunCard.parallel.moe_experts: loop_v5``).** From 5.0 the routed experts of a MoE
+block are one module holding two stacked parameters, ``gate_up_proj`` (``E × 2·ffn × h``) and ``down_proj``
+(``E × h × ffn``), and ``set_experts_implementation("eager")`` runs them in a Python loop over the hit experts
+(transformers 5.24.0 wheel, ``transformers/models/mixtral/modeling_mixtral.py`` ``MixtralExperts.forward`` l.69-93;
+``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeExperts.forward`` l.223-247, the same loop)::
+
+    expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()     # nonzero: a sync
+    for expert_idx in expert_hit:
+        expert_idx = expert_idx[0]
+        if expert_idx == self.num_experts: continue                  # eq, then bool(): .item(), a sync
+        top_k_pos, token_idx = torch.where(expert_mask[expert_idx])    # index by a 0-d CUDA tensor: .item(); nonzero
+        current_state = hidden_states[token_idx]
+        gate, up = linear(current_state, self.gate_up_proj[expert_idx]).chunk(2, dim=-1)   # .item() again
+        current_hidden_states = self.act_fn(gate) * up
+        current_hidden_states = linear(current_hidden_states, self.down_proj[expert_idx])  # .item() again
+        current_hidden_states = current_hidden_states * top_k_weights[token_idx, top_k_pos, None]
+        final_hidden_states.index_add_(0, token_idx, current_hidden_states.to(final_hidden_states.dtype))
+
+Indexing a tensor by a 0-d integer tensor is a ``select`` at ``tensor.item<int64_t>()`` (torch 2.13.0 wheel,
+``torch/include/ATen/TensorIndexing.h`` ``handleDimInMultiDimIndexing`` l.516-525): a host read of a device value. So
+per hit expert ``LOOP_V5_EXPERT_SYNCS`` syncs, two GEMMs (``gate_up_proj`` is one) and the v4 loop's other kernels
+(``LOOP_EXPERT_KERNELS``: ``eq`` in place of the mask row index), plus the cast of the weighted output where the
+router's weights stay fp32 (Mixtral's ``MixtralTopKRouter``, l.104-111: softmax in fp32, never cast back). Two of the
+syncs fall between the GEMMs (``down_proj[expert_idx]`` after the ``gate_up`` GEMM is queued, the next expert's
+``bool()`` after the ``down`` GEMM), so the host waits for each expert's GEMMs before it queues more.
+
+**The stacked weights' gradient, once per hit expert.** Wherever the stacked parameter gets a gradient (full
+fine-tuning, or PEFT's LoRA on it: ``target_parameters``, which "all-linear" picks for these parameters, makes it
+``baddbmm(W, B, A)``, a non-leaf that requires grad: peft 0.21.2 wheel ``peft/tuners/lora/layer.py``
+``_LoraFactorsProxy.forward`` l.2319-2323, ``ParamWrapper._activate_lora``), each ``W[expert_idx]``'s backward is
+``select_backward``: ``at::zeros`` of the whole ``E × out × in`` stack, the expert's slice copied in
+(pytorch/pytorch tools/autograd/derivatives.yaml, entry ``select.int``; aten/src/ATen/native/TensorShape.cpp
+``select_backward_symint``), and autograd adds the ``H`` full-size gradients of the hit experts one by one before
+handing the sum on (torch/csrc/autograd/input_buffer.cpp ``InputBuffer::add``). Per stacked weight and backward:
+``H`` fills and ``H - 1`` adds of the whole stack and ``H`` slice copies (``LOOP_V5_STACK_*``; counted op by op on
+this project's CPU by ``benchmarks/expert_loop_v5_ops.py``: per expert and weight one ``select_backward`` of the
+whole stack and one ``add`` of it). And the GEMM of each expert's weight gradient runs as in full fine-tuning,
+since ``W[expert_idx]`` requires grad (``weight_grad_gemm``). Measured on the H200 (``benchmarks/results/gpu_raw/
+heldout4.json``, Mixtral-8x7B LoRA b1x2048 ``experts: eager``, one profiled step): 960 bf16 fill kernels 0.215 s,
+1,248 bf16 adds 0.438 s, against 2.8 TB of this traffic (0.72 TB of fills, 1.90 TB of adds) in 32 layers x 2 stacks
+x 8 experts.
+
+**Checked on the Qwen3-30B-A3B twin (2026-12-04): the measured run hit about 33 of 128 experts a layer.** Its profile
+counts 15,877 device-to-host copies, 6,600 bf16 fills and 6,984 bf16 adds a step; at 5 syncs a hit expert in the
+forward and the recompute (96 layer passes, one more per layer) the copies give 32.9 hit experts a layer, and the
+fills (4 a hit expert: the two stacks' zero gradients, the rows' and the routing weights' ones) 34, the adds about 33:
+the randomly initialised model of the measurement (every matrix normal(0, 0.02)) routes the tokens of deeper layers to
+ever fewer experts (built so on this project's CPU, ``benchmarks/random_init_routing.py``: 128, 73, 60 and 46 experts
+hit in its first four layers at 2,048 tokens), where a trained router under load balance spreads 16,384 picks over
+all 128 (the plan's assumption). With 33 hit experts this mechanism predicts 0.57 s of fills and 1.29 s of adds at
+the rates the Mixtral twin ran them (measured 0.57 s and 1.28 s); the plan, pricing all 128, overshoots that row's
+loop work about four times (+104% before this mechanism, +114% with it). Not a property a card can state; the row
+stays off for that reason.
+
+**What is left on the Mixtral twin (2026-12-04).** Planned 1.73 s against 2.23 s measured: the device 1.55 s against
+1.70 s busy (899 device-to-device copies took 0.21 s where the 512 slice copies are 0.18 TB, about 0.05 s; the grouped
+Mixtral case shows 451 such copies in 0.17 s with no loop, so they come from the stacks' LoRA path, not from the loop),
+and the host: 0.53 s of the measured step has the device idle against 0.18 s planned. Over the 512 expert iterations
+of the forward and the recompute that is about 0.7 ms an iteration more than the plan's per-kernel launches and sync
+round trips (about 0.8 ms); the GEMMs the syncs wait for (``down_proj[expert_idx]`` right after the gate_up GEMM)
+expose about 0.14 s of it (46 TFLOP of expert GEMMs a pass), the rest would be the syncs' own cost beyond
+``training.SYNC_ROUND_TRIP_S``. The Qwen3 twin, at its 33 hit experts, shows the same surplus (about 1.1 ms an
+iteration against 0.75 ms); not fitted, as both rows are held out.
+
 Pure Python: no torch import.
 """
 
@@ -132,6 +196,33 @@ into the input's accumulated gradient (read 2 + 2, write 2). The scatter of the 
 bytes already."""
 
 
+# Counted in the transformers 5.24.0 wheel's models/mixtral/modeling_mixtral.py l.69-93 and
+# models/qwen3_moe/modeling_qwen3_moe.py l.223-247 (``MixtralExperts`` / ``Qwen3MoeExperts.forward``) and, op by op,
+# by benchmarks/expert_loop_v5_ops.py (module docstring, "transformers v5's eager experts").
+LOOP_V5_EXPERT_LINEARS = 2
+"""gate_up_proj (one GEMM for gate and up) and down_proj, each ``linear`` on the stacked weight's slice."""
+LOOP_V5_EXPERT_SYNCS = 5  # transformers 5.24.0 wheel: models/mixtral/modeling_mixtral.py l.83-89
+"""Per hit expert forward: ``bool(expert_idx == num_experts)``, ``expert_mask[expert_idx]``, ``torch.where``'s
+``nonzero``, ``gate_up_proj[expert_idx]``, ``down_proj[expert_idx]`` (a 0-d CUDA index is ``.item()``,
+torch/include/ATen/TensorIndexing.h l.516-525 of the torch 2.13.0 wheel); benchmarks/expert_loop_v5_ops.py counts
+four ``_local_scalar_dense`` and one ``nonzero`` per expert."""
+LOOP_V5_FP32_WEIGHT_CAST_KERNELS = 1  # transformers 5.24.0 wheel: models/mixtral/modeling_mixtral.py l.91, l.107-110
+"""Per hit expert forward, where the router's top-k weights are fp32 (``ModelSpec.moe.routing_weights_fp32``): the
+weighted output's ``.to(final_hidden_states.dtype)``."""
+LOOP_V5_STACK_FILL_BYTES = 2.0  # select_backward of a whole stack per expert: benchmarks/expert_loop_v5_ops.py
+"""Bytes per element of a stacked expert weight (bf16), per hit expert and backward: ``select_backward``'s zero
+gradient of the whole stack (write 2)."""
+LOOP_V5_STACK_ADD_BYTES = 6.0  # torch/csrc/autograd/input_buffer.cpp InputBuffer::add; benchmarks/expert_loop_v5_ops.py
+"""Bytes per element of the stack, per hit expert but the first: the full-size gradients added up (read 2 + 2,
+write 2)."""
+LOOP_V5_SLICE_COPY_BYTES = 4.0  # select_backward (zeros, slice copy_): benchmarks/expert_loop_v5_ops.py
+"""Bytes per element of one expert's slice, per hit expert: its gradient copied into the zero stack (read 2,
+write 2)."""
+LOOP_V5_STACK_KERNELS = 3  # benchmarks/expert_loop_v5_ops.py
+"""Kernels per stacked weight and hit expert in backward: the fill, the slice copy, the add (one fewer add a
+backward)."""
+
+
 def loop_forward_kernels(*, local_experts: int, every_expert: bool = False) -> float:
     """Kernels of one MoE layer's forward besides its GEMMs (router and loop); ``every_expert``: transformers <= 4.52's
     loop over every expert by index (module docstring)."""
@@ -146,6 +237,33 @@ def loop_forward_syncs(*, local_experts: int, every_expert: bool = False) -> flo
     if every_expert:
         return float(LOOP_ALL_LAYER_SYNCS + LOOP_ALL_EXPERT_SYNCS * local_experts)
     return float(LOOP_LAYER_SYNCS + LOOP_EXPERT_SYNCS * local_experts)
+
+
+def loop_v5_forward_kernels(*, local_experts: int, fp32_routing_weights: bool) -> float:
+    """Kernels of one MoE layer's forward besides its GEMMs under transformers v5's eager experts (``loop_v5``): the
+    router and mask work of the v4 loop, per expert the v4 loop's other kernels and, with fp32 routing weights, the
+    output's cast (module docstring)."""
+    per = LOOP_EXPERT_KERNELS + (LOOP_V5_FP32_WEIGHT_CAST_KERNELS if fp32_routing_weights else 0)
+    return float(LOOP_LAYER_KERNELS + per * local_experts)
+
+
+def loop_v5_forward_syncs(*, local_experts: int) -> float:
+    """Host syncs of one MoE layer's forward under ``loop_v5``: the hit test and ``LOOP_V5_EXPERT_SYNCS`` per expert."""
+    return float(LOOP_LAYER_SYNCS + LOOP_V5_EXPERT_SYNCS * local_experts)
+
+
+def stacked_weight_grad_bytes(*, weight_elements: float, local_experts: int) -> float:
+    """Backward bytes ``loop_v5`` adds for one stacked expert weight of ``weight_elements`` (all experts) that gets a
+    gradient: per hit expert the zero stack and the slice copy, and the full-size adds (module docstring, "The stacked
+    weights' gradient")."""
+    e = max(1, local_experts)
+    return weight_elements * (LOOP_V5_STACK_FILL_BYTES * e + LOOP_V5_SLICE_COPY_BYTES
+                              + LOOP_V5_STACK_ADD_BYTES * (e - 1))
+
+
+def stacked_weight_grad_kernels(*, local_experts: int) -> float:
+    """Backward kernels of ``stacked_weight_grad_bytes``: fill, copy and add per hit expert, one add fewer."""
+    return float(LOOP_V5_STACK_KERNELS * max(1, local_experts) - 1)
 
 
 def loop_backward_bytes(*, tokens: float, hidden: int, local_experts: int) -> float:

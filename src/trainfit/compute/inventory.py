@@ -1237,7 +1237,7 @@ def step_inventory(
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    expert_loop_every: bool = False, compiled_cross_entropy: bool = False,
+    expert_loop_every: bool = False, expert_loop_stacked: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
     expert_padding: bool = False, moe_eager_launch: bool = False, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
@@ -1289,7 +1289,10 @@ def step_inventory(
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
     GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
     ``expert_loop_every``: that loop as transformers 4.51-4.52 run it, over every expert by index (no hit test: fewer
-    kernels and syncs, ``expert_loop.loop_forward_kernels`` / ``loop_forward_syncs``);
+    kernels and syncs, ``expert_loop.loop_forward_kernels`` / ``loop_forward_syncs``); ``expert_loop_stacked``: the
+    loop as transformers v5's eager experts run it on slices of the stacked expert weights (two GEMMs and five syncs
+    per expert; a trained or LoRA-merged stack gets a zero gradient of its whole size per expert and its GEMMs a
+    weight gradient, ``expert_loop.stacked_weight_grad_bytes``);
     ``fp8_layer_share``: the share of the decoder layers whose linears run quantised (fp8 / fp4); the rest keep bf16
     GEMMs and no casts (Megatron-Core's ``first_last_layers_bf16`` / ``num_layers_at_start_in_bf16`` /
     ``num_layers_at_end_in_bf16``, torchtitan's per-layer converter filters; ``precision.bf16_first_layers`` /
@@ -1483,7 +1486,12 @@ def step_inventory(
             rows = t / expert_token_shards * top_k / g.experts
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
             # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
-            split = 2 if expert_loop and g.name == "gate_up_proj" else 1
+            # v5's eager experts (expert_loop_stacked) slice the stacked gate_up_proj: one GEMM for both
+            split = 2 if expert_loop and not expert_loop_stacked and g.name == "gate_up_proj" else 1
+            # v5's eager experts on a stack that gets a gradient (trained, or PEFT's merged W + B·A): each expert's
+            # slice requires grad, so its GEMM's weight gradient runs as in full fine-tuning (expert_loop module
+            # docstring, "The stacked weights' gradient")
+            stack_grad = expert_loop_stacked and (not frozen or lora)
             n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (g.count * g.experts * split, 1)
             out_f = g.out_features // split
             # fp8 under Transformer Engine: Megatron-Core's TEGroupedMLP runs TE's grouped linears in the
@@ -1515,7 +1523,7 @@ def step_inventory(
                 part("moe", gemm=fwd[-1], kernels=0.0 if bf16_part else g.count * moe_time.expert_gemm_kernels(
                     local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
                 bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n * share, e, dt, per_group, one_kernel))
-                if not frozen:
+                if not frozen or stack_grad:
                     bwd.append(Gemm(g.name + ".dW", g.in_features, out_f, rows, n * share, e, dt, per_group,
                                     one_kernel))
             if te_fp8:
@@ -1543,7 +1551,12 @@ def step_inventory(
             per = moe_time.EXPERT_PROJECTIONS  # the launches of this projection: half the expert MLP's
             if expert_loop:  # one launch per GEMM; the loop's other kernels with the MoE block below
                 fwd_k += n
-                bwd_k += n * (1 if frozen else 2)
+                bwd_k += n * (1 if frozen and not stack_grad else 2)
+                if stack_grad:  # each hit expert's zero gradient of the whole stack, its slice copy, the adds
+                    w_el = g.experts * g.in_features * g.out_features
+                    bq_b += expert_loop_time.stacked_weight_grad_bytes(
+                        weight_elements=w_el, local_experts=g.experts) * model_dtype_bytes / 2.0 * g.count
+                    bq_k += expert_loop_time.stacked_weight_grad_kernels(local_experts=g.experts) * g.count
             else:
                 fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
                 bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
@@ -1791,10 +1804,15 @@ def step_inventory(
                 moe_eager_fk += eager_moe.forward_kernels
                 moe_eager_bk += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
-            fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
-                                                           every_expert=expert_loop_every) * n_moe
-            loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts,
-                                                         every_expert=expert_loop_every) * n_moe
+            if expert_loop_stacked:  # transformers v5's eager experts (expert_loop module docstring)
+                fwd_k += expert_loop_time.loop_v5_forward_kernels(
+                    local_experts=moe.num_experts, fp32_routing_weights=moe.routing_weights_fp32) * n_moe
+                loop_syncs = expert_loop_time.loop_v5_forward_syncs(local_experts=moe.num_experts) * n_moe
+            else:
+                fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
+                                                               every_expert=expert_loop_every) * n_moe
+                loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts,
+                                                             every_expert=expert_loop_every) * n_moe
             bq_b += expert_loop_time.loop_backward_bytes(tokens=t_moe, hidden=h, local_experts=moe.num_experts) * n_moe
             bq_k += 2 * moe.num_experts * n_moe  # the zero gradient and its accumulation, per expert
         else:

@@ -688,7 +688,7 @@ def train_step_time(
     compiled_cross_entropy: bool = False, fp8_params: bool = False, fp8_param_transpose: bool = True,
     fp8_param_transpose_every_micro: bool = False,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    expert_loop_every: bool = False,
+    expert_loop_every: bool = False, expert_loop_stacked: bool = False,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     fp8_layer_share: float = 1.0, fp8_gather: Fp8GatherShard | None = None,
     megatron_experts: bool = False, expert_streams: bool = False, expert_padding: bool = False,
@@ -738,7 +738,8 @@ def train_step_time(
     transformers' flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``:
     the routed
     experts as transformers < 5's Python loop (``inventory.step_inventory``; ``expert_loop_every``: 4.51-4.52's loop
-    over every expert, as there); under ZeRO-3 without
+    over every expert, as there; ``expert_loop_stacked``: transformers v5's eager experts, as there); under ZeRO-3
+    without
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
     ``fp8_layer_share``: the share of the decoder layers run quantised (``inventory.step_inventory``);
@@ -806,7 +807,7 @@ def train_step_time(
                          moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
-                         expert_loop=expert_loop,
+                         expert_loop=expert_loop, expert_loop_stacked=expert_loop_stacked,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          moe_eager_launch=moe_eager_launch, fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, expert_padding=expert_padding,
@@ -1663,7 +1664,7 @@ def forward_only_time(
     fp8_casts: CastTraffic | None = None, fp8_layer_share: float = 1.0,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
-    attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
+    expert_loop_stacked: bool = False, attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False,
     expert_padding: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
@@ -1771,7 +1772,8 @@ def forward_only_time(
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          fp8_casts=fp8_casts, fp8_layer_share=fp8_layer_share, packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
-                         expert_loop_every=expert_loop_every, nemo_rl_loss=nemo_rl_loss,
+                         expert_loop_every=expert_loop_every, expert_loop_stacked=expert_loop_stacked,
+                         nemo_rl_loss=nemo_rl_loss,
                          fsdp2_fp32_outputs=fsdp2_fp32_outputs,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,

@@ -331,6 +331,9 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")
+    if p.moe_experts is MoeExperts.LOOP_V5:
+        out.append(f"parallel.moe_experts loop_v5: transformers v5's eager experts are chosen in the model code"
+                   f" (set_experts_implementation), not a key of the {target} file; not written (read back: grouped)")
     if p.moe_experts.is_loop:
         out.append(f"parallel.moe_experts {p.moe_experts.value}: the per-expert loop is what transformers < 5's MoE blocks run (the"
                    f" installed version decides, not a key of the {target} file); not written (read back: grouped)")

@@ -549,7 +549,9 @@ class ParallelSection(_Section):
                                     " tokens, three small GEMMs and a host sync each; LLaMA-Factory, ms-swift swift sft,"
                                     " TRL and verl FSDP on transformers 4.53-4.x) | loop_all (transformers 4.51-4.52:"
                                     " the loop over every expert by index, one host sync per expert and none per"
-                                    " layer).")
+                                    " layer) | loop_v5 (transformers v5's eager experts, set_experts_implementation"
+                                    " eager: the loop over the hit experts on slices of the two stacked expert"
+                                    " weights, two GEMMs and five host syncs each; one GPU, DDP or FSDP, not QLoRA).")
     moe_zero3_leaf: bool = Field(False, description="With moe_experts loop under strategy zero3: the MoE block is a"
                                  " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
                                  " weights are gathered together when the block starts; false: each expert linear is a"
@@ -1452,15 +1454,19 @@ class RunCard(_Section):
             if par.pipeline_parallel > 1 and par.virtual_stages <= 1:
                 raise ValueError("parallel.moe_comm_overlap: with pipeline_parallel > 1 needs virtual_stages > 1"
                                  " (interleaved schedule); allowed otherwise: false")
-        if par.moe_experts.is_loop and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
+        if par.moe_experts.per_expert and par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:
             # transformers < 5's sparse MoE block runs every expert on each rank (no tensor, pipeline or expert split)
-            raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers < 5's expert loop) runs"
+            raise ValueError(f"parallel.moe_experts: {par.moe_experts.value} (transformers' per-expert loop) runs"
                              " without tensor, pipeline or expert parallel; allowed with them: grouped, grouped_streams,"
                              " grouped_padded")
         if par.moe_experts is MoeExperts.GROUPED_PADDED and par.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
             # torchtitan's expert_parallel wrapper; Megatron-Core's routed experts are TEGroupedMLP
             raise ValueError("parallel.moe_experts: grouped_padded is torchtitan's padded torch._grouped_mm wrapper,"
                              " not Megatron-Core's (tensor_parallel_impl megatron); allowed there: grouped")
+        if par.moe_experts is MoeExperts.LOOP_V5 and par.strategy is Strategy.ZERO3:
+            # the stacked experts are one module of two parameters under ZeRO-3; not modelled for this loop
+            raise ValueError("parallel.moe_experts: loop_v5 (transformers v5's eager experts) is not modelled under"
+                             " strategy zero3; allowed there: grouped, loop, loop_all")
         if par.moe_zero3_leaf and (par.strategy is not Strategy.ZERO3 or not par.moe_experts.is_loop):
             raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
                              f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"
@@ -1620,6 +1626,10 @@ class RunCard(_Section):
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
+        if self.parallel.moe_experts is MoeExperts.LOOP_V5 and self.scope is Scope.QLORA:
+            # bitsandbytes quantises nn.Linear modules, not the stacked expert parameters v5's eager loop slices
+            raise ValueError("parallel.moe_experts: loop_v5 (transformers v5's eager experts) is not modelled with"
+                             " scope qlora; allowed with qlora: grouped, loop, loop_all")
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")

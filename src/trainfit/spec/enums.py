@@ -652,11 +652,20 @@ class MoeExperts(StrEnum):
     LOOP_ALL = "loop_all"
     """transformers 4.51-4.52's sparse MoE block: the same loop over every expert by its Python index, without the
     hit test (one host sync per expert, none per layer; ``compute.expert_loop``)."""
+    LOOP_V5 = "loop_v5"
+    """transformers v5's eager experts (``set_experts_implementation("eager")``): the same loop over the hit experts,
+    each a slice of the two stacked expert weights (five host syncs per expert; where the stacks get a gradient, a
+    zero gradient of the whole stack per expert, ``compute.expert_loop``)."""
 
     @property
     def is_loop(self) -> bool:
-        """Either transformers < 5 loop."""
+        """Either transformers < 5 loop (one module of linears per expert)."""
         return self in (MoeExperts.LOOP, MoeExperts.LOOP_ALL)
+
+    @property
+    def per_expert(self) -> bool:
+        """Any per-expert Python loop: transformers < 5's or v5's eager experts."""
+        return self.is_loop or self is MoeExperts.LOOP_V5
 
 
 class MoeDispatcher(StrEnum):

@@ -7,7 +7,10 @@ Two parts, so the device run needs nothing but torch, transformers and peft:
     ``build_meta`` on the meta device, then materialised on the GPU with random weights), runs one
     warm-up step and one measured steady-state step (``loss = model(ids, labels=ids).loss`` ->
     ``backward`` -> ``AdamW.step`` -> ``zero_grad(set_to_none=True)``), resetting the peak counters
-    per phase, then times three more steps. Log-prob cases run GRPO's no-grad per-token log-prob
+    per phase, then times three more steps. A case with ``profile`` runs one more step under
+    ``torch.profiler`` (kernels launched, their summed device time, the ten longest: ``profile_step``);
+    a case with ``experts`` sets transformers v5's experts implementation (``eager``: the per-expert loop,
+    planned as ``parallel.moe_experts: loop_v5``). Log-prob cases run GRPO's no-grad per-token log-prob
     pass instead. ``context`` measures the CUDA context, cuBLAS and NCCL overheads in a fresh
     process from ``nvidia-smi``. Each case is appended to the raw JSON as it finishes.
 ``report`` (anywhere)
@@ -15,7 +18,7 @@ Two parts, so the device run needs nothing but torch, transformers and peft:
     ``benchmarks/gpu_calibration.md`` and ``benchmarks/results/gpu_calibration.json``.
 
     python benchmarks/gpu_calibrate.py context --out raw/context.json
-    python benchmarks/gpu_calibrate.py measure --out raw/default.json [--only small|large]
+    python benchmarks/gpu_calibrate.py measure --out raw/default.json [--only small|large|heldout|...|heldout4]
     PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python benchmarks/gpu_calibrate.py measure --out raw/expandable.json
     python benchmarks/gpu_calibrate.py report raw/context.json raw/default.json raw/expandable.json
     python benchmarks/gpu_calibrate.py measure --dry-run --out /tmp/x.json   # CPU, tiny shapes: same code path

@@ -145,8 +145,8 @@ ever fewer experts (built so on this project's CPU, ``benchmarks/random_init_rou
 hit in its first four layers at 2,048 tokens), where a trained router under load balance spreads 16,384 picks over
 all 128 (the plan's assumption). With 33 hit experts this mechanism predicts 0.57 s of fills and 1.29 s of adds at
 the rates the Mixtral twin ran them (measured 0.57 s and 1.28 s); the plan, pricing all 128, overshoots that row's
-loop work about four times (+104% before this mechanism, +114% with it). Not a property a card can state; the row
-stays off for that reason.
+loop work about four times (+104% before this mechanism, +114% with it). Not a property a card can state: the row
+stays scored, with a note naming the random-weight routing (``benchmarks/step_times.py`` ``random_router_note``).
 
 **What is left on the Mixtral twin (2026-12-04).** Planned 1.73 s against 2.23 s measured: the device 1.55 s against
 1.70 s busy (899 device-to-device copies took 0.21 s where the 512 slice copies are 0.18 TB, about 0.05 s; the grouped

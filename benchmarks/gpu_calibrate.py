@@ -527,11 +527,11 @@ def cmd_report(args: argparse.Namespace) -> int:
         d = json.loads(Path(p).read_text())
         if "steps" in d:
             context = d
-        elif "versions" in d and "cases" in d:
+        elif "versions" in d and "cases" in d and all("pass_kind" in c for c in d["cases"]):
             d["_file"] = Path(p).stem
             runs.append(d)
-        else:  # other device records in the same folder (accept, audit): not calibration cases
-            print(f"skipped {p}: not a calibration record (no versions/cases)", file=sys.stderr)
+        else:  # other device records in the same folder (accept, audit, gpu_loop_v4): not `measure` cases
+            print(f"skipped {p}: not a calibration record (no versions/cases of `measure`)", file=sys.stderr)
     from trainfit.memory.alloc_sequence import after_case, recording
 
     rows, steps, times, replay = [], {}, [], {}

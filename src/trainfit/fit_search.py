@@ -609,10 +609,14 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     (about two thirds of a plan's CPU time). None where that is not sure to be the plan's step time:
     an RL method (the rollout walk feeds the time), a paged optimizer (its spill, a memory figure, adds
     a paging phase), or a time the model does not give. Raises as ``load_card_dict`` and
-    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk)."""
+    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk), and as the walk does for parameter
+    offload under ZeRO-1/2 (``plan.terms.zero_param_offload_refusal``), so that ``fit``'s invalid count is the
+    exhaustive search's."""
+    from trainfit.errors import CardError
     from trainfit.memory.optimizer import PAGED
     from trainfit.plan import model_spec_of, plan_refusals
     from trainfit.plan.resolve import gpu_of, price_of
+    from trainfit.plan.terms import zero_param_offload_refusal
     from trainfit.plan.time import stack_of, step_time_of
     from trainfit.plan.walk import sft_like_sharding
     from trainfit.search import parallel_of
@@ -628,6 +632,11 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     try:
         gpu = gpu_of(card)
         sharding = sft_like_sharding(card, spec)[2]
+    except (TrainfitError, ValueError):
+        return None  # the full plan decides (and counts it invalid if it refuses)
+    if (why := zero_param_offload_refusal(strategy=sharding.strategy, offload=card.parallel.offload)) is not None:
+        raise CardError(why)  # the memory walk's refusal (plan.terms.step_terms): counted invalid, as the plan would
+    try:
         rates = None
         if calibration is not None:
             from trainfit.calibration import rates_for

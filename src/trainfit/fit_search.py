@@ -489,11 +489,14 @@ def fit(
     jobs: list[tuple[int, dict[str, Any]]] = []
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
+    empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
+        else:
+            empty[cell] = empty_cell_reason(cell[1], layouts=bool(layouts), global_batch=gb)
     if len(jobs) > limit:
         raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
                             " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
@@ -534,6 +537,10 @@ def fit(
         if k not in best or rank_key(r, goal) < rank_key(best[k], goal):
             best[k] = r
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
+    for cell in cells:  # a count none of whose configurations was planned: listed, not dropped silently
+        if cell not in best and cell not in empty:
+            empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
+    skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
                      stack=stated_stack(next(iter(cells.values()))[0], pinned))
@@ -559,7 +566,8 @@ def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """A GPU kind (``gpus`` None: at every count tried) or one card count of it that the card cannot run on
-    (the card validator or the planner refuses it before any knob is tried), with the refusal's one line."""
+    (the card validator or the planner refuses it before any knob is tried, no layout of the count holds the card,
+    or every configuration of it is refused: ``empty_cell_reason``), with the one line that says why."""
 
     gpu: str
     gpus: int | None
@@ -577,6 +585,17 @@ def skipped_kinds(refused: dict[tuple[str, int], str], *, gpus: list[str], count
         else:
             out += [Skipped(gpu, c, why) for c, why in mine]
     return tuple(out)
+
+
+def empty_cell_reason(count: int, *, layouts: bool, global_batch: int | None) -> str:
+    """Why a (GPU kind, count) has no configuration to plan: no model-parallel layout of ``count`` cards that the
+    card's pinned sizes, its rules and the planner accept (``parallel_layouts``), or a global batch that no layout's
+    data-parallel ranks split."""
+    cards = f"{count} card{'' if count == 1 else 's'}"
+    if not layouts:
+        return f"no model-parallel layout of {cards} that the card's pinned sizes, its rules and the planner accept"
+    return (f"the global batch of {global_batch} sequences does not split over the data-parallel ranks of any layout"
+            f" of {cards}; change batch.grad_accum or --global-batch")
 
 
 def _kinds_refused(skipped: tuple[Skipped, ...]) -> None:
@@ -828,7 +847,8 @@ class FitResult(SearchResult):
     goal: Any = None
     warnings: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
-    """The GPU kinds (or counts of one) the card cannot run on, left out of the search (``skipped_kinds``)."""
+    """The GPU kinds (or counts of one) the card cannot run on, left out of the search, and the counts with no
+    layout or no accepted configuration (``skipped_kinds``)."""
     stack: Stack | None = None
     """The software stack the card states (``stated_stack``); None: left open, each row shows its own."""
 

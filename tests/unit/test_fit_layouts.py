@@ -133,3 +133,19 @@ def test_every_layout_is_one_the_planner_accepts(count):
     card = _card("Qwen/Qwen3-0.6B", count, seq=CP_MIN_SEQ)
     for lay in parallel_layouts(card, count, pinned=OPEN):
         make_plan(load_card_dict(updated(card, lay.knobs)))  # raises on a layout the planner refuses
+
+
+def test_layout_stacks_keep_each_layout_on_the_stack_its_time_stands_for():
+    from trainfit.fit_search import layout_stacks
+
+    # open stack: tensor / pipeline parallel on Megatron-Core only, one-replica layouts on both stacks
+    assert layout_stacks(fused=True, own=False, open_=True, stated=Stack.EAGER) == [True]
+    assert layout_stacks(fused=False, own=True, open_=True, stated=Stack.EAGER) == [False, True]
+    # qlora / parameter offload pinned: no Megatron-Core, so no fused layout beyond the card's own sizes
+    assert layout_stacks(fused=True, own=False, open_=True, stated=Stack.EAGER, megatron_ok=False) == []
+    assert layout_stacks(fused=False, own=True, open_=True, stated=Stack.EAGER, megatron_ok=False) == [False]
+    # a stated stack is kept; an eager one searches no fused layout the card did not pin
+    assert layout_stacks(fused=True, own=False, open_=False, stated=Stack.EAGER) == []
+    assert layout_stacks(fused=True, own=True, open_=False, stated=Stack.EAGER) == [False]
+    assert layout_stacks(fused=True, own=False, open_=False, stated=Stack.COMPILE) == [False]
+    assert layout_stacks(fused=True, own=False, open_=False, stated=Stack.MEGATRON) == [False]

@@ -90,6 +90,11 @@ LAYOUT_KEYS = {"tp": "parallel.tensor_parallel", "pp": "parallel.pipeline_parall
 """The model-parallel sizes ``fit`` lays out where the card leaves them open."""
 STACK_KEY = "parallel.tensor_parallel_impl"
 """The knob that puts a layout on Megatron-Core's layers (``layout_stacks``)."""
+MEGATRON_DROPPED = {"precision.optimizer": ("adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor")}
+"""Knob values a layout ``fit`` puts on Megatron-Core (``Layout.megatron``) is not searched with, beside
+``MP_DROPPED``: Megatron-Core builds Adam or SGD only ("optimizer (str): Optimizer to use (one of Adam or SGD)",
+NVIDIA/Megatron-LM megatron/core/optimizer/optimizer_config.py @e914fb787a4664e5c43bb64cfe3b0c317c9db02f), not
+bitsandbytes' 8-bit or paged optimizers or Adafactor."""
 STACK_PINS = ("preset", "parallel.tensor_parallel_impl", "parallel.compile")
 """Card keys that state the software stack (a framework preset, the layers' implementation, torch.compile): a card
 pinning one keeps its stack; else ``fit`` searches the eager stack and Megatron-Core's (``layout_stacks``)."""
@@ -262,9 +267,10 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
 
     spec = model_spec_of(card0)
     stack_open, stated = stack_is_open(pinned), stack_of(card0)
-    # a pinned knob value a model-parallel layout is not searched with (qlora, parameter offload) keeps the card off
-    # Megatron-Core, as it keeps it off tensor and pipeline parallel
-    megatron_ok = not any(k in pinned and str(_dotted(base, k)) in v for k, v in MP_DROPPED.items())
+    # a pinned knob value a Megatron-Core layout is not searched with (qlora, parameter offload, a bitsandbytes
+    # optimizer) keeps the card off Megatron-Core, and so off the tensor and pipeline parallel timed on it
+    megatron_ok = not any(k in pinned and str(_dotted(base, k)) in v
+                          for k, v in (MP_DROPPED | MEGATRON_DROPPED).items())
     hw = _hardware(str(card0.hardware.gpu), count, None)
     probe_base = updated(base, {"hardware.gpus_per_node": hw["gpus_per_node"], "hardware.nodes": hw["nodes"]})
     probe_base.get("hardware", {}).pop("price_per_gpu_hour", None)
@@ -367,7 +373,8 @@ def layout_stacks(*, fused: bool, own: bool, open_: bool, stated: Stack, megatro
     the card's eager stack and Megatron-Core, so that each count's rows compare like with like. With the stack
     stated, only the layouts the time model runs on that stack are searched: an eager card (``stated`` eager)
     gets no tensor / pipeline-parallel layout beyond its own (``own``: sizes the card pins). ``megatron_ok`` False
-    (a pinned ``MP_DROPPED`` value: qlora, parameter offload) leaves Megatron-Core out."""
+    (a pinned ``MP_DROPPED`` or ``MEGATRON_DROPPED`` value: qlora, parameter offload, a bitsandbytes optimizer)
+    leaves Megatron-Core out."""
     if open_:
         return ([True] if fused else [False, True]) if megatron_ok else ([] if fused and not own else [False])
     if fused and not own and stated is Stack.EAGER:
@@ -376,8 +383,9 @@ def layout_stacks(*, fused: bool, own: bool, open_: bool, stated: Stack, megatro
 
 
 def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` and LoRA with expert parallel
-    (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel."""
+    """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` (and on Megatron-Core ``MEGATRON_DROPPED``)
+    and LoRA with expert parallel (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel
+    or on Megatron-Core."""
     if not layout.knobs or layout.knobs.keys() == {LAYOUT_KEYS["sp"]}:
         return [c | layout.knobs for c in combos]
     megatron_strategies = layout.tp * layout.pp > 1 or layout.megatron
@@ -385,6 +393,8 @@ def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str
     seen: set[str] = set()
     for c in combos:
         if any(c.get(k) in v for k, v in MP_DROPPED.items()) or (layout.ep > 1 and c.get("scope") == "lora"):
+            continue
+        if layout.megatron and any(c.get(k) in v for k, v in MEGATRON_DROPPED.items()):
             continue
         c = dict(c)
         if megatron_strategies and "parallel.strategy" in c:

@@ -82,6 +82,8 @@ def _with_layout(knobs: dict, lay: dict, megatron: bool = False) -> dict | None:
         return knobs
     if knobs.get("scope") == "qlora" or knobs.get("parallel.offload") == "params_and_optimizer":
         return None
+    if megatron and knobs.get("precision.optimizer") not in (None, "adamw", "sgd"):
+        return None  # Megatron-Core builds Adam or SGD only (fit_search.MEGATRON_DROPPED)
     if lay.get("parallel.expert_parallel", 1) > 1 and knobs.get("scope", "full") != "full":
         return None  # LoRA with expert parallel: refused by the planner
     k = dict(knobs)

@@ -10,6 +10,15 @@ so stopping at the smallest replica that fits (the search before) missed faster 
 count where the global batch does not split over its cards (16 cards, 8 sequences) has no layout with
 that many data-parallel ranks.
 
+Software stack (``layout_stacks``): the time model runs a tensor- or pipeline-parallel card on Megatron-Core's
+Transformer Engine kernels (``plan.time.fused_kernels``) and a one-replica card eagerly unless it asks for
+Megatron-Core or torch.compile, so a count's rows could rank a fused pipeline against an eager single GPU (the
+python-api doc example: 2 x RTX 4090 at pipeline parallel 2, 0.91 s, against one card's eager 2.24 s; the same card on
+Megatron-Core takes 1.35 s, tests/plan/test_pipeline_fused_stack.py). Where the card states no stack, every layout
+is searched on Megatron-Core (``parallel.tensor_parallel_impl: megatron``) and the one-replica-wide ones on the eager
+stack too; a stated stack is kept, and an eager one searches no tensor / pipeline-parallel layout beyond the card's
+own. Each row shows its stack (``Row.stack``), so every row is a configuration that runs as it was timed.
+
 Time first (``_time_first``, SFT-like methods): a fitting row's rank holds no memory figure, so every
 job is timed without the memory walk (``screen_time_row``, the plan's own step time, about a third of a
 plan's CPU time) and each (GPU kind, count) is then planned in full best first, stopping at the first
@@ -38,6 +47,7 @@ from trainfit.errors import TrainfitError
 from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, REFUSALS_KEPT, SFT_SPACE, Row, SearchResult, _evaluate
 from trainfit.spec.card import divisors
 from trainfit.spec.dotted import deep_copy
+from trainfit.spec.enums import Stack, TensorParallelImpl
 
 SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {
     "parallel.offload": ["none", "optimizer", "params_and_optimizer"],
@@ -78,6 +88,16 @@ LAYOUT_KEYS = {"tp": "parallel.tensor_parallel", "pp": "parallel.pipeline_parall
                "kind": "parallel.context_parallel_kind", "ep": "parallel.expert_parallel",
                "sp": "parallel.sequence_parallel"}
 """The model-parallel sizes ``fit`` lays out where the card leaves them open."""
+STACK_KEY = "parallel.tensor_parallel_impl"
+"""The knob that puts a layout on Megatron-Core's layers (``layout_stacks``)."""
+MEGATRON_DROPPED = {"precision.optimizer": ("adamw_8bit", "paged_adamw", "paged_adamw_8bit", "adafactor")}
+"""Knob values a layout ``fit`` puts on Megatron-Core (``Layout.megatron``) is not searched with, beside
+``MP_DROPPED``: Megatron-Core builds Adam or SGD only ("optimizer (str): Optimizer to use (one of Adam or SGD)",
+NVIDIA/Megatron-LM megatron/core/optimizer/optimizer_config.py @e914fb787a4664e5c43bb64cfe3b0c317c9db02f), not
+bitsandbytes' 8-bit or paged optimizers or Adafactor."""
+STACK_PINS = ("preset", "parallel.tensor_parallel_impl", "parallel.compile")
+"""Card keys that state the software stack (a framework preset, the layers' implementation, torch.compile): a card
+pinning one keeps its stack; else ``fit`` searches the eager stack and Megatron-Core's (``layout_stacks``)."""
 CP_KINDS = ("ring", "ulysses")
 CP_MIN_SEQ = 8192
 """Context parallel is searched (when open) only for sequences of at least this many tokens: Megatron
@@ -85,10 +105,10 @@ Core's parallelism guide gives CP as the strategy for "Long sequences (8K+ token
 (https://docs.nvidia.com/megatron-core/developer-guide/latest/user-guide/parallelism-guide.html,
 read 2026-12-01); shorter ones fit and run better by the other splits."""
 MP_STRATEGY = {"zero2": "zero1"}
-"""With tensor or pipeline parallel the card allows single, ddp, zero1 and fsdp: the space's zero2 becomes
-zero1 (Megatron's distributed optimizer)."""
+"""With tensor or pipeline parallel, or on Megatron-Core's layers, the card allows single, ddp, zero1 and fsdp: the
+space's zero2 becomes zero1 (Megatron's distributed optimizer)."""
 MP_DROPPED = {"scope": ("qlora",), "parallel.offload": ("params_and_optimizer",)}
-"""Knob values a model-parallel layout is not searched with: qlora (nf4 weights with model parallelism
+"""Knob values a model-parallel (or Megatron-Core) layout is not searched with: qlora (nf4 weights with model parallelism
 are refused by the planner) and parameter offload (Megatron-LM offloads only the optimizer,
 --optimizer-cpu-offload; parameter offload is the data-parallel way to fit, searched there)."""
 
@@ -105,6 +125,8 @@ class Layout:
     pp: int = 1
     own: bool = False
     """The card's own sizes (every open one at 1; sequence parallel may be switched on with a pinned TP)."""
+    megatron: bool = False
+    """Searched on Megatron-Core's layers (``STACK_KEY`` megatron in ``knobs``; ``layout_stacks``)."""
 
     @property
     def tier(self) -> tuple[int, int]:
@@ -227,6 +249,7 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     sequence for CP and the heads for Ulysses, the experts for EP), never with a copy of them."""
     from trainfit.plan import model_spec_of
     from trainfit.plan.stages import prepare
+    from trainfit.plan.time import stack_of
     from trainfit.spec.card import load_card_dict
     from trainfit.spec.dotted import updated
 
@@ -234,9 +257,7 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     own = {"tp": int(raw.get("tensor_parallel", 1)), "pp": int(raw.get("pipeline_parallel", 1)),
            "cp": int(raw.get("context_parallel", 1)), "kind": str(raw.get("context_parallel_kind", "ring")),
            "ep": int(raw.get("expert_parallel", 1)), "sp": bool(raw.get("sequence_parallel", False))}
-    # the model and method, from the card without its sizes (pinned ones may not fit this count)
-    card0 = load_card_dict(updated(base, {LAYOUT_KEYS[k]: v for k, v in
-                                          {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "sp": False}.items()}))
+    card0 = _card0(base)
     rl = card0.method.value in ("ppo", "grpo")
     per_node = min(count, 8)
     open_ = {k: key not in pinned for k, key in LAYOUT_KEYS.items()}
@@ -245,6 +266,11 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
         return free if open_[k] else [own]
 
     spec = model_spec_of(card0)
+    stack_open, stated = stack_is_open(pinned), stack_of(card0)
+    # a pinned knob value a Megatron-Core layout is not searched with (qlora, parameter offload, a bitsandbytes
+    # optimizer) keeps the card off Megatron-Core, and so off the tensor and pipeline parallel timed on it
+    megatron_ok = not any(k in pinned and str(_dotted(base, k)) in v
+                          for k, v in (MP_DROPPED | MEGATRON_DROPPED).items())
     hw = _hardware(str(card0.hardware.gpu), count, None)
     probe_base = updated(base, {"hardware.gpus_per_node": hw["gpus_per_node"], "hardware.nodes": hw["nodes"]})
     probe_base.get("hardware", {}).pop("price_per_gpu_hour", None)
@@ -278,32 +304,100 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
                             mine = not any(sizes[k] > 1 for k in ("tp", "pp", "cp", "ep") if open_[k])
                             if mine:  # the card's own layout: its rows carry no size knobs
                                 knobs = {LAYOUT_KEYS["sp"]: True} if open_["sp"] and sp else {}
-                            if not knobs:  # planned (or refused) as it stands
-                                out.append(Layout({}, tp * pp * cp, ep, tp, pp, own=True))
-                                continue
-                            try:
-                                card = load_card_dict(updated(probe_base, knobs | fixed))
-                                prepare(card, spec, count, seq)
-                            except (TrainfitError, ValueError):
-                                continue
-                            out.append(Layout(knobs, tp * pp * cp, ep, tp, pp, own=mine))
-                            if sp and open_["sp"]:
+                            accepted = False
+                            for megatron in layout_stacks(fused=tp * pp > 1, own=mine, open_=stack_open,
+                                                          stated=stated, megatron_ok=megatron_ok):
+                                mine_knobs = knobs | ({STACK_KEY: TensorParallelImpl.MEGATRON.value} if megatron else {})
+                                if not mine_knobs:  # planned (or refused) as it stands
+                                    out.append(Layout({}, tp * pp * cp, ep, tp, pp, own=True))
+                                    continue
+                                try:
+                                    card = load_card_dict(updated(probe_base, mine_knobs | fixed))
+                                    prepare(card, spec, count, seq)
+                                except (TrainfitError, ValueError):
+                                    continue
+                                out.append(Layout(mine_knobs, tp * pp * cp, ep, tp, pp, own=mine and not megatron,
+                                                  megatron=megatron))
+                                accepted = True
+                            if accepted and sp and open_["sp"]:
                                 break  # sequence parallel where it splits; without it only where it cannot
     return sorted(out, key=lambda lay: (lay.tier, sorted(lay.knobs.items(), key=str)))
 
 
+def _card0(base: dict[str, Any]) -> Any:
+    """The model and method, from the card without its model-parallel sizes (pinned ones may not fit a count)."""
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.dotted import updated
+
+    return load_card_dict(updated(base, {LAYOUT_KEYS[k]: v for k, v in
+                                         {"tp": 1, "pp": 1, "cp": 1, "ep": 1, "sp": False}.items()}))
+
+
+def stated_stack(base: dict[str, Any], pinned: frozenset[str]) -> Stack | None:
+    """The stack the card states (``STACK_PINS``), as its one-replica plan runs it; None when it leaves it open."""
+    from trainfit.plan.time import stack_of
+
+    return None if stack_is_open(pinned) else stack_of(_card0(base))
+
+
+def stack_note(stated: Stack | None) -> str:
+    """The line ``fit`` prints under its table on how the rows' stacks were chosen."""
+    if stated is None:
+        return ("stack: the software stack each row is timed on. The card states none (parallel.tensor_parallel_impl,"
+                " parallel.compile, preset), so tensor / pipeline-parallel layouts are searched on Megatron-Core, whose"
+                " fused Transformer Engine kernels their time stands for, and the others on both the eager stack and"
+                " Megatron-Core; pin one (e.g. --set parallel.tensor_parallel_impl=dtensor) to keep to it.")
+    if stated is Stack.EAGER:
+        return ("stack: eager, as the card states it: tensor / pipeline-parallel layouts, which are timed on"
+                " Megatron-Core's fused kernels, are not searched beyond the card's own sizes; set"
+                " parallel.tensor_parallel_impl=megatron or parallel.compile=true to search them.")
+    return f"stack: {stated.value}, as the card states it, on every layout."
+
+
+def stack_is_open(pinned: frozenset[str]) -> bool:
+    """Whether the card leaves its software stack to ``fit``: it pins none of ``STACK_PINS``."""
+    return not any(k in pinned for k in STACK_PINS)
+
+
+def _dotted(data: dict[str, Any], key: str) -> Any:
+    for part in key.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def layout_stacks(*, fused: bool, own: bool, open_: bool, stated: Stack, megatron_ok: bool = True) -> list[bool]:
+    """The stacks a layout is searched on, as "on Megatron-Core" flags (False: the card's own
+    ``tensor_parallel_impl``, True: ``megatron``). A tensor / pipeline-parallel layout (``fused``) is timed on
+    Megatron-Core's Transformer Engine kernels (``plan.time.fused_kernels``); so, with the stack open
+    (``stack_is_open``), it is searched on Megatron-Core, where that time holds, and every other layout on both
+    the card's eager stack and Megatron-Core, so that each count's rows compare like with like. With the stack
+    stated, only the layouts the time model runs on that stack are searched: an eager card (``stated`` eager)
+    gets no tensor / pipeline-parallel layout beyond its own (``own``: sizes the card pins). ``megatron_ok`` False
+    (a pinned ``MP_DROPPED`` or ``MEGATRON_DROPPED`` value: qlora, parameter offload, a bitsandbytes optimizer)
+    leaves Megatron-Core out."""
+    if open_:
+        return ([True] if fused else [False, True]) if megatron_ok else ([] if fused and not own else [False])
+    if fused and not own and stated is Stack.EAGER:
+        return []
+    return [False]
+
+
 def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` and LoRA with expert parallel
-    (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel."""
+    """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` (and on Megatron-Core ``MEGATRON_DROPPED``)
+    and LoRA with expert parallel (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel
+    or on Megatron-Core."""
     if not layout.knobs or layout.knobs.keys() == {LAYOUT_KEYS["sp"]}:
         return [c | layout.knobs for c in combos]
+    megatron_strategies = layout.tp * layout.pp > 1 or layout.megatron
     out = []
     seen: set[str] = set()
     for c in combos:
         if any(c.get(k) in v for k, v in MP_DROPPED.items()) or (layout.ep > 1 and c.get("scope") == "lora"):
             continue
+        if layout.megatron and any(c.get(k) in v for k, v in MEGATRON_DROPPED.items()):
+            continue
         c = dict(c)
-        if layout.tp * layout.pp > 1 and "parallel.strategy" in c:
+        if megatron_strategies and "parallel.strategy" in c:
             c["parallel.strategy"] = MP_STRATEGY.get(c["parallel.strategy"], c["parallel.strategy"])
         key = repr(sorted(c.items(), key=str))
         if key in seen:
@@ -405,11 +499,14 @@ def fit(
     jobs: list[tuple[int, dict[str, Any]]] = []
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
+    empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
+        else:
+            empty[cell] = empty_cell_reason(cell[1], layouts=bool(layouts), global_batch=gb)
     if len(jobs) > limit:
         raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
                             " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
@@ -450,8 +547,13 @@ def fit(
         if k not in best or rank_key(r, goal) < rank_key(best[k], goal):
             best[k] = r
     ranked = sorted(best.values(), key=lambda r: rank_key(r, goal))
+    for cell in cells:  # a count none of whose configurations was planned: listed, not dropped silently
+        if cell not in best and cell not in empty:
+            empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
+    skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
-                     goal=goal, warnings=tuple(warnings), skipped=skipped)
+                     goal=goal, warnings=tuple(warnings), skipped=skipped,
+                     stack=stated_stack(next(iter(cells.values()))[0], pinned))
 
 
 def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str], *, load: Any) -> Any:
@@ -474,7 +576,8 @@ def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]
 @dataclass(frozen=True, slots=True)
 class Skipped:
     """A GPU kind (``gpus`` None: at every count tried) or one card count of it that the card cannot run on
-    (the card validator or the planner refuses it before any knob is tried), with the refusal's one line."""
+    (the card validator or the planner refuses it before any knob is tried, no layout of the count holds the card,
+    or every configuration of it is refused: ``empty_cell_reason``), with the one line that says why."""
 
     gpu: str
     gpus: int | None
@@ -492,6 +595,17 @@ def skipped_kinds(refused: dict[tuple[str, int], str], *, gpus: list[str], count
         else:
             out += [Skipped(gpu, c, why) for c, why in mine]
     return tuple(out)
+
+
+def empty_cell_reason(count: int, *, layouts: bool, global_batch: int | None) -> str:
+    """Why a (GPU kind, count) has no configuration to plan: no model-parallel layout of ``count`` cards that the
+    card's pinned sizes, its rules and the planner accept (``parallel_layouts``), or a global batch that no layout's
+    data-parallel ranks split."""
+    cards = f"{count} card{'' if count == 1 else 's'}"
+    if not layouts:
+        return f"no model-parallel layout of {cards} that the card's pinned sizes, its rules and the planner accept"
+    return (f"the global batch of {global_batch} sequences does not split over the data-parallel ranks of any layout"
+            f" of {cards}; change batch.grad_accum or --global-batch")
 
 
 def _kinds_refused(skipped: tuple[Skipped, ...]) -> None:
@@ -524,11 +638,15 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     (about two thirds of a plan's CPU time). None where that is not sure to be the plan's step time:
     an RL method (the rollout walk feeds the time), a paged optimizer (its spill, a memory figure, adds
     a paging phase), or a time the model does not give. Raises as ``load_card_dict`` and
-    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk)."""
+    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk), and as the walk does for parameter
+    offload under ZeRO-1/2 (``plan.terms.zero_param_offload_refusal``), so that ``fit``'s invalid count is the
+    exhaustive search's."""
+    from trainfit.errors import CardError
     from trainfit.memory.optimizer import PAGED
     from trainfit.plan import model_spec_of, plan_refusals
     from trainfit.plan.resolve import gpu_of, price_of
-    from trainfit.plan.time import step_time_of
+    from trainfit.plan.terms import zero_param_offload_refusal
+    from trainfit.plan.time import stack_of, step_time_of
     from trainfit.plan.walk import sft_like_sharding
     from trainfit.search import parallel_of
     from trainfit.spec.card import load_card_dict
@@ -543,6 +661,11 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     try:
         gpu = gpu_of(card)
         sharding = sft_like_sharding(card, spec)[2]
+    except (TrainfitError, ValueError):
+        return None  # the full plan decides (and counts it invalid if it refuses)
+    if (why := zero_param_offload_refusal(strategy=sharding.strategy, offload=card.parallel.offload)) is not None:
+        raise CardError(why)  # the memory walk's refusal (plan.terms.step_terms): counted invalid, as the plan would
+    try:
         rates = None
         if calibration is not None:
             from trainfit.calibration import rates_for
@@ -558,7 +681,7 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
                peak_phase="", step_seconds=timing.total_s,
                cost_per_hour=None if price is None else price.per_gpu_hour * card.world_size,
                currency=price.currency if price is not None else None, tokens_per_step=timing.tokens_per_step,
-               price_id=price.id if price is not None else "", parallel=parallel_of(card.parallel))
+               price_id=price.id if price is not None else "", parallel=parallel_of(card.parallel), stack=stack_of(card))
 
 
 def _screen_rows(bases, jobs, calibration) -> tuple[list[tuple[int, Row | None]], int]:
@@ -734,7 +857,10 @@ class FitResult(SearchResult):
     goal: Any = None
     warnings: tuple[str, ...] = ()
     skipped: tuple[Skipped, ...] = ()
-    """The GPU kinds (or counts of one) the card cannot run on, left out of the search (``skipped_kinds``)."""
+    """The GPU kinds (or counts of one) the card cannot run on, left out of the search, and the counts with no
+    layout or no accepted configuration (``skipped_kinds``)."""
+    stack: Stack | None = None
+    """The software stack the card states (``stated_stack``); None: left open, each row shows its own."""
 
     @property
     def best(self) -> Row | None:

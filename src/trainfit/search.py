@@ -21,6 +21,7 @@ from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.spec.dotted import updated
+from trainfit.spec.enums import Stack
 
 DEFAULT_LIMIT = 200_000
 """Largest space searched without pinning knobs."""
@@ -57,6 +58,8 @@ class Row:
     parallel: tuple[tuple[str, Any], ...] = ()
     """The plan's model-parallel layout: (tensor_parallel, pipeline_parallel, context_parallel,
     context_parallel_kind, expert_parallel, sequence_parallel) as (name, value) pairs."""
+    stack: Stack | None = None
+    """The software stack the step time stands for (``plan.time.stack_of``: eager, compile or megatron)."""
     floor: bool = False
     """Planned inside ``overheads.replay_floor`` where the allocator replay would run: ``fits``,
     ``peak_device_bytes`` and ``headroom_bytes`` are bounds (see ``_evaluate``), never shown; ``fit``
@@ -120,6 +123,7 @@ def _evaluate(
 
     from trainfit.plan import make_plan
     from trainfit.plan.overheads import replay_floor
+    from trainfit.plan.time import stack_of
     from trainfit.spec.card import load_card_dict
 
     rows: list[Row] = []
@@ -155,6 +159,7 @@ def _evaluate(
                 tokens_per_step=plan.tokens_per_step,
                 price_id=plan.price.id if plan.price is not None else "",
                 parallel=parallel_of(plan.card.parallel),
+                stack=stack_of(plan.card),
                 floor=low,
             )
         )

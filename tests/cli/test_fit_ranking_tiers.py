@@ -6,7 +6,10 @@ the first tier where a plan fit within the limits. Qwen3-8B full SFT on 4 x H100
 1,000 steps: without limits the count's row was FSDP x4 at 0.544 s/step ($1.21 a run); with --budget
 1.10USD the search reached tier 2 and returned tensor parallel 2 + sequence parallel, DDP, no
 checkpointing at 0.427 s ($0.95). fit now searches every layout (fit_search._time_first: each job timed
-without the memory walk, then planned in full best first), so both searches return the 0.427 s plan."""
+without the memory walk, then planned in full best first), so both searches return the same plan. Since fit
+compares each count's rows on one software stack (fit_search.layout_stacks: the 0.427 s tensor-parallel plan was
+timed on Megatron-Core's fused kernels, the 0.544 s FSDP plan eager), that plan is FSDP on Megatron-Core without
+checkpointing, AdamW, micro-batch 2, at 0.426 s ($0.95 a run)."""
 
 import pytest
 
@@ -14,6 +17,7 @@ from trainfit.cli.common import default_card_dict, set_path
 from trainfit.compute.cost import parse_price
 from trainfit.objective import Goal
 from trainfit.search import fit
+from trainfit.spec.enums import Stack
 
 
 def _row4(goal):
@@ -30,4 +34,5 @@ def test_a_budget_never_finds_a_cheaper_plan_than_no_limits():
     limited = _row4(Goal(steps=1000, budget=1.10, budget_currency="USD"))
     assert limited.within_limits
     assert free.cost_per_run <= limited.cost_per_run * (1 + 1e-9)
-    assert dict(free.parallel)["tensor_parallel"] == 2
+    assert dict(free.parallel)["tensor_parallel"] == 1 and free.stack is Stack.MEGATRON
+    assert free.step_seconds == pytest.approx(0.426, abs=0.005)

@@ -4,7 +4,8 @@ included), for every objective, with and without a run length, a budget, or mixe
 
 The space includes the model-parallel layouts (tensor, pipeline, context parallel ring/Ulysses, expert),
 enumerated here without fit's validity pre-filter (the planner refuses what cannot split) and searched
-at every (GPU kind, count), as fit searches them."""
+at every (GPU kind, count), as fit searches them, each on the software stacks fit declares for it (the bases
+state no stack: tensor / pipeline parallel on Megatron-Core, the rest eager and on Megatron-Core)."""
 
 from functools import cache
 
@@ -67,18 +68,29 @@ def _layouts(seq: int, count: int, moe: bool) -> list[dict]:
     return out
 
 
-def _with_layout(knobs: dict, lay: dict) -> dict | None:
-    """The declared model-parallel space: no qlora, no parameter offload, zero2 read as zero1 with TP/PP."""
-    if not lay:
+def _stacks(lay: dict) -> list[bool]:
+    """The declared stacks (the bases state none): a tensor / pipeline-parallel layout on Megatron-Core only, the
+    others on the eager stack and Megatron-Core (``fit_search.layout_stacks``); True is Megatron-Core."""
+    fused = lay.get("parallel.tensor_parallel", 1) * lay.get("parallel.pipeline_parallel", 1) > 1
+    return [True] if fused else [False, True]
+
+
+def _with_layout(knobs: dict, lay: dict, megatron: bool = False) -> dict | None:
+    """The declared model-parallel space: no qlora, no parameter offload, zero2 read as zero1 with TP/PP or on
+    Megatron-Core (``parallel.tensor_parallel_impl: megatron``)."""
+    if not lay and not megatron:
         return knobs
     if knobs.get("scope") == "qlora" or knobs.get("parallel.offload") == "params_and_optimizer":
         return None
-    if lay["parallel.expert_parallel"] > 1 and knobs.get("scope", "full") != "full":
+    if megatron and knobs.get("precision.optimizer") not in (None, "adamw", "sgd"):
+        return None  # Megatron-Core builds Adam or SGD only (fit_search.MEGATRON_DROPPED)
+    if lay.get("parallel.expert_parallel", 1) > 1 and knobs.get("scope", "full") != "full":
         return None  # LoRA with expert parallel: refused by the planner
     k = dict(knobs)
-    if lay["parallel.tensor_parallel"] * lay["parallel.pipeline_parallel"] > 1 and k.get("parallel.strategy") == "zero2":
-        k["parallel.strategy"] = "zero1"
-    return k | lay
+    if megatron or lay["parallel.tensor_parallel"] * lay["parallel.pipeline_parallel"] > 1:
+        if k.get("parallel.strategy") == "zero2":
+            k["parallel.strategy"] = "zero1"
+    return k | lay | ({"parallel.tensor_parallel_impl": "megatron"} if megatron else {})
 
 
 def _tier(knobs: dict) -> tuple[int, int]:
@@ -107,8 +119,7 @@ def _brute(base, pinned, prices, rl):
                 if not rl and not _pairs(base, gb, dp, pinned=pinned):
                     continue
                 seen = set()
-                for knobs in combos:
-                    knobs = _with_layout(knobs, lay)
+                for knobs in (_with_layout(c, lay, megatron) for megatron in _stacks(lay) for c in combos):
                     if knobs is None or repr(sorted(knobs.items(), key=str)) in seen:
                         continue
                     seen.add(repr(sorted(knobs.items(), key=str)))
@@ -151,7 +162,7 @@ def check(case: str, goal: Goal, currencies: str):
     better = [r for r in feasible if _objective_part(rank_key(r, goal)) < wk]
     assert not better, f"{better[0].gpu} x{better[0].gpus} {better[0].knobs} beats the winner {winner.knobs}"
     # the winner's figures are those of a plan of that configuration
-    same = [r for r in feasible if r.gpu == winner.gpu and r.gpus == winner.gpus
+    same = [r for r in feasible if r.gpu == winner.gpu and r.gpus == winner.gpus and r.stack is winner.stack
             and {k: v for k, v in r.knobs.items() if k != "rollout.weight_sync"}
             == {k: v for k, v in winner.knobs.items() if k not in ("hardware.gpu", "gpus", "rollout.weight_sync")}]
     assert same and same[0].step_seconds == pytest.approx(winner.step_seconds)

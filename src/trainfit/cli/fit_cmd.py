@@ -91,7 +91,8 @@ def fit(
     if json_:
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
-                    "warnings": list(result.warnings), "rows": rows,
+                    "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
+                    "rows": rows,
                     "skipped": [{"gpu": k.gpu, "gpus": k.gpus, "reason": k.reason} for k in result.skipped]})
         return
     _render(result, rows, goal)
@@ -173,7 +174,7 @@ def _row(r) -> dict:
         "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,
         "cost_per_run": r.cost_per_run, "rank_cost": r.rank_cost, "rank_currency": r.rank_currency,
         "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
-        "parallel": dict(r.parallel),
+        "parallel": dict(r.parallel), "stack": r.stack.value if r.stack is not None else None,
     }
 
 
@@ -181,7 +182,7 @@ def _render(result, rows, goal) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from trainfit.fit_search import LAYOUT_KEYS
+    from trainfit.fit_search import LAYOUT_KEYS, STACK_KEY, stack_note
     from trainfit.report.fmt import gib
     from trainfit.search import layout_text
 
@@ -192,7 +193,7 @@ def _render(result, rows, goal) -> None:
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
-                "cost/run" if run else "cost/step", "run h" if run else "", "tp/pp/cp/ep", "knobs"):
+                "cost/run" if run else "cost/step", "run h" if run else "", "stack", "tp/pp/cp/ep", "knobs"):
         t.add_column(col, overflow="fold")
     for r in rows:
         flag = "*" if r["pareto"] else ("!" if r["fits"] and not r["within_limits"] else "")
@@ -204,14 +205,16 @@ def _render(result, rows, goal) -> None:
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
             (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
-            layout_text(tuple(r["parallel"].items())),
-            ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items()) if k not in LAYOUT_KEYS.values()),
+            r["stack"] or "-", layout_text(tuple(r["parallel"].items())),
+            ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())
+                      if k not in LAYOUT_KEYS.values() and k != STACK_KEY),
         )
     c.print(t)
     best = result.best
     if best is not None:
         cost = _money(best.cost_per_run if run else best.cost_per_hour, best.currency)
-        c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}), {cost}{'' if run else '/h'}"
+        c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}, {best.stack.value if best.stack else '-'}),"
+                f" {cost}{'' if run else '/h'}"
                 f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
     else:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
@@ -228,6 +231,7 @@ def _render(result, rows, goal) -> None:
     c.print("Model parallel sizes the card leaves open (TP within a node, PP, CP from 8k tokens, EP) are searched at"
             " every count, every layout with every knob; pin them with --set parallel.tensor_parallel=8 to compare.",
             markup=False)
+    c.print(stack_note(result.stack), markup=False)
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
             " states hardware.host_ram_gib.")
 

@@ -534,6 +534,16 @@ def fp8_activation_note(card: RunCard) -> str:
             " (memory/fp8.py)")
 
 
+def zero_param_offload_refusal(*, strategy: Strategy, offload: Offload) -> str | None:
+    """The refusal of parameter offload under DeepSpeed ZeRO-1/2, given the step's sharded strategy (``offload_param``
+    is for ZeRO stage 3 only: https://www.deepspeed.ai/docs/config-json/, "Parameter offloading"); None where it does
+    not apply. Raised by the memory walk and by ``fit_search.screen_time_row``, which times a job without the walk."""
+    if strategy in ZERO_STAGES and offload is Offload.PARAMS_AND_OPTIMIZER and strategy is not Strategy.ZERO3:
+        return (f"parallel.offload: DeepSpeed {strategy.value} cannot offload parameters (offload_param is"
+                " ZeRO-3 only); allowed with it: none, optimizer")
+    return None
+
+
 def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[StepTerms, dict[str, float], list[str]]:
     """Per-GPU byte terms, the host-RAM terms per node, and the assumptions made."""
     notes: list[str] = []
@@ -655,9 +665,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # DeepSpeed ZeRO-Offload: each reduced gradient slice goes to the host fp32 buffer; no gradient
         # partition forms on the GPU (stage_1_and_2.py l.2172-2178; stage3.py l.333, l.791)
         grads_scale = 0.0
-    if zero and offload is Offload.PARAMS_AND_OPTIMIZER and sharding.strategy is not Strategy.ZERO3:
-        raise CardError(f"parallel.offload: DeepSpeed {sharding.strategy.value} cannot offload parameters (offload_param is"
-                        " ZeRO-3 only); allowed with it: none, optimizer")
+    if (why := zero_param_offload_refusal(strategy=sharding.strategy, offload=offload)) is not None:
+        raise CardError(why)
     if offload is Offload.PARAMS_AND_OPTIMIZER:
         host["weights"] = (w.base + w.adapter) / wd * ranks_per_node
         host["gradients"] = n_train * grad_bytes / gd * ranks_per_node

@@ -47,7 +47,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
-from trainfit.spec.enums import KbitPrepare, Zero1ParamSync
+from trainfit.spec.enums import KbitPrepare, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -110,6 +110,18 @@ def fused_kernels(card: RunCard) -> bool:
     RMSNorm chain runs (``compute.te_host`` prices that module's Python)."""
     return (card.parallel.compile or card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
             or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1)
+
+
+def stack_of(card: RunCard) -> Stack:
+    """The stack the card's step time stands for: Megatron-Core / Transformer Engine (``tensor_parallel_impl:
+    megatron``, or a tensor / pipeline-parallel card without torch.compile, timed on those fused kernels:
+    ``fused_kernels``), torch.compile, or eager modules. ``fit`` ranks rows of one stack against each other only
+    where the card states its stack, and shows each row's."""
+    if card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON:
+        return Stack.MEGATRON
+    if card.parallel.compile:
+        return Stack.COMPILE
+    return Stack.MEGATRON if fused_kernels(card) else Stack.EAGER
 
 
 def verl_fsdp_workers(card: RunCard) -> bool:

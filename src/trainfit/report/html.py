@@ -438,6 +438,7 @@ def fit_rows(result: Any) -> list[dict[str, Any]]:
             "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
             "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
             "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
+            "stack": r.stack.value if r.stack is not None else None,
         }
         for r in result.rows
     ]
@@ -546,7 +547,22 @@ def fit_svg(rows: list[dict[str, Any]]) -> str:
     )
 
 
-def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, seconds: float, svg: str | None = None) -> str:
+def skipped_of(result: Any) -> list[dict[str, Any]]:
+    """``trainfit fit --json``'s ``skipped``: the GPU kinds (``gpus`` null) or card counts left out, with the reason."""
+    return [{"gpu": k.gpu, "gpus": k.gpus, "reason": k.reason} for k in getattr(result, "skipped", ())]
+
+
+def fit_notes(result: Any) -> list[str]:
+    """The lines under the fit table: how the rows' software stacks were chosen, then each skipped kind or count."""
+    from trainfit.fit_search import stack_note
+
+    return [stack_note(getattr(result, "stack", None))] + [
+        f"skipped {k.gpu}{'' if k.gpus is None else f' at {k.gpus} cards'}: {k.reason}"
+        for k in getattr(result, "skipped", ())]
+
+
+def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, seconds: float, svg: str | None = None,
+                 notes: list[str] | tuple[str, ...] = ()) -> str:
     body = []
     for i, r in enumerate(rows, 1):
         cost = f'{r["cost_per_hour"]:.2f} {_e(r["currency"])}' if r["cost_per_hour"] is not None else "-"
@@ -557,18 +573,19 @@ def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, se
             f'<td>{_e(r["gpu"])}</td><td class="num">{r["gpus"]}</td><td>{"yes" if r["fits"] else "no"}</td>'
             f'<td class="num">{_gib(r["peak_gpu_bytes"], 2)}</td><td class="num">{_gib(r["headroom_bytes"], 2)}</td>'
             f'<td class="num">{step}</td>'
-            f'<td class="num">{cost}</td><td>{_e(knobs)}</td></tr>'
+            f'<td class="num">{cost}</td><td>{_e(r.get("stack") or "-")}</td><td>{_e(knobs)}</td></tr>'
         )
     table = (
         '<table class="fit"><caption>Ranked: fitting first, then fewest cards, shortest step, lowest cost;'
         " * = Pareto front (time against cost)</caption><thead><tr><th>#</th><th></th><th>GPU</th><th>cards</th>"
-        "<th>fits</th><th>peak GiB</th><th>headroom GiB</th><th>step s</th><th>cost/h</th><th>knobs</th></tr></thead>"
+        "<th>fits</th><th>peak GiB</th><th>headroom GiB</th><th>step s</th><th>cost/h</th><th>stack</th><th>knobs</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
     return (
         f'<p class="facts-line">{evaluated:,} configurations evaluated ({invalid:,} invalid, skipped) in {seconds:.1f} s.'
         " Each GPU type stops at the fewest cards that fit; rows that do not fit show the best attempt at that count.</p>"
-        + table + "<h2>Step time against cost</h2>" + (svg or fit_svg(rows))
+        + table + "".join(f'\n<p>{_e(n)}</p>' for n in notes)
+        + "<h2>Step time against cost</h2>" + (svg or fit_svg(rows))
     )
 
 
@@ -623,9 +640,8 @@ def write_plan_html(plan: Any, path: str | Path) -> Path:
 
 def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
     rows = fit_rows(result)
-    body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds)
-    for k in getattr(result, "skipped", ()):  # the kinds (or counts) the card cannot run on, as the CLI notes them
-        body += f"\n<p>skipped {_e(k.gpu)}{'' if k.gpus is None else f' at {k.gpus} cards'}: {_e(k.reason)}</p>"
+    body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid,
+                                                    seconds=result.seconds, notes=fit_notes(result))
     return page(title, body)
 
 

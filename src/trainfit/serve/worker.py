@@ -22,7 +22,8 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
-from trainfit.report.html import chart_model, fit_fragment, fit_rows, fit_svg, plan_fragment, plan_svg
+from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_svg, plan_fragment, plan_svg,
+                                  skipped_of)
 from trainfit.report.json_report import plan_to_dict
 from trainfit.search import GPU_COUNTS, fit, flat_keys
 from trainfit.spec.card import RunCard, load_card_dict
@@ -120,7 +121,6 @@ def fit_payload(body: Any) -> dict[str, Any]:
     pinned = set(flat_keys(data))  # like a card file given to `trainfit fit`: what it sets is kept
     if data.get("preset"):
         data = apply_preset(data, str(data["preset"]))
-    check_sources(load_card_dict(data))
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise CardError("gpus: a non-empty list of GPU catalog ids, e.g. [\"rtx4090\", \"a100-80gb\"]")
@@ -129,6 +129,7 @@ def fit_payload(body: Any) -> dict[str, Any]:
     from trainfit.catalog.gpus import resolve_gpu
 
     ids = list(dict.fromkeys(resolve_gpu(g.strip()).id for g in gpus))
+    early_checks(data, ids, frozenset(pinned))
     max_gpus = body.get("max_gpus", 64)
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, int) or max_gpus < 1:
         raise CardError(f"max_gpus: must be an integer of at least 1 (counts tried: {', '.join(map(str, GPU_COUNTS))}), got {max_gpus!r}")
@@ -139,9 +140,31 @@ def fit_payload(body: Any) -> dict[str, Any]:
     result = fit(data, gpus=ids, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned))
     rows = fit_rows(result)
     svg = fit_svg(rows)
-    out = {"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds, "rows": rows, "svg": svg}
-    out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg)
+    out = {"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds, "rows": rows, "svg": svg,
+           "card_stack": result.stack.value if result.stack is not None else None, "skipped": skipped_of(result)}
+    out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg,
+                               notes=fit_notes(result))
     return finite(out)
+
+
+def early_checks(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]) -> None:
+    """What ``trainfit fit`` checks before searching, on the first GPU kind of ``gpus`` that can run the card
+    (``fit_search.card_on_a_kind``: an fp8 card whose own GPU is an A100 still searches an H100): the model sources
+    and the model options (``plan.check_model_options``). Where every kind refuses the card, the search says why per
+    kind; the sources are then checked on the card's own GPU kind, the one card the search may still load."""
+    from trainfit.fit_search import card_on_a_kind
+    from trainfit.plan import check_model_options
+
+    card = card_on_a_kind(data, gpus, pinned, load=load_card_dict)
+    if card is not None:
+        check_sources(card)
+        check_model_options(card)
+        return
+    try:
+        own = load_card_dict(data)
+    except (TrainfitError, ValueError):
+        return
+    check_sources(own)
 
 
 ENTRIES = {"plan": plan_payload, "fit": fit_payload}

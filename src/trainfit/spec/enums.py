@@ -703,3 +703,16 @@ class MoeRouting(StrEnum):
     CONSECUTIVE = "consecutive"
     """Token ``i`` takes experts ``i·k .. i·k + k − 1`` (mod ``E``): NeMo Automodel's ``FakeBalancedGate``
     (nemo_automodel/components/moe/layers.py @01926a5c443b7979463c73341bf64adf79de638e), used by its benchmarks."""
+
+
+class Stack(StrEnum):
+    """The software stack a plan's step time stands for (``plan.time.stack_of``), shown on every ``fit`` row so
+    that rows timed on different kernels are not ranked as if they ran the same code."""
+
+    EAGER = "eager"
+    """transformers / PEFT modules launched op by op (no torch.compile, no Transformer Engine)."""
+    COMPILE = "compile"
+    """torch.compile (``parallel.compile``): fused elementwise kernels, fewer launches."""
+    MEGATRON = "megatron"
+    """Megatron-Core's layers on Transformer Engine's fused kernels (``parallel.tensor_parallel_impl: megatron``), or
+    a tensor / pipeline-parallel run, which the time model times on those kernels (``plan.time.fused_kernels``)."""

@@ -968,6 +968,35 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def peft_param_wrapper_calls(spec: ModelSpec, *, adapter: Adapter | None, megatron_experts: bool = False,
+                             expert_streams: bool = False, expert_loop: bool = False,
+                             expert_loop_stacked: bool = False) -> float:
+    """PEFT ``ParamWrapper`` forwards in one forward of all decoder layers: the parameters PEFT 0.21.2 wraps as
+    ``target_parameters`` (transformers v5's 3-D expert stacks and the router's ``gate.weight``,
+    ``trainfit.memory.lora._PEFT_CONVERTS``), one call each per MoE layer. Each call registers a parametrization on
+    its module and removes it again (peft/tuners/lora/layer.py ``ParamWrapper.forward`` l.2698-2713,
+    ``_activate_lora`` l.2572-2601; torch/nn/utils/parametrize.py ``register_parametrization`` builds a new subclass
+    of the module's class with ``type()``, injects a property and a ``ParametrizationList``, and
+    ``remove_parametrizations`` restores the class), Python bookkeeping priced per call by
+    ``rates.PEFT_PARAM_WRAPPER_HOST_S``; the kernels it dispatches (the merge and its check evaluation,
+    ``peft_merged_expert_gemms``) are counted with the experts. A checkpoint's recompute runs them again.
+
+    Only where PEFT owns the expert stacks: transformers v5's grouped_mm or eager experts (``expert_loop_stacked``);
+    not Megatron-Core's or grouped_gemm's experts, not transformers < 5's per-expert ``nn.Linear`` loop (ordinary LoRA
+    modules), not adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl,
+    NeMo Automodel), not a 4-bit base. transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
+    heldout4.json): 3 wrapped parameters per MoE layer (``gate_up_proj``, ``down_proj`` nested in the same
+    experts module, ``gate.weight``), 78 calls a forward, 156 with the recompute."""
+    if (adapter is None or spec.moe is None or adapter.grouped_expert_adapters or adapter.nf4_base
+            or megatron_experts or expert_streams or (expert_loop and not expert_loop_stacked)):
+        return 0.0
+    adapted = _adapted_groups(spec, adapter.targets)
+    n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+    stacks = sum(1 for g in linear_groups(spec) if g.routed and g.experts > 1 and g.name in adapted)
+    router = 1 if stacks and "gate" in adapted else 0
+    return float((stacks + router) * n_moe) if stacks else 0.0
+
+
 def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, rows: float, rank: float,
                              experts: int, count: float) -> tuple[list[Gemm], list[Gemm]]:
     """The GEMMs PEFT's LoRA on a 3-D expert stack (``target_parameters``, ``ParamWrapper``) adds beyond the merge

@@ -968,6 +968,29 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def mla_latent_norm_elements(spec: ModelSpec, *, tokens: float, layers: int,
+                             megatron: bool = False) -> tuple[tuple[float, float], ...]:
+    """Multi-latent attention's RMSNorms on its compressed latents, as ``(elements, calls)`` over ``layers`` layers:
+    ``kv_a_layernorm`` over the ``kv_lora_rank`` latent of every token, and ``q_a_layernorm`` over ``q_lora_rank``
+    where the query is compressed too (DeepSeek-V3; DeepSeek-V2-Lite has no query compression). transformers 5.24.0
+    models/deepseek_v2/modeling_deepseek_v2.py ``DeepseekV2Attention.forward`` l.381-389 (``q_b_proj(q_a_layernorm(
+    q_a_proj(x)))``, ``kv_a_layernorm(kv_nope)``) with ``DeepseekV2RMSNorm.forward`` l.166-171: the same eight eager
+    ops as the decoder's own RMSNorms, which ``ModelSpec.norms_per_layer`` (2) leaves out. Charged at the inventory's
+    RMSNorm rates (``NORM_BYTES`` per element, ``NORM_KERNELS`` per call), backward by the same factors. The
+    fake-tensor trace of DeepSeek-V2-Lite (LoRA all-linear, 4,096 tokens, checkpointed) has 70 kernels in its dense
+    layer's forward against the inventory's 62 without them. ``megatron``: Megatron-Core's MLA under Transformer
+    Engine fuses both norms into the up projections' ``TELayerNormColumnParallelLinear`` (q_layernorm / kv_layernorm
+    ``IdentityOp`` in the layer spec ``compute.te_host`` cites), counted with those linears: none here. Step times:
+    DeepSeek-V2-Lite on the H200 -35.8 -> -34.0 %; NeMo Automodel's DeepSeek-V3 rows +2.1 -> +2.5 % and -12.2 -> -11.9 %
+    (its own MLA module runs the same two norms); the Megatron-Core DeepSeek-V3 rows do not move."""
+    if spec.mla is None or spec.layer_norm or megatron or layers <= 0:
+        return ()
+    out = [(float(tokens) * spec.mla.kv_lora_rank * layers, float(layers))]
+    if spec.mla.q_lora_rank:
+        out.append((float(tokens) * spec.mla.q_lora_rank * layers, float(layers)))
+    return tuple(out)
+
+
 def peft_param_wrapper_calls(spec: ModelSpec, *, adapter: Adapter | None, megatron_experts: bool = False,
                              expert_streams: bool = False, expert_loop: bool = False,
                              expert_loop_stacked: bool = False) -> float:
@@ -1420,6 +1443,11 @@ def step_inventory(
         fwd_bytes += NORM_BYTES * t * h * norms / sequence_shards
         fwd_k += NORM_KERNELS * norms
         norm_elements.append((t * h / sequence_shards, norms))
+    mla_norm_elements = mla_latent_norm_elements(spec, tokens=t, layers=layers, megatron=megatron_experts)
+    for elements, calls in mla_norm_elements:
+        fwd_bytes += NORM_BYTES * elements
+        fwd_k += NORM_KERNELS * calls
+        norm_elements.append((elements / calls, calls))
     zero_centred = spec.family in ZERO_CENTRED_NORM_FAMILIES and not spec.layer_norm
     zc_elements = t * h * norms / sequence_shards if zero_centred else 0.0  # + the q/k norms' below
     zc_calls = norms if zero_centred else 0.0
@@ -1435,7 +1463,8 @@ def step_inventory(
     fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue
     fwd_k += 2 * ROTARY_KERNELS * eager_rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
-    strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
+    strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + sum(
+        NORM_STRIDED_BYTES * elements for elements, _ in mla_norm_elements) + (
         ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue)
     if spec.fused_rotary and rotary:  # with their own backward (FLASH_ROTARY_*)
         fq_b += FLASH_ROTARY_FORWARD_BYTES * t * qkv * rot_share * rotary

@@ -27,7 +27,8 @@ def test_elements_and_calls():
 
 def test_dense_mla_layer_matches_the_trace():
     # DeepSeek-V2-Lite's dense layer 0 (LoRA all-linear, 4,096 tokens): the fake-tensor trace (SDPA on the CPU flash
-    # kernel) counts 70 kernels forward, 68 recompute, 114 backward; without the latent norm the inventory had 62 / 60 / 98
+    # kernel) counts 70 kernels forward, 68 recompute, 114 backward; without the latent norm the inventory had
+    # 62 / 60 / 98
     one = dataclasses.replace(DSV2, num_layers=1)
     inv = step_inventory(one, micro_batch_size=1, seq_len=4096, adapter=LORA)
     assert inv.layers_forward.kernels == pytest.approx(70, rel=0.06)

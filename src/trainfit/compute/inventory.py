@@ -1048,14 +1048,28 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     no weight-sized copy (its merge reads W and writes W' once per evaluation), so their origin is not known here;
     the inventory's weight-sized charge (6 + 2.2 x 6 + 8 B per weight over forward and backward, against the trace's
     4 per ``baddbmm`` and 6 in the backward GEMMs) stands in for them. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
-    checkpointed) stays about -38 %: it is host-paced (0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us
-    of wall each against Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths), while the plan
-    counts 8,954 kernels. transformers 5.24.0 models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and
-    greedy top-k, ``n_group`` 1; MLA with the complex-number rotary on the 64 rope dims and ``expand_kv``'s two
-    ``copy_``; shared experts as a plain MLP) and integrations/moe.py ``grouped_mm_experts_forward`` hold no
-    host-device sync on this path (the ``offs.tolist()`` sync is only in ``_grouped_mm_fallback``, not taken for bf16
-    on sm90); the CPU trace runs SDPA's math path for MLA's 192 / 128 head dims, so it cannot count the GPU's
-    attention launches either. Not found."""
+    checkpointed) is host-paced: 0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us of wall each against
+    Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths. transformers 5.24.0
+    models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and greedy top-k, ``n_group`` 1; MLA with the
+    complex-number rotary on the 64 rope dims and ``expand_kv``'s two ``copy_``; shared experts as a plain MLP) and
+    integrations/moe.py ``grouped_mm_experts_forward`` hold no host-device sync on this path (the ``offs.tolist()`` sync
+    is only in ``_grouped_mm_fallback``, not taken for bf16 on sm90), and the fake-tensor trace records no
+    ``_local_scalar_dense``. What is now priced: the PEFT ``ParamWrapper`` register / remove cycles (156 a step, 3 per
+    MoE layer and pass: ``peft_param_wrapper_calls``) and MLA's latent RMSNorm (``mla_latent_norm_elements``): -38.1
+    -> -34.0 %. Checked, not priced: (1) SDPA's backend. Flash refuses q/k head dim 192 with v head dim 128 (pytorch
+    aten/src/ATen/native/transformers/cuda/sdp_utils.cpp ``check_head_dim_size_flash``: "All head_dim sizes must be
+    equal"); the H200 profile shows cuDNN's (``cudnn_generated_fort_native_sdpa_sm90_flash_bprop_..._64x64x192``, 27
+    calls: one a layer), a fused kernel, not the math path the CPU trace takes (its score-sized ops would be 1.07 GB
+    fp32 per op and layer); with v padded to 192 the trace takes the flash stand-in: 105 / 102 / 160 kernels a MoE layer
+    (forward / recompute / backward) and 70 / 68 / 114 for the dense layer, against the inventory's 98 / 97 / 166 and 69
+    / 67 / 111. Of the forward's 7: the router's own ``ParamWrapper`` (``gate.weight``: the delta ``mm``, its scale and
+    two adds, in the forward and recompute, its backward too) is not in the inventory. (2) The rest of the measured
+    count: the trace-equivalent step is about 10,100 kernels (9,834 in the layers, head and embedding, some 315 fused
+    AdamW launches), so about 3,800 (140 a layer) are launched on the GPU only, beyond the CPU trace's one launch per
+    op; CUDA implementations that launch several kernels per op on this path: ``sort`` of the 24,576 int64 expert ids
+    (cub radix sort), the three ``index_put`` with accumulate of the index gathers' backward (sorted), ``cumsum`` /
+    ``histc``, and cuDNN SDPA's own calls. The profile lists only its ten largest kernels (3,276 launches), so which of
+    them make up the 3,800 is not known here, and no per-op launch count is taken from it. Remaining: -34 %."""
     fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
     bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
            Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),

@@ -968,6 +968,58 @@ def _windowed_layers(spec: ModelSpec) -> int:
                if i < spec.num_layers and spec.layer_kind(i) is LayerKind.FULL_ATTENTION)
 
 
+def mla_latent_norm_elements(spec: ModelSpec, *, tokens: float, layers: int,
+                             megatron: bool = False) -> tuple[tuple[float, float], ...]:
+    """Multi-latent attention's RMSNorms on its compressed latents, as ``(elements, calls)`` over ``layers`` layers:
+    ``kv_a_layernorm`` over the ``kv_lora_rank`` latent of every token, and ``q_a_layernorm`` over ``q_lora_rank``
+    where the query is compressed too (DeepSeek-V3; DeepSeek-V2-Lite has no query compression). transformers 5.24.0
+    models/deepseek_v2/modeling_deepseek_v2.py ``DeepseekV2Attention.forward`` l.381-389 (``q_b_proj(q_a_layernorm(
+    q_a_proj(x)))``, ``kv_a_layernorm(kv_nope)``) with ``DeepseekV2RMSNorm.forward`` l.166-171: the same eight eager
+    ops as the decoder's own RMSNorms, which ``ModelSpec.norms_per_layer`` (2) leaves out. Charged at the inventory's
+    RMSNorm rates (``NORM_BYTES`` per element, ``NORM_KERNELS`` per call), backward by the same factors. The
+    fake-tensor trace of DeepSeek-V2-Lite (LoRA all-linear, 4,096 tokens, checkpointed) has 70 kernels in its dense
+    layer's forward against the inventory's 62 without them. ``megatron``: Megatron-Core's MLA under Transformer
+    Engine fuses both norms into the up projections' ``TELayerNormColumnParallelLinear`` (q_layernorm / kv_layernorm
+    ``IdentityOp`` in the layer spec ``compute.te_host`` cites), counted with those linears: none here. Step times:
+    DeepSeek-V2-Lite on the H200 -35.8 -> -34.0 %; NeMo Automodel's DeepSeek-V3 rows +2.1 -> +2.5 % and -12.2 -> -11.9 %
+    (its own MLA module runs the same two norms); the Megatron-Core DeepSeek-V3 rows do not move."""
+    if spec.mla is None or spec.layer_norm or megatron or layers <= 0:
+        return ()
+    out = [(float(tokens) * spec.mla.kv_lora_rank * layers, float(layers))]
+    if spec.mla.q_lora_rank:
+        out.append((float(tokens) * spec.mla.q_lora_rank * layers, float(layers)))
+    return tuple(out)
+
+
+def peft_param_wrapper_calls(spec: ModelSpec, *, adapter: Adapter | None, megatron_experts: bool = False,
+                             expert_streams: bool = False, expert_loop: bool = False,
+                             expert_loop_stacked: bool = False) -> float:
+    """PEFT ``ParamWrapper`` forwards in one forward of all decoder layers: the parameters PEFT 0.21.2 wraps as
+    ``target_parameters`` (transformers v5's 3-D expert stacks and the router's ``gate.weight``,
+    ``trainfit.memory.lora._PEFT_CONVERTS``), one call each per MoE layer. Each call registers a parametrization on
+    its module and removes it again (peft/tuners/lora/layer.py ``ParamWrapper.forward`` l.2698-2713,
+    ``_activate_lora`` l.2572-2601; torch/nn/utils/parametrize.py ``register_parametrization`` builds a new subclass
+    of the module's class with ``type()``, injects a property and a ``ParametrizationList``, and
+    ``remove_parametrizations`` restores the class), Python bookkeeping priced per call by
+    ``rates.PEFT_PARAM_WRAPPER_HOST_S``; the kernels it dispatches (the merge and its check evaluation,
+    ``peft_merged_expert_gemms``) are counted with the experts. A checkpoint's recompute runs them again.
+
+    Only where PEFT owns the expert stacks: transformers v5's grouped_mm or eager experts (``expert_loop_stacked``);
+    not Megatron-Core's or grouped_gemm's experts, not transformers < 5's per-expert ``nn.Linear`` loop (ordinary LoRA
+    modules), not adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl,
+    NeMo Automodel), not a 4-bit base. transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
+    heldout4.json): 3 wrapped parameters per MoE layer (``gate_up_proj``, ``down_proj`` nested in the same
+    experts module, ``gate.weight``), 78 calls a forward, 156 with the recompute."""
+    if (adapter is None or spec.moe is None or adapter.grouped_expert_adapters or adapter.nf4_base
+            or megatron_experts or expert_streams or (expert_loop and not expert_loop_stacked)):
+        return 0.0
+    adapted = _adapted_groups(spec, adapter.targets)
+    n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+    stacks = sum(1 for g in linear_groups(spec) if g.routed and g.experts > 1 and g.name in adapted)
+    router = 1 if stacks and "gate" in adapted else 0
+    return float((stacks + router) * n_moe) if stacks else 0.0
+
+
 def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, rows: float, rank: float,
                              experts: int, count: float) -> tuple[list[Gemm], list[Gemm]]:
     """The GEMMs PEFT's LoRA on a 3-D expert stack (``target_parameters``, ``ParamWrapper``) adds beyond the merge
@@ -996,14 +1048,28 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     no weight-sized copy (its merge reads W and writes W' once per evaluation), so their origin is not known here;
     the inventory's weight-sized charge (6 + 2.2 x 6 + 8 B per weight over forward and backward, against the trace's
     4 per ``baddbmm`` and 6 in the backward GEMMs) stands in for them. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
-    checkpointed) stays about -38 %: it is host-paced (0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us
-    of wall each against Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths), while the plan
-    counts 8,954 kernels. transformers 5.24.0 models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and
-    greedy top-k, ``n_group`` 1; MLA with the complex-number rotary on the 64 rope dims and ``expand_kv``'s two
-    ``copy_``; shared experts as a plain MLP) and integrations/moe.py ``grouped_mm_experts_forward`` hold no
-    host-device sync on this path (the ``offs.tolist()`` sync is only in ``_grouped_mm_fallback``, not taken for bf16
-    on sm90); the CPU trace runs SDPA's math path for MLA's 192 / 128 head dims, so it cannot count the GPU's
-    attention launches either. Not found."""
+    checkpointed) is host-paced: 0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us of wall each against
+    Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths. transformers 5.24.0
+    models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and greedy top-k, ``n_group`` 1; MLA with the
+    complex-number rotary on the 64 rope dims and ``expand_kv``'s two ``copy_``; shared experts as a plain MLP) and
+    integrations/moe.py ``grouped_mm_experts_forward`` hold no host-device sync on this path (the ``offs.tolist()`` sync
+    is only in ``_grouped_mm_fallback``, not taken for bf16 on sm90), and the fake-tensor trace records no
+    ``_local_scalar_dense``. What is now priced: the PEFT ``ParamWrapper`` register / remove cycles (156 a step, 3 per
+    MoE layer and pass: ``peft_param_wrapper_calls``) and MLA's latent RMSNorm (``mla_latent_norm_elements``): -38.1
+    -> -34.0 %. Checked, not priced: (1) SDPA's backend. Flash refuses q/k head dim 192 with v head dim 128 (pytorch
+    aten/src/ATen/native/transformers/cuda/sdp_utils.cpp ``check_head_dim_size_flash``: "All head_dim sizes must be
+    equal"); the H200 profile shows cuDNN's (``cudnn_generated_fort_native_sdpa_sm90_flash_bprop_..._64x64x192``, 27
+    calls: one a layer), a fused kernel, not the math path the CPU trace takes (its score-sized ops would be 1.07 GB
+    fp32 per op and layer); with v padded to 192 the trace takes the flash stand-in: 105 / 102 / 160 kernels a MoE layer
+    (forward / recompute / backward) and 70 / 68 / 114 for the dense layer, against the inventory's 98 / 97 / 166 and 69
+    / 67 / 111. Of the forward's 7: the router's own ``ParamWrapper`` (``gate.weight``: the delta ``mm``, its scale and
+    two adds, in the forward and recompute, its backward too) is not in the inventory. (2) The rest of the measured
+    count: the trace-equivalent step is about 10,100 kernels (9,834 in the layers, head and embedding, some 315 fused
+    AdamW launches), so about 3,800 (140 a layer) are launched on the GPU only, beyond the CPU trace's one launch per
+    op; CUDA implementations that launch several kernels per op on this path: ``sort`` of the 24,576 int64 expert ids
+    (cub radix sort), the three ``index_put`` with accumulate of the index gathers' backward (sorted), ``cumsum`` /
+    ``histc``, and cuDNN SDPA's own calls. The profile lists only its ten largest kernels (3,276 launches), so which of
+    them make up the 3,800 is not known here, and no per-op launch count is taken from it. Remaining: -34 %."""
     fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
     bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
            Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),
@@ -1391,6 +1457,11 @@ def step_inventory(
         fwd_bytes += NORM_BYTES * t * h * norms / sequence_shards
         fwd_k += NORM_KERNELS * norms
         norm_elements.append((t * h / sequence_shards, norms))
+    mla_norm_elements = mla_latent_norm_elements(spec, tokens=t, layers=layers, megatron=megatron_experts)
+    for elements, calls in mla_norm_elements:
+        fwd_bytes += NORM_BYTES * elements
+        fwd_k += NORM_KERNELS * calls
+        norm_elements.append((elements / calls, calls))
     zero_centred = spec.family in ZERO_CENTRED_NORM_FAMILIES and not spec.layer_norm
     zc_elements = t * h * norms / sequence_shards if zero_centred else 0.0  # + the q/k norms' below
     zc_calls = norms if zero_centred else 0.0
@@ -1406,7 +1477,8 @@ def step_inventory(
     fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue
     fwd_k += 2 * ROTARY_KERNELS * eager_rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
-    strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + (
+    strided = (0.0 if spec.layer_norm else NORM_STRIDED_BYTES * t * h * norms / sequence_shards) + sum(
+        NORM_STRIDED_BYTES * elements for elements, _ in mla_norm_elements) + (
         ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue)
     if spec.fused_rotary and rotary:  # with their own backward (FLASH_ROTARY_*)
         fq_b += FLASH_ROTARY_FORWARD_BYTES * t * qkv * rot_share * rotary

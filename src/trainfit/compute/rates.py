@@ -529,6 +529,15 @@ FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S = 343e-6
 FSDP_ADAPTER_UNIT_BACKWARD_HOST_S = 410e-6
 """An adapter unit's FSDP1 hooks in a backward, the same second run (``FSDP_ADAPTER_UNIT_FORWARD_HOST_S``;
 benchmarks/measure_fsdp_adapter_units.py)."""
+PEFT_PARAM_WRAPPER_HOST_S = 245e-6
+"""Host seconds of one PEFT ``ParamWrapper`` forward beyond the aten ops it dispatches: the parametrization registered
+on the wrapped module and removed again around every call (peft 0.21.2 peft/tuners/lora/layer.py
+``ParamWrapper._activate_lora`` l.2572-2601; ``inventory.peft_param_wrapper_calls``). Measured by
+benchmarks/measure_peft_param_wrapper_host.py (torch 2.13.0+cpu, transformers 5.24.0, peft 0.21.2, one thread of the
+shared VM, 2026-12-04): the whole register / remove cycle less its own ops run bare, per wrapped parameter of a tiny
+DeepSeek-V2 MoE layer (down_proj stack, gate_up_proj stack nested in it, router weight), three runs: 341 / 322 / 277,
+317 / 233 / 181 and 420 / 210 / 184 us. The quietest run (the lowest sum) is taken: its mean, 244 us. Same footing as
+the FSDP adapter-unit hooks (Python on the host, read on this VM)."""
 FSDP2_UNIT_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_forward"] * FSDP_UNIT_FORWARD_HOST_S
 """FSDP2's (``fully_shard``) forward hooks per unit in a no-grad forward, 411 us (``FSDP_HOOK_RATIOS``)."""
 FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S

@@ -44,7 +44,7 @@ from trainfit.compute.gemm import (fp8_precise_rates, gemm_seconds, grouped_mm_s
 from trainfit.compute.inventory import (BACKWARD_BYTES_FACTOR, BACKWARD_KERNEL_FACTOR, LORA_BACKWARD_BYTES_FACTOR,
                                        LORA_BACKWARD_KERNEL_FACTOR, LORA_DROPOUT_BYTES, LORA_DROPOUT_KERNELS,
                                        LORA_ELEMENTWISE_BYTES, LORA_EXTRA_KERNELS, Adapter, ChainedRead, Gemm,
-                                       PassInventory, step_inventory)
+                                       PassInventory, peft_param_wrapper_calls, step_inventory)
 from trainfit.compute.moe_time import expert_token_shards
 from trainfit.compute.model_parallel import (ModelParallelComm, host_slack_exposed_s, model_parallel_comm,
                                             pipeline_bubble_micro_steps,
@@ -63,7 +63,7 @@ from trainfit.compute.rates import (
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
     FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S,
     FSDP_UNIT_GRAD_FORWARD_HOST_S,
-    HF_ROOT_MODULES, ZERO3_MODULE_BACKWARD_HOST_S,
+    HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -860,6 +860,15 @@ def train_step_time(
         if gradient_checkpointing and selective == "none" and not recompute_modules:
             # full recompute re-runs every checkpointed layer's forward, its TE calls with it
             rec = hosted(rec, hooks_s=te_fwd_s * recompute_layer_share)
+    # PEFT's ParamWrapper registers and removes a parametrization around every forward of each wrapped expert stack
+    # and router weight (inventory.peft_param_wrapper_calls), the recompute's forward included
+    wrapper_s = peft_param_wrapper_calls(spec, adapter=adapter, megatron_experts=megatron_experts,
+                                         expert_streams=expert_streams, expert_loop=expert_loop,
+                                         expert_loop_stacked=expert_loop_stacked) * PEFT_PARAM_WRAPPER_HOST_S
+    if wrapper_s > 0.0:
+        fwd = hosted(fwd, hooks_s=wrapper_s * count_scale)
+        if gradient_checkpointing:
+            rec = hosted(rec, hooks_s=wrapper_s * count_scale * recompute_layer_share)
     if parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp"):
         # torch FSDP's per-unit pre/post-forward hooks (unshard, stream waits, reshard) run in Python in every
         # forward, the recompute's included, recording autograd: fsdp_unit_host_seconds per unit (the layers and the

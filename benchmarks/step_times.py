@@ -167,6 +167,18 @@ FSDP1_ADAPTER_UNIT_FRAMEWORKS = {
     "fms-hf-tuning": "fms-hf-tuning sets PEFT's fsdp_auto_wrap_policy for every PEFT run on FSDP (tuning/sft_trainer.py"
     " l.387-390 @b33634c8ce5c85b6d10daa187fd1a069db969b67, l.390-393 at v2.5.0), which makes each lora_A / lora_B"
     " linear its own unit (peft src/peft/utils/other.py l.510-525 @431c0e2d, v0.13.2)",
+    "fsdp_qlora": "Answer.AI's train.py wraps the PEFT model (train_type lora / qlora: get_peft_model, l.640-655) with"
+    " get_wrapping_policy(custom_policy=False): an _or_policy of the decoder-layer policy and a lambda policy on every"
+    " leaf module with a trainable weight, so each lora_A / lora_B is its own unit, under FSDP(limit_all_gathers=True,"
+    " use_orig_params=False) (AnswerDotAI/fsdp_qlora train.py l.442-477, l.705-706, l.724-737"
+    " @e877dda5026dfd964cccdb92a4532da587cbdae0, the benchmark note's commit; the same policy at"
+    " @049515f81026f5009ac9b0cbaa795a7cc995e4ad, 2024-03-19, l.413-426, l.685, l.706-708)",
+    "vectorlm": "VectorLM's profiling/benchmark.py passes is_lora_enabled (a lora_peft_config in the config, l.322-358)"
+    " to shard_model, whose fsdp_config ORs lora_requires_grad_policy_fn (a leaf module with a trainable weight:"
+    " each lora_A / lora_B) with the decoder-layer policy (vectorlm/utils/model_utils.py l.154-169, l.224-233"
+    " @9045f08ac1af38c13100cfabdd17412f57dbffd2, the reference-throughput commit); FSDP1 keeps limit_all_gathers at"
+    " its default, True since torch 2.1 (FullyShardedDataParallel.__init__; read in the torch 2.13 wheel"
+    " torch/distributed/fsdp/fully_sharded_data_parallel.py l.411; the page lists torch 2.2.1)",
 }
 FMS_ADAPTERS_OUTSIDE_FSDP = (
     "fms-acceleration's fused-ops-and-kernels plugin takes a quantized model's adapters out of FSDP"

@@ -224,6 +224,8 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
                      " vLLM engine (TRL 1.16 GRPOConfig, OpenRLHF 0.11 flags); not written, the engine runs bf16 (use"
                      " --to verl or nemo-rl)")
     notes.extend(megatron_keys_notes(card, target, has=megatron_has or set()))
+    units = adapter_units_note(card, target)
+    notes.extend([units] if units else [])
     if p.fp8_params and target not in ("verl", "nemo-rl"):
         notes.append(f"precision.fp8_params: {target} has no setting for fp8 primary weights (Transformer Engine"
                      " fp8_model_init, Megatron fp8_param / fp8_param_gather); not written, the file keeps bf16 weights"
@@ -250,6 +252,43 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
             notes.append(f"parallel.selective_checkpointing {card.parallel.selective_checkpointing.value}: {target} has no"
                          " selective checkpointing setting; not written")
     return notes
+
+
+_HF_TRAINER_WRAPS = ("the HF Trainer replaces the file's wrap policy with PEFT's fsdp_auto_wrap_policy for a PEFT"
+                     " model on FSDP (transformers 5.24.0 trainer.py l.1761-1762, distributed/fsdp.py l.267-279;"
+                     " 4.x: Trainer._fsdp_qlora_plugin_updates), which makes each lora_A / lora_B an FSDP1 unit of its"
+                     " own")
+ADAPTER_UNITS_BY_TARGET = {
+    "accelerate": "the accelerate file writes fsdp_auto_wrap_policy TRANSFORMER_BASED_WRAP (decoder layers, the"
+    " adapters inside their layer's unit) for a script that calls accelerator.prepare itself; " + _HF_TRAINER_WRAPS
+    + "; the file cannot say which script runs, so it reads back as null (no preset: false)",
+    "trl": "TRL's trainers are the HF Trainer: " + _HF_TRAINER_WRAPS + ", whatever the accelerate file's"
+    " fsdp_auto_wrap_policy; no TRL or accelerate key turns it off, so the file reads back as true",
+    "verl": "verl's FSDP engine wraps with get_fsdp_wrap_policy(is_lora=lora_rank > 0), whose leaf-module policy"
+    " makes each lora_A / lora_B an FSDP1 unit of its own while actor.fsdp_config.wrap_policy.min_num_params is 0,"
+    " its default (verl-project/verl @1dda039b verl/utils/fsdp_utils.py l.113-125); a min_num_params above 0 would"
+    " also swap the decoder-layer policy for size-based wrapping, so it is not written and the file reads back as"
+    " true",
+    "torchtitan": "torchtitan shards with FSDP2 (fully_shard per decoder layer, the adapters inside it); no"
+    " adapter units, read back as null (false)",
+    "nemo-rl": "NeMo RL's DTensor policy shards with FSDP2 (fully_shard per decoder layer, the adapters inside it);"
+    " no adapter units, read back as null (false)",
+    "deepspeed": "DeepSpeed ZeRO partitions parameters with no FSDP units; not written, read back as null (false)",
+    "openrlhf": "OpenRLHF trains on DeepSpeed ZeRO, with no FSDP units; not written, read back as null (false)",
+}
+"""What each export target's framework does with PEFT's adapter linears under FSDP1
+(``parallel.fsdp_adapter_units``; ``spec.card.ADAPTER_UNIT_PRESETS`` cites the HF Trainer's and verl's wrapping)."""
+
+
+def adapter_units_note(card: RunCard, target: str) -> str | None:
+    """The note on ``parallel.fsdp_adapter_units`` for a LoRA / QLoRA card on FSDP1, where the field is read: the card's
+    resolved value and what the ``target``'s framework does with the adapter units; None elsewhere."""
+    if not (card.scope in (Scope.LORA, Scope.QLORA) and card.parallel.strategy in (Strategy.FSDP, Strategy.HSDP)
+            and card.parallel.fsdp_version is FsdpVersion.FSDP1):
+        return None
+    value = "true" if card.resolved_fsdp_adapter_units else "false"
+    how = "" if card.parallel.fsdp_adapter_units is not None else " (null: the preset's framework)"
+    return f"parallel.fsdp_adapter_units {value}{how}: {ADAPTER_UNITS_BY_TARGET[target]}"
 
 
 def _old_logprob_note(card: RunCard, target: str) -> str:
@@ -402,6 +441,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["hardware.allocator"] = hw.allocator.value  # the reserved bytes (plan.overheads)
     for k, v in card.parallel.model_dump(mode="json").items():
         f[f"parallel.{k}"] = v
+    f["parallel.fsdp_adapter_units"] = card.resolved_fsdp_adapter_units  # null: the preset's framework decides
     f.update(deepspeed_facts(card))
     f["batch.micro_batch_size"] = card.batch.micro_batch_size
     f["batch.grad_accum"] = card.batch.grad_accum

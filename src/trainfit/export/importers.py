@@ -470,7 +470,27 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         ro["weight_sync"] = trl_weight_sync(scope_e, strategy).value
         set_dotted(d, "rollout", ro)
         notes.append(_prompt_mean_note(ro.get("prompt_len")))
+    _adapter_units_as_framework(t, d, notes)
     return Imported(t, d, notes)
+
+
+ADAPTER_UNITS_READ = {
+    "trl": "TRL's trainers are the HF Trainer, which wraps each lora_A / lora_B of a PEFT model as an FSDP1 unit of"
+    " its own (PEFT's fsdp_auto_wrap_policy; spec.card.ADAPTER_UNIT_PRESETS cites the lines)",
+    "verl": "verl's FSDP engine wraps each lora_A / lora_B as an FSDP1 unit of its own (get_fsdp_wrap_policy"
+    " is_lora with wrap_policy.min_num_params 0; spec.card.ADAPTER_UNIT_PRESETS cites the lines)",
+}
+"""Why a TRL or verl file's FSDP1 LoRA / QLoRA run reads back with ``parallel.fsdp_adapter_units: true``."""
+
+
+def _adapter_units_as_framework(t: str, d: dict[str, Any], notes: list[str]) -> None:
+    """``parallel.fsdp_adapter_units: true`` on a LoRA / QLoRA card read from a ``t`` file that shards with FSDP1
+    (strategy fsdp or hsdp, fsdp_version fsdp1): the framework wraps the adapters so (``ADAPTER_UNITS_READ``)."""
+    par = d.get("parallel") or {}
+    if (d.get("scope") in ("lora", "qlora") and par.get("strategy", "fsdp") in ("fsdp", "hsdp")
+            and par.get("fsdp_version") == "fsdp1"):
+        set_dotted(d, "parallel.fsdp_adapter_units", True)
+        notes.append(f"parallel.fsdp_adapter_units true: {ADAPTER_UNITS_READ[t]}")
 
 
 # -- verl -----------------------------------------------------------------------------------------
@@ -663,6 +683,8 @@ def read_verl(text: str) -> Imported:
                 set_dotted(d, "batch.grad_accum", ga)
         if get("data.max_length") is not None:
             set_dotted(d, "batch.seq_len", _num(t, "data.max_length", get("data.max_length")))
+        if not mega and not get(f"{E}.wrap_policy.min_num_params", 0):  # get_fsdp_wrap_policy's LoRA policy needs 0
+            _adapter_units_as_framework(t, d, notes)
         return Imported(t, d, notes)
     A = "actor_rollout_ref"
     d["method"] = "grpo" if get("algorithm.adv_estimator") == "grpo" else "ppo"
@@ -790,6 +812,8 @@ def read_verl(text: str) -> Imported:
                      + ("" if entropy == 0 else "; entropy_coeff != 0: not in place"))
     set_dotted(d, "rollout", ro)
     notes.append(_prompt_mean_note(ro.get("prompt_len")))
+    if not mega and not get(f"{E}.wrap_policy.min_num_params", 0):  # get_fsdp_wrap_policy's LoRA policy needs 0
+        _adapter_units_as_framework(t, d, notes)
     return Imported(t, d, notes)
 
 

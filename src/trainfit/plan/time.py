@@ -777,7 +777,7 @@ def training_time(
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
                       grad_accumulation_pass=par.grad_accumulation_pass, fsdp2=par.fsdp2,
-                      fsdp_adapter_units=par.fsdp_adapter_units,
+                      fsdp_adapter_units=card.resolved_fsdp_adapter_units,
                       # HSDP's shard group as the memory plans it (plan.rl_common.hsdp_shard_of): a host's GPUs, not
                       # the NVLink domain ``gpus_per_node`` stands for on GB200 NVL72
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),

@@ -439,13 +439,16 @@ class ParallelSection(_Section):
         " included under use_orig_params, until the synced micro-batch (memory.fsdp_no_sync). false: each backward"
         " reduce-scatters (sharded gradients; accelerate's sync_each_batch). null: the preset's framework default"
         " (plan.fsdp_no_sync: true for trl, llamafactory-*, ms-swift-* and verl from 0.9; false without a preset).")
-    fsdp_adapter_units: bool = Field(
-        False, description="With scope lora / qlora, strategy fsdp or hsdp and fsdp_version fsdp1: each adapter"
+    fsdp_adapter_units: bool | None = Field(
+        None, description="With scope lora / qlora, strategy fsdp or hsdp and fsdp_version fsdp1: each adapter"
         " linear (PEFT's lora_A and lora_B) is an FSDP unit of its own beside the decoder layers, as PEFT's"
-        " fsdp_auto_wrap_policy wraps them (fms-hf-tuning and the HF Trainer set it for a PEFT model): two more units'"
-        " hooks per adapted projection, and FSDP1's limit_all_gathers rate limiter keeps the host about one adapted"
+        " fsdp_auto_wrap_policy wraps them (fms-hf-tuning, the HF Trainer for a PEFT model, verl's FSDP engine with"
+        " LoRA, Answer.AI's fsdp_qlora train types lora / qlora, VectorLM with LoRA): two more units' hooks per"
+        " adapted projection, and FSDP1's limit_all_gathers rate limiter keeps the host about one adapted"
         " projection ahead of the GPU there (compute.collectives.rate_limited_adapter_units_seconds). false: the"
-        " adapters live in their decoder layer's unit. Time only; the memory plan does not read it.")
+        " adapters live in their decoder layer's unit. null: the preset's framework (RunCard.resolved_fsdp_adapter_units:"
+        " true for trl and verl on FSDP1 LoRA / QLoRA; false without a preset). Time only; the memory plan does not"
+        " read it.")
     hsdp_shard_size: int | None = Field(
         None, ge=1, le=100_000, description="With strategy hsdp: the GPUs one shard group spans (parameters, gradients"
         " and optimizer states split over them, replicated over the other data x context ranks; the shard group is the"
@@ -1273,6 +1276,25 @@ class CheckpointSection(_Section):
     resume: str = Field("full", description="full (weights+optimizer+scheduler+RNG+data position) or adapter_only.")
 
 
+ADAPTER_UNIT_PRESETS = ("trl", "verl")
+"""Presets whose framework wraps each PEFT adapter linear (lora_A, lora_B) as an FSDP1 unit of its own
+(``RunCard.resolved_fsdp_adapter_units``), the wrapping code read at:
+
+* trl: TRL's trainers are the HF Trainer, which for a PEFT model on FSDP replaces accelerate's wrap policy with
+  PEFT's ``fsdp_auto_wrap_policy`` (transformers 5.24.0 wheel trainer.py l.1761-1762 calling
+  ``update_fsdp_plugin_peft``, transformers/distributed/fsdp.py l.267-279; transformers 4.x:
+  ``Trainer._fsdp_qlora_plugin_updates``, LoRA configs only); that policy ORs the decoder-layer policy with a
+  lambda policy on every leaf module with a trainable weight (peft 0.21.2 wheel peft/utils/other.py l.1271-1308).
+* verl: the FSDP engine builds its FSDP1 wrap with ``get_fsdp_wrap_policy(module, config.wrap_policy,
+  is_lora=model_config.lora_rank > 0)``, which adds the same leaf-module lambda policy when
+  ``wrap_policy.min_num_params`` is 0, its default (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9
+  verl/utils/fsdp_utils.py l.80-125, verl/workers/engine/fsdp/transformer_impl.py l.394-398, l.418-430).
+
+Not here: llamafactory-* and ms-swift-* (DeepSpeed strategies; their FSDP paths were not read), nemo-rl (its
+DTensor policy shards with FSDP2), and the frameworks a card names without a preset (fsdp_qlora, VectorLM,
+fms-hf-tuning: such a card sets ``parallel.fsdp_adapter_units: true`` itself)."""
+
+
 class RunCard(_Section):
     """The whole card. Field names are the YAML keys."""
 
@@ -1641,7 +1663,7 @@ class RunCard(_Section):
         if self.lora.dequant is not QloraDequant.BITSANDBYTES and self.scope is not Scope.QLORA:
             raise ValueError(f"lora.dequant: {self.lora.dequant.value} is a QLoRA base's kernel; allowed with scope"
                              f" {self.scope.value}: bitsandbytes (the default)")
-        if self.parallel.fsdp_adapter_units and (
+        if self.parallel.fsdp_adapter_units is True and (
                 self.scope not in (Scope.LORA, Scope.QLORA)
                 or self.parallel.strategy not in (Strategy.FSDP, Strategy.HSDP)
                 or self.parallel.fsdp_version is not FsdpVersion.FSDP1):
@@ -1652,6 +1674,19 @@ class RunCard(_Section):
         _check_bf16_gpu(self.hardware.gpu, compute=prec.compute, compute_set="compute" in prec.model_fields_set,
                         weights=self.weights_dtype, weights_set=w is not None)
         return self
+
+    @property
+    def resolved_fsdp_adapter_units(self) -> bool:
+        """Whether PEFT's adapter linears are FSDP1 units of their own (``parallel.fsdp_adapter_units``): as the card
+        sets it, else as its preset's framework wraps a LoRA model (``ADAPTER_UNIT_PRESETS`` cites the wrapping
+        code); false outside scope lora / qlora on FSDP1 (strategy fsdp or hsdp, fsdp_version fsdp1)."""
+        p = self.parallel
+        if not (self.scope in (Scope.LORA, Scope.QLORA) and p.strategy in (Strategy.FSDP, Strategy.HSDP)
+                and p.fsdp_version is FsdpVersion.FSDP1):
+            return False
+        if p.fsdp_adapter_units is not None:
+            return p.fsdp_adapter_units
+        return self.preset in ADAPTER_UNIT_PRESETS
 
     @property
     def weights_dtype(self) -> Dtype:

@@ -1694,15 +1694,25 @@ def step_inventory(
                 bwd_bytes += 8.0 * w * g.count
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
-                if one_kernel and not megatron_experts:  # PEFT's parametrized expert stack on grouped_mm
-                    # (peft_merged_expert_gemms): the parametrization's check evaluation, and the merged weight's
-                    # full gradient before the factors' two bmm
-                    f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
-                                                      rows=rows, rank=r, experts=e, count=n)
-                    fwd += f_
-                    bwd += b_
-                    fwd_k += n
-                    bwd_k += n
+                if not megatron_experts and (one_kernel or expert_loop_stacked):
+                    # PEFT's parametrized expert stack (peft_merged_expert_gemms): the parametrization's check
+                    # evaluation, and the factors' two bmm from the merged weight's full gradient; that gradient
+                    # is one grouped GEMM on grouped_mm, and on v5's eager loop each hit expert's slice GEMM,
+                    # already counted above (stack_grad)
+                    if expert_loop_stacked:  # one merge of the whole stack per forward: the stack's own shape
+                        f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features,
+                                                          out_features=g.out_features, rows=rows, rank=r,
+                                                          experts=g.experts, count=g.count)
+                        fwd += f_
+                        bwd += [x for x in b_ if not x.name.endswith(".dW")]  # the slices' dW: stack_grad's
+                        fwd_k += g.count  # the check's baddbmm; the bmm pair is the merge's backward (4 above)
+                    else:
+                        f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
+                                                          rows=rows, rank=r, experts=e, count=n)
+                        fwd += f_
+                        bwd += b_
+                        fwd_k += n
+                        bwd_k += n
             continue
         e = casts.gemm_operand_bytes if fp8 else (
             float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)

@@ -1088,6 +1088,33 @@ def v4_loop_lora_terms(*, name: str, rows: float, in_features: int, out_features
     return LoopLoraTerms(fwd, bwd, lb, lk, 2 * n, 4 * n, db, LORA_DROPOUT_KERNELS * n if dropout else 0.0, cf, cb)
 
 
+HF_CLAMPED_GLU_BYTES, HF_CLAMPED_GLU_KERNELS, HF_CLAMPED_GLU_STRIDED_BYTES = 32.0, 7, 8.0
+"""gpt-oss's clamped GLU per routed row and element of the expert width I (bytes, kernels, of the bytes those on the
+non-vectorised loop), in place of ``SWIGLU_*``: ``gate_up[..., ::2]`` and ``[..., 1::2]`` (stride-2 views), a
+``clamp`` of each (2 + 2 B, strided: the 8 strided bytes), ``gate * alpha`` (4), ``sigmoid`` (4), their product (6),
+``up + 1`` (4) and the last product (6), seven launches. transformers' experts: transformers 5.24.0
+transformers/models/gpt_oss/modeling_gpt_oss.py ``GptOssExperts._apply_gate`` (l.82-88); torchtitan's
+(``parallel.moe_experts: grouped_padded``) run the same ops in the same order: pytorch/torchtitan
+torchtitan/models/gpt_oss/model/moe.py @09e93ca2f3f5845f06d048786890928c1fd5e2b5 ``swiglu`` (``x[..., ::2]``,
+``x[..., 1::2]``, two ``clamp``, ``x_glu * torch.sigmoid(alpha * x_glu)``, ``out_glu * (x_linear + 1)``)."""
+HF_EXPERT_BIAS_GATE_UP_BYTES, HF_EXPERT_BIAS_DOWN_BYTES, HF_EXPERT_BIAS_KERNELS = 16.0, 8.0, 4
+"""gpt-oss's expert biases per routed row (bytes per element of I, of h; kernels): each row's bias gathered (2 B
+written per element of 2I, the ``E x 2I`` table read from cache) and added after the grouped GEMM (2 + 2 read, 2
+written), the same for the down projection over h: a gather and an add per projection. transformers 5.24.0
+transformers/integrations/moe.py ``grouped_mm_experts_forward`` (``gate_up_proj_bias[expert_ids_g]``,
+``_grouped_linear``'s ``out.add_(bias)``); torchtitan's ``_run_experts_grouped_mm`` the same with
+``repeat_interleave`` and an out-of-place add (pytorch/torchtitan torchtitan/models/gpt_oss/model/moe.py
+@09e93ca2f3f5845f06d048786890928c1fd5e2b5: ``mlp1_bias.repeat_interleave(...)``, ``h = h + b1.to(h.dtype)``, and
+``b2`` after the second ``_grouped_mm``)."""
+EAGER_SINK_GEMM_KERNELS = 4
+"""Launches per full-attention layer of transformers' eager attention with sinks (gpt-oss), forward and backward, beside
+the sink column's own ops (``attention_time.sink_eager_score_work``): forward the two products
+(``torch.matmul(query, key_states.transpose(2, 3))`` and ``torch.matmul(attn_weights, value_states)``) and
+``repeat_kv``'s two copies (``expand`` then ``reshape`` of the key and the value); backward the two products' two
+GEMMs each. transformers 5.24.0 transformers/models/gpt_oss/modeling_gpt_oss.py ``eager_attention_forward``
+(l.227-253), ``repeat_kv`` (l.195-204)."""
+
+
 def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_bias: bool) -> tuple[float, float, float]:
     """Forward bytes, of them strided (non-vectorised) bytes, and kernels that transformers v5's gpt-oss experts on
     grouped_mm run per MoE layer beyond the ``SWIGLU_*`` the inventory charges every routed row (``rows``: tokens x
@@ -1103,10 +1130,11 @@ def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_
     4 kernels. The fake-tensor trace of openai/gpt-oss-20b (LoRA, 2,048 tokens) shows these ops (``clamp`` x 2,
     ``sigmoid``, the two ``index`` gathers and ``add_`` x 2 per layer). Backward: the inventory's factors, as for the
     other elementwise ops."""
-    per_i = 32.0 - SWIGLU_BYTES + (16.0 if expert_bias else 0.0)
-    per_h = 8.0 if expert_bias else 0.0
-    kernels = 7.0 - SWIGLU_KERNELS + (4.0 if expert_bias else 0.0)
-    return rows * (per_i * expert_width + per_h * hidden), rows * 8.0 * expert_width, kernels
+    per_i = HF_CLAMPED_GLU_BYTES - SWIGLU_BYTES + (HF_EXPERT_BIAS_GATE_UP_BYTES if expert_bias else 0.0)
+    per_h = HF_EXPERT_BIAS_DOWN_BYTES if expert_bias else 0.0
+    kernels = float(HF_CLAMPED_GLU_KERNELS - SWIGLU_KERNELS + (HF_EXPERT_BIAS_KERNELS if expert_bias else 0))
+    return (rows * (per_i * expert_width + per_h * hidden), rows * HF_CLAMPED_GLU_STRIDED_BYTES * expert_width,
+            kernels)
 
 
 def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
@@ -1884,10 +1912,11 @@ def step_inventory(
         part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
         hf_grouped = not (megatron_experts or expert_streams or expert_loop) and expert_parallel == 1 and (
-            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts (NeMo Automodel's DeepEP path
-        # compiles its activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile)
+            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts, or torchtitan's grouped_padded
+        # ones, which run the same eager ops (HF_CLAMPED_GLU_*); NeMo Automodel's DeepEP path compiles its
+        # activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile
         if moe.clamped_glu and hf_grouped:
-            # transformers v5's gpt-oss experts on grouped_mm: the clamped GLU and the bias gathers and adds
+            # gpt-oss's experts on grouped_mm (transformers v5, torchtitan): the clamped GLU, the bias gathers and adds
             g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows, hidden=h, expert_width=moe.expert_intermediate_size,
                                                  expert_bias=moe.expert_bias)
             fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
@@ -1980,8 +2009,8 @@ def step_inventory(
                                        strided_bytes=sink.forward_strided_bytes * scores)
                 sink_b = PassInventory((), 0.0, 0.0, sink.backward_bytes * scores, sink.backward_kernels * full,
                                        strided_bytes=sink.backward_strided_bytes * scores)
-                fwd_k += 4 * full  # the two products and repeat_kv's two copies; the products' backward GEMMs
-                bwd_k += 4 * full
+                fwd_k += EAGER_SINK_GEMM_KERNELS * full  # the two products and repeat_kv's two copies
+                bwd_k += EAGER_SINK_GEMM_KERNELS * full  # the products' backward GEMMs
             else:
                 # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
                 # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)

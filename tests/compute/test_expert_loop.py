@@ -317,10 +317,19 @@ def test_loop_v5_stacked_weight_gradient_per_hit_expert():
     kw = dict(micro_batch_size=1, seq_len=2048, expert_loop=True)
     v4, v5 = (step_inventory(mix, adapter=all_linear, expert_loop_stacked=s, **kw) for s in (False, True))
     assert L.stacked_weight_grad_bytes(weight_elements=1_409_286_144, local_experts=8) == pytest.approx(87_375_740_928)
-    # the stacks' gradient bytes on top of v4's backward, whose gate_up / down GEMMs differ only in the split
+    # the stacks' gradient bytes on top of v4's backward, whose gate_up / down GEMMs differ only in the split;
+    # v5 also merges the stacks (PEFT's ParamWrapper: 6 B per weight forward, x BACKWARD_BYTES_FACTOR, and 8
+    # backward) where v4's unmerged lora.Linear runs the scale and add over each hit expert's rows and the router's
+    # (10 B per output element forward, x LORA_BACKWARD_BYTES_FACTOR): inventory.v4_loop_lora_terms
+    from trainfit.compute.inventory import BACKWARD_BYTES_FACTOR, LORA_BACKWARD_BYTES_FACTOR
+    merge = (8.0 + BACKWARD_BYTES_FACTOR * 6.0) * 1_409_286_144 * 32
+    rows = 2048 * 2 / 8
+    v4_lora = 10.0 * (rows * 14336 * 2 * 8 * 32 + rows * 4096 * 8 * 32 + 2048 * 8 * 32)
     extra = v5.layers_backward.memory_bytes - v4.layers_backward.memory_bytes
-    assert extra == pytest.approx(2_796_023_709_696)
-    assert v5.layers_backward.kernels - v4.layers_backward.kernels >= 1_472
+    assert extra == pytest.approx(2_796_023_709_696 + merge - LORA_BACKWARD_BYTES_FACTOR * v4_lora)
+    # v4's unmerged adapters launch, per wrapped linear that runs (24 per layer, and the router's gate), four GEMMs
+    # and the scale and add's backward (LORA_BACKWARD_KERNEL_FACTOR x 2): 6 x 25 x 32 = 4,800 v5 does not
+    assert v5.layers_backward.kernels - (v4.layers_backward.kernels - 6 * 25 * 32) >= 1_472
     dw = [g for g in v5.layers_backward.gemms if g.name in ("gate_up_proj.dW", "down_proj.dW")]
     assert sum(g.count for g in dw) == 2 * 8 * 32
     frozen = step_inventory(mix, adapter=attn, expert_loop_stacked=True, **kw)

@@ -42,3 +42,21 @@ def test_charged_on_transformers_grouped_experts_only():
         a = step_inventory(GPT_OSS, **KW, **kw).layers_forward.memory_bytes
         c = step_inventory(plain, **KW, **kw).layers_forward.memory_bytes
         assert a - c != pytest.approx(b * n, rel=1e-3)
+
+
+def test_named_constants_and_the_torchtitan_path():
+    """The per-element figures are the cited module constants (HF_CLAMPED_GLU_*, HF_EXPERT_BIAS_*), and torchtitan's
+    padded grouped_mm experts (``expert_padding``), whose ``swiglu`` and bias adds are the same eager ops, get the
+    same charge."""
+    from trainfit.compute import inventory as inv
+
+    assert (inv.HF_CLAMPED_GLU_BYTES, inv.HF_CLAMPED_GLU_KERNELS, inv.HF_CLAMPED_GLU_STRIDED_BYTES) == (32.0, 7, 8.0)
+    assert (inv.HF_EXPERT_BIAS_GATE_UP_BYTES, inv.HF_EXPERT_BIAS_DOWN_BYTES, inv.HF_EXPERT_BIAS_KERNELS) == (16.0, 8.0, 4)
+    assert inv.EAGER_SINK_GEMM_KERNELS == 4
+    moe = GPT_OSS.moe
+    plain = replace(GPT_OSS, moe=replace(moe, clamped_glu=False, expert_bias=False))
+    got = step_inventory(GPT_OSS, expert_padding=True, **KW).layers_forward
+    ref = step_inventory(plain, expert_padding=True, **KW).layers_forward
+    _, _, k = hf_clamped_glu_extra(rows=2048 * moe.experts_per_token, hidden=GPT_OSS.hidden_size,
+                                   expert_width=moe.expert_intermediate_size, expert_bias=True)
+    assert got.kernels - ref.kernels == pytest.approx(k * GPT_OSS.num_layers)

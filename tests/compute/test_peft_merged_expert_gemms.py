@@ -52,3 +52,21 @@ def test_not_on_the_expert_loop():
     inv = step_inventory(MIXTRAL, adapter=LORA, expert_loop=True, **KW)
     assert "gate_up_proj.BA.check" not in _names(inv.layers_forward.gemms)
     assert "gate_up_proj.dW" not in _names(inv.layers_backward.gemms)
+
+
+def test_on_the_v5_eager_loop_the_check_and_the_factors_bmm():
+    """transformers v5's eager loop (``loop_v5``) runs on the same ParamWrapper stacks: the check evaluation and the
+    factors' two bmm, once per stack; the merged weight's gradient is each hit expert's slice GEMM (stack_grad's
+    ``.dW``, one per expert), not one grouped GEMM more."""
+    inv = step_inventory(MIXTRAL, adapter=LORA, expert_loop=True, expert_loop_stacked=True, **KW)
+    f = {g.name: g for g in inv.layers_forward.gemms}
+    check = f["gate_up_proj.BA.check"]
+    assert (check.count, check.groups) == (32, 8)  # one baddbmm of the whole stack per layer
+    assert check.flops == pytest.approx(f["gate_up_proj.BA"].flops)
+    b = [g for g in inv.layers_backward.gemms]
+    assert {"gate_up_proj.BA.dB", "gate_up_proj.BA.dA", "down_proj.BA.dB", "down_proj.BA.dA"} <= _names(b)
+    dw = [g for g in b if g.name == "gate_up_proj.dW"]
+    assert len(dw) == 1 and dw[0].count == 8 * 32 and dw[0].groups == 1  # the per-expert slices only
+    assert "gate_up_proj.BA.check" in _names(inv.layers_recompute.gemms)
+    frozen = step_inventory(MIXTRAL, adapter=ATTN, expert_loop=True, expert_loop_stacked=True, **KW)
+    assert "gate_up_proj.BA.check" not in _names(frozen.layers_forward.gemms)

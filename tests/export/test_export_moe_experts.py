@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from export_cards import assert_lost_fields_named
 
-from trainfit.export import TARGETS, export
+from trainfit.export import TARGETS, ExportError, export
 from trainfit.spec.card import load_card_dict
 
 FIELDS = ("parallel.moe_experts", "parallel.moe_zero3_leaf")
@@ -60,3 +60,12 @@ def test_loop_v5_is_named_where_lost(target):
                            "parallel": {"strategy": "fsdp", "moe_experts": "loop_v5"},
                            "batch": {"micro_batch_size": 1, "grad_accum": 1, "seq_len": 4096}, "attention": "flash"})
     assert_lost_fields_named(card, target, ("parallel.moe_experts",))
+    try:
+        e = export(card, target)
+    except ExportError as exc:  # a target that refuses the card outright has no note to give
+        assert "allowed for --to" in str(exc)
+        return
+    if "method" in e.lost:
+        return
+    # the note itself, not only the generic 'reads back as' line: loop_v5 is set in the model code
+    assert any("loop_v5" in n and "set_experts_implementation" in n for n in e.notes), e.notes

@@ -959,6 +959,12 @@ def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
     return adapter is not None and name in _adapted_groups(spec, adapter.targets)
 
 
+def _router_adapted(spec: ModelSpec, adapter: Adapter) -> bool:
+    """Whether the adapter wraps the router's linear: the memory plan's targeted groups hold one that is none of the
+    decoder's linear groups (``trainfit.memory.lora`` ``_router_group``: ``gate``, or Llama-4's ``router``)."""
+    return bool(_adapted_groups(spec, adapter.targets) - {g.name for g in linear_groups(spec)})
+
+
 @lru_cache(maxsize=2048)
 def _windowed_layers(spec: ModelSpec) -> int:
     """Full-attention layers of ``spec`` that attend within ``sliding_window`` (``ModelSpec.sliding_layers``)."""
@@ -1077,6 +1083,104 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     return fwd, bwd
 
 
+@dataclass(frozen=True, slots=True)
+class LoopLoraTerms:
+    """What PEFT's unmerged ``lora.Linear`` adds on transformers < 5's expert loop, over all its calls
+    (``v4_loop_lora_terms``)."""
+
+    forward_gemms: list[Gemm]
+    backward_gemms: list[Gemm]
+    lora_bytes: float
+    """The scale / add (and fp32 casts) bytes, forward; backward takes ``LORA_BACKWARD_BYTES_FACTOR`` of them."""
+    lora_kernels: float
+    gemm_forward_kernels: float
+    gemm_backward_kernels: float
+    dropout_bytes: float
+    dropout_kernels: float
+    chained_forward: list[ChainedRead]
+    chained_backward: list[ChainedRead]
+
+
+def v4_loop_lora_terms(*, name: str, rows: float, in_features: int, out_features: int, rank: int, calls: float,
+                       adapter_dtype_bytes: float, dropout: bool = False,
+                       dropout_post: bool = False) -> LoopLoraTerms:
+    """LoRA on the routed experts of transformers < 5's Python loop (``parallel.moe_experts: loop`` / ``loop_all``),
+    ``calls`` = hit experts x layers x linears of that group. There each expert is an ``nn.Module`` of three
+    ``nn.Linear`` (``w1``/``w3``/``w2``, ``gate_proj``/``up_proj``/``down_proj``: transformers 4.57.6
+    models/mixtral/modeling_mixtral.py ``MixtralBlockSparseTop2MLP``, models/qwen3_moe/modeling_qwen3_moe.py
+    ``Qwen3MoeMLP``), which PEFT wraps one by one as ``lora.Linear``: peft 0.21.2 peft/tuners/lora/layer.py
+    ``Linear.forward`` (l.1074-1102) runs ``result = self.base_layer(x)`` then, unmerged,
+    ``result = result + lora_B(lora_A(dropout(x))) * scaling`` (``dropout`` an ``nn.Identity`` at p = 0,
+    ``LoraLayer.update_layer`` l.258), with ``_cast_input_dtype`` taking ``x`` to an fp32 adapter's dtype and the result
+    cast back. So per call the dense adapter's terms over the expert's ``rows`` routed rows: the A and B GEMMs
+    (backward their dX and dW), ``LORA_ELEMENTWISE_*`` (fp32 adapters: ``FP32_LORA_*``, two casts more), and
+    ``LORA_DROPOUT_*`` where p > 0; no ``B·A`` merge, no weight-sized traffic (that is PEFT v5's ``ParamWrapper`` on
+    the stacked experts). The counts are benchmarks/expert_loop_v4_lora_ops.py's (transformers 4.57.6, peft 0.21.2,
+    fp32 adapters, Mixtral and Qwen3-MoE layouts): per wrapped linear that runs, 2 ``mm``, 2 ``_to_copy``, one
+    ``mul`` and one ``add`` forward, 4 ``mm``, 3 ``_to_copy``, one ``mul`` and one ``add`` backward; the
+    wrapped linears that run are every hit expert's three and the router's ``gate`` (an ``nn.Linear`` in v4:
+    modeling_mixtral.py l.95, modeling_qwen3_moe.py l.221; ``_router_adapted`` in ``step_inventory``).
+
+    Checked on benchmarks/results/gpu_raw/loop_v4.json (H200, transformers 4.57.6, Qwen3-30B-A3B cut to 8 layers,
+    LoRA all-linear r 16, fp32 adapters, checkpointed): the fp32 scale kernels (one ``mul`` per wrapped linear in the
+    forward, the recompute and the backward) number 4,398 at 2,048 tokens and 3,849 at 512, that is 59.4 and 51.8 hit
+    experts a layer (less the four attention linears and the gate): the random-weight router of the measurement
+    (benchmarks/random_init_routing.py), where the plan assumes a trained router's 128. Planned with the hit counts
+    as the expert count, these terms give 52.7k and 46.8k kernels (measured 69.3k and 59.6k) and steps of -16 % and
+    -4 %; without them (the v5 merge charged instead, as before) -63 % and -57 %. At 128 experts the two rows read
+    +77 % and +130 %: the routing, which a card cannot state, not these terms."""
+    r, d, m, n = rank, adapter_dtype_bytes, rows, calls
+    fwd = [Gemm(name + ".A", m, r, in_features, n, 1, d), Gemm(name + ".B", m, out_features, r, n, 1, d)]
+    bwd = [Gemm(name + ".B.dX", m, r, out_features, n, 1, d), Gemm(name + ".B.dW", out_features, r, m, n, 1, d),
+           Gemm(name + ".A.dX", m, in_features, r, n, 1, d), Gemm(name + ".A.dW", r, in_features, m, n, 1, d)]
+    cf: list[ChainedRead] = []
+    cb: list[ChainedRead] = []
+    if d >= 4:  # as the dense linears' fp32 adapters: the input's cast, the output's scale, cast and add
+        lb = (FP32_LORA_INPUT_BYTES * in_features + FP32_LORA_OUTPUT_BYTES * out_features) * m * n
+        lk = (LORA_EXTRA_KERNELS + 2) * n
+        for width, chained, chained_b, live in (
+                (in_features, FP32_LORA_CHAINED_INPUT_BYTES, FP32_LORA_BACKWARD_CHAINED_INPUT_BYTES,
+                 FP32_LORA_CHAIN_INPUT_SET_BYTES),
+                (out_features, FP32_LORA_CHAINED_OUTPUT_BYTES, FP32_LORA_BACKWARD_CHAINED_OUTPUT_BYTES,
+                 FP32_LORA_CHAIN_OUTPUT_SET_BYTES)):
+            cf.append(ChainedRead(live * m * width, chained * m * width * n, 0.0))
+            cb.append(ChainedRead(live * m * width, chained_b * m * width * n, 0.0))
+        cf.append(ChainedRead(
+            (FP32_LORA_CHAIN_OUTPUT_SET_BYTES * out_features + FP32_LORA_CHAIN_INPUT_SET_BYTES * in_features) * m,
+            FP32_LORA_CHAINED_BASE_OUTPUT_BYTES * m * out_features * n, 0.0))
+    else:
+        lb, lk = LORA_ELEMENTWISE_BYTES * m * out_features * n, LORA_EXTRA_KERNELS * n
+    db = LORA_DROPOUT_BYTES * m * (out_features if dropout_post else in_features) * n if dropout else 0.0
+    return LoopLoraTerms(fwd, bwd, lb, lk, 2 * n, 4 * n, db, LORA_DROPOUT_KERNELS * n if dropout else 0.0, cf, cb)
+
+
+HF_CLAMPED_GLU_BYTES, HF_CLAMPED_GLU_KERNELS, HF_CLAMPED_GLU_STRIDED_BYTES = 32.0, 7, 8.0
+"""gpt-oss's clamped GLU per routed row and element of the expert width I (bytes, kernels, of the bytes those on the
+non-vectorised loop), in place of ``SWIGLU_*``: ``gate_up[..., ::2]`` and ``[..., 1::2]`` (stride-2 views), a
+``clamp`` of each (2 + 2 B, strided: the 8 strided bytes), ``gate * alpha`` (4), ``sigmoid`` (4), their product (6),
+``up + 1`` (4) and the last product (6), seven launches. transformers' experts: transformers 5.24.0
+transformers/models/gpt_oss/modeling_gpt_oss.py ``GptOssExperts._apply_gate`` (l.82-88); torchtitan's
+(``parallel.moe_experts: grouped_padded``) run the same ops in the same order: pytorch/torchtitan
+torchtitan/models/gpt_oss/model/moe.py @09e93ca2f3f5845f06d048786890928c1fd5e2b5 ``swiglu`` (``x[..., ::2]``,
+``x[..., 1::2]``, two ``clamp``, ``x_glu * torch.sigmoid(alpha * x_glu)``, ``out_glu * (x_linear + 1)``)."""
+HF_EXPERT_BIAS_GATE_UP_BYTES, HF_EXPERT_BIAS_DOWN_BYTES, HF_EXPERT_BIAS_KERNELS = 16.0, 8.0, 4
+"""gpt-oss's expert biases per routed row (bytes per element of I, of h; kernels): each row's bias gathered (2 B
+written per element of 2I, the ``E x 2I`` table read from cache) and added after the grouped GEMM (2 + 2 read, 2
+written), the same for the down projection over h: a gather and an add per projection. transformers 5.24.0
+transformers/integrations/moe.py ``grouped_mm_experts_forward`` (``gate_up_proj_bias[expert_ids_g]``,
+``_grouped_linear``'s ``out.add_(bias)``); torchtitan's ``_run_experts_grouped_mm`` the same with
+``repeat_interleave`` and an out-of-place add (pytorch/torchtitan torchtitan/models/gpt_oss/model/moe.py
+@09e93ca2f3f5845f06d048786890928c1fd5e2b5: ``mlp1_bias.repeat_interleave(...)``, ``h = h + b1.to(h.dtype)``, and
+``b2`` after the second ``_grouped_mm``)."""
+EAGER_SINK_GEMM_KERNELS = 4
+"""Launches per full-attention layer of transformers' eager attention with sinks (gpt-oss), forward and backward, beside
+the sink column's own ops (``attention_time.sink_eager_score_work``): forward the two products
+(``torch.matmul(query, key_states.transpose(2, 3))`` and ``torch.matmul(attn_weights, value_states)``) and
+``repeat_kv``'s two copies (``expand`` then ``reshape`` of the key and the value); backward the two products' two
+GEMMs each. transformers 5.24.0 transformers/models/gpt_oss/modeling_gpt_oss.py ``eager_attention_forward``
+(l.227-253), ``repeat_kv`` (l.195-204)."""
+
+
 def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_bias: bool) -> tuple[float, float, float]:
     """Forward bytes, of them strided (non-vectorised) bytes, and kernels that transformers v5's gpt-oss experts on
     grouped_mm run per MoE layer beyond the ``SWIGLU_*`` the inventory charges every routed row (``rows``: tokens x
@@ -1092,10 +1196,11 @@ def hf_clamped_glu_extra(*, rows: float, hidden: int, expert_width: int, expert_
     4 kernels. The fake-tensor trace of openai/gpt-oss-20b (LoRA, 2,048 tokens) shows these ops (``clamp`` x 2,
     ``sigmoid``, the two ``index`` gathers and ``add_`` x 2 per layer). Backward: the inventory's factors, as for the
     other elementwise ops."""
-    per_i = 32.0 - SWIGLU_BYTES + (16.0 if expert_bias else 0.0)
-    per_h = 8.0 if expert_bias else 0.0
-    kernels = 7.0 - SWIGLU_KERNELS + (4.0 if expert_bias else 0.0)
-    return rows * (per_i * expert_width + per_h * hidden), rows * 8.0 * expert_width, kernels
+    per_i = HF_CLAMPED_GLU_BYTES - SWIGLU_BYTES + (HF_EXPERT_BIAS_GATE_UP_BYTES if expert_bias else 0.0)
+    per_h = HF_EXPERT_BIAS_DOWN_BYTES if expert_bias else 0.0
+    kernels = float(HF_CLAMPED_GLU_KERNELS - SWIGLU_KERNELS + (HF_EXPERT_BIAS_KERNELS if expert_bias else 0))
+    return (rows * (per_i * expert_width + per_h * hidden), rows * HF_CLAMPED_GLU_STRIDED_BYTES * expert_width,
+            kernels)
 
 
 def prime_rl_head(*, tokens: float, hidden_size: int, vocab_size: int, chunk_columns: int) -> tuple[PassInventory, PassInventory]:
@@ -1665,6 +1770,22 @@ def step_inventory(
                     bq_k += GROUPED_EXPERT_LORA_CAST_KERNELS * nl
                 fwd_k += 2 * nl
                 bwd_k += 4 * nl
+            elif lora and expert_loop and not expert_loop_stacked:
+                # transformers < 5: each expert's gate_proj / up_proj / down_proj is an nn.Linear, which PEFT wraps
+                # as an unmerged lora.Linear (no B·A merge): per hit expert and linear the dense adapter's A and B
+                # GEMMs over the expert's routed rows, and its elementwise kernels (v4_loop_lora_terms)
+                v4 = v4_loop_lora_terms(rows=rows, in_features=g.in_features, out_features=out_f, rank=adapter.rank,
+                                        calls=n, name=g.name, adapter_dtype_bytes=adapter.adapter_dtype_bytes,
+                                        dropout=adapter.dropout > 0, dropout_post=adapter.dropout_post)
+                fwd += v4.forward_gemms
+                bwd += v4.backward_gemms
+                lora_bytes += v4.lora_bytes
+                lora_k += v4.lora_kernels
+                fwd_bytes += v4.dropout_bytes
+                fwd_k += v4.gemm_forward_kernels + v4.dropout_kernels
+                bwd_k += v4.gemm_backward_kernels
+                lora_chain_f += v4.chained_forward
+                lora_chain_b += v4.chained_backward
             elif lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
@@ -1673,15 +1794,25 @@ def step_inventory(
                 bwd_bytes += 8.0 * w * g.count
                 fwd_k += 3 * g.count
                 bwd_k += 4 * g.count
-                if one_kernel and not megatron_experts:  # PEFT's parametrized expert stack on grouped_mm
-                    # (peft_merged_expert_gemms): the parametrization's check evaluation, and the merged weight's
-                    # full gradient before the factors' two bmm
-                    f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
-                                                      rows=rows, rank=r, experts=e, count=n)
-                    fwd += f_
-                    bwd += b_
-                    fwd_k += n
-                    bwd_k += n
+                if not megatron_experts and (one_kernel or expert_loop_stacked):
+                    # PEFT's parametrized expert stack (peft_merged_expert_gemms): the parametrization's check
+                    # evaluation, and the factors' two bmm from the merged weight's full gradient; that gradient
+                    # is one grouped GEMM on grouped_mm, and on v5's eager loop each hit expert's slice GEMM,
+                    # already counted above (stack_grad)
+                    if expert_loop_stacked:  # one merge of the whole stack per forward: the stack's own shape
+                        f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features,
+                                                          out_features=g.out_features, rows=rows, rank=r,
+                                                          experts=g.experts, count=g.count)
+                        fwd += f_
+                        bwd += [x for x in b_ if not x.name.endswith(".dW")]  # the slices' dW: stack_grad's
+                        fwd_k += g.count  # the check's baddbmm; the bmm pair is the merge's backward (4 above)
+                    else:
+                        f_, b_ = peft_merged_expert_gemms(name=g.name, in_features=g.in_features, out_features=out_f,
+                                                          rows=rows, rank=r, experts=e, count=n)
+                        fwd += f_
+                        bwd += b_
+                        fwd_k += n
+                        bwd_k += n
             continue
         e = casts.gemm_operand_bytes if fp8 else (
             float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
@@ -1813,6 +1944,21 @@ def step_inventory(
         if adapter is None:
             bwd.append(Gemm("router.dW", h, experts, t_moe, n_moe))
             bwd_k += n_moe
+        if expert_loop and not expert_loop_stacked and adapter is not None and _router_adapted(spec, adapter):
+            # transformers < 5's router ``gate`` is an nn.Linear: PEFT wraps it as a lora.Linear like the experts'
+            # (v4_loop_lora_terms), over every token of the layer (v5's router weight is a ParamWrapper instead)
+            rt = v4_loop_lora_terms(name="router", rows=t_moe, in_features=h, out_features=experts,
+                                    rank=adapter.rank, calls=n_moe, adapter_dtype_bytes=adapter.adapter_dtype_bytes,
+                                    dropout=adapter.dropout > 0, dropout_post=adapter.dropout_post)
+            fwd += rt.forward_gemms
+            bwd += rt.backward_gemms
+            lora_bytes += rt.lora_bytes
+            lora_k += rt.lora_kernels
+            fwd_bytes += rt.dropout_bytes
+            fwd_k += rt.gemm_forward_kernels + rt.dropout_kernels
+            bwd_k += rt.gemm_backward_kernels
+            lora_chain_f += rt.chained_forward
+            lora_chain_b += rt.chained_backward
         # Megatron-Core's routing scores, chunk sorts and dispatcher kernels (moe_time.py), after the backward factors
         work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
                                        top_k=moe.experts_per_token, ep=expert_parallel,
@@ -1838,10 +1984,11 @@ def step_inventory(
         part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
         hf_grouped = not (megatron_experts or expert_streams or expert_loop) and expert_parallel == 1 and (
-            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts (NeMo Automodel's DeepEP path
-        # compiles its activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile)
+            moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts, or torchtitan's grouped_padded
+        # ones, which run the same eager ops (HF_CLAMPED_GLU_*); NeMo Automodel's DeepEP path compiles its
+        # activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile
         if moe.clamped_glu and hf_grouped:
-            # transformers v5's gpt-oss experts on grouped_mm: the clamped GLU and the bias gathers and adds
+            # gpt-oss's experts on grouped_mm (transformers v5, torchtitan): the clamped GLU, the bias gathers and adds
             g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows, hidden=h, expert_width=moe.expert_intermediate_size,
                                                  expert_bias=moe.expert_bias)
             fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
@@ -1934,8 +2081,8 @@ def step_inventory(
                                        strided_bytes=sink.forward_strided_bytes * scores)
                 sink_b = PassInventory((), 0.0, 0.0, sink.backward_bytes * scores, sink.backward_kernels * full,
                                        strided_bytes=sink.backward_strided_bytes * scores)
-                fwd_k += 4 * full  # the two products and repeat_kv's two copies; the products' backward GEMMs
-                bwd_k += 4 * full
+                fwd_k += EAGER_SINK_GEMM_KERNELS * full  # the two products and repeat_kv's two copies
+                bwd_k += EAGER_SINK_GEMM_KERNELS * full  # the products' backward GEMMs
             else:
                 # a float32 model's score tensor holds 4-byte elements: every op on it moves twice the 16-bit bytes
                 # (the softmax's own fp32 upcast, then a no-op, is not taken off: an upper figure)

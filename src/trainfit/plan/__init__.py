@@ -31,7 +31,7 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, ExpertAdapters, Method, Scope, Strategy
+from trainfit.spec.enums import Attention, ExpertAdapters, Method, MoeExperts, Scope, Strategy
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -133,9 +133,20 @@ def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 
 def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when the card sets an MoE-only option (``parallel.moe_launch``, ``lora.expert_adapters`` other
-    than merged) and ``spec`` is dense; else None. It depends on the model alone, so no searched knob can lift it."""
+    than merged, ``parallel.moe_experts: loop_v5``) and ``spec`` is dense, or ``loop_v5`` on gpt-oss; else None. It
+    depends on the model alone, so no searched knob can lift it."""
+    if spec.moe is not None and spec.family == "gpt_oss" and card.parallel.moe_experts is MoeExperts.LOOP_V5:
+        # transformers 5.24.0 models/gpt_oss/modeling_gpt_oss.py GptOssExperts.forward (l.90-116): its own eager loop,
+        # with the transposed weights, each expert's bias adds and the clamped gate (_apply_gate) per hit expert,
+        # not the loop expert_loop.LOOP_V5_* counts
+        return ("parallel.moe_experts: loop_v5 is transformers v5's eager loop of the stacked Qwen / Mixtral-style"
+                f" experts; {spec.name}'s gpt-oss experts run their own loop, not modelled; allowed for it: grouped,"
+                " grouped_streams, grouped_padded")
     if spec.moe is not None:
         return None
+    if card.parallel.moe_experts is MoeExperts.LOOP_V5:
+        return (f"parallel.moe_experts: loop_v5 prices transformers v5's eager loop of routed experts; {spec.name} is"
+                " dense; allowed for it: grouped")
     if card.parallel.moe_launch is not None:
         return (f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and dispatcher;"
                 f" {spec.name} is dense; allowed for it: null")
@@ -149,7 +160,8 @@ def check_model_options(card: RunCard) -> None:
     """CardError (``dense_model_refusal``'s line) for a card whose MoE-only options meet a dense model, for the
     commands that do not plan the card itself (``fit`` before its search, ``export``). The model is resolved only
     when the card sets such an option."""
-    if card.parallel.moe_launch is None and card.lora.expert_adapters is ExpertAdapters.MERGED:
+    if (card.parallel.moe_launch is None and card.lora.expert_adapters is ExpertAdapters.MERGED
+            and card.parallel.moe_experts is not MoeExperts.LOOP_V5):
         return
     if (why := dense_model_refusal(card, model_spec_of(card))) is not None:
         from trainfit.errors import CardError

@@ -554,7 +554,9 @@ class ParallelSection(_Section):
                                     " the loop over every expert by index, one host sync per expert and none per"
                                     " layer) | loop_v5 (transformers v5's eager experts, set_experts_implementation"
                                     " eager: the loop over the hit experts on slices of the two stacked expert"
-                                    " weights, two GEMMs and five host syncs each; one GPU, DDP or FSDP, not QLoRA).")
+                                    " weights, two GEMMs and five host syncs each; transformers >= 5, MoE models but"
+                                    " gpt-oss, without tensor, pipeline or expert parallel, not under zero3, not"
+                                    " QLoRA).")
     moe_zero3_leaf: bool = Field(False, description="With moe_experts loop under strategy zero3: the MoE block is a"
                                  " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
                                  " weights are gathered together when the block starts; false: each expert linear is a"
@@ -1652,6 +1654,12 @@ class RunCard(_Section):
             # bitsandbytes quantises nn.Linear modules, not the stacked expert parameters v5's eager loop slices
             raise ValueError("parallel.moe_experts: loop_v5 (transformers v5's eager experts) is not modelled with"
                              " scope qlora; allowed with qlora: grouped, loop, loop_all")
+        if self.parallel.moe_experts is MoeExperts.LOOP_V5 and pin_before(self.software.transformers, (5, 0)):
+            # set_experts_implementation and the stacked experts arrive in transformers 5.0 (a 4.x model's experts are
+            # an nn.ModuleList of per-expert MLPs: transformers 4.57.6 models/mixtral/modeling_mixtral.py
+            # MixtralSparseMoeBlock, models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock)
+            raise ValueError(f"parallel.moe_experts: loop_v5 needs transformers >= 5 (software.transformers"
+                             f" {self.software.transformers}); allowed with a 4.x pin: grouped, loop, loop_all")
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")

@@ -28,6 +28,16 @@ whole stacks allocate nothing (in place), and the live stack-sized tensors peak 
 two LoRA loop cases' allocated peaks stand 4.24 GiB (Mixtral-8x7B, 2.625 GiB of stacks a layer) and 1.88 GiB
 (Qwen3-30B-A3B, 1.125 GiB) above the plan without this moment, against 4.38 and 1.88 GiB of moment.
 
+**Not checked against the fake-tensor trace, and why.** The trace counts bytes under a ``TorchDispatchMode``
+(``trainfit.trace.tracker``) on fake tensors, and with any dispatch mode active autograd's accumulation runs out of
+place: ``can_accumulate_inplace`` asks ``at::isTensorSubclassLike``, which returns true whenever
+``c10::impl::dispatch_mode_enabled()`` (torch 2.13.0 wheel, ``torch/include/ATen/TensorSubclassLikeUtils.h``
+l.51-55). Run on real CPU tensors under such a mode, the same block's backward calls ``add`` (not ``add_``) on the
+whole stacks and holds ``gate_up + down + 2·gate_up`` at once (3 of the larger stack and the smaller's sum), one
+stack more than the allocator sees on the GPU or on the CPU without a mode. A trace grid case would therefore
+disagree by a whole stack by construction; the trace does not build v5's eager experts either
+(``TraceRequest`` has no experts implementation), so none is added.
+
 Pure Python: no torch import.
 """
 

@@ -345,14 +345,16 @@ def _v5_card(**par):
             "batch": {"micro_batch_size": 1, "seq_len": 2048}}
 
 
-def test_loop_v5_plan_slower_backward_same_memory():
+def test_loop_v5_plan_slower_backward_and_holds_the_stack_gradients():
     v4, v5 = (make_plan(load_card_dict(_v5_card(moe_experts=m))) for m in ("loop", "loop_v5"))
 
     def phase(p, name):
         return next(x.seconds for x in p.time.phases if x.name == name)
 
     assert phase(v5, "backward") > phase(v4, "backward") + 0.5  # ~2.8 TB of stack gradients at HBM rate
-    assert v5.peak.device == v4.peak.device  # a step-time mechanism here; memory unchanged
+    # and in memory the stacks' gradient sums and one more zero stack in each layer's backward (1.75 + 0.875 + 1.75
+    # GiB, memory.expert_loop_grads), less the v4 loop's MLP buffers the moment replaces
+    assert 4.0 < (v5.peak.allocated - v4.peak.allocated) / 2**30 < 4.4
 
 
 def test_heldout4_eager_cases_map_to_loop_v5():

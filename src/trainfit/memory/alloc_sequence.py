@@ -90,6 +90,7 @@ from functools import lru_cache
 from itertools import accumulate
 from typing import Iterator
 
+from trainfit.memory.expert_loop_grads import loop_stack_grad_moment_bytes
 from trainfit.memory.caching_allocator import ROUND_LARGE, SMALL_SIZE, CachingAllocator, end_case, replay_steps
 from trainfit.memory.phases import StepTerms
 
@@ -1246,7 +1247,15 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
                 tr = e.allocs(_chunks(t.layer_backward_transient[i] - 2 * sc, 2 * sc))
                 e.free(e.alloc(2 * sc))
             else:
-                tr = e.allocs(_chunks(t.layer_backward_transient[i], fp32_res))
+                stacks = t.expert_stack_grads[i] if t.expert_stack_grads else ()
+                moment = loop_stack_grad_moment_bytes(stack_bytes=stacks, stacks_are_leaves=t.expert_stacks_are_leaves)
+                tr = e.allocs(_chunks(t.layer_backward_transient[i] - moment, fp32_res))
+                if stacks:
+                    # loop_v5's expert loop (memory.expert_loop_grads): the stacks' gradient sums (PEFT's merged
+                    # stacks; a trained stack's sum is its .grad), then one expert's zero stack, added in place
+                    if not t.expert_stacks_are_leaves:
+                        tr += e.allocs([int(b) for b in stacks])
+                    e.free(e.alloc(int(max(stacks))))
             gs = per_layer_grads[i]
             # the layer's parameter gradients appear as its saved tensors go (last op first)
             n = max(len(gs), len(inner))

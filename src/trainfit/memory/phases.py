@@ -125,6 +125,13 @@ class StepTerms:
     """Per layer (empty: none): saved bytes of the layer its backward has already freed when
     ``layer_backward_transient`` is live. Eager attention: the post-attention norms' and the MLP block's, whose
     backward runs before the softmax backward (``trainfit.plan.terms.attention_backward_released``)."""
+    expert_stack_grads: tuple[tuple[float, ...], ...] = ()
+    """Per layer (empty: none): transformers v5's eager experts (``parallel.moe_experts: loop_v5``), the bytes of
+    each whole stacked expert weight that gets a gradient, where their moment (``memory.expert_loop_grads``) is the
+    layer's largest and so in ``layer_backward_transient``: the allocator replay makes them as those blocks."""
+    expert_stacks_are_leaves: bool = False
+    """With ``expert_stack_grads``: full fine-tuning (the stacks' gradient sums are the ``.grad``), else PEFT's
+    merged stacks (the sums are transient)."""
     zero_step_cast: float = 0.0
     """ZeRO: the flat copy and the fp32 gradient of one group / sub-group at the step's cast."""
     zero_step_fp32_grad: float = 0.0

@@ -16,6 +16,7 @@ from trainfit.memory import attention as attn
 from trainfit.memory import bnb_saved_input
 from trainfit.memory.activations import (ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes,
                                         saved_frozen_weights)
+from trainfit.memory.expert_loop_grads import loop_stack_grad_moment_bytes
 from trainfit.memory.fsdp_no_sync import no_sync_step_grad_bytes, no_sync_unit_grad_bytes
 from trainfit.memory.logits import (
     SOFTCAP_FAMILIES,
@@ -34,7 +35,7 @@ from trainfit.memory.lora import (
 )
 from trainfit.memory import kbit_upcast, nf4_dequant, peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
-from trainfit.memory.params import ParamBreakdown, TensorGroup, param_breakdown, param_tensors
+from trainfit.memory.params import ParamBreakdown, TensorGroup, linear_groups, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
@@ -50,6 +51,7 @@ from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     LayerKind,
     MasterWeights,
+    MoeExperts,
     Offload,
     Optimizer,
     OptimizerImpl,
@@ -839,6 +841,12 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
         other = tuple(max(t, k) for t, k in zip(other, kernel))
+    stack_grads: tuple[tuple[float, ...], ...] = ()
+    if card.parallel.moe_experts is MoeExperts.LOOP_V5 and spec.moe is not None:
+        # transformers v5's eager experts: the stacked weights' gradient sums and the newest zero stack inside each
+        # MoE layer's expert loop (memory/expert_loop_grads.py), beside one expert's share of the MLP's buffers
+        transient, other, stack_grads = _loop_v5_stack_moments(card, spec, trainable, transient, other,
+                                                               tokens=tokens, act_dtype=act_dtype)
     released = attention_backward_released(transient, other, act.after_attention_per_layer)
     attention_forward = attn.forward_transient_bytes(
         scores=scores, gradient_checkpointing=last_ckpt, dtype_bytes=act_dtype,
@@ -947,6 +955,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
            if card.loss.kernel is LossKernel.FLASH_ATTN and spec.head_outputs is None else {}),
         layer_backward_transient=transient,
         layer_backward_released=released,
+        expert_stack_grads=stack_grads,
+        expert_stacks_are_leaves=trainable.lora is None,
         attention_forward_transient=attention_forward,
         layer_forward_transient=act.kernel_forward_checkpointed if card.parallel.checkpoints_layers else 0.0,
         adapter_forward_transient=adapter_forward,
@@ -1264,6 +1274,37 @@ def attention_backward_released(transient: tuple[float, ...], other: tuple[float
     if not after_attention or all(t <= o for t, o in zip(transient, other)):
         return ()
     return tuple(max(0.0, min(float(a), t - o)) for t, o, a in zip(transient, other, after_attention))
+
+
+def _loop_v5_stack_moments(card: RunCard, spec: ModelSpec, trainable: TrainableSpec, transient: tuple[float, ...],
+                           other: tuple[float, ...], *, tokens: int, act_dtype: int,
+                           ) -> tuple[tuple[float, ...], tuple[float, ...], tuple[tuple[float, ...], ...]]:
+    """``parallel.moe_experts: loop_v5``: each MoE layer's backward moment of the stacked expert weights' gradients
+    (``expert_loop_grads.loop_stack_grad_moment_bytes``) plus one expert's share of the MLP's activation-gradient
+    buffers (the loop runs one expert's rows at a time), where it is the layer's largest. Returns the transients,
+    the moments besides attention's, and per layer the stacks that get a gradient (empty where their moment is not
+    the largest), for the allocator replay."""
+    assert spec.moe is not None
+    lora = trainable.lora
+    groups = [g for g in (targeted_groups(spec, lora) if lora is not None else linear_groups(spec))
+              if g.routed and g.experts > 1]
+    if not groups:  # LoRA that leaves the stacks frozen: no stack gradient
+        return transient, other, ()
+    stack = tuple(float(g.experts * g.in_features * g.out_features * BYTES_PER_DTYPE[card.weights_dtype.value])
+                  for g in groups)
+    moment = loop_stack_grad_moment_bytes(stack_bytes=stack, stacks_are_leaves=lora is None)
+    new_t, new_o, blocks = [], [], []
+    for i, (t_i, o_i) in enumerate(zip(transient, other)):
+        if not spec.moe.is_moe_layer(i):
+            new_t.append(t_i)
+            new_o.append(o_i)
+            blocks.append(())
+            continue
+        m = moment + _layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) / spec.moe.num_experts
+        new_t.append(max(t_i, m))
+        new_o.append(max(o_i, m))
+        blocks.append(stack if m >= t_i else ())
+    return tuple(new_t), tuple(new_o), tuple(blocks)
 
 
 def _layer_backward_transient(spec: ModelSpec, layer: int, *, tokens: int, dtype_bytes: int) -> float:

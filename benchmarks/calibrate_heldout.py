@@ -4,8 +4,8 @@
     python benchmarks/calibrate_heldout.py --out -    # print it instead
 
 Fit set and held-out sets as ``benchmarks/gpu_calibration.md`` names them: the first measured set
-(``gpu_raw/default.json``) is the fit set; ``heldout.json``, ``heldout2.json`` and ``heldout3.json``
-were measured afterwards and are never fitted. Nothing is stored from an earlier run: every
+(``gpu_raw/default.json``) is the fit set; ``heldout.json``, ``heldout2.json``, ``heldout3.json`` and
+``heldout4.json`` were measured afterwards and are never fitted. Nothing is stored from an earlier run: every
 figure is recomputed from the current plan, so the table follows the planner as it changes.
 
 Steps: (1) ``trainfit.calibration.calibrate`` fits the memory constants on the fit set with the
@@ -33,9 +33,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 RAW = HERE / "results" / "gpu_raw"
 FIT = "default"
-HELD = ("heldout", "heldout2", "heldout3")
+HELD = ("heldout", "heldout2", "heldout3", "heldout4")
 TITLES = {"default": "fit set", "heldout": "held-out set", "heldout2": "second held-out set",
-          "heldout3": "third held-out set"}
+          "heldout3": "third held-out set", "heldout4": "fourth held-out set (MoE)"}
 
 
 def stats(ratios: list[float]) -> dict[str, float]:
@@ -85,7 +85,7 @@ def run() -> tuple[list[str], dict]:
               "`heldout3.json` (`benchmarks/gpu_calibration.md` names the sets). The command:"), "",
              "```bash",
              "trainfit calibrate benchmarks/results/gpu_raw/default.json --held-out benchmarks/results/gpu_raw/heldout.json \\",
-             "  --held-out benchmarks/results/gpu_raw/heldout2.json --held-out benchmarks/results/gpu_raw/heldout3.json --out h200.json",
+             "  --held-out benchmarks/results/gpu_raw/heldout2.json --held-out benchmarks/results/gpu_raw/heldout3.json --held-out benchmarks/results/gpu_raw/heldout4.json --out h200.json",
              "```", ""]
     if result is None:
         lines += [f"Result: nothing written (`{refusal}`). The plan is unchanged; the table shows it.", ""]

@@ -106,12 +106,14 @@ def test_a_broken_existing_output_is_refused_not_overwritten(here, capsys):
 RAW = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu_raw"
 
 
-def test_h200_records_need_no_replay_scale_and_calibrate_writes_nothing(tmp_path, capsys):
+def test_h200_records_need_no_replay_scale_and_step_factors_hold_out(tmp_path, capsys):
     """The committed H200 measurements: fit on the first set, hold out the three later sets. The
-    planned reserved of these single-GPU SFT steps comes from the caching-allocator replay, which now
-    generates each decoder layer op by op: a factor on its overhead fitted on the first set makes the
-    held-out reserved median worse, so it is refused, as are the step-time factors. Nothing fitted:
-    exit 2, one line naming both refusals, no file."""
+    planned reserved of these single-GPU SFT steps comes from the caching-allocator replay, which
+    generates each decoder layer op by op: a factor on its overhead fitted on the first set leaves the
+    held-out reserved no better, so it is refused. The step-time factors fitted on the first set
+    (matmul and host per kernel, each within 5% of the catalog's since the MoE LoRA mechanisms the fourth
+    held-out set exposed were modelled) make the held-out step times better, so they are written; before
+    those mechanisms they made them worse and calibrate wrote nothing."""
     import math
     import statistics
 
@@ -120,19 +122,26 @@ def test_h200_records_need_no_replay_scale_and_calibrate_writes_nothing(tmp_path
 
     out = tmp_path / "h200.json"
     held = [a for n in ("heldout", "heldout2", "heldout3") for a in ("--held-out", str(RAW / f"{n}.json"))]
-    assert main(["calibrate", str(RAW / "default.json"), *held, "--out", str(out), "--json"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert "\n" not in err and "nothing fitted" in err and "(nothing written)" in err
-    assert "step-time factors (matmul, host per kernel): the held-out step times got worse" in err
-    assert "h200 reserved replay scale (default/single)" in err
-    assert not out.exists()
-    # the figure the refusal quotes is the plan's own held-out error over the same 17 records
+    assert main(["calibrate", str(RAW / "default.json"), *held, "--out", str(out), "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["written"] and out.exists()
+    (fit,) = res["fits"]
+    assert fit["gpu"] == "h200" and fit["records"] == 15
+    assert 0.95 < fit["matmul_scale"] < 1.05 and 0.95 < fit["host_scale"] < 1.05
+    assert fit["median_error_after"] < fit["median_error_before"]
+    (held_out,) = [h for h in res["time_held_out"] if h["gpu"] == "h200"]
+    assert held_out["records"] == 17 and held_out["median_error_after"] < held_out["median_error_before"]
+    (mem,) = res["memory_fits"]
+    assert mem["constant"] == "reserved_replay_scale" and mem["refused"]
+    written = json.loads(out.read_text())
+    assert set(written["devices"]["h200"]) == {"matmul_flops_per_s", "host_s_per_forward_kernel",
+                                                "host_s_per_backward_kernel"}
+    # the held-out reserved figure the memory fit was judged on is the plan's own over the same 17 records
     errs = [math.log(step_reserved(make_plan(r.card)) / r.reserved_bytes)
             for n in ("heldout", "heldout2", "heldout3")
             for r in records_from_gpu_raw(json.loads((RAW / f"{n}.json").read_text()), where=n)]
-    med = statistics.median(abs(e) for e in errs)
     assert len(errs) == 17
-    assert f"held-out reserved median |err| {100 * math.expm1(med):.1f}%" in err
+    assert abs(mem["held_out_before"]["median_abs_error"] - math.expm1(statistics.median(abs(e) for e in errs))) < 1e-3
 
 
 def _sft_card(seq: int, batch: int, allocator: str = "default") -> dict:

@@ -1547,6 +1547,20 @@ def step_inventory(
         p["kernels"] += kernels
         p["strided"] += strided_
         p["syncs"] += syncs
+
+    def add_loop_lora(lt: LoopLoraTerms) -> None:
+        """Add one group's ``v4_loop_lora_terms`` (an expert linear group's, or the wrapped router's)."""
+        nonlocal fwd_bytes, lora_bytes, lora_k, fwd_k, bwd_k
+        fwd.extend(lt.forward_gemms)
+        bwd.extend(lt.backward_gemms)
+        lora_bytes += lt.lora_bytes
+        lora_k += lt.lora_kernels
+        fwd_bytes += lt.dropout_bytes
+        fwd_k += lt.gemm_forward_kernels + lt.dropout_kernels
+        bwd_k += lt.gemm_backward_kernels
+        lora_chain_f.extend(lt.chained_forward)
+        lora_chain_b.extend(lt.chained_backward)
+
     eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # eager expert work (Megatron-Core or Automodel bias loops)
     norm_elements: list[tuple[float, float]] = []  # eager RMSNorms: (elements per call, calls), for NORM_CHAINED_*
     # elementwise
@@ -1774,18 +1788,10 @@ def step_inventory(
                 # transformers < 5: each expert's gate_proj / up_proj / down_proj is an nn.Linear, which PEFT wraps
                 # as an unmerged lora.Linear (no B·A merge): per hit expert and linear the dense adapter's A and B
                 # GEMMs over the expert's routed rows, and its elementwise kernels (v4_loop_lora_terms)
-                v4 = v4_loop_lora_terms(rows=rows, in_features=g.in_features, out_features=out_f, rank=adapter.rank,
-                                        calls=n, name=g.name, adapter_dtype_bytes=adapter.adapter_dtype_bytes,
-                                        dropout=adapter.dropout > 0, dropout_post=adapter.dropout_post)
-                fwd += v4.forward_gemms
-                bwd += v4.backward_gemms
-                lora_bytes += v4.lora_bytes
-                lora_k += v4.lora_kernels
-                fwd_bytes += v4.dropout_bytes
-                fwd_k += v4.gemm_forward_kernels + v4.dropout_kernels
-                bwd_k += v4.gemm_backward_kernels
-                lora_chain_f += v4.chained_forward
-                lora_chain_b += v4.chained_backward
+                add_loop_lora(v4_loop_lora_terms(
+                    rows=rows, in_features=g.in_features, out_features=out_f, rank=adapter.rank, calls=n, name=g.name,
+                    adapter_dtype_bytes=adapter.adapter_dtype_bytes, dropout=adapter.dropout > 0,
+                    dropout_post=adapter.dropout_post))
             elif lora:
                 r = adapter.rank * g.lora_rank_multiplier
                 w = g.experts * g.in_features * g.out_features
@@ -1947,18 +1953,10 @@ def step_inventory(
         if expert_loop and not expert_loop_stacked and adapter is not None and _router_adapted(spec, adapter):
             # transformers < 5's router ``gate`` is an nn.Linear: PEFT wraps it as a lora.Linear like the experts'
             # (v4_loop_lora_terms), over every token of the layer (v5's router weight is a ParamWrapper instead)
-            rt = v4_loop_lora_terms(name="router", rows=t_moe, in_features=h, out_features=experts,
-                                    rank=adapter.rank, calls=n_moe, adapter_dtype_bytes=adapter.adapter_dtype_bytes,
-                                    dropout=adapter.dropout > 0, dropout_post=adapter.dropout_post)
-            fwd += rt.forward_gemms
-            bwd += rt.backward_gemms
-            lora_bytes += rt.lora_bytes
-            lora_k += rt.lora_kernels
-            fwd_bytes += rt.dropout_bytes
-            fwd_k += rt.gemm_forward_kernels + rt.dropout_kernels
-            bwd_k += rt.gemm_backward_kernels
-            lora_chain_f += rt.chained_forward
-            lora_chain_b += rt.chained_backward
+            add_loop_lora(v4_loop_lora_terms(
+                name="router", rows=t_moe, in_features=h, out_features=experts, rank=adapter.rank, calls=n_moe,
+                adapter_dtype_bytes=adapter.adapter_dtype_bytes, dropout=adapter.dropout > 0,
+                dropout_post=adapter.dropout_post))
         # Megatron-Core's routing scores, chunk sorts and dispatcher kernels (moe_time.py), after the backward factors
         work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
                                        top_k=moe.experts_per_token, ep=expert_parallel,

@@ -9,8 +9,8 @@ Each case is a catalog MoE model cut to a few decoder layers at its full width (
 bf16 weights made on the device, LoRA r16 / alpha 32 on every linear (PEFT ``target_modules="all-linear"``,
 which on transformers < 5 reaches each expert's gate, up and down projection) or full fine-tuning, activation
 checkpointing (non-reentrant) on every layer, ``torch.optim.AdamW(fused=True)``. Per case: two warm-up steps, three
-timed steps (wall, synchronised), one more under ``torch.profiler`` (kernels, device busy time, the ten kernels with
-the most device time) and the step's peak allocated bytes. The step is ``model(input_ids=ids, labels=ids).loss
+timed steps (wall, synchronised), one more under ``torch.profiler`` (``gpu_calibrate.profile_step``: kernels, device
+busy time, the ten kernels with the most device time) and the step's peak allocated bytes. The step is ``model(input_ids=ids, labels=ids).loss
 .backward(); opt.step(); opt.zero_grad(set_to_none=True)``, as ``gpu_calibrate.py measure`` runs it.
 
 The plans beside these measurements come from ``card_of(case)``: the same truncated config inline, one H200,
@@ -30,6 +30,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
+sys.path.insert(0, str(HERE))  # gpu_calibrate.profile_step
 
 CASES = [
     {"model": "Qwen/Qwen3-30B-A3B", "layers": 8, "scope": "lora", "mbs": 1, "seq": 2048},
@@ -74,7 +75,7 @@ def card_of(case: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
 def measure(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict[str, Any]:
     import torch
     import transformers
-    from torch.autograd import DeviceType
+    from gpu_calibrate import profile_step
 
     cuda = device == "cuda"
 
@@ -128,23 +129,7 @@ def measure(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict[str,
     if cuda:
         out["peak_allocated"] = torch.cuda.max_memory_allocated()
         out["peak_reserved"] = torch.cuda.max_memory_reserved()
-    acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
-    sync()
-    with torch.profiler.profile(activities=acts) as prof:
-        t = time.perf_counter()
-        step()
-        sync()
-        wall = time.perf_counter() - t
-    dev = [e for e in prof.key_averages() if e.device_type == DeviceType.CUDA]
-
-    def dev_us(e: Any) -> float:
-        return float(getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0))
-
-    top = sorted(dev, key=dev_us, reverse=True)[:10]
-    out["profile"] = {"kernels": int(sum(e.count for e in dev)), "device_busy_s": round(sum(map(dev_us, dev)) / 1e6, 6),
-                      "profiled_wall_s": round(wall, 5),
-                      "top": [{"name": e.key[:120], "count": int(e.count), "device_s": round(dev_us(e) / 1e6, 6)}
-                              for e in top]}
+    out["profile"] = profile_step(step, sync)
     del model, opt, ids
     gc.collect()
     if cuda:

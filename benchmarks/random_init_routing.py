@@ -26,6 +26,7 @@ TOKENS = 2048
 
 def main(layers: int = 4) -> int:
     import torch
+    from gpu_calibrate import _init_weights
     from transformers import AutoModelForCausalLM, Qwen3MoeConfig
 
     torch.manual_seed(0)
@@ -38,19 +39,7 @@ def main(layers: int = 4) -> int:
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, attn_implementation="sdpa")
     model = model.to_empty(device="cpu")
-    with torch.no_grad():  # as gpu_calibrate._init_weights
-        for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.normal_(0.0, 0.02)
-            elif "norm" in name:
-                p.fill_(1.0)
-            else:
-                p.zero_()
-        for mod in model.modules():
-            if type(mod).__name__.endswith("RotaryEmbedding"):
-                fresh = type(mod)(config=mod.config)
-                for bname, b in fresh._buffers.items():
-                    mod._buffers[bname] = b
+    _init_weights(model)  # the H200 harness's own random weights
     hits: list[int] = []
 
     def hook(_mod, _args, out):  # noqa: ANN001, ANN202

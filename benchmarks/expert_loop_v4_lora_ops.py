@@ -16,24 +16,17 @@ from __future__ import annotations
 
 import collections
 import sys
-from typing import Any
+from pathlib import Path
 
-LAYOUTS: dict[str, dict[str, Any]] = {
-    "mixtral": dict(model_type="mixtral", hidden_size=64, intermediate_size=96, num_hidden_layers=1,
-                    num_attention_heads=4, num_key_value_heads=2, vocab_size=128, num_local_experts=8,
-                    num_experts_per_tok=2, max_position_embeddings=512),
-    "qwen3_moe": dict(model_type="qwen3_moe", hidden_size=64, intermediate_size=96, moe_intermediate_size=32,
-                      num_hidden_layers=1, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                      vocab_size=128, num_experts=16, num_experts_per_tok=4, norm_topk_prob=True,
-                      max_position_embeddings=512, mlp_only_layers=[], decoder_sparse_step=1),
-}
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from expert_loop_v5_ops import LAYOUTS, block_ops  # noqa: E402  the same layouts and op recorder
+
 TOKENS = 256
 EXPERT_LINEARS = 3
 
 
 def _ops(layout: str, lora: bool) -> tuple[collections.Counter, collections.Counter, int]:
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
     from transformers import AutoConfig, AutoModelForCausalLM
 
     torch.manual_seed(0)
@@ -46,26 +39,9 @@ def _ops(layout: str, lora: bool) -> tuple[collections.Counter, collections.Coun
     else:
         model.requires_grad_(False)
     block = next(m for m in model.modules() if type(m).__name__.endswith("SparseMoeBlock"))
-
-    class Ops(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.ops: collections.Counter = collections.Counter()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
-            self.ops[func.overloadpacket.__name__] += 1
-            return func(*args, **(kwargs or {}))
-
-    x = torch.randn(1, TOKENS, cfg["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
-    fwd, bwd = Ops(), Ops()
-    with fwd:
-        out = block(x)
-    y = out[0] if isinstance(out, tuple) else out
-    loss = y.float().pow(2).sum()
-    with bwd:
-        loss.backward()
-    hit = fwd.ops["index_add_"]
-    return fwd.ops, bwd.ops, hit
+    fwd, bwd = block_ops(block, TOKENS, cfg["hidden_size"])
+    f, b = (collections.Counter(name for name, _ in r.ops) for r in (fwd, bwd))
+    return f, b, f["index_add_"]
 
 
 def count(layout: str) -> dict[str, float]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from expert_loop_v5_ops import LAYOUTS  # noqa: E402
+from expert_loop_v5_ops import LAYOUTS, eager_lora_moe_block  # noqa: E402
 
 TOKENS = 200
 """Not the op count's 256: no activation (``TOKENS × 64`` elements, bf16 or fp32) then has a whole stack's size,
@@ -34,19 +34,9 @@ def measure(layout: str) -> dict[str, float]:
     from torch.profiler import ProfilerActivity, profile
 
     from trainfit.memory.expert_loop_grads import loop_stack_grad_moment_bytes
-    from trainfit.trace import build
-    from trainfit.trace.types import TraceRequest
 
-    torch.manual_seed(0)
     cfg = LAYOUTS[layout]
-    req = TraceRequest(hf_config=cfg, micro_batch_size=1, seq_len=TOKENS, attention="sdpa",
-                       gradient_checkpointing=False, scope="lora", optimizer_impl="fused", pass_kind="train_step")
-    model = build.build_meta(req, 1).to_empty(device="cpu")
-    with torch.no_grad():
-        for p in model.parameters():
-            p.normal_(0.0, 0.02)
-    model.get_base_model().set_experts_implementation("eager")
-    block = next(m for m in model.modules() if type(m).__name__.endswith("SparseMoeBlock"))
+    block = eager_lora_moe_block(layout, TOKENS)
     stacks = {n.rsplit(".", 1)[-1]: (tuple(p.shape), p.numel() * p.element_size())
               for n, p in block.named_parameters() if p.dim() == 3 and "lora" not in n}
     sizes = {b for _, b in stacks.values()}

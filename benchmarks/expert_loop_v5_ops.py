@@ -32,25 +32,31 @@ LAYOUTS: dict[str, dict[str, Any]] = {
 TOKENS = 256
 
 
-def count(layout: str) -> dict[str, float]:
+def eager_lora_moe_block(layout: str, tokens: int):  # noqa: ANN201 - a torch module
+    """The MoE block of ``LAYOUTS[layout]`` as the H200 harness builds its cases (``build_meta``, PEFT LoRA on
+    "all-linear"), random weights (seed 0, normal 0.02), switched to transformers v5's eager experts."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
 
     from trainfit.trace import build
     from trainfit.trace.types import TraceRequest
 
     torch.manual_seed(0)
-    cfg = LAYOUTS[layout]
-    req = TraceRequest(hf_config=cfg, micro_batch_size=1, seq_len=TOKENS, attention="sdpa",
+    req = TraceRequest(hf_config=LAYOUTS[layout], micro_batch_size=1, seq_len=tokens, attention="sdpa",
                        gradient_checkpointing=False, scope="lora", optimizer_impl="fused", pass_kind="train_step")
     model = build.build_meta(req, 1).to_empty(device="cpu")
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.02)
     model.get_base_model().set_experts_implementation("eager")
-    block = next(m for m in model.modules() if type(m).__name__.endswith("SparseMoeBlock"))
-    stacks = {tuple(p.shape) for n, p in block.named_parameters()
-              if p.dim() == 3 and "lora" not in n}
+    return next(m for m in model.modules() if type(m).__name__.endswith("SparseMoeBlock"))
+
+
+def block_ops(block, tokens: int, hidden: int):  # noqa: ANN001, ANN201 - two op recorders
+    """Run ``block`` forward and backward on random bf16 input under a ``TorchDispatchMode`` each; each recorder's
+    ``ops`` lists (aten op, output shape) in order. A block returning a tuple (transformers < 5: the hidden states
+    and the router logits) is read at its first output."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
 
     class Ops(TorchDispatchMode):
         def __init__(self) -> None:
@@ -63,13 +69,22 @@ def count(layout: str) -> dict[str, float]:
             self.ops.append((func.overloadpacket.__name__, tuple(o.shape) if isinstance(o, torch.Tensor) else None))
             return out
 
-    x = torch.randn(1, TOKENS, cfg["hidden_size"], dtype=torch.bfloat16, requires_grad=True)
+    x = torch.randn(1, tokens, hidden, dtype=torch.bfloat16, requires_grad=True)
     fwd, bwd = Ops(), Ops()
     with fwd:
-        y = block(x)
+        out = block(x)
+    y = out[0] if isinstance(out, tuple) else out
     loss = y.float().pow(2).sum()
     with bwd:
         loss.backward()
+    return fwd, bwd
+
+
+def count(layout: str) -> dict[str, float]:
+    block = eager_lora_moe_block(layout, TOKENS)
+    stacks = {tuple(p.shape) for n, p in block.named_parameters()
+              if p.dim() == 3 and "lora" not in n}
+    fwd, bwd = block_ops(block, TOKENS, LAYOUTS[layout]["hidden_size"])
     hit = sum(1 for name, _ in fwd.ops if name == "index_add_")
     f = collections.Counter(name for name, _ in fwd.ops)
     # after the hit test's nonzero: the loop's own (one_hot's min / max checks before it run on CPU tensors only,

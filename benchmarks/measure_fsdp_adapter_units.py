@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import functools
 import os
-import time
+import sys
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.update(LOCAL_RANK="0", RANK="0", WORLD_SIZE="8", MASTER_ADDR="127.0.0.1", MASTER_PORT="29564")
@@ -32,7 +33,8 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 from torch.testing._internal.distributed.fake_pg import FakeStore  # noqa: E402
 
-MODES = ("nograd_forward", "grad_forward", "backward")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from measure_fsdp_backward_hooks import MODES, best_of_rounds, timed  # noqa: E402  the same timing
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
 
 
@@ -55,24 +57,6 @@ def build(layers: int, wrap: str):  # noqa: ANN201 - a torch module
     return FullyShardedDataParallel(model, auto_wrap_policy=policy, use_orig_params=True, device_id=torch.device("cpu"))
 
 
-def timed(model, ids: torch.Tensor, mode: str) -> float:  # noqa: ANN001
-    if mode == "nograd_forward":
-        with torch.no_grad():
-            t = time.perf_counter()
-            model(input_ids=ids, use_cache=False)
-            return time.perf_counter() - t
-    if mode == "grad_forward":
-        t = time.perf_counter()
-        loss = model(input_ids=ids, use_cache=False).logits.mean()
-        dt = time.perf_counter() - t
-        loss.backward()
-        return dt
-    loss = model(input_ids=ids, use_cache=False).logits.mean()
-    t = time.perf_counter()
-    loss.backward()
-    return time.perf_counter() - t
-
-
 def main() -> None:
     torch.set_num_threads(1)
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
@@ -85,12 +69,7 @@ def main() -> None:
         m.train()
         for _ in range(5):
             timed(m, ids, "backward")
-    best: dict[tuple, float] = {}
-    for _ in range(rounds):
-        for key, m in models.items():
-            for mode in MODES:
-                t = min(timed(m, ids, mode) for _ in range(10))
-                best[key + (mode,)] = min(best.get(key + (mode,), 1e9), t)
+    best = best_of_rounds(models, ids, rounds)
     import peft
     import transformers
 

@@ -75,6 +75,17 @@ def timed(model, ids: torch.Tensor, mode: str) -> float:  # noqa: ANN001
     return time.perf_counter() - t
 
 
+def best_of_rounds(models: dict[tuple, "torch.nn.Module"], ids: torch.Tensor, rounds: int) -> dict[tuple, float]:
+    """Per (model key + mode): the best of ``rounds`` interleaved rounds, each the best of 10 calls of ``timed``."""
+    best: dict[tuple, float] = {}
+    for _ in range(rounds):
+        for key, m in models.items():
+            for mode in MODES:
+                t = min(timed(m, ids, mode) for _ in range(10))
+                best[key + (mode,)] = min(best.get(key + (mode,), 1e9), t)
+    return best
+
+
 def main() -> None:
     torch.set_num_threads(1)
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=8)
@@ -85,12 +96,7 @@ def main() -> None:
     for m in models.values():
         for _ in range(5):
             timed(m, ids, "backward")
-    best: dict[tuple, float] = {}
-    for _ in range(rounds):
-        for key, m in models.items():
-            for mode in MODES:
-                t = min(timed(m, ids, mode) for _ in range(10))
-                best[key + (mode,)] = min(best.get(key + (mode,), 1e9), t)
+    best = best_of_rounds(models, ids, rounds)
     print(f"torch {torch.__version__} ({torch.version.git_version}), best of {rounds} rounds")
     for w in wraps:
         if w == "plain":

@@ -89,11 +89,13 @@ def fit(
                           inputs=[card, calibration, price_table], what="--html")
     rows = [_row(r) for r in result.rows]
     if json_:
+        from trainfit.report.html import skipped_of
+
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
                     "rows": rows,
-                    "skipped": [{"gpu": k.gpu, "gpus": k.gpus, "reason": k.reason} for k in result.skipped]})
+                    "skipped": skipped_of(result)})
         return
     _render(result, rows, goal)
 

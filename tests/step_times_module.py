@@ -37,3 +37,20 @@ def file_ids(st: ModuleType, base: Path, path: Path) -> tuple[set[str], set[str]
     everything = st.load_entries(base)
     loaded = {e["id"] for e in everything if e["_file"] == path.name}
     return loaded, {e["id"] for e in everything if e["_file"] != path.name}
+
+
+def assert_fms_hf_tuning_card(e: dict, card: dict) -> None:
+    """What every fms-acceleration benchmark row's card states (fms-hf-tuning on the HF Trainer): one GPU without
+    FSDP, more on FSDP1; foreach AdamW; reentrant checkpointing; packed 4,096-token chunks on flash attention; the
+    row's scope; LoRA r 16 on q/k/v/o_proj."""
+    par = card["parallel"]
+    if e["gpus"] == 1:
+        assert par["strategy"] == "single"
+    else:
+        assert (par["strategy"], par["fsdp_version"]) == ("fsdp", "fsdp1")
+    assert card["precision"]["optimizer_impl"] == "foreach"
+    assert card["loop"] == {"checkpoint_reentrant": True}
+    assert card["batch"]["seq_len"] == 4096 and card["attention"] == "flash"
+    assert card["scope"] == {"sft_full": "full", "sft_lora": "lora", "sft_qlora": "qlora"}[e["kind"]]
+    if card["scope"] != "full":
+        assert card["lora"]["rank"] == 16 and card["lora"]["targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"]

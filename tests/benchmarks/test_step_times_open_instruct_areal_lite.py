@@ -75,3 +75,24 @@ def test_open_instruct_cites_the_doc_that_holds_the_figure_and_the_run_time_vllm
     assert "(l.13 @b5dd5621d" in e["quote"]
     src = e["rollout"]["max_num_seqs_source"]
     assert e["rollout"]["max_num_seqs"] == 1024 and "vllm 0.8.2" in src and "l.1815-1817" in src
+
+
+BYTES_PER_TOKEN = 4
+"""OpenAI's English rule of thumb, '1 token ~= 4 chars in English' (help.openai.com articles/4936856), the figure the
+open-instruct rows' notes use to turn the dataset cards' bytes into tokens."""
+
+
+@pytest.mark.parametrize(("eid", "row_bytes"), [
+    # allenai/RLVR-GSM-MATH-IF-Mixed-Constraints @22aaec1d: 58,788,096 bytes over 29,946 rows (stage 1 samples it whole)
+    ("open-instruct-grpo-olmo2-1b-rlvr-stage1-h100-16g", 58_788_096 / 29_946),
+    # its 7,500 MATH rows (allenai/RLVR-MATH, stage 2): the mixed set less RLVR-GSM's train (18,898,829 B) and
+    # RLVR-IFeval's (29,394,048 B)
+    ("open-instruct-grpo-olmo2-1b-rlvr-stage2-h100-16g", (58_788_096 - 18_898_829 - 29_394_048) / 7_500),
+])
+def test_open_instruct_mean_prompt_follows_from_the_dataset_cards(eid: str, row_bytes: float) -> None:
+    e = ENTRIES[eid]
+    assert e["data"]["prompt_len_mean"] == round(row_bytes / BYTES_PER_TOKEN, -1)
+    assert f"{row_bytes:,.0f} bytes a row" in e["note"] and "4936856" in e["note"]
+    # the mean, not the 2,048 maximum, reaches the card (rl_lengths: a published mean is the card's prompt)
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["prompt_len"] == e["data"]["prompt_len_mean"] < e["data"]["prompt_len_max"]

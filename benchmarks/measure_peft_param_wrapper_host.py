@@ -17,7 +17,9 @@ register / remove cycle with its check evaluation; (B) the aten work that cycle 
 factors (``get_delta_factors``) and one ``baddbmm`` for a 3-D stack (``_LoraFactorsProxy``), the delta weight
 (``get_delta_weight``) and one add for the 2-D router (``_LoraParameterProxy``). A - B is the Python bookkeeping no
 kernel count carries: the figure the plan charges per wrapped parameter and forward. The ops of B are kernels the
-inventory already counts (the merge, its check evaluation, the factor casts).
+inventory already counts (the merge, its check evaluation, the factor casts). Each module is timed with grad mode on
+and under ``torch.no_grad()`` (the log-prob, reference and value passes; ``training.forward_only_time``), the two
+interleaved.
 
 The host is a shared VM: a run under load reads every figure higher; the lowest of several runs is the one to read.
 
@@ -87,9 +89,12 @@ def main() -> None:
         else:
             def ops(m=m, param=param, a=adapters[0]) -> None:  # noqa: ANN001
                 param + m.get_delta_weight(a)
-        a, b = best(cycle, rounds), best(ops, rounds)
-        print(f"{name.split('base_model.model.')[-1]:40s} {tuple(param.shape)!s:16s} cycle {a * 1e6:7.1f} us"
-              f"  its ops {b * 1e6:6.1f} us  bookkeeping {(a - b) * 1e6:7.1f} us")
+        for grad in (True, False):
+            with torch.set_grad_enabled(grad):
+                a, b = best(cycle, rounds), best(ops, rounds)
+            print(f"{name.split('base_model.model.')[-1]:40s} {tuple(param.shape)!s:16s}"
+                  f" {'grad   ' if grad else 'no_grad'} cycle {a * 1e6:7.1f} us  its ops {b * 1e6:6.1f} us"
+                  f"  bookkeeping {(a - b) * 1e6:7.1f} us")
 
 
 if __name__ == "__main__":

@@ -353,8 +353,11 @@ def test_loop_v5_plan_slower_backward_and_holds_the_stack_gradients():
 
     assert phase(v5, "backward") > phase(v4, "backward") + 0.5  # ~2.8 TB of stack gradients at HBM rate
     # and in memory the stacks' gradient sums and one more zero stack in each layer's backward (1.75 + 0.875 + 1.75
-    # GiB, memory.expert_loop_grads), less the v4 loop's MLP buffers the moment replaces
-    assert 4.0 < (v5.peak.allocated - v4.peak.allocated) / 2**30 < 4.4
+    # GiB, memory.expert_loop_grads), less the v4 loop's MLP buffers the moment replaces; the v4 loop's adapter is
+    # smaller besides (w1 and w3 two rank-r pairs, not one rank-2r pair: memory.lora._V4_EXPERT_MODULES)
+    adapter = sum(v5.peak.components[k] - v4.peak.components[k]
+                  for k in ("adapter_weights", "gradients", "optimizer_states"))
+    assert 4.0 < (v5.peak.allocated - v4.peak.allocated - adapter) / 2**30 < 4.4
 
 
 def test_heldout4_eager_cases_map_to_loop_v5():

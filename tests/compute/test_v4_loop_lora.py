@@ -69,3 +69,26 @@ def test_v4_loop_lora_far_below_the_merge_traffic():
     frozen = step_inventory(MIXTRAL, adapter=ATTN, **KW)
     stack_weights = 1_409_286_144 * 32
     assert inv.layers_forward.memory_bytes - frozen.layers_forward.memory_bytes < 1.0 * stack_weights
+
+
+QWEN2_MOE = from_catalog("Qwen/Qwen1.5-MoE-A2.7B")
+
+
+def test_qwen2_moe_experts_and_router_adapted_on_transformers_4_only():
+    """Qwen1.5-MoE on transformers 4.x: PEFT wraps each expert's nn.Linear and the router's ``gate`` (an nn.Linear
+    there, ``memory.lora._V4_LINEAR_ROUTER``); on 5.x the experts are 3-D Parameters and the router a
+    ``Qwen2MoeTopKRouter``, neither wrapped."""
+    v4 = _names(step_inventory(QWEN2_MOE, adapter=Adapter(rank=16, targets=("all-linear",), transformers_v4=True),
+                               **KW).layers_forward.gemms)
+    v5 = _names(step_inventory(QWEN2_MOE, adapter=LORA, **KW).layers_forward.gemms)
+    assert {"gate_up_proj.A", "down_proj.B", "router.A", "shared_expert_gate.A"} <= v4
+    assert not {"gate_up_proj.A", "router.A"} & v5 and "shared_expert_gate.A" in v5
+
+
+def test_no_param_wrapper_cycles_on_transformers_4():
+    from trainfit.compute.inventory import peft_param_wrapper_calls
+
+    qwen3 = from_catalog("Qwen/Qwen3-30B-A3B")
+    assert peft_param_wrapper_calls(qwen3, adapter=LORA) > 0
+    assert peft_param_wrapper_calls(qwen3, adapter=Adapter(rank=16, targets=("all-linear",),
+                                                           transformers_v4=True)) == 0.0

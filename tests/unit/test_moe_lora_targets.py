@@ -1,4 +1,4 @@
-"""Which MoE modules a LoRA target wraps, as PEFT 0.21.2 does on transformers 5.x (``trainfit.memory.lora``):
+"""Which MoE modules a LoRA target wraps, as PEFT 0.21.2 does on transformers 5.x and 4.x (``trainfit.memory.lora``):
 3-D fused experts only where PEFT rewrites the v4 names into ``target_parameters`` (Qwen3-MoE, DeepSeek-V3),
 never on gpt-oss, Llama-4 or Qwen2-MoE; a converting family's dense/shared MLP named like the experts not at
 all; routers by the name PEFT can wrap. The PEFT counts below were measured on meta models (2 layers, r=16,
@@ -65,6 +65,33 @@ PEFT = {
     ("llama4_text", ("q_proj", "v_proj", "gate")): 26624, ("llama4_text", ("q_proj", "v_proj", "router")): 34944,
 }
 
+# (family, targets) -> PEFT 0.21.2's trainable count on transformers 4.57.6 (no target conversion: the experts and the
+# nn.Linear routers are ordinary modules, memory.lora._V4_EXPERT_MODULES), or None where PEFT raises; measured on the
+# same meta models
+V4_PEFT = {
+    ("gpt_oss", ("all-linear",)): 53248, ("gpt_oss", ATTN_V5): 53248, ("gpt_oss", ATTN_V4): 53248,
+    ("gpt_oss", ("gate_up_proj", "down_proj")): None, ("gpt_oss", ("gate_proj", "up_proj", "down_proj")): None,
+    ("gpt_oss", ("q_proj", "v_proj", "gate")): 26624, ("gpt_oss", ("q_proj", "v_proj", "router")): None,
+    ("qwen3_moe", ("all-linear",)): 360704, ("qwen3_moe", ATTN_V5): 155648, ("qwen3_moe", ATTN_V4): 352256,
+    ("qwen3_moe", ("gate_up_proj", "down_proj")): 98304, ("qwen3_moe", ("gate_proj", "up_proj", "down_proj")): 294912,
+    ("qwen3_moe", ("q_proj", "v_proj", "gate")): 37120, ("qwen3_moe", ("gate_proj", "down_proj")): 196608,
+    ("qwen2_moe", ("all-linear",)): 418080, ("qwen2_moe", ATTN_V5): 172032, ("qwen2_moe", ATTN_V4): 401408,
+    ("qwen2_moe", ("gate_up_proj", "down_proj")): 114688,
+    ("qwen2_moe", ("gate_proj", "up_proj", "down_proj")): 344064, ("qwen2_moe", ("q_proj", "v_proj", "gate")): 37120,
+    ("deepseek_v3", ("all-linear",)): 268544, ("deepseek_v3", ATTN_V5): 83968, ("deepseek_v3", ATTN_V4): 219136,
+    ("deepseek_v3", ("gate_up_proj", "down_proj")): 67584,
+    ("deepseek_v3", ("gate_proj", "up_proj", "down_proj")): 202752,
+    ("deepseek_v3", ("q_proj", "v_proj", "gate")): None, ("mixtral", ("all-linear",)): 360704,
+    ("mixtral", ATTN_V4[:4]): 57344, ("mixtral", ATTN_V5): 57344,
+    ("mixtral", ATTN_V4[:4] + ("w1", "w3", "w2")): 352256, ("mixtral", ("w1", "w3", "w2")): 294912,
+    ("mixtral", ("w2",)): 98304, ("mixtral", ("q_proj", "v_proj", "gate")): 37120, ("mixtral", ("w1", "w2")): 196608,
+    ("mixtral", ("gate_proj", "up_proj", "down_proj")): None, ("olmoe", ("all-linear",)): 360704,
+    ("olmoe", ATTN_V4[:4]): 57344, ("olmoe", ATTN_V4): 352256, ("olmoe", ATTN_V5): 155648,
+    ("olmoe", ("q_proj", "v_proj", "gate")): 37120, ("olmoe", ("gate_proj", "down_proj")): 196608,
+    ("llama4_text", ("all-linear",)): 110720, ("llama4_text", ATTN_V4): 102400,
+    ("llama4_text", ("q_proj", "v_proj", "gate")): 26624, ("llama4_text", ("q_proj", "v_proj", "router")): 34944,
+}
+
 
 def _spec(family):
     return spec_from_hf_config(CFGS[family], name=family, source="test")
@@ -111,3 +138,48 @@ def test_peft_on_meta_still_counts_this(family, targets):
         assert PEFT[family, targets] is None
         return
     assert sum(p.numel() for p in pm.parameters() if p.requires_grad) == PEFT[family, targets]
+
+
+@pytest.mark.parametrize(("family", "targets"), list(V4_PEFT))
+def test_planned_adapter_on_transformers_4_is_what_peft_wraps(family, targets):
+    lora = LoraSpec(rank=16, targets=targets, transformers_v4=True)
+    if V4_PEFT[family, targets] is None:
+        with pytest.raises(CardError):
+            lora_trainable_params(_spec(family), lora)
+    else:
+        assert lora_trainable_params(_spec(family), lora) == V4_PEFT[family, targets]
+
+
+def test_qwen2_moe_on_transformers_4_wraps_experts_router_and_shared_gate():
+    """Qwen1.5-MoE-A2.7B with all-linear: the 60 experts' three linears, the router and the shared expert's gate are
+    wrapped on 4.x; on 5.x only the attention, the shared expert and its gate."""
+    from trainfit.catalog.models import from_catalog
+    from trainfit.memory.lora import targeted_groups
+
+    spec = from_catalog("Qwen/Qwen1.5-MoE-A2.7B")
+    v4 = {g.name: g for g in targeted_groups(spec, LoraSpec(rank=16, transformers_v4=True))}
+    v5 = {g.name for g in targeted_groups(spec, LoraSpec(rank=16))}
+    assert {"experts.gate_proj", "experts.up_proj", "experts.down_proj", "gate", "shared_expert_gate"} <= set(v4)
+    assert v4["experts.down_proj"].count == 60 * spec.num_layers and v4["gate"].out_features == 60
+    assert not {"experts.gate_proj", "gate", "gate_up_proj", "down_proj"} & v5 and "shared_expert_gate" in v5
+    assert (lora_trainable_params(spec, LoraSpec(rank=16, transformers_v4=True))
+            > 5 * lora_trainable_params(spec, LoraSpec(rank=16)))
+
+
+@pytest.mark.parametrize(("family", "targets"), list(V4_PEFT))
+def test_peft_on_meta_with_transformers_4_still_counts_this(family, targets):
+    """Runs where transformers 4.x is importable (PYTHONPATH=<a site with transformers 4.57>:src)."""
+    torch = pytest.importorskip("torch")
+    peft = pytest.importorskip("peft")
+    transformers = pytest.importorskip("transformers")
+    if int(transformers.__version__.split(".")[0]) >= 5:
+        pytest.skip("needs transformers 4.x")
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**CFGS[family]))
+    tm = "all-linear" if targets == ("all-linear",) else list(targets)
+    try:
+        pm = peft.get_peft_model(model, peft.LoraConfig(r=16, target_modules=tm))
+    except ValueError:
+        assert V4_PEFT[family, targets] is None
+        return
+    assert sum(p.numel() for p in pm.parameters() if p.requires_grad) == V4_PEFT[family, targets]

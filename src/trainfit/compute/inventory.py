@@ -932,6 +932,9 @@ class Adapter:
     saved_embedding: bool = False
     """``lora.modules_to_save`` names ``embed_tokens``: the trained copy's backward writes the dense embedding
     gradient (``EMBED_BACKWARD_BYTES_PER_WEIGHT`` per weight), as a full fine-tune's does."""
+    transformers_v4: bool = False
+    """The model is transformers < 5's (``spec.training.LoraSpec.transformers_v4``): PEFT wraps a MoE family's expert
+    and router linears as ordinary modules, by their own names (``trainfit.memory.lora._V4_EXPERT_MODULES``)."""
 
 
 KBIT_BF16_INPUT_GROUPS = ("o_proj",)
@@ -946,23 +949,30 @@ def _kbit(adapter: Adapter | None) -> bool:
 
 
 @lru_cache(maxsize=2048)
-def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...]) -> frozenset[str]:
+def _adapted_groups(spec: ModelSpec, targets: tuple[str, ...], transformers_v4: bool = False) -> frozenset[str]:
     """Names of the linear groups PEFT wraps for ``targets``: the memory plan's ``targeted_groups``, so the
     adapter GEMMs run exactly where the adapter parameters are counted (a gpt-oss, Llama-4 or Qwen2-MoE
-    card naming the experts gets no expert adapters; ``trainfit.memory.lora._PEFT_CONVERTS``)."""
+    card naming the experts gets no expert adapters on transformers 5; ``trainfit.memory.lora._PEFT_CONVERTS``).
+    ``transformers_v4``: transformers < 5's per-expert linears (``trainfit.memory.lora._V4_EXPERT_MODULES``), named
+    as the inventory's stacked groups: ``experts.gate_proj`` / ``experts.up_proj`` (Mixtral's ``w1`` / ``w3``) as
+    ``gate_up_proj`` (the loop's two linears, ``expert_loop.LOOP_EXPERT_LINEARS``, adapted together: one of them
+    alone is charged as both), ``experts.down_proj`` (``w2``) as ``down_proj``."""
     if not targets:
         return frozenset()
-    return frozenset(g.name for g in targeted_groups(spec, LoraSpec(targets=targets)))
+    groups = targeted_groups(spec, LoraSpec(targets=targets, transformers_v4=transformers_v4))
+    return frozenset(("down_proj" if g.name.endswith(("down_proj", "w2")) else "gate_up_proj")
+                     if g.routed and g.experts == 1 and g.name.startswith("experts.") else g.name for g in groups)
 
 
 def _targeted(spec: ModelSpec, name: str, adapter: Adapter | None) -> bool:
-    return adapter is not None and name in _adapted_groups(spec, adapter.targets)
+    return adapter is not None and name in _adapted_groups(spec, adapter.targets, adapter.transformers_v4)
 
 
 def _router_adapted(spec: ModelSpec, adapter: Adapter) -> bool:
     """Whether the adapter wraps the router's linear: the memory plan's targeted groups hold one that is none of the
     decoder's linear groups (``trainfit.memory.lora`` ``_router_group``: ``gate``, or Llama-4's ``router``)."""
-    return bool(_adapted_groups(spec, adapter.targets) - {g.name for g in linear_groups(spec)})
+    return bool(_adapted_groups(spec, adapter.targets, adapter.transformers_v4)
+                - {g.name for g in linear_groups(spec)})
 
 
 @lru_cache(maxsize=2048)
@@ -1011,15 +1021,17 @@ def peft_param_wrapper_calls(spec: ModelSpec, *, adapter: Adapter | None, megatr
     ``peft_merged_expert_gemms``) are counted with the experts. A checkpoint's recompute runs them again.
 
     Only where PEFT owns the expert stacks: transformers v5's grouped_mm or eager experts (``expert_loop_stacked``);
-    not Megatron-Core's or grouped_gemm's experts, not transformers < 5's per-expert ``nn.Linear`` loop (ordinary LoRA
-    modules), not adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl,
-    NeMo Automodel), not a 4-bit base. transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
+    not on transformers < 5 (``Adapter.transformers_v4``: no target conversion), not Megatron-Core's or
+    grouped_gemm's experts, not transformers < 5's per-expert ``nn.Linear`` loop (ordinary LoRA modules), not
+    adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl, NeMo Automodel),
+    not a 4-bit base. transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
     heldout4.json): 3 wrapped parameters per MoE layer (``gate_up_proj``, ``down_proj`` nested in the same
     experts module, ``gate.weight``), 78 calls a forward, 156 with the recompute."""
     if (adapter is None or spec.moe is None or adapter.grouped_expert_adapters or adapter.nf4_base
-            or megatron_experts or expert_streams or (expert_loop and not expert_loop_stacked)):
+            or megatron_experts or expert_streams or (expert_loop and not expert_loop_stacked)
+            or adapter.transformers_v4):  # transformers < 5: PEFT converts no target into a ParamWrapper
         return 0.0
-    adapted = _adapted_groups(spec, adapter.targets)
+    adapted = _adapted_groups(spec, adapter.targets, adapter.transformers_v4)
     n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
     stacks = sum(1 for g in linear_groups(spec) if g.routed and g.experts > 1 and g.name in adapted)
     router = 1 if stacks and "gate" in adapted else 0

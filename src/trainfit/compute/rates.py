@@ -538,6 +538,17 @@ shared VM, 2026-12-04): the whole register / remove cycle less its own ops run b
 DeepSeek-V2 MoE layer (down_proj stack, gate_up_proj stack nested in it, router weight), three runs: 341 / 322 / 277,
 317 / 233 / 181 and 420 / 210 / 184 us. The quietest run (the lowest sum) is taken: its mean, 244 us. Same footing as
 the FSDP adapter-unit hooks (Python on the host, read on this VM)."""
+PEFT_PARAM_WRAPPER_NOGRAD_RATIO = 0.95
+"""Host seconds of a ``ParamWrapper`` cycle under ``torch.no_grad()`` (the log-prob, reference and value passes:
+``training.forward_only_time``) over the same cycle with grad mode on (``PEFT_PARAM_WRAPPER_HOST_S``). A no-grad
+forward still registers and removes the parametrization around every call, and still evaluates the merge twice
+(torch's ``ParametrizationList.__init__`` runs its ``Z = self()`` check whatever the grad mode, then the cached
+evaluation: two ``baddbmm`` per wrapped 3-D stack and forward, counted on a tiny Qwen3-MoE with and without grad
+alike); only autograd's recording of those ops is skipped. Measured, not fitted: benchmarks/measure_peft_param_wrapper_host.py
+(torch 2.13.0+cpu, transformers 5.24.0, peft 0.21.2, one thread of the shared VM, 2026-12-04, the two modes
+interleaved per module): bookkeeping no-grad / grad 132.9 / 139.7, 129.7 / 138.3, 110.8 / 116.4 us and 132.6 / 140.2,
+132.7 / 136.8, 110.3 / 115.3 us in two runs, the sums' ratios 0.947 and 0.957 (that day's VM ran the cycle at about
+half the constant's day's seconds, so the ratio, not the seconds, carries over)."""
 FSDP2_UNIT_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_forward"] * FSDP_UNIT_FORWARD_HOST_S
 """FSDP2's (``fully_shard``) forward hooks per unit in a no-grad forward, 411 us (``FSDP_HOOK_RATIOS``)."""
 FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S

@@ -63,7 +63,7 @@ from trainfit.compute.rates import (
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
     FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S,
     FSDP_UNIT_GRAD_FORWARD_HOST_S,
-    HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, ZERO3_MODULE_BACKWARD_HOST_S,
+    HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, PEFT_PARAM_WRAPPER_NOGRAD_RATIO, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
@@ -1681,7 +1681,7 @@ def forward_only_time(
     te_ring_context_parallel: int = 1,
     te_layers: bool = False, window_mask: bool = False, mask_layers: int = 0, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
-    fsdp2_fp32_outputs: bool = False,
+    fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1772,7 +1772,26 @@ def forward_only_time(
     rank's shard of each layer's gathered bytes is added to that layer's gather, which the previous layer's compute
     hides as it hides the gather. The root unit (embeddings, head: ``root_unit_share``) is not resharded after a
     forward (FSDP1 ``_post_forward_reshard`` frees only non-root units; FSDP2's root keeps its parameters,
-    ``fsdp2_copies``' note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU."""
+    ``fsdp2_copies``' note), so its shard is copied once a pass, exposed. 0: the shards are on the GPU.
+
+    PEFT's adapters run in a no-grad forward as in the training forward (``train_step_time``'s mechanisms, forward
+    only): each ``ParamWrapper`` (LoRA on transformers v5's 3-D expert stacks and the router weight,
+    ``inventory.peft_param_wrapper_calls``) registers and removes its parametrization around every call, priced at
+    ``rates.PEFT_PARAM_WRAPPER_HOST_S`` x ``rates.PEFT_PARAM_WRAPPER_NOGRAD_RATIO`` per call and micro-batch; its merge
+    is evaluated twice per forward, grad or not (``rates.PEFT_PARAM_WRAPPER_NOGRAD_RATIO``), which the shared inventory
+    already counts (``<name>.BA`` and ``<name>.BA.check``, ``inventory.peft_merged_expert_gemms``). FSDP1 with PEFT's
+    wrap policy (``parallel.fsdp_adapter_units``): each adapter linear is a unit whose no-grad forward hooks run with
+    the layers' (``hooked_units`` > 0), two per adapted call at ``rates.FSDP_ADAPTER_UNIT_FORWARD_HOST_S``, and under
+    FULL_SHARD over more than one rank the rate limiter paces the adapted projections by them
+    (``collectives.rate_limited_adapter_units_seconds``), as in the training forward.
+    ``adapter_enabled``: False for a pass run inside PEFT's ``disable_adapter()`` (the reference log-probs of a LoRA
+    policy, ``RefPlacement.LORA_DISABLED``): every LoRA layer then calls its base layer alone (peft 0.21.2
+    peft/tuners/lora/layer.py ``Linear.forward`` and ``ParamWrapper.forward`` l.2698-2713, ``if
+    self.disable_adapters``), so no adapter GEMM, merge, ``ParamWrapper`` cycle or adapter unit runs (a tiny Qwen3-MoE
+    with LoRA all-linear, no-grad forward: 29 ``mm`` and 8 ``baddbmm`` enabled, 11 and none disabled); a 4-bit
+    base is still dequantised."""
+    if adapter is not None and not adapter_enabled:
+        adapter = replace(adapter, targets=())  # the frozen (possibly 4-bit) base alone: no module is adapted
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
@@ -1813,6 +1832,25 @@ def forward_only_time(
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
         one = _with_host_seconds(one, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
+    # PEFT's ParamWrapper cycles around every wrapped expert stack and router weight (peft_param_wrapper_calls), at
+    # the no-grad share of the measured cycle
+    wrapper_s = peft_param_wrapper_calls(spec, adapter=adapter, megatron_experts=megatron_experts,
+                                         expert_streams=expert_streams, expert_loop=expert_loop,
+                                         expert_loop_stacked=expert_loop_stacked) * PEFT_PARAM_WRAPPER_HOST_S
+    one = _with_host_seconds(one, hooks_s=wrapper_s * PEFT_PARAM_WRAPPER_NOGRAD_RATIO * count_scale)
+    # FSDP1 with PEFT's wrap policy: the adapter linears' own units hook every no-grad forward with the layers' units
+    # (two per adapted call), and under FULL_SHARD the rate limiter paces the adapted projections by them
+    adapted = (tuple(g.name[:-2] for g in inv.layers_forward.gemms if g.name.endswith(".A"))
+               if (parallel.fsdp_adapter_units and adapter is not None and not parallel.fsdp2 and hooked_units > 0
+                   and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp")) else ())
+    if adapted:
+        adapter_units = 2 * sum(g.count for g in inv.layers_forward.gemms if g.name in adapted)
+        one = _with_host_seconds(one, hooks_s=adapter_units * FSDP_ADAPTER_UNIT_FORWARD_HOST_S)
+        if parallel.ranks > 1 and parallel.strategy in ("fsdp", "hsdp"):
+            one = rate_limited(one, exposed_s=coll.rate_limited_adapter_units_seconds(projections=adapted_projections(
+                inv.layers_forward, rates=no_grad, adapted=adapted, backward=False, dropout=adapter.dropout > 0,
+                hooks_s=2 * FSDP_ADAPTER_UNIT_FORWARD_HOST_S, host_s_per_kernel=no_grad.host_s_per_forward_kernel,
+                scale=count_scale, memory_factor=memory_factor, kernel_factor=kernel_factor)))
     one = sequenced(one, head_one)
     total = one.scaled(micro_steps)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:

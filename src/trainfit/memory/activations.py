@@ -1006,7 +1006,12 @@ def _targets(spec: ModelSpec, trainable: TrainableSpec) -> dict[str, int]:
         return {}
     out: dict[str, int] = {}
     for g in targeted_groups(spec, trainable.lora):
-        out[g.name.rsplit(".", 1)[-1]] = trainable.lora.rank * g.lora_rank_multiplier
+        name, r = g.name.rsplit(".", 1)[-1], trainable.lora.rank * g.lora_rank_multiplier
+        if g.routed and g.name.startswith("experts."):
+            # transformers 4.x's per-expert linears (memory.lora._v4_groups) read as the stacks they are in 5.x: the
+            # MoE block here is transformers 5's grouped_mm block (_routed_experts), on 4.x an approximation
+            name, r = ("down_proj", r) if name in ("down_proj", "w2") else ("gate_up_proj", 2 * r)
+        out[name] = r
     return out
 
 

@@ -5,6 +5,8 @@ Fused MoE experts (transformers v5 3-D parameters): where PEFT converts the targ
 Qwen3-MoE, DeepSeek-V3) it puts one LoRA pair per expert and gives the fused ``gate_up_proj`` rank 2r when
 gate_proj/up_proj are targeted (GROUND_TRUTH.md §1: Qwen3-30B-A3B at r=16 trains 994,836,480 parameters);
 on gpt-oss, Llama-4 and Qwen2-MoE it wraps no expert, whatever the targets name.
+transformers < 5 (``LoraSpec.transformers_v4``): the same families' experts are ``nn.Linear`` modules, each wrapped
+by its own name, rank r (``_V4_EXPERT_MODULES``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,77 @@ l.311, l.335) are refused by ``tuners/lora/model.py`` ``_create_new_module`` (l.
 not supported") when named, and ``all-linear`` (``nn.Linear`` only) skips them."""
 
 _UNWRAPPABLE_ROUTER = {"gpt_oss": "router", "qwen2_moe": "gate"}
+
+
+_V4_EXPERT_MODULES = frozenset({"qwen2_moe", "qwen3_moe", "mixtral", "olmoe", "glm4_moe"}) | DEEPSEEK_FAMILIES
+"""MoE families whose transformers 4.x experts are an ``nn.ModuleList`` of MLPs, each three ``nn.Linear``
+(transformers 4.57.6 wheel: ``Qwen2MoeSparseMoeBlock`` models/qwen2_moe/modeling_qwen2_moe.py l.597-603,
+``Qwen3MoeSparseMoeBlock`` models/qwen3_moe/modeling_qwen3_moe.py l.221-222, ``MixtralSparseMoeBlock``
+models/mixtral/modeling_mixtral.py l.95-97 (``w1`` / ``w3`` / ``w2``), ``OlmoeSparseMoeBlock``
+models/olmoe/modeling_olmoe.py l.582-583, ``DeepseekV2MoE`` l.103-109, ``DeepseekV3MoE`` l.164-170,
+``Glm4MoeMoE`` l.303-309). PEFT converts targets into ``target_parameters`` only on transformers 5 (peft 0.21.2
+peft/tuners/tuners_utils.py ``inject_adapter`` l.833: ``if is_transformers_ge_v5 and is_transformers_like_model``),
+so on 4.x every expert linear is an ordinary module target, matched by its own name and given its own rank-r pair:
+``all-linear`` wraps every ``nn.Linear`` but the output head, the experts, the routers that are ``nn.Linear``
+(``_V4_LINEAR_ROUTER``), Qwen2-MoE's ``shared_expert_gate`` and the shared and dense MLPs included; ``gate_proj``
+without ``up_proj`` is allowed; ``gate_up_proj`` names no expert. Measured with ``get_peft_model`` on meta models
+(transformers 4.57.6, peft 0.21.2, r 16, 2 layers, tests/unit/test_moe_lora_targets.py ``CFGS``): Qwen2-MoE
+all-linear 418,080 (114,720 on transformers 5), gate/up/down_proj 344,064 (49,152), q/v + gate 37,120 (refused on
+5); Qwen3-MoE all-linear 360,704 (426,240), gate_proj + down_proj 196,608 (refused on 5); DeepSeek-V3 all-linear
+268,544 (250,240); Mixtral w1/w3/w2 294,912 (360,448): ``V4_PEFT`` there."""
+
+_V4_LINEAR_ROUTER = frozenset({"qwen2_moe", "qwen3_moe", "mixtral", "olmoe"})
+"""The families whose transformers 4.x router ``gate`` is an ``nn.Linear(hidden, experts)`` (the 4.57.6 lines of
+``_V4_EXPERT_MODULES``), which PEFT wraps; DeepSeek-V2's ``DeepseekV2MoEGate``, DeepSeek-V3's
+``DeepseekV3TopkRouter`` and GLM-4.5's ``Glm4MoeTopkRouter`` are ``nn.Module``s holding a weight Parameter, which
+``all-linear`` skips and a named ``gate`` makes PEFT refuse (measured: DeepSeek-V3 q/v + gate raises)."""
+
+
+def _v4_layout(spec: ModelSpec, lora: LoraSpec) -> bool:
+    return lora.transformers_v4 and spec.moe is not None and spec.family in _V4_EXPERT_MODULES
+
+
+def _v4_groups(spec: ModelSpec) -> list[LinearGroup]:
+    """The ``nn.Linear`` groups of a ``_V4_EXPERT_MODULES`` model on transformers 4.x: the decoder's other linears as
+    ``linear_groups`` has them, each routed expert's linears as modules of their own (``experts.<name>``, one per
+    expert and MoE layer: Mixtral's ``w1`` / ``w3`` / ``w2``, else ``gate_proj`` / ``up_proj`` / ``down_proj``), and
+    the router ``gate`` where it is an ``nn.Linear`` (``_V4_LINEAR_ROUTER``)."""
+    (gate, up), down = _v4_names(spec)
+    out: list[LinearGroup] = []
+    for g in linear_groups(spec):
+        if not g.routed:
+            out.append(g)
+            continue
+        n = g.count * g.experts
+        if _short(g.name) == "gate_up_proj":
+            w = g.out_features // 2
+            out += [LinearGroup("experts." + gate, g.in_features, w, n, g.bias, routed=True),
+                    LinearGroup("experts." + up, g.in_features, w, n, g.bias, routed=True)]
+        else:
+            out.append(LinearGroup("experts." + down, g.in_features, g.out_features, n, g.bias, routed=True))
+    if spec.family in _V4_LINEAR_ROUTER:
+        n_moe = sum(1 for i in range(spec.num_layers) if spec.moe.is_moe_layer(i))
+        if n_moe:
+            out.append(LinearGroup("gate", spec.hidden_size, spec.moe.num_experts, n_moe))
+    return out
+
+
+def _v4_targeted(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
+    """``targeted_groups`` on transformers 4.x (``_V4_EXPERT_MODULES``): every ``nn.Linear`` for ``all-linear``,
+    else the linears whose own name a target is."""
+    groups = _v4_groups(spec)
+    if ALL_LINEAR in lora.targets:
+        return groups
+    wanted = set(lora.targets)
+    names = list(dict.fromkeys(_short(g.name) for g in groups))
+    if "gate" in wanted and spec.family not in _V4_LINEAR_ROUTER:
+        raise CardError(f"lora.targets: 'gate' is {spec.name}'s router on transformers 4.x, a module PEFT cannot"
+                        f" wrap (not an nn.Linear); its linear layers: {', '.join(names)} (or all-linear)")
+    out = [g for g in groups if _short(g.name) in wanted]
+    if not out:
+        raise CardError(f"lora.targets: {', '.join(lora.targets)} match no linear layer of {spec.name} on"
+                        f" transformers 4.x; its linear layers: {', '.join(names)} (or all-linear)")
+    return out
 
 
 def _router_group(spec: ModelSpec) -> list[LinearGroup]:
@@ -127,12 +200,16 @@ def linear_names(spec: ModelSpec) -> list[str]:
 def targeted_groups(spec: ModelSpec, lora: LoraSpec) -> list[LinearGroup]:
     """Linear groups the adapter wraps. ``all-linear`` excludes the output head, as PEFT
     does; on Qwen3-MoE and DeepSeek-V3 PEFT 0.21 also wraps the fused experts and the router weight
-    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304). Measured against ``get_peft_model`` on meta
-    for every MoE family and target spelling in tests/unit/test_moe_lora_targets.py.
+    (measured: Qwen3-30B-A3B, 4 layers, r=16 -> 83,042,304). On transformers 4.x (``LoraSpec.transformers_v4``) a
+    ``_V4_EXPERT_MODULES`` model's expert and router linears are ordinary modules (``_v4_targeted``). Measured
+    against ``get_peft_model`` on meta for every MoE family and target spelling in tests/unit/test_moe_lora_targets.py
+    (transformers 5 and 4.57.6).
 
     Targets that match no module are refused (``CardError``, exit 2), naming the model's linear
     layers: PEFT raises "Target modules ... not found in the base model" for that case, and a
     typo or another family's name (Qwen-1's ``c_attn``) must never plan 0 trainable parameters."""
+    if _v4_layout(spec, lora):  # transformers 4.x: the experts and routers as nn.Linear modules
+        return _v4_targeted(spec, lora)
     # Llama4TextExperts, GptOssExperts and Qwen2-MoE's experts hold their experts as 3-D Parameters that PEFT
     # 0.21 never wraps (see _PEFT_CONVERTS; measured on meta, 4 layers, r=16, all-linear: Scout 4,981,760 =
     # attention + shared expert + router; Maverick 5,607,424; gpt-oss with its experts named: attention only)

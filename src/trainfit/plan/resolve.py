@@ -12,8 +12,9 @@ from functools import lru_cache
 from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
-from trainfit.spec.card import RunCard
-from trainfit.spec.enums import AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition, Nf4ComputeDtype, Scope
+from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition, Nf4ComputeDtype, Scope,
+                                 TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -91,16 +92,29 @@ def gpu_of(card: RunCard) -> GpuSpec:
 def trainable_spec(card: RunCard) -> TrainableSpec:
     lo = card.lora
     return _trainable(card.scope, lo.rank, lo.alpha, card.lora_targets, lo.dropout, lo.double_quant,
-                      4 if lo.adapter_dtype is AdapterDtype.FP32 else 2, lo.dropout_position is LoraDropoutPosition.POST)
+                      4 if lo.adapter_dtype is AdapterDtype.FP32 else 2,
+                      lo.dropout_position is LoraDropoutPosition.POST, transformers_v4_modules(card))
+
+
+def transformers_v4_modules(card: RunCard) -> bool:
+    """Whether PEFT wraps the card's model as transformers < 5 builds it (``LoraSpec.transformers_v4``): the card's
+    layers are transformers' modelling code (``plan.terms.runs_hf_modelling_code``: not Megatron-Core's or nanotron's)
+    and it states transformers < 5, by a ``software.transformers`` pin before 5.0 or ``parallel.moe_experts`` loop /
+    loop_all (the per-expert modules only transformers < 5 builds), as ``plan.rl_sync.trainer_fuses_experts`` reads
+    the same card."""
+    if card.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON):
+        return False
+    return card.parallel.moe_experts.is_loop or pin_before(card.software.transformers, (5, 0))
 
 
 @lru_cache(maxsize=1024)
 def _trainable(scope, rank, alpha, targets, dropout, double_quant, adapter_bytes,  # noqa: ANN001
-               dropout_post=False) -> TrainableSpec:  # noqa: ANN001
+               dropout_post=False, transformers_v4=False) -> TrainableSpec:  # noqa: ANN001
     if scope.value == "full":
         return TrainableSpec(scope=scope)
     lora = LoraSpec(rank=rank, alpha=alpha, targets=targets, dropout=dropout, double_quant=double_quant,
-                    adapter_dtype_bytes=adapter_bytes, dropout_post=dropout_post and dropout > 0)
+                    adapter_dtype_bytes=adapter_bytes, dropout_post=dropout_post and dropout > 0,
+                    transformers_v4=transformers_v4)
     return TrainableSpec(scope=scope, lora=lora)
 
 

@@ -333,7 +333,9 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     # HSDP: the memory's shard group (hsdp_shard_size, else a host's training GPUs), not the NVLink domain
     par = Parallel(strategy=card.parallel.strategy.value, ranks=train_gpus, gpus_per_node=per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=hsdp_shard_of(card, sharding),
-                   fsdp2=card.parallel.fsdp2)
+                   fsdp2=card.parallel.fsdp2,
+                   # PEFT's adapter linears as FSDP1 units of their own: their hooks in every no-grad forward too
+                   fsdp_adapter_units=card.resolved_fsdp_adapter_units)
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = bf16_engine_weight_bytes(spec)
@@ -491,6 +493,9 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
             # NeMo RL's DTensor modules cast their outputs to fp32, grad or not (compute.fsdp2_output_cast)
             fsdp2_fp32_outputs=nemo_rl_dtensor(card),
+            # the reference of a LoRA policy is the policy under PEFT's disable_adapter() (the only reference pass
+            # handed the adapter, RefPlacement.LORA_DISABLED): its LoRA layers run their base layers alone
+            adapter_enabled=name != "ref_logprob",
         )
         comm = 0.0
         if mp.active:

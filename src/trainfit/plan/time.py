@@ -37,7 +37,7 @@ from trainfit.memory.weights import count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
-from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec
+from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec, transformers_v4_modules
 from trainfit.methods.roles import train_nodes
 from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
                                  padding_mask_of, runs_hf_modelling_code, trained_dtype_bytes,
@@ -272,7 +272,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    kbit_upcast=card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE,
                    saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save,
                    # prime-rl's unmerged grouped expert adapters (compute.inventory.GROUPED_EXPERT_LORA_BYTES)
-                   grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED)
+                   grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED,
+                   # transformers < 5: PEFT wraps a MoE family's expert and router linears as modules of their own
+                   transformers_v4=transformers_v4_modules(card))
 
 
 def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:

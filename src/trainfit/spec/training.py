@@ -27,6 +27,11 @@ class LoraSpec:
     """PEFT keeps LoRA A/B in fp32 even on a bf16 base (autocast_adapter_dtype=True)."""
     double_quant: bool = True
     """QLoRA: bitsandbytes double quantization of the absmax constants."""
+    transformers_v4: bool = False
+    """The model is built by transformers < 5 (a ``software.transformers`` pin before 5, or ``parallel.moe_experts``
+    loop / loop_all): a MoE family's routed experts are an ``nn.ModuleList`` of MLPs of ``nn.Linear``, which PEFT
+    matches and wraps as ordinary modules, with no conversion into ``target_parameters``
+    (``trainfit.memory.lora._V4_EXPERT_MODULES``). False: transformers 5's fused 3-D experts."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

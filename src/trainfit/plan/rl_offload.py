@@ -23,7 +23,7 @@ from trainfit.methods.roles import (
 )
 from trainfit.plan.rl_common import rl_phase
 from trainfit.plan.time import rank_spec
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     ComputeDtype,
@@ -65,6 +65,19 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
 ``exp_avg``, ``exp_avg_sq``), verl-project/verl verl/utils/megatron_utils.py lines 663-776
 @b9873ee98f5ee513a460a7a41623262ac4a831e9."""
+
+
+VERL_MEGATRON_PINNED_REUSE_SINCE = (0, 8)
+"""The verl release whose Megatron param offload copies each DDP buffer into one pinned host buffer kept across
+offloads (``cpu_data.copy_(param_data, non_blocking=False)`` into a ``torch.empty(..., pin_memory=True)`` made once:
+verl-project/verl 03bc8411c, #6193, 2026-04-30, first in v0.8.0; verl/utils/megatron_utils.py
+``offload_megatron_model_to_cpu`` l.524-600 @b9873ee98f5ee513a460a7a41623262ac4a831e9). From cc8fca504 (#1162,
+2025-04-27, first in v0.4.0) until then every offload ran ``buffer.param_data.cpu_data =
+buffer.param_data.data.cpu().pin_memory()`` (volcengine/verl verl/utils/megatron_utils.py l.341
+@c711dd74172514f33532c3a67016948b054a7d86 and l.426 @b178a3cd56f58b2d502255daba591e92833930a7): ``.cpu()`` is a
+synchronous copy into host memory allocated anew each call (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``:
+glibc maps the fresh pages, the kernel faults and zeroes them), then ``pin_memory()`` copies that into pinned memory.
+The way back, ``param_data.copy_(cpu_data, non_blocking=True)`` (l.376 @c711dd74), reads pinned memory either way."""
 
 
 NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
@@ -354,6 +367,16 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weigh
         1, shard_ranks)
 
 
+def verl_megatron_fresh_host_weights(card: RunCard) -> bool:
+    """Whether verl's Megatron param offload copies the weights to freshly allocated host memory at every offload
+    (``VERL_MEGATRON_PINNED_REUSE_SINCE``): the verl preset on a Megatron (not FSDP) trainer with a ``software.verl``
+    pin before 0.8 (``spec.card.pin_before``). No pin, a later one, or one that names no release: the pinned buffer
+    kept across offloads (False). Not priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no
+    measured host-to-host rate here), so the pre-0.8 offload is a lower bound."""
+    return (card.preset == "verl" and card.parallel.strategy not in FSDP_STRATEGIES
+            and pin_before((card.software.model_extra or {}).get("verl"), VERL_MEGATRON_PINNED_REUSE_SINCE))
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
@@ -384,8 +407,9 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``: 1.4 GB/s behind PCIe). Pageable
     (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``), everything NeMo
     RL's DTensor worker moves, NeMo RL's Megatron optimizer states; the rest is pinned (verl's FSDP1 weights and FSDP
-    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers). None when
-    nothing moves."""
+    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers), except the
+    weights of verl's Megatron offload under a ``software.verl`` pin before 0.8 (``verl_megatron_fresh_host_weights``):
+    to the host into fresh pages, back from pinned memory. None when nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
     from trainfit.spec.enums import Offload
 
@@ -394,6 +418,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         return None
     p = card.parallel
     fsdp = p.strategy in FSDP_STRATEGIES
+    fresh_weights = 0.0  # bytes copied to freshly allocated host memory and back from pinned memory
     if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
@@ -413,16 +438,19 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)
             pageable = p.fsdp2
-            moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
-    if moved == (0.0, 0.0):
+            if not fsdp and verl_megatron_fresh_host_weights(card):
+                fresh_weights = w  # to the host into fresh pages, back from pinned (VERL_MEGATRON_PINNED_REUSE_SINCE)
+            else:
+                moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
+    if moved == (0.0, 0.0) and not fresh_weights:
         return None
     from trainfit.plan.resolve import gpu_of
 
     gpu = gpu_of(card)
     # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
     pinned, pageable_rate, fresh_rate = host_copy_rates(card, r, gpu)
-    to_host_s = moved[0] / pinned + moved[1] / fresh_rate
-    to_device_s = moved[0] / pinned + moved[1] / pageable_rate
+    to_host_s = moved[0] / pinned + moved[1] / fresh_rate + fresh_weights / fresh_rate
+    to_device_s = moved[0] / pinned + moved[1] / pageable_rate + fresh_weights / pinned
     return rl_phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)
 
 

@@ -93,3 +93,13 @@ def test_qwen3_30b_baseline_offloads_its_megatron_weights_between_calls_with_a_p
     # the FSDP rows keep their byte split
     fsdp = next(x for x in ROWS if x["id"] == "verl-fully-async-dapo-qwen25math7b-h20-colocate-64g")
     assert [S.offload_share(fsdp, q) for q in ("actor_update", "logprob", "generation")] == [0.6, 0.2, 0.2]
+
+
+def test_one_step_off_megatron_baseline_runs_the_same_pre_0_8_offload():
+    # recipe/one_step_off_policy/dapo_7b_math_megatron_colocate.sh @503ea75f (verl 0.4.1.dev): param/optimizer/grad
+    # offload on a verl that copies the weights with .cpu().pin_memory() every offload
+    rows = {e["id"]: e for e in json.loads(S.RL_DATA.read_text())}
+    e = rows["verl-one-step-off-dapo-qwen25math7b-h20-colocate-megatron"]
+    card, _ = S.map_rl(e)
+    assert card["software"]["verl"] == "<0.8" and card["rollout"]["trainer_offload"] == "params_and_optimizer"
+    assert S.offload_share(e, "logprob") == 1 / 3

@@ -2763,14 +2763,35 @@ and offloads it inside the sharding manager: 2 x 12 : 2 x 4 : 2 x 4 of the bytes
 all of it in ``update_actor``. Only the split is read here; the seconds are the plan's."""
 
 
+VERL_MEGATRON_OFFLOAD_SHARES = {
+    "params_and_optimizer": {"actor_update": 1 / 3, "logprob": 1 / 3, "generation": 1 / 3},
+    "optimizer": {"actor_update": 1.0},
+}
+"""Where verl's timers see a Megatron trainer's state trips (``rollout.trainer_offload``), as shares of the plan's
+``state_offload``. verl's Megatron worker loads and offloads inside the timed calls (volcengine/verl
+verl/workers/megatron_workers.py @c711dd74172514f33532c3a67016948b054a7d86): ``update_actor`` the weights and the
+optimizer state (l.637-642, l.665-670), ``compute_log_prob`` the weights (l.752-754, l.767-769) and
+``generate_sequences`` the weights through ``rollout_mode`` (l.580-582 and l.600, l.696): one weights round trip per
+call, the optimizer's in the update only (``plan.rl_offload.trainer_state_offload_phase`` prices three weights trips
+where the step has an old-policy pass). Split by the weights' trips, a third each: the optimizer state's pinned round
+trip (12 B per parameter of the rank's data-parallel shard) is under 2 % of the state offload on the fully-async
+Qwen3-30B-A3B card (0.23 of 20.1 s, its weights copied to fresh host pages under its verl pin) and is left with the
+weights' split rather than priced apart. With the optimizer alone, all of it in ``update_actor``."""
+
+
 def offload_share(e: dict[str, Any], phase: str) -> float:
     """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
-    or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays with the step's other work)."""
+    ``VERL_MEGATRON_OFFLOAD_SHARES``, or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays
+    with the step's other work)."""
     scope = timer_scope(e, phase)
     if scope is not None:
         return float(scope.get("state_offload_share", 0.0))
     mode = (e.get("rollout") or {}).get("trainer_offload")
-    if e.get("framework") != "verl" or not mode or e["train"].get("strategy") not in ("fsdp", "fsdp2"):
+    if e.get("framework") != "verl" or not mode:
+        return 0.0
+    if e["train"].get("strategy") == "megatron":
+        return VERL_MEGATRON_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+    if e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
     return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
 

@@ -72,3 +72,34 @@ def test_colocated_7b_baselines_take_their_run_scripts():
         assert card["rollout"]["trainer_offload"] == "params_and_optimizer"
         assert card["parallel"]["gradient_checkpointing"] is True
         assert card["roles"]["kl_coef"] == 0.0
+
+
+def test_qwen3_30b_baseline_offloads_its_megatron_weights_between_calls_with_a_pre_0_8_verl():
+    # grpo_30b_a3b_base_math_megatron_96_32.sh: actor megatron param_offload / grad_offload / optimizer_offload True,
+    # on a verl before 03bc8411c (v0.8.0): every offload copies the weights to fresh host pages (plan.rl_offload)
+    e = next(x for x in ROWS if x["id"] == "verl-fully-async-grpo-qwen3-30b-a3b-h20-colocate-128g")
+    card, notes = S.map_rl(e)
+    assert card["rollout"]["trainer_offload"] == "params_and_optimizer"
+    assert card["software"]["verl"] == "<0.8"
+    from trainfit.plan.rl_offload import verl_megatron_fresh_host_weights
+
+    assert verl_megatron_fresh_host_weights(S.validate(card))
+    planned = S.plan_card(card)
+    moved = planned.phase_terms["state_offload"]
+    assert moved["to_host"] > 10 * moved["to_device"]  # fresh pages out, pinned back
+    # each timed call (update, old log-probs, generation's rollout_mode) makes one weights round trip
+    shares = [S.offload_share(e, q) for q in ("actor_update", "logprob", "generation")]
+    assert shares == [1 / 3] * 3 and S.offload_share(e, "step") == 0.0
+    # the FSDP rows keep their byte split
+    fsdp = next(x for x in ROWS if x["id"] == "verl-fully-async-dapo-qwen25math7b-h20-colocate-64g")
+    assert [S.offload_share(fsdp, q) for q in ("actor_update", "logprob", "generation")] == [0.6, 0.2, 0.2]
+
+
+def test_one_step_off_megatron_baseline_runs_the_same_pre_0_8_offload():
+    # recipe/one_step_off_policy/dapo_7b_math_megatron_colocate.sh @503ea75f (verl 0.4.1.dev): param/optimizer/grad
+    # offload on a verl that copies the weights with .cpu().pin_memory() every offload
+    rows = {e["id"]: e for e in json.loads(S.RL_DATA.read_text())}
+    e = rows["verl-one-step-off-dapo-qwen25math7b-h20-colocate-megatron"]
+    card, _ = S.map_rl(e)
+    assert card["software"]["verl"] == "<0.8" and card["rollout"]["trainer_offload"] == "params_and_optimizer"
+    assert S.offload_share(e, "logprob") == 1 / 3

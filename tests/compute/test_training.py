@@ -83,6 +83,19 @@ def test_a_sharded_pass_handed_no_gathered_bytes_still_ends_with_the_slowest_gpu
         assert sharded.seconds == pytest.approx(ddp.seconds)
 
 
+def test_an_hsdp_pass_ends_with_the_slowest_gpu_of_every_replica():
+    """HSDP gathers over its shard group only, but the controller collects every rank's share: the phase waits for
+    the slowest of all the ranks (``hsdp_phase_end_ranks``), not of the 2-GPU group (verl's fsdp_size=2 cards on 32-128
+    H20s). Before, the 64-rank pass charged the 2-rank excess (4.7 %) and equalled the 2-rank one."""
+    kw = dict(rates=H100, gathered_weight_bytes=2.0 * total_params(QWEN7), **DEVICE_BOUND)
+    two = forward_only_time(QWEN7, parallel=Parallel(strategy="hsdp", ranks=2, gpus_per_node=8, hsdp_shard=2), **kw)
+    sixty_four = forward_only_time(QWEN7, parallel=Parallel(strategy="hsdp", ranks=64, gpus_per_node=8, hsdp_shard=2),
+                                   **kw)
+    extra = coll.slowest_rank_excess(ranks=64) - coll.slowest_rank_excess(ranks=2)
+    assert extra == pytest.approx(0.187 - 0.047, abs=2e-3)
+    assert sixty_four.seconds - two.seconds == pytest.approx(extra * _device(two), rel=1e-6)
+
+
 def test_collectives_note_names_pcie_without_p2p():
     """A GeForce RTX 4090 node (no peer-to-peer): the collectives note says why its bus is 8 GB/s; NVLink cards unchanged."""
     from trainfit.catalog.gpus import resolve_gpu

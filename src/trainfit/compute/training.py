@@ -1297,6 +1297,21 @@ def _unit_pipeline_exposed_seconds(*, unit_s: float, layers: int, pass_s: float,
     return micro_steps * (unit_s + (layers - 1) * max(0.0, unit_s - pass_s / layers)) + once_s
 
 
+def hsdp_phase_end_ranks(parallel: Parallel, *, gather_ranks: int) -> int:
+    """Ranks whose slowest GPU bounds a sharded no-grad pass (``forward_only_time``): the per-layer gathers hold
+    ``gather_ranks`` in lockstep (``zero3`` / ``fsdp``: every rank; ``hsdp``: the shard group, ``hsdp_links``), but a
+    single-controller RL trainer ends the phase only when every rank has returned its share (volcengine/verl
+    ``verl/single_controller/ray/base.py`` ``func_generator`` l.48-62 @b178a3cd56f58b2d502255daba591e92833930a7:
+    ``ray.get`` on every rank's output before ``collect_fn``; NVIDIA-NeMo/RL ``get_all_worker_results``), and a GPU's
+    speed is its own for the whole pass (Sinha et al., SC'22, arXiv 2208.11035), so the slowest of all
+    ``parallel.ranks`` GPUs sets the phase. For ``hsdp`` that is every replica of the shard group, not the group
+    alone; for the other strategies it is ``gather_ranks`` already. The data-parallel token spread (``work_cv``) is a
+    per-micro-batch draw inside the lockstep group and stays there (``collectives.lockstep_excess``)."""
+    if parallel.strategy == "hsdp":
+        return max(gather_ranks, parallel.ranks)
+    return gather_ranks
+
+
 def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> float:
     """Seconds the slowest of the ranks in lockstep adds to a micro-step whose GPU work takes ``device_s`` on one
     GPU and whose passes take ``paced_s`` (the larger of their host and device time, less the syncs' round trips):
@@ -1874,10 +1889,13 @@ def forward_only_time(
                                                  once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
         # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``);
-        # as in train_step_time, only its device time beyond the host-paced pass (lockstep_wait_seconds)
+        # as in train_step_time, only its device time beyond the host-paced pass (lockstep_wait_seconds). The speed
+        # spread is over every rank (``hsdp_phase_end_ranks``): under hsdp the gathers tie the shard group only,
+        # but the phase still ends when the slowest GPU of all the replicas returns its share
         exposed += lockstep_wait_seconds(
             device_s=total.gemm_s + total.attention_s + total.memory_s, paced_s=total.seconds - total.sync_s,
-            excess=coll.lockstep_excess(ranks=ranks, data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
+            excess=coll.lockstep_excess(ranks=hsdp_phase_end_ranks(parallel, gather_ranks=ranks),
+                                        data_ranks=min(ranks, data_ranks or ranks), work_cv=work_cv))
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     elif parallel.ranks > 1:

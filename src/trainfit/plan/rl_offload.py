@@ -23,11 +23,12 @@ from trainfit.methods.roles import (
 )
 from trainfit.plan.rl_common import rl_phase
 from trainfit.plan.time import rank_spec
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import (
     FSDP_STRATEGIES,
     ComputeDtype,
     Dtype,
+    Strategy,
 )
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import TrainableSpec
@@ -65,6 +66,31 @@ STATE_OFFLOAD_OPTIMIZER_BYTES = 12
 parameter (``offload_megatron_copy_params``) and Adam's two fp32 moments (``offload_megatron_optimizer``:
 ``exp_avg``, ``exp_avg_sq``), verl-project/verl verl/utils/megatron_utils.py lines 663-776
 @b9873ee98f5ee513a460a7a41623262ac4a831e9."""
+
+
+VERL_FSDP2_MODEL_CPU_SINCE = (0, 6)
+"""The verl release whose FSDP2 weights offload runs ``model.cpu()`` (verl/utils/fsdp_utils.py
+``offload_fsdp2_model_to_cpu``: verl-project/verl e68dcb788, #2843, 2025-08-01, first in v0.6.0; still so
+@ea56e9ac47c3dfed65c028899012bb67f41f4c83): a synchronous copy into host memory allocated anew each call, and
+``model.to(device)`` back from it (pageable). Before it, from db84a4007 (#1026, 2025-05-02, FSDP2 in the workers)
+through v0.5.0, each parameter went ``param.data.to(torch.device("cpu"), non_blocking=True)`` and back
+``.to(device, non_blocking=True)`` (fsdp_utils.py l.164-195 @94d681dce4911c3ad6abb011a2d03c62d318868d, verl
+0.5.0.dev): non-blocking copies to the host land in pinned memory from PyTorch's caching host allocator (``_to_copy``
+``pin_out``, the module docstring's SkyRL note), so both ways run at the pinned rate. c4b389ada (#7347, 2026-08-18)
+went back to non-blocking copies, in no release yet: a pin from 0.6 on, or none, keeps ``model.cpu()``."""
+
+
+VERL_MEGATRON_PINNED_REUSE_SINCE = (0, 8)
+"""The verl release whose Megatron param offload copies each DDP buffer into one pinned host buffer kept across
+offloads (``cpu_data.copy_(param_data, non_blocking=False)`` into a ``torch.empty(..., pin_memory=True)`` made once:
+verl-project/verl 03bc8411c, #6193, 2026-04-30, first in v0.8.0; verl/utils/megatron_utils.py
+``offload_megatron_model_to_cpu`` l.524-600 @b9873ee98f5ee513a460a7a41623262ac4a831e9). From cc8fca504 (#1162,
+2025-04-27, first in v0.4.0) until then every offload ran ``buffer.param_data.cpu_data =
+buffer.param_data.data.cpu().pin_memory()`` (volcengine/verl verl/utils/megatron_utils.py l.341
+@c711dd74172514f33532c3a67016948b054a7d86 and l.426 @b178a3cd56f58b2d502255daba591e92833930a7): ``.cpu()`` is a
+synchronous copy into host memory allocated anew each call (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``:
+glibc maps the fresh pages, the kernel faults and zeroes them), then ``pin_memory()`` copies that into pinned memory.
+The way back, ``param_data.copy_(cpu_data, non_blocking=True)`` (l.376 @c711dd74), reads pinned memory either way."""
 
 
 NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
@@ -354,6 +380,37 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weigh
         1, shard_ranks)
 
 
+def fsdp_state_shard_ranks(card: RunCard, *, dp: int) -> int:
+    """Ranks one FSDP parameter (and its optimizer state) is sharded over, whose local shard a rank offloads: the
+    ``dp`` data x context ranks, or under ``hsdp`` its shard group (``parallel.hsdp_shard_size``, else a host's
+    training GPUs, as the memory's ``sharding.shard_group`` and ``plan.time``'s step take it): each replica of the
+    group holds the whole model (verl's ``actor.fsdp_config.fsdp_size`` below the world size builds that
+    ``(world // fsdp_size, fsdp_size)`` mesh, volcengine/verl verl/workers/fsdp_workers.py ``create_device_mesh``
+    l.84-91 @94d681dce4911c3ad6abb011a2d03c62d318868d)."""
+    p = card.parallel
+    if p.strategy is not Strategy.HSDP:
+        return dp
+    return max(1, min(dp, p.hsdp_shard_size or train_nodes(card)[1]))
+
+
+def verl_fsdp2_pinned_weights(card: RunCard) -> bool:
+    """Whether verl's FSDP2 worker moves its weights with per-parameter non-blocking copies (pinned both ways,
+    ``VERL_FSDP2_MODEL_CPU_SINCE``) rather than ``model.cpu()``: the verl preset on FSDP2 with a ``software.verl``
+    pin before 0.6. No pin, a later one, or one that names no release: ``model.cpu()`` (False)."""
+    return (card.preset == "verl" and card.parallel.strategy in FSDP_STRATEGIES and card.parallel.fsdp2
+            and pin_before((card.software.model_extra or {}).get("verl"), VERL_FSDP2_MODEL_CPU_SINCE))
+
+
+def verl_megatron_fresh_host_weights(card: RunCard) -> bool:
+    """Whether verl's Megatron param offload copies the weights to freshly allocated host memory at every offload
+    (``VERL_MEGATRON_PINNED_REUSE_SINCE``): the verl preset on a Megatron (not FSDP) trainer with a ``software.verl``
+    pin before 0.8 (``spec.card.pin_before``). No pin, a later one, or one that names no release: the pinned buffer
+    kept across offloads (False). Not priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no
+    measured host-to-host rate here), so the pre-0.8 offload is a lower bound."""
+    return (card.preset == "verl" and card.parallel.strategy not in FSDP_STRATEGIES
+            and pin_before((card.software.model_extra or {}).get("verl"), VERL_MEGATRON_PINNED_REUSE_SINCE))
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
@@ -374,7 +431,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     ``load_megatron_model_to_gpu`` re-allocates and zeroes it (verl/utils/megatron_utils.py lines 582-585 and
     629-633 @b9873ee98f5ee513a460a7a41623262ac4a831e9, lines 432-435 and 454-456 @b178a3cd).
 
-    FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``).
+    FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``; under ``hsdp``
+    the shard of its group, ``fsdp_state_shard_ranks``).
 
     Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
     link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
@@ -382,10 +440,12 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     the host lands in host tensors allocated anew each step (``v.to("cpu")``, ``model.cpu()``; freed when the state
     goes back), so it also takes the first-touch page faults (``first_touch_copy_bytes_per_s``,
     ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S``: 1.4 GB/s behind PCIe). Pageable
-    (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``), everything NeMo
+    (``compute.offload``, "Pinned or pageable host memory"): verl's FSDP2 weights (``model.cpu()``; pinned under a
+    ``software.verl`` pin before 0.6, ``verl_fsdp2_pinned_weights``), everything NeMo
     RL's DTensor worker moves, NeMo RL's Megatron optimizer states; the rest is pinned (verl's FSDP1 weights and FSDP
-    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers). None when
-    nothing moves."""
+    optimizer states, both ``non_blocking=True``; verl's Megatron offload; Megatron-Core's DDP buffers), except the
+    weights of verl's Megatron offload under a ``software.verl`` pin before 0.8 (``verl_megatron_fresh_host_weights``):
+    to the host into fresh pages, back from pinned memory. None when nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
     from trainfit.spec.enums import Offload
 
@@ -394,12 +454,13 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         return None
     p = card.parallel
     fsdp = p.strategy in FSDP_STRATEGIES
+    fresh_weights = 0.0  # bytes copied to freshly allocated host memory and back from pinned memory
     if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
         dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
         if fsdp:
-            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=dp)
+            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
         else:
             weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
             optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
@@ -412,17 +473,20 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)
-            pageable = p.fsdp2
-            moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
-    if moved == (0.0, 0.0):
+            pageable = p.fsdp2 and not verl_fsdp2_pinned_weights(card)
+            if not fsdp and verl_megatron_fresh_host_weights(card):
+                fresh_weights = w  # to the host into fresh pages, back from pinned (VERL_MEGATRON_PINNED_REUSE_SINCE)
+            else:
+                moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
+    if moved == (0.0, 0.0) and not fresh_weights:
         return None
     from trainfit.plan.resolve import gpu_of
 
     gpu = gpu_of(card)
     # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
     pinned, pageable_rate, fresh_rate = host_copy_rates(card, r, gpu)
-    to_host_s = moved[0] / pinned + moved[1] / fresh_rate
-    to_device_s = moved[0] / pinned + moved[1] / pageable_rate
+    to_host_s = moved[0] / pinned + moved[1] / fresh_rate + fresh_weights / fresh_rate
+    to_device_s = moved[0] / pinned + moved[1] / pageable_rate + fresh_weights / pinned
     return rl_phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)
 
 

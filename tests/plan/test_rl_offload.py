@@ -1,0 +1,114 @@
+"""verl's Megatron param offload before 0.8 (``plan.rl_offload.verl_megatron_fresh_host_weights``,
+``VERL_MEGATRON_PINNED_REUSE_SINCE``): every ``offload_megatron_model_to_cpu`` ran ``.cpu().pin_memory()`` on each
+DDP buffer (volcengine/verl verl/utils/megatron_utils.py l.341 @c711dd74172514f33532c3a67016948b054a7d86), a copy
+into host memory allocated anew, so the weights go to the host at the first-touch rate and come back from pinned
+memory; from verl-project/verl 03bc8411c (v0.8.0) one pinned buffer is kept, both ways at the pinned rate."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.catalog.gpus import resolve_gpu
+from trainfit.catalog.models import resolve_model
+from trainfit.compute.rates import default_rates
+from trainfit.methods.roles import old_logprob_pass
+from trainfit.plan.rl_offload import (
+    STATE_OFFLOAD_OPTIMIZER_BYTES,
+    _megatron_rank_state,
+    host_copy_rates,
+    trainer_state_offload_phase,
+    verl_megatron_fresh_host_weights,
+)
+from trainfit.plan.resolve import gpu_of
+from trainfit.spec.card import load_card_dict
+
+MODEL = "Qwen/Qwen2.5-7B"
+H20 = default_rates(resolve_gpu("h20"))
+
+
+def _card(verl: str | None, strategy: str = "zero1", preset: str = "verl") -> object:
+    d = {"model": MODEL, "method": "grpo", "preset": preset,
+         "hardware": {"gpu": "h20", "gpus_per_node": 8, "nodes": 1},
+         "batch": {"micro_batch_size": 1},
+         "parallel": {"strategy": strategy, "tensor_parallel": 2} if strategy == "zero1" else {"strategy": strategy},
+         "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
+                     "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                     "trainer_offload": "params_and_optimizer"}}
+    if verl is not None:
+        d["software"] = {"verl": verl}
+    return load_card_dict(d)
+
+
+@pytest.mark.parametrize("pin", ["<0.8", "0.7.0", "0.4.1"])
+def test_a_verl_megatron_offload_before_0_8_copies_the_weights_to_fresh_host_pages(pin):
+    spec = resolve_model(MODEL)
+    card, later = _card(pin), _card(None)
+    assert verl_megatron_fresh_host_weights(card) and not verl_megatron_fresh_host_weights(later)
+    weights, opt_params = _megatron_rank_state(card, spec, train_gpus=8)
+    w = weights * (3 if old_logprob_pass(card) else 2)  # update, sync and old-policy log-probs: a round trip each
+    o = STATE_OFFLOAD_OPTIMIZER_BYTES * opt_params
+    pinned, _, fresh = host_copy_rates(card, H20, gpu_of(card))
+    assert fresh < pinned
+    t = trainer_state_offload_phase(card, spec, H20, train_gpus=8)
+    assert t.terms["to_host"] == pytest.approx(o / pinned + w / fresh, rel=1e-9)
+    assert t.terms["to_device"] == pytest.approx((o + w) / pinned, rel=1e-9)
+    # no pin (or 0.8 on): the pinned buffer kept across offloads, both ways pinned
+    kept = trainer_state_offload_phase(later, spec, H20, train_gpus=8)
+    assert kept.terms["to_host"] == pytest.approx((o + w) / pinned, rel=1e-9)
+    assert t.seconds - kept.seconds == pytest.approx(w / fresh - w / pinned, rel=1e-9)
+
+
+@pytest.mark.parametrize("pin", ["0.8.0", "0.9.0.dev", "main"])
+def test_a_verl_pin_from_0_8_or_that_names_no_release_keeps_the_pinned_buffer(pin):
+    assert not verl_megatron_fresh_host_weights(_card(pin))
+
+
+def test_fsdp_and_other_presets_are_not_verls_megatron_offload():
+    assert not verl_megatron_fresh_host_weights(_card("0.7.0", strategy="fsdp"))
+    assert not verl_megatron_fresh_host_weights(_card("0.7.0", preset="nemo-rl"))
+
+
+def _fsdp_card(verl: str | None, *, hsdp_shard: int | None, nodes: int = 2) -> object:
+    par = ({"strategy": "hsdp", "fsdp_version": "fsdp2", "hsdp_shard_size": hsdp_shard} if hsdp_shard
+           else {"strategy": "fsdp", "fsdp_version": "fsdp2"})
+    d = {"model": MODEL, "method": "grpo", "preset": "verl",
+         "hardware": {"gpu": "h20", "gpus_per_node": 8, "nodes": nodes},
+         "batch": {"micro_batch_size": 1}, "parallel": par,
+         "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
+                     "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                     "trainer_offload": "params_and_optimizer"}}
+    if verl is not None:
+        d["software"] = {"verl": verl}
+    return load_card_dict(d)
+
+
+def test_an_hsdp_rank_offloads_its_shard_groups_share_not_the_worlds():
+    """verl's fsdp_size=2 on 16 GPUs: each rank holds half the model (a (8, 2) replicate x shard mesh), so it moves
+    half the fp32 weights and AdamW moments, not a sixteenth (before: ``shard_ranks`` was every data rank)."""
+    from trainfit.plan.rl_offload import fsdp_offload_bytes, fsdp_state_shard_ranks
+
+    spec = resolve_model(MODEL)
+    hsdp, fsdp = _fsdp_card("0.5.0.dev", hsdp_shard=2), _fsdp_card("0.5.0.dev", hsdp_shard=None)
+    assert fsdp_state_shard_ranks(hsdp, dp=16) == 2 and fsdp_state_shard_ranks(fsdp, dp=16) == 16
+    w, o, _ = fsdp_offload_bytes(hsdp, spec, shard_ranks=2)
+    pinned, _, _ = host_copy_rates(hsdp, H20, gpu_of(hsdp))
+    t = trainer_state_offload_phase(hsdp, spec, H20, train_gpus=16)
+    trips = 3 if old_logprob_pass(hsdp) else 2
+    assert t.terms["to_host"] == pytest.approx((o + trips * w) / pinned, rel=1e-9)
+    whole = trainer_state_offload_phase(fsdp, spec, H20, train_gpus=16)
+    assert t.seconds == pytest.approx(8 * whole.seconds, rel=1e-9)
+
+
+@pytest.mark.parametrize(("pin", "pinned_weights"), [("0.5.0.dev", True), ("0.4.1", True), ("0.6.0", False),
+                                                     ("0.9.1", False), (None, False)])
+def test_verl_fsdp2_weights_go_pinned_before_0_6_and_by_model_cpu_from_it(pin, pinned_weights):
+    from trainfit.plan.rl_offload import verl_fsdp2_pinned_weights
+
+    spec = resolve_model(MODEL)
+    card = _fsdp_card(pin, hsdp_shard=None, nodes=1)
+    assert verl_fsdp2_pinned_weights(card) is pinned_weights
+    t = trainer_state_offload_phase(card, spec, H20, train_gpus=8)
+    if pinned_weights:
+        assert t.terms["to_host"] == pytest.approx(t.terms["to_device"], rel=1e-9)
+    else:  # model.cpu(): fresh pages out (first touch), pageable back
+        assert t.terms["to_host"] > 2 * t.terms["to_device"]

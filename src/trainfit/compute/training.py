@@ -57,7 +57,7 @@ from trainfit.compute.offload import (
     offload_seconds,
     rank_host_memory_bytes_per_s,
 )
-from trainfit.compute.optimizer_time import optimizer_seconds, shard_params
+from trainfit.compute.optimizer_time import OptimizerTime, optimizer_seconds, shard_params
 from trainfit.compute.rates import (
     FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
@@ -984,6 +984,10 @@ def train_step_time(
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
                             master=optimizer.master, clip=optimizer.clip,
                             dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"))
+    if st == "zero3" and parallel.zero3_grad_groups:
+        # DeepSpeed ZeRO-3's step takes the gradient norm one partition at a time (zero3_grad_norm_kernels)
+        opt = with_zero3_grad_norm(opt, rates=rates, kernels=zero3_grad_norm_kernels(
+            tensors=sum(len(g) for g in parallel.zero3_grad_groups)))
     opt_s = 0.0 if parallel.offload != "none" else opt.seconds
     opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})
@@ -1582,6 +1586,36 @@ def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bo
     per_layer = 1 + attn + spec.norms_per_layer
     return (spec.num_layers * per_layer + moe_layers * moe_mlp + (spec.num_layers - moe_layers) * dense_mlp
             + HF_ROOT_MODULES)
+
+
+ZERO3_NORM_KERNELS_PER_TENSOR = 2
+"""Kernels DeepSpeed ZeRO-3's step launches per trained parameter for the gradient norm: ``step`` calls
+``_get_norm_groups`` unconditionally, and without CPU offload ``get_grad_norm_direct`` loops over the rank's gradient
+partitions in Python, ``g.to(device, non_blocking=True).double().norm(2)`` each (the ``to`` a no-op on the same
+device; the ``double`` cast and the norm two kernels), before one ``stack`` / ``pow`` / ``sum``
+(deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py l.1761-1801 and l.1881-1888, ``step`` l.2108
+@bdba8231bc8fc17980a5941437e6363dac69418d, v0.16.9; the same loop at v0.17.1 2ce55057999bdf1c9bf26cb5f000a8a9fb97e2d9).
+Every rank holds a partition of every parameter, so the loop runs over all trained tensors at any world size: a
+transformers < 5 MoE's per-expert linears make it tens of thousands of launches (Qwen3-30B-A3B: 18,432 expert
+weights of 18,867)."""
+
+
+def zero3_grad_norm_kernels(*, tensors: int) -> float:
+    """Kernels of DeepSpeed ZeRO-3's per-partition gradient norm over ``tensors`` trained tensors
+    (``ZERO3_NORM_KERNELS_PER_TENSOR`` each, and the ``stack``, ``pow`` and ``sum`` that join them)."""
+    if tensors < 0:
+        raise ValueError("zero3_grad_norm_kernels: tensors >= 0")
+    return float(ZERO3_NORM_KERNELS_PER_TENSOR * tensors + 3) if tensors else 0.0
+
+
+def with_zero3_grad_norm(opt: OptimizerTime, *, rates: DeviceRates, kernels: float) -> OptimizerTime:
+    """``opt`` with the per-partition norm's ``kernels`` added: launched from a bare Python loop, priced on the host
+    as the optimizer's other bare-loop kernels (``rates.host_s_per_backward_kernel``), each at least
+    ``rates.device_s_per_kernel_min`` on the device (the partitions are small: a 1.57M-element expert weight over
+    16 ranks is 98k elements)."""
+    host = opt.host_s + kernels * rates.host_s_per_backward_kernel
+    device = opt.device_s + kernels * rates.device_s_per_kernel_min
+    return OptimizerTime(max(host, device), device, host, opt.bytes_moved, opt.kernels + kernels)
 
 
 def zero3_reduce_buckets(*, grad_numels: tuple[int, ...], bucket_numel: int) -> int:

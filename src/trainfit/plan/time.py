@@ -875,7 +875,8 @@ def training_time(
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
                 " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
                 if a2a else None)
-    notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note) if n)
+    walk_note = zero3_reuse_walk_note(card, shard)
+    notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note, walk_note) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 
@@ -1058,6 +1059,29 @@ def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, te
         size = max(1, round(params / n))
         groups = ((), *(((size,) * per_layer,) * spec.num_layers), ())
     return {"zero3_grad_groups": groups, "zero3_bucket_numel": bucket}
+
+
+def zero3_reuse_walk_note(card: RunCard, spec: ModelSpec) -> str | None:
+    """Under DeepSpeed ZeRO-3, the one uncached reuse-distance walk of the first step with a complete module trace
+    (``compute.zero3_trace``): a once-per-run host cost, stated beside the step time, not in it. ``spec``: the
+    rank's model (ZeRO-3 gathers it whole); ``stage3_max_reuse_distance`` resolved as the memory plan reads it
+    (``plan.terms.zero_config_of``). None for every other strategy."""
+    from trainfit.compute.training import zero3_hooked_modules
+    from trainfit.compute.zero3_trace import reuse_walk_seconds, trace_entries
+    from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
+    from trainfit.plan.terms import zero_config_of
+
+    par = card.parallel
+    if par.strategy.value != "zero3" or not _deepspeed_zero(card):
+        return None
+    modules = zero3_hooked_modules(spec, expert_loop=par.moe_experts.is_loop, leaf=par.moe_zero3_leaf)
+    recompute = par.gradient_checkpointing
+    walk_s = reuse_walk_seconds(hooked_modules=modules, recompute=recompute, params=total_params(spec),
+                                max_reuse_distance_numel=float(zero_config_of(card, spec, 3).max_reuse_distance))
+    return (f"DeepSpeed ZeRO-3: the first step with a complete module trace also walks the"
+            f" {trace_entries(hooked_modules=modules, recompute=recompute):,}-entry trace for parameter reuse at every"
+            f" release, once per run (an lru_cache'd __params_to_release; compute.zero3_trace): about {walk_s:.1f} s"
+            " of host time in that one step, not in the step time")
 
 
 def fp8_casts_of(card: RunCard) -> CastTraffic | None:

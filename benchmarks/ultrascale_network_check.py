@@ -36,7 +36,10 @@ way). Checked on the whole sweep, not only on the 26 fastest jobs (``ultrascale_
 successful multi-node jobs of the four benchmark shapes the card can plan, each on its shape's card): median |error| at
 2 / 4 / 8 / 16 / 32 / 64 nodes 12.3 / 46.2 / 59.6 / 52.3 / 71.5 / 89.8 % on the default NIC, 12.0 / 42.8 / 54.0 / 45.0 /
 67.4 / 87.7 % on 249 Gb/s; 1,229 jobs closer, 77 further. The sweep's jobs are planned too fast on either rate (most
-of them far slower layouts than the scored cells); the cluster's rate takes part of that, not all.
+of them far slower layouts than the scored cells); the cluster's rate takes part of that, not all. One flat rate is an
+approximation: at 2 nodes the ring all-gather / reduce-scatter readings stand at 0.845 / 0.841 of the same jobs'
+one-node readings (after_pp_fix False batch, 70 jobs), about the default NIC's 0.85 in trainfit's model, and at 4 nodes
+the all-reduce readings' high group inverts to 209 Gb/s: the shortfall is the fabric's at 4-64 nodes.
 
 Run: ``PYTHONPATH=src python benchmarks/ultrascale_network_check.py [--per-job | --cluster]``.
 """

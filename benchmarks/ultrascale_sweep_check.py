@@ -15,6 +15,8 @@ three ways:
 * ``fabric``: the 64-node jobs of the three smaller shapes by the world all-reduce bus bandwidth their job logged before
   training (the CSV's 'AllReduce (GB/s)', nanotron's ``measure_bandwidth``; huggingface/nanotron src/nanotron/trainer.py
   l.1083-1242 @6ac7d73369c1069e9887bd74cd4abc60aaabf06c), below or above 40 GB/s;
+* ``nic``: every job at 2-64 nodes planned on the card's default NIC and on the network the scored entries state
+  (``inter_node_gbps_per_gpu``, ``ultrascale_network_check.py --cluster``), median |error| by node count;
 * ``floor``: no plan, only the published time: milliseconds per decoder layer and micro-batch slot
   (``layer_slot_ms``) of the micro-batch-1 jobs at 1-32 nodes, medians by the CSV's ``after_pp_fix`` flag (the
   sweep's batch of runs), one node or several, TP size, where the pipeline's sends run (``pipeline_kind``: no
@@ -22,7 +24,7 @@ three ways:
 
 The numbers are recorded in the ``checked`` text of the 80B x 4-node and 1.34B x 64-node entries.
 
-Run: ``PYTHONPATH=src python benchmarks/ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor]``.
+Run: ``PYTHONPATH=src python benchmarks/ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor|nic]``.
 """
 
 from __future__ import annotations
@@ -54,8 +56,9 @@ def step_times():  # noqa: ANN201 - the benchmark module
     return st
 
 
-def job_error(st, entries: dict, row: dict) -> tuple[dict, float] | None:  # noqa: ANN001
-    """(the job's fields, planned / published step - 1) for one CSV row; None when the row is not a benchmark shape."""
+def job_error(st, entries: dict, row: dict, default_nic: bool = False) -> tuple[dict, float] | None:  # noqa: ANN001
+    """(the job's fields, planned / published step - 1) for one CSV row; None when the row is not a benchmark shape.
+    ``default_nic``: plan it on the card's default NIC instead of the entry's ``inter_node_gbps_per_gpu``."""
     m = JOB_NAME.match(row["name"])
     if not m or row["status"] != "Success" or not row["tok/s/gpu"]:
         return None
@@ -64,6 +67,8 @@ def job_error(st, entries: dict, row: dict) -> tuple[dict, float] | None:  # noq
     nodes = int(float(row["nodes"]))
     e = copy.deepcopy(entries[SHAPE_ENTRY[size]])
     e.update(id=f"job-{row['job_id']}", nodes=nodes, gpus=8 * nodes)
+    if default_nic:
+        e["inter_node_gbps_per_gpu"] = None
     e["parallel"].update(tp=tp, pp=pp, strategy="zero1" if zero == 1 else "ddp")
     e["batch"].update(micro_batch_size=mbs, grad_accum=acc, global_batch_size=dp * mbs * acc)
     if gqa:
@@ -126,6 +131,14 @@ def main(path: str, groups: tuple[str, ...]) -> None:
                 print(summary(f"3.57B / 8.86B, TP {tp}, PP 1, micro-batch {mbs}, 1-32 nodes", sel))
     if "floor" in groups:
         floor_groups(rows)
+    if "nic" in groups:
+        for nodes in (2, 4, 8, 16, 32, 64):
+            rows_n = [r for r in rows if JOB_NAME.match(r["name"]) and r["status"] == "Success"
+                      and r["nodes"] and int(float(r["nodes"])) == nodes]
+            pairs = [(j, d) for j, d in ((job_error(st, entries, r), job_error(st, entries, r, default_nic=True))
+                                         for r in rows_n) if j and d]
+            print(summary(f"{nodes} nodes, default NIC, |error|", [abs(d[1]) for _, d in pairs]))
+            print(summary(f"{nodes} nodes, entries' NIC, |error|", [abs(j[1]) for j, _ in pairs]))
     if "fabric" in groups:
         small = [(j, err) for j, err in jobs if j["size"] != "80G" and j["nodes"] == 64]
         print(summary("64 nodes, logged all-reduce < 40 GB/s", [e for j, e in small if j["all_reduce"] < 40]))
@@ -159,5 +172,5 @@ def floor_groups(rows: list[dict]) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     if not args:
-        raise SystemExit("usage: ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor ...]")
+        raise SystemExit("usage: ultrascale_sweep_check.py bench_final2_mfu2.csv [80b|tp8|fabric|floor|nic ...]")
     main(args[0], tuple(args[1:]) or ("80b", "tp8", "fabric", "floor"))

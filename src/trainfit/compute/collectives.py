@@ -1054,7 +1054,16 @@ src/nanotron/optim/zero.py l.217-251, src/nanotron/distributed.py l.153-225) on 
 are no-ops, so only the host's Python and dispatch are timed), bf16 tensors of 16 elements per rank, torch 2.13.0+cpu,
 one thread of a shared Intel Xeon VM core, 2026-12-02, best of 15: 3.3-3.9 us per pair over 8 x 50, 128 x 50,
 128 x 171 and 32 x 483 (ranks x tensors), linear in the pairs. A lower bound: on a GPU each copy_ also launches a
-kernel."""
+kernel.
+
+Checked 2026-12-04, not changed: ``benchmarks/nanotron_zero1_gather_host.py`` replays the same path (flatten, unflatten,
+one ``copy_`` a pair) on any device; on the CPU of a loaded shared VM it reads 3.9-5.3 us a pair at 128 x 50 and
+128 x 171, this figure within the load's noise. What a GPU adds (CUDA dispatch and a launch per copy) is not measured
+here. Sensitivity on the Ultra-Scale Playbook cells (tree of the entries' 249 Gb/s network): at 6 / 9 / 12 us a pair
+the 3.57B x 64-node cell (128 x 170 copies, the copies device-bound at 2.5 us each below about 4 us) reads -14.2 /
+-1.3 / +11.6 % against -21.8 %, the 1.34B x 64-node cell (128 x 67) -48.6 / -42.7 / -36.9 % against -52.8 %, the
+80B x 64-node cell (32 x 483, hidden behind its 10 GB gather) and the ZeRO-1 cells at 2-8 nodes (4-32 ranks) within
+2 points. Only a measurement on a GPU (the script with ``--device cuda``) may move it."""
 
 
 def nanotron_zero1_gather_copies_seconds(*, ranks: int, tensors: float, gather_s: float, device_s_per_copy: float,

@@ -37,6 +37,28 @@ transformers), so the -4.4 % of the LoRA rows is trainfit's layer-backward momen
 rows; per token of the 16k -> 64k pairs that is ~28 KB (Qwen3-0.6B LoRA), ~48 KB (0.6B full), ~57 KB (Qwen3-4B LoRA
 and full), far above the RL loss's ~50 B: the missing bytes sit in what this bf16 one-rank SDPA trace does not run
 (compiled layers under ``checkpoint_wrapper``, FlashAttention-2/3, FSDP2's one-rank mixed-precision units).
+
+Checked and left out, with the numbers:
+
+* FlashAttention-2's backward workspace (flash-attn v2.8.3, the version prime-rl locks, Dao-AILab/flash-attention
+  @060c9188beec3a8b62b33a3bfa6d5d2d44975fab ``csrc/flash_attn/flash_api.cpp`` l.883-903 and l.1100-1126: an fp32
+  ``dq_accum`` of the query's size and, under GQA, bf16 ``dk_expanded`` / ``dv_expanded`` of the query's width,
+  8 B x q_dim per token, 16 KB on Qwen3-0.6B): it is live at the attention's backward, after the MLP block's backward
+  has freed the block's saved tensors (~28 KB per token on Qwen3-0.6B), so the layer's backward peak stays the
+  MLP's moment (``plan.terms.attention_backward_released``): not added.
+* The fused head's ``grad_weight = torch.zeros_like(weight)`` ([V, H] in the unsharded weight's dtype,
+  ``lm_head.py`` l.143): per step, not per token (0.29 GiB on Qwen3-0.6B); the plan's root-unit gradients hold it
+  wherever FSDP gathers.
+* FSDP2 on a one-rank mesh (the 18 one-GPU points 301-318; prime-rl's ``setup_fsdp`` shards on one GPU too): PyTorch
+  still allocates each unit's unsharded ``param_dtype`` parameters (``FSDPParamGroup.wait_for_unshard``, world size
+  1: ``alloc_storage`` of ``all_gather_outputs`` and a copy of the bf16 ``all_gather_inputs``, and ``foreach_reduce``'s
+  fp32 reduce-scatter input and output, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py l.392-460 and
+  _fsdp_collectives.py l.597-631 at pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb, torch 2.13; prime-rl
+  locks torch 2.9.0, not checked), which the plan leaves out below two ranks (``Sharding.gathers_params``). Planning
+  those rows as gathering (root unit, layer units, unsharded gradients) adds 0.03-0.96 GiB allocated and, with the
+  per-stream replay allowed at one rank, takes the held-out median from 9.8 % to 6.1 % (signed -9.8 % to -3.7 %),
+  but moves the SFT rows too (#313 +4.4 % -> -7.0 %), and the one-rank path differs from the replayed multi-rank
+  sequence (no all-gather buffer or prefetch in torch 2.13's one-rank branch): not landed; the lead for the gap.
 """
 
 from __future__ import annotations

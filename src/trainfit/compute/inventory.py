@@ -871,8 +871,9 @@ class StepInventory:
         a linear (each MoE layer's pre-MLP norm, multi-latent attention's input norm); ``moe_act`` the experts'
         activation; ``mlp`` each dense layer's MLP (its fused norm, fc1, activation, fc2); ``moe`` each MoE layer
         (router, routing and permutation kernels, the routed and shared experts); ``shared_experts`` the shared
-        experts (without ``moe``); ``mla_up_proj`` the q / kv up projections and RoPE. Not counted: their fp8 casts,
-        gpt-oss's eager clamp inside its activation (``moe_time.megatron_expert_elementwise``)."""
+        experts (without ``moe``); ``mla_up_proj`` the q / kv up projections and RoPE. ``moe_act`` includes a clamped
+        GLU's eager clamp, outside the compile factors (``moe_time.megatron_clamp_recompute_work``). Not counted: their
+        fp8 casts."""
         parts = dict(self.layers_recompute_parts)
         out = self.layers_recompute_core_attention if "core_attn" in modules else PassInventory()
         for m in modules:
@@ -1539,14 +1540,19 @@ def step_inventory(
     parts: dict[str, dict] = {}
 
     def part(name: str, *, gemm: Gemm | None = None, bytes_: float = 0.0, kernels: float = 0.0, strided_: float = 0.0,
-             syncs: float = 0.0):
-        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0, "syncs": 0.0})
+             syncs: float = 0.0, eager_bytes: float = 0.0, eager_kernels: float = 0.0):
+        """``eager_bytes`` / ``eager_kernels``: of ``bytes_`` / ``kernels``, those of eager ops the compile factors
+        leave unscaled (``PassInventory.fused_bytes`` / ``fused_kernels``)."""
+        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0, "syncs": 0.0,
+                                    "eager_bytes": 0.0, "eager_kernels": 0.0})
         if gemm is not None:
             p["gemms"].append(gemm)
         p["bytes"] += bytes_
         p["kernels"] += kernels
         p["strided"] += strided_
         p["syncs"] += syncs
+        p["eager_bytes"] += eager_bytes
+        p["eager_kernels"] += eager_kernels
 
     def add_loop_lora(lt: LoopLoraTerms) -> None:
         """Add one group's ``v4_loop_lora_terms`` (an expert linear group's, or the wrapped router's)."""
@@ -1996,6 +2002,11 @@ def step_inventory(
             layer_eager = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
+            if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
+                clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
+                part("moe_act", bytes_=clamp.forward_bytes * n_moe, kernels=clamp.forward_kernels * n_moe,
+                     eager_bytes=clamp.forward_bytes * n_moe,
+                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0)
         elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
             layer_eager = moe_time.automodel_expert_bias_elementwise(
@@ -2335,7 +2346,8 @@ def step_inventory(
         part("mla_up_proj", bytes_=ROTARY_BYTES * t * qkv * rotary, kernels=2 * ROTARY_KERNELS * rotary,
              strided_=ROTARY_BYTES * t * qkv * rotary)
     rec_parts = tuple((name, PassInventory(tuple(p["gemms"]), 0.0, 0.0, p["bytes"], p["kernels"],
-                                           strided_bytes=p["strided"], host_syncs=p["syncs"]))
+                                           strided_bytes=p["strided"], host_syncs=p["syncs"],
+                                           fused_bytes=p["eager_bytes"], fused_kernels=p["eager_kernels"]))
                       for name, p in parts.items())
     if rope_loop_samples > 0 and rotary:
         loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,

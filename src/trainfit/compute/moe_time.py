@@ -90,8 +90,12 @@ of the fc2 output (2 and 4 kernels per local expert, plus 1 and 2 ``cat``). Eage
 counts the bytes as left unscaled (``inventory.PassInventory.fused_bytes``), at the streaming rate (a lower bound:
 the clamps read strided halves); the launches are counted with Megatron-Core's other kernels (the same per-kernel
 host cost; no measurement of this loop's host time on a GPU is cited, so none is modelled apart). The selective
-``moe_act`` recompute re-runs the clamp; the recompute pass times the activation's fused kernel only
-(``inventory.StepInventory.recompute_modules``), not this clamp. The fc1 bias is TE's
+``moe_act`` recompute re-runs the clamp too (``megatron_clamp_recompute_work``): ``TEGroupedMLP.forward`` wraps the
+whole ``bias_act_func``, clamp included, in ``CheckpointWithoutOutput`` and re-runs it when fc2's gradient arrives
+(NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py l.680-705 and l.738-750 @core_v0.16.0
+3bec9aa97dda898d16ff5a89bac0ed2b6682b172; l.945-946 @core_v0.15.0 103851dcf4c380fe93463e2c128cbfba9bd84e37, l.382-383
+@core_v0.17.0 9539a12e1b04a68423f57b3eb41d6125161dca24, l.772-773 @core_v0.18.0
+ba7b5ebce12af60627a80985792a1449ce45f46c; the clamp in fused_bias_geglu.py l.424-432 at all four). The fc1 bias is TE's
 (``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
 
@@ -777,6 +781,17 @@ def megatron_expert_elementwise(*, rows: float, hidden: int, expert_width: int, 
         fk += EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[0]
         bk += EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[1]
     return MoeLayerWork(fb, bb, fk, bk)
+
+
+def megatron_clamp_recompute_work(*, rows: float, expert_width: int) -> MoeLayerWork:
+    """What Megatron-Core's selective ``moe_act`` recompute re-runs of a clamped GLU's eager clamp per MoE layer, on
+    a rank whose local experts receive ``rows`` routed rows: the clamp's forward over the ``rows x 2·expert_width``
+    fc1 output (the two ``clamp`` and the ``cat``, ``CLAMPED_GLU_FORWARD_*``), once more in backward (module
+    docstring). Only forward fields are set; the backward of the clamp is the backward pass's, counted once."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    return MoeLayerWork(CLAMPED_GLU_FORWARD_BYTES * rows * 2 * expert_width, 0.0, float(CLAMPED_GLU_FORWARD_KERNELS),
+                        0.0)
 
 
 def automodel_expert_bias_elementwise(*, rows: float, hidden: int, expert_width: int, local_experts: int,

@@ -199,6 +199,24 @@ the softmax rescale, writing O and the log-sum-exp) is amortised over the loop o
 (``windowed_attention_seq``), not the row's. Eager attention and SDPA given an explicit mask compute every key
 block (no skipping): their layers are counted whole, as before.
 
+Checked against cuDNN's own measurements of gpt-oss's attention (2026-12-04; nothing set from it in bf16): NVIDIA/
+cudnn-frontend benchmark/sdpa_benchmark_training/results @3929da2ef4c1dba1bb8acb68727b9134f26f40c0 time the windowed
+layer (window 128, head dim 64, causal, bf16, non-deterministic backward; no sink column) on GB200 and GB300 (cuDNN
+9.22; gpt_oss/gb200/gpt_oss_20260424_100011.csv, gpt_oss/gb300/gpt_oss_20260424_100022.csv) and a 1,024-token window
+at gpt-oss's GQA 64 / 8 on an H200 (cuDNN 9.19; h200_919_only_cudnn/gpt_oss_20260227_034819.csv). The plan's windowed
+time (tile-counted keys at the key-loop length's rate, the ``auto`` rates on Blackwell and ``cudnn`` on Hopper) over
+the measured one, forward / backward: GB200 0.81-0.91 / 1.23-1.35 at 2k-16k (4k: 0.182 / 0.602 ms against 0.210 /
+0.465; forward + backward 16% slow), GB300 0.85-0.94 / 1.28-1.45, H200 1.05-1.23 / 0.93-1.09 at 2k-32k (forward +
+backward within -4 / +12%). The full-attention layers' rates are at or under the published head-dim-64 kernels'
+(above). So the kernels that run gpt-oss's attention are priced about right or slow, and attention is not the
+Megatron-Bridge gpt-oss-120b BF16 rows' gap: closing each row by attention alone would take its attention 1.7-9.7x
+slower (H100 4.3-7.5x, GB300 1.7-2.6x), and doubling every attention kernel (not committed) moves the 26.04 rows by
+5-11 points (H100 -24.6% -> -19.7%, GB200 -32.5% -> -21.4%) while the MXFP8 rows of the same tables overshoot (GB200
+26.06 +4.0% -> +32.1%, GB300 +15.6% -> +43.8%) and the verification cards move 0-2 points.
+No measurement of the learnable sink's cost inside cuDNN (Transformer Engine's ``softmax_type`` "learnable") was found;
+its forward adds one logit per query row, not modelled. FP8 attention on the windowed layers is another kernel
+(``_FP8_WINDOW_ATTENTION_POINTS``).
+
 The transformers models with a ``sliding_window`` (Phi-3, Mistral, Mixtral on every layer; Gemma-3 on its local
 layers; ``memory.attention.WINDOW_MASK_FAMILIES``), per ``attn_implementation``, from ``kv_length >= sliding_window``
 on (transformers v5.24.0 src/transformers/masking_utils.py l.286-287; below it every path is plain causal):

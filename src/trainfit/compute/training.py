@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds, mem_efficient_attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
-from trainfit.compute.te_host import (te_backward_host_seconds, te_forward_host_seconds, te_forward_kernels,
-                                     te_linear_calls)
+from trainfit.compute.te_host import (te_attention_select_host_seconds, te_backward_host_seconds,
+                                     te_forward_host_seconds, te_forward_kernels, te_linear_calls)
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_bytes, layer_gather_prep_seconds,
                                                precompute_seconds, shard_cast_host_seconds)
@@ -856,6 +856,8 @@ def train_step_time(
         calls = te_linear_calls(spec)
         te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
                                            host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
+        # the attention-backend selection TE re-runs per layer when consecutive layers' windows differ
+        te_fwd_s += te_attention_select_host_seconds(spec, gpu_id=rates.gpu_id)
         fwd = hosted(fwd, hooks_s=te_fwd_s)
         bwd = hosted(bwd, hooks_s=te_backward_host_seconds(
             calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
@@ -1811,7 +1813,8 @@ def forward_only_time(
     if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
         one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
             calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
-            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor))
+            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor)
+            + te_attention_select_host_seconds(spec, gpu_id=rates.gpu_id))
     if parallel.strategy == "zero3":  # a DeepSpeed ZeRO-3 engine's per-module hooks, one rank too
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

@@ -323,8 +323,9 @@ in code, not priced
   backend selection results", open since 2024-12-19; issue #1349). Qwen3 layers share one configuration and keep the
   cache. Measured on this CPU with the transformer-engine 2.16.0 sources
   (``benchmarks/te_attention_backend_select.py``): 73-79 us a selection (135-154 us with 2,000 more loggers in the
-  process), i.e. 2-4 ms a 24-layer gpt-oss-20b micro-batch, about 1% of those rows: real, too small to be the gap,
-  not modelled;
+  process), i.e. 2-4 ms a 24-layer gpt-oss-20b micro-batch, about 1% of those rows: real, too small to be the gap;
+  priced since 2026-12-04 as forward host time (``te_host.te_attention_select_host_seconds``: the verification cards
+  +0.2 to +0.5 points);
 * NVIDIA's fused MoE MLP kernels (GroupGemm with the GLU, clamp and bias in the epilogue, sync-free routing) are
   published at "a 93% end-to-end performance improvement" for "the GPT-OSS pre-training setup" against 8% for
   DeepSeek-V3 ("Boosting MoE Training Throughput with Advanced Fusion Kernels",

@@ -818,6 +818,8 @@ def train_step_time(
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
+                         megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s,
                          fsdp2_fp32_outputs=fsdp2_fp32_outputs)
@@ -1793,6 +1795,8 @@ def forward_only_time(
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          expert_padding=expert_padding, moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
+                         megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)
     if entropy_bytes_per_logit and spec.head_outputs is None:

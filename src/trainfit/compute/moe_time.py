@@ -403,7 +403,11 @@ it.**
   micro-batch on the 2,048-token SFT cards and 0.4 ms on the 4,096-token pre-training cards. The regression the
   Megatron-Bridge performance page footnotes for its 26.06.01 gpt-oss-120b rows (NVIDIA/cudnn-frontend issue #256) is
   ``grouped_gemm_dglu_wrapper_sm100``, a Blackwell kernel (10x slower from cudnn-frontend 1.24.0): not these H100
-  rows.
+  rows. The kernel's windowed rate, checked against cuDNN's own gpt-oss measurements, is priced right or slow
+  (``attention_time`` module docstring, 2026-12-04). Priced since 2026-12-04 around it: Megatron-Core's unfused RoPE,
+  which YaRN's concentration factor forces (``inventory.megatron_rope_work``), the clamp's re-run under the ``moe_act``
+  recompute (``megatron_clamp_recompute_work``) and, with fp8 attention, cuDNN's fp8 windowed backward
+  (``attention_time.fp8_window_attention_ratio``).
 
 **Twins in the published data (2026-12-03; nothing set from them).** Every Megatron-Core MoE row that plans within
 about 25% routes balanced by construction: Megatron-Bridge's performance tables (``moe_router_force_load_balancing``,

@@ -21,9 +21,12 @@ def test_traced_counts():
     f, b = inv.megatron_rope_work(rotated_elements=100.0, positions=10.0, rotary_dim=4.0, layers=3.0)
     assert f.memory_bytes == pytest.approx(24.0 * 100 * 3 + 48.0 * 10 * 4 * 6) and f.kernels == 12 * 6
     assert b.memory_bytes == pytest.approx(28.0 * 100 * 3) and b.kernels == 7 * 6
-    # eager: outside the compile factors
+    # eager bare aten calls: outside the compile factors, at the backward's per-kernel host rate (as thd_rope_loop's)
     assert (f.fused_bytes, f.fused_kernels, b.fused_bytes, b.fused_kernels) == (
         f.memory_bytes, f.kernels, b.memory_bytes, b.kernels)
+    assert (f.bare_kernels, b.bare_kernels) == (f.kernels, b.kernels)
+    # the broadcast multiplies: the non-vectorised loop's rate, compiled card or not
+    assert f.strided_bytes == f.fused_strided_bytes == b.strided_bytes == pytest.approx(8.0 * 100 * 3)
 
 
 def test_replaces_the_fused_rotary_on_bshd_rows():
@@ -53,9 +56,18 @@ def test_only_a_yarn_concentration_on_megatron_layers():
     from trainfit.compute.training import train_step_time
 
     rates = default_rates(resolve_gpu("h100-sxm"))
+    from trainfit.plan.time import COMPILE_KERNEL_FACTOR, COMPILE_MEMORY_FACTOR
+
+    # as the plan times a Megatron-Core card (its TE fused kernels planned as compile)
     kw = dict(rates=rates, micro_batch_size=1, seq_len=2048, micro_steps=1, trained_params=2e10,
-              trained_tensors=400, gathered_weight_bytes=0.0)
+              trained_tensors=400, gathered_weight_bytes=0.0, memory_factor=COMPILE_MEMORY_FACTOR,
+              kernel_factor=COMPILE_KERNEL_FACTOR)
     no_yarn = replace(OSS, rotary_concentration=1.0)
-    assert (train_step_time(OSS, te_layers=True, **kw).total_s
-            > train_step_time(no_yarn, te_layers=True, **kw).total_s)
+
+    def memory_s(t):
+        return sum(p.terms.get("memory_bound", 0.0) for p in t.phases)
+
+    # the eager bytes replace the fused rotary's, on Megatron-Core's layers only
+    assert memory_s(train_step_time(OSS, te_layers=True, **kw)) > memory_s(
+        train_step_time(no_yarn, te_layers=True, **kw))
     assert train_step_time(OSS, **kw).total_s == train_step_time(no_yarn, **kw).total_s

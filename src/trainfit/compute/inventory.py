@@ -1322,6 +1322,11 @@ MEGATRON_ROPE_BACKWARD_BYTES, MEGATRON_ROPE_BACKWARD_KERNELS = 28.0, 7
 """The same call's backward, traced likewise (``tools/measure_bshd_rope_ops.py`` on the copy of rope_utils.py l.92-137
 @61f31145dfb4cfaa7d285df12aa9abffb22ff485): ``mul``, ``neg``, ``cat``, ``mul``, ``add``, the empty pass-through
 slice's ``slice_backward`` and the add of the two gradients of ``t``: 28 bytes per rotated element, 7 kernels."""
+MEGATRON_ROPE_STRIDED_BYTES = 8.0
+"""Of the forward's and of the backward's bytes per rotated element, those of the two multiplies by the broadcast
+``cos_`` / ``sin_`` (``[s, 1, 1, d]`` against ``[s, b, h, d]``; backward the gradient's two), 4 each: PyTorch's
+non-vectorised loop (``PassInventory.strided_bytes``), as the eager rotary's (the ops traced by
+``tools/measure_bshd_rope_ops.py`` on rope_utils.py l.92-137 @61f31145dfb4cfaa7d285df12aa9abffb22ff485)."""
 MEGATRON_ROPE_FREQS_FORWARD_BYTES = 48.0
 """The same call's frequency work besides, per position and rotary dimension: ``cos`` / ``sin`` of the fp32
 frequencies, ``* mscale``, the cast to the activations' dtype, and their broadcast reads (traced likewise,
@@ -1333,17 +1338,23 @@ def megatron_rope_work(*, rotated_elements: float, positions: float, rotary_dim:
                        layers: float) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) inventory of Megatron-Core's unfused bshd RoPE in ``layers`` attention layers, two calls
     each (query and key, ``THD_ROPE_CALLS_PER_LAYER``) over ``rotated_elements`` rotated query and key elements per
-    layer and ``positions x rotary_dim`` frequencies per call (``MEGATRON_ROPE_*``). Eager aten calls: the compile
-    factors leave bytes and kernels (``fused_bytes`` / ``fused_kernels``). Contiguous: the broadcast multiplies'
-    non-vectorised loop is not separated (a lower bound). Packed thd rows keep ``thd_rope_loop``'s count instead."""
+    layer and ``positions x rotary_dim`` frequencies per call (``MEGATRON_ROPE_*``). Bare aten calls from a Python
+    function, as ``thd_rope_loop``'s (the same function per sample): the compile factors leave bytes and kernels
+    (``fused_bytes`` / ``fused_kernels``) and the host pays the backward's per-kernel rate in the forward too
+    (``bare_kernels``); the broadcast multiplies at the non-vectorised loop's rate, compiled card or not
+    (``MEGATRON_ROPE_STRIDED_BYTES``, ``fused_strided_bytes``). Packed thd rows keep ``thd_rope_loop``'s count
+    instead."""
     calls = THD_ROPE_CALLS_PER_LAYER * layers
     fb = MEGATRON_ROPE_FORWARD_BYTES * rotated_elements * layers + (
         MEGATRON_ROPE_FREQS_FORWARD_BYTES * positions * rotary_dim * calls)
     bb = MEGATRON_ROPE_BACKWARD_BYTES * rotated_elements * layers
     fk = MEGATRON_ROPE_FORWARD_KERNELS * calls
     bk = MEGATRON_ROPE_BACKWARD_KERNELS * calls
-    return (PassInventory((), 0.0, 0.0, fb, fk, fused_bytes=fb, fused_kernels=fk),
-            PassInventory((), 0.0, 0.0, bb, bk, fused_bytes=bb, fused_kernels=bk))
+    sb = MEGATRON_ROPE_STRIDED_BYTES * rotated_elements * layers
+    return (PassInventory((), 0.0, 0.0, fb, fk, strided_bytes=sb, fused_bytes=fb, fused_kernels=fk, bare_kernels=fk,
+                          fused_strided_bytes=sb),
+            PassInventory((), 0.0, 0.0, bb, bk, strided_bytes=sb, fused_bytes=bb, fused_kernels=bk, bare_kernels=bk,
+                          fused_strided_bytes=sb))
 
 
 TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 18.0

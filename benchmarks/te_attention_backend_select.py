@@ -4,7 +4,7 @@ Transformer Engine keeps the backend it chose for one ``AttentionParams`` only: 
 ``get_attention_backend`` whenever a call's parameters differ from the previous call's
 (transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py l.71-78, l.1575-1597 @v2.16).
 gpt-oss alternates sliding-window and full-attention layers, so under Megatron-Core every layer's forward pays the
-selection (``trainfit.compute.inventory.TE_ATTENTION_BACKEND_SELECT_S``). This script times the selection itself: the
+selection (``trainfit.compute.te_host.TE_ATTENTION_BACKEND_SELECT_S``). This script times the selection itself: the
 pure-Python ``get_attention_backend`` of the ``transformer-engine==2.16.0`` wheel from PyPI (the version of the NeMo
 26.06 container, Megatron-Bridge ``docs/releases/software-versions.md``), called alternately for the two layer kinds
 of gpt-oss-20b (64 query heads, 8 key/value groups, head dim 64, learnable softmax, window (127, 0) and (-1, 0)), bf16,

@@ -90,3 +90,42 @@ def test_rl_logprob_pass_reads_fp8_attention(monkeypatch):
         "precision": {"compute": "fp8", "fp8_recipe": "mxfp8", "fp8_attention": True},
         "rollout": {"prompts_per_step": 16, "num_generations": 8, "prompt_len": 128, "response_len": 1024}}))
     assert seen and set(seen) == {"mxfp8"}
+
+
+def test_windowed_fp8_points_from_the_gpt_oss_table():
+    from trainfit.compute.attention_time import fp8_window_attention_ratio
+
+    # GB200, window 128, head dim 64, 4k: bf16 0.465 ms backward against MXFP8 2.080 (cudnn-frontend gpt_oss table)
+    kw = dict(compute_capability="10.0", recipe="mxfp8", head_dim=64)
+    assert fp8_window_attention_ratio(row_tokens=4096, backward=True, **kw) == pytest.approx(0.465 / 2.080)
+    assert fp8_window_attention_ratio(row_tokens=4096, backward=False, **kw) == pytest.approx(1.0)
+    # the fp8 backward's time grows with the row (no window skipping): its ratio falls, held past 32k
+    bwd = [fp8_window_attention_ratio(row_tokens=s, backward=True, **kw) for s in (2048, 4096, 8192, 16384, 32768)]
+    assert bwd == sorted(bwd, reverse=True) and bwd[-1] < 0.04
+    assert fp8_window_attention_ratio(row_tokens=131072, backward=True, **kw) == pytest.approx(3.692 / 108.370)
+    assert fp8_window_attention_ratio(compute_capability="10.3", recipe="fp8", head_dim=64, row_tokens=2048,
+                                      backward=True) == pytest.approx(0.227 / 0.467)
+    # nothing measured: the bf16 rate
+    for other in (dict(compute_capability="9.0", recipe="fp8", head_dim=64),
+                  dict(compute_capability="10.0", recipe="", head_dim=64),
+                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=128),
+                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=None)):
+        assert fp8_window_attention_ratio(row_tokens=4096, backward=True, **other) == 1.0
+
+
+def test_windowed_layers_take_the_windowed_fp8_rate():
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.attention_time import attention_seconds, fp8_attention_ratio
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import _window_attention_seconds
+
+    rates = default_rates(resolve_gpu("gb200"))
+    kw = dict(forward_flops=1e12, seq_len=488.0, rates=rates, head_dim=64, kernel="auto", fp32=False)
+    bf16 = _window_attention_seconds(backward=True, fp8_recipe="", row_tokens=4096, **kw)
+    fp8 = _window_attention_seconds(backward=True, fp8_recipe="mxfp8", row_tokens=4096, **kw)
+    assert fp8 == pytest.approx(bf16 * 2.080 / 0.465)
+    # at head dim 128 the causal table keeps applying to windowed layers, read at the key-loop length as before
+    at128 = dict(forward_flops=1e12, seq_len=2048.0, rates=rates, backward=True, head_dim=128, exp_bound=False)
+    assert attention_seconds(**at128, fp8_recipe="mxfp8", window_row_tokens=8192) == pytest.approx(
+        attention_seconds(**at128) / fp8_attention_ratio(compute_capability="10.0", recipe="mxfp8", seq_len=2048,
+                                                         backward=True, head_dim=128))

@@ -60,3 +60,27 @@ def test_only_megatron_cards_and_only_gpt_oss_move():
         a, b = getattr(q_mega, p), getattr(q_plain, p)
         assert (replace(a, gemms=tuple(replace(g, launch_per_group=False) for g in a.gemms), host_syncs=0.0)
                 == replace(b, gemms=tuple(replace(g, grouped_kernel=False) for g in b.gemms), host_syncs=0.0))
+
+
+def test_moe_act_recompute_reruns_the_eager_clamp():
+    # TEGroupedMLP checkpoints the whole bias_act_func, clamp included (moe_time.megatron_clamp_recompute_work)
+    oss = resolve_model("openai/gpt-oss-20b")
+    kw = dict(micro_batch_size=1, seq_len=1024, expert_parallel=1)
+    plain = step_inventory(oss, **kw).recompute_modules(("moe_act",))
+    mega = step_inventory(oss, megatron_experts=True, **kw).recompute_modules(("moe_act",))
+    eager = step_inventory(oss, megatron_experts=True, moe_eager_launch=True, **kw).recompute_modules(("moe_act",))
+    layers = oss.num_moe_layers
+    rows = 1024 * oss.moe.experts_per_token
+    clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=oss.moe.expert_intermediate_size)
+    assert clamp.forward_bytes == pytest.approx(8.0 * rows * 2 * oss.moe.expert_intermediate_size)
+    assert (clamp.forward_kernels, clamp.backward_bytes, clamp.backward_kernels) == (3, 0, 0)
+    assert mega.memory_bytes - plain.memory_bytes == pytest.approx(clamp.forward_bytes * layers)
+    assert mega.kernels - plain.kernels == pytest.approx(3 * layers)
+    # eager: outside the compile memory factor; its launches at the full host rate only under MoeLaunch.EAGER
+    assert mega.fused_bytes == pytest.approx(clamp.forward_bytes * layers)
+    assert mega.fused_kernels == 0 and eager.fused_kernels == pytest.approx(3 * layers)
+    # no clamp, nothing re-run beyond the activation: Qwen3-MoE's moe_act recompute is the same on both cards
+    qwen = resolve_model("Qwen/Qwen3-30B-A3B")
+    assert (step_inventory(qwen, megatron_experts=True, **kw).recompute_modules(("moe_act",))
+            == step_inventory(qwen, **kw).recompute_modules(("moe_act",)))
+    assert moe_time.megatron_clamp_recompute_work(rows=0, expert_width=2880).forward_bytes == 0

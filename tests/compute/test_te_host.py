@@ -176,3 +176,38 @@ def test_train_step_time_passes_the_cards_casts_to_the_te_host_excess():
                                    host_s_per_forward_kernel=GB200.host_s_per_forward_kernel * 0.35)
     assert diff > 0
     assert _host(mx, "backward") > _host(te_casts, "backward") - 1e-12
+
+
+def test_alternating_windows_reselect_the_attention_backend_every_layer():
+    """TE re-runs get_attention_backend when a call's attention parameters differ from the previous call's: gpt-oss's
+    alternating windowed / full layers pay it every layer (the first after the last), uniform layers never."""
+    from dataclasses import replace
+
+    oss = from_catalog("openai/gpt-oss-20b")
+    assert te.te_attention_reselections(oss) == oss.num_layers
+    assert te.te_attention_reselections(from_catalog("Qwen/Qwen2.5-0.5B")) == 0
+    # one windowed layer in six (Gemma-3's pattern): two changes per period
+    six = replace(oss, num_layers=12, sliding_layers=tuple(i for i in range(12) if (i + 1) % 6), layer_types=())
+    assert te.te_attention_reselections(six) == 4
+    # every layer windowed alike: one backend for all
+    assert te.te_attention_reselections(replace(oss, sliding_layers=tuple(range(oss.num_layers)))) == 0
+    assert te.TE_ATTENTION_BACKEND_SELECT_S == pytest.approx(76e-6)
+    assert te.te_attention_select_host_seconds(oss, gpu_id="h100-sxm") == pytest.approx(oss.num_layers * 76e-6)
+    assert te.te_attention_select_host_seconds(oss, gpu_id="gb200") == pytest.approx(
+        oss.num_layers * 76e-6 / te.X86_OVER_GRACE_HOST)
+
+
+def test_the_selection_is_forward_host_time_on_megatron_cards_only():
+    from dataclasses import replace
+
+    # without YaRN's concentration, so that Megatron-Core's unfused RoPE (tests/compute/test_megatron_rope.py) stays out
+    oss = replace(from_catalog("openai/gpt-oss-20b"), rotary_concentration=1.0)
+    plain = train_step_time(oss, rates=H100, **KW)
+    t = train_step_time(oss, rates=H100, te_layers=True, **KW)
+    calls = te.te_linear_calls(oss)
+    fwd = te.te_forward_host_seconds(calls=calls, quantized=False, gpu_id="h100-sxm",
+                                     host_s_per_forward_kernel=H100.host_s_per_forward_kernel)
+    assert _host(t, "forward") - _host(plain, "forward") == pytest.approx(
+        fwd + te.te_attention_select_host_seconds(oss, gpu_id="h100-sxm"))
+    assert _host(t, "backward") - _host(plain, "backward") == pytest.approx(te.te_backward_host_seconds(
+        calls=calls, quantized=False, gpu_id="h100-sxm", host_s_per_backward_kernel=H100.host_s_per_backward_kernel))

@@ -369,6 +369,7 @@ def spec_from_hf_config(
         attn_output_gate=family == "qwen3_5_text",
         layer_types=layer_types,
         sliding_window=sliding,
+        rotary_concentration=yarn_concentration(dec.get("rope_scaling")),
         max_position_embeddings=max_pos,
         linear_attention=linear,
         moe=moe,
@@ -377,6 +378,27 @@ def spec_from_hf_config(
         aliases=aliases,
         **extra,
     )
+
+
+def yarn_concentration(rope_scaling: Any) -> float:
+    """YaRN's concentration factor on cos and sin for a config's ``rope_scaling`` (``ModelSpec.rotary_concentration``),
+    Megatron-Core's ``_yarn_get_concentration_factor`` (yarn_rotary_pos_embedding.py l.252-271 @core_v0.16.0
+    3bec9aa97dda898d16ff5a89bac0ed2b6682b172): ``m(s, a) = 0.1·a·ln(s) + 1`` (1 at ``s <= 1``), ``m(factor, 1)``
+    when ``mscale`` or ``mscale_all_dim`` is absent, else ``m(factor, mscale) / m(factor, mscale_all_dim)``. 1 for
+    anything but a YaRN ``rope_scaling`` (``rope_type`` or ``type`` "yarn") with a numeric ``factor``."""
+    if not isinstance(rope_scaling, dict) or (rope_scaling.get("rope_type") or rope_scaling.get("type")) != "yarn":
+        return 1.0
+    factor = rope_scaling.get("factor")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)):
+        return 1.0
+
+    def m(a: float) -> float:
+        return 1.0 if factor <= 1 else 0.1 * a * math.log(factor) + 1.0
+
+    ms, ms_all = rope_scaling.get("mscale"), rope_scaling.get("mscale_all_dim")
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (ms, ms_all)):
+        return m(1.0)
+    return m(float(ms)) / m(float(ms_all))
 
 
 def _gemma3_text(dec: dict[str, Any], name: str, layers: int, sliding: int | None) -> dict[str, Any]:

@@ -199,6 +199,24 @@ the softmax rescale, writing O and the log-sum-exp) is amortised over the loop o
 (``windowed_attention_seq``), not the row's. Eager attention and SDPA given an explicit mask compute every key
 block (no skipping): their layers are counted whole, as before.
 
+Checked against cuDNN's own measurements of gpt-oss's attention (2026-12-04; nothing set from it in bf16): NVIDIA/
+cudnn-frontend benchmark/sdpa_benchmark_training/results @3929da2ef4c1dba1bb8acb68727b9134f26f40c0 time the windowed
+layer (window 128, head dim 64, causal, bf16, non-deterministic backward; no sink column) on GB200 and GB300 (cuDNN
+9.22; gpt_oss/gb200/gpt_oss_20260424_100011.csv, gpt_oss/gb300/gpt_oss_20260424_100022.csv) and a 1,024-token window
+at gpt-oss's GQA 64 / 8 on an H200 (cuDNN 9.19; h200_919_only_cudnn/gpt_oss_20260227_034819.csv). The plan's windowed
+time (tile-counted keys at the key-loop length's rate, the ``auto`` rates on Blackwell and ``cudnn`` on Hopper) over
+the measured one, forward / backward: GB200 0.81-0.91 / 1.23-1.35 at 2k-16k (4k: 0.182 / 0.602 ms against 0.210 /
+0.465; forward + backward 16% slow), GB300 0.85-0.94 / 1.28-1.45, H200 1.05-1.23 / 0.93-1.09 at 2k-32k (forward +
+backward within -4 / +12%). The full-attention layers' rates are at or under the published head-dim-64 kernels'
+(above). So the kernels that run gpt-oss's attention are priced about right or slow, and attention is not the
+Megatron-Bridge gpt-oss-120b BF16 rows' gap: closing each row by attention alone would take its attention 1.7-9.7x
+slower (H100 4.3-7.5x, GB300 1.7-2.6x), and doubling every attention kernel (not committed) moves the 26.04 rows by
+5-11 points (H100 -24.6% -> -19.7%, GB200 -32.5% -> -21.4%) while the MXFP8 rows of the same tables overshoot (GB200
+26.06 +4.0% -> +32.1%, GB300 +15.6% -> +43.8%) and the verification cards move 0-2 points.
+No measurement of the learnable sink's cost inside cuDNN (Transformer Engine's ``softmax_type`` "learnable") was found;
+its forward adds one logit per query row, not modelled. FP8 attention on the windowed layers is another kernel
+(``_FP8_WINDOW_ATTENTION_POINTS``).
+
 The transformers models with a ``sliding_window`` (Phi-3, Mistral, Mixtral on every layer; Gemma-3 on its local
 layers; ``memory.attention.WINDOW_MASK_FAMILIES``), per ``attn_implementation``, from ``kv_length >= sliding_window``
 on (transformers v5.24.0 src/transformers/masking_utils.py l.286-287; below it every path is plain causal):
@@ -539,20 +557,25 @@ def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rat
 
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                       head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
-                      fp8_recipe: str = "", fp32: bool = False) -> float:
+                      fp8_recipe: str = "", fp32: bool = False, window_row_tokens: float = 0.0) -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
     head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring;
     ``exp_bound``: False for windowed layers, whose kernels the exponential unit does not bound,
     ``exp_unit_time_factor``; it is read only for the ``EXP_BOUND_KERNELS``); ``fp8_recipe`` "mxfp8" / "fp8": fp8
     attention, the rate scaled by ``fp8_attention_ratio``; ``fp32``: fp32 q / k / v on the memory-efficient kernel,
-    the rate scaled by ``fp32_attention_ratio``)."""
+    the rate scaled by ``fp32_attention_ratio``; ``window_row_tokens``: a windowed layer's row length, whose fp8 kernel
+    takes ``fp8_window_attention_ratio`` at that length in place of ``fp8_attention_ratio``)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
     eff = attention_efficiency(compute_capability=rates.compute_capability, seq_len=seq_len, backward=backward,
                                head_dim=head_dim, kernel=kernel, exp_bound=exp_bound)
-    eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
-                               backward=backward, head_dim=head_dim)
+    if window_row_tokens > 0 and head_dim and head_dim < BASE_HEAD_DIM:  # the windowed table's head dims
+        eff *= fp8_window_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe,
+                                          row_tokens=window_row_tokens, backward=backward, head_dim=head_dim)
+    else:
+        eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
+                                   backward=backward, head_dim=head_dim)
     if fp32:
         eff *= fp32_attention_ratio()
     return work / (rates.matmul_flops_per_s * eff)
@@ -597,8 +620,69 @@ _FP8_ATTENTION_POINTS = {
 """Measured fp8 / bf16 cuDNN attention rate ratios (comment above). Not applied (ratio 1): other architectures, whose
 two passes were not measured apart (the same repository's H200 table times forward + backward together: 1.459 ms fp8
 against 1.450 ms bf16 at 4k, cuDNN 9.19, ``results/h200_919_only_cudnn/llama3.1_20260227_034703.csv``), and head dims
-below 128 (its gpt-oss table, head dim 64 with sinks and a 128-token window, measures the fp8 backward at 41-49
-against 182 TFLOP/s bf16 at 4k, a kernel of another kind than the tables above)."""
+below 128 (its gpt-oss table, head dim 64 and a 128-token window, measures the fp8 backward at 41-49 against 182
+TFLOP/s bf16 at 4k, a kernel of another kind than the tables above: the windowed layers take it,
+``_FP8_WINDOW_ATTENTION_POINTS``)."""
+
+
+_FP8_WINDOW_ATTENTION_POINTS = {
+    ("10.0", "mxfp8"): ((2048, 0.109 / 0.109, 0.237 / 0.642), (4096, 0.210 / 0.210, 0.465 / 2.080),
+                        (8192, 0.414 / 0.417, 0.911 / 7.427), (16384, 0.822 / 0.826, 1.818 / 27.940),
+                        (32768, 2.634 / 1.637, 3.692 / 108.370)),
+    ("10.0", "fp8"): ((2048, 0.109 / 0.101, 0.237 / 0.536), (4096, 0.210 / 0.195, 0.465 / 1.731),
+                      (8192, 0.414 / 0.385, 0.911 / 6.176), (16384, 0.822 / 0.766, 1.818 / 23.231),
+                      (32768, 2.634 / 1.529, 3.692 / 90.348)),
+    ("10.3", "mxfp8"): ((2048, 0.104 / 0.092, 0.227 / 0.581), (4096, 0.202 / 0.175, 0.442 / 1.871),
+                        (8192, 0.397 / 0.342, 0.862 / 6.648), (16384, 0.790 / 0.676, 1.712 / 24.996),
+                        (32768, 2.530 / 1.345, 3.450 / 96.913)),
+    ("10.3", "fp8"): ((2048, 0.104 / 0.086, 0.227 / 0.467), (4096, 0.202 / 0.167, 0.442 / 1.480),
+                      (8192, 0.397 / 0.327, 0.862 / 5.189), (16384, 0.790 / 0.650, 1.712 / 19.354),
+                      (32768, 2.530 / 1.296, 3.450 / 74.763)),
+}
+"""Measured fp8 / bf16 rate ratios of cuDNN's sliding-window attention, as (row tokens, forward, backward), each the
+bfloat16 kernel's time over the fp8 one's in milliseconds, keyed by (compute capability: GB200 10.0, GB300 10.3;
+recipe). NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/configs/gpt_oss.py (window 128, head dim 64,
+``top_left`` causal, batch 2, 128 heads) measured with cuDNN backend 9.22.0, non-deterministic backward:
+results/gpt_oss/gb200/gpt_oss_20260424_100011.csv and results/gpt_oss/gb300/gpt_oss_20260424_100022.csv (every
+bfloat16, fp8 and mxfp8 row, ``time_ms``) @3929da2ef4c1dba1bb8acb68727b9134f26f40c0,
+https://github.com/NVIDIA/cudnn-frontend/tree/3929da2ef4c1dba1bb8acb68727b9134f26f40c0/benchmark/sdpa_benchmark_training/results/gpt_oss.
+The fp8 forward keeps the window (its time doubles with the row, as bf16's: 1.0-1.2 the bf16 rate up to 16k), the fp8
+backward does not: its time grows about 3.6-3.9x per doubling of the row (0.54 / 1.73 / 6.18 / 23.2 / 90.3 ms per-tensor
+fp8 on GB200 at 2k-32k), the growth of a causal kernel that runs every key tile under the diagonal, so it falls from
+0.36-0.49 of the bf16 windowed rate at 2k to 0.03-0.05 at 32k. Its implied rate on the whole causal triangle
+(``4·d·s²/2`` forward FLOPs per head, x 2.5) is 640-980 TFLOP/s on GB200, a causal fp8 kernel's (the head-dim-128
+causal table above: 885-1,687). Transformer Engine runs that fused fp8 path for a windowed layer on sm100 with cuDNN
+>= 9.21 (below either it disables FusedAttention for fp8 with a sliding window: NVIDIA/TransformerEngine
+transformer_engine/pytorch/attention/dot_product_attention/utils.py, the sliding-window filter, @v2.16
+4220403e831d29e93868f7793693ea83f6b8b05b), the NeMo 26.06 container's pair (TE 2.16, cuDNN 9.21.1: Megatron-Bridge
+docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a). Applied to the windowed layers
+(``fp8_window_attention_ratio``) at head dims below 128, the table's; held at the ends."""
+
+
+def fp8_window_attention_ratio(*, compute_capability: str | None, recipe: str, row_tokens: float, backward: bool,
+                               head_dim: float | None = None) -> float:
+    """The fp8 windowed-attention kernel's rate over the bf16 windowed kernel's (``_FP8_WINDOW_ATTENTION_POINTS``),
+    at the row's length ``row_tokens`` (not the window's key loop: the fp8 backward's work grows with the row), linear
+    in log2 of the row between the measured lengths and held at the ends; 1 where nothing was measured (no
+    ``recipe``, another architecture, head dim 128 and above or unknown)."""
+    if not recipe or row_tokens <= 0 or not head_dim or head_dim >= BASE_HEAD_DIM:
+        return 1.0
+    points = _FP8_WINDOW_ATTENTION_POINTS.get((compute_capability or "", recipe))
+    if not points:
+        return 1.0
+    return _log2_interpolate(points, x=row_tokens, col=2 if backward else 1)
+
+
+def _log2_interpolate(points: tuple[tuple[float, float, float], ...], *, x: float, col: int) -> float:
+    """Column ``col`` of ``points`` (sorted by their first entry) linear in log2 of ``x``, held at the ends."""
+    lx = math.log2(x)
+    if lx <= math.log2(points[0][0]):
+        return points[0][col]
+    for lo, hi in zip(points, points[1:]):
+        if lx <= math.log2(hi[0]):
+            t = (lx - math.log2(lo[0])) / (math.log2(hi[0]) - math.log2(lo[0]))
+            return lo[col] + (hi[col] - lo[col]) * t
+    return points[-1][col]
 
 
 FP8_ATTENTION_FORWARD_KERNELS = 4
@@ -641,15 +725,7 @@ def fp8_attention_ratio(*, compute_capability: str | None, recipe: str, seq_len:
     points = _FP8_ATTENTION_POINTS.get((compute_capability or "", recipe, 192 if hd >= 192 else 128))
     if not points:
         return 1.0
-    col = 2 if backward else 1
-    x = math.log2(seq_len)
-    if x <= math.log2(points[0][0]):
-        return points[0][col]
-    for lo, hi in zip(points, points[1:]):
-        if x <= math.log2(hi[0]):
-            t = (x - math.log2(lo[0])) / (math.log2(hi[0]) - math.log2(lo[0]))
-            return lo[col] + (hi[col] - lo[col]) * t
-    return points[-1][col]
+    return _log2_interpolate(points, x=seq_len, col=2 if backward else 1)
 
 
 def packed_attention_context(*, mean_sample_tokens: float, sample_length_cv: float, row_tokens: float) -> float:

@@ -871,8 +871,9 @@ class StepInventory:
         a linear (each MoE layer's pre-MLP norm, multi-latent attention's input norm); ``moe_act`` the experts'
         activation; ``mlp`` each dense layer's MLP (its fused norm, fc1, activation, fc2); ``moe`` each MoE layer
         (router, routing and permutation kernels, the routed and shared experts); ``shared_experts`` the shared
-        experts (without ``moe``); ``mla_up_proj`` the q / kv up projections and RoPE. Not counted: their fp8 casts,
-        gpt-oss's eager clamp inside its activation (``moe_time.megatron_expert_elementwise``)."""
+        experts (without ``moe``); ``mla_up_proj`` the q / kv up projections and RoPE. ``moe_act`` includes a clamped
+        GLU's eager clamp, outside the compile factors (``moe_time.megatron_clamp_recompute_work``). Not counted: their
+        fp8 casts."""
         parts = dict(self.layers_recompute_parts)
         out = self.layers_recompute_core_attention if "core_attn" in modules else PassInventory()
         for m in modules:
@@ -1320,6 +1321,54 @@ def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1) -
     return fwd, bwd
 
 
+MEGATRON_ROPE_FORWARD_BYTES, MEGATRON_ROPE_FORWARD_KERNELS = 24.0, 12
+"""Megatron-Core's unfused bshd RoPE (``_apply_rotary_pos_emb_bshd``) per call: bytes per rotated element of the
+query or key (``t * cos_`` 4, ``-x2`` on half the dims 2, ``rotate_half``'s ``cat`` 4, ``* sin_`` 4, the add 6, the
+closing ``cat`` with the empty pass-through part 4) and kernels (those six and the frequencies' ``cos`` / ``sin``, each
+scaled by ``mscale`` and cast: six more), traced (``tools/measure_bshd_rope_ops.py``, torch 2.13.0+cpu). Megatron-Core
+takes it whenever the YaRN concentration factor is not 1 (``ModelSpec.rotary_concentration``), ``apply_rope_fusion``
+or not: "mscale=... is not supported by TE's fused RoPE. Using unfused implementation." (NVIDIA/Megatron-LM
+megatron/core/models/common/embeddings/rope_utils.py l.268-300, ``mscale`` passed by ``Attention.forward``
+megatron/core/transformer/attention.py l.1097-1116, @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172)."""
+MEGATRON_ROPE_BACKWARD_BYTES, MEGATRON_ROPE_BACKWARD_KERNELS = 28.0, 7
+"""The same call's backward, traced likewise (``tools/measure_bshd_rope_ops.py`` on the copy of rope_utils.py l.92-137
+@61f31145dfb4cfaa7d285df12aa9abffb22ff485): ``mul``, ``neg``, ``cat``, ``mul``, ``add``, the empty pass-through
+slice's ``slice_backward`` and the add of the two gradients of ``t``: 28 bytes per rotated element, 7 kernels."""
+MEGATRON_ROPE_STRIDED_BYTES = 8.0
+"""Of the forward's and of the backward's bytes per rotated element, those of the two multiplies by the broadcast
+``cos_`` / ``sin_`` (``[s, 1, 1, d]`` against ``[s, b, h, d]``; backward the gradient's two), 4 each: PyTorch's
+non-vectorised loop (``PassInventory.strided_bytes``), as the eager rotary's (the ops traced by
+``tools/measure_bshd_rope_ops.py`` on rope_utils.py l.92-137 @61f31145dfb4cfaa7d285df12aa9abffb22ff485)."""
+MEGATRON_ROPE_FREQS_FORWARD_BYTES = 48.0
+"""The same call's frequency work besides, per position and rotary dimension: ``cos`` / ``sin`` of the fp32
+frequencies, ``* mscale``, the cast to the activations' dtype, and their broadcast reads (traced likewise,
+``tools/measure_bshd_rope_ops.py`` on rope_utils.py l.92-137 @61f31145dfb4cfaa7d285df12aa9abffb22ff485; 4 B backward,
+not counted)."""
+
+
+def megatron_rope_work(*, rotated_elements: float, positions: float, rotary_dim: float,
+                       layers: float) -> tuple[PassInventory, PassInventory]:
+    """(forward, backward) inventory of Megatron-Core's unfused bshd RoPE in ``layers`` attention layers, two calls
+    each (query and key, ``THD_ROPE_CALLS_PER_LAYER``) over ``rotated_elements`` rotated query and key elements per
+    layer and ``positions x rotary_dim`` frequencies per call (``MEGATRON_ROPE_*``). Bare aten calls from a Python
+    function, as ``thd_rope_loop``'s (the same function per sample): the compile factors leave bytes and kernels
+    (``fused_bytes`` / ``fused_kernels``) and the host pays the backward's per-kernel rate in the forward too
+    (``bare_kernels``); the broadcast multiplies at the non-vectorised loop's rate, compiled card or not
+    (``MEGATRON_ROPE_STRIDED_BYTES``, ``fused_strided_bytes``). Packed thd rows keep ``thd_rope_loop``'s count
+    instead."""
+    calls = THD_ROPE_CALLS_PER_LAYER * layers
+    fb = MEGATRON_ROPE_FORWARD_BYTES * rotated_elements * layers + (
+        MEGATRON_ROPE_FREQS_FORWARD_BYTES * positions * rotary_dim * calls)
+    bb = MEGATRON_ROPE_BACKWARD_BYTES * rotated_elements * layers
+    fk = MEGATRON_ROPE_FORWARD_KERNELS * calls
+    bk = MEGATRON_ROPE_BACKWARD_KERNELS * calls
+    sb = MEGATRON_ROPE_STRIDED_BYTES * rotated_elements * layers
+    return (PassInventory((), 0.0, 0.0, fb, fk, strided_bytes=sb, fused_bytes=fb, fused_kernels=fk, bare_kernels=fk,
+                          fused_strided_bytes=sb),
+            PassInventory((), 0.0, 0.0, bb, bk, strided_bytes=sb, fused_bytes=bb, fused_kernels=bk, bare_kernels=bk,
+                          fused_strided_bytes=sb))
+
+
 TE_A2A_THD_BEFORE_ATTN_KERNELS_PER_SEQUENCE_PER_CP = 18.0
 """Transformer Engine's ``cp_comm_type`` a2a with thd rows (``AttnFuncWithCPAndQKVOA2A``) reorders each tensor's
 sequence chunks around its all-to-all with a Python list over the packed sequences: after the all-to-all before the
@@ -1426,7 +1475,7 @@ def step_inventory(
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
-    te_ring_context_parallel: int = 1,
+    te_ring_context_parallel: int = 1, megatron_rope: bool = False,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
@@ -1509,7 +1558,9 @@ def step_inventory(
     with the loss's logits cast replaced by the root's and its per-sequence slices' backward in fp32
     (``compute.fsdp2_output_cast``). ``rope_loop_samples`` > 0: the packed samples of the micro-batch
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
-    ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``a2a_thd_sequences`` > 0: the
+    ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``megatron_rope``: Megatron-Core's
+    layers on a model whose YaRN concentration is not 1 (``ModelSpec.rotary_concentration``): its unfused RoPE,
+    eager, in place of the fused rotary (``megatron_rope_work``). ``a2a_thd_sequences`` > 0: the
     packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
     layer's all-to-alls (``te_a2a_thd_reorders``, at ``rope_loop_context_parallel`` ranks).
     ``te_ring_context_parallel`` > 1: Transformer Engine's ring (P2P) context parallel over that many ranks, its
@@ -1551,14 +1602,19 @@ def step_inventory(
     parts: dict[str, dict] = {}
 
     def part(name: str, *, gemm: Gemm | None = None, bytes_: float = 0.0, kernels: float = 0.0, strided_: float = 0.0,
-             syncs: float = 0.0):
-        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0, "syncs": 0.0})
+             syncs: float = 0.0, eager_bytes: float = 0.0, eager_kernels: float = 0.0):
+        """``eager_bytes`` / ``eager_kernels``: of ``bytes_`` / ``kernels``, those of eager ops the compile factors
+        leave unscaled (``PassInventory.fused_bytes`` / ``fused_kernels``)."""
+        p = parts.setdefault(name, {"gemms": [], "bytes": 0.0, "kernels": 0.0, "strided": 0.0, "syncs": 0.0,
+                                    "eager_bytes": 0.0, "eager_kernels": 0.0})
         if gemm is not None:
             p["gemms"].append(gemm)
         p["bytes"] += bytes_
         p["kernels"] += kernels
         p["strided"] += strided_
         p["syncs"] += syncs
+        p["eager_bytes"] += eager_bytes
+        p["eager_kernels"] += eager_kernels
 
     def add_loop_lora(lt: LoopLoraTerms) -> None:
         """Add one group's ``v4_loop_lora_terms`` (an expert linear group's, or the wrapped router's)."""
@@ -1604,7 +1660,12 @@ def step_inventory(
     # carry their own backward bytes
     unpad = spec.unpadded_attention and not eager_attention
     glue = 0.0 if unpad else ATTENTION_GLUE_BYTES * t * h * full
-    eager_rotary = 0 if spec.fused_rotary else rotary  # flash-attn's kernel instead (FLASH_ROTARY_*, below)
+    # Megatron-Core's unfused RoPE (megatron_rope: its own eager ops, megatron_rope_work, added below)
+    # (bshd rows: the packed thd rows' per-sample loop keeps its own count, thd_rope_loop)
+    unfused_rope = (rotary if megatron_rope and not spec.fused_rotary and spec.mla is None
+                    and not rope_loop_samples > 0 else 0)
+    # flash-attn's kernel instead (FLASH_ROTARY_*, below)
+    eager_rotary = 0 if spec.fused_rotary or unfused_rope else rotary
     fwd_bytes += ROTARY_BYTES * t * qkv * rot_share * eager_rotary + glue
     fwd_k += 2 * ROTARY_KERNELS * eager_rotary + (0 if unpad else ATTENTION_GLUE_KERNELS * full)
     # the broadcast / strided elementwise bytes among them (module docstring)
@@ -2008,6 +2069,11 @@ def step_inventory(
             layer_eager = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
+            if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
+                clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
+                part("moe_act", bytes_=clamp.forward_bytes * n_moe, kernels=clamp.forward_kernels * n_moe,
+                     eager_bytes=clamp.forward_bytes * n_moe,
+                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0)
         elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
             layer_eager = moe_time.automodel_expert_bias_elementwise(
@@ -2347,8 +2413,14 @@ def step_inventory(
         part("mla_up_proj", bytes_=ROTARY_BYTES * t * qkv * rotary, kernels=2 * ROTARY_KERNELS * rotary,
              strided_=ROTARY_BYTES * t * qkv * rotary)
     rec_parts = tuple((name, PassInventory(tuple(p["gemms"]), 0.0, 0.0, p["bytes"], p["kernels"],
-                                           strided_bytes=p["strided"], host_syncs=p["syncs"]))
+                                           strided_bytes=p["strided"], host_syncs=p["syncs"],
+                                           fused_bytes=p["eager_bytes"], fused_kernels=p["eager_kernels"]))
                       for name, p in parts.items())
+    if unfused_rope:  # in the layers' passes and the whole-layer recompute
+        rope_f, rope_b = megatron_rope_work(
+            rotated_elements=t * qkv * rot_share, positions=seq_len, rotary_dim=spec.head_dim * rot_share,
+            layers=unfused_rope)
+        layers_fwd, layers_bwd, rec = layers_fwd + rope_f, layers_bwd + rope_b, rec + rope_f
     if rope_loop_samples > 0 and rotary:
         loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,
                                        context_parallel=rope_loop_context_parallel)

@@ -90,8 +90,12 @@ of the fc2 output (2 and 4 kernels per local expert, plus 1 and 2 ``cat``). Eage
 counts the bytes as left unscaled (``inventory.PassInventory.fused_bytes``), at the streaming rate (a lower bound:
 the clamps read strided halves); the launches are counted with Megatron-Core's other kernels (the same per-kernel
 host cost; no measurement of this loop's host time on a GPU is cited, so none is modelled apart). The selective
-``moe_act`` recompute re-runs the clamp; the recompute pass times the activation's fused kernel only
-(``inventory.StepInventory.recompute_modules``), not this clamp. The fc1 bias is TE's
+``moe_act`` recompute re-runs the clamp too (``megatron_clamp_recompute_work``): ``TEGroupedMLP.forward`` wraps the
+whole ``bias_act_func``, clamp included, in ``CheckpointWithoutOutput`` and re-runs it when fc2's gradient arrives
+(NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py l.680-705 and l.738-750 @core_v0.16.0
+3bec9aa97dda898d16ff5a89bac0ed2b6682b172; l.945-946 @core_v0.15.0 103851dcf4c380fe93463e2c128cbfba9bd84e37, l.382-383
+@core_v0.17.0 9539a12e1b04a68423f57b3eb41d6125161dca24, l.772-773 @core_v0.18.0
+ba7b5ebce12af60627a80985792a1449ce45f46c; the clamp in fused_bias_geglu.py l.424-432 at all four). The fc1 bias is TE's
 (``GroupedLinear`` adds it in the GEMM and fuses its gradient into the wgrad GEMM, NVIDIA/TransformerEngine
 ``transformer_engine/pytorch/module/grouped_linear.py`` @v2.9), not counted here.
 
@@ -319,8 +323,9 @@ in code, not priced
   backend selection results", open since 2024-12-19; issue #1349). Qwen3 layers share one configuration and keep the
   cache. Measured on this CPU with the transformer-engine 2.16.0 sources
   (``benchmarks/te_attention_backend_select.py``): 73-79 us a selection (135-154 us with 2,000 more loggers in the
-  process), i.e. 2-4 ms a 24-layer gpt-oss-20b micro-batch, about 1% of those rows: real, too small to be the gap,
-  not modelled;
+  process), i.e. 2-4 ms a 24-layer gpt-oss-20b micro-batch, about 1% of those rows: real, too small to be the gap;
+  priced since 2026-12-04 as forward host time (``te_host.te_attention_select_host_seconds``: the verification cards
+  +0.2 to +0.5 points);
 * NVIDIA's fused MoE MLP kernels (GroupGemm with the GLU, clamp and bias in the epilogue, sync-free routing) are
   published at "a 93% end-to-end performance improvement" for "the GPT-OSS pre-training setup" against 8% for
   DeepSeek-V3 ("Boosting MoE Training Throughput with Advanced Fusion Kernels",
@@ -398,7 +403,11 @@ it.**
   micro-batch on the 2,048-token SFT cards and 0.4 ms on the 4,096-token pre-training cards. The regression the
   Megatron-Bridge performance page footnotes for its 26.06.01 gpt-oss-120b rows (NVIDIA/cudnn-frontend issue #256) is
   ``grouped_gemm_dglu_wrapper_sm100``, a Blackwell kernel (10x slower from cudnn-frontend 1.24.0): not these H100
-  rows.
+  rows. The kernel's windowed rate, checked against cuDNN's own gpt-oss measurements, is priced right or slow
+  (``attention_time`` module docstring, 2026-12-04). Priced since 2026-12-04 around it: Megatron-Core's unfused RoPE,
+  which YaRN's concentration factor forces (``inventory.megatron_rope_work``), the clamp's re-run under the ``moe_act``
+  recompute (``megatron_clamp_recompute_work``) and, with fp8 attention, cuDNN's fp8 windowed backward
+  (``attention_time.fp8_window_attention_ratio``).
 
 **Twins in the published data (2026-12-03; nothing set from them).** Every Megatron-Core MoE row that plans within
 about 25% routes balanced by construction: Megatron-Bridge's performance tables (``moe_router_force_load_balancing``,
@@ -777,6 +786,17 @@ def megatron_expert_elementwise(*, rows: float, hidden: int, expert_width: int, 
         fk += EXPERT_BIAS_FORWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[0]
         bk += EXPERT_BIAS_BACKWARD_KERNELS_PER_EXPERT * n + EXPERT_BIAS_CAT_KERNELS[1]
     return MoeLayerWork(fb, bb, fk, bk)
+
+
+def megatron_clamp_recompute_work(*, rows: float, expert_width: int) -> MoeLayerWork:
+    """What Megatron-Core's selective ``moe_act`` recompute re-runs of a clamped GLU's eager clamp per MoE layer, on
+    a rank whose local experts receive ``rows`` routed rows: the clamp's forward over the ``rows x 2·expert_width``
+    fc1 output (the two ``clamp`` and the ``cat``, ``CLAMPED_GLU_FORWARD_*``), once more in backward (module
+    docstring). Only forward fields are set; the backward of the clamp is the backward pass's, counted once."""
+    if rows <= 0:
+        return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
+    return MoeLayerWork(CLAMPED_GLU_FORWARD_BYTES * rows * 2 * expert_width, 0.0, float(CLAMPED_GLU_FORWARD_KERNELS),
+                        0.0)
 
 
 def automodel_expert_bias_elementwise(*, rows: float, hidden: int, expert_width: int, local_experts: int,

@@ -58,7 +58,9 @@ Grace by ``X86_OVER_GRACE_HOST``; a third run on a more loaded machine read 3.3 
 launches stubbed out), against the 91.6 us this module takes for an x86 host with the launches: the two sources
 agree. Not priced: the
 attention Function's Python backward (``FusedAttnFunc``), ``TENorm``, and the Megatron-side autograd Functions
-(all-to-all, permute): no published per-call figure.
+(all-to-all, permute): no published per-call figure. Priced in the forward: the attention-backend selection TE re-runs
+when consecutive layers' attention parameters differ (``te_attention_select_host_seconds``: gpt-oss's alternating
+windows).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute.float8_casts import TRANSFORMER_ENGINE, CastTraffic
+from trainfit.spec.enums import LayerKind
 from trainfit.spec.model import ModelSpec
 
 TE_BACKWARD_HOST_S_GRACE = {
@@ -149,6 +152,39 @@ def te_linear_calls(spec: ModelSpec) -> TeLinearCalls:
         layernorm_linear=spec.num_layers * attn_ln + dense_layers * 1,
         grouped_extra_gemms=moe_layers * 2 * max(0, local_experts - 1),
     )
+
+
+TE_ATTENTION_BACKEND_SELECT_S = 76e-6
+"""Host seconds of one Transformer Engine attention-backend selection (``dpa_utils.get_attention_backend``) on an x86
+host: 73-79 us measured with the ``transformer-engine==2.16.0`` sources, the compiled library stubbed
+(``benchmarks/te_attention_backend_select.py``, 2026-12-03, three runs); the midpoint, scaled to Grace by
+``X86_OVER_GRACE_HOST``. Measured, not fitted."""
+
+
+def te_attention_reselections(spec: ModelSpec) -> int:
+    """Calls of Transformer Engine's ``DotProductAttention`` in one forward over ``spec``'s decoder layers that re-run
+    its backend selection: TE keeps the backend chosen for one set of attention parameters only, in a module-global
+    cache (``_attention_backends``), and selects again whenever a call's parameters differ from the previous call's
+    (NVIDIA/TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/dot_product_attention.py
+    l.1318-1341 @v2.9 70f536662ae10a62a54f4ed1ba92e3314c5cfd69, l.1567-1590 @v2.16
+    4220403e831d29e93868f7793693ea83f6b8b05b). Megatron-Core passes each layer's ``window_size`` (gpt-oss windows every
+    other layer, ``window_attn_skip_freq``), so each full-attention layer whose window differs from the attention
+    layer before it selects again; the first layer follows the last one of the previous micro-batch (cyclic). Zero
+    without windowed layers, or when every attention layer is windowed alike."""
+    if not spec.sliding_window or not spec.sliding_layers:
+        return 0
+    attn = [i for i in range(spec.num_layers) if spec.layer_kind(i) is LayerKind.FULL_ATTENTION]
+    if len(attn) < 2:
+        return 0
+    windowed = set(spec.sliding_layers)
+    return sum(1 for prev, cur in zip(attn[-1:] + attn[:-1], attn) if (prev in windowed) != (cur in windowed))
+
+
+def te_attention_select_host_seconds(spec: ModelSpec, *, gpu_id: str) -> float:
+    """Host seconds one forward over ``spec``'s decoder layers spends in Transformer Engine's attention-backend
+    selection (``te_attention_reselections`` x ``TE_ATTENTION_BACKEND_SELECT_S``, on ``gpu_id``'s host): pure Python,
+    no kernel, so beyond what the per-kernel rates charge."""
+    return te_attention_reselections(spec) * TE_ATTENTION_BACKEND_SELECT_S * _host_scale(gpu_id)[1]
 
 
 def _host_scale(gpu_id: str) -> tuple[float, float]:

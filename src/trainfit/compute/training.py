@@ -34,8 +34,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.compute import collectives as coll
 from trainfit.compute.attention_time import attention_seconds, mem_efficient_attention_seconds
 from trainfit.compute.dist_optimizer import megatron_bucket_params
-from trainfit.compute.te_host import (te_backward_host_seconds, te_forward_host_seconds, te_forward_kernels,
-                                     te_linear_calls)
+from trainfit.compute.te_host import (te_attention_select_host_seconds, te_backward_host_seconds,
+                                     te_forward_host_seconds, te_forward_kernels, te_linear_calls)
 from trainfit.compute.expert_loop import zero3_expert_gathers
 from trainfit.compute.float8_all_gather import (Fp8GatherShard, amax_vector_bytes, layer_gather_prep_seconds,
                                                precompute_seconds, shard_cast_host_seconds)
@@ -341,14 +341,17 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 
 def _window_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
-                              head_dim: float | None, kernel: str, fp8_recipe: str, fp32: bool) -> float:
+                              head_dim: float | None, kernel: str, fp8_recipe: str, fp32: bool,
+                              row_tokens: float = 0.0) -> float:
     """Seconds of the windowed layers' attention at their key-loop length: in fp32 the memory-efficient kernel
-    (3xTF32), else the card's kernel without the softmax exponential bound (attention_time module docstring)."""
+    (3xTF32), else the card's kernel without the softmax exponential bound (attention_time module docstring); an fp8
+    kernel at its measured windowed rate for rows of ``row_tokens`` (``attention_time.fp8_window_attention_ratio``)."""
     if fp32:
         return mem_efficient_attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates,
                                                backward=backward, head_dim=head_dim, fp32=True)
     return attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates, backward=backward,
-                             head_dim=head_dim, kernel=kernel, exp_bound=False, fp8_recipe=fp8_recipe)
+                             head_dim=head_dim, kernel=kernel, exp_bound=False, fp8_recipe=fp8_recipe,
+                             window_row_tokens=row_tokens or seq_len)
 
 
 def gemm_call_seconds(g: Gemm, *, rates: DeviceRates) -> float:
@@ -421,7 +424,7 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                                               head_dim=hd, fp32=fp32_attn)
             + _window_attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates,
                                         backward=backward, head_dim=hd, kernel=attention_kernel,
-                                        fp8_recipe=attention_fp8, fp32=fp32_attn))
+                                        fp8_recipe=attention_fp8, fp32=fp32_attn, row_tokens=seq_len))
     # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
     # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
     bare_strided = inv.fused_strided_bytes
@@ -815,6 +818,8 @@ def train_step_time(
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
+                         megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s,
                          fsdp2_fp32_outputs=fsdp2_fp32_outputs)
@@ -853,6 +858,8 @@ def train_step_time(
         calls = te_linear_calls(spec)
         te_fwd_s = te_forward_host_seconds(calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
                                            host_s_per_forward_kernel=rates.host_s_per_forward_kernel * kernel_factor)
+        # the attention-backend selection TE re-runs per layer when consecutive layers' windows differ
+        te_fwd_s += te_attention_select_host_seconds(spec, gpu_id=rates.gpu_id)
         fwd = hosted(fwd, hooks_s=te_fwd_s)
         bwd = hosted(bwd, hooks_s=te_backward_host_seconds(
             calls=calls, quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
@@ -1856,6 +1863,8 @@ def forward_only_time(
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          expert_padding=expert_padding, moe_eager_launch=moe_eager_launch,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
+                         megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
                          attention_fp8=attention_fp8, hbm_bytes_per_s=rates.hbm_bytes_per_s)
     if entropy_bytes_per_logit and spec.head_outputs is None:
@@ -1876,7 +1885,8 @@ def forward_only_time(
     if te_layers:  # Transformer Engine's Python forward beyond the per-kernel rate charged (compute.te_host)
         one = _with_host_seconds(one, hooks_s=te_forward_host_seconds(
             calls=te_linear_calls(spec), quantized=fp8, gpu_id=rates.gpu_id, casts=fp8_casts,
-            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor))
+            host_s_per_forward_kernel=no_grad.host_s_per_forward_kernel * kernel_factor)
+            + te_attention_select_host_seconds(spec, gpu_id=rates.gpu_id))
     if parallel.strategy == "zero3":  # a DeepSpeed ZeRO-3 engine's per-module hooks, one rank too
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)

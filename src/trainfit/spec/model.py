@@ -225,6 +225,13 @@ class ModelSpec:
     ``use_parallel_residual``, Falcon ``parallel_attn``); False: the MLP's norm reads the attention's sum."""
     partial_rotary_factor: float = 1.0
     """Share of head_dim that rotary rotates (GPT-NeoX ``rotary_pct``, default 0.25)."""
+    rotary_concentration: float = 1.0
+    """YaRN's concentration (attention) factor on cos and sin, as Megatron-Core computes it from the config's
+    ``rope_scaling`` (``_yarn_get_concentration_factor``: ``0.1·ln(factor) + 1`` without ``mscale`` /
+    ``mscale_all_dim``, their ratio of that form with both; NVIDIA/Megatron-LM
+    megatron/core/models/common/embeddings/yarn_rotary_pos_embedding.py l.252-271 @core_v0.16.0
+    3bec9aa97dda898d16ff5a89bac0ed2b6682b172): gpt-oss (factor 32, neither set) 1.347; DeepSeek-V3 (mscale =
+    mscale_all_dim) 1; 1 without YaRN. Not 1: Megatron-Core runs its unfused RoPE (``inventory.MEGATRON_ROPE_*``)."""
     fused_gate_up: bool = False
     """gate and up are one ``gate_up_proj`` linear while q, k and v stay separate (GLM-4-0414: transformers v5.24.0
     models/glm4/modeling_glm4.py l.54-62, ``up_states.chunk(2)``); ``fused_mlp`` covers it and Phi-3's

@@ -66,3 +66,20 @@ def test_experts_left_alone_off_transformers_4_model_code():
                               "hardware": {"gpu": "h200", "gpus_per_node": 1}, "parallel": {"strategy": "single"},
                               "batch": {"micro_batch_size": 1, "seq_len": 2048}})
     assert transformers_v4_experts(gpt_oss, model_spec_of(gpt_oss))[1] is None  # 4.x stacked experts of its own
+
+
+def _card_with_lora(software, lora, **par):
+    data = _card(software, **par).model_dump(mode="json", exclude_unset=True)
+    data["lora"] = {**data.get("lora", {}), **lora}
+    return load_card_dict(data)
+
+
+def test_a_trainers_own_experts_keep_their_adapter_layout_under_a_transformers_4_pin():
+    """prime-rl's MultiLoRAGroupedExperts (lora.expert_adapters grouped) and torchtitan's / grouped_gemm's experts
+    are the trainer's own modules: a transformers 4.x pin leaves their adapters and optimizer state as unpinned."""
+    for lora, par in (({"expert_adapters": "grouped"}, {}), ({}, {"moe_experts": "grouped_padded"}),
+                      ({}, {"moe_experts": "grouped_streams"})):
+        pinned = _card_with_lora({"transformers": "4.57.6"}, lora, **par)
+        assert not trainable_spec(pinned).lora.transformers_v4, (lora, par)
+        unpinned = make_plan(_card_with_lora(None, lora, **par))
+        assert make_plan(pinned).params_trainable == unpinned.params_trainable

@@ -101,8 +101,15 @@ def transformers_v4_modules(card: RunCard) -> bool:
     layers are transformers' modelling code (``plan.terms.runs_hf_modelling_code``: not Megatron-Core's or nanotron's)
     and it states transformers < 5, by a ``software.transformers`` pin before 5.0 or ``parallel.moe_experts`` loop /
     loop_all (the per-expert modules only transformers < 5 builds), as ``plan.rl_sync.trainer_fuses_experts`` reads
-    the same card."""
+    the same card. Not where a trainer runs its own experts: prime-rl's ``MultiLoRAGroupedExperts``
+    (``lora.expert_adapters: grouped``, adapters held per expert group beside its own grouped experts,
+    ``compute.inventory.GROUPED_EXPERT_LORA_BYTES``), grouped_gemm's experts (``grouped_streams``, NeMo Automodel) and
+    torchtitan's padded wrapper (``grouped_padded``): a transformers pin does not describe those modules, so their
+    adapters and optimizer state stay the trainer's layout."""
     if card.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON):
+        return False
+    if card.lora.expert_adapters is ExpertAdapters.GROUPED or card.parallel.moe_experts in (
+            MoeExperts.GROUPED_STREAMS, MoeExperts.GROUPED_PADDED):
         return False
     return card.parallel.moe_experts.is_loop or pin_before(card.software.transformers, (5, 0))
 

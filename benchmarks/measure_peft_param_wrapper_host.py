@@ -12,14 +12,16 @@ forward of the decoder layer does this once per wrapped parameter, and a checkpo
 Setup: a tiny transformers DeepseekV2 (hidden 64, 4 routed experts, 2 layers, fp32, CPU, one thread) with PEFT LoRA
 r 16 on ``all-linear`` (PEFT adds the expert stacks ``gate_up_proj`` / ``down_proj`` and the router ``gate.weight`` as
 ``target_parameters``, as the H200 harness builds its LoRA cards). For each ``ParamWrapper`` module, best of
-``ROUNDS`` rounds of 200 calls, grad mode on: (A) ``with m._activate_lora(m.active_adapters): pass`` - the whole
+``ROUNDS`` rounds of 200 calls: (A) ``with m._activate_lora(m.active_adapters): pass`` - the whole
 register / remove cycle with its check evaluation; (B) the aten work that cycle dispatches, run directly: the delta
 factors (``get_delta_factors``) and one ``baddbmm`` for a 3-D stack (``_LoraFactorsProxy``), the delta weight
 (``get_delta_weight``) and one add for the 2-D router (``_LoraParameterProxy``). A - B is the Python bookkeeping no
 kernel count carries: the figure the plan charges per wrapped parameter and forward. The ops of B are kernels the
 inventory already counts (the merge, its check evaluation, the factor casts). Each module is timed with grad mode on
-and under ``torch.no_grad()`` (the log-prob, reference and value passes; ``training.forward_only_time``), the two
-interleaved.
+and under ``torch.no_grad()`` (the log-prob, reference and value passes; ``training.forward_only_time``): every round
+times both modes, one after the other, the mode that goes first alternating from round to round (grad first in even
+rounds, no-grad first in odd ones), so a drift of the shared host's load reaches both modes alike and neither always
+runs warmer; each figure is the best of its mode's rounds.
 
 The host is a shared VM: a run under load reads every figure higher; the lowest of several runs is the one to read.
 
@@ -54,15 +56,27 @@ def build():  # noqa: ANN201 - a torch module
     return get_peft_model(model, LoraConfig(r=16, lora_alpha=32, target_modules="all-linear"))
 
 
-def best(fn, rounds: int) -> float:  # noqa: ANN001
-    for _ in range(20):
+def per_call(fn) -> float:  # noqa: ANN001
+    t0 = time.perf_counter()
+    for _ in range(CALLS):
         fn()
-    out = float("inf")
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        for _ in range(CALLS):
-            fn()
-        out = min(out, (time.perf_counter() - t0) / CALLS)
+    return (time.perf_counter() - t0) / CALLS
+
+
+def best_alternating(fns: dict[str, object], rounds: int) -> dict[tuple[bool, str], float]:
+    """Best seconds per call of each of ``fns`` in each grad mode, the modes alternating within every round (grad
+    first in even rounds, no-grad first in odd ones)."""
+    for grad in (True, False):
+        with torch.set_grad_enabled(grad):
+            for fn in fns.values():
+                for _ in range(20):
+                    fn()
+    out = {(grad, k): float("inf") for grad in (True, False) for k in fns}
+    for i in range(rounds):
+        for grad in ((True, False) if i % 2 == 0 else (False, True)):
+            with torch.set_grad_enabled(grad):
+                for k, fn in fns.items():
+                    out[grad, k] = min(out[grad, k], per_call(fn))
     return out
 
 
@@ -74,6 +88,7 @@ def main() -> None:
     model = build()
     wrappers = [(n, m) for n, m in model.named_modules() if isinstance(m, ParamWrapper)]
     print(f"torch {torch.__version__}, ParamWrapper modules: {len(wrappers)}")
+    sums = {True: 0.0, False: 0.0}
     for name, m in wrappers:
         adapters = list(m.active_adapters)
 
@@ -89,12 +104,14 @@ def main() -> None:
         else:
             def ops(m=m, param=param, a=adapters[0]) -> None:  # noqa: ANN001
                 param + m.get_delta_weight(a)
+        t = best_alternating({"cycle": cycle, "ops": ops}, rounds)
         for grad in (True, False):
-            with torch.set_grad_enabled(grad):
-                a, b = best(cycle, rounds), best(ops, rounds)
+            a, b = t[grad, "cycle"], t[grad, "ops"]
+            sums[grad] += a - b
             print(f"{name.split('base_model.model.')[-1]:40s} {tuple(param.shape)!s:16s}"
                   f" {'grad   ' if grad else 'no_grad'} cycle {a * 1e6:7.1f} us  its ops {b * 1e6:6.1f} us"
                   f"  bookkeeping {(a - b) * 1e6:7.1f} us")
+    print(f"bookkeeping no_grad / grad, summed over the modules: {sums[False] / sums[True]:.3f}")
 
 
 if __name__ == "__main__":

@@ -168,12 +168,15 @@ def test_qwen2_moe_on_transformers_4_wraps_experts_router_and_shared_gate():
 
 @pytest.mark.parametrize(("family", "targets"), list(V4_PEFT))
 def test_peft_on_meta_with_transformers_4_still_counts_this(family, targets):
-    """Runs where transformers 4.x is importable (PYTHONPATH=<a site with transformers 4.57>:src)."""
+    """Runs where transformers 4.x is importable; benchmarks/peft_v4_moe_targets.py regenerates V4_PEFT there and
+    says how to make that environment (last run 2026-12-04: 45 of 45 as here)."""
     torch = pytest.importorskip("torch")
     peft = pytest.importorskip("peft")
     transformers = pytest.importorskip("transformers")
     if int(transformers.__version__.split(".")[0]) >= 5:
-        pytest.skip("needs transformers 4.x")
+        pytest.skip("needs transformers 4.x: python -m venv /tmp/v4 && /tmp/v4/bin/pip install transformers==4.57.6"
+                    " peft==0.21.2 torch==2.13.0, then PYTHONPATH=/tmp/v4/lib/python3.11/site-packages:src and this"
+                    " test; benchmarks/peft_v4_moe_targets.py regenerates V4_PEFT in that environment")
     with torch.device("meta"):
         model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**CFGS[family]))
     tm = "all-linear" if targets == ("all-linear",) else list(targets)

@@ -545,10 +545,13 @@ forward still registers and removes the parametrization around every call, and s
 (torch's ``ParametrizationList.__init__`` runs its ``Z = self()`` check whatever the grad mode, then the cached
 evaluation: two ``baddbmm`` per wrapped 3-D stack and forward, counted on a tiny Qwen3-MoE with and without grad
 alike); only autograd's recording of those ops is skipped. Measured, not fitted: benchmarks/measure_peft_param_wrapper_host.py
-(torch 2.13.0+cpu, transformers 5.24.0, peft 0.21.2, one thread of the shared VM, 2026-12-04, the two modes
-interleaved per module): bookkeeping no-grad / grad 132.9 / 139.7, 129.7 / 138.3, 110.8 / 116.4 us and 132.6 / 140.2,
-132.7 / 136.8, 110.3 / 115.3 us in two runs, the sums' ratios 0.947 and 0.957 (that day's VM ran the cycle at about
-half the constant's day's seconds, so the ratio, not the seconds, carries over)."""
+(torch 2.13.0+cpu, transformers 5.24.0, peft 0.21.2, one thread of the shared VM, 2026-12-04; each module's grad
+rounds run first, then its no-grad rounds): bookkeeping no-grad / grad 132.9 / 139.7, 129.7 / 138.3, 110.8 / 116.4 us
+and 132.6 / 140.2, 132.7 / 136.8, 110.3 / 115.3 us in two runs, the sums' ratios 0.947 and 0.957 (that day's VM ran
+the cycle at about half the constant's day's seconds, so the ratio, not the seconds, carries over). Rerun with the
+modes alternating within every round, the first mode swapped from round to round (the script as it is now, ROUNDS=6,
+same versions and host, 2026-12-04): 140.2 / 143.8, 132.6 / 138.1, 109.1 / 115.3 us (ratio 0.962) and 135.1 / 140.1,
+131.2 / 137.3, 110.1 / 116.8 us (0.955): within the first runs' spread, so the constant stays 0.95."""
 FSDP2_UNIT_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_forward"] * FSDP_UNIT_FORWARD_HOST_S
 """FSDP2's (``fully_shard``) forward hooks per unit in a no-grad forward, 411 us (``FSDP_HOOK_RATIOS``)."""
 FSDP2_UNIT_GRAD_FORWARD_HOST_S = FSDP_HOOK_RATIOS["fsdp2_grad_forward"] * FSDP_UNIT_FORWARD_HOST_S

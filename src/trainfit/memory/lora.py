@@ -78,8 +78,14 @@ _V4_LINEAR_ROUTER = frozenset({"qwen2_moe", "qwen3_moe", "mixtral", "olmoe"})
 ``all-linear`` skips and a named ``gate`` makes PEFT refuse (measured: DeepSeek-V3 q/v + gate raises)."""
 
 
+def v4_expert_module_list(spec: ModelSpec) -> bool:
+    """Whether transformers 4.x builds ``spec``'s routed experts as an ``nn.ModuleList`` of per-expert MLPs that its
+    MoE block loops over (``_V4_EXPERT_MODULES``): such a model has no grouped experts before transformers 5."""
+    return spec.moe is not None and spec.family in _V4_EXPERT_MODULES
+
+
 def _v4_layout(spec: ModelSpec, lora: LoraSpec) -> bool:
-    return lora.transformers_v4 and spec.moe is not None and spec.family in _V4_EXPERT_MODULES
+    return lora.transformers_v4 and v4_expert_module_list(spec)
 
 
 def _v4_groups(spec: ModelSpec) -> list[LinearGroup]:

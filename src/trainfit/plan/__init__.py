@@ -25,7 +25,7 @@ from trainfit.memory.params import param_breakdown
 from trainfit.memory.weights import count_scale, total_params
 from trainfit.plan.assumptions import assumptions_of
 from trainfit.plan.overheads import OUTSIDE_ALLOCATOR, PAGEABLE, phase_results
-from trainfit.plan.resolve import card_with, gpu_of, model_spec_of, price_of, trainable_spec
+from trainfit.plan.resolve import card_with, gpu_of, model_spec_of, price_of, trainable_spec, transformers_v4_experts
 from trainfit.plan.result import GroupPlan, PhaseResult, Plan
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
@@ -204,6 +204,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     measured rates replace the published defaults of the time model for its GPU kinds."""
     spec = model_spec_of(card)
     plan_refusals(card, spec)
+    card, v4_note = transformers_v4_experts(card, spec)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)
@@ -214,6 +215,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         groups, notes = torchao_nf4_load(card, spec, groups, notes)
     if (line := sliding_window_note(card, spec)) is not None:
         notes = [*notes, line]
+    if v4_note is not None:
+        notes = [*notes, v4_note]
     worst = max(groups, key=lambda g: max(p.device for p in g.phases))
     phases = worst.phases
     spill = max((p.components.get("paged_optimizer_states", 0.0) - p.paged_resident for p in phases), default=0.0)

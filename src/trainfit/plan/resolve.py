@@ -13,8 +13,8 @@ from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
 from trainfit.spec.card import RunCard, pin_before
-from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, LoraDropoutPosition, Nf4ComputeDtype, Scope,
-                                 TensorParallelImpl)
+from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, ExpertAdapters, LoraDropoutPosition, MoeExperts,
+                                 Nf4ComputeDtype, Scope, TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -101,10 +101,59 @@ def transformers_v4_modules(card: RunCard) -> bool:
     layers are transformers' modelling code (``plan.terms.runs_hf_modelling_code``: not Megatron-Core's or nanotron's)
     and it states transformers < 5, by a ``software.transformers`` pin before 5.0 or ``parallel.moe_experts`` loop /
     loop_all (the per-expert modules only transformers < 5 builds), as ``plan.rl_sync.trainer_fuses_experts`` reads
-    the same card."""
+    the same card. Not where a trainer runs its own experts: prime-rl's ``MultiLoRAGroupedExperts``
+    (``lora.expert_adapters: grouped``, adapters held per expert group beside its own grouped experts,
+    ``compute.inventory.GROUPED_EXPERT_LORA_BYTES``), grouped_gemm's experts (``grouped_streams``, NeMo Automodel) and
+    torchtitan's padded wrapper (``grouped_padded``): a transformers pin does not describe those modules, so their
+    adapters and optimizer state stay the trainer's layout."""
     if card.parallel.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON):
         return False
+    if card.lora.expert_adapters is ExpertAdapters.GROUPED or card.parallel.moe_experts in (
+            MoeExperts.GROUPED_STREAMS, MoeExperts.GROUPED_PADDED):
+        return False
     return card.parallel.moe_experts.is_loop or pin_before(card.software.transformers, (5, 0))
+
+
+TRANSFORMERS_EXPERT_HIT_TEST_SINCE = (4, 53)
+"""The transformers release whose sparse MoE block loops over the hit experts only (``parallel.moe_experts: loop``):
+the hit test and the ``ModuleList`` index by a CUDA tensor arrive in the transformers 4.53.0 wheel
+(models/qwen3_moe/modeling_qwen3_moe.py ``Qwen3MoeSparseMoeBlock.forward`` l.251-254, ``expert_hitted``); 4.51 and
+4.52 loop over every expert by its index (``loop_all``; ``compute.expert_loop``)."""
+
+
+def transformers_v4_experts(card: RunCard, spec: ModelSpec) -> tuple[RunCard, str | None]:
+    """The card with its experts as transformers < 5 runs them, and the plan note saying so; ``(card, None)`` when
+    nothing changes.
+
+    transformers 4.x has no grouped experts for the MoE families whose 4.x experts are an ``nn.ModuleList`` of
+    per-expert MLPs (``memory.lora.v4_expert_module_list``, the 4.57.6 lines of ``_V4_EXPERT_MODULES``): their
+    sparse MoE blocks loop over the experts (``compute.expert_loop``), and PEFT wraps each expert linear
+    (``transformers_v4_modules``). A card whose layers are transformers' own modelling code
+    (not Megatron-Core's or nanotron's, ``plan.terms.runs_hf_modelling_code``) with a ``software.transformers`` pin
+    before 5.0 and ``parallel.moe_experts: grouped`` therefore names experts that model code does not build: given
+    explicitly, it is refused (``CardError`` naming the field and the allowed values); left at the default, it
+    resolves to the 4.x loop (``loop`` from 4.53, ``loop_all`` for a pin before it,
+    ``TRANSFORMERS_EXPERT_HIT_TEST_SINCE``) with a note. A trainer's own grouped experts (``grouped_streams``,
+    ``grouped_padded``, prime-rl's ``lora.expert_adapters: grouped``) are left as the card gives them."""
+    from trainfit.memory.lora import v4_expert_module_list
+
+    par, pin = card.parallel, card.software.transformers
+    if (par.moe_experts is not MoeExperts.GROUPED or card.lora.expert_adapters is not ExpertAdapters.MERGED
+            or par.tensor_parallel_impl in (TensorParallelImpl.MEGATRON, TensorParallelImpl.NANOTRON)
+            or not pin_before(pin, (5, 0)) or not v4_expert_module_list(spec)):
+        return card, None
+    if "moe_experts" in par.model_fields_set:
+        raise CardError(f"parallel.moe_experts: grouped is transformers 5's experts; with software.transformers {pin}"
+                        f" ({spec.name}'s 4.x experts are per-expert modules in a loop) allowed: loop, loop_all")
+    loop = MoeExperts.LOOP_ALL if pin_before(pin, TRANSFORMERS_EXPERT_HIT_TEST_SINCE) else MoeExperts.LOOP
+    try:
+        resolved = card_with(card, parallel__moe_experts=loop.value)
+    except (ValueError, CardError) as exc:  # the loop's own limits (one GPU per model replica for the experts)
+        raise CardError(f"parallel.moe_experts: transformers {pin} runs {spec.name}'s experts as its per-expert loop"
+                        f" ({loop.value}), which this card cannot run: {exc}") from None
+    return resolved, (f"parallel.moe_experts: {loop.value} (the grouped default resolved): transformers {pin} builds"
+                      f" {spec.name}'s routed experts as per-expert nn.Linear modules its MoE block loops over; PEFT"
+                      " wraps each expert linear")
 
 
 @lru_cache(maxsize=1024)

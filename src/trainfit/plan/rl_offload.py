@@ -367,7 +367,8 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weigh
     """Bytes of one GPU's share of a reference model that ``REFERENCE_OFFLOAD_PRESETS`` moves in for its pass and out
     after it, once each way per step: none without a reference pass. SkyRL builds it in bf16 (``trainer.bf16`` True,
     skyrl/train/config/config.py l.931 @2e9c89afceb3ef7963748224373ad88882322c99): under Megatron the rank's bf16
-    shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``."""
+    shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``
+    (``fsdp_state_shard_ranks``: under ``hsdp`` the shard group, the memory plan's ``sharding.weights_divisor``)."""
     from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, kl_coef, reference_placement
     from trainfit.spec.enums import RefPlacement
 
@@ -459,17 +460,19 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
         dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+        shard_ranks = fsdp_state_shard_ranks(card, dp=dp)
         if fsdp:
-            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
+            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=shard_ranks)
         else:
             weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
             optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
         moved = (optimizer, 0.0)
         if mode is Offload.PARAMS_AND_OPTIMIZER and card.preset in ONE_WEIGHT_ROUND_TRIP_PRESETS:
             # once each way, pinned (ONE_WEIGHT_ROUND_TRIP_PRESETS); the offloaded reference's bf16 weights too when
-            # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS)
+            # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS), sharded as the policy (under hsdp over
+            # its shard group, as the memory plan's reference: sharding.weights_divisor)
             moved = (optimizer + weights + _offloaded_reference_bytes(
-                card, spec, megatron_weight_bytes=weights, shard_ranks=dp), 0.0)
+                card, spec, megatron_weight_bytes=weights, shard_ranks=shard_ranks), 0.0)
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)

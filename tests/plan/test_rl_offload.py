@@ -143,3 +143,34 @@ def test_skyrl_on_hsdp_offloads_the_reference_over_the_shard_group_as_the_policy
     pinned, _, _ = host_copy_rates(card, h100, gpu_of(card))
     t = trainer_state_offload_phase(card, spec, h100, train_gpus=16)
     assert t.terms["to_host"] == pytest.approx((o + w + ref) / pinned, rel=1e-9)
+
+
+@pytest.mark.parametrize("pin", ["0.3.0", "0.3.1.post1", "<0.4"])
+def test_a_verl_megatron_pin_before_0_4_is_not_the_fresh_pages_path_and_the_plan_says_why(pin):
+    """Before v0.4.0 verl's Megatron worker offloads only the reference (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``)."""
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    card = _card(pin)
+    assert not verl_megatron_fresh_host_weights(card)
+    assert "only the reference" in verl_offload_pin_note(card)
+
+
+@pytest.mark.parametrize(("pin", "strategy", "assumed"), [
+    ("0.8.0.dev", "zero1", "read as the 0.8 release"), ("0.8.dev0", "zero1", "read as the 0.8 release"),
+    ("0.4.0.dev", "zero1", "read as the 0.4 release"), ("0.6.0.dev", "fsdp2", "read as the 0.6 release")])
+def test_a_dev_pin_of_a_gating_release_gets_a_note_naming_the_assumed_path(pin, strategy, assumed):
+    from trainfit.plan import make_plan
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    card = _fsdp_card(pin, hsdp_shard=None, nodes=1) if strategy == "fsdp2" else _card(pin)
+    note = verl_offload_pin_note(card)
+    assert note is not None and assumed in note and "dev build before that commit" in note
+    assert note in make_plan(card).time.assumptions
+
+
+@pytest.mark.parametrize("pin", ["0.8.0", "0.7.0", "0.9.0.dev", "0.5.0.dev", "0.4.1.dev", "0.8.1.dev", "main", None])
+def test_no_note_for_releases_non_gating_dev_pins_or_no_pin(pin):
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    assert verl_offload_pin_note(_card(pin)) is None
+    assert verl_offload_pin_note(_fsdp_card("0.5.0.dev", hsdp_shard=None, nodes=1)) is None

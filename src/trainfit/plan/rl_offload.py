@@ -6,6 +6,8 @@ Pure: no torch.
 
 from __future__ import annotations
 
+import re
+
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.offload import (
     first_touch_copy_bytes_per_s,
@@ -91,6 +93,17 @@ buffer.param_data.data.cpu().pin_memory()`` (volcengine/verl verl/utils/megatron
 synchronous copy into host memory allocated anew each call (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``:
 glibc maps the fresh pages, the kernel faults and zeroes them), then ``pin_memory()`` copies that into pinned memory.
 The way back, ``param_data.copy_(cpu_data, non_blocking=True)`` (l.376 @c711dd74), reads pinned memory either way."""
+
+
+VERL_MEGATRON_PARAM_OFFLOAD_SINCE = (0, 4)
+"""The verl release whose Megatron actor offloads its parameters at all: verl-project/verl cc8fca504 (#1162,
+2025-04-27, first in v0.4.0) added ``offload_megatron_model_to_cpu`` with the ``.cpu().pin_memory()`` copy
+(``VERL_MEGATRON_PINNED_REUSE_SINCE``). Before it the Megatron worker offloads only the reference ("Currently, we only
+support reference model param offload": volcengine/verl verl/workers/megatron_workers.py l.111-115 and l.423-437
+@070ed6ac3f6aea13a916556794f34e8f2bde7dde, v0.3.0.post1), per parameter with ``param.data.to('cpu',
+non_blocking=True)`` (verl/utils/megatron_utils.py ``offload_megatron_param_and_grad`` l.220-231, same commit): a
+pin before 0.4 is not the fresh-pages path (``verl_megatron_fresh_host_weights`` False); the card's
+``rollout.trainer_offload`` is still priced as stated, and the plan says so (``verl_offload_pin_note``)."""
 
 
 NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
@@ -405,11 +418,58 @@ def verl_fsdp2_pinned_weights(card: RunCard) -> bool:
 def verl_megatron_fresh_host_weights(card: RunCard) -> bool:
     """Whether verl's Megatron param offload copies the weights to freshly allocated host memory at every offload
     (``VERL_MEGATRON_PINNED_REUSE_SINCE``): the verl preset on a Megatron (not FSDP) trainer with a ``software.verl``
-    pin before 0.8 (``spec.card.pin_before``). No pin, a later one, or one that names no release: the pinned buffer
-    kept across offloads (False). Not priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no
-    measured host-to-host rate here), so the pre-0.8 offload is a lower bound."""
+    pin before 0.8 (``spec.card.pin_before``) and not before 0.4 (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``: no actor
+    offload before it). No pin, a later one, or one that names no release: the pinned buffer kept across offloads
+    (False). A dev pin is read as its release (``0.8.0.dev`` as 0.8) although the dev builds before the gating commit
+    (03bc8411c for 0.8) still run the old path; the plan notes which path it assumed (``verl_offload_pin_note``). Not
+    priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no measured host-to-host rate here), so
+    the pre-0.8 offload is a lower bound."""
+    pin = (card.software.model_extra or {}).get("verl")
     return (card.preset == "verl" and card.parallel.strategy not in FSDP_STRATEGIES
-            and pin_before((card.software.model_extra or {}).get("verl"), VERL_MEGATRON_PINNED_REUSE_SINCE))
+            and pin_before(pin, VERL_MEGATRON_PINNED_REUSE_SINCE)
+            and not pin_before(pin, VERL_MEGATRON_PARAM_OFFLOAD_SINCE))
+
+
+_DEV_PIN = re.compile(r"v?(\d+)\.(\d+)(?:\.0)?[.-]?dev\d*")
+"""A development pin of a minor release (``0.8.0.dev``, ``0.6.dev0``), read as that release by ``spec.card.pin_before``;
+not ``0.4.1.dev``, which comes after the 0.4.0 release."""
+
+
+def verl_offload_pin_note(card: RunCard) -> str | None:
+    """A plan note for a verl card whose weights make offload round trips (``rollout.trainer_offload``
+    params_and_optimizer) and whose ``software.verl`` pin is a dev build of a release that changes the offload path
+    (0.4 and 0.8 on Megatron, ``VERL_MEGATRON_PARAM_OFFLOAD_SINCE`` / ``VERL_MEGATRON_PINNED_REUSE_SINCE``; 0.6 on
+    FSDP2, ``VERL_FSDP2_MODEL_CPU_SINCE``), or a Megatron pin before 0.4: which path was assumed and what a dev build
+    before the gating commit runs instead. None otherwise."""
+    from trainfit.methods.rl import trainer_offload_of
+    from trainfit.spec.enums import Offload
+
+    pin = (card.software.model_extra or {}).get("verl")
+    if card.preset != "verl" or not pin or trainer_offload_of(card)[0] is not Offload.PARAMS_AND_OPTIMIZER:
+        return None
+    text = str(pin).strip()
+    megatron = card.parallel.strategy not in FSDP_STRATEGIES
+    if megatron and pin_before(text, VERL_MEGATRON_PARAM_OFFLOAD_SINCE):
+        return (f"software.verl {text}: verl before 0.4 offloads only the reference's Megatron parameters"
+                " (megatron_workers.py @070ed6ac, VERL_MEGATRON_PARAM_OFFLOAD_SINCE); the card's trainer_offload is"
+                " priced as stated, pinned")
+    m = _DEV_PIN.fullmatch(text)
+    if m is None:
+        return None
+    release = (int(m.group(1)), int(m.group(2)))
+    if megatron and release == VERL_MEGATRON_PINNED_REUSE_SINCE:
+        return (f"software.verl {text}: read as the 0.8 release, the weights offloaded into one pinned host buffer"
+                " kept across offloads (verl-project/verl 03bc8411c); a dev build before that commit copies them with"
+                " .cpu().pin_memory() into fresh host pages every offload (slower to the host)")
+    if megatron and release == VERL_MEGATRON_PARAM_OFFLOAD_SINCE:
+        return (f"software.verl {text}: read as the 0.4 release, the actor's weights offloaded with .cpu().pin_memory()"
+                " into fresh host pages (verl-project/verl cc8fca504); a dev build before that commit offloads only"
+                " the reference")
+    if not megatron and card.parallel.fsdp2 and release == VERL_FSDP2_MODEL_CPU_SINCE:
+        return (f"software.verl {text}: read as the 0.6 release, FSDP2 weights offloaded with model.cpu() (pageable,"
+                " verl-project/verl e68dcb788); a dev build before that commit moves each parameter with non-blocking"
+                " copies (pinned both ways, faster)")
+    return None
 
 
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:

@@ -1793,7 +1793,9 @@ def on_policy_prompt(e: dict[str, Any]) -> tuple[int, list[tuple[str, int]]] | N
 def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
     """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
     mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
-    for the entry's dataset and model (``PROMPT_LENGTHS``) when the published maximum holds its longest prompt."""
+    for the entry's dataset and model (``PROMPT_LENGTHS``) when the published maximum holds its longest prompt. An
+    entry whose ``data.prompt_len_mean`` is an estimate says how in ``data.prompt_len_mean_source`` ("estimate:
+    ..."), and the row's notes carry it ("prompt mean N tokens: estimated from ...")."""
     d, m = e["data"], e["measured"]
     notes = []
     resp_max = d.get("response_len_max")
@@ -1802,6 +1804,10 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     prompt_mean = None
     # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
     known_prompt = d.get("prompt_len_mean")
+    if known_prompt and (source := d.get("prompt_len_mean_source")):
+        # a mean the entry estimates rather than copies from the publication says so in the row's notes
+        how = str(source).removeprefix("estimate:").strip().removeprefix("from ")
+        notes.append(f"prompt mean {int(round(known_prompt))} tokens: estimated from {how}")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])
         if got and got["max_tokens"] <= prompt:

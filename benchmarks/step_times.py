@@ -1793,7 +1793,9 @@ def on_policy_prompt(e: dict[str, Any]) -> tuple[int, list[tuple[str, int]]] | N
 def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, list[str]]:
     """(prompt tokens (the maximum where only that is published), mean prompt tokens or None, max response,
     mean response or None, notes) for an RL entry. The mean prompt is the published one, else the one measured
-    for the entry's dataset and model (``PROMPT_LENGTHS``) when the published maximum holds its longest prompt."""
+    for the entry's dataset and model (``PROMPT_LENGTHS``) when the published maximum holds its longest prompt. An
+    entry whose ``data.prompt_len_mean`` is an estimate says how in ``data.prompt_len_mean_source`` ("estimate:
+    ..."), and the row's notes carry it ("prompt mean N tokens: estimated from ...")."""
     d, m = e["data"], e["measured"]
     notes = []
     resp_max = d.get("response_len_max")
@@ -1802,6 +1804,10 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     prompt_mean = None
     # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
     known_prompt = d.get("prompt_len_mean")
+    if known_prompt and (source := d.get("prompt_len_mean_source")):
+        # a mean the entry estimates rather than copies from the publication says so in the row's notes
+        how = str(source).removeprefix("estimate:").strip().removeprefix("from ")
+        notes.append(f"prompt mean {int(round(known_prompt))} tokens: estimated from {how}")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])
         if got and got["max_tokens"] <= prompt:
@@ -2776,13 +2782,25 @@ call, the optimizer's in the update only (``plan.rl_offload.trainer_state_offloa
 where the step has an old-policy pass). Split by the weights' trips, a third each: the optimizer state's pinned round
 trip (12 B per parameter of the rank's data-parallel shard) is under 2 % of the state offload on the fully-async
 Qwen3-30B-A3B card (0.23 of 20.1 s, its weights copied to fresh host pages under its verl pin) and is left with the
-weights' split rather than priced apart. With the optimizer alone, all of it in ``update_actor``."""
+weights' split rather than priced apart. With the optimizer alone, all of it in ``update_actor``. Without an
+old-policy pass (``methods.roles.old_logprob_pass`` False: the card's ``rollout.recompute_old_logprobs`` false) the
+plan prices two weights trips, the update's and the sync's, so ``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB`` splits
+them a half each and the log-prob timer gets none."""
+
+VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB = {
+    "params_and_optimizer": {"actor_update": 1 / 2, "generation": 1 / 2},
+    "optimizer": {"actor_update": 1.0},
+}
+"""``VERL_MEGATRON_OFFLOAD_SHARES`` for a step with no old-policy pass: the update's and the sync's weights trips,
+the two ``plan.rl_offload.trainer_state_offload_phase`` prices then (``w = weights * 2``)."""
 
 
-def offload_share(e: dict[str, Any], phase: str) -> float:
+def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) -> float:
     """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
     ``VERL_MEGATRON_OFFLOAD_SHARES``, or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays
-    with the step's other work)."""
+    with the step's other work). ``old_logprob``: the card's step runs the old-policy pass
+    (``methods.roles.old_logprob_pass``); without it a Megatron trainer's weights make two trips, not three
+    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
     scope = timer_scope(e, phase)
     if scope is not None:
         return float(scope.get("state_offload_share", 0.0))
@@ -2790,7 +2808,8 @@ def offload_share(e: dict[str, Any], phase: str) -> float:
     if e.get("framework") != "verl" or not mode:
         return 0.0
     if e["train"].get("strategy") == "megatron":
-        return VERL_MEGATRON_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+        shares = VERL_MEGATRON_OFFLOAD_SHARES if old_logprob else VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB
+        return shares.get(mode, {}).get(phase, 0.0)
     if e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
     return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
@@ -3248,7 +3267,9 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                         row.trainfit_s -= part
                         row.notes.append(f"the published {q} timer does not run the plan's {', '.join(without)} "
                                          f"({part:.2f} s), left out")
-                    share = offload_share(e, q)
+                    from trainfit.methods.roles import old_logprob_pass
+
+                    share = offload_share(e, q, old_logprob=old_logprob_pass(validate(card)))
                     moved = planned.parts.get("time.state_offload")
                     if share and moved and row.trainfit_s is not None:
                         row.trainfit_s += share * moved

@@ -96,3 +96,11 @@ def test_open_instruct_mean_prompt_follows_from_the_dataset_cards(eid: str, row_
     # the mean, not the 2,048 maximum, reaches the card (rl_lengths: a published mean is the card's prompt)
     card, _ = S.map_rl(e)
     assert card["rollout"]["prompt_len"] == e["data"]["prompt_len_mean"] < e["data"]["prompt_len_max"]
+    # an estimate, stored as one: the structured source says so and the row's notes carry it
+    assert e["data"]["prompt_len_mean_source"].startswith("estimate:") and "4936856" in e["data"]["prompt_len_mean_source"]
+    notes = S.rl_lengths(e)[4]
+    assert any(n.startswith(f"prompt mean {e['data']['prompt_len_mean']} tokens: estimated from the dataset card")
+               for n in notes)
+    published = {**e, "data": {k: v for k, v in e["data"].items() if k != "prompt_len_mean_source"}}
+    assert not any("estimated from" in n for n in S.rl_lengths(published)[4])
+    assert S.rl_lengths(published)[:4] == S.rl_lengths(e)[:4]  # the numbers do not change, only the notes

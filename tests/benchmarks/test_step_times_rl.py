@@ -178,3 +178,21 @@ def test_nemo_rl_refit_timer_counts_the_to_host_half_of_the_offload():
     expected = planned.parts["time.weight_sync"] + planned.phase_terms["sleep_wake"]["wake"] + to_host
     assert row.trainfit_s == pytest.approx(expected)
     assert "time.state_offload" in row.parts_used
+
+
+def test_verl_megatron_offload_without_an_old_policy_pass_splits_two_weights_trips():
+    """The plan prices three Megatron weights round trips with an old-policy pass and two without (the update's and
+    the sync's); the timers' shares follow (``VERL_MEGATRON_OFFLOAD_SHARES`` / ``_NO_OLD_LOGPROB``)."""
+    e = next(x for x in S.load_entries(S.RL_DATA) if x["id"] == "verl-one-step-off-dapo-qwen25math7b-h20-colocate-megatron")
+    assert S.offload_share(e, "logprob") == pytest.approx(1 / 3)
+    shares = {q: S.offload_share(e, q, old_logprob=False) for q in ("generation", "logprob", "actor_update")}
+    assert shares == {"generation": 0.5, "logprob": 0.0, "actor_update": 0.5}
+    e = copy.deepcopy(e)
+    e["train"]["old_logprob_pass"] = False
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    moved = planned.parts["time.state_offload"]
+    rows = {r.quantity: r for r in S.rl_rows([e], [])}
+    assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.5 * moved)
+    assert rows["generation"].notes and any("50% of the plan's trainer state offload" in n
+                                            for n in rows["generation"].notes)

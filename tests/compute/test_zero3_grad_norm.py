@@ -4,11 +4,15 @@ gradient layout (``Parallel.zero3_grad_groups``)."""
 
 from __future__ import annotations
 
+from math import ceil
+
 import pytest
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import rates as rt
+from trainfit.compute.optimizer_time import (CLIP_KERNELS, CLIP_SCALE_KERNELS, MULTI_TENSOR_CHUNK,
+                                             optimizer_seconds)
 from trainfit.compute.training import (ZERO3_NORM_KERNELS_PER_TENSOR, Parallel, train_step_time,
                                        zero3_grad_norm_kernels)
 from trainfit.plan.time import zero3_grad_groups
@@ -38,7 +42,9 @@ def test_the_norm_loop_reaches_the_optimizer_step(ranks):
                                                            zero3_grad_groups=GROUPS, zero3_bucket_numel=10**9), **kw)
     without = train_step_time(SMALL, parallel=Parallel(strategy="zero3", ranks=ranks, gpus_per_node=8), **kw)
     added = _opt(with_groups).terms["kernels"] - _opt(without).terms["kernels"]
-    assert added == ZERO3_NORM_KERNELS_PER_TENSOR * TENSORS + 3
+    # the clip's own norm is not launched a second time: only its scale stays (CLIP_SCALE_KERNELS a chunk)
+    chunks = ceil(290 / MULTI_TENSOR_CHUNK)
+    assert added == ZERO3_NORM_KERNELS_PER_TENSOR * TENSORS + 3 - (CLIP_KERNELS - CLIP_SCALE_KERNELS) * chunks
     assert _opt(with_groups).seconds > _opt(without).seconds
 
 
@@ -58,3 +64,12 @@ def test_the_per_expert_moe_pays_tens_of_thousands_of_launches():
     tensors = sum(len(g) for g in zero3_grad_groups(moe, expert_loop=True))
     assert tensors == 18_867  # 48 layers x 128 experts x 3 linears = 18,432 of them
     assert zero3_grad_norm_kernels(tensors=tensors) * H100.host_s_per_backward_kernel > 0.2
+
+
+def test_the_zero3_norm_is_counted_once_the_clip_keeping_its_scale():
+    kw = dict(params=1e9, tensors=500, optimizer="adamw", impl="fused", rates=H100, clip=True)
+    full, scale_only = optimizer_seconds(**kw), optimizer_seconds(**kw, clip_norm=False)
+    chunks = ceil(500 / MULTI_TENSOR_CHUNK)
+    assert full.kernels - scale_only.kernels == (CLIP_KERNELS - CLIP_SCALE_KERNELS) * chunks
+    assert scale_only.bytes_moved == full.bytes_moved  # the norm's read of the gradients stays, once
+    assert optimizer_seconds(**{**kw, "clip": False}, clip_norm=False).kernels == chunks  # no clip: nothing to drop

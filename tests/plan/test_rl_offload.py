@@ -112,3 +112,65 @@ def test_verl_fsdp2_weights_go_pinned_before_0_6_and_by_model_cpu_from_it(pin, p
         assert t.terms["to_host"] == pytest.approx(t.terms["to_device"], rel=1e-9)
     else:  # model.cpu(): fresh pages out (first touch), pageable back
         assert t.terms["to_host"] > 2 * t.terms["to_device"]
+
+
+def _skyrl_card(*, hsdp_shard: int | None) -> object:
+    par = ({"strategy": "hsdp", "fsdp_version": "fsdp2", "hsdp_shard_size": hsdp_shard} if hsdp_shard
+           else {"strategy": "fsdp", "fsdp_version": "fsdp2"})
+    return load_card_dict({
+        "model": MODEL, "method": "grpo", "preset": "skyrl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "batch": {"micro_batch_size": 1}, "parallel": par, "roles": {"kl_coef": 0.001},
+        "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
+                    "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "trainer_offload": "params_and_optimizer"}})
+
+
+def test_skyrl_on_hsdp_offloads_the_reference_over_the_shard_group_as_the_policy():
+    """SkyRL on 16 H100 with an HSDP shard group of 8: the offloaded reference's bf16 shard is 1/8 of the model, as
+    the policy's weights and optimizer state and the memory plan's reference (``sharding.weights_divisor``), not
+    1/16 (before: the reference was divided by every data rank)."""
+    from trainfit.catalog.models import resolve_model
+    from trainfit.plan.rl_offload import _offloaded_reference_bytes, fsdp_offload_bytes, fsdp_state_shard_ranks
+
+    spec, h100 = resolve_model(MODEL), default_rates(resolve_gpu("h100-sxm"))
+    card = _skyrl_card(hsdp_shard=8)
+    assert fsdp_state_shard_ranks(card, dp=16) == 8
+    w, o, _ = fsdp_offload_bytes(card, spec, shard_ranks=8)
+    ref = _offloaded_reference_bytes(card, spec, megatron_weight_bytes=0.0, shard_ranks=8)
+    assert ref > 0 and ref == pytest.approx(2 * _offloaded_reference_bytes(card, spec, megatron_weight_bytes=0.0,
+                                                                           shard_ranks=16))
+    pinned, _, _ = host_copy_rates(card, h100, gpu_of(card))
+    t = trainer_state_offload_phase(card, spec, h100, train_gpus=16)
+    assert t.terms["to_host"] == pytest.approx((o + w + ref) / pinned, rel=1e-9)
+
+
+@pytest.mark.parametrize("pin", ["0.3.0", "0.3.1.post1", "<0.4"])
+def test_a_verl_megatron_pin_before_0_4_is_not_the_fresh_pages_path_and_the_plan_says_why(pin):
+    """Before v0.4.0 verl's Megatron worker offloads only the reference (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``)."""
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    card = _card(pin)
+    assert not verl_megatron_fresh_host_weights(card)
+    assert "only the reference" in verl_offload_pin_note(card)
+
+
+@pytest.mark.parametrize(("pin", "strategy", "assumed"), [
+    ("0.8.0.dev", "zero1", "read as the 0.8 release"), ("0.8.dev0", "zero1", "read as the 0.8 release"),
+    ("0.4.0.dev", "zero1", "read as the 0.4 release"), ("0.6.0.dev", "fsdp2", "read as the 0.6 release")])
+def test_a_dev_pin_of_a_gating_release_gets_a_note_naming_the_assumed_path(pin, strategy, assumed):
+    from trainfit.plan import make_plan
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    card = _fsdp_card(pin, hsdp_shard=None, nodes=1) if strategy == "fsdp2" else _card(pin)
+    note = verl_offload_pin_note(card)
+    assert note is not None and assumed in note and "dev build before that commit" in note
+    assert note in make_plan(card).time.assumptions
+
+
+@pytest.mark.parametrize("pin", ["0.8.0", "0.7.0", "0.9.0.dev", "0.5.0.dev", "0.4.1.dev", "0.8.1.dev", "main", None])
+def test_no_note_for_releases_non_gating_dev_pins_or_no_pin(pin):
+    from trainfit.plan.rl_offload import verl_offload_pin_note
+
+    assert verl_offload_pin_note(_card(pin)) is None
+    assert verl_offload_pin_note(_fsdp_card("0.5.0.dev", hsdp_shard=None, nodes=1)) is None

@@ -85,6 +85,13 @@ FOREACH_OPS = 8
 FOR_LOOP_OPS_PER_TENSOR = 8
 MULTI_PASS_BYTES_FACTOR = 40.0 / 14.0
 CLIP_KERNELS = 4
+CLIP_SCALE_KERNELS = 1
+"""Of the clip's kernels per chunk, the scale that remains when the gradient norm is taken elsewhere: DeepSpeed
+ZeRO-3's ``step`` computes the norm in its own per-partition loop (``get_grad_norm_direct``, priced by
+``training.zero3_grad_norm_kernels``) and clipping is then one ``mul_`` on each sub-group's flat fp32 gradient
+(deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py ``unscale_and_clip_grads``
+@bdba8231bc8fc17980a5941437e6363dac69418d, v0.16.9), so the rest of ``CLIP_KERNELS`` (the foreach norm and its
+join) is not launched a second time."""
 STATE_COUNT = {"adamw": 2, "adam": 2, "adamw_8bit": 2, "paged_adamw": 2, "paged_adamw_8bit": 2, "sgd": 1,
                "adafactor": 1, "lion": 1}
 
@@ -124,11 +131,13 @@ def optimizer_bytes_per_param(
 def optimizer_seconds(
     *, params: float, tensors: float, optimizer: str, impl: str, rates: DeviceRates, weight_bytes: float = 2.0,
     grad_bytes: float = 2.0, state_bytes: float = 4.0, master: bool = False, clip: bool = True,
-    dtensor_params: bool = False,
+    dtensor_params: bool = False, clip_norm: bool = True,
 ) -> OptimizerTime:
     """One step over ``params`` parameters in ``tensors`` tensors on one GPU (its shard). ``dtensor_params``: the
     parameters are DTensors (FSDP2), so a for-loop step's per-tensor ops each pay DTensor's dispatch
-    (``rates.DTENSOR_OP_HOST_S``; module docstring)."""
+    (``rates.DTENSOR_OP_HOST_S``; module docstring). ``clip_norm`` False: the clip's norm is launched by the caller
+    (DeepSpeed ZeRO-3's per-partition loop), so only its scale's ``CLIP_SCALE_KERNELS`` are counted here; the norm's
+    read of the gradients stays in the bytes, counted once."""
     per = optimizer_bytes_per_param(optimizer=optimizer, weight_bytes=weight_bytes, grad_bytes=grad_bytes,
                                     state_bytes=state_bytes, master=master, clip=clip)
     fused = impl in ("fused", "apex_distributed")  # Apex's DistributedFusedAdam: one multi-tensor kernel too
@@ -141,7 +150,7 @@ def optimizer_seconds(
     else:
         kernels = FOR_LOOP_OPS_PER_TENSOR * tensors
     if clip:
-        kernels += CLIP_KERNELS * chunks
+        kernels += (CLIP_KERNELS if clip_norm else CLIP_SCALE_KERNELS) * chunks
     device = max(moved / rates.hbm_bytes_per_s, kernels * rates.device_s_per_kernel_min)
     host = kernels * rates.host_s_per_backward_kernel  # dispatched from C++ (foreach) or a bare loop
     if dtensor_params and impl == "for_loop":

@@ -990,9 +990,11 @@ def train_step_time(
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
                             master=optimizer.master, clip=optimizer.clip,
-                            dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"))
+                            dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"),
+                            clip_norm=not (st == "zero3" and parallel.zero3_grad_groups))
     if st == "zero3" and parallel.zero3_grad_groups:
-        # DeepSpeed ZeRO-3's step takes the gradient norm one partition at a time (zero3_grad_norm_kernels)
+        # DeepSpeed ZeRO-3's step takes the gradient norm one partition at a time (zero3_grad_norm_kernels); its clip
+        # is then the scale alone (optimizer_time.CLIP_SCALE_KERNELS), the norm's bytes counted once in the clip's
         opt = with_zero3_grad_norm(opt, rates=rates, kernels=zero3_grad_norm_kernels(
             tensors=sum(len(g) for g in parallel.zero3_grad_groups)))
     opt_s = 0.0 if parallel.offload != "none" else opt.seconds
@@ -1619,7 +1621,9 @@ def with_zero3_grad_norm(opt: OptimizerTime, *, rates: DeviceRates, kernels: flo
     """``opt`` with the per-partition norm's ``kernels`` added: launched from a bare Python loop, priced on the host
     as the optimizer's other bare-loop kernels (``rates.host_s_per_backward_kernel``), each at least
     ``rates.device_s_per_kernel_min`` on the device (the partitions are small: a 1.57M-element expert weight over
-    16 ranks is 98k elements)."""
+    16 ranks is 98k elements). ``opt`` is priced with ``optimizer_seconds(clip_norm=False)``: this loop is the step's
+    one gradient norm, so the clip keeps only its scale (``optimizer_time.CLIP_SCALE_KERNELS``), and the norm's read of
+    the gradients stays counted once, in the clip's bytes (no bytes are added here)."""
     host = opt.host_s + kernels * rates.host_s_per_backward_kernel
     device = opt.device_s + kernels * rates.device_s_per_kernel_min
     return OptimizerTime(max(host, device), device, host, opt.bytes_moved, opt.kernels + kernels)

@@ -6,6 +6,8 @@ Pure: no torch.
 
 from __future__ import annotations
 
+import re
+
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.offload import (
     first_touch_copy_bytes_per_s,
@@ -91,6 +93,17 @@ buffer.param_data.data.cpu().pin_memory()`` (volcengine/verl verl/utils/megatron
 synchronous copy into host memory allocated anew each call (``compute.offload.PAGEABLE_FIRST_TOUCH_BYTES_PER_S``:
 glibc maps the fresh pages, the kernel faults and zeroes them), then ``pin_memory()`` copies that into pinned memory.
 The way back, ``param_data.copy_(cpu_data, non_blocking=True)`` (l.376 @c711dd74), reads pinned memory either way."""
+
+
+VERL_MEGATRON_PARAM_OFFLOAD_SINCE = (0, 4)
+"""The verl release whose Megatron actor offloads its parameters at all: verl-project/verl cc8fca504 (#1162,
+2025-04-27, first in v0.4.0) added ``offload_megatron_model_to_cpu`` with the ``.cpu().pin_memory()`` copy
+(``VERL_MEGATRON_PINNED_REUSE_SINCE``). Before it the Megatron worker offloads only the reference ("Currently, we only
+support reference model param offload": volcengine/verl verl/workers/megatron_workers.py l.111-115 and l.423-437
+@070ed6ac3f6aea13a916556794f34e8f2bde7dde, v0.3.0.post1), per parameter with ``param.data.to('cpu',
+non_blocking=True)`` (verl/utils/megatron_utils.py ``offload_megatron_param_and_grad`` l.220-231, same commit): a
+pin before 0.4 is not the fresh-pages path (``verl_megatron_fresh_host_weights`` False); the card's
+``rollout.trainer_offload`` is still priced as stated, and the plan says so (``verl_offload_pin_note``)."""
 
 
 NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
@@ -367,7 +380,8 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weigh
     """Bytes of one GPU's share of a reference model that ``REFERENCE_OFFLOAD_PRESETS`` moves in for its pass and out
     after it, once each way per step: none without a reference pass. SkyRL builds it in bf16 (``trainer.bf16`` True,
     skyrl/train/config/config.py l.931 @2e9c89afceb3ef7963748224373ad88882322c99): under Megatron the rank's bf16
-    shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``."""
+    shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``
+    (``fsdp_state_shard_ranks``: under ``hsdp`` the shard group, the memory plan's ``sharding.weights_divisor``)."""
     from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, kl_coef, reference_placement
     from trainfit.spec.enums import RefPlacement
 
@@ -404,11 +418,58 @@ def verl_fsdp2_pinned_weights(card: RunCard) -> bool:
 def verl_megatron_fresh_host_weights(card: RunCard) -> bool:
     """Whether verl's Megatron param offload copies the weights to freshly allocated host memory at every offload
     (``VERL_MEGATRON_PINNED_REUSE_SINCE``): the verl preset on a Megatron (not FSDP) trainer with a ``software.verl``
-    pin before 0.8 (``spec.card.pin_before``). No pin, a later one, or one that names no release: the pinned buffer
-    kept across offloads (False). Not priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no
-    measured host-to-host rate here), so the pre-0.8 offload is a lower bound."""
+    pin before 0.8 (``spec.card.pin_before``) and not before 0.4 (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``: no actor
+    offload before it). No pin, a later one, or one that names no release: the pinned buffer kept across offloads
+    (False). A dev pin is read as its release (``0.8.0.dev`` as 0.8) although the dev builds before the gating commit
+    (03bc8411c for 0.8) still run the old path; the plan notes which path it assumed (``verl_offload_pin_note``). Not
+    priced either way: the ``pin_memory()`` host copy after the ``.cpu()`` one (no measured host-to-host rate here), so
+    the pre-0.8 offload is a lower bound."""
+    pin = (card.software.model_extra or {}).get("verl")
     return (card.preset == "verl" and card.parallel.strategy not in FSDP_STRATEGIES
-            and pin_before((card.software.model_extra or {}).get("verl"), VERL_MEGATRON_PINNED_REUSE_SINCE))
+            and pin_before(pin, VERL_MEGATRON_PINNED_REUSE_SINCE)
+            and not pin_before(pin, VERL_MEGATRON_PARAM_OFFLOAD_SINCE))
+
+
+_DEV_PIN = re.compile(r"v?(\d+)\.(\d+)(?:\.0)?[.-]?dev\d*")
+"""A development pin of a minor release (``0.8.0.dev``, ``0.6.dev0``), read as that release by ``spec.card.pin_before``;
+not ``0.4.1.dev``, which comes after the 0.4.0 release."""
+
+
+def verl_offload_pin_note(card: RunCard) -> str | None:
+    """A plan note for a verl card whose weights make offload round trips (``rollout.trainer_offload``
+    params_and_optimizer) and whose ``software.verl`` pin is a dev build of a release that changes the offload path
+    (0.4 and 0.8 on Megatron, ``VERL_MEGATRON_PARAM_OFFLOAD_SINCE`` / ``VERL_MEGATRON_PINNED_REUSE_SINCE``; 0.6 on
+    FSDP2, ``VERL_FSDP2_MODEL_CPU_SINCE``), or a Megatron pin before 0.4: which path was assumed and what a dev build
+    before the gating commit runs instead. None otherwise."""
+    from trainfit.methods.rl import trainer_offload_of
+    from trainfit.spec.enums import Offload
+
+    pin = (card.software.model_extra or {}).get("verl")
+    if card.preset != "verl" or not pin or trainer_offload_of(card)[0] is not Offload.PARAMS_AND_OPTIMIZER:
+        return None
+    text = str(pin).strip()
+    megatron = card.parallel.strategy not in FSDP_STRATEGIES
+    if megatron and pin_before(text, VERL_MEGATRON_PARAM_OFFLOAD_SINCE):
+        return (f"software.verl {text}: verl before 0.4 offloads only the reference's Megatron parameters"
+                " (megatron_workers.py @070ed6ac, VERL_MEGATRON_PARAM_OFFLOAD_SINCE); the card's trainer_offload is"
+                " priced as stated, pinned")
+    m = _DEV_PIN.fullmatch(text)
+    if m is None:
+        return None
+    release = (int(m.group(1)), int(m.group(2)))
+    if megatron and release == VERL_MEGATRON_PINNED_REUSE_SINCE:
+        return (f"software.verl {text}: read as the 0.8 release, the weights offloaded into one pinned host buffer"
+                " kept across offloads (verl-project/verl 03bc8411c); a dev build before that commit copies them with"
+                " .cpu().pin_memory() into fresh host pages every offload (slower to the host)")
+    if megatron and release == VERL_MEGATRON_PARAM_OFFLOAD_SINCE:
+        return (f"software.verl {text}: read as the 0.4 release, the actor's weights offloaded with .cpu().pin_memory()"
+                " into fresh host pages (verl-project/verl cc8fca504); a dev build before that commit offloads only"
+                " the reference")
+    if not megatron and card.parallel.fsdp2 and release == VERL_FSDP2_MODEL_CPU_SINCE:
+        return (f"software.verl {text}: read as the 0.6 release, FSDP2 weights offloaded with model.cpu() (pageable,"
+                " verl-project/verl e68dcb788); a dev build before that commit moves each parameter with non-blocking"
+                " copies (pinned both ways, faster)")
+    return None
 
 
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
@@ -459,17 +520,19 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
         dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+        shard_ranks = fsdp_state_shard_ranks(card, dp=dp)
         if fsdp:
-            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
+            weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=shard_ranks)
         else:
             weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
             optimizer = STATE_OFFLOAD_OPTIMIZER_BYTES * optimizer_params
         moved = (optimizer, 0.0)
         if mode is Offload.PARAMS_AND_OPTIMIZER and card.preset in ONE_WEIGHT_ROUND_TRIP_PRESETS:
             # once each way, pinned (ONE_WEIGHT_ROUND_TRIP_PRESETS); the offloaded reference's bf16 weights too when
-            # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS)
+            # the step runs its pass (methods.roles.REFERENCE_OFFLOAD_PRESETS), sharded as the policy (under hsdp over
+            # its shard group, as the memory plan's reference: sharding.weights_divisor)
             moved = (optimizer + weights + _offloaded_reference_bytes(
-                card, spec, megatron_weight_bytes=weights, shard_ranks=dp), 0.0)
+                card, spec, megatron_weight_bytes=weights, shard_ranks=shard_ranks), 0.0)
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass
             w = weights * (3 if old_logprob_pass(card) else 2)

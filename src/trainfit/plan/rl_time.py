@@ -95,7 +95,7 @@ from trainfit.plan.rl_batches import rl_batch
 from trainfit.plan.rl_common import generated_prompts, length_profile
 from trainfit.plan.rl_controller import nemo_rl_dispatched, verl_controller_phases
 from trainfit.plan.rl_generation import generation_phase, quantized_engine_inputs, reward_phase
-from trainfit.plan.rl_offload import trainer_state_offload_phase
+from trainfit.plan.rl_offload import trainer_state_offload_phase, verl_offload_pin_note
 from trainfit.plan.rl_passes import frozen_pass_phases, update_phases
 from trainfit.plan.rl_sync import sleep_wake_phase, sync_phase
 from trainfit.plan.time import (
@@ -198,6 +198,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     moved = trainer_state_offload_phase(card, spec, r, train_gpus=train_gpus)
     if moved is not None:
         phases.append(moved)
+        if (pin_note := verl_offload_pin_note(card)) is not None:
+            notes.append(pin_note)
 
     gen_total = sum(p.seconds for p in gen_side)
     if ro.async_mode is AsyncMode.NONE:

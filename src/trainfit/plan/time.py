@@ -1063,7 +1063,8 @@ def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, te
 
 def zero3_reuse_walk_note(card: RunCard, spec: ModelSpec) -> str | None:
     """Under DeepSpeed ZeRO-3, the one uncached reuse-distance walk of the first step with a complete module trace
-    (``compute.zero3_trace``): a once-per-run host cost, stated beside the step time, not in it. ``spec``: the
+    (``compute.zero3_trace``): a once-per-run host cost, stated beside the step time, not in it, and an estimate (the
+    per-module rate measured on a tiny model applied to a model of the walk), not a measurement. ``spec``: the
     rank's model (ZeRO-3 gathers it whole); ``stage3_max_reuse_distance`` resolved as the memory plan reads it
     (``plan.terms.zero_config_of``). None for every other strategy."""
     from trainfit.compute.training import zero3_hooked_modules
@@ -1081,7 +1082,7 @@ def zero3_reuse_walk_note(card: RunCard, spec: ModelSpec) -> str | None:
     return (f"DeepSpeed ZeRO-3: the first step with a complete module trace also walks the"
             f" {trace_entries(hooked_modules=modules, recompute=recompute):,}-entry trace for parameter reuse at every"
             f" release, once per run (an lru_cache'd __params_to_release; compute.zero3_trace): about {walk_s:.1f} s"
-            " of host time in that one step, not in the step time")
+            " of host time in that one step (estimated from a measured per-module rate), not in the step time")
 
 
 def fp8_casts_of(card: RunCard) -> CastTraffic | None:

@@ -79,13 +79,21 @@ on one 8-GPU NVLink domain of B200 / B300 / GB200 / GB300 is close. Nothing chan
   43 / 58 / 51 GB/s. With ``expected_distinct_bins`` for that routing (distinct nodes 1.99 / 3.61 / 3.63, distinct
   GPUs 6.52 / 7.27 / 7.36 per token) the NIC carries ``(nodes−1)/nodes`` of the counted rows: 21.5 / 43.5 / 44.6
   GB/s, and NVLink 141 / 117 / 103 GB/s. EP32 and EP64 are NIC-bound at 0.87-0.89 of the line rate; EP16 is bound by
-  the H800's NVLink (141 of its ~160 GB/s), which an H100 has three times of. On an H100 the EP16 dispatch is
-  therefore NIC-bound at about 44 GB/s, faster than the 40 GB/s planned: pricing it at the published rate moves these
-  rows the wrong way (EP term 5.77 -> about 5.2 s).
+  the H800's NVLink (141 of its ~160 GB/s), which an H100 has three times of; DeepEP's maintainers say the same
+  ("when the RDMA bandwidth reaches 43 GB/s, the NVLink bandwidth will exceeds 140 GB/s, making NVLink the
+  bottleneck. With GPUs that have higher NVLink bandwidth, you'd get better results", deepseek-ai/DeepEP issue #285,
+  2025-07-10). On an H100 the EP16 dispatch is therefore NIC-bound at about 44 GB/s, faster than the 40 GB/s
+  planned: pricing it at the published rate moves these rows the wrong way (EP term 5.77 -> about 5.2 s).
 * The same error without any cross-node EP traffic: ``mbridge-260201-h100-qwen3-30b-a3b-pt-fp8-16g`` (PP2, VP12, EP8
   inside one node, all-to-all over NVLink) is -23.1 %, and publishes 2 x 28.9 s / 128 = 0.452 s per 48 layers of one
-  4096-token micro-batch against 29.5 s / 64 = 0.461 s for the EP16 HybridEP run over two nodes. What is missing
-  (0.10-0.13 s a micro-batch) is common to both layouts, so not in what crosses nodes.
+  4096-token micro-batch against 29.5 s / 64 = 0.461 s for the EP16 HybridEP run over two nodes: a mechanism that
+  prices only what crosses nodes leaves that row where it is. Against it stands one pair of published rows: the
+  fp8 EP16 recipe without the overlap (29.5 s) and the bf16 EP16 performance recipe with it (20.15 s, below) differ
+  by 9.4 s where the plan's exposed EP traffic is 5.77 s, so the two-node dispatch may still be slower than planned;
+  the two recipes differ in precision and CUDA-graph scope too, so the pair does not isolate it. Two-node rates
+  reported by users sit near DeepEP's EP16 figure too (2 x 8 H100 with 8 NICs, 24-26 GB/s counted: DeepEP issue
+  #155, 2025-05-12; HybridEP on 2 x 8 B300, 40.6 GB/s counted: issue #590), but both are open problem reports, not a
+  reference rate to plan with.
 * The NIC: ``h100-sxm`` already plans one 400 Gb/s NIC per GPU; a 200 Gb/s NIC would double the EP term (the 2604 row
   -27 % -> about -8 %), but no source states the cluster's NICs and it would not move the 260201 row.
 * Overlap: the verification card's functional pretrain (30.29 s) and its performance recipe (20.15 s) differ in more

@@ -65,6 +65,51 @@ kernels take from the GEMMs, and load imbalance (``moe_time`` docstring); for th
 dtype above the activations' (NeMo RL's ``moe_router_dtype: fp64``): the card does not state it, so the combine is
 planned in the activation dtype.
 
+Checked and not taken (issue #12, 2026-12-04): the cross-node dispatch as the reason why Megatron-Bridge's
+Qwen3-30B-A3B on 16 H100 (2 nodes) is planned 17-28 % too fast on every release (e.g.
+``mbridge-2604-h100-qwen3-30b-a3b-pt-fp8-16g`` 21.5 s against 29.5 s: forward 7.02 s, launch-bound, backward 8.66 s,
+EP dispatch and combine 5.77 s, 0.42 ms a dispatch for 16.7 MB over the NIC at 0.80 x 50 GB/s) while the same model
+on one 8-GPU NVLink domain of B200 / B300 / GB200 / GB300 is close. Nothing changed, for these reasons:
+
+* DeepEP's published internode rates are not per-NIC rates: its test counts one row per token and distinct
+  destination NODE, the source's own node included (deepseek-ai/DeepEP tests/test_internode.py
+  @058d696b6a96f22826f12c98131944e80585fa82, ``num_rdma_token_sent = rdma_idx.ne(-1).sum()`` and
+  ``dispatch_bf16_rdma_send_bytes``). Its table (README.md @0aaa6744c890c5af051f622252975c4393795000: H800, one CX7
+  400 Gb/s NIC each, 4096 tokens, hidden 7168, 256 experts, top-8 of top-4 node groups) reads EP16 / 32 / 64 dispatch
+  43 / 58 / 51 GB/s. With ``expected_distinct_bins`` for that routing (distinct nodes 1.99 / 3.61 / 3.63, distinct
+  GPUs 6.52 / 7.27 / 7.36 per token) the NIC carries ``(nodes−1)/nodes`` of the counted rows: 21.5 / 43.5 / 44.6
+  GB/s, and NVLink 141 / 117 / 103 GB/s. EP32 and EP64 are NIC-bound at 0.87-0.89 of the line rate; EP16 is bound by
+  the H800's NVLink (141 of its ~160 GB/s), which an H100 has three times of; DeepEP's maintainers say the same
+  ("when the RDMA bandwidth reaches 43 GB/s, the NVLink bandwidth will exceeds 140 GB/s, making NVLink the
+  bottleneck. With GPUs that have higher NVLink bandwidth, you'd get better results", deepseek-ai/DeepEP issue #285,
+  2025-07-10). On an H100 the EP16 dispatch is therefore NIC-bound at about 44 GB/s, faster than the 40 GB/s
+  planned: pricing it at the published rate moves these rows the wrong way (EP term 5.77 -> about 5.2 s).
+* The same error without any cross-node EP traffic: ``mbridge-260201-h100-qwen3-30b-a3b-pt-fp8-16g`` (PP2, VP12, EP8
+  inside one node, all-to-all over NVLink) is -23.1 %, and publishes 2 x 28.9 s / 128 = 0.452 s per 48 layers of one
+  4096-token micro-batch against 29.5 s / 64 = 0.461 s for the EP16 HybridEP run over two nodes: a mechanism that
+  prices only what crosses nodes leaves that row where it is. Against it stands one pair of published rows: the
+  fp8 EP16 recipe without the overlap (29.5 s) and the bf16 EP16 performance recipe with it (20.15 s, below) differ
+  by 9.4 s where the plan's exposed EP traffic is 5.77 s, so the two-node dispatch may still be slower than planned;
+  the two recipes differ in precision and CUDA-graph scope too, so the pair does not isolate it. Two-node rates
+  reported by users sit near DeepEP's EP16 figure too (2 x 8 H100 with 8 NICs, 24-26 GB/s counted: DeepEP issue
+  #155, 2025-05-12; HybridEP on 2 x 8 B300, 40.6 GB/s counted: issue #590), but both are open problem reports, not a
+  reference rate to plan with.
+* The NIC: ``h100-sxm`` already plans one 400 Gb/s NIC per GPU; a 200 Gb/s NIC would double the EP term (the 2604 row
+  -27 % -> about -8 %), but no source states the cluster's NICs and it would not move the 260201 row.
+* Overlap: the verification card's functional pretrain (30.29 s) and its performance recipe (20.15 s) differ in more
+  than ``overlap_moe_expert_parallel_comm``: natural against force-balanced routing, a real against a mock dataset
+  (NVIDIA-NeMo/Megatron-Bridge examples/model_verification_cards/qwen3-30b-a3b/card.yaml ``pretrain.H100`` and
+  ``pretrain_performance.H100`` @067f987df03b8355b03192d88d70f1709fedf51a), so their 10.1 s gap does not measure the
+  overlap. The 32 SMs that card states HybridEP's fused permute holds would slow the overlapped compute by about
+  32/132 of the 5.7 s of hidden traffic (about +1.4 s, -16.7 % -> about -10 % on the performance row), but would also
+  slow the Blackwell rows with the overlap that are already too slow
+  (``mbridge-2608-gb300-qwen3-30b-a3b-pt-mxfp8-8g`` +21 %); not taken without a card field for the SM count.
+
+Next candidate: every H100 Megatron-Core MoE row at micro-batch 1 is planned launch-bound in its forward (2604: host
+6.59 s against 3.93 s on the device), the Blackwell rows at micro-batch 8 device-bound; the launch-bound H100
+Megatron rows of other models are too fast as well (``mbvc-gpt-oss-*``). The host side of the flex / HybridEP
+dispatcher and of the per-expert fp8 quantizers is where the missing time is more likely to be.
+
 Pure Python: no torch import.
 """
 

@@ -1343,9 +1343,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # ZeRO-2, whose unset overlap_comm would reduce on the compute stream (plan/time.py deepspeed_overlap_comm)
         strategy = "fsdp_grad_op"
         notes.append("FSDP SHARD_GRAD_OP (recorded as zero2) planned as fsdp_grad_op")
+    one_rank_fsdp = False
     if hw["gpus_per_node"] * hw["nodes"] == 1:
         if strategy == "fsdp" and e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
             notes.append(PRIME_RL_ONE_RANK_FSDP)  # fully_shard over one rank: its hooks run in every forward
+            one_rank_fsdp = True  # and its unsharded units and reduce buffers exist (parallel.fsdp_one_rank)
         elif strategy in ("zero1", "zero2", "zero3") and e.get("deepspeed") is not None:
             # DeepSpeed ZeRO over one rank (the entry's deepspeed section): the engine still keeps fp32 master weights
             # and fp32 AdamW moments beside the compute-dtype parameters, which a single-GPU card does not
@@ -1420,6 +1422,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
                      **({"grad_reduce_after_backward": True} if reduce_after else {}),
+                     **({"fsdp_one_rank": True} if one_rank_fsdp else {}),
                      **({"grad_accumulation_pass": True} if accumulation_pass else {}),
                      # the entry's run streams saved activations to host RAM (torchtune enable_activation_offloading,
                      # cited in its note): parallel.activation_offload

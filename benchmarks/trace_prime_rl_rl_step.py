@@ -53,12 +53,13 @@ Checked and left out, with the numbers:
   still allocates each unit's unsharded ``param_dtype`` parameters (``FSDPParamGroup.wait_for_unshard``, world size
   1: ``alloc_storage`` of ``all_gather_outputs`` and a copy of the bf16 ``all_gather_inputs``, and ``foreach_reduce``'s
   fp32 reduce-scatter input and output, torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py l.392-460 and
-  _fsdp_collectives.py l.597-631 at pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb, torch 2.13; prime-rl
-  locks torch 2.9.0, not checked), which the plan leaves out below two ranks (``Sharding.gathers_params``). Planning
-  those rows as gathering (root unit, layer units, unsharded gradients) adds 0.03-0.96 GiB allocated and, with the
-  per-stream replay allowed at one rank, takes the held-out median from 9.8 % to 6.1 % (signed -9.8 % to -3.7 %),
-  but moves the SFT rows too (#313 +4.4 % -> -7.0 %), and the one-rank path differs from the replayed multi-rank
-  sequence (no all-gather buffer or prefetch in torch 2.13's one-rank branch): not landed; the lead for the gap.
+  _fsdp_collectives.py l.597-631 at pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb, torch 2.13). Since
+  planned where the card says so (``parallel.fsdp_one_rank``, set on these rows by ``step_times.map_train``): one unit
+  in flight, its bf16 gradients and the previous unit's fp32 reduce input, the root unit, and the per-stream replay
+  without an all-gather stream (``plan.terms._fsdp_terms``, ``memory.stream_pools._Fsdp2OneRank``; traced at world
+  size 1 in tests/trace/test_fsdp_one_rank.py). The held-out median went from 9.8 % to 7.0 % (signed -9.8 % to
+  -6.6 %; #313 +4.4 % -> -0.4 %). This script's own card keeps the default (no ``fsdp_one_rank``): the trace above is
+  of the loss, one rank without FSDP.
 """
 
 from __future__ import annotations

@@ -51,6 +51,11 @@ class Sharding:
     """FSDP: embedding and lm_head wrapped as their own units (torchtune ``custom_sharded_layers``), so
     the root unit holds no large parameters and each is gathered only around its own use."""
 
+    one_rank_fsdp2: bool = False
+    """FSDP2 ``fully_shard`` on a one-rank mesh (``parallel.fsdp_one_rank``): nothing is sharded, but each unit is
+    still unsharded into ``param_dtype`` storage around its use and its gradients go through the fp32 reduce buffers
+    (``gathers_params``; the units in ``plan.terms._fsdp_terms``)."""
+
     @property
     def weights_divisor(self) -> int:
         return self.shard_group if self.strategy in _SHARDED_PARAMS else 1
@@ -65,8 +70,9 @@ class Sharding:
 
     @property
     def gathers_params(self) -> bool:
-        """Parameters are all-gathered unit by unit around compute (ZeRO-3 / FSDP)."""
-        return self.strategy in _SHARDED_PARAMS and self.shard_group > 1
+        """Parameters are all-gathered unit by unit around compute (ZeRO-3 / FSDP), or, on FSDP2's one-rank mesh,
+        copied unit by unit into their unsharded ``param_dtype`` storage (``one_rank_fsdp2``)."""
+        return self.strategy in _SHARDED_PARAMS and (self.shard_group > 1 or self.one_rank_fsdp2)
 
     @property
     def reshards_after_forward(self) -> bool:
@@ -88,9 +94,11 @@ class Sharding:
 
 
 def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False,
-                  hsdp_shard_size: int | None = None, zero1_shard_size: int | None = None) -> Sharding:
+                  hsdp_shard_size: int | None = None, zero1_shard_size: int | None = None,
+                  fsdp_one_rank: bool = False) -> Sharding:
     """``hsdp_shard_size``: the card's ``parallel.hsdp_shard_size`` (None: GPUs per node); read for hsdp only.
-    ``zero1_shard_size``: the card's ``parallel.zero1_shard_size`` (None: every rank); read for zero1 only."""
+    ``zero1_shard_size``: the card's ``parallel.zero1_shard_size`` (None: every rank); read for zero1 only.
+    ``fsdp_one_rank``: the card's ``parallel.fsdp_one_rank`` (FSDP2 on a one-rank mesh); read at one rank only."""
     world = gpus_per_node * nodes
     if strategy is Strategy.SINGLE:
         world = 1
@@ -98,4 +106,5 @@ def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separat
     if strategy is Strategy.ZERO1 and zero1_shard_size:
         group = min(world, zero1_shard_size)
     return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group),
-                    separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS)
+                    separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS,
+                    one_rank_fsdp2=fsdp_one_rank and strategy in FSDP_STRATEGIES and max(1, group) == 1)

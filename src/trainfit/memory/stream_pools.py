@@ -304,11 +304,53 @@ class _Fsdp2:
         self.mark = len(grads)
 
 
-def fsdp_step_sequence(t: StepTerms, shape: SequenceShape, *, world_size: int,
-                       workspace: tuple[int, ...] = ()) -> AllocSequence | None:
-    """One rank's step under FSDP2 (the module docstring), or None where it cannot be generated."""
-    if world_size < 2 or not fsdp_supported(t):
+class _Fsdp2OneRank(_Fsdp2):
+    """FSDP2 on a one-rank mesh (torch 2.13.0, pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb): ``unshard``
+    runs no all-gather and allocates nothing (``_fsdp_param_group.py`` l.388-403), so the backward prefetch holds
+    nothing; ``wait_for_unshard`` casts each parameter's shard to ``param_dtype`` (``FSDPParam.all_gather_inputs``,
+    ``_fsdp_param.py`` l.901, a temporary) and copies it into the parameter's unsharded storage, allocated on the
+    compute stream (l.426-448). ``foreach_reduce`` is the multi-rank one: the fp32 input on the compute stream,
+    ``reduce_output`` (the sharded gradient, the same size at one rank) on the reduce-scatter stream
+    (``_fsdp_collectives.py`` l.597-631)."""
+
+    def _gather(self, e, unit: list[int]) -> None:  # noqa: ARG002
         return None
+
+    def _copy_out(self, e, unit: list[int]) -> list[int]:
+        keys = []
+        for n in unit:
+            cast = e.alloc(n)
+            keys.append(e.alloc(n))
+            e.free(cast)
+        return keys
+
+    def __call__(self, point: str, i: int, e, grads) -> None:
+        super().__call__(point, i, _NoneFree(e), grads)
+
+
+class _NoneFree:
+    """The sequence builder, with ``free(None)`` (a one-rank unit's absent all-gather output) doing nothing."""
+
+    def __init__(self, e) -> None:  # noqa: ANN001
+        self._e = e
+
+    def alloc(self, n: int, stream: int = 0) -> int:
+        return self._e.alloc(n, stream)
+
+    def free(self, key: int | None) -> None:
+        if key is not None:
+            self._e.free(key)
+
+
+def fsdp_step_sequence(t: StepTerms, shape: SequenceShape, *, world_size: int,
+                       workspace: tuple[int, ...] = (), one_rank: bool = False) -> AllocSequence | None:
+    """One rank's step under FSDP2 (the module docstring), or None where it cannot be generated. ``one_rank``: FSDP2
+    on a one-rank mesh (``_Fsdp2OneRank``; ``t`` from ``plan.terms._fsdp_terms``' one-rank branch: one unit in
+    flight, the unsharded gradients' term the ``param_dtype`` gradients plus the fp32 reduce input)."""
+    if (world_size < 2 and not one_rank) or not fsdp_supported(t):
+        return None
+    if one_rank:
+        return _one_rank_sequence(t, shape, workspace=workspace)
     layers = len(t.activations.per_layer)
     unit_bytes = t.fsdp_layer_units / 2
     lp = [n for n in shape.layer_params if n > 0] or [1]
@@ -320,6 +362,30 @@ def fsdp_step_sequence(t: StepTerms, shape: SequenceShape, *, world_size: int,
     root_grads = int(t.fsdp_root_grads + t.fsdp_root_embedding_grads)
     hook = _Fsdp2(layers=layers, unit=unit, root=root, grads=grads, root_grads=root_grads, world=world_size)
     return alloc_sequence.step_sequence(_compute_terms(t), shape, workspace=workspace, hook=hook)
+
+
+def _one_rank_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, ...]) -> AllocSequence:
+    """``fsdp_step_sequence`` at one rank: the compute stream's unsharded gradients are the ``param_dtype`` ones
+    (``t.fsdp_unsharded_grads`` less the fp32 reduce input, which is the sharded gradient's size); the hook's reduce
+    input and output are the sharded (fp32) gradients' size."""
+    layers = len(t.activations.per_layer)
+    lp = [n for n in shape.layer_params if n > 0] or [1]
+    unit = [int(t.fsdp_layer_units * n / sum(lp)) for n in lp]
+    head = [shape.embedding_params, *shape.head_params]
+    root = [int(t.fsdp_root_unit * n / sum(head)) for n in head if n > 0]
+    top = max(t.grads_per_layer, default=0.0)
+    k = max(0.0, t.fsdp_unsharded_grads / top - 1.0) if top > 0 else 1.0  # param_dtype / fp32 gradient bytes
+    # the root's gradients are planned in param_dtype already; its reduce input and output are fp32
+    root_grads = (t.fsdp_root_grads + t.fsdp_root_embedding_grads) / k if k > 0 else 0.0
+    compute = replace(
+        t, fsdp_root_unit=0.0, fsdp_layer_units=0.0, fsdp_unsharded_grads=0.0, fsdp_root_grads=0.0,
+        fsdp_root_embedding_grads=0.0, fsdp_all_gathered=0.0,
+        grads_per_layer=tuple(g * k for g in t.grads_per_layer),
+        grads_head=t.fsdp_root_grads if t.fsdp_root_grads else t.grads_head * k,
+        grads_embedding=t.fsdp_root_embedding_grads if t.fsdp_root_embedding_grads else t.grads_embedding * k)
+    hook = _Fsdp2OneRank(layers=layers, unit=unit, root=root, grads=[int(g) for g in t.grads_per_layer],
+                         root_grads=int(root_grads), world=1)
+    return alloc_sequence.step_sequence(compute, shape, workspace=workspace, hook=hook)
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,18 +495,18 @@ def _whole_free_segments(pools: list[CachingAllocator]) -> int:
 
 
 def fsdp_replayed_overhead(t: StepTerms, shape: SequenceShape, *, world_size: int, workspace: tuple[int, ...] = (),
-                           expandable: bool = False) -> tuple[int, int] | None:
+                           expandable: bool = False, one_rank: bool = False) -> tuple[int, int] | None:
     """(reserved - allocated at the high-water mark of two replayed FSDP2 steps, all streams; the part of it
     the side streams' pools hold idle there), or None where the sequence cannot be generated. Cached per
     terms and shape."""
-    return _fsdp_overhead(t, shape, world_size, tuple(workspace), expandable)
+    return _fsdp_overhead(t, shape, world_size, tuple(workspace), expandable, one_rank)
 
 
 @lru_cache(maxsize=4096)
 def _fsdp_overhead(t: StepTerms, shape: SequenceShape, world_size: int, workspace: tuple[int, ...],
-                   expandable: bool) -> tuple[int, int] | None:
+                   expandable: bool, one_rank: bool = False) -> tuple[int, int] | None:
     seq = fsdp_step_sequence(replace(t, ddp_buckets=0.0) if t.ddp_buckets else t, shape, world_size=world_size,
-                             workspace=workspace)
+                             workspace=workspace, one_rank=one_rank)
     if seq is None:
         return None
     r = replay_streams(seq, expandable=expandable)

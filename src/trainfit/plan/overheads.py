@@ -82,7 +82,7 @@ def phase_results(
             out = _with_replayed(out, streams[0], capacity=capacity, capped=True, side_pools=streams[1],
                                  expandable=_replay_process(card, compute_capability)[1])
         else:
-            out = _with_stream_pools(out, terms, capacity=capacity)
+            out = _with_stream_pools(out, terms, capacity=capacity, one_rank=sharding.one_rank_fsdp2)
     elif terms is not None and _zero_streams(sharding, card):
         streams = zero_replayed_overhead(terms, spec=spec, card=card, sharding=sharding,
                                          compute_capability=compute_capability)
@@ -201,7 +201,8 @@ def fsdp_replayed_overhead(
     shape = card_sequence_shape(terms, spec=spec, card=card)
     workspace, expandable = _replay_process(card, compute_capability)
     return stream_pools.fsdp_replayed_overhead(terms, shape, world_size=sharding.weights_divisor,
-                                               workspace=workspace, expandable=expandable)
+                                               workspace=workspace, expandable=expandable,
+                                               one_rank=sharding.one_rank_fsdp2)
 
 
 def _zero_streams(sharding: Sharding, card: RunCard) -> bool:
@@ -337,18 +338,26 @@ def _side_stream_pools(sharding: Sharding, card: RunCard) -> bool:
             and card.parallel.offload is Offload.NONE)
 
 
-def _with_stream_pools(out: list[PhaseResult], t: StepTerms, *, capacity: float) -> list[PhaseResult]:
+def _with_stream_pools(out: list[PhaseResult], t: StepTerms, *, capacity: float,
+                       one_rank: bool = False) -> list[PhaseResult]:
     """Every training phase's reserved + what the side-stream pools keep idle at the step's peak
-    (a step-wide figure, like the rest of reserved), capped where the allocator would free it."""
+    (a step-wide figure, like the rest of reserved), capped where the allocator would free it.
+
+    ``one_rank`` (FSDP2 on a one-rank mesh, ``Sharding.one_rank_fsdp2``): no all-gather runs, and
+    ``wait_for_unshard`` allocates the unsharded parameters on the current (compute) stream (torch 2.13.0
+    ``_fsdp_param_group.py`` l.426-448, pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb), so the gathered
+    units are no side pool's; ``foreach_reduce`` still allocates ``reduce_output`` (the sharded gradients) on the
+    reduce-scatter stream (``_fsdp_collectives.py`` l.610-616), so the gradient pool stays."""
     group = _STEP_PHASES[0]
     members = [i for i, r in enumerate(out) if r.phase in group]
     if not members:
         return out
     points = [PoolPoint(allocated_bytes=out[i].allocated,
-                        gathered_bytes=out[i].components.get("fsdp_buffers", 0.0),
+                        gathered_bytes=0.0 if one_rank else out[i].components.get("fsdp_buffers", 0.0),
                         gradient_bytes=out[i].components.get("gradients", 0.0)) for i in members]
     extra = stream_pool_bytes(points=points,
-                              gathered_pool_bytes=t.fsdp_root_unit + t.fsdp_all_gathered + t.fsdp_layer_units,
+                              gathered_pool_bytes=0.0 if one_rank
+                              else t.fsdp_root_unit + t.fsdp_all_gathered + t.fsdp_layer_units,
                               gradient_pool_bytes=t.grads_total)
     if extra <= 0:
         return out

@@ -195,18 +195,14 @@ def fsdp_casts_gathered_params(card: RunCard, sharding: Sharding) -> bool:
     autocast copies change: the local shard, its gradient and the optimizer stay fp32. Traced (8 fake ranks,
     MixedPrecisionPolicy(bf16, fp32)): tests/trace/test_fsdp_mixed_precision.py.
 
-    Not applied: FSDP casts on one rank too (FSDP2 builds each unit's ``param_dtype`` parameters on a one-rank mesh,
-    torch 2.13.0 ``distributed/fsdp/_fully_shard/_fsdp_param_group.py`` l.392-401, l.437-450; FSDP1 ``NO_SHARD``
-    its low-precision flat parameter, ``_flat_param.py`` l.1332-1333, l.1784-1803), so a one-GPU run that really
-    wraps FSDP (prime-rl's: ``fully_shard`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` on the one-rank
-    mesh and no ``torch.autocast``, PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
-    ``src/prime_rl/trainer/model.py`` l.156, l.457) makes no autocast weight copies and holds one-rank gathered
-    units instead. Taking out the copies alone moves the held-out prime-rl peaks 301-318 from a median |error| of
-    about 10 % to 11.5 % (301 -10.1 -> -16.0 %); adding the one-rank units as well brings them to 3.8 %
-    (-8.3..+9.5 %) and moves no scored published point or step time, but every one-GPU card left at the default
-    ``strategy: fsdp`` would then be planned as one-rank FSDP (no allocator replay: tests/memory/test_compiled_loss.py
-    fails), although a plain one-GPU autocast run (HF Trainer, bf16 True, fp32 weights) does make the copies. Both
-    halves wait for the card to say whether a one-GPU run wraps FSDP.
+    On one GPU FSDP casts too (FSDP2 builds each unit's ``param_dtype`` parameters on a one-rank mesh, torch 2.13.0
+    ``distributed/fsdp/_fully_shard/_fsdp_param_group.py`` l.392-401, l.437-450; FSDP1 ``NO_SHARD`` its low-precision
+    flat parameter, ``_flat_param.py`` l.1332-1333, l.1784-1803), but a one-GPU card at the default ``strategy:
+    fsdp`` is a plain one-GPU run (HF Trainer, bf16 True, fp32 weights: autocast makes the copies), so the one-rank
+    cast and units apply only where the card says ``fully_shard`` really runs: ``parallel.fsdp_one_rank``
+    (``Sharding.one_rank_fsdp2``; prime-rl's ``setup_fsdp`` with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)``
+    on the one-rank mesh and no ``torch.autocast``, PrimeIntellect-ai/prime-rl@d8f290ef0358a804f1912bd29ea1b37cc56894b4
+    ``src/prime_rl/trainer/model.py`` l.156, l.457). The one-rank units: ``_fsdp_terms``.
 
     fp8 compute (only the linears' GEMMs; bf16 everywhere else) is gathered in bf16 the same way: torchtitan applies
     the one ``MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=fp32)`` whatever ``model.converters`` says
@@ -882,7 +878,9 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
                                   quantized_experts=loop_nf4) \
             if mp_gather else w
         fsdp, note = _fsdp_terms(spec, sharding, trainable, w_gathered, pb=pb, scale=scale, n_train=n_train,
-                                 grad_bytes=grad_bytes)
+                                 grad_bytes=grad_bytes,
+                                 unsharded_grad_bytes=BYTES_PER_DTYPE[fsdp_gathered_dtype(card).value]
+                                 if mp_gather else grad_bytes)
         if megatron_fsdp_fp8_params(card) and fsdp.get("fsdp_layer_units"):
             fsdp, note = _megatron_fsdp_fp8_units(card, spec, fsdp, pb=pb, scale=scale)
         fsdp, note = torchao_fp8_gather_units(card, spec, fsdp, pb=pb, scale=scale,
@@ -1213,12 +1211,25 @@ def _no_sync_grads(spec: ModelSpec, pb: ParamBreakdown, trainable: TrainableSpec
 def _fsdp_terms(
     spec: ModelSpec, sharding: Sharding, trainable: TrainableSpec, w: WeightBytes, *, pb: ParamBreakdown,
     scale: float, n_train: float, grad_bytes: float, reshard_after_forward: bool | None = None,
+    unsharded_grad_bytes: float | None = None,
 ) -> tuple[dict[str, float], str]:
     """FSDP/ZeRO-3 buffers (bytes per GPU) of a strategy that gathers parameters, and the note that
     describes them: the gathered layer units (current + one prefetched), or the whole gathered model
     when it is not resharded after forward; one layer's unsharded gradients; the root unit.
     ``reshard_after_forward``: None follows the strategy (``Sharding.reshards_after_forward``); False keeps every
-    unit gathered (a pipeline stage under FSDP2, ``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``)."""
+    unit gathered (a pipeline stage under FSDP2, ``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``).
+
+    FSDP2 on a one-rank mesh (``Sharding.one_rank_fsdp2``) takes torch's world-size-1 branches
+    (pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb, torch 2.13.0): ``FSDPParamGroup.unshard`` allocates
+    nothing (``_fsdp_param_group.py`` l.388-403: no all-gather, so the backward prefetch of the next unit holds no
+    bytes) and ``wait_for_unshard`` allocates each parameter's unsharded ``param_dtype`` storage and copies the cast
+    shard into it (l.426-448): one layer unit in flight, not two. Its backward makes the unit's gradients in
+    ``param_dtype`` (``unsharded_grad_bytes`` per parameter; None: ``grad_bytes``) and ``foreach_reduce`` copies
+    them into an fp32 (``reduce_dtype``) reduce-scatter input of the unit's size, then into a ``reduce_output`` that
+    becomes the sharded gradient (``_fsdp_collectives.py`` l.597-631); the input is kept in
+    ``comm_ctx.reduce_scatter_state`` until the next unit's reduce, so a layer's backward holds its own
+    ``param_dtype`` gradients and the previous unit's fp32 input. Traced on fake tensors at world size 1
+    (``MixedPrecisionPolicy(bf16, fp32)``, torch's ``FSDPMemTracker``): tests/trace/test_fsdp_one_rank.py."""
     wd, layers = sharding.weights_divisor, spec.num_layers
     reshards = sharding.reshards_after_forward if reshard_after_forward is None else reshard_after_forward
     fsdp: dict[str, float] = {}
@@ -1226,20 +1237,34 @@ def _fsdp_terms(
     unit = pb.largest_layer * scale * bpp
     head_unit = (pb.embedding + pb.lm_head + spec.hidden_size) * scale * bpp
     layer_grad_unit = (pb.largest_layer * scale if trainable.lora is None else n_train / layers) * grad_bytes
-    if reshards:
+    one_rank = sharding.one_rank_fsdp2 and wd == 1
+    if one_rank:
+        fsdp["fsdp_layer_units"] = unit
+    elif reshards:
         fsdp["fsdp_layer_units"] = 2 * unit
     else:
         fsdp["fsdp_all_gathered"] = (w.base + w.adapter) * (1 - 1 / wd) - head_unit
         fsdp["fsdp_layer_units"] = 0.0
     fsdp["fsdp_unsharded_grads"] = layer_grad_unit
+    if one_rank:
+        # this unit's param_dtype gradients and the previous unit's fp32 reduce-scatter input (docstring)
+        fsdp["fsdp_unsharded_grads"] = layer_grad_unit / grad_bytes * ((unsharded_grad_bytes or grad_bytes) + grad_bytes)
     if sharding.has_root_unit:
         fsdp["fsdp_root_unit"] = head_unit
         if trainable.lora is None:
-            # lm_head's (or the tied matrix's) gradient appears first; an untied embedding's last
-            fsdp["fsdp_root_grads"] = (pb.lm_head or pb.embedding) * scale * grad_bytes
-            fsdp["fsdp_root_embedding_grads"] = (pb.embedding if pb.lm_head else 0) * scale * grad_bytes
+            # lm_head's (or the tied matrix's) gradient appears first; an untied embedding's last (one rank: in
+            # param_dtype, reduced in the final callback)
+            root_grad_bytes = (unsharded_grad_bytes or grad_bytes) if one_rank else grad_bytes
+            fsdp["fsdp_root_grads"] = (pb.lm_head or pb.embedding) * scale * root_grad_bytes
+            fsdp["fsdp_root_embedding_grads"] = (pb.embedding if pb.lm_head else 0) * scale * root_grad_bytes
     else:
-        fsdp["fsdp_layer_units"] = 2 * max(unit, (pb.lm_head or pb.embedding) * scale * bpp)
+        fsdp["fsdp_layer_units"] = (1 if one_rank else 2) * max(unit, (pb.lm_head or pb.embedding) * scale * bpp)
+    if one_rank:
+        return fsdp, (f"FSDP2 on one rank: each decoder layer's unit unsharded into param_dtype storage"
+                      f" ({unit / GIB:.2f} GiB) around its use, one at a time (no all-gather, no prefetch); its"
+                      " gradients pass through an fp32 reduce buffer kept until the next unit's reduce"
+                      + ("; root unit (embedding, norm, lm_head) unsharded from forward to the end of backward"
+                         if sharding.has_root_unit else ""))
     note = (
         f"FSDP/ZeRO-3 units: one per decoder layer ({unit / GIB:.2f} GiB gathered), current + one prefetched;"
         + (" root unit (embedding, norm, lm_head) stays gathered from forward to the end of backward" if sharding.has_root_unit else "")

@@ -1,0 +1,83 @@
+"""FSDP2 (``fully_shard``) on a one-rank mesh (``parallel.fsdp_one_rank``): one unit unsharded in ``param_dtype`` at a
+time, no prefetch, the ``param_dtype`` gradients plus the previous unit's fp32 reduce input, and a per-stream replay
+without an all-gather stream (torch 2.13.0's world-size-1 branches, ``plan.terms._fsdp_terms``)."""
+
+from __future__ import annotations
+
+import pytest
+from replay_inputs import planned_replay
+
+from trainfit.errors import CardError
+from trainfit.memory import stream_pools as sp
+from trainfit.memory.sharding import make_sharding
+from trainfit.plan import make_plan
+from trainfit.plan.terms import step_terms
+from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import Strategy
+
+MiB = 1 << 20
+
+
+def _card(gpus: int = 1, **par: object):
+    # prime-rl's one-GPU FSDP2 setup: fp32 parameters, bf16 compute (MixedPrecisionPolicy(bf16, fp32))
+    return load_card_dict({
+        "model": "Qwen/Qwen3-0.6B", "scope": "full", "hardware": {"gpu": "h100-sxm", "gpus_per_node": gpus},
+        "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp2", "gradient_checkpointing": True, **par},
+        "precision": {"weights": "fp32", "compute": "bf16", "grads": "fp32", "optimizer": "adamw"},
+        "batch": {"micro_batch_size": 1, "seq_len": 4096}})
+
+
+def _terms(card):
+    plan = make_plan(card)
+    return plan, step_terms(card, plan.spec, plan.sharding)[0]
+
+
+def test_sharding_gathers_on_one_rank_only_when_the_card_says_fully_shard_runs() -> None:
+    one = make_sharding(strategy=Strategy.FSDP, gpus_per_node=1, nodes=1, fsdp_one_rank=True)
+    assert one.gathers_params and one.has_root_unit and one.weights_divisor == 1
+    assert not make_sharding(strategy=Strategy.FSDP, gpus_per_node=1, nodes=1).gathers_params
+    for s in (Strategy.SINGLE, Strategy.DDP, Strategy.ZERO3):
+        assert not make_sharding(strategy=s, gpus_per_node=1, nodes=1, fsdp_one_rank=True).one_rank_fsdp2
+
+
+def test_one_unit_in_flight_and_the_fp32_reduce_input_beside_the_bf16_gradients() -> None:
+    _, one = _terms(_card(fsdp_one_rank=True))
+    _, two = _terms(_card(gpus=2))
+    # two ranks: the current and the prefetched unit; one rank: no all-gather, so no prefetch (one unit, bf16)
+    assert one.fsdp_layer_units == pytest.approx(two.fsdp_layer_units / 2)
+    assert one.fsdp_root_unit == pytest.approx(two.fsdp_root_unit)
+    # a layer's bf16 gradients (2 B) and the previous unit's fp32 reduce-scatter input (4 B) per parameter,
+    # against the unit's bf16 parameters (2 B)
+    assert one.fsdp_unsharded_grads == pytest.approx(3 * one.fsdp_layer_units)
+    # the sharded (here: whole) fp32 gradients stay the gradients term
+    assert max(one.grads_per_layer) == pytest.approx(2 * one.fsdp_layer_units)
+
+
+def test_a_one_gpu_card_without_the_flag_plans_as_before() -> None:
+    _, t = _terms(_card())
+    assert t.fsdp_layer_units == t.fsdp_root_unit == t.fsdp_unsharded_grads == 0.0
+    flagged, _ = _terms(_card(fsdp_one_rank=True))
+    plain = make_plan(_card())
+    assert flagged.peak.allocated > plain.peak.allocated
+    assert "fsdp_buffers" in flagged.peak.components and "fsdp_buffers" not in plain.peak.components
+
+
+def test_replay_has_no_all_gather_stream_and_keeps_the_gradient_pool() -> None:
+    plan, seen = planned_replay(_card(fsdp_one_rank=True), "fsdp_replayed_overhead")
+    assert seen and seen["sharding"].one_rank_fsdp2
+    t = seen["terms"]
+    assert sp.fsdp_step_sequence(t, seen["shape"], world_size=1) is None  # the multi-rank sequence needs 2 ranks
+    seq = sp.fsdp_step_sequence(t, seen["shape"], world_size=1, one_rank=True, workspace=(16 * MiB, 16 * MiB))
+    assert seq is not None
+    r = sp.replay_streams(seq)
+    assert r.pool_allocated_bytes[sp.ALL_GATHER] == 0
+    # reduce_output (the sharded fp32 gradients) on the reduce-scatter stream: every layer's gradients at once
+    assert r.pool_allocated_bytes[sp.REDUCE_SCATTER] >= sum(t.grads_per_layer) * 0.99
+    assert plan.peak.reserved >= plan.peak.allocated
+
+
+@pytest.mark.parametrize("change", [{"gpus": 2}, {"fsdp_version": "fsdp1"}, {"strategy": "ddp"}])
+def test_fsdp_one_rank_needs_fsdp2_on_one_gpu(change: dict) -> None:
+    gpus = change.pop("gpus", 1)
+    with pytest.raises((CardError, ValueError), match="parallel.fsdp_one_rank"):
+        _card(gpus=gpus, fsdp_one_rank=True, **change)

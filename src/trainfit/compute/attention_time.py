@@ -557,14 +557,16 @@ def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rat
 
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                       head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
-                      fp8_recipe: str = "", fp32: bool = False, window_row_tokens: float = 0.0) -> float:
+                      fp8_recipe: str = "", fp32: bool = False, window_row_tokens: float = 0.0,
+                      window_tokens: float = 0.0) -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
     head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring;
     ``exp_bound``: False for windowed layers, whose kernels the exponential unit does not bound,
     ``exp_unit_time_factor``; it is read only for the ``EXP_BOUND_KERNELS``); ``fp8_recipe`` "mxfp8" / "fp8": fp8
     attention, the rate scaled by ``fp8_attention_ratio``; ``fp32``: fp32 q / k / v on the memory-efficient kernel,
     the rate scaled by ``fp32_attention_ratio``; ``window_row_tokens``: a windowed layer's row length, whose fp8 kernel
-    takes ``fp8_window_attention_ratio`` at that length in place of ``fp8_attention_ratio``)."""
+    takes ``fp8_window_attention_ratio`` at that length and its window ``window_tokens`` in place of
+    ``fp8_attention_ratio``)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
@@ -572,7 +574,8 @@ def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRate
                                head_dim=head_dim, kernel=kernel, exp_bound=exp_bound)
     if window_row_tokens > 0 and head_dim and head_dim < BASE_HEAD_DIM:  # the windowed table's head dims
         eff *= fp8_window_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe,
-                                          row_tokens=window_row_tokens, backward=backward, head_dim=head_dim)
+                                          row_tokens=window_row_tokens, backward=backward, head_dim=head_dim,
+                                          window_tokens=window_tokens)
     else:
         eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
                                    backward=backward, head_dim=head_dim)
@@ -656,16 +659,28 @@ causal table above: 885-1,687). Transformer Engine runs that fused fp8 path for 
 transformer_engine/pytorch/attention/dot_product_attention/utils.py, the sliding-window filter, @v2.16
 4220403e831d29e93868f7793693ea83f6b8b05b), the NeMo 26.06 container's pair (TE 2.16, cuDNN 9.21.1: Megatron-Bridge
 docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a). Applied to the windowed layers
-(``fp8_window_attention_ratio``) at head dims below 128, the table's; held at the ends."""
+(``fp8_window_attention_ratio``) at head dims below 128, the table's, and at the measured window only
+(``FP8_WINDOW_MEASURED_TOKENS``); held at the ends of the row lengths."""
+
+
+FP8_WINDOW_MEASURED_TOKENS = 128
+"""The one window ``_FP8_WINDOW_ATTENTION_POINTS`` was measured at: NVIDIA/cudnn-frontend
+benchmark/sdpa_benchmark_training/configs/gpt_oss.py @3929da2ef4c1dba1bb8acb68727b9134f26f40c0 (gpt-oss's 128-token
+sliding window). The table's fp8 backward slowdown is the gap between a kernel that skips the key tiles outside the
+window and one that runs every causal tile, so its size depends on the window (a 2,047-token window, Phi-3-mini-4k's,
+skips far fewer tiles at 4k): no other window was measured and none is scaled from this one."""
 
 
 def fp8_window_attention_ratio(*, compute_capability: str | None, recipe: str, row_tokens: float, backward: bool,
-                               head_dim: float | None = None) -> float:
+                               window_tokens: float, head_dim: float | None = None) -> float:
     """The fp8 windowed-attention kernel's rate over the bf16 windowed kernel's (``_FP8_WINDOW_ATTENTION_POINTS``),
     at the row's length ``row_tokens`` (not the window's key loop: the fp8 backward's work grows with the row), linear
     in log2 of the row between the measured lengths and held at the ends; 1 where nothing was measured (no
-    ``recipe``, another architecture, head dim 128 and above or unknown)."""
+    ``recipe``, another architecture, head dim 128 and above or unknown, or a window ``window_tokens`` other than the
+    measured ``FP8_WINDOW_MEASURED_TOKENS``: such a layer keeps the bf16 windowed rate, its fp8 cost not modelled)."""
     if not recipe or row_tokens <= 0 or not head_dim or head_dim >= BASE_HEAD_DIM:
+        return 1.0
+    if window_tokens != FP8_WINDOW_MEASURED_TOKENS:
         return 1.0
     points = _FP8_WINDOW_ATTENTION_POINTS.get((compute_capability or "", recipe))
     if not points:

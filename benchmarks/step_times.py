@@ -2766,7 +2766,18 @@ verl's FSDP worker loads and offloads inside the timed calls (volcengine/verl ve
 (8 B), ``compute_log_prob`` the parameter shard, ``generate_sequences`` loads the parameter shard for the sync
 and offloads it inside the sharding manager: 2 x 12 : 2 x 4 : 2 x 4 of the bytes = 0.6 : 0.2 : 0.2 (fsdp_utils.py
 ``load_fsdp_model_to_gpu`` / ``offload_fsdp_model_to_cpu`` / ``offload_fsdp_optimizer``). With the optimizer alone,
-all of it in ``update_actor``. Only the split is read here; the seconds are the plan's."""
+all of it in ``update_actor``. Only the split is read here; the seconds are the plan's. Without an old-policy pass
+the plan prices two weights trips (``plan.rl_offload.trainer_state_offload_phase``: ``w = weights * 2``), so
+``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB`` splits them the same way without the log-prob timer's."""
+
+VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB = {
+    "params_and_optimizer": {"actor_update": 0.75, "generation": 0.25},
+    "optimizer": {"actor_update": 1.0},
+}
+"""``VERL_FSDP_OFFLOAD_SHARES`` for a step with no old-policy pass (``methods.roles.old_logprob_pass`` False):
+``update_actor``'s trip of the fp32 parameter shard and the AdamW moments and ``generate_sequences``' trip of the
+parameter shard, 2 x 12 : 2 x 4 of the bytes = 0.75 : 0.25 (same source as ``VERL_FSDP_OFFLOAD_SHARES``); the
+log-prob timer gets none."""
 
 
 VERL_MEGATRON_OFFLOAD_SHARES = {
@@ -2799,8 +2810,8 @@ def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) ->
     """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
     ``VERL_MEGATRON_OFFLOAD_SHARES``, or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays
     with the step's other work). ``old_logprob``: the card's step runs the old-policy pass
-    (``methods.roles.old_logprob_pass``); without it a Megatron trainer's weights make two trips, not three
-    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
+    (``methods.roles.old_logprob_pass``); without it the trainer's weights make two trips, not three
+    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``, ``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
     scope = timer_scope(e, phase)
     if scope is not None:
         return float(scope.get("state_offload_share", 0.0))
@@ -2812,7 +2823,8 @@ def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) ->
         return shares.get(mode, {}).get(phase, 0.0)
     if e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
-    return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+    shares = VERL_FSDP_OFFLOAD_SHARES if old_logprob else VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB
+    return shares.get(mode, {}).get(phase, 0.0)
 
 
 def offload_terms(e: dict[str, Any], phase: str) -> tuple[str, ...]:

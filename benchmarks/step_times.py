@@ -80,8 +80,22 @@ def load_entries(main: Path) -> list[dict[str, Any]]:
     for f in data_files(main):
         data = json.loads(f.read_text())
         for e in data.get("entries", data) if isinstance(data, dict) else data:
+            check_prompt_mean_source(e)
             entries.append({**e, "_file": f.name})
     return entries
+
+
+PROMPT_MEAN_ESTIMATE_PREFIX = "estimate:"
+"""The one prefix ``data.prompt_len_mean_source`` may take: the entry estimated its mean prompt (``rl_lengths``)."""
+
+
+def check_prompt_mean_source(e: dict[str, Any]) -> None:
+    """Raise ValueError naming the entry when its ``data.prompt_len_mean_source`` does not start with
+    ``PROMPT_MEAN_ESTIMATE_PREFIX`` (the field exists only to say how an estimated mean was made)."""
+    source = (e.get("data") or {}).get("prompt_len_mean_source")
+    if source is not None and not str(source).startswith(PROMPT_MEAN_ESTIMATE_PREFIX):
+        raise ValueError(f"{e.get('id', '?')}: data.prompt_len_mean_source must start with"
+                         f" {PROMPT_MEAN_ESTIMATE_PREFIX!r}, got {str(source)[:40]!r}")
 H200_RAW = HERE / "results" / "gpu_raw"
 H200_SETS = ("default", "heldout", "heldout2", "heldout3", "heldout4")
 MD_OUT = HERE / "step_times.md"
@@ -1804,9 +1818,10 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     prompt_mean = None
     # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
     known_prompt = d.get("prompt_len_mean")
-    if known_prompt and (source := d.get("prompt_len_mean_source")):
+    source = str(d.get("prompt_len_mean_source") or "")
+    if known_prompt and source.startswith(PROMPT_MEAN_ESTIMATE_PREFIX):
         # a mean the entry estimates rather than copies from the publication says so in the row's notes
-        how = str(source).removeprefix("estimate:").strip().removeprefix("from ")
+        how = source.removeprefix(PROMPT_MEAN_ESTIMATE_PREFIX).strip().removeprefix("from ")
         notes.append(f"prompt mean {int(round(known_prompt))} tokens: estimated from {how}")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])

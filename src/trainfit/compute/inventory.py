@@ -1333,7 +1333,10 @@ scaled by ``mscale`` and cast: six more), traced (``tools/measure_bshd_rope_ops.
 takes it whenever the YaRN concentration factor is not 1 (``ModelSpec.rotary_concentration``), ``apply_rope_fusion``
 or not: "mscale=... is not supported by TE's fused RoPE. Using unfused implementation." (NVIDIA/Megatron-LM
 megatron/core/models/common/embeddings/rope_utils.py l.268-300, ``mscale`` passed by ``Attention.forward``
-megatron/core/transformer/attention.py l.1097-1116, @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172)."""
+megatron/core/transformer/attention.py l.1097-1116, @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172). The
+traced copy is @61f31145dfb4cfaa7d285df12aa9abffb22ff485 (l.92-137); at core_v0.16.0 (l.92-126) the function differs
+only in its MLA flag (``multi_latent_attention`` there, ``mla_rotary_interleaved`` plus a deprecation shim later),
+False here, so the same ops run; ``_rotate_half`` (l.73-89) is identical at both commits."""
 MEGATRON_ROPE_BACKWARD_BYTES, MEGATRON_ROPE_BACKWARD_KERNELS = 28.0, 7
 """The same call's backward, traced likewise (``tools/measure_bshd_rope_ops.py`` on the copy of rope_utils.py l.92-137
 @61f31145dfb4cfaa7d285df12aa9abffb22ff485): ``mul``, ``neg``, ``cat``, ``mul``, ``add``, the empty pass-through

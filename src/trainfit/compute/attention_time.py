@@ -209,10 +209,13 @@ the measured one, forward / backward: GB200 0.81-0.91 / 1.23-1.35 at 2k-16k (4k:
 0.465; forward + backward 16% slow), GB300 0.85-0.94 / 1.28-1.45, H200 1.05-1.23 / 0.93-1.09 at 2k-32k (forward +
 backward within -4 / +12%). The full-attention layers' rates are at or under the published head-dim-64 kernels'
 (above). So the kernels that run gpt-oss's attention are priced about right or slow, and attention is not the
-Megatron-Bridge gpt-oss-120b BF16 rows' gap: closing each row by attention alone would take its attention 1.7-9.7x
-slower (H100 4.3-7.5x, GB300 1.7-2.6x), and doubling every attention kernel (not committed) moves the 26.04 rows by
-5-11 points (H100 -24.6% -> -19.7%, GB200 -32.5% -> -21.4%) while the MXFP8 rows of the same tables overshoot (GB200
-26.06 +4.0% -> +32.1%, GB300 +15.6% -> +43.8%) and the verification cards move 0-2 points.
+Megatron-Bridge gpt-oss-120b BF16 rows' gap. Re-run on the code of 2026-12-04 after the fp8 windowed table
+(``benchmarks/step_times.py`` rows re-planned with every fused, memory-efficient and windowed attention kernel's
+seconds doubled, not committed): closing each BF16 row by attention alone would take its attention 1.4-13.4x slower
+(H100 2.4-5.7x, GB300 1.4-2.2x, GB200 1.7-3.7x), and the doubling moves the 26.04 rows by 4.9-11.6 points (H100
+-22.8% -> -17.9%, GB200 -30.5% -> -19.3%, GB300 -13.0% -> -1.4%) while the MXFP8 rows of the same tables overshoot
+(GB200 26.06 +7.7% -> +35.8%, GB300 26.06 +19.9% -> +48.0%) and the verification cards move 0-2.2 points. (First
+written at 02fb7cdb, where the same rows read H100 -24.6%, GB200 -32.5%, GB200 / GB300 26.06 +4.0% / +15.6%.)
 No measurement of the learnable sink's cost inside cuDNN (Transformer Engine's ``softmax_type`` "learnable") was found;
 its forward adds one logit per query row, not modelled. FP8 attention on the windowed layers is another kernel
 (``_FP8_WINDOW_ATTENTION_POINTS``).

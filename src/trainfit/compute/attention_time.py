@@ -663,7 +663,16 @@ transformer_engine/pytorch/attention/dot_product_attention/utils.py, the sliding
 4220403e831d29e93868f7793693ea83f6b8b05b), the NeMo 26.06 container's pair (TE 2.16, cuDNN 9.21.1: Megatron-Bridge
 docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a). Applied to the windowed layers
 (``fp8_window_attention_ratio``) at head dims below 128, the table's, and at the measured window only
-(``FP8_WINDOW_MEASURED_TOKENS``); held at the ends of the row lengths."""
+(``FP8_WINDOW_MEASURED_TOKENS``); held at the ends of the row lengths.
+
+Version gap: the table is cuDNN backend 9.22.0's (the CSVs' ``cudnn_backend_version`` 92200), the rows it moves ran
+the 26.06 container's cuDNN 9.21.1 (26.08's not listed at that commit); that 9.21.1's fp8 windowed backward runs the
+whole causal triangle as 9.22.0's does is assumed, not measured. Effect on the rows (the gpt-oss-120b MXFP8 rows with
+``fp8_dot_product_attention``, ``benchmarks/step_times.json``; step error without this table, i.e. the fp8
+windowed layers at the bf16 windowed rate, -> with it, on the code of 2026-12-04): mbridge-2606-gb300 +11.5 -> +19.9 %,
+2608-gb300 +11.1 -> +19.3 %, 2606-gb200 -0.2 -> +7.7 %, 2608-gb200 -1.2 -> +6.7 %, 260601-gb200 -36.9 -> -31.9 %,
+260601-gb300 -31.8 -> -26.7 %. When the table came in (02fb7cdb) the same four rows moved +7.3 -> +15.6, +6.8 ->
++15.1, -3.9 -> +4.0 and -4.8 -> +3.0 %; later changes elsewhere moved both sides by about 4 points."""
 
 
 FP8_WINDOW_MEASURED_TOKENS = 128

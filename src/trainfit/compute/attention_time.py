@@ -667,7 +667,7 @@ docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a). A
 
 Version gap: the table is cuDNN backend 9.22.0's (the CSVs' ``cudnn_backend_version`` 92200), the rows it moves ran
 the 26.06 container's cuDNN 9.21.1 (26.08's not listed at that commit); that 9.21.1's fp8 windowed backward runs the
-whole causal triangle as 9.22.0's does is assumed, not measured. Effect on the rows (the gpt-oss-120b MXFP8 rows with
+whole causal triangle as 9.22.0's does is an assumption (no 9.21.1 timing of it was found). Effect on the rows (the gpt-oss-120b MXFP8 rows with
 ``fp8_dot_product_attention``, ``benchmarks/step_times.json``; step error without this table, i.e. the fp8
 windowed layers at the bf16 windowed rate, -> with it, on the code of 2026-12-04): mbridge-2606-gb300 +11.5 -> +19.9 %,
 2608-gb300 +11.1 -> +19.3 %, 2606-gb200 -0.2 -> +7.7 %, 2608-gb200 -1.2 -> +6.7 %, 260601-gb200 -36.9 -> -31.9 %,

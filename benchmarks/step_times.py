@@ -80,8 +80,22 @@ def load_entries(main: Path) -> list[dict[str, Any]]:
     for f in data_files(main):
         data = json.loads(f.read_text())
         for e in data.get("entries", data) if isinstance(data, dict) else data:
+            check_prompt_mean_source(e)
             entries.append({**e, "_file": f.name})
     return entries
+
+
+PROMPT_MEAN_ESTIMATE_PREFIX = "estimate:"
+"""The one prefix ``data.prompt_len_mean_source`` may take: the entry estimated its mean prompt (``rl_lengths``)."""
+
+
+def check_prompt_mean_source(e: dict[str, Any]) -> None:
+    """Raise ValueError naming the entry when its ``data.prompt_len_mean_source`` does not start with
+    ``PROMPT_MEAN_ESTIMATE_PREFIX`` (the field exists only to say how an estimated mean was made)."""
+    source = (e.get("data") or {}).get("prompt_len_mean_source")
+    if source is not None and not str(source).startswith(PROMPT_MEAN_ESTIMATE_PREFIX):
+        raise ValueError(f"{e.get('id', '?')}: data.prompt_len_mean_source must start with"
+                         f" {PROMPT_MEAN_ESTIMATE_PREFIX!r}, got {str(source)[:40]!r}")
 H200_RAW = HERE / "results" / "gpu_raw"
 H200_SETS = ("default", "heldout", "heldout2", "heldout3", "heldout4")
 MD_OUT = HERE / "step_times.md"
@@ -1807,9 +1821,10 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
     prompt_mean = None
     # the mean prompt as published, measured, or derived from the published tokens/s (not one bounded by a cap)
     known_prompt = d.get("prompt_len_mean")
-    if known_prompt and (source := d.get("prompt_len_mean_source")):
+    source = str(d.get("prompt_len_mean_source") or "")
+    if known_prompt and source.startswith(PROMPT_MEAN_ESTIMATE_PREFIX):
         # a mean the entry estimates rather than copies from the publication says so in the row's notes
-        how = str(source).removeprefix("estimate:").strip().removeprefix("from ")
+        how = source.removeprefix(PROMPT_MEAN_ESTIMATE_PREFIX).strip().removeprefix("from ")
         notes.append(f"prompt mean {int(round(known_prompt))} tokens: estimated from {how}")
     if prompt and not d.get("prompt_len_mean"):
         got = measured_prompt_mean(d.get("dataset"), e["model"])
@@ -2769,7 +2784,18 @@ verl's FSDP worker loads and offloads inside the timed calls (volcengine/verl ve
 (8 B), ``compute_log_prob`` the parameter shard, ``generate_sequences`` loads the parameter shard for the sync
 and offloads it inside the sharding manager: 2 x 12 : 2 x 4 : 2 x 4 of the bytes = 0.6 : 0.2 : 0.2 (fsdp_utils.py
 ``load_fsdp_model_to_gpu`` / ``offload_fsdp_model_to_cpu`` / ``offload_fsdp_optimizer``). With the optimizer alone,
-all of it in ``update_actor``. Only the split is read here; the seconds are the plan's."""
+all of it in ``update_actor``. Only the split is read here; the seconds are the plan's. Without an old-policy pass
+the plan prices two weights trips (``plan.rl_offload.trainer_state_offload_phase``: ``w = weights * 2``), so
+``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB`` splits them the same way without the log-prob timer's."""
+
+VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB = {
+    "params_and_optimizer": {"actor_update": 0.75, "generation": 0.25},
+    "optimizer": {"actor_update": 1.0},
+}
+"""``VERL_FSDP_OFFLOAD_SHARES`` for a step with no old-policy pass (``methods.roles.old_logprob_pass`` False):
+``update_actor``'s trip of the fp32 parameter shard and the AdamW moments and ``generate_sequences``' trip of the
+parameter shard, 2 x 12 : 2 x 4 of the bytes = 0.75 : 0.25 (same source as ``VERL_FSDP_OFFLOAD_SHARES``); the
+log-prob timer gets none."""
 
 
 VERL_MEGATRON_OFFLOAD_SHARES = {
@@ -2802,8 +2828,8 @@ def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) ->
     """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
     ``VERL_MEGATRON_OFFLOAD_SHARES``, or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays
     with the step's other work). ``old_logprob``: the card's step runs the old-policy pass
-    (``methods.roles.old_logprob_pass``); without it a Megatron trainer's weights make two trips, not three
-    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
+    (``methods.roles.old_logprob_pass``); without it the trainer's weights make two trips, not three
+    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``, ``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
     scope = timer_scope(e, phase)
     if scope is not None:
         return float(scope.get("state_offload_share", 0.0))
@@ -2815,7 +2841,8 @@ def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) ->
         return shares.get(mode, {}).get(phase, 0.0)
     if e["train"].get("strategy") not in ("fsdp", "fsdp2"):
         return 0.0
-    return VERL_FSDP_OFFLOAD_SHARES.get(mode, {}).get(phase, 0.0)
+    shares = VERL_FSDP_OFFLOAD_SHARES if old_logprob else VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB
+    return shares.get(mode, {}).get(phase, 0.0)
 
 
 def offload_terms(e: dict[str, Any], phase: str) -> tuple[str, ...]:
@@ -3545,7 +3572,8 @@ def publication_of(source: str) -> str:
 
 def by_publication(rows: list[Row]) -> list[dict[str, Any]]:
     """trainfit and the rule per publication (every row with a trainfit figure), largest first: one table's
-    figures are the out-of-sample check for the others' mechanisms."""
+    figures are the out-of-sample check for the others' mechanisms (the Ultra-Scale table's network rate partly
+    in-sample: ``ultrascale_network_check.py``)."""
     groups: dict[str, list[Row]] = {}
     for r in rows:
         if r.error is not None:
@@ -3704,7 +3732,10 @@ def _headline_lines(res: dict[str, Any]) -> list[str]:
     for h in res["halves"]:
         lines.append(f"| {h['half']} | {_stat_cells(h['trainfit'])} | {_stat_cells(h['rule_same_points'])} |")
     lines += ["", "By publication (every quantity with a trainfit figure; each table is an out-of-sample check of "
-              "the mechanisms the others shaped):", "",
+              "the mechanisms the others shaped, except huggingface/nanotron docs/benchmark_summary.svg's network: "
+              "its 249 Gb/s comes from the sweep's all-reduce readings, but choosing their high group over the low "
+              "one rested on two of its scored cells' step-time errors, so that table's network is partly in-sample; "
+              "benchmarks/ultrascale_network_check.py):", "",
               "| publication | n | trainfit median abs | trainfit worst | n | rule median abs | rule worst |",
               "|---|---:|---:|---:|---:|---:|---:|"]
     for g in res["by_publication"]:

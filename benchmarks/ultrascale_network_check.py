@@ -28,7 +28,10 @@ cells are each cell's fastest job, and the two of them with a low reading ran fa
 1.17 s (+164 %) against the 0.445 s it ran in; the 80B x 32-node cell (28.27 GB/s) plans +30 % (``--per-job``,
 above). So a low reading is not the network a scored step ran on; the high group is taken for it. (Many of the
 sweep's slower jobs logged low readings and are planned far too fast even on the default NIC; whether those ran on
-the low fabric is not settled here.)
+the low fabric is not settled here.) The rate is in-sample in part: its value comes from the all-reduce readings
+alone, but the choice of the high group over the low one rested on those two scored cells' step-time errors, so the
+``ups-*`` table is not an out-of-sample check of the network (``step_times.md`` says so where it calls the tables
+out-of-sample checks).
 ``HEALTHY_ALL_REDUCE_BUS_GB_PER_S`` holds its three medians and ``cluster_nic_gbps`` the median of the per-GPU NIC
 rates at which trainfit's NCCL model times each (243.6 / 264.7 / 248.9 Gb/s): 248.9 Gb/s, about 0.62 of the card's
 default 400 Gb/s, i.e. the cluster's EFA fabric (the Playbook: content/ch03.md l.214 of the translation cited above)
@@ -37,8 +40,10 @@ runs a 512-GPU all-reduce at 176 GB/s where trainfit's default InfiniBand-like N
 way). Checked on the whole sweep, not only on the 26 fastest jobs (``ultrascale_sweep_check.py nic``: the 1,306
 successful multi-node jobs of the four benchmark shapes the card can plan, each on its shape's card): median |error| at
 2 / 4 / 8 / 16 / 32 / 64 nodes 12.3 / 46.2 / 59.6 / 52.3 / 71.5 / 89.8 % on the default NIC, 12.0 / 42.8 / 54.0 / 45.0 /
-67.4 / 87.7 % on 249 Gb/s; 1,229 jobs closer, 77 further. The sweep's jobs are planned too fast on either rate (most
-of them far slower layouts than the scored cells); the cluster's rate takes part of that, not all. One flat rate is an
+67.4 / 87.7 % on 249 Gb/s; 1,229 jobs closer, 77 further. That is consistent with a fabric slower than the default
+NIC, not a confirmation of 249 Gb/s in particular: the sweep's jobs are planned too fast on either rate (most of them
+far slower layouts than the scored cells), so any lower rate moves most of them closer; the cluster's rate takes part
+of that gap, not all. One flat rate is an
 approximation: at 2 nodes the ring all-gather / reduce-scatter readings stand at 0.845 / 0.841 of the same jobs'
 one-node readings (after_pp_fix False batch, 70 jobs), about the default NIC's 0.85 in trainfit's model, and at 4 nodes
 the all-reduce readings' high group inverts to 209 Gb/s: the shortfall is the fabric's at 4-64 nodes.

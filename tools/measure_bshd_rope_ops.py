@@ -6,7 +6,9 @@ l.268-300 @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172), and ``Attenti
 ``_yarn_get_concentration_factor_from_config(config)`` as ``mscale`` (megatron/core/transformer/attention.py
 l.1097-1116, same commit): gpt-oss's YaRN (factor 32, no mscale / mscale_all_dim) gives 0.1·ln(32) + 1 = 1.347.
 
-The function is the copy in ``tools/measure_thd_rope_ops.py`` (rope_utils.py l.92-137 @61f31145). Run on CPU (torch
+The function is the copy in ``tools/measure_thd_rope_ops.py`` (rope_utils.py l.92-137 @61f31145); at core_v0.16.0
+(l.92-126) it differs only in the MLA flag's name (``multi_latent_attention``; no deprecation shim), a branch not taken
+here, and ``_rotate_half`` (l.73-89) is identical, so the trace holds for the cited release. Run on CPU (torch
 2.13.0+cpu): a ``TorchDispatchMode`` records every non-view aten op of the forward on a bf16 ``[s, b, h, d]`` tensor
 with fp32 ``[s, 1, 1, d]`` frequencies, and of ``autograd.grad`` of its output; bytes are each op's tensor inputs and
 outputs (numel x itemsize), split into those that scale with ``t`` (per rotated element) and the rest (the cos / sin

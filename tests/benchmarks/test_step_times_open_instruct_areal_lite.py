@@ -104,3 +104,17 @@ def test_open_instruct_mean_prompt_follows_from_the_dataset_cards(eid: str, row_
     published = {**e, "data": {k: v for k, v in e["data"].items() if k != "prompt_len_mean_source"}}
     assert not any("estimated from" in n for n in S.rl_lengths(published)[4])
     assert S.rl_lengths(published)[:4] == S.rl_lengths(e)[:4]  # the numbers do not change, only the notes
+
+
+def test_only_an_estimate_prefixed_prompt_mean_source_is_labelled_or_loaded(tmp_path) -> None:
+    """``data.prompt_len_mean_source`` exists to say how an estimated mean was made: only an "estimate:" source puts
+    "estimated from" in the notes, and the loader refuses any other prefix, naming the entry."""
+    e = next(x for x in ENTRIES.values() if (x.get("data") or {}).get("prompt_len_mean_source"))
+    other = {**e, "data": {**e["data"], "prompt_len_mean_source": "published: the paper's table 2"}}
+    assert not any("estimated from" in n for n in S.rl_lengths(other)[4])
+    main = tmp_path / "published_rl_times.json"
+    main.write_text(json.dumps([other]))
+    with pytest.raises(ValueError, match=re.escape(other["id"]) + ".*prompt_len_mean_source"):
+        S.load_entries(main)
+    main.write_text(json.dumps([e]))
+    assert [x["id"] for x in S.load_entries(main)] == [e["id"]]  # the committed estimate loads

@@ -196,3 +196,21 @@ def test_verl_megatron_offload_without_an_old_policy_pass_splits_two_weights_tri
     assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.5 * moved)
     assert rows["generation"].notes and any("50% of the plan's trainer state offload" in n
                                             for n in rows["generation"].notes)
+
+
+def test_verl_fsdp_offload_without_an_old_policy_pass_splits_two_weights_trips():
+    """FSDP as Megatron: the plan prices two weights trips without an old-policy pass (``w = weights * 2``), so the
+    timers split update (12 B: fp32 shard + moments) : sync (4 B) = 0.75 : 0.25 and the log-prob timer gets none
+    (``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
+    e = next(x for x in S.load_entries(S.RL_DATA) if x["id"] == "verl-one-step-off-dapo-qwen25math7b-h20-colocate-fsdp2")
+    assert [S.offload_share(e, q) for q in ("actor_update", "logprob", "generation")] == [0.6, 0.2, 0.2]
+    shares = {q: S.offload_share(e, q, old_logprob=False) for q in ("generation", "logprob", "actor_update")}
+    assert shares == {"generation": 0.25, "logprob": 0.0, "actor_update": 0.75}
+    assert sum(shares.values()) == pytest.approx(1.0)
+    e = copy.deepcopy(e)
+    e["train"]["old_logprob_pass"] = False
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    moved = planned.parts["time.state_offload"]
+    rows = {r.quantity: r for r in S.rl_rows([e], [])}
+    assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.75 * moved)

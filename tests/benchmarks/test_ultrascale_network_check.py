@@ -36,9 +36,21 @@ def test_cluster_rate_is_the_median_of_the_inverted_readings():
 def test_the_inversion_reproduces_the_reading_it_came_from():
     """At the fitted rate trainfit's NCCL model times the 1 GiB world all-reduce at the measured bus bandwidth; a
     higher rate plans it faster (the inversion is monotone)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute import collectives as coll
+    from trainfit.compute.rates import default_rates
+
     slow = UNC.fitted_nic_gbps(64, 176.04, UNC.JOB_MESSAGE_BYTES)
     fast = UNC.fitted_nic_gbps(64, 250.0, UNC.JOB_MESSAGE_BYTES)
     assert slow < fast < 400
+    # time the 1 GiB world all-reduce at 64 nodes x 8 H100 at the fitted rate and read back nccl-tests' bus bandwidth
+    ranks, size = 64 * 8, UNC.JOB_MESSAGE_BYTES
+    bus = coll.ring_bus_bytes_per_s(rates=default_rates(resolve_gpu("h100-sxm")), crosses_nodes=True,
+                                    nic_bytes_per_s=slow * 1e9 / 8, local_ranks=8)
+    seconds = coll.nccl_collective_seconds(collective="all_reduce", total_bytes=size, ranks=ranks, nodes=64,
+                                           bus_bytes_per_s=bus, intra_link=coll.IntraLink.NVLINK)
+    bus_gb_per_s = 2 * (ranks - 1) / ranks * size / seconds / 1e9
+    assert bus_gb_per_s == pytest.approx(176.04, rel=1e-3)
 
 
 def test_every_multi_node_entry_states_the_cluster_rate():

@@ -96,7 +96,7 @@ def test_windowed_fp8_points_from_the_gpt_oss_table():
     from trainfit.compute.attention_time import fp8_window_attention_ratio
 
     # GB200, window 128, head dim 64, 4k: bf16 0.465 ms backward against MXFP8 2.080 (cudnn-frontend gpt_oss table)
-    kw = dict(compute_capability="10.0", recipe="mxfp8", head_dim=64)
+    kw = dict(compute_capability="10.0", recipe="mxfp8", head_dim=64, window_tokens=128)
     assert fp8_window_attention_ratio(row_tokens=4096, backward=True, **kw) == pytest.approx(0.465 / 2.080)
     assert fp8_window_attention_ratio(row_tokens=4096, backward=False, **kw) == pytest.approx(1.0)
     # the fp8 backward's time grows with the row (no window skipping): its ratio falls, held past 32k
@@ -104,12 +104,12 @@ def test_windowed_fp8_points_from_the_gpt_oss_table():
     assert bwd == sorted(bwd, reverse=True) and bwd[-1] < 0.04
     assert fp8_window_attention_ratio(row_tokens=131072, backward=True, **kw) == pytest.approx(3.692 / 108.370)
     assert fp8_window_attention_ratio(compute_capability="10.3", recipe="fp8", head_dim=64, row_tokens=2048,
-                                      backward=True) == pytest.approx(0.227 / 0.467)
+                                      backward=True, window_tokens=128) == pytest.approx(0.227 / 0.467)
     # nothing measured: the bf16 rate
-    for other in (dict(compute_capability="9.0", recipe="fp8", head_dim=64),
-                  dict(compute_capability="10.0", recipe="", head_dim=64),
-                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=128),
-                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=None)):
+    for other in (dict(compute_capability="9.0", recipe="fp8", head_dim=64, window_tokens=128),
+                  dict(compute_capability="10.0", recipe="", head_dim=64, window_tokens=128),
+                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=128, window_tokens=128),
+                  dict(compute_capability="10.0", recipe="mxfp8", head_dim=None, window_tokens=128)):
         assert fp8_window_attention_ratio(row_tokens=4096, backward=True, **other) == 1.0
 
 
@@ -121,11 +121,42 @@ def test_windowed_layers_take_the_windowed_fp8_rate():
 
     rates = default_rates(resolve_gpu("gb200"))
     kw = dict(forward_flops=1e12, seq_len=488.0, rates=rates, head_dim=64, kernel="auto", fp32=False)
-    bf16 = _window_attention_seconds(backward=True, fp8_recipe="", row_tokens=4096, **kw)
-    fp8 = _window_attention_seconds(backward=True, fp8_recipe="mxfp8", row_tokens=4096, **kw)
+    bf16 = _window_attention_seconds(backward=True, fp8_recipe="", row_tokens=4096, window_tokens=128, **kw)
+    fp8 = _window_attention_seconds(backward=True, fp8_recipe="mxfp8", row_tokens=4096, window_tokens=128, **kw)
     assert fp8 == pytest.approx(bf16 * 2.080 / 0.465)
     # at head dim 128 the causal table keeps applying to windowed layers, read at the key-loop length as before
     at128 = dict(forward_flops=1e12, seq_len=2048.0, rates=rates, backward=True, head_dim=128, exp_bound=False)
     assert attention_seconds(**at128, fp8_recipe="mxfp8", window_row_tokens=8192) == pytest.approx(
         attention_seconds(**at128) / fp8_attention_ratio(compute_capability="10.0", recipe="mxfp8", seq_len=2048,
                                                          backward=True, head_dim=128))
+
+
+def test_windowed_fp8_table_holds_at_its_measured_window_only():
+    """The cuDNN table was measured at window 128: Phi-3-mini-4k's 2,047-token window (head dim 96) on GB200 keeps
+    the bf16 windowed rate instead of the window-128 backward slowdown (about 4.5x at 4k)."""
+    from trainfit.compute.attention_time import fp8_window_attention_ratio
+
+    kw = dict(compute_capability="10.0", recipe="mxfp8", head_dim=96, row_tokens=4096, backward=True)
+    assert fp8_window_attention_ratio(window_tokens=128, **kw) == pytest.approx(0.465 / 2.080)
+    for window in (2047, 4096, 64, 0):
+        assert fp8_window_attention_ratio(window_tokens=window, **kw) == 1.0
+
+
+def test_the_inventory_carries_the_window_to_the_fp8_windowed_rate():
+    from dataclasses import replace
+
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.inventory import PassInventory
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import pass_seconds
+
+    rates = default_rates(resolve_gpu("gb200"))
+    base = PassInventory((), 1e12, 1.0, 0.0, 0.0, window_attention_forward_flops=1e12, window_attention_seq=488.0,
+                         attention_head_dim=96.0)
+    kw = dict(rates=rates, seq_len=4096.0, backward=True)
+    bf16 = pass_seconds(replace(base, attention_window_tokens=2047.0), **kw).attention_s
+    fp8_2047 = pass_seconds(replace(base, attention_window_tokens=2047.0), attention_fp8="mxfp8", **kw).attention_s
+    fp8_128 = pass_seconds(replace(base, attention_window_tokens=128.0), attention_fp8="mxfp8", **kw).attention_s
+    assert fp8_2047 == pytest.approx(bf16)
+    assert fp8_128 == pytest.approx(bf16 * 2.080 / 0.465)
+    assert (base + replace(base, attention_window_tokens=128.0)).attention_window_tokens == 128.0

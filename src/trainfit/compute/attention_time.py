@@ -209,10 +209,13 @@ the measured one, forward / backward: GB200 0.81-0.91 / 1.23-1.35 at 2k-16k (4k:
 0.465; forward + backward 16% slow), GB300 0.85-0.94 / 1.28-1.45, H200 1.05-1.23 / 0.93-1.09 at 2k-32k (forward +
 backward within -4 / +12%). The full-attention layers' rates are at or under the published head-dim-64 kernels'
 (above). So the kernels that run gpt-oss's attention are priced about right or slow, and attention is not the
-Megatron-Bridge gpt-oss-120b BF16 rows' gap: closing each row by attention alone would take its attention 1.7-9.7x
-slower (H100 4.3-7.5x, GB300 1.7-2.6x), and doubling every attention kernel (not committed) moves the 26.04 rows by
-5-11 points (H100 -24.6% -> -19.7%, GB200 -32.5% -> -21.4%) while the MXFP8 rows of the same tables overshoot (GB200
-26.06 +4.0% -> +32.1%, GB300 +15.6% -> +43.8%) and the verification cards move 0-2 points.
+Megatron-Bridge gpt-oss-120b BF16 rows' gap. Re-run on the code of 2026-12-04 after the fp8 windowed table
+(``benchmarks/step_times.py`` rows re-planned with every fused, memory-efficient and windowed attention kernel's
+seconds doubled, not committed): closing each BF16 row by attention alone would take its attention 1.4-13.4x slower
+(H100 2.4-5.7x, GB300 1.4-2.2x, GB200 1.7-3.7x), and the doubling moves the 26.04 rows by 4.9-11.6 points (H100
+-22.8% -> -17.9%, GB200 -30.5% -> -19.3%, GB300 -13.0% -> -1.4%) while the MXFP8 rows of the same tables overshoot
+(GB200 26.06 +7.7% -> +35.8%, GB300 26.06 +19.9% -> +48.0%) and the verification cards move 0-2.2 points. (First
+written at 02fb7cdb, where the same rows read H100 -24.6%, GB200 -32.5%, GB200 / GB300 26.06 +4.0% / +15.6%.)
 No measurement of the learnable sink's cost inside cuDNN (Transformer Engine's ``softmax_type`` "learnable") was found;
 its forward adds one logit per query row, not modelled. FP8 attention on the windowed layers is another kernel
 (``_FP8_WINDOW_ATTENTION_POINTS``).
@@ -557,14 +560,16 @@ def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rat
 
 def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                       head_dim: float | None = None, kernel: str = AUTO_KERNEL, exp_bound: bool = True,
-                      fp8_recipe: str = "", fp32: bool = False, window_row_tokens: float = 0.0) -> float:
+                      fp8_recipe: str = "", fp32: bool = False, window_row_tokens: float = 0.0,
+                      window_tokens: float = 0.0) -> float:
     """Seconds of the fused attention kernels whose forward work is ``forward_flops`` (``head_dim``: the query/key
     head dimension, ``head_dim_efficiency``; None: the base rate; ``kernel``: the stated kernel, module docstring;
     ``exp_bound``: False for windowed layers, whose kernels the exponential unit does not bound,
     ``exp_unit_time_factor``; it is read only for the ``EXP_BOUND_KERNELS``); ``fp8_recipe`` "mxfp8" / "fp8": fp8
     attention, the rate scaled by ``fp8_attention_ratio``; ``fp32``: fp32 q / k / v on the memory-efficient kernel,
     the rate scaled by ``fp32_attention_ratio``; ``window_row_tokens``: a windowed layer's row length, whose fp8 kernel
-    takes ``fp8_window_attention_ratio`` at that length in place of ``fp8_attention_ratio``)."""
+    takes ``fp8_window_attention_ratio`` at that length and its window ``window_tokens`` in place of
+    ``fp8_attention_ratio``)."""
     if forward_flops <= 0:
         return 0.0
     work = forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
@@ -572,7 +577,8 @@ def attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRate
                                head_dim=head_dim, kernel=kernel, exp_bound=exp_bound)
     if window_row_tokens > 0 and head_dim and head_dim < BASE_HEAD_DIM:  # the windowed table's head dims
         eff *= fp8_window_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe,
-                                          row_tokens=window_row_tokens, backward=backward, head_dim=head_dim)
+                                          row_tokens=window_row_tokens, backward=backward, head_dim=head_dim,
+                                          window_tokens=window_tokens)
     else:
         eff *= fp8_attention_ratio(compute_capability=rates.compute_capability, recipe=fp8_recipe, seq_len=seq_len,
                                    backward=backward, head_dim=head_dim)
@@ -656,16 +662,37 @@ causal table above: 885-1,687). Transformer Engine runs that fused fp8 path for 
 transformer_engine/pytorch/attention/dot_product_attention/utils.py, the sliding-window filter, @v2.16
 4220403e831d29e93868f7793693ea83f6b8b05b), the NeMo 26.06 container's pair (TE 2.16, cuDNN 9.21.1: Megatron-Bridge
 docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a). Applied to the windowed layers
-(``fp8_window_attention_ratio``) at head dims below 128, the table's; held at the ends."""
+(``fp8_window_attention_ratio``) at head dims below 128, the table's, and at the measured window only
+(``FP8_WINDOW_MEASURED_TOKENS``); held at the ends of the row lengths.
+
+Version gap: the table is cuDNN backend 9.22.0's (the CSVs' ``cudnn_backend_version`` 92200), the rows it moves ran
+the 26.06 container's cuDNN 9.21.1 (26.08's not listed at that commit); that 9.21.1's fp8 windowed backward runs the
+whole causal triangle as 9.22.0's does is an assumption (no 9.21.1 timing of it was found). Effect on the rows (the gpt-oss-120b MXFP8 rows with
+``fp8_dot_product_attention``, ``benchmarks/step_times.json``; step error without this table, i.e. the fp8
+windowed layers at the bf16 windowed rate, -> with it, on the code of 2026-12-04): mbridge-2606-gb300 +11.5 -> +19.9 %,
+2608-gb300 +11.1 -> +19.3 %, 2606-gb200 -0.2 -> +7.7 %, 2608-gb200 -1.2 -> +6.7 %, 260601-gb200 -36.9 -> -31.9 %,
+260601-gb300 -31.8 -> -26.7 %. When the table came in (02fb7cdb) the same four rows moved +7.3 -> +15.6, +6.8 ->
++15.1, -3.9 -> +4.0 and -4.8 -> +3.0 %; later changes elsewhere moved both sides by about 4 points."""
+
+
+FP8_WINDOW_MEASURED_TOKENS = 128
+"""The one window ``_FP8_WINDOW_ATTENTION_POINTS`` was measured at: NVIDIA/cudnn-frontend
+benchmark/sdpa_benchmark_training/configs/gpt_oss.py @3929da2ef4c1dba1bb8acb68727b9134f26f40c0 (gpt-oss's 128-token
+sliding window). The table's fp8 backward slowdown is the gap between a kernel that skips the key tiles outside the
+window and one that runs every causal tile, so its size depends on the window (a 2,047-token window, Phi-3-mini-4k's,
+skips far fewer tiles at 4k): no other window was measured and none is scaled from this one."""
 
 
 def fp8_window_attention_ratio(*, compute_capability: str | None, recipe: str, row_tokens: float, backward: bool,
-                               head_dim: float | None = None) -> float:
+                               window_tokens: float, head_dim: float | None = None) -> float:
     """The fp8 windowed-attention kernel's rate over the bf16 windowed kernel's (``_FP8_WINDOW_ATTENTION_POINTS``),
     at the row's length ``row_tokens`` (not the window's key loop: the fp8 backward's work grows with the row), linear
     in log2 of the row between the measured lengths and held at the ends; 1 where nothing was measured (no
-    ``recipe``, another architecture, head dim 128 and above or unknown)."""
+    ``recipe``, another architecture, head dim 128 and above or unknown, or a window ``window_tokens`` other than the
+    measured ``FP8_WINDOW_MEASURED_TOKENS``: such a layer keeps the bf16 windowed rate, its fp8 cost not modelled)."""
     if not recipe or row_tokens <= 0 or not head_dim or head_dim >= BASE_HEAD_DIM:
+        return 1.0
+    if window_tokens != FP8_WINDOW_MEASURED_TOKENS:
         return 1.0
     points = _FP8_WINDOW_ATTENTION_POINTS.get((compute_capability or "", recipe))
     if not points:

@@ -1059,9 +1059,11 @@ kernel.
 Checked 2026-12-04, not changed: ``benchmarks/nanotron_zero1_gather_host.py`` replays the same path (flatten, unflatten,
 one ``copy_`` a pair) on any device; on the CPU of a loaded shared VM it reads 3.9-5.3 us a pair at 128 x 50 and
 128 x 171, this figure within the load's noise. What a GPU adds (CUDA dispatch and a launch per copy) is not measured
-here. Sensitivity on the Ultra-Scale Playbook cells (tree of the entries' 249 Gb/s network): at 6 / 9 / 12 us a pair
-the 3.57B x 64-node cell (128 x 170 copies, the copies device-bound at 2.5 us each below about 4 us) reads -14.2 /
--1.3 / +11.6 % against -21.8 %, the 1.34B x 64-node cell (128 x 67) -48.6 / -42.7 / -36.9 % against -52.8 %, the
+here. Sensitivity on the Ultra-Scale Playbook cells, planned on the code where the ``ups-*`` entries state the
+cluster's 249 Gb/s network: at 6 / 9 / 12 us a pair the 3.57B x 64-node cell (128 x 170 copies; at host figures below
+about 4 us a pair the host's issue time, less the gather it overlaps, is shorter than the copies' device kernels at
+2.5 us each, so the device bounds them and a lower host figure changes nothing) reads -14.2 / -1.3 / +11.6 % against
+-21.8 %, the 1.34B x 64-node cell (128 x 67) -48.6 / -42.7 / -36.9 % against -52.8 %, the
 80B x 64-node cell (32 x 483, hidden behind its 10 GB gather) and the ZeRO-1 cells at 2-8 nodes (4-32 ranks) within
 2 points. Only a measurement on a GPU (the script with ``--device cuda``) may move it."""
 

@@ -787,6 +787,9 @@ class PassInventory:
     """Of ``attention_forward_flops``, those of SDPA calls handed an explicit mask (transformers' padding or packed
     block mask on every layer, its sliding-window mask on the windowed layers): PyTorch runs them on its
     memory-efficient kernel, not FlashAttention (``attention_time.mem_efficient_attention_seconds``)."""
+    attention_window_tokens: float = 0.0
+    """The sliding window of the layers in ``window_attention_forward_flops`` (``ModelSpec.sliding_window``; 0: none):
+    the fp8 windowed kernel's measured rate holds at one window only (``attention_time.fp8_window_attention_ratio``)."""
 
     @property
     def gemm_flops(self) -> float:
@@ -807,6 +810,7 @@ class PassInventory:
             te_function_kernels=self.te_function_kernels + other.te_function_kernels,
             attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
             masked_attention_forward_flops=self.masked_attention_forward_flops + other.masked_attention_forward_flops,
+            attention_window_tokens=max(self.attention_window_tokens, other.attention_window_tokens),
         )
 
 
@@ -1329,7 +1333,10 @@ scaled by ``mscale`` and cast: six more), traced (``tools/measure_bshd_rope_ops.
 takes it whenever the YaRN concentration factor is not 1 (``ModelSpec.rotary_concentration``), ``apply_rope_fusion``
 or not: "mscale=... is not supported by TE's fused RoPE. Using unfused implementation." (NVIDIA/Megatron-LM
 megatron/core/models/common/embeddings/rope_utils.py l.268-300, ``mscale`` passed by ``Attention.forward``
-megatron/core/transformer/attention.py l.1097-1116, @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172)."""
+megatron/core/transformer/attention.py l.1097-1116, @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172). The
+traced copy is @61f31145dfb4cfaa7d285df12aa9abffb22ff485 (l.92-137); at core_v0.16.0 (l.92-126) the function differs
+only in its MLA flag (``multi_latent_attention`` there, ``mla_rotary_interleaved`` plus a deprecation shim later),
+False here, so the same ops run; ``_rotate_half`` (l.73-89) is identical at both commits."""
 MEGATRON_ROPE_BACKWARD_BYTES, MEGATRON_ROPE_BACKWARD_KERNELS = 28.0, 7
 """The same call's backward, traced likewise (``tools/measure_bshd_rope_ops.py`` on the copy of rope_utils.py l.92-137
 @61f31145dfb4cfaa7d285df12aa9abffb22ff485): ``mul``, ``neg``, ``cat``, ``mul``, ``add``, the empty pass-through
@@ -2136,7 +2143,7 @@ def step_inventory(
         part("mlp", bytes_=SWIGLU_BYTES * t * spec.intermediate_size * dense, kernels=SWIGLU_KERNELS * dense)
     # attention
     attn_fwd = 0.0
-    win_fwd = win_seq = masked_fwd = softcap_f = 0.0
+    win_fwd = win_seq = win_tokens = masked_fwd = softcap_f = 0.0
     sink_f = sink_b = PassInventory()  # eager attention's sink column (attention_time.sink_eager_score_work)
     bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
@@ -2196,6 +2203,7 @@ def step_inventory(
                 win_fwd = per_layer / s * keys * windowed
                 attn_fwd += win_fwd - per_layer * windowed / 2
                 win_seq = windowed_attention_seq(keys_per_query=keys)
+                win_tokens = float(spec.sliding_window)
             if sdpa_copy_kernels:  # a pinned transformers release's repeat_kv / .contiguous() copies
                 fq_b += sdpa_copy_bytes_per_token * t * full
                 fq_k += sdpa_copy_kernels * full
@@ -2260,7 +2268,8 @@ def step_inventory(
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)
-               attention_dtype_bytes=model_dtype_bytes, masked_attention_forward_flops=masked_fwd)
+               attention_dtype_bytes=model_dtype_bytes, masked_attention_forward_flops=masked_fwd,
+               attention_window_tokens=win_tokens)
     chain_f = norm_chained_reads(norm_elements, backward_bytes_per_element=None) + tuple(lora_chain_f) + bias_chain
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
                + tuple(lora_chain_b) + bias_chain)

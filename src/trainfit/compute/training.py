@@ -342,16 +342,17 @@ def l2_chained_bytes(chained_reads: tuple[ChainedRead, ...], *,
 
 def _window_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                               head_dim: float | None, kernel: str, fp8_recipe: str, fp32: bool,
-                              row_tokens: float = 0.0) -> float:
+                              row_tokens: float = 0.0, window_tokens: float = 0.0) -> float:
     """Seconds of the windowed layers' attention at their key-loop length: in fp32 the memory-efficient kernel
     (3xTF32), else the card's kernel without the softmax exponential bound (attention_time module docstring); an fp8
-    kernel at its measured windowed rate for rows of ``row_tokens`` (``attention_time.fp8_window_attention_ratio``)."""
+    kernel at its measured windowed rate for rows of ``row_tokens`` and a window of ``window_tokens``
+    (``attention_time.fp8_window_attention_ratio``)."""
     if fp32:
         return mem_efficient_attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates,
                                                backward=backward, head_dim=head_dim, fp32=True)
     return attention_seconds(forward_flops=forward_flops, seq_len=seq_len, rates=rates, backward=backward,
                              head_dim=head_dim, kernel=kernel, exp_bound=False, fp8_recipe=fp8_recipe,
-                             window_row_tokens=row_tokens or seq_len)
+                             window_row_tokens=row_tokens or seq_len, window_tokens=window_tokens)
 
 
 def gemm_call_seconds(g: Gemm, *, rates: DeviceRates) -> float:
@@ -424,7 +425,8 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
                                               head_dim=hd, fp32=fp32_attn)
             + _window_attention_seconds(forward_flops=win, seq_len=inv.window_attention_seq, rates=rates,
                                         backward=backward, head_dim=hd, kernel=attention_kernel,
-                                        fp8_recipe=attention_fp8, fp32=fp32_attn, row_tokens=seq_len))
+                                        fp8_recipe=attention_fp8, fp32=fp32_attn, row_tokens=seq_len,
+                                        window_tokens=inv.attention_window_tokens))
     # a compiler's fused kernels read contiguously; the strided reads of kernels it cannot fuse (part of both the
     # fused and the strided bytes, inventory.PassInventory.fused_strided_bytes) keep the strided rate
     bare_strided = inv.fused_strided_bytes

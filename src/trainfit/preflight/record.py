@@ -59,7 +59,8 @@ def experts_as_run(card: RunCard, *, transformers: str | None = None) -> MoeExpe
     card the plan refuses or cannot resolve (its model unknown here), keep the card's value."""
     par = card.parallel
     pin = transformers if transformers is not None else card.software.transformers
-    if par.moe_experts is not MoeExperts.GROUPED or "moe_experts" in par.model_fields_set or not pin_before(pin, (5, 0)):
+    if (par.moe_experts is not MoeExperts.GROUPED or "moe_experts" in par.model_fields_set
+            or not pin_before(pin, (5, 0))):
         return par.moe_experts
     from trainfit.plan.resolve import card_with, model_spec_of, transformers_v4_experts
 

@@ -637,14 +637,15 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     fields (``fits`` True, peak 0): its step time as ``make_plan`` times it, without the memory walk
     (about two thirds of a plan's CPU time). None where that is not sure to be the plan's step time:
     an RL method (the rollout walk feeds the time), a paged optimizer (its spill, a memory figure, adds
-    a paging phase), or a time the model does not give. Raises as ``load_card_dict`` and
-    ``plan_refusals`` do (what ``make_plan`` refuses before its memory walk), and as the walk does for parameter
-    offload under ZeRO-1/2 (``plan.terms.zero_param_offload_refusal``), so that ``fit``'s invalid count is the
+    a paging phase), or a time the model does not give. Times the experts ``make_plan`` runs (a transformers < 5
+    pin's loop, ``plan.resolve.transformers_v4_experts``). Raises as ``load_card_dict``, ``plan_refusals`` and
+    ``transformers_v4_experts`` do (what ``make_plan`` refuses before its memory walk), and as the walk does for
+    parameter offload under ZeRO-1/2 (``plan.terms.zero_param_offload_refusal``), so that ``fit``'s invalid count is the
     exhaustive search's."""
     from trainfit.errors import CardError
     from trainfit.memory.optimizer import PAGED
     from trainfit.plan import model_spec_of, plan_refusals
-    from trainfit.plan.resolve import gpu_of, price_of
+    from trainfit.plan.resolve import gpu_of, price_of, transformers_v4_experts
     from trainfit.plan.terms import zero_param_offload_refusal
     from trainfit.plan.time import stack_of, step_time_of
     from trainfit.plan.walk import sft_like_sharding
@@ -656,6 +657,7 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     card = load_card_dict(updated(base, knobs))
     spec = model_spec_of(card)
     plan_refusals(card, spec)  # raises as make_plan does before its walk
+    card, _ = transformers_v4_experts(card, spec)  # as make_plan: a transformers < 5 pin's experts (or its refusal)
     if card.method in (Method.PPO, Method.GRPO) or card.precision.optimizer in PAGED:
         return None
     try:

@@ -27,3 +27,18 @@ def test_catalog_models():
     assert from_catalog("openai/gpt-oss-20b").rotary_concentration == pytest.approx(1.3466, abs=1e-4)
     assert from_catalog("deepseek-ai/DeepSeek-V3").rotary_concentration == 1.0
     assert from_catalog("Qwen/Qwen3-30B-A3B").rotary_concentration == 1.0
+
+
+def test_a_transformers_5_config_reads_rope_parameters():
+    """transformers 5 writes the RoPE scaling as ``rope_parameters`` (and reads ``rope_scaling`` first when both are
+    given): gpt-oss saved in that form keeps its YaRN concentration."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.catalog.models import hf_config_of
+
+    cfg = hf_config_of("openai/gpt-oss-20b")
+    v5 = {k: v for k, v in cfg.items() if k != "rope_scaling"} | {"rope_parameters": {**cfg["rope_scaling"],
+                                                                                       "rope_theta": 150000.0}}
+    spec = spec_from_hf_config(v5, name="openai/gpt-oss-20b", source="test")
+    assert spec.rotary_concentration == pytest.approx(1.3466, abs=1e-4)
+    both = cfg | {"rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}}
+    assert spec_from_hf_config(both, name="x", source="test").rotary_concentration == pytest.approx(1.3466, abs=1e-4)

@@ -81,13 +81,16 @@ def test_the_readme_card_shows_the_defaults_it_does_not_mean_to_change():
 
 def test_card_reference_names_the_software_pins_that_change_the_plan():
     """Each ``software`` pin the planner reads (plan.resolve.transformers_v4_modules / transformers_v4_experts,
-    plan.rl_offload.VERL_FSDP2_MODEL_CPU_SINCE, VERL_MEGATRON_PINNED_REUSE_SINCE) has its line in the allowed-values
-    paragraph."""
+    plan.rl_offload.VERL_FSDP2_MODEL_CPU_SINCE, VERL_MEGATRON_PINNED_REUSE_SINCE, VERL_MEGATRON_PARAM_OFFLOAD_SINCE) has
+    its line in the allowed-values paragraph."""
     from trainfit.plan.resolve import TRANSFORMERS_EXPERT_HIT_TEST_SINCE
-    from trainfit.plan.rl_offload import VERL_FSDP2_MODEL_CPU_SINCE, VERL_MEGATRON_PINNED_REUSE_SINCE
+    from trainfit.plan.rl_offload import (VERL_FSDP2_MODEL_CPU_SINCE, VERL_MEGATRON_PARAM_OFFLOAD_SINCE,
+                                          VERL_MEGATRON_PINNED_REUSE_SINCE)
 
     text = " ".join(README.split("Allowed values:", 1)[1].split("## How the numbers are made", 1)[0].split())
     assert "`software.transformers` < 5 (or `moe_experts` loop / loop_all) makes LoRA on MoE wrap each expert" in text
     assert "loop_all before {}.{}".format(*TRANSFORMERS_EXPERT_HIT_TEST_SINCE) in text
     assert "`software.verl` < {}.{} offloads FSDP2 weights pinned".format(*VERL_FSDP2_MODEL_CPU_SINCE) in text
     assert "`software.verl` < {}.{} offloads Megatron weights".format(*VERL_MEGATRON_PINNED_REUSE_SINCE) in text
+    assert ("before {}.{} a Megatron card's `rollout.trainer_offload` is refused".format(
+        *VERL_MEGATRON_PARAM_OFFLOAD_SINCE) in text)

@@ -211,3 +211,14 @@ def test_the_selection_is_forward_host_time_on_megatron_cards_only():
         fwd + te.te_attention_select_host_seconds(oss, gpu_id="h100-sxm"))
     assert _host(t, "backward") - _host(plain, "backward") == pytest.approx(te.te_backward_host_seconds(
         calls=calls, quantized=False, gpu_id="h100-sxm", host_s_per_backward_kernel=H100.host_s_per_backward_kernel))
+
+
+def test_the_attention_selection_term_states_it_is_eager_only():
+    """The backend selection is Python a full-iteration CUDA graph replay does not run; until a card field for a
+    trainer's CUDA graphs exists, the docstrings say it is charged regardless (as every TE host term)."""
+    from trainfit.compute import te_host
+
+    doc = " ".join(te_host.te_attention_select_host_seconds.__doc__.split())
+    assert "full-iteration CUDA graph" in doc and "cuda_graph.replay()" in doc
+    assert "no field for a trainer's CUDA graphs" in doc and "26.06 and 26.08" in doc
+    assert "replaying a full-iteration CUDA graph runs none of it" in " ".join(te_host.__doc__.split())

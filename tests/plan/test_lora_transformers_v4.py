@@ -83,3 +83,20 @@ def test_a_trainers_own_experts_keep_their_adapter_layout_under_a_transformers_4
         assert not trainable_spec(pinned).lora.transformers_v4, (lora, par)
         unpinned = make_plan(_card_with_lora(None, lora, **par))
         assert make_plan(pinned).params_trainable == unpinned.params_trainable
+
+
+@pytest.mark.parametrize("split", [{"tensor_parallel": 2}, {"expert_parallel": 2}, {"pipeline_parallel": 2}])
+def test_the_4x_loop_refused_with_model_parallel_is_one_line_naming_the_real_choices(split):
+    """The resolved loop runs without tensor, pipeline or expert parallel; the refusal is one line that names what
+    the card can change (not the card schema's list, which offers grouped: refused under the same pin)."""
+    card = load_card_dict({"model": "Qwen/Qwen1.5-MoE-A2.7B", "scope": "lora", "software": {"transformers": "4.57.6"},
+                           "hardware": {"gpu": "h200", "gpus_per_node": 4}, "parallel": {"strategy": "fsdp", **split},
+                           "batch": {"micro_batch_size": 1, "seq_len": 2048}})
+    with pytest.raises(CardError) as exc:
+        make_plan(card)
+    text = str(exc.value)
+    assert "\n" not in text and "validation error" not in text
+    assert text.startswith("parallel.moe_experts: transformers 4.57.6 runs Qwen/Qwen1.5-MoE-A2.7B's experts")
+    assert text.endswith("allowed: parallel.tensor_parallel, pipeline_parallel and expert_parallel 1,"
+                         " software.transformers >= 5, or a trainer's own experts (parallel.moe_experts"
+                         " grouped_streams or grouped_padded)")

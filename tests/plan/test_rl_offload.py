@@ -146,13 +146,26 @@ def test_skyrl_on_hsdp_offloads_the_reference_over_the_shard_group_as_the_policy
 
 
 @pytest.mark.parametrize("pin", ["0.3.0", "0.3.1.post1", "<0.4"])
-def test_a_verl_megatron_pin_before_0_4_is_not_the_fresh_pages_path_and_the_plan_says_why(pin):
-    """Before v0.4.0 verl's Megatron worker offloads only the reference (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``)."""
-    from trainfit.plan.rl_offload import verl_offload_pin_note
+@pytest.mark.parametrize("offload", ["params_and_optimizer", "optimizer"])
+def test_a_verl_megatron_pin_before_0_4_refuses_the_actors_offload(pin, offload):
+    """Before v0.4.0 verl's Megatron worker offloads only the reference and turns the actor's offload off whatever the
+    config says (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``): a card setting rollout.trainer_offload there is refused in one
+    line naming the field and what is allowed (before: priced as stated, with a note for params only); the same card
+    with none, on FSDP, or on 0.4 plans."""
+    from trainfit.errors import CardError
+    from trainfit.plan import make_plan
+    from trainfit.plan.resolve import card_with
 
-    card = _card(pin)
+    card = card_with(_card(pin), rollout__trainer_offload=offload)
     assert not verl_megatron_fresh_host_weights(card)
-    assert "only the reference" in verl_offload_pin_note(card)
+    with pytest.raises(CardError) as exc:
+        make_plan(card)
+    text = str(exc.value)
+    assert "\n" not in text and text.startswith(f"rollout.trainer_offload: {offload} is not run by verl {pin}")
+    assert text.endswith("only the reference (the actor's offload is off before verl 0.4); allowed: none")
+    for fine in (card_with(card, rollout__trainer_offload="none"), card_with(card, software__verl="0.4.0"),
+                 _fsdp_card(pin, hsdp_shard=None, nodes=1)):
+        make_plan(fine)
 
 
 @pytest.mark.parametrize(("pin", "strategy", "assumed"), [

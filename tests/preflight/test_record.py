@@ -137,3 +137,34 @@ def test_cli_measured_puts_the_watch_phases_into_the_record(machine, tmp_path, m
     bad = invoke("record", card, "--measured", card, "--out", tmp_path / "no.yaml")
     assert bad.exit_code == 2 and bad.error.startswith("record --measured: the file is not a watch record")
     assert not (tmp_path / "no.yaml").exists()
+
+
+MOE = {"model": "Qwen/Qwen1.5-MoE-A2.7B", "scope": "lora", "hardware": {"gpu": "h200", "gpus_per_node": 1},
+       "parallel": {"strategy": "single"}, "batch": {"micro_batch_size": 1, "seq_len": 2048}}
+
+
+def test_a_record_of_a_pinned_moe_card_plans_the_same():
+    """Every field is written, so a defaulted parallel.moe_experts would read back as given and a transformers < 5
+    pin would refuse it: the record writes the experts the plan runs (the 4.x loop) instead."""
+    from trainfit.preflight.record import card_to_dict
+
+    card = load_card_dict({**MOE, "software": {"transformers": "4.57.6"}})
+    data = card_to_dict(card)
+    assert data["parallel"]["moe_experts"] == "loop"
+    planned, again = make_plan(card), make_plan(load_card_dict(data))
+    assert again.card.parallel.moe_experts is planned.card.parallel.moe_experts
+    assert (again.step_seconds, again.peak.device) == (planned.step_seconds, planned.peak.device)
+    unpinned = load_card_dict(MOE)  # transformers 5's grouped experts: written as they are
+    assert card_to_dict(unpinned)["parallel"]["moe_experts"] == "grouped"
+
+
+def test_a_moe_card_recorded_on_transformers_4_records_the_loop_that_ran(machine, tmp_path):
+    """The audit's transformers goes into the record's software: a defaulted grouped is recorded as the 4.x loop
+    the machine's transformers runs (with a note), so `trainfit plan x.record.yaml` plans rather than refuses."""
+    audit = replace(audit_of(machine, tmp_path), packages={"transformers": "4.52.4"})
+    data = build_record(load_card_dict(MOE), audit, card_path=tmp_path / "run.yaml", git={"commit": None, "error": "x"})
+    back = load_card_dict({k: v for k, v in data.items() if k != RECORD_KEY})
+    assert back.software.transformers == "4.52.4" and back.parallel.moe_experts.value == "loop_all"
+    assert make_plan(back).card.parallel.moe_experts.value == "loop_all"
+    assert any(n.startswith("parallel.moe_experts: loop_all (recorded): transformers 4.52.4") for n in
+               data[RECORD_KEY]["notes"])

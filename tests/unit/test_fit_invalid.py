@@ -30,3 +30,24 @@ def test_the_screen_refuses_zero2_with_parameter_offload():
     with pytest.raises(CardError, match="offload_param is ZeRO-3 only"):
         fit_search.screen_time_row(base, knobs, None)
     assert fit_search.screen_time_row(base, knobs | {"parallel.strategy": "fsdp"}, None) is not None
+
+
+MOE = {"model": "Qwen/Qwen1.5-MoE-A2.7B", "method": "sft", "scope": "lora", "software": {"transformers": "4.57.6"},
+       "hardware": {"gpu": "h200", "gpus_per_node": 1, "nodes": 1}, "parallel": {"strategy": "single"},
+       "batch": {"micro_batch_size": 1, "seq_len": 2048}}
+
+
+def test_the_screen_times_a_transformers_4_pin_as_the_plan_does():
+    """A transformers < 5 pin runs the grouped default as the 4.x loop (plan.resolve.transformers_v4_experts), so the
+    screen times that loop (about 5 s here, not the grouped experts' 0.3 s), and an explicit grouped under the pin is
+    refused (counted invalid), as make_plan refuses it."""
+    from trainfit.plan import make_plan
+    from trainfit.search import parallel_of
+    from trainfit.spec.card import load_card_dict
+
+    row = fit_search.screen_time_row(MOE, {}, None)
+    plan = make_plan(load_card_dict(MOE))
+    assert row is not None and row.step_seconds == plan.step_seconds > 1.0
+    assert row.parallel == parallel_of(plan.card.parallel)
+    with pytest.raises(CardError, match="parallel.moe_experts: grouped"):
+        fit_search.screen_time_row(MOE, {"parallel.moe_experts": "grouped"}, None)

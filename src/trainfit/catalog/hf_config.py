@@ -369,7 +369,7 @@ def spec_from_hf_config(
         attn_output_gate=family == "qwen3_5_text",
         layer_types=layer_types,
         sliding_window=sliding,
-        rotary_concentration=yarn_concentration(dec.get("rope_scaling")),
+        rotary_concentration=yarn_concentration(_rope_scaling(dec)),
         max_position_embeddings=max_pos,
         linear_attention=linear,
         moe=moe,
@@ -378,6 +378,14 @@ def spec_from_hf_config(
         aliases=aliases,
         **extra,
     )
+
+
+def _rope_scaling(dec: dict[str, Any]) -> Any:
+    """The config's RoPE scaling: ``rope_scaling`` (config.json as released, transformers 4.x), else ``rope_parameters``
+    (as transformers 5 writes it), as transformers 5 reads them: ``self.rope_parameters = rope_scaling or
+    self.rope_parameters`` (v5.24.0 src/transformers/modeling_rope_utils.py ``convert_rope_params_to_dict``
+    l.776-777). A ``rope_parameters`` nested per layer type has no top-level ``rope_type`` (YaRN not read there)."""
+    return dec.get("rope_scaling") or dec.get("rope_parameters")
 
 
 def yarn_concentration(rope_scaling: Any) -> float:

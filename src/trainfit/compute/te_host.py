@@ -60,7 +60,8 @@ agree. Not priced: the
 attention Function's Python backward (``FusedAttnFunc``), ``TENorm``, and the Megatron-side autograd Functions
 (all-to-all, permute): no published per-call figure. Priced in the forward: the attention-backend selection TE re-runs
 when consecutive layers' attention parameters differ (``te_attention_select_host_seconds``: gpt-oss's alternating
-windows).
+windows). Every term here is the Python of an eager step: a trainer replaying a full-iteration CUDA graph runs none of
+it, which no card field says yet (``te_attention_select_host_seconds``).
 """
 
 from __future__ import annotations
@@ -183,7 +184,15 @@ def te_attention_reselections(spec: ModelSpec) -> int:
 def te_attention_select_host_seconds(spec: ModelSpec, *, gpu_id: str) -> float:
     """Host seconds one forward over ``spec``'s decoder layers spends in Transformer Engine's attention-backend
     selection (``te_attention_reselections`` x ``TE_ATTENTION_BACKEND_SELECT_S``, on ``gpu_id``'s host): pure Python,
-    no kernel, so beyond what the per-kernel rates charge."""
+    no kernel, so beyond what the per-kernel rates charge.
+
+    Eager execution only, like every TE host term here (module docstring): under a full-iteration CUDA graph the
+    steps after the capture replay the recorded kernels and run none of this Python (Megatron-Core's
+    ``FullCudaGraphWrapper.__call__`` calls ``cuda_graph.replay()`` instead of ``forward_backward_func``,
+    NVIDIA/Megatron-LM megatron/core/full_cuda_graph.py @ed8706284f9f867a8c1bcc64d31623bea316e286). The Megatron-Bridge
+    26.06 and 26.08 rows whose notes record ``cuda_graph_impl`` / scope ``full_iteration`` (gpt-oss-120b among them)
+    are still charged it: the card has no field for a trainer's CUDA graphs yet, so this is priced on every card
+    whose layers are TE's (``training``'s ``te_layers``) and whose attention windows alternate."""
     return te_attention_reselections(spec) * TE_ATTENTION_BACKEND_SELECT_S * _host_scale(gpu_id)[1]
 
 

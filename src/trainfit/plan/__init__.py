@@ -172,7 +172,7 @@ def check_model_options(card: RunCard) -> None:
 def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
     """Raises the ``CardError`` ``make_plan`` refuses ``card`` with before it walks the memory (a model
     it cannot plan, MoE-only settings on a dense model, layers or recompute settings it does not
-    model); returns None otherwise."""
+    model, a trainer offload the pinned framework does not run); returns None otherwise."""
     if spec.unplanned:
         from trainfit.errors import CardError
 
@@ -194,6 +194,12 @@ def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
     from trainfit.plan.ranks import megatron_recompute_refusal
 
     if (why := megatron_recompute_refusal(card, spec)) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
+    from trainfit.plan.rl_offload import verl_megatron_offload_refusal
+
+    if (why := verl_megatron_offload_refusal(card)) is not None:
         from trainfit.errors import CardError
 
         raise CardError(why)

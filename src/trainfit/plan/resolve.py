@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import lru_cache
 
+from pydantic import ValidationError
+
 from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
-from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.card import RunCard, format_validation_error, pin_before
 from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, ExpertAdapters, LoraDropoutPosition, MoeExperts,
                                  Nf4ComputeDtype, Scope, TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
@@ -146,11 +148,17 @@ def transformers_v4_experts(card: RunCard, spec: ModelSpec) -> tuple[RunCard, st
         raise CardError(f"parallel.moe_experts: grouped is transformers 5's experts; with software.transformers {pin}"
                         f" ({spec.name}'s 4.x experts are per-expert modules in a loop) allowed: loop, loop_all")
     loop = MoeExperts.LOOP_ALL if pin_before(pin, TRANSFORMERS_EXPERT_HIT_TEST_SINCE) else MoeExperts.LOOP
+    runs_as = f"parallel.moe_experts: transformers {pin} runs {spec.name}'s experts as its per-expert loop ({loop.value})"
+    if par.tensor_parallel * par.pipeline_parallel * par.expert_parallel > 1:  # the loop's own limit (card.py)
+        raise CardError(f"{runs_as}, which runs without tensor, pipeline or expert parallel; allowed:"
+                        " parallel.tensor_parallel, pipeline_parallel and expert_parallel 1, software.transformers"
+                        " >= 5, or a trainer's own experts (parallel.moe_experts grouped_streams or grouped_padded)")
     try:
         resolved = card_with(card, parallel__moe_experts=loop.value)
-    except (ValueError, CardError) as exc:  # the loop's own limits (one GPU per model replica for the experts)
-        raise CardError(f"parallel.moe_experts: transformers {pin} runs {spec.name}'s experts as its per-expert loop"
-                        f" ({loop.value}), which this card cannot run: {exc}") from None
+    except ValidationError as exc:
+        raise CardError(f"{runs_as}, which this card cannot run: {format_validation_error(exc)}") from None
+    except (ValueError, CardError) as exc:
+        raise CardError(f"{runs_as}, which this card cannot run: {' '.join(str(exc).split())}") from None
     return resolved, (f"parallel.moe_experts: {loop.value} (the grouped default resolved): transformers {pin} builds"
                       f" {spec.name}'s routed experts as per-expert nn.Linear modules its MoE block loops over; PEFT"
                       " wraps each expert linear")

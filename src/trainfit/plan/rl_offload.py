@@ -102,8 +102,10 @@ VERL_MEGATRON_PARAM_OFFLOAD_SINCE = (0, 4)
 support reference model param offload": volcengine/verl verl/workers/megatron_workers.py l.111-115 and l.423-437
 @070ed6ac3f6aea13a916556794f34e8f2bde7dde, v0.3.0.post1), per parameter with ``param.data.to('cpu',
 non_blocking=True)`` (verl/utils/megatron_utils.py ``offload_megatron_param_and_grad`` l.220-231, same commit): a
-pin before 0.4 is not the fresh-pages path (``verl_megatron_fresh_host_weights`` False); the card's
-``rollout.trainer_offload`` is still priced as stated, and the plan says so (``verl_offload_pin_note``)."""
+pin before 0.4 is not the fresh-pages path (``verl_megatron_fresh_host_weights`` False), and the actor's
+``_is_offload_param``, ``_is_offload_grad`` and ``_is_offload_optimizer`` are set False whatever the config says (same
+file and commit, l.111-115): a card with ``rollout.trainer_offload`` set under such a pin is refused
+(``verl_megatron_offload_refusal``)."""
 
 
 NEMO_RL_MEGATRON_OPTIMIZER_BYTES = 10
@@ -435,12 +437,32 @@ _DEV_PIN = re.compile(r"v?(\d+)\.(\d+)(?:\.0)?[.-]?dev\d*")
 not ``0.4.1.dev``, which comes after the 0.4.0 release."""
 
 
+def verl_megatron_offload_refusal(card: RunCard) -> str | None:
+    """The one-line refusal of a verl card on a Megatron trainer with ``rollout.trainer_offload`` set (params,
+    optimizer or both, as ``methods.rl.trainer_offload_of`` reads it) and a ``software.verl`` pin before 0.4: that
+    worker offloads only the reference and sets the actor's param, grad and optimizer offload False whatever the
+    config says (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``), so the card's actor round trips are not what it runs. None
+    otherwise (no pin, a later one, an FSDP trainer, or no trainer offload)."""
+    from trainfit.methods.rl import trainer_offload_of
+    from trainfit.spec.enums import Offload
+
+    pin = (card.software.model_extra or {}).get("verl")
+    if (card.preset != "verl" or card.parallel.strategy in FSDP_STRATEGIES
+            or not pin_before(pin, VERL_MEGATRON_PARAM_OFFLOAD_SINCE)):
+        return None
+    mode = trainer_offload_of(card)[0]
+    if mode is Offload.NONE:
+        return None
+    return (f"rollout.trainer_offload: {mode.value} is not run by verl {str(pin).strip()} on Megatron, which offloads"
+            " only the reference (the actor's offload is off before verl 0.4); allowed: none")
+
+
 def verl_offload_pin_note(card: RunCard) -> str | None:
     """A plan note for a verl card whose weights make offload round trips (``rollout.trainer_offload``
     params_and_optimizer) and whose ``software.verl`` pin is a dev build of a release that changes the offload path
     (0.4 and 0.8 on Megatron, ``VERL_MEGATRON_PARAM_OFFLOAD_SINCE`` / ``VERL_MEGATRON_PINNED_REUSE_SINCE``; 0.6 on
-    FSDP2, ``VERL_FSDP2_MODEL_CPU_SINCE``), or a Megatron pin before 0.4: which path was assumed and what a dev build
-    before the gating commit runs instead. None otherwise."""
+    FSDP2, ``VERL_FSDP2_MODEL_CPU_SINCE``): which path was assumed and what a dev build before the gating commit runs
+    instead. None otherwise (a Megatron pin before 0.4 is refused: ``verl_megatron_offload_refusal``)."""
     from trainfit.methods.rl import trainer_offload_of
     from trainfit.spec.enums import Offload
 
@@ -449,10 +471,6 @@ def verl_offload_pin_note(card: RunCard) -> str | None:
         return None
     text = str(pin).strip()
     megatron = card.parallel.strategy not in FSDP_STRATEGIES
-    if megatron and pin_before(text, VERL_MEGATRON_PARAM_OFFLOAD_SINCE):
-        return (f"software.verl {text}: verl before 0.4 offloads only the reference's Megatron parameters"
-                " (megatron_workers.py @070ed6ac, VERL_MEGATRON_PARAM_OFFLOAD_SINCE); the card's trainer_offload is"
-                " priced as stated, pinned")
     m = _DEV_PIN.fullmatch(text)
     if m is None:
         return None

@@ -22,8 +22,8 @@ from typing import Any
 from trainfit.errors import CatalogError, TrainfitError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.shell import run_command
-from trainfit.spec.card import RunCard, load_card_dict
-from trainfit.spec.enums import Scope
+from trainfit.spec.card import RunCard, load_card_dict, pin_before
+from trainfit.spec.enums import MoeExperts, Scope
 
 RECORD_KEY = "record"
 """The one top-level key a record adds to a card; stripped before validation."""
@@ -35,15 +35,40 @@ def default_record_path(card_path: Path) -> Path:
     return card_path.with_name(f"{card_path.stem}.record.yaml")
 
 
-def card_to_dict(card: RunCard) -> dict[str, Any]:
-    """The validated card as plain data that ``load_card_dict`` accepts back."""
+def card_to_dict(card: RunCard, *, transformers: str | None = None) -> dict[str, Any]:
+    """The validated card as plain data that ``load_card_dict`` accepts back and that plans the same.
+
+    Every field is written, so a default comes back as if given; ``parallel.moe_experts`` is therefore written as
+    the experts the plan runs (``experts_as_run``) rather than a defaulted ``grouped`` that a transformers < 5 pin
+    would refuse once it reads as given. ``transformers``: the version the run has (a record's audited one),
+    default the card's own pin."""
     data = card.model_dump(mode="json")
+    data["parallel"]["moe_experts"] = experts_as_run(card, transformers=transformers).value
     if card.scope is Scope.FULL:
         data.pop("lora")  # the schema refuses LoRA settings for full scope
     if isinstance(card.model, str):
         data["model"] = {"id": card.model, "revision": None}
     data["precision"]["weights"] = card.weights_dtype.value
     return data
+
+
+def experts_as_run(card: RunCard, *, transformers: str | None = None) -> MoeExperts:
+    """The card's ``parallel.moe_experts`` as ``make_plan`` runs it under transformers ``transformers`` (default: the
+    card's ``software.transformers`` pin): a ``grouped`` left at its default resolves to transformers 4.x's per-expert
+    loop for the models 4.x builds that way (``plan.resolve.transformers_v4_experts``); a value the card gives, and a
+    card the plan refuses or cannot resolve (its model unknown here), keep the card's value."""
+    par = card.parallel
+    pin = transformers if transformers is not None else card.software.transformers
+    if (par.moe_experts is not MoeExperts.GROUPED or "moe_experts" in par.model_fields_set
+            or not pin_before(pin, (5, 0))):
+        return par.moe_experts
+    from trainfit.plan.resolve import card_with, model_spec_of, transformers_v4_experts
+
+    try:
+        pinned = card if pin == card.software.transformers else card_with(card, software__transformers=pin)
+        return transformers_v4_experts(pinned, model_spec_of(pinned))[0].parallel.moe_experts
+    except (TrainfitError, ValueError):  # the plan refuses the card, or its model cannot be resolved here
+        return par.moe_experts
 
 
 def git_state(where: Path, *, timeout_s: float = 10) -> dict[str, Any]:
@@ -86,9 +111,12 @@ def _hardware(card: RunCard, audit: AuditReport, notes: list[str]) -> dict[str, 
 def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dict[str, Any]) -> dict[str, Any]:
     """The record as plain data (see module docstring)."""
     notes: list[str] = []
-    data = card_to_dict(card)
-    software = {k: v for k, v in data["software"].items() if v is not None}
     actual = {"python": audit.python_version, **{k: v for k, v in audit.packages.items() if v != NOT_INSTALLED}}
+    data = card_to_dict(card, transformers=actual.get("transformers"))
+    if (experts := data["parallel"]["moe_experts"]) != card.parallel.moe_experts.value:
+        notes.append(f"parallel.moe_experts: {experts} (recorded): transformers {actual.get('transformers')} runs"
+                     f" the model's experts as its per-expert loop, not the grouped default")
+    software = {k: v for k, v in data["software"].items() if v is not None}
     for key, pin in software.items():
         if key in actual and str(actual[key]) != str(pin):
             notes.append(f"software.{key}: card pinned {pin}, the machine has {actual[key]} (recorded)")

@@ -32,6 +32,7 @@ def test_refused_with_a_transformers_4_pin(pin):
         _card(software={"transformers": pin})
     text = _one_line(exc)
     assert "parallel.moe_experts" in text and "transformers >= 5" in text and "loop, loop_all" in text
+    assert "grouped," not in text  # an explicit grouped is refused under a 4.x pin (plan.resolve.transformers_v4_experts)
 
 
 @pytest.mark.parametrize("pin", ["5.24.0", ">=5.0", None])

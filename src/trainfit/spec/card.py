@@ -1668,7 +1668,8 @@ class RunCard(_Section):
             # an nn.ModuleList of per-expert MLPs: transformers 4.57.6 models/mixtral/modeling_mixtral.py
             # MixtralSparseMoeBlock, models/qwen3_moe/modeling_qwen3_moe.py Qwen3MoeSparseMoeBlock)
             raise ValueError(f"parallel.moe_experts: loop_v5 needs transformers >= 5 (software.transformers"
-                             f" {self.software.transformers}); allowed with a 4.x pin: grouped, loop, loop_all")
+                             f" {self.software.transformers}); allowed with a 4.x pin: loop, loop_all (transformers' 4.x"
+                             " experts; grouped_streams or grouped_padded for a trainer's own)")
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")

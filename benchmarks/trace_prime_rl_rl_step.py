@@ -22,8 +22,8 @@ scope      tokens  traced RL step   planned      where the peak is
 =========  ======  ===============  ===========  ====================================================
 full       16384   5.825            5.872        layer 27's backward (both)
 full       65536   12.422           12.536       layer 27's backward (both)
-lora       16384   3.897            3.766        layer 27's backward (both)
-lora       65536   11.917           11.387       layer 27's backward (both)
+lora       16384   3.897            3.890        layer 27's backward (both)
+lora       65536   11.917           11.887       layer 27's backward (both)
 =========  ======  ===============  ===========  ====================================================
 
 (the transformers loop: full 65536 traced 118.644, planned 118.675 with the workspace; lora 65536 116.287 / 116.317.)
@@ -31,8 +31,10 @@ So prime-rl's RL loss adds nothing the plan misses: the fused head's chunk buffe
 the fp32 log-prob and entropy tensors, ``shift_tensor_right``'s copies and ``compute_loss``'s per-token tensors
 (about a dozen fp32 ``[N]`` tensors, ~50 B per token) are all below the layer-27 backward moment, in the trace
 and in the plan. The traced layer-27 backward peak is the same in both loops (lora 65536: 11.917 RL, 11.914
-transformers), so the -4.4 % of the LoRA rows is trainfit's layer-backward moment of PEFT's fp32-adapter LoRA
-(masked under the transformers loop, whose logits are the peak), not the RL loss. The held-out prime-rl points
+transformers), so the -4.4 % of the LoRA rows was trainfit's layer-backward moment of PEFT's fp32-adapter LoRA
+(masked under the transformers loop, whose logits are the peak), not the RL loss: the traced moment is layer 27's
+recompute at ``up_proj``'s fp32 adapter output, now planned (``memory.lora.fp32_adapter_recompute_extra_bytes``;
+before it the plan was 3.766 / 11.387, -3.4 % / -4.4 %). The held-out prime-rl points
 (``published_memory_points.json`` 301-346, ``benchmarks/accuracy.md`` (b')) are 4-16 % above the plan on the RL
 rows; per token of the 16k -> 64k pairs that is ~28 KB (Qwen3-0.6B LoRA), ~48 KB (0.6B full), ~57 KB (Qwen3-4B LoRA
 and full), far above the RL loss's ~50 B: the missing bytes sit in what this bf16 one-rank SDPA trace does not run

@@ -28,6 +28,7 @@ from trainfit.memory.logits import (
     shifted_slice_copies,
 )
 from trainfit.memory.lora import (
+    fp32_adapter_recompute_extra_bytes,
     lora_largest_tensor_params,
     lora_trainable_params,
     saved_module_params,
@@ -833,6 +834,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         transient = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(transient, on))
         other = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(other, on))
         adapter_forward = max(adapter_forward, fwd_no_grad if last_ckpt else fwd)
+    if _fp32_adapter_recompute(card, spec, trainable, act_dtype=act_dtype):
+        # PEFT LoRA, fp32 adapters on a 16-bit base: a checkpointed layer's backward peaks in its recompute, at up_proj's
+        # fp32 adapter output (memory.lora.fp32_adapter_recompute_extra_bytes), above the MLP's backward moment
+        on = subset or (True,) * len(transient)
+        mlp = [_layer_backward_transient(spec, i, tokens=tokens, dtype_bytes=act_dtype) for i in range(len(transient))]
+        rec = [m + fp32_adapter_recompute_extra_bytes(tokens=tokens, hidden_size=spec.hidden_size,
+                                                      compute_dtype_bytes=act_dtype, last_layer=i == len(transient) - 1)
+               for i, m in enumerate(mlp)]
+        transient = tuple(max(x, r) if c else x for x, r, c in zip(transient, rec, on))
+        other = tuple(max(x, r) if c else x for x, r, c in zip(other, rec, on))
     kernel = act.kernel_extra(gradient_checkpointing=card.parallel.checkpoints_layers)
     if kernel:  # Gated DeltaNet layers: the chunked kernel's buffers (memory/activations._deltanet_live)
         transient = tuple(max(t, k) for t, k in zip(transient, kernel))
@@ -1275,6 +1286,21 @@ def _fsdp_terms(
 @lru_cache(maxsize=4096)
 def _scaled(values: tuple[int, ...], factor: float) -> tuple[float, ...]:
     return tuple(v * factor for v in values)
+
+
+def _fp32_adapter_recompute(card: RunCard, spec: ModelSpec, trainable: TrainableSpec, *, act_dtype: int) -> bool:
+    """Whether a checkpointed layer's recompute moment (``memory.lora.fp32_adapter_recompute_extra_bytes``) applies:
+    PEFT LoRA (not QLoRA, DoRA or another variant) with adapters wider than the 16-bit compute dtype, layers
+    checkpointed, a dense model, gate/up/down all adapted (the moment's intermediate-wide terms cancel only then). LoRA
+    dropout changes none of it: ``lora_A`` saves the module's fp32 dropout output in place of its fp32 cast, the same
+    bytes (its masks are in the saved set)."""
+    lora = trainable.lora
+    if card.scope is not Scope.LORA or lora is None or spec.moe is not None or not card.parallel.checkpoints_layers:
+        return False
+    if lora.adapter_dtype_bytes <= act_dtype:
+        return False
+    names = {g.name.rsplit(".", 1)[-1] for g in targeted_groups(spec, lora)}
+    return {"gate_proj", "up_proj", "down_proj"} <= names
 
 
 @lru_cache(maxsize=4096)

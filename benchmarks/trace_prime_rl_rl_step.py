@@ -59,7 +59,7 @@ Checked and left out, with the numbers:
   planned where the card says so (``parallel.fsdp_one_rank``, set on these rows by ``step_times.map_train``): one unit
   in flight, its bf16 gradients and the previous unit's fp32 reduce input, the root unit, and the per-stream replay
   without an all-gather stream (``plan.terms._fsdp_terms``, ``memory.stream_pools._Fsdp2OneRank``; traced at world
-  size 1 in tests/trace/test_fsdp_one_rank.py). The held-out median went from 9.8 % to 7.0 % (signed -9.8 % to
+  size 1 in tests/trace/test_fsdp_one_rank_trace.py). The held-out median went from 9.8 % to 7.0 % (signed -9.8 % to
   -6.6 %; #313 +4.4 % -> -0.4 %). This script's own card keeps the default (no ``fsdp_one_rank``): the trace above is
   of the loss, one rank without FSDP.
 """

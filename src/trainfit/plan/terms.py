@@ -1240,7 +1240,7 @@ def _fsdp_terms(
     becomes the sharded gradient (``_fsdp_collectives.py`` l.597-631); the input is kept in
     ``comm_ctx.reduce_scatter_state`` until the next unit's reduce, so a layer's backward holds its own
     ``param_dtype`` gradients and the previous unit's fp32 input. Traced on fake tensors at world size 1
-    (``MixedPrecisionPolicy(bf16, fp32)``, torch's ``FSDPMemTracker``): tests/trace/test_fsdp_one_rank.py."""
+    (``MixedPrecisionPolicy(bf16, fp32)``, torch's ``FSDPMemTracker``): tests/trace/test_fsdp_one_rank_trace.py."""
     wd, layers = sharding.weights_divisor, spec.num_layers
     reshards = sharding.reshards_after_forward if reshard_after_forward is None else reshard_after_forward
     fsdp: dict[str, float] = {}

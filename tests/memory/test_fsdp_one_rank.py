@@ -81,3 +81,11 @@ def test_fsdp_one_rank_needs_fsdp2_on_one_gpu(change: dict) -> None:
     gpus = change.pop("gpus", 1)
     with pytest.raises((CardError, ValueError), match="parallel.fsdp_one_rank"):
         _card(gpus=gpus, fsdp_one_rank=True, **change)
+
+
+@pytest.mark.parametrize("strategy", ["fsdp_grad_op", "hsdp"])
+def test_fsdp_one_rank_refuses_strategies_that_keep_units_gathered_or_replicate(strategy: str) -> None:
+    # reshard_after_forward=False holds every unit's bf16 copy from forward into backward even at world size 1
+    # (torch 2.13), which the one-rank plan does not model; hsdp has nothing to replicate on one rank
+    with pytest.raises((CardError, ValueError), match="allowed with it: strategy fsdp"):
+        _card(fsdp_one_rank=True, strategy=strategy)

@@ -89,3 +89,17 @@ def test_fsdp_one_rank_refuses_strategies_that_keep_units_gathered_or_replicate(
     # (torch 2.13), which the one-rank plan does not model; hsdp has nothing to replicate on one rank
     with pytest.raises((CardError, ValueError), match="allowed with it: strategy fsdp"):
         _card(fsdp_one_rank=True, strategy=strategy)
+
+
+@pytest.mark.parametrize(("change", "gpus_text"), [({"gpus": 2}, "2 training GPUs;"),
+                                                    ({"fsdp_version": "fsdp1"}, "1 training GPU;"),
+                                                    ({"strategy": "ddp"}, "1 training GPU;"),
+                                                    ({"strategy": "fsdp_grad_op"}, None)])
+def test_fsdp_one_rank_refusal_is_one_line_with_the_right_plural(change: dict, gpus_text: str | None) -> None:
+    gpus = change.pop("gpus", 1)
+    with pytest.raises((CardError, ValueError)) as err:
+        _card(gpus=gpus, fsdp_one_rank=True, **change)
+    message = str(err.value).strip()
+    assert "parallel.fsdp_one_rank" in message and "\n" not in message
+    if gpus_text is not None:
+        assert gpus_text in message

@@ -1525,7 +1525,7 @@ class RunCard(_Section):
         if par.fsdp_one_rank and not (par.fsdp2 and train_gpus == 1):
             raise ValueError(f"parallel.fsdp_one_rank: FSDP2 (fully_shard) on one training GPU; got strategy"
                              f" '{par.strategy.value}', fsdp_version '{par.fsdp_version.value}', {train_gpus} training"
-                             " GPUs; allowed with them: false")
+                             f" GPU{'' if train_gpus == 1 else 's'}; allowed with them: false")
         if par.hsdp_shard_size is not None:
             _check_hsdp_shard_size(par, train_gpus=train_gpus)
         if par.zero1_shard_size is not None or par.zero1_param_sync is not Zero1ParamSync.ALL_GATHER:

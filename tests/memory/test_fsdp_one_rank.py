@@ -13,7 +13,7 @@ from trainfit.memory.sharding import make_sharding
 from trainfit.plan import make_plan
 from trainfit.plan.terms import step_terms
 from trainfit.spec.card import load_card_dict
-from trainfit.spec.enums import Strategy
+from trainfit.spec.enums import FsdpVersion, Strategy
 
 MiB = 1 << 20
 
@@ -103,3 +103,9 @@ def test_fsdp_one_rank_refusal_is_one_line_with_the_right_plural(change: dict, g
     assert "parallel.fsdp_one_rank" in message and "\n" not in message
     if gpus_text is not None:
         assert gpus_text in message
+
+
+def test_make_sharding_takes_the_one_rank_path_for_fsdp2_only() -> None:
+    kw = {"strategy": Strategy.FSDP, "gpus_per_node": 1, "nodes": 1, "fsdp_one_rank": True}
+    assert make_sharding(**kw, fsdp_version=FsdpVersion.FSDP2).one_rank_fsdp2
+    assert not make_sharding(**kw, fsdp_version=FsdpVersion.FSDP1).one_rank_fsdp2

@@ -109,3 +109,13 @@ def test_make_sharding_takes_the_one_rank_path_for_fsdp2_only() -> None:
     kw = {"strategy": Strategy.FSDP, "gpus_per_node": 1, "nodes": 1, "fsdp_one_rank": True}
     assert make_sharding(**kw, fsdp_version=FsdpVersion.FSDP2).one_rank_fsdp2
     assert not make_sharding(**kw, fsdp_version=FsdpVersion.FSDP1).one_rank_fsdp2
+
+
+def test_the_flag_moves_memory_only_step_time_charges_fsdp_hooks_on_any_one_gpu_fsdp_card() -> None:
+    # compute.training charges FSDP's per-unit hooks under strategy fsdp whatever the world size (published one-GPU
+    # FSDP trainers wrap with fully_shard); parallel.fsdp_one_rank changes the memory plan only
+    flagged, plain = make_plan(_card(fsdp_one_rank=True)), make_plan(_card())
+    single = make_plan(_card(strategy="single"))
+    assert flagged.step_seconds == pytest.approx(plain.step_seconds, rel=1e-9)
+    assert flagged.step_seconds > single.step_seconds * 1.05
+    assert flagged.peak.allocated > plain.peak.allocated

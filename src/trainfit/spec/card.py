@@ -435,7 +435,9 @@ class ParallelSection(_Section):
                                 " fsdp_version fsdp2 (fsdp_grad_op and hsdp are refused with it): true when the run really calls fully_shard on a one-rank mesh"
                                 " (prime-rl's setup_fsdp), so each unit's param_dtype parameters, the root unit and the"
                                 " fp32 reduce buffers are allocated as torch's one-rank path does; false (default): a"
-                                " one-GPU card under an FSDP strategy is planned as a plain one-GPU run.")
+                                " one-GPU card under an FSDP strategy plans memory without FSDP's buffers. Memory only:"
+                                " step time charges fully_shard's per-unit hooks on any one-GPU fsdp card whatever"
+                                " this flag says (published one-GPU FSDP trainers wrap with fully_shard).")
     fsdp_no_sync: bool | None = Field(
         None, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
         " micro-batches run inside FullyShardedDataParallel.no_sync() (accelerate's and the HF Trainer's default,"

@@ -465,10 +465,12 @@ def fit(
     # (gpu, count) -> its base card and its layouts, smallest replica first (the order the jobs are listed in)
     cells: dict[tuple[str, int], tuple[dict[str, Any], list[Layout]]] = {}
     refused_cells: dict[tuple[str, int], str] = {}  # a (kind, count) the card cannot run on: its one line
+    one_rank_dropped = False
     for gpu in gpus:
         for count in counts:
             data = deep_copy(clean)
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
+            one_rank_dropped |= drop_one_rank_flag(data)
             try:
                 layouts = parallel_layouts(data, count, pinned=pinned)
             except (TrainfitError, ValueError) as exc:  # e.g. fp8 compute on a kind without fp8 tensor cores
@@ -540,6 +542,8 @@ def fit(
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
     rows, warnings = annotate(rows, goal, currencies=currencies)
+    if one_rank_dropped:
+        warnings = [*warnings, ONE_RANK_NOTE]
     if floor:
         rows = _settle(rows, cells, calibration, goal)
     for r in rows:
@@ -554,6 +558,35 @@ def fit(
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
                      stack=stated_stack(next(iter(cells.values()))[0], pinned))
+
+
+ONE_RANK_NOTE = ("parallel.fsdp_one_rank applies to the 1-GPU rows only (on more training GPUs FSDP2 runs"
+                 " fully_shard anyway)")
+"""``fit``'s one note when it planned counts above one training GPU without the card's ``parallel.fsdp_one_rank``."""
+
+
+def _training_gpus(data: dict[str, Any]) -> int:
+    """The training GPUs of a card dict, as ``RunCard``'s validator counts them (a split RL card's rollout GPUs or
+    nodes left out)."""
+    hw, ro = data.get("hardware") or {}, data.get("rollout") or {}
+    per_node, nodes = int(hw.get("gpus_per_node", 1)), int(hw.get("nodes", 1))
+    if str(data.get("method", "sft")) in ("ppo", "grpo") and str(ro.get("placement", "")) == "split":
+        if ro.get("nodes") is not None:
+            return per_node * (nodes - int(ro["nodes"]))
+        if ro.get("gpus") is not None:
+            return (per_node - int(ro["gpus"])) * nodes
+    return per_node * nodes
+
+
+def drop_one_rank_flag(data: dict[str, Any]) -> bool:
+    """Drop ``parallel.fsdp_one_rank`` from a fit candidate with more than one training GPU, where FSDP2 already
+    runs ``fully_shard`` over a real mesh (the card validator refuses the flag there); True when it was dropped.
+    One-GPU candidates keep it."""
+    par = data.get("parallel") or {}
+    if not par.get("fsdp_one_rank") or _training_gpus(data) <= 1:
+        return False
+    par["fsdp_one_rank"] = False
+    return True
 
 
 def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str], *, load: Any) -> Any:

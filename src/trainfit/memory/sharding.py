@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, ZERO_STAGES, FsdpVersion, Strategy
 
 # the table above: every torch FSDP strategy shards all three terms; a ZeRO stage k shards the first k of
 # (optimizer states, gradients, parameters)
@@ -95,10 +95,12 @@ class Sharding:
 
 def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separate_embeddings: bool = False,
                   hsdp_shard_size: int | None = None, zero1_shard_size: int | None = None,
-                  fsdp_one_rank: bool = False) -> Sharding:
+                  fsdp_one_rank: bool = False, fsdp_version: FsdpVersion = FsdpVersion.FSDP2) -> Sharding:
     """``hsdp_shard_size``: the card's ``parallel.hsdp_shard_size`` (None: GPUs per node); read for hsdp only.
     ``zero1_shard_size``: the card's ``parallel.zero1_shard_size`` (None: every rank); read for zero1 only.
-    ``fsdp_one_rank``: the card's ``parallel.fsdp_one_rank`` (FSDP2 on a one-rank mesh); read at one rank only."""
+    ``fsdp_one_rank``: the card's ``parallel.fsdp_one_rank`` (FSDP2 on a one-rank mesh); read at one rank and with
+    ``fsdp_version`` FSDP2 only (FSDP1's one-rank path is not this one; the card refuses the pair, this guards
+    direct callers)."""
     world = gpus_per_node * nodes
     if strategy is Strategy.SINGLE:
         world = 1
@@ -107,4 +109,5 @@ def make_sharding(*, strategy: Strategy, gpus_per_node: int, nodes: int, separat
         group = min(world, zero1_shard_size)
     return Sharding(strategy=strategy, world_size=world, shard_group=max(1, group),
                     separate_embedding_units=separate_embeddings and strategy in _SHARDED_PARAMS,
-                    one_rank_fsdp2=fsdp_one_rank and strategy in FSDP_STRATEGIES and max(1, group) == 1)
+                    one_rank_fsdp2=(fsdp_one_rank and fsdp_version is FsdpVersion.FSDP2
+                                    and strategy in FSDP_STRATEGIES and max(1, group) == 1))

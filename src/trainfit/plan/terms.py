@@ -1240,7 +1240,14 @@ def _fsdp_terms(
     becomes the sharded gradient (``_fsdp_collectives.py`` l.597-631); the input is kept in
     ``comm_ctx.reduce_scatter_state`` until the next unit's reduce, so a layer's backward holds its own
     ``param_dtype`` gradients and the previous unit's fp32 input. Traced on fake tensors at world size 1
-    (``MixedPrecisionPolicy(bf16, fp32)``, torch's ``FSDPMemTracker``): tests/trace/test_fsdp_one_rank_trace.py."""
+    (``MixedPrecisionPolicy(bf16, fp32)``, torch's ``FSDPMemTracker``): tests/trace/test_fsdp_one_rank_trace.py.
+
+    Open (not modelled; numbers unchanged): prime-rl's ``setup_fsdp`` (PrimeIntellect-ai/prime-rl
+    ``src/prime_rl/trainer/model.py`` l.210-216 @d8f290ef) passes ``reshard_after_forward=True`` to the root
+    ``fully_shard`` and, on an untied model, shards ``embed_tokens`` and ``[lm_head, norm]`` as units of their own;
+    an older version (@008cbefc9e7ee3c344fc8657ac11bea9564e9050, ``setup_fsdp``) also keeps the last decoder layer
+    gathered (``reshard_after_forward=False`` for it). The plan's root unit held from forward to the end of backward
+    therefore over-plans the loss moment of such a run by up to the embedding's ``param_dtype`` copy."""
     wd, layers = sharding.weights_divisor, spec.num_layers
     reshards = sharding.reshards_after_forward if reshard_after_forward is None else reshard_after_forward
     fsdp: dict[str, float] = {}

@@ -44,6 +44,7 @@ def sft_like_sharding(card: RunCard, spec: ModelSpec):
             strategy=card.parallel.strategy, gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes,
             separate_embeddings=card.parallel.fsdp_shard_embeddings, hsdp_shard_size=card.parallel.hsdp_shard_size,
             zero1_shard_size=card.parallel.zero1_shard_size, fsdp_one_rank=card.parallel.fsdp_one_rank,
+            fsdp_version=card.parallel.fsdp_version,
         )
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
@@ -273,7 +274,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
                                  separate_embeddings=card.parallel.fsdp_shard_embeddings,
                                  hsdp_shard_size=card.parallel.hsdp_shard_size,
                                  zero1_shard_size=card.parallel.zero1_shard_size,
-                                 fsdp_one_rank=card.parallel.fsdp_one_rank)
+                                 fsdp_one_rank=card.parallel.fsdp_one_rank,
+                                 fsdp_version=card.parallel.fsdp_version)
         actor, host, notes = step_terms(actor_card, spec, sharding)
         if budget_row is not None:  # the update's micro-batch under the budget, said as the split layouts say it
             notes = [*notes, budget_row[2]]

@@ -431,11 +431,13 @@ class ParallelSection(_Section):
                                       " reduce-scatter copy-in run on the compute stream). Default fsdp2, as trainfit's"
                                       " trace and its torchtitan export shard. Not read with other strategies (a"
                                       " search over parallel.strategy keeps it).")
-    fsdp_one_rank: bool = Field(False, description="One training GPU under strategy fsdp, fsdp_grad_op or hsdp with"
-                                " fsdp_version fsdp2: true when the run really calls fully_shard on a one-rank mesh"
+    fsdp_one_rank: bool = Field(False, description="One training GPU under strategy fsdp with"
+                                " fsdp_version fsdp2 (fsdp_grad_op and hsdp are refused with it): true when the run really calls fully_shard on a one-rank mesh"
                                 " (prime-rl's setup_fsdp), so each unit's param_dtype parameters, the root unit and the"
                                 " fp32 reduce buffers are allocated as torch's one-rank path does; false (default): a"
-                                " one-GPU card under an FSDP strategy is planned as a plain one-GPU run.")
+                                " one-GPU card under an FSDP strategy plans memory without FSDP's buffers. Memory only:"
+                                " step time charges fully_shard's per-unit hooks on any one-GPU fsdp card whatever"
+                                " this flag says (published one-GPU FSDP trainers wrap with fully_shard).")
     fsdp_no_sync: bool | None = Field(
         None, description="With strategy fsdp and fsdp_version fsdp1 and batch.grad_accum > 1: the accumulating"
         " micro-batches run inside FullyShardedDataParallel.no_sync() (accelerate's and the HF Trainer's default,"
@@ -1517,10 +1519,15 @@ class RunCard(_Section):
             train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)
         elif self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
             train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
+        if par.fsdp_one_rank and par.strategy in (Strategy.FSDP_GRAD_OP, Strategy.HSDP):
+            # fsdp_grad_op (reshard_after_forward=False) keeps every unit's param_dtype copy from forward into
+            # backward on a one-rank mesh too, which the one-rank plan does not hold; hsdp has nothing to replicate
+            raise ValueError(f"parallel.fsdp_one_rank: strategy '{par.strategy.value}' on a one-rank mesh is not"
+                             " modelled; allowed with it: strategy fsdp")
         if par.fsdp_one_rank and not (par.fsdp2 and train_gpus == 1):
             raise ValueError(f"parallel.fsdp_one_rank: FSDP2 (fully_shard) on one training GPU; got strategy"
                              f" '{par.strategy.value}', fsdp_version '{par.fsdp_version.value}', {train_gpus} training"
-                             " GPUs; allowed with them: false")
+                             f" GPU{'' if train_gpus == 1 else 's'}; allowed with them: false")
         if par.hsdp_shard_size is not None:
             _check_hsdp_shard_size(par, train_gpus=train_gpus)
         if par.zero1_shard_size is not None or par.zero1_param_sync is not Zero1ParamSync.ALL_GATHER:

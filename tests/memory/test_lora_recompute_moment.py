@@ -42,6 +42,24 @@ def _peak(moment: bool = True, **over) -> tuple[float, str]:
     return p.peak.allocated, p.peak.at
 
 
+def _transients(moment: bool = True, **over) -> tuple[float, ...]:
+    """Per layer: the planned largest backward moment (``StepTerms.layer_backward_transient``)."""
+    import trainfit.plan.terms as terms
+
+    c = copy.deepcopy(CARD)
+    for k, v in over.items():
+        c[k] = {**c[k], **v} if isinstance(v, dict) else v
+    card = load_card_dict(c)
+    p = make_plan(card)
+    orig = terms._fp32_adapter_recompute
+    if not moment:
+        terms._fp32_adapter_recompute = lambda *a, **k: False
+    try:
+        return terms.step_terms(card, p.spec, p.sharding)[0].layer_backward_transient
+    finally:
+        terms._fp32_adapter_recompute = orig
+
+
 def test_extra_bytes():
     # two a*h locals; the last layer adds the final norm's fp32 input gradient (4 h)
     assert fp32_adapter_recompute_extra_bytes(tokens=10, hidden_size=1024, compute_dtype_bytes=2,
@@ -72,3 +90,16 @@ def test_gated_on_adapter_dtype_and_scope():
     no_ckpt = {"parallel": {"gradient_checkpointing": False}}
     for over in (bf16, full, attn, no_ckpt):
         assert _peak(**over)[0] == _peak(moment=False, **over)[0], over
+
+
+@pytest.mark.parametrize("parallel", [
+    {"gradient_checkpointing": False, "selective_checkpointing": "core_attention"},
+    {"gradient_checkpointing": False, "recompute_modules": ["core_attn"]},
+    {"gradient_checkpointing": "selective"},
+], ids=["core_attention", "recompute_modules_core_attn", "per_op_sac"])
+def test_gated_on_full_layer_checkpointing(parallel):
+    """Megatron's core-attention recompute never re-runs the MLP (no up_proj recompute moment); per-op SAC saves every
+    other matmul's output (untraced here): neither gets the moment (it added 64/64/128 MiB per layer on this card)."""
+    with_moment = _transients(parallel=parallel)
+    assert with_moment == _transients(moment=False, parallel=parallel)
+    assert _transients()[-1] - _transients(moment=False)[-1] == 16384 * 8192  # full recompute still gets it

@@ -1290,12 +1290,19 @@ def _scaled(values: tuple[int, ...], factor: float) -> tuple[float, ...]:
 
 def _fp32_adapter_recompute(card: RunCard, spec: ModelSpec, trainable: TrainableSpec, *, act_dtype: int) -> bool:
     """Whether a checkpointed layer's recompute moment (``memory.lora.fp32_adapter_recompute_extra_bytes``) applies:
-    PEFT LoRA (not QLoRA, DoRA or another variant) with adapters wider than the 16-bit compute dtype, layers
-    checkpointed, a dense model, gate/up/down all adapted (the moment's intermediate-wide terms cancel only then). LoRA
-    dropout changes none of it: ``lora_A`` saves the module's fp32 dropout output in place of its fp32 cast, the same
-    bytes (its masks are in the saved set)."""
+    PEFT LoRA (not QLoRA, DoRA or another variant) with adapters wider than the 16-bit compute dtype, whole layers
+    checkpointed (``gradient_checkpointing: true``), a dense model, gate/up/down all adapted (the moment's
+    intermediate-wide terms cancel only then). LoRA dropout changes none of it: ``lora_A`` saves the module's fp32
+    dropout output in place of its fp32 cast, the same bytes (its masks are in the saved set).
+
+    Not under Megatron-Core's core-attention recompute (``selective_checkpointing: core_attention`` or a
+    ``recompute_modules`` list): only the attention core re-runs, the MLP never does, so no ``up_proj`` recompute
+    moment exists. Not under per-op SAC (``gradient_checkpointing: selective``): its policy saves every other matmul's
+    output, so the recompute at ``up_proj`` holds a different set, which no trace here has measured."""
     lora = trainable.lora
-    if card.scope is not Scope.LORA or lora is None or spec.moe is not None or not card.parallel.checkpoints_layers:
+    if card.scope is not Scope.LORA or lora is None or spec.moe is not None:
+        return False
+    if card.parallel.gradient_checkpointing is not True:
         return False
     if lora.adapter_dtype_bytes <= act_dtype:
         return False

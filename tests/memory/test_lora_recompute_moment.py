@@ -111,3 +111,13 @@ def test_post_norm_block_gated_out():
     the backward's: traced 4.016 / 7.363 GiB vs planned without it 4.015 / 7.349, with it (two locals) 4.077 / 7.599."""
     olmo = {"model": "allenai/OLMo-2-0425-1B"}
     assert _transients(**olmo) == _transients(moment=False, **olmo)
+
+
+def test_dropout_post_gated_out():
+    """``lora.dropout_position: post`` (with dropout) names NeMo Automodel's own LinearLoRA (no cast of x to the
+    adapter's dtype): PEFT's fp32 up_proj moment is not what it holds; PEFT's pre-dropout keeps the moment, and so
+    does post without dropout (the card reads it as no setting: ``LoraSpec.dropout_post``)."""
+    post = {"lora": {"dropout": 0.1, "dropout_position": "post"}}
+    assert _transients(**post) == _transients(moment=False, **post)
+    for kept in ({"dropout": 0.1, "dropout_position": "pre"}, {"dropout": 0.0, "dropout_position": "post"}):
+        assert _transients(lora=kept)[-1] - _transients(moment=False, lora=kept)[-1] == 16384 * 8192, kept

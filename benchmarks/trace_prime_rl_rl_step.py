@@ -9,7 +9,8 @@ The batch is the CI benchmark's fake micro-batch: one sequence of ``seq_len`` to
 (``src/prime_rl/trainer/rl/data.py`` l.101-121, ``FakeDataLoader._get_micro_batch``). The model is transformers'
 decoder under HF activation checkpointing (SDPA), bf16, one rank, traced by ``trainfit.trace`` (FastTracker).
 
-Run: ``PYTHONPATH=src python benchmarks/trace_prime_rl_rl_step.py [seq_len ...] [lora] [-v] [-vv]``. Prints, per
+Run: ``PYTHONPATH=src python benchmarks/trace_prime_rl_rl_step.py [seq_len ...] [lora] [model=<id>] [-v] [-vv]``
+(``model=``: another catalog model than Qwen3-0.6B). Prints, per
 seq_len, the traced per-phase peaks of (a) the transformers loop (``model(input_ids, labels).loss``) and (b)
 prime-rl's RL loop, and trainfit's planned allocated peak of the card without and with ``loss.kernel: prime_rl``.
 ``-v``: the plan's phases and the trace's region peaks; ``-vv``: the trace's live set at the backward peak.
@@ -275,6 +276,7 @@ if __name__ == "__main__":
     lens = [int(a) for a in sys.argv[1:] if a.isdigit()] or [4096]
     if "lora" in sys.argv:
         scope = "lora"
+    MODEL = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("model=")), MODEL)
     G = 2**30
     for n in lens:
         hf = traced(card_of(n, scope, False), "hf")

@@ -42,6 +42,24 @@ def _peak(moment: bool = True, **over) -> tuple[float, str]:
     return p.peak.allocated, p.peak.at
 
 
+def _transients(moment: bool = True, **over) -> tuple[float, ...]:
+    """Per layer: the planned largest backward moment (``StepTerms.layer_backward_transient``)."""
+    import trainfit.plan.terms as terms
+
+    c = copy.deepcopy(CARD)
+    for k, v in over.items():
+        c[k] = {**c[k], **v} if isinstance(v, dict) else v
+    card = load_card_dict(c)
+    p = make_plan(card)
+    orig = terms._fp32_adapter_recompute
+    if not moment:
+        terms._fp32_adapter_recompute = lambda *a, **k: False
+    try:
+        return terms.step_terms(card, p.spec, p.sharding)[0].layer_backward_transient
+    finally:
+        terms._fp32_adapter_recompute = orig
+
+
 def test_extra_bytes():
     # two a*h locals; the last layer adds the final norm's fp32 input gradient (4 h)
     assert fp32_adapter_recompute_extra_bytes(tokens=10, hidden_size=1024, compute_dtype_bytes=2,
@@ -72,3 +90,34 @@ def test_gated_on_adapter_dtype_and_scope():
     no_ckpt = {"parallel": {"gradient_checkpointing": False}}
     for over in (bf16, full, attn, no_ckpt):
         assert _peak(**over)[0] == _peak(moment=False, **over)[0], over
+
+
+@pytest.mark.parametrize("parallel", [
+    {"gradient_checkpointing": False, "selective_checkpointing": "core_attention"},
+    {"gradient_checkpointing": False, "recompute_modules": ["core_attn"]},
+    {"gradient_checkpointing": "selective"},
+], ids=["core_attention", "recompute_modules_core_attn", "per_op_sac"])
+def test_gated_on_full_layer_checkpointing(parallel):
+    """Megatron's core-attention recompute never re-runs the MLP (no up_proj recompute moment); per-op SAC saves every
+    other matmul's output (untraced here): neither gets the moment (it added 64/64/128 MiB per layer on this card)."""
+    with_moment = _transients(parallel=parallel)
+    assert with_moment == _transients(moment=False, parallel=parallel)
+    assert _transients()[-1] - _transients(moment=False)[-1] == 16384 * 8192  # full recompute still gets it
+
+
+def test_post_norm_block_gated_out():
+    """OLMo 2 (post-block norms): ``residual = hidden_states; self.mlp(hidden_states)`` leaves one a*h local, and the
+    trace (benchmarks/trace_prime_rl_rl_step.py ... model=allenai/OLMo-2-0425-1B) shows no recompute moment above
+    the backward's: traced 4.016 / 7.363 GiB vs planned without it 4.015 / 7.349, with it (two locals) 4.077 / 7.599."""
+    olmo = {"model": "allenai/OLMo-2-0425-1B"}
+    assert _transients(**olmo) == _transients(moment=False, **olmo)
+
+
+def test_dropout_post_gated_out():
+    """``lora.dropout_position: post`` (with dropout) names NeMo Automodel's own LinearLoRA (no cast of x to the
+    adapter's dtype): PEFT's fp32 up_proj moment is not what it holds; PEFT's pre-dropout keeps the moment, and so
+    does post without dropout (the card reads it as no setting: ``LoraSpec.dropout_post``)."""
+    post = {"lora": {"dropout": 0.1, "dropout_position": "post"}}
+    assert _transients(**post) == _transients(moment=False, **post)
+    for kept in ({"dropout": 0.1, "dropout_position": "pre"}, {"dropout": 0.0, "dropout_position": "post"}):
+        assert _transients(lora=kept)[-1] - _transients(moment=False, lora=kept)[-1] == 16384 * 8192, kept

@@ -17,6 +17,7 @@ from trainfit.errors import CardError
 from trainfit.memory.params import LinearGroup, linear_groups
 from trainfit.spec.model import DEEPSEEK_FAMILIES, ModelSpec
 from trainfit.spec.training import ALL_LINEAR, LoraSpec
+from trainfit.units import BYTES_PER_DTYPE
 
 
 def _short(name: str) -> str:
@@ -295,24 +296,26 @@ def lora_largest_tensor_params(spec: ModelSpec, lora: LoraSpec) -> int:
 def fp32_adapter_recompute_extra_bytes(*, tokens: int, hidden_size: int, compute_dtype_bytes: int,
                                        last_layer: bool) -> int:
     """Bytes by which a checkpointed decoder layer's recompute moment under PEFT LoRA with fp32 adapters on a 16-bit
-    base exceeds its backward's MLP moment (``plan.terms._layer_backward_transient``), all seven projections adapted.
+    base exceeds its backward's MLP moment (``plan.terms._layer_backward_transient``), with gate_proj, up_proj and
+    down_proj adapted (the attention projections may or may not be: they are not live at this moment).
 
-    The recompute re-runs the layer's forward inside its backward. At ``up_proj`` (transformers 5.24.0
-    ``models/qwen3/modeling_qwen3.py`` l.82: ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``, gate first) PEFT's
-    ``Linear.forward`` (peft 0.21.2 ``peft/tuners/lora/layer.py`` l.1100-1113: ``x`` cast to ``lora_A.weight.dtype``,
-    ``result = result + lora_B(lora_A(dropout(x))) * scaling``, then ``result.to(torch_result_dtype)``) holds
-    ``lora_B``'s fp32 output and its scaled copy (then the fp32 sum), 8 B per intermediate channel, beside the bf16
-    base output; ``up_proj``'s bf16 output and ``down_proj``'s fp32 input cast (saved later) do not exist yet. In the
-    backward's MLP moment ``down_proj``'s fp32 input gradient through ``lora_A`` (4 B per intermediate channel) is
-    live beside the saved set: the intermediate-wide terms cancel (8I + aI - aI - 4I = 4I). What the recompute holds
-    beyond that is the decoder layer's own locals, saved by nothing (a frozen base linear saves no input and PEFT's
-    fp32 adapters save their casts): the post-attention norm's output and the attention residual
-    (``modeling_qwen3.py`` l.313-316), a·h each. On the last layer the final norm's fp32 input gradient (Qwen3RMSNorm
-    upcasts, l.61) is still held while its recompute runs (freed at that layer's first backward op): 4·h more.
+    The recompute re-runs the layer's forward inside its backward. At ``up_proj`` (huggingface/transformers
+    src/transformers/models/qwen3/modeling_qwen3.py l.82 @v5.24.0: ``down_proj(act_fn(gate_proj(x)) * up_proj(x))``,
+    gate first) PEFT's ``Linear.forward`` (huggingface/peft src/peft/tuners/lora/layer.py l.1100-1113 @v0.21.2:
+    ``x`` cast to ``lora_A.weight.dtype``, ``result = result + lora_B(lora_A(dropout(x))) * scaling``, then
+    ``result.to(torch_result_dtype)``) holds ``lora_B``'s fp32 output and its scaled copy (then the fp32 sum), 8 B per
+    intermediate channel, beside the bf16 base output; ``up_proj``'s bf16 output and ``down_proj``'s fp32 input cast
+    (saved later) do not exist yet. In the backward's MLP moment ``down_proj``'s fp32 input gradient through
+    ``lora_A`` (4 B per intermediate channel) is live beside the saved set: the intermediate-wide terms cancel
+    (8I + aI - aI - 4I = 4I). What the recompute holds beyond that is the decoder layer's own locals, saved by
+    nothing (a frozen base linear saves no input and PEFT's fp32 adapters save their casts): the post-attention
+    norm's output and the attention residual (modeling_qwen3.py l.313-316 @v5.24.0), a·h each. On the last layer
+    the final norm's fp32 input gradient (Qwen3RMSNorm upcasts, l.61) is still held while its recompute runs (freed
+    at that layer's first backward op): fp32 bytes x h more.
 
     Traced (Qwen3-0.6B, 28 layers, SDPA, bf16, one sequence, all-linear r 16, ``benchmarks/trace_prime_rl_rl_step.py``):
     each layer's backward peaks in its recompute at ``up_proj``'s fp32 adapter output, 8,064 B per token above the
     backward's own moment on layer 27 (2·2·1024 + 4·1024 = 8,192, less two rank-16 fp32 ``lora_A`` outputs)."""
     locals_bytes = 2 * compute_dtype_bytes * hidden_size
-    norm_grad = 4 * hidden_size if last_layer else 0
+    norm_grad = int(BYTES_PER_DTYPE["fp32"]) * hidden_size if last_layer else 0
     return tokens * (locals_bytes + norm_grad)

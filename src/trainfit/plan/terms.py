@@ -1297,12 +1297,37 @@ def _scaled(values: tuple[int, ...], factor: float) -> tuple[float, ...]:
 
 def _fp32_adapter_recompute(card: RunCard, spec: ModelSpec, trainable: TrainableSpec, *, act_dtype: int) -> bool:
     """Whether a checkpointed layer's recompute moment (``memory.lora.fp32_adapter_recompute_extra_bytes``) applies:
-    PEFT LoRA (not QLoRA, DoRA or another variant) with adapters wider than the 16-bit compute dtype, layers
-    checkpointed, a dense model, gate/up/down all adapted (the moment's intermediate-wide terms cancel only then). LoRA
-    dropout changes none of it: ``lora_A`` saves the module's fp32 dropout output in place of its fp32 cast, the same
-    bytes (its masks are in the saved set)."""
+    PEFT LoRA (not QLoRA, DoRA or another variant) with adapters wider than the 16-bit compute dtype, whole layers
+    checkpointed (``gradient_checkpointing: true``), a dense model, gate/up/down all adapted (the moment's
+    intermediate-wide terms cancel only then). PEFT's LoRA dropout (on the input) changes none of it: ``lora_A``
+    saves the module's fp32 dropout output in place of its fp32 cast, the same bytes (its masks are in the saved
+    set).
+
+    Not with ``lora.dropout_position: post`` and dropout (``LoraSpec.dropout_post``; without dropout the card reads
+    post as no setting), which names NeMo Automodel's own ``LinearLoRA``, not PEFT's module: its
+    forward runs ``lora_B(lora_A(x)) * scale`` with no cast of ``x`` to the adapter's dtype, its adapters in the base
+    weight's dtype unless ``lora_dtype`` is given (NVIDIA-NeMo/Automodel nemo_automodel/components/_peft/lora.py
+    ``LinearLoRA._init_adapter`` and ``LinearLoRA.forward`` @03bd7a9b6a3b5f3248bb4af2e9e3c8131a5c2378), so PEFT's
+    fp32 ``up_proj`` moment is not what it holds.
+
+    Not under Megatron-Core's core-attention recompute (``selective_checkpointing: core_attention`` or a
+    ``recompute_modules`` list): only the attention core re-runs, the MLP never does, so no ``up_proj`` recompute
+    moment exists. Not under per-op SAC (``gradient_checkpointing: selective``): its policy saves every other matmul's
+    output, so the recompute at ``up_proj`` holds a different set, which no trace here has measured.
+
+    Not for OLMo 2's post-block norms (``ModelSpec.post_block_norms``): there the MLP's input is the residual itself
+    (``residual = hidden_states``, ``self.mlp(hidden_states)``, huggingface/transformers
+    src/transformers/models/olmo2/modeling_olmo2.py l.313-314 @v5.24.0), one a·h local rather than two, and the
+    trace shows no recompute moment above the plan's backward moments: OLMo-2-0425-1B LoRA (all-linear r 16, SDPA,
+    bf16, ``benchmarks/trace_prime_rl_rl_step.py 4096 16384 lora model=allenai/OLMo-2-0425-1B``) traced 4.016 /
+    7.363 GiB in layer 15's backward; planned (less the 64 MiB cuBLAS workspace) without the moment 4.015 / 7.349,
+    with it at one local 4.062 / 7.537 (+1.1 / +2.4 %), at two 4.077 / 7.599. The moment is left out there."""
     lora = trainable.lora
-    if card.scope is not Scope.LORA or lora is None or spec.moe is not None or not card.parallel.checkpoints_layers:
+    if card.scope is not Scope.LORA or lora is None or spec.moe is not None or spec.post_block_norms:
+        return False
+    if lora.dropout_post:
+        return False
+    if card.parallel.gradient_checkpointing is not True:
         return False
     if lora.adapter_dtype_bytes <= act_dtype:
         return False

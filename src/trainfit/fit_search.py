@@ -45,7 +45,7 @@ from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, REFUSALS_KEPT, SFT_SPACE, Row, SearchResult, _evaluate
-from trainfit.spec.card import divisors
+from trainfit.spec.card import divisors, rl_group_sizes
 from trainfit.spec.dotted import deep_copy
 from trainfit.spec.enums import Stack, TensorParallelImpl
 
@@ -569,13 +569,12 @@ def _training_gpus(data: dict[str, Any]) -> int:
     """The training GPUs of a card dict, as ``RunCard``'s validator counts them (a split RL card's rollout GPUs or
     nodes left out)."""
     hw, ro = data.get("hardware") or {}, data.get("rollout") or {}
-    per_node, nodes = int(hw.get("gpus_per_node", 1)), int(hw.get("nodes", 1))
-    if str(data.get("method", "sft")) in ("ppo", "grpo") and str(ro.get("placement", "")) == "split":
-        if ro.get("nodes") is not None:
-            return per_node * (nodes - int(ro["nodes"]))
-        if ro.get("gpus") is not None:
-            return (per_node - int(ro["gpus"])) * nodes
-    return per_node * nodes
+    train, _ = rl_group_sizes(
+        gpus_per_node=int(hw.get("gpus_per_node", 1)), nodes=int(hw.get("nodes", 1)),
+        split=str(data.get("method", "sft")) in ("ppo", "grpo") and str(ro.get("placement", "")) == "split",
+        rollout_nodes=None if ro.get("nodes") is None else int(ro["nodes"]),
+        rollout_gpus=None if ro.get("gpus") is None else int(ro["gpus"]))
+    return train
 
 
 def drop_one_rank_flag(data: dict[str, Any]) -> bool:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, rl_group_sizes
 from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, Method, Placement, RefPlacement, Scope
 
 
@@ -185,14 +185,10 @@ def reward_model(card: RunCard) -> str | None:
 
 def group_sizes(card: RunCard) -> tuple[int, int]:
     """(training GPUs, rollout GPUs), whole run. Colocated: both are every GPU."""
-    world = card.world_size
-    if card.method not in (Method.PPO, Method.GRPO) or card.rollout.placement is Placement.COLOCATE:
-        return world, world
-    if card.rollout.nodes is not None:  # whole nodes for the engine (NeMo RL's multi-node split)
-        rollout = card.rollout.nodes * card.hardware.gpus_per_node
-    else:
-        rollout = (card.rollout.gpus or 0) * card.hardware.nodes
-    return world - rollout, rollout
+    ro = card.rollout
+    return rl_group_sizes(gpus_per_node=card.hardware.gpus_per_node, nodes=card.hardware.nodes,
+                          split=card.method in (Method.PPO, Method.GRPO) and ro.placement is not Placement.COLOCATE,
+                          rollout_nodes=ro.nodes, rollout_gpus=ro.gpus)
 
 
 def train_nodes(card: RunCard) -> tuple[int, int]:

@@ -352,6 +352,18 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def rl_group_sizes(*, gpus_per_node: int, nodes: int, split: bool, rollout_nodes: int | None,
+                   rollout_gpus: int | None) -> tuple[int, int]:
+    """(training GPUs, rollout GPUs) of a run: every GPU for both unless an RL run splits them (``split``), where the
+    engine holds ``rollout_nodes`` whole nodes (NeMo RL's multi-node split) or else ``rollout_gpus`` on every node.
+    One count for the card's validator, ``methods.roles.group_sizes`` and fit's candidate dicts."""
+    world = gpus_per_node * nodes
+    if not split:
+        return world, world
+    rollout = rollout_nodes * gpus_per_node if rollout_nodes is not None else (rollout_gpus or 0) * nodes
+    return world - rollout, rollout
+
+
 def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
     """``parallel.hsdp_shard_size``: read with strategy hsdp only, and a divisor of the data x context ranks (torch's
     ``init_device_mesh`` needs ``replicate x shard`` = the data-parallel ranks; verl's ``create_device_mesh`` builds
@@ -1514,11 +1526,10 @@ class RunCard(_Section):
                                  f" chunks; allowed: multiples of {par.virtual_stages} (Megatron-Core)")
         if par.pipeline_layout is not None:
             _check_pipeline_layout(par)
-        train_gpus = self.world_size
-        if self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.nodes is not None:
-            train_gpus = self.hardware.gpus_per_node * (self.hardware.nodes - ro.nodes)
-        elif self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT and ro.gpus is not None:
-            train_gpus = (self.hardware.gpus_per_node - ro.gpus) * self.hardware.nodes
+        train_gpus, _ = rl_group_sizes(
+            gpus_per_node=self.hardware.gpus_per_node, nodes=self.hardware.nodes,
+            split=self.method in (Method.PPO, Method.GRPO) and ro.placement is Placement.SPLIT,
+            rollout_nodes=ro.nodes, rollout_gpus=ro.gpus)
         if par.fsdp_one_rank and par.strategy in (Strategy.FSDP_GRAD_OP, Strategy.HSDP):
             # fsdp_grad_op (reshard_after_forward=False) keeps every unit's param_dtype copy from forward into
             # backward on a one-rank mesh too, which the one-rank plan does not hold; hsdp has nothing to replicate

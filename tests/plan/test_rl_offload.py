@@ -26,17 +26,23 @@ MODEL = "Qwen/Qwen2.5-7B"
 H20 = default_rates(resolve_gpu("h20"))
 
 
-def _card(verl: str | None, strategy: str = "zero1", preset: str = "verl") -> object:
+def _offload_card(verl: str | None, parallel: dict, *, preset: str = "verl", nodes: int = 1, gpu: str = "h20",
+                  **extra: object) -> object:
+    """A colocated GRPO card on 8-GPU nodes whose trainer offloads its weights and optimizer state."""
     d = {"model": MODEL, "method": "grpo", "preset": preset,
-         "hardware": {"gpu": "h20", "gpus_per_node": 8, "nodes": 1},
-         "batch": {"micro_batch_size": 1},
-         "parallel": {"strategy": strategy, "tensor_parallel": 2} if strategy == "zero1" else {"strategy": strategy},
+         "hardware": {"gpu": gpu, "gpus_per_node": 8, "nodes": nodes},
+         "batch": {"micro_batch_size": 1}, "parallel": parallel, **extra,
          "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
                      "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
                      "trainer_offload": "params_and_optimizer"}}
     if verl is not None:
         d["software"] = {"verl": verl}
     return load_card_dict(d)
+
+
+def _card(verl: str | None, strategy: str = "zero1", preset: str = "verl") -> object:
+    par = {"strategy": strategy, "tensor_parallel": 2} if strategy == "zero1" else {"strategy": strategy}
+    return _offload_card(verl, par, preset=preset)
 
 
 @pytest.mark.parametrize("pin", ["<0.8", "0.7.0", "0.4.1"])
@@ -68,18 +74,13 @@ def test_fsdp_and_other_presets_are_not_verls_megatron_offload():
     assert not verl_megatron_fresh_host_weights(_card("0.7.0", preset="nemo-rl"))
 
 
+def _fsdp2_parallel(hsdp_shard: int | None) -> dict:
+    return ({"strategy": "hsdp", "fsdp_version": "fsdp2", "hsdp_shard_size": hsdp_shard} if hsdp_shard
+            else {"strategy": "fsdp", "fsdp_version": "fsdp2"})
+
+
 def _fsdp_card(verl: str | None, *, hsdp_shard: int | None, nodes: int = 2) -> object:
-    par = ({"strategy": "hsdp", "fsdp_version": "fsdp2", "hsdp_shard_size": hsdp_shard} if hsdp_shard
-           else {"strategy": "fsdp", "fsdp_version": "fsdp2"})
-    d = {"model": MODEL, "method": "grpo", "preset": "verl",
-         "hardware": {"gpu": "h20", "gpus_per_node": 8, "nodes": nodes},
-         "batch": {"micro_batch_size": 1}, "parallel": par,
-         "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
-                     "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
-                     "trainer_offload": "params_and_optimizer"}}
-    if verl is not None:
-        d["software"] = {"verl": verl}
-    return load_card_dict(d)
+    return _offload_card(verl, _fsdp2_parallel(hsdp_shard), nodes=nodes)
 
 
 def test_an_hsdp_rank_offloads_its_shard_groups_share_not_the_worlds():
@@ -115,15 +116,8 @@ def test_verl_fsdp2_weights_go_pinned_before_0_6_and_by_model_cpu_from_it(pin, p
 
 
 def _skyrl_card(*, hsdp_shard: int | None) -> object:
-    par = ({"strategy": "hsdp", "fsdp_version": "fsdp2", "hsdp_shard_size": hsdp_shard} if hsdp_shard
-           else {"strategy": "fsdp", "fsdp_version": "fsdp2"})
-    return load_card_dict({
-        "model": MODEL, "method": "grpo", "preset": "skyrl",
-        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
-        "batch": {"micro_batch_size": 1}, "parallel": par, "roles": {"kl_coef": 0.001},
-        "rollout": {"placement": "colocate", "tensor_parallel": 2, "gpu_memory_utilization": 0.5,
-                    "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256, "response_len": 512,
-                    "trainer_offload": "params_and_optimizer"}})
+    return _offload_card(None, _fsdp2_parallel(hsdp_shard), preset="skyrl", nodes=2, gpu="h100-sxm",
+                         roles={"kl_coef": 0.001})
 
 
 def test_skyrl_on_hsdp_offloads_the_reference_over_the_shard_group_as_the_policy():

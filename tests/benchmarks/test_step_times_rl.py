@@ -180,6 +180,15 @@ def test_nemo_rl_refit_timer_counts_the_to_host_half_of_the_offload():
     assert "time.state_offload" in row.parts_used
 
 
+def _planned_without_an_old_policy_pass(e: dict):
+    """The entry's card with its old-policy pass off: (the plan, its state_offload seconds, the scored rows)."""
+    e = copy.deepcopy(e)
+    e["train"]["old_logprob_pass"] = False
+    card, _ = S.map_rl(e)
+    planned = S.plan_card(card)
+    return planned, planned.parts["time.state_offload"], {r.quantity: r for r in S.rl_rows([e], [])}
+
+
 def test_verl_megatron_offload_without_an_old_policy_pass_splits_two_weights_trips():
     """The plan prices three Megatron weights round trips with an old-policy pass and two without (the update's and
     the sync's); the timers' shares follow (``VERL_MEGATRON_OFFLOAD_SHARES`` / ``_NO_OLD_LOGPROB``)."""
@@ -187,12 +196,7 @@ def test_verl_megatron_offload_without_an_old_policy_pass_splits_two_weights_tri
     assert S.offload_share(e, "logprob") == pytest.approx(1 / 3)
     shares = {q: S.offload_share(e, q, old_logprob=False) for q in ("generation", "logprob", "actor_update")}
     assert shares == {"generation": 0.5, "logprob": 0.0, "actor_update": 0.5}
-    e = copy.deepcopy(e)
-    e["train"]["old_logprob_pass"] = False
-    card, _ = S.map_rl(e)
-    planned = S.plan_card(card)
-    moved = planned.parts["time.state_offload"]
-    rows = {r.quantity: r for r in S.rl_rows([e], [])}
+    planned, moved, rows = _planned_without_an_old_policy_pass(e)
     assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.5 * moved)
     assert rows["generation"].notes and any("50% of the plan's trainer state offload" in n
                                             for n in rows["generation"].notes)
@@ -207,10 +211,5 @@ def test_verl_fsdp_offload_without_an_old_policy_pass_splits_two_weights_trips()
     shares = {q: S.offload_share(e, q, old_logprob=False) for q in ("generation", "logprob", "actor_update")}
     assert shares == {"generation": 0.25, "logprob": 0.0, "actor_update": 0.75}
     assert sum(shares.values()) == pytest.approx(1.0)
-    e = copy.deepcopy(e)
-    e["train"]["old_logprob_pass"] = False
-    card, _ = S.map_rl(e)
-    planned = S.plan_card(card)
-    moved = planned.parts["time.state_offload"]
-    rows = {r.quantity: r for r in S.rl_rows([e], [])}
+    planned, moved, rows = _planned_without_an_old_policy_pass(e)
     assert rows["actor_update"].trainfit_s == pytest.approx(planned.parts["time.actor_update"] + 0.75 * moved)

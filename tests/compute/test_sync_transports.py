@@ -84,6 +84,20 @@ def test_each_vllm_rank_receives_its_own_shard():
     assert any("7.25 GB received per vLLM rank" in a for a in t8.assumptions)
 
 
+def test_one_instance_bulk_leaves_through_every_nic_of_the_sending_node():
+    """Qwen3-4B DP8 -> one vLLM TP8 instance: the exact plan sends every region from training rank 0 (the first
+    holder), and NCCL's PXN relays each send over NVLink to the node's GPU at the receiver's device index and out of
+    that GPU's NIC (NVIDIA/nccl src/transport/net.cc sendSetup / recvSetup,
+    src/graph/search.cc ``ncclTopoGetNetDev`` @5067397c2676d5aed50042fc39e5c8ee96eb0027): each NIC carries
+    bulk / 8, not rank 0's one NIC the whole bulk (that would add about 0.12 s to the design doc's row, planned at 0.074 s)."""
+    spec, w = _bf16("Qwen/Qwen3-4B")
+    t = _reshard("Qwen/Qwen3-4B", train_pp=1, train_ep=1, train_world=8, gen_tp=8, gen_engines=1)
+    bulk = sync.reshard_payload(spec, weight_bytes=w).bulk_bytes
+    nic = 40e9  # the card's default 400 Gb/s NIC per GPU at NCCL's efficiency (collectives.ring_bus_bytes_per_s)
+    assert any("0.672 GB sent per training rank" in a for a in t.assumptions)
+    assert t.transfer_s < bulk / nic / 2  # rank 0's own NIC alone would need bulk / nic for the wire
+
+
 def test_reshard_beats_the_full_broadcast_it_replaces():
     """The default non-colocated refit broadcasts every full tensor to every vLLM rank; the reshard sends each rank
     only its shard."""

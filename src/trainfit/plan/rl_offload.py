@@ -142,7 +142,8 @@ both policy workers' ``prepare_for_lp_inference`` ends with ``self.offload_befor
 moves the optimizer state to the host with ``v.to("cpu")``, and ``prepare_for_training`` moves it back with
 ``v.to("cuda")`` before the update (nemo_rl/models/policy/megatron_policy_worker.py l.2004-2029 and l.2034-2065,
 dtensor_policy_worker_v2.py l.1759-1801, dtensor_policy_worker.py l.1798-1805 @c751f811217db7df0d4c94abdeaada6626cfc150,
-tag v0.4.0). Colocated, the refit's own ``offload_before_refit`` has already moved the state, so the log-prob call's
+tag v0.4.0), and both GRPO loops call the pair every step, ``grpo_train`` l.1114 / l.1127 and the one-step-off
+``async_grpo_train`` l.1978 / l.1991 (nemo_rl/algorithms/grpo.py, same commit). Colocated, the refit's own ``offload_before_refit`` has already moved the state, so the log-prob call's
 copy is a no-op (the Megatron loop tests ``v.is_cuda``) and the colocated round trip is the one priced; not colocated,
 this is the state's only trip each step (``nemo_rl_logprob_optimizer_trip``). The pull request times
 ``logprob_inference_prep`` + ``training_prep`` before and after: Qwen3-235B 10 s -> 1 s, Qwen3-30B 13 s -> about 1 s

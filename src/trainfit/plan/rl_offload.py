@@ -137,18 +137,19 @@ NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE = (0, 5)
 """The NeMo RL release whose ``prepare_for_lp_inference`` keeps the optimizer state on the GPU unless
 ``policy.offload_optimizer_for_logprob`` says otherwise (default false): NVIDIA-NeMo/RL
 8615ee9ab9138febb79cb165a544c2e936cb80e0 ("fix: Make the optimizer offloading optional (#1404)", 2025-11-06, first in
-v0.5.0). Before it, at v0.3.x and v0.4.0,
-both policy workers' ``prepare_for_lp_inference`` ends with ``self.offload_before_refit()`` in every placement, which
-moves the optimizer state to the host with ``v.to("cpu")``, and ``prepare_for_training`` moves it back with
-``v.to("cuda")`` before the update (nemo_rl/models/policy/megatron_policy_worker.py l.2004-2029 and l.2034-2065,
-dtensor_policy_worker_v2.py l.1759-1801, dtensor_policy_worker.py l.1798-1805 @c751f811217db7df0d4c94abdeaada6626cfc150,
-tag v0.4.0), and both GRPO loops call the pair every step, ``grpo_train`` l.1114 / l.1127 and the one-step-off
-``async_grpo_train`` l.1978 / l.1991 (nemo_rl/algorithms/grpo.py, same commit). Colocated, the refit's own ``offload_before_refit`` has already moved the state, so the log-prob call's
-copy is a no-op (the Megatron loop tests ``v.is_cuda``) and the colocated round trip is the one priced; not colocated,
-this is the state's only trip each step (``nemo_rl_logprob_optimizer_trip``). The pull request times
-``logprob_inference_prep`` + ``training_prep`` before and after: Qwen3-235B 10 s -> 1 s, Qwen3-30B 13 s -> about 1 s
-(https://github.com/NVIDIA-NeMo/RL/pull/1404, description of 2025-10-22; layouts not stated, so a check on the size,
-not a fit)."""
+v0.5.0). Before it, at v0.3.x and v0.4.0, both policy workers' ``prepare_for_lp_inference`` ends with
+``self.offload_before_refit()`` in every placement, which moves the optimizer state to the host with ``v.to("cpu")``,
+and ``prepare_for_training`` moves it back with ``v.to("cuda")`` before the update
+(nemo_rl/models/policy/megatron_policy_worker.py l.2004-2029 and l.2034-2065, dtensor_policy_worker_v2.py
+l.1759-1801, dtensor_policy_worker.py l.1798-1805 @c751f811217db7df0d4c94abdeaada6626cfc150, tag v0.4.0), and both
+GRPO loops call the pair every step, ``grpo_train`` l.1114 / l.1127 and the one-step-off ``async_grpo_train``
+l.1978 / l.1991 (nemo_rl/algorithms/grpo.py, same commit). Colocated, the refit's own ``offload_before_refit`` has
+already moved the state, so the log-prob call's copy is a no-op (the Megatron loop tests ``v.is_cuda``) and the
+colocated round trip is the one priced; not colocated, this is the state's only trip each step
+(``nemo_rl_logprob_optimizer_trip``). The pull request times ``logprob_inference_prep`` + ``training_prep`` before
+and after: Qwen3-235B 10 s -> 1 s, Qwen3-30B 13 s -> about 1 s (https://github.com/NVIDIA-NeMo/RL/pull/1404,
+description of 2025-10-22; layouts not stated, so a check on the size, not a fit: the plan prices the trip at 15.5 s
+and 15.8 s on NeMo RL v0.4's H100 1-step-off Qwen3-30B-A3B and Qwen3-235B rows)."""
 
 
 def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:
@@ -368,7 +369,7 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
 
 def nemo_rl_logprob_optimizer_trip(card: RunCard) -> bool:
     """Whether a NeMo RL trainer that is not colocated with its engine still moves its optimizer state to the host and
-    back every step: the ``nemo-rl`` preset, a split placement, no CPU optimizer (``parallel.optimizer_offload``) and a
+    back every step: the ``nemo-rl`` preset, a split placement, the state on the GPU (``parallel.offload`` none) and a
     ``software.nemo-rl`` pin before ``NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE`` (the log-prob call's
     ``offload_before_refit``). No pin, or one from 0.5 on: False (the current code keeps the state on the GPU)."""
     from trainfit.spec.enums import Offload, Placement

@@ -181,3 +181,80 @@ def test_no_note_for_releases_non_gating_dev_pins_or_no_pin(pin):
 
     assert verl_offload_pin_note(_card(pin)) is None
     assert verl_offload_pin_note(_fsdp_card("0.5.0.dev", hsdp_shard=None, nodes=1)) is None
+
+
+# ------------------------------------------------------------------------------------------------
+# NeMo RL before 0.5: the log-prob call's offload_before_refit moves the optimizer state in every placement
+# ------------------------------------------------------------------------------------------------
+
+
+def _nemo_card(pin: str | None, *, placement: str = "split", strategy: str = "zero1", offload: str = "none") -> object:
+    """A NeMo RL GRPO card on two 8-GPU H100 nodes, one-step-off when split, with a ``software.nemo-rl`` pin."""
+    from trainfit.methods.presets import apply_preset
+
+    par = {"strategy": strategy, "offload": offload, **({"tensor_parallel": 2} if strategy == "zero1" else {})}
+    ro = {"placement": placement, "prompt_len": 256, "response_len": 1024, "response_len_mean": 500,
+          "prompts_per_step": 32, "num_generations": 8, "tensor_parallel": 1, "gpu_memory_utilization": 0.5}
+    if placement == "split":
+        ro.update(nodes=1, async_mode="one_step_off")
+    d = {"model": "Qwen/Qwen3-8B", "method": "grpo", "preset": "nemo-rl", "parallel": par,
+         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2}, "rollout": ro}
+    if pin is not None:
+        d["software"] = {"nemo-rl": pin}
+    return load_card_dict(apply_preset(d, "nemo-rl"))
+
+
+H100 = default_rates(resolve_gpu("h100-sxm"))
+
+
+@pytest.mark.parametrize("strategy", ["zero1", "fsdp"])
+@pytest.mark.parametrize("pin", ["0.4.0", "0.3.1", "<0.5"])
+def test_nemo_rl_before_0_5_moves_a_split_trainers_optimizer_state_every_step(pin, strategy):
+    from trainfit.plan.rl_offload import nemo_rl_logprob_optimizer_trip, nemo_rl_optimizer_bytes
+
+    spec = resolve_model("Qwen/Qwen3-8B")
+    card = _nemo_card(pin, strategy=strategy)
+    assert nemo_rl_logprob_optimizer_trip(card)
+    o = nemo_rl_optimizer_bytes(card, spec, train_gpus=8)
+    assert o > 1e9  # fp32 moments (and the Megatron master remainder) of the rank's 8B shard
+    _, pageable, fresh = host_copy_rates(card, H100, gpu_of(card))
+    t = trainer_state_offload_phase(card, spec, H100, train_gpus=8)
+    # v.to("cpu") into fresh pageable pages, v.to("cuda") back from them; nothing pinned
+    assert t.terms["to_host"] == pytest.approx(o / fresh, rel=1e-9)
+    assert t.terms["to_device"] == pytest.approx(o / pageable, rel=1e-9)
+
+
+@pytest.mark.parametrize("pin", ["0.5.0", "0.6.0", None, "main"])
+def test_nemo_rl_from_0_5_or_unpinned_keeps_a_split_trainers_optimizer_on_the_gpu(pin):
+    from trainfit.plan.rl_offload import nemo_rl_logprob_optimizer_trip
+
+    card = _nemo_card(pin)
+    assert not nemo_rl_logprob_optimizer_trip(card)
+    assert trainer_state_offload_phase(card, resolve_model("Qwen/Qwen3-8B"), H100, train_gpus=8) is None
+
+
+def test_a_cpu_optimizer_has_no_state_to_move_before_0_5():
+    from trainfit.plan.rl_offload import nemo_rl_logprob_optimizer_trip
+
+    card = _nemo_card("0.4.0", offload="optimizer")
+    assert not nemo_rl_logprob_optimizer_trip(card)
+
+
+def test_colocated_nemo_rl_moves_its_state_once_whatever_the_release():
+    """Colocated, the refit's offload_before_refit has already moved the optimizer state when the log-prob call runs
+    it again (a no-op): the pin before 0.5 adds no second trip."""
+    spec = resolve_model("Qwen/Qwen3-8B")
+    old = trainer_state_offload_phase(_nemo_card("0.4.0", placement="colocate"), spec, H100, train_gpus=16)
+    new = trainer_state_offload_phase(_nemo_card("0.5.0", placement="colocate"), spec, H100, train_gpus=16)
+    assert old.seconds == pytest.approx(new.seconds, rel=1e-12)
+
+
+def test_a_split_v0_4_step_carries_the_trip_on_the_trainer_side():
+    """One step off: the trip runs on the training GPUs between the log-prob pass and the update, beside the next
+    batch's generation (``plan.rl_time.async_step_seconds``), not in the serial weight sync."""
+    from trainfit.plan import make_plan
+
+    old, new = make_plan(_nemo_card("0.4.0")).time, make_plan(_nemo_card("0.5.0")).time
+    assert "state_offload" in old.parts and "state_offload" not in new.parts
+    assert {k: v for k, v in old.parts.items() if k != "state_offload"} == pytest.approx(new.parts)
+    assert old.total_s >= new.total_s

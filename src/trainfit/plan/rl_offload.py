@@ -133,6 +133,25 @@ NEMO_RL_DTENSOR_OPTIMIZER_BYTES = 8
 ``examples/configs/grpo_math_1B.yaml`` l.78-88 @27d0af945b96c5bf9fa928bf45fd1a6ce016632d)."""
 
 
+NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE = (0, 5)
+"""The NeMo RL release whose ``prepare_for_lp_inference`` keeps the optimizer state on the GPU unless
+``policy.offload_optimizer_for_logprob`` says otherwise (default false): NVIDIA-NeMo/RL
+8615ee9ab9138febb79cb165a544c2e936cb80e0 ("fix: Make the optimizer offloading optional (#1404)", 2025-11-06, first in
+v0.5.0). Before it, at v0.3.x and v0.4.0, both policy workers' ``prepare_for_lp_inference`` ends with
+``self.offload_before_refit()`` in every placement, which moves the optimizer state to the host with ``v.to("cpu")``,
+and ``prepare_for_training`` moves it back with ``v.to("cuda")`` before the update
+(nemo_rl/models/policy/megatron_policy_worker.py l.2004-2029 and l.2034-2065, dtensor_policy_worker_v2.py
+l.1759-1801, dtensor_policy_worker.py l.1798-1805 @c751f811217db7df0d4c94abdeaada6626cfc150, tag v0.4.0), and both
+GRPO loops call the pair every step, ``grpo_train`` l.1114 / l.1127 and the one-step-off ``async_grpo_train``
+l.1978 / l.1991 (nemo_rl/algorithms/grpo.py, same commit). Colocated, the refit's own ``offload_before_refit`` has
+already moved the state, so the log-prob call's copy is a no-op (the Megatron loop tests ``v.is_cuda``) and the
+colocated round trip is the one priced; not colocated, this is the state's only trip each step
+(``nemo_rl_logprob_optimizer_trip``). The pull request times ``logprob_inference_prep`` + ``training_prep`` before
+and after: Qwen3-235B 10 s -> 1 s, Qwen3-30B 13 s -> about 1 s (https://github.com/NVIDIA-NeMo/RL/pull/1404,
+description of 2025-10-22; layouts not stated, so a check on the size, not a fit: the plan prices the trip at 15.5 s
+and 15.8 s on NeMo RL v0.4's H100 1-step-off Qwen3-30B-A3B and Qwen3-235B rows)."""
+
+
 def fsdp_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float, float]:
     """(weights, optimizer state, gradients) one FSDP rank moves to the host and back per offload round trip.
 
@@ -199,11 +218,13 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     B200 Qwen2.5-1.5B rows further (refit +15 -> +43 %). Not applied: the 8B and 70B refits already disagree on the
     host copy rate (the known gap below), and these bytes widen that disagreement.
 
-    Not colocated, nothing moves: ``prepare_for_lp_inference`` offloads the optimizer only with
+    Not colocated, nothing moves from v0.5.0 on: ``prepare_for_lp_inference`` offloads the optimizer only with
     ``offload_optimizer_for_logprob`` (default false, grpo_math_1B.yaml l.83), and the Megatron worker's gradient
-    buffers are freed, not copied (NeMo RL v0.4.0 still moved the optimizer state in every placement:
-    ``prepare_for_lp_inference`` called ``offload_before_refit``, megatron_policy_worker.py l.2004-2007
-    @c751f811217db7df0d4c94abdeaada6626cfc150; not modelled).
+    buffers are freed, not copied. Before it (v0.3.x, v0.4.0) ``prepare_for_lp_inference`` called
+    ``offload_before_refit`` in every placement (megatron_policy_worker.py l.2004-2007
+    @c751f811217db7df0d4c94abdeaada6626cfc150), so a split trainer moved its optimizer state each step:
+    ``nemo_rl_logprob_optimizer_trip`` (``NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE``), priced by
+    ``trainer_state_offload_phase``.
 
     v0.3.0 (@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf) moves the same state at the same places:
     ``offload_before_refit`` / ``offload_after_refit`` (dtensor_policy_worker.py l.1274-1310, megatron_policy_worker.py
@@ -344,6 +365,33 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
         return 0.0, (NEMO_RL_DTENSOR_PARAM_BYTES * n + NEMO_RL_DTENSOR_OPTIMIZER_BYTES * trained) / shard
     weights, optimizer_params = _megatron_rank_state(card, spec, train_gpus=train_gpus)
     return weights, NEMO_RL_MEGATRON_OPTIMIZER_BYTES * optimizer_params
+
+
+def nemo_rl_logprob_optimizer_trip(card: RunCard) -> bool:
+    """Whether a NeMo RL trainer that is not colocated with its engine still moves its optimizer state to the host and
+    back every step: the ``nemo-rl`` preset, a split placement, the state on the GPU (``parallel.offload`` none) and a
+    ``software.nemo-rl`` pin before ``NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE`` (the log-prob call's
+    ``offload_before_refit``). No pin, or one from 0.5 on: False (the current code keeps the state on the GPU)."""
+    from trainfit.spec.enums import Offload, Placement
+
+    return (card.preset in STATE_OFFLOAD_PRESETS and card.rollout.placement is not Placement.COLOCATE
+            and card.parallel.offload is Offload.NONE
+            and pin_before((card.software.model_extra or {}).get("nemo-rl"), NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE))
+
+
+def nemo_rl_optimizer_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> float:
+    """Bytes of optimizer state one training GPU of NeMo RL's trainer holds, which ``offload_before_refit`` moves with
+    ``v.to("cpu")`` (pageable): the Megatron worker's ``NEMO_RL_MEGATRON_OPTIMIZER_BYTES`` per parameter of the rank's
+    data-parallel shard (the experts' over the expert-data-parallel ranks, ``_megatron_rank_state``), the DTensor
+    worker's ``NEMO_RL_DTENSOR_OPTIMIZER_BYTES`` per trained parameter over the training GPUs."""
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.plan.resolve import trainable_spec
+
+    if card.parallel.strategy in FSDP_STRATEGIES:
+        lora = trainable_spec(card).lora
+        trained = float(total_params(spec)) if lora is None else lora_trainable_params(spec, lora) * count_scale(spec)
+        return NEMO_RL_DTENSOR_OPTIMIZER_BYTES * trained / max(1, train_gpus)
+    return NEMO_RL_MEGATRON_OPTIMIZER_BYTES * _megatron_rank_state(card, spec, train_gpus=train_gpus)[1]
 
 
 def _megatron_rank_state(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> tuple[float, float]:
@@ -495,7 +543,10 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
 
     NeMo RL (``STATE_OFFLOAD_PRESETS``), colocated with the engine (``rollout.trainer_offload`` not none, its
     default under the preset there): the weights and the optimizer state, once each way per step
-    (``nemo_rl_offload_bytes``); not colocated, nothing.
+    (``nemo_rl_offload_bytes``); not colocated, the optimizer state alone under a ``software.nemo-rl`` pin before 0.5
+    (``nemo_rl_logprob_optimizer_trip``: the log-prob call's ``offload_before_refit`` and ``prepare_for_training``),
+    else nothing. The memory plan is not changed by that trip (its log-prob peak still holds the state; the update's,
+    with the state back, is the same).
 
     SkyRL (``ONE_WEIGHT_ROUND_TRIP_PRESETS``), colocated: the weights and the optimizer state once each way per step,
     pinned, the optimizer state as verl's Megatron offload counts it (or the FSDP shard's, ``fsdp_offload_bytes``).
@@ -529,6 +580,10 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     from trainfit.spec.enums import Offload
 
     mode, _ = trainer_offload_of(card)
+    if mode is Offload.NONE and nemo_rl_logprob_optimizer_trip(card):
+        # not colocated, before NeMo RL 0.5: the log-prob call's offload_before_refit, back in prepare_for_training
+        return _state_trip_phase(card, r, pinned_bytes=0.0,
+                                 pageable_bytes=nemo_rl_optimizer_bytes(card, spec, train_gpus=train_gpus))
     if mode is Offload.NONE:
         return None
     p = card.parallel
@@ -561,13 +616,22 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                 moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
     if moved == (0.0, 0.0) and not fresh_weights:
         return None
+    return _state_trip_phase(card, r, pinned_bytes=moved[0], pageable_bytes=moved[1], fresh_weight_bytes=fresh_weights)
+
+
+def _state_trip_phase(card: RunCard, r: DeviceRates, *, pinned_bytes: float, pageable_bytes: float,
+                      fresh_weight_bytes: float = 0.0) -> PhaseTime | None:
+    """The ``state_offload`` phase of one training GPU's round trip: ``pinned_bytes`` to and from pinned host memory,
+    ``pageable_bytes`` to host tensors allocated anew each step (first-touch page faults, ``host_copy_rates``) and back
+    pageable, ``fresh_weight_bytes`` to fresh pages and back from pinned memory. None when nothing moves."""
+    if pinned_bytes <= 0 and pageable_bytes <= 0 and fresh_weight_bytes <= 0:
+        return None
     from trainfit.plan.resolve import gpu_of
 
-    gpu = gpu_of(card)
     # the pageable copies go to host tensors allocated anew each step (compute.offload: first-touch page faults)
-    pinned, pageable_rate, fresh_rate = host_copy_rates(card, r, gpu)
-    to_host_s = moved[0] / pinned + moved[1] / fresh_rate + fresh_weights / fresh_rate
-    to_device_s = moved[0] / pinned + moved[1] / pageable_rate + fresh_weights / pinned
+    pinned, pageable_rate, fresh_rate = host_copy_rates(card, r, gpu_of(card))
+    to_host_s = pinned_bytes / pinned + pageable_bytes / fresh_rate + fresh_weight_bytes / fresh_rate
+    to_device_s = pinned_bytes / pinned + pageable_bytes / pageable_rate + fresh_weight_bytes / pinned
     return rl_phase("state_offload", to_host_s + to_device_s, "offload", to_host=to_host_s, to_device=to_device_s)
 
 

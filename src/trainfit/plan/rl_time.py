@@ -95,7 +95,11 @@ from trainfit.plan.rl_batches import rl_batch
 from trainfit.plan.rl_common import generated_prompts, length_profile
 from trainfit.plan.rl_controller import nemo_rl_dispatched, verl_controller_phases
 from trainfit.plan.rl_generation import generation_phase, quantized_engine_inputs, reward_phase
-from trainfit.plan.rl_offload import trainer_state_offload_phase, verl_offload_pin_note
+from trainfit.plan.rl_offload import (
+    nemo_rl_logprob_optimizer_trip,
+    trainer_state_offload_phase,
+    verl_offload_pin_note,
+)
 from trainfit.plan.rl_passes import frozen_pass_phases, update_phases
 from trainfit.plan.rl_sync import sleep_wake_phase, sync_phase
 from trainfit.plan.time import (
@@ -200,6 +204,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         phases.append(moved)
         if (pin_note := verl_offload_pin_note(card)) is not None:
             notes.append(pin_note)
+        if nemo_rl_logprob_optimizer_trip(card):
+            notes.append(f"NeMo RL before 0.5, not colocated: the log-prob call's offload_before_refit moves the"
+                         f" optimizer state to the host and prepare_for_training brings it back, {moved.seconds:.1f} s"
+                         " a step on the training GPUs (plan.rl_offload.NEMO_RL_LOGPROB_OPTIMIZER_KEPT_SINCE)")
 
     gen_total = sum(p.seconds for p in gen_side)
     if ro.async_mode is AsyncMode.NONE:

@@ -2449,6 +2449,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # on CUDA tensors, the foreach implementation, over the FSDP flat parameters
         card["precision"] = {**card.get("precision", {}), "optimizer_impl": "foreach"}
         notes.append("verl FSDP actor: torch.optim.AdamW without fused= (the foreach default)")
+    if tr.get("optimizer_impl"):
+        # the trainer's AdamW implementation where the entry's source code fixes it (train.optimizer_impl_source cites
+        # it): e.g. torch.optim.AdamW built without foreach / fused over FSDP2's DTensors, which torch's default sends
+        # down the single-tensor path (compute.offload.torch_cpu_adamw_seconds when the step runs on the host)
+        card["precision"] = {**card.get("precision", {}), "optimizer_impl": tr["optimizer_impl"]}
+        notes.append(f"trainer AdamW {tr['optimizer_impl']} (train.optimizer_impl): {tr['optimizer_impl_source']}")
     if tr.get("weights_dtype"):
         # the trainer's parameter dtype where the entry's source states it (train.weights_dtype_source cites it): verl's
         # VeOmni engine under mixed_precision false loads the model in bf16 and keeps no fp32 copy, so its export

@@ -2012,6 +2012,12 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
         out["length_profile"] = d["length_profile"]
         notes.append(f"mean response not published: rollout.length_profile {d['length_profile']} (the run's "
                      f"dataset, {d.get('dataset')})")
+    elif not resp_mean and d.get("response_clip_ratio") is not None:
+        # the share of responses cut at the cap, as the entry's source publishes it (data.response_clip_ratio_source
+        # quotes it): the exponential shape's mean from that share (compute.response_lengths.clip_ratio_response_mean)
+        out["response_clip_ratio"] = float(d["response_clip_ratio"])
+        notes.append(f"mean response not published: rollout.response_clip_ratio {d['response_clip_ratio']:g}"
+                     f" ({d['response_clip_ratio_source']})")
     elif not resp_mean:
         out.update(checkpoint_length_profile(e["model"], model, notes))
     if prompt_mean:
@@ -2144,11 +2150,17 @@ in the synchronous loop, and unconditionally in the asynchronous one)."""
 
 def planned_response_mean(rollout: dict[str, Any], model_name: str) -> float:
     """The mean response the planner uses for a card's rollout section (``rl_common.response_mean``): the
-    published mean, else the default of the section's ``length_profile`` (the model's under ``auto``)."""
+    published mean, else the exponential of the published share at the cap (``response_clip_ratio``), else the
+    default of the section's ``length_profile`` (the model's under ``auto``)."""
     from trainfit.compute.response_lengths import default_response_mean, profile_named
 
     if rollout.get("response_len_mean"):
         return float(rollout["response_len_mean"])
+    if rollout.get("response_clip_ratio") is not None:
+        from trainfit.compute.response_lengths import clip_ratio_response_mean
+
+        return clip_ratio_response_mean(response_len_max=rollout["response_len"],
+                                        clip_ratio=rollout["response_clip_ratio"])
     profile = profile_named(rollout.get("length_profile"), model_name=model_name)
     return default_response_mean(response_len_max=rollout["response_len"], profile=profile)
 
@@ -2449,6 +2461,12 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # on CUDA tensors, the foreach implementation, over the FSDP flat parameters
         card["precision"] = {**card.get("precision", {}), "optimizer_impl": "foreach"}
         notes.append("verl FSDP actor: torch.optim.AdamW without fused= (the foreach default)")
+    if tr.get("optimizer_impl"):
+        # the trainer's AdamW implementation where the entry's source code fixes it (train.optimizer_impl_source cites
+        # it): e.g. torch.optim.AdamW built without foreach / fused over FSDP2's DTensors, which torch's default sends
+        # down the single-tensor path (compute.offload.torch_cpu_adamw_seconds when the step runs on the host)
+        card["precision"] = {**card.get("precision", {}), "optimizer_impl": tr["optimizer_impl"]}
+        notes.append(f"trainer AdamW {tr['optimizer_impl']} (train.optimizer_impl): {tr['optimizer_impl_source']}")
     if tr.get("weights_dtype"):
         # the trainer's parameter dtype where the entry's source states it (train.weights_dtype_source cites it): verl's
         # VeOmni engine under mixed_precision false loads the model in bf16 and keeps no fp32 copy, so its export

@@ -193,3 +193,29 @@ def test_marin_row_syncs_one_tensor_at_a_time_through_the_forks_request_loop() -
     card, _ = S.map_rl(packed)
     assert S.plan_card(card).parts["time.weight_sync"] < 0.15 * e["measured"]["phases_s"]["weight_sync"]
 
+
+
+def test_marin_row_plans_the_published_share_at_the_cap() -> None:
+    # '55% of samples hit the 8,192-token cap': rollout.response_clip_ratio 0.55, the exponential's mean 6,166 tokens
+    # (compute.response_lengths.clip_ratio_response_mean) where the thinking model's default profile gives 5,264
+    e = ROWS[MARIN]
+    assert e["data"]["response_clip_ratio"] == 0.55 and "55%" in e["data"]["response_clip_ratio_source"]
+    card, notes = S.map_rl(e)
+    assert card["rollout"]["response_clip_ratio"] == 0.55 and "length_profile" not in card["rollout"]
+    assert S.planned_response_mean(card["rollout"], e["model"]) == pytest.approx(6166.4, abs=0.1)
+    with_share = S.plan_card(card).parts["time.generation"]
+    rollout = {k: v for k, v in card["rollout"].items() if k != "response_clip_ratio"}
+    without = S.plan_card({**card, "rollout": rollout}).parts["time.generation"]
+    published = e["measured"]["phases_s"]["generation"]
+    assert abs(with_share / published - 1) < abs(without / published - 1)
+
+
+def test_marin_row_steps_torchs_adamw_on_the_host_one_thread_a_rank() -> None:
+    # the fork's torch.optim.AdamW without foreach / fused over FSDP2's host DTensors: the single-tensor loop
+    # (train.optimizer_impl for_loop), 3.67e9 bf16 parameters a rank at 3.2 ns = 11.7 s against CPU Adam's 4.4 s
+    e = ROWS[MARIN]
+    card, _ = S.map_rl(e)
+    assert card["precision"]["optimizer_impl"] == "for_loop"
+    loop = S.plan_card(card).phase_terms["actor_update"]["offload"]
+    fused = S.plan_card({**card, "precision": {**card["precision"], "optimizer_impl": "fused"}})
+    assert loop - fused.phase_terms["actor_update"]["offload"] == pytest.approx(11.75 - 4.41, abs=0.1)

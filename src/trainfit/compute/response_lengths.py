@@ -311,6 +311,19 @@ def _floor_tokens(kind: ResponseShape, mean: float) -> float:
     return max(1.0, SHORTEST_SHARE_OF_MEAN * mean) if kind is ResponseShape.SHIFTED_EXPONENTIAL else 1.0
 
 
+def clip_ratio_response_mean(*, response_len_max: float, clip_ratio: float) -> float:
+    """Mean response tokens of the default shape (the truncated exponential ``1 + min(Exp(θ), max − 1)``, module
+    docstring) whose share cut at the maximum is ``clip_ratio`` (a run's logged or published share of responses that
+    hit ``response_len``, verl's ``response_length/clip_ratio``; ``rollout.response_clip_ratio``): that share is
+    ``exp(−(max − 1)/θ)``, so ``θ = (max − 1) / −ln(clip_ratio)`` and the mean is ``1 + θ·(1 − clip_ratio)``."""
+    if not 0.0 < clip_ratio < 1.0:
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} is not a share; allowed: above 0 and below 1")
+    if response_len_max < 2:
+        raise CardError(f"response_len_max: must be >= 2 with rollout.response_clip_ratio, got {response_len_max}")
+    theta = (response_len_max - 1) / -log(clip_ratio)
+    return 1.0 + theta * (1.0 - clip_ratio)
+
+
 def _solve_theta(mean: float, cap: float) -> float:
     """θ with θ·(1 − exp(−cap/θ)) = mean (increasing in θ), by bisection on log θ."""
     lo, hi = log(mean), log(mean) + 40.0

@@ -56,6 +56,7 @@ from trainfit.compute.offload import (
     layer_offload_stall_seconds,
     offload_seconds,
     rank_host_memory_bytes_per_s,
+    torch_cpu_adamw_seconds,
 )
 from trainfit.compute.optimizer_time import OptimizerTime, optimizer_seconds, shard_params
 from trainfit.compute.rates import (
@@ -652,6 +653,14 @@ class OptimizerSpec:
     in_backward: bool = False
 
 
+def torch_cpu_adamw_step(*, strategy: str, optimizer: OptimizerSpec) -> bool:
+    """Whether an offloaded optimizer step is torch's AdamW on the single-tensor path (``offload.
+    torch_cpu_adamw_seconds``): torch FSDP's CPU offload (``fsdp``, ``fsdp_grad_op``, ``hsdp``; DeepSpeed's offload
+    runs its own CPU Adam) of Adam / AdamW built without ``fused=True`` (``impl`` foreach or for_loop)."""
+    return (strategy in ("fsdp", "fsdp_grad_op", "hsdp") and optimizer.name in ("adamw", "adam")
+            and optimizer.impl in ("foreach", "for_loop"))
+
+
 @dataclass(frozen=True, slots=True)
 class TrainStepTime:
     phases: tuple[PhaseTime, ...]
@@ -709,7 +718,7 @@ def train_step_time(
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
-    fsdp2_pipeline_reshard_after_forward: bool = True,
+    fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -726,6 +735,8 @@ def train_step_time(
     which the data-parallel all-gather moves too), their transpose once per step where ``fp8_param_transpose``
     (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs), every micro-step where
     ``fp8_param_transpose_every_micro`` (Megatron-FSDP: after each backward all-gather, ``memory.fp8``);
+    ``host_one_thread``: each rank's host-side torch ops run on one thread (``offload.torch_cpu_adamw_seconds``:
+    a launcher that sets ``OMP_NUM_THREADS``, as Ray does for an RL framework's training actors);
     ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
@@ -1128,6 +1139,12 @@ def train_step_time(
             # communication, copies), non-decreasing in the backward
             backward_s=bwd.seconds + rec.seconds + comm.exposed_s,
             compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
+            # torch FSDP's CPU offload steps the loop's own torch.optim.AdamW on the host: off the fused kernel, the
+            # single-tensor path, on one thread a rank where the launcher sets it (offload.torch_cpu_adamw_seconds)
+            cpu_step_s=torch_cpu_adamw_seconds(
+                params_per_rank=opt_params, element_bytes=optimizer.weight_bytes,
+                ranks_per_node=min(ranks, parallel.gpus_per_node), rates=rates, one_thread=host_one_thread,
+            ) if torch_cpu_adamw_step(strategy=st, optimizer=optimizer) else None,
         )
         off_s = off.exposed_s
         if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1 and not held:
@@ -1169,7 +1186,9 @@ def train_step_time(
                          f" {(micro_steps - 1) * reductions_exposed:.2f} s of those micro-batches' reductions the"
                          " collectives had exposed are counted here instead")
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
-        notes.append(f"offload: CPU Adam {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
+        cpu_kind = (f"torch AdamW on the host (single-tensor path{', one thread a rank' if host_one_thread else ''})"
+                    if torch_cpu_adamw_step(strategy=st, optimizer=optimizer) else "CPU Adam")
+        notes.append(f"offload: {cpu_kind} {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
                      f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
                      + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
                         " boundary exposed, the clip and 16-bit conversion passes on the host" if ds_zero12 else ""))

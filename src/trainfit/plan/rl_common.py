@@ -7,7 +7,12 @@ Pure: no torch.
 
 from __future__ import annotations
 
-from trainfit.compute.response_lengths import LengthProfile, default_response_mean, profile_named
+from trainfit.compute.response_lengths import (
+    LengthProfile,
+    clip_ratio_response_mean,
+    default_response_mean,
+    profile_named,
+)
 from trainfit.compute.training import PhaseTime
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import weight_bytes
@@ -55,10 +60,13 @@ def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     """The card's mean response tokens; without one, the default of the length profile
     (``length_profile``: the card's ``rollout.length_profile``, by the model name under ``auto``;
     ``compute.response_lengths.default_response_mean``: a truncated exponential of the profile's natural
-    scale, clipped at ``response_len``), not a fixed share of the maximum."""
+    scale, clipped at ``response_len``), not a fixed share of the maximum; with ``rollout.response_clip_ratio`` the
+    exponential whose share at the cap is that ratio (``compute.response_lengths.clip_ratio_response_mean``)."""
     ro = card.rollout
     if ro.response_len_mean:
         return float(ro.response_len_mean)
+    if ro.response_clip_ratio is not None:  # the published share at the cap sets the exponential's scale
+        return clip_ratio_response_mean(response_len_max=ro.response_len, clip_ratio=ro.response_clip_ratio)
     return default_response_mean(response_len_max=ro.response_len, profile=length_profile(card, spec))
 
 

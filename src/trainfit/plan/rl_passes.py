@@ -257,6 +257,35 @@ def _reference_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
                                  gpus_per_node=train_nodes(card)[1])
 
 
+def _policy_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
+    """Bytes/s (of the gathered 16-bit weights) at which an FSDP policy's host-resident shards come to the GPU in
+    its old log-prob pass, 0 where its shards stay on the GPU. A card whose FSDP training offloads the parameters
+    (``parallel.offload: params_and_optimizer``: FSDP1 ``CPUOffload(offload_params=True)``, FSDP2
+    ``CPUOffloadPolicy``) wraps the policy module with it, and the old log-prob pass runs that module: every unit's
+    pre-forward all-gather first copies the rank's shard from host memory (FSDP2 ``FSDPParam.all_gather_inputs``:
+    ``sharded_param_data.to(self.device, non_blocking=True)`` when ``offload_to_cpu``, then the cast to
+    ``param_dtype``, torch 2.13.0 ``torch/distributed/fsdp/_fully_shard/_fsdp_param.py`` l.895-901; FSDP1
+    ``FlatParamHandle.pre_unshard``), every micro-batch, as ``_reference_host_shard_bytes_per_s`` for verl's
+    reference. The shard is pinned (``CPUOffloadPolicy(pin_memory=True)``, the default, l.312-315 there), so every
+    training GPU of a node copies at the pinned rate (``compute.offload.host_copy_bytes_per_s``); the copy moves the
+    shard in its stored dtype (``RunCard.weights_dtype``: 4 B for fp32 shards under a mixed-precision policy), which ``compute.training.forward_only_time`` counts as 16-bit bytes, so the rate is scaled by 2 over
+    it. E.g. MarinSkyRL's ``trainer.policy.fsdp_config.cpu_offload`` -> ``fully_shard(offload_policy=
+    CPUOffloadPolicy(pin_memory=True))`` (marin-community/MarinSkyRL skyrl-train/skyrl_train/distributed/
+    fsdp_strategy.py l.343-349 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9), whose policy forward computes the
+    log-probs (the same worker's module)."""
+    from trainfit.compute.offload import host_copy_bytes_per_s
+    from trainfit.methods.roles import train_nodes
+    from trainfit.spec.enums import Offload
+    from trainfit.units import BYTES_PER_DTYPE
+
+    if card.parallel.strategy not in FSDP_STRATEGIES or card.parallel.offload is not Offload.PARAMS_AND_OPTIMIZER:
+        return 0.0
+    shard_bytes = BYTES_PER_DTYPE[card.weights_dtype.value]
+    rate = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
+                                 gpus_per_node=train_nodes(card)[1])
+    return rate * 2.0 / max(shard_bytes, 1e-9)
+
+
 def packed_span_factor(card: RunCard, spec: ModelSpec, batch: RlBatch, *, eager: bool) -> float:
     """The attention span of an RL pass's packed sequences over their mean length: ``E[len²] / E[len]²`` =
     ``1 + cv²`` (``compute.attention_time.packed_attention_context``), ``cv`` the relative spread of one sequence's
@@ -489,8 +518,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             attention_fp8=fp8_attention_recipe(card),
             work_cv=work_cv, data_ranks=dp_ranks,
             # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
-            # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s)
-            host_shard_bytes_per_s=_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0,
+            # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s); so does a
+            # policy trained under FSDP's parameter offload in its old log-prob pass (_policy_host_shard_bytes_per_s)
+            host_shard_bytes_per_s=(_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else
+                                    _policy_host_shard_bytes_per_s(card, r) if name == "old_logprob" else 0.0),
             # NeMo RL's DTensor modules cast their outputs to fp32, grad or not (compute.fsdp2_output_cast)
             fsdp2_fp32_outputs=nemo_rl_dtensor(card),
             # the reference of a LoRA policy is the policy under PEFT's disable_adapter() (the only reference pass

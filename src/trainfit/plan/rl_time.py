@@ -135,7 +135,10 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if generated_prompts(card) != ro.prompts_per_step:
         notes.append(f"generation: {generated_prompts(card)} prompts x {ro.num_generations} generated per step"
                      f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
-    if not ro.response_len_mean:
+    if not ro.response_len_mean and ro.response_clip_ratio is not None:
+        notes.append(f"mean response not given: {mean:.0f} tokens, the exponential shape whose share cut at"
+                     f" {ro.response_len} is the card's {ro.response_clip_ratio:g} (rollout.response_clip_ratio)")
+    elif not ro.response_len_mean:
         prof = length_profile(card, spec)
         how = ("rollout.length_profile auto: by the model name" if ro.length_profile == "auto"
                else f"rollout.length_profile {ro.length_profile.value}")

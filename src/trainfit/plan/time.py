@@ -807,6 +807,11 @@ def training_time(
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
         activation_offload_copy_bytes_per_s=off_rate,
         fsdp2_offload_copy_bytes_per_s=fsdp2_offload_copy_rates(card, rates, gpus_per_node=min(ranks, gpus_per_node)),
+        # an RL framework's training ranks are Ray actors (verl, OpenRLHF, SkyRL, NeMo RL), whose OMP_NUM_THREADS Ray
+        # sets to the actor's CPU allotment, 1 when none is given, or torchrun workers (TRL), which it sets to 1: their
+        # host-side optimizer step runs on one thread (offload.torch_cpu_adamw_seconds); an SFT launcher is not known
+        # (torch.multiprocessing.spawn sets none), so those keep torch's default pool
+        host_one_thread=card.method in (Method.PPO, Method.GRPO),
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
         parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,

@@ -1,5 +1,5 @@
 """benchmarks/step_times.py: the card's ``attention_kernel`` per entry. prime-rl's rows state the kernel their
-baseline file names (flash_attention_2 -> fa2, flash_attention_3 -> fa3); NeMo / Megatron-Bridge rows on Hopper run
+baseline file names (flash_attention_2 -> fa2, flash_attention_3 -> fa3, flash_attention_4 -> fa4); NeMo / Megatron-Bridge rows on Hopper run
 Transformer Engine's cuDNN fused attention (``TE_CUDNN_FRAMEWORKS``); llm-foundry rows without a stated attn_impl
 ran its ``--attn_impl`` default, triton (``triton_fa``); every other entry leaves it unstated (auto)."""
 
@@ -17,10 +17,12 @@ def _entries():
 def test_prime_rl_rows_state_the_kernel_of_their_baseline_file():
     rows = [e for e in _entries() if e["framework"] == "prime-rl"]
     assert len(rows) >= 40
+    kernels = {"flash_attention_2": "fa2", "flash_attention_3": "fa3", "flash_attention_4": "fa4"}
     for e in rows:
-        want = "fa3" if "flash_attention_3" in e["source"]["path"] else "fa2"
+        named = [k for k in kernels if k in e["source"]["path"]]
+        assert len(named) == 1, e["id"]
+        want = kernels[named[0]]
         assert e["attention_kernel"] == want, e["id"]
-        assert "flash_attention_3" in e["source"]["path"] or "flash_attention_2" in e["source"]["path"]
         try:
             card, _ = st.map_train(e)
         except st.Unmapped:
@@ -52,9 +54,9 @@ def test_only_those_rows_state_a_kernel():
             continue
         if "attention_kernel" in card:
             stated[e["id"]] = card["attention_kernel"]
-    assert set(stated.values()) <= {"fa2", "fa3", "cudnn", "triton_fa"}
+    assert set(stated.values()) <= {"fa2", "fa3", "fa4", "cudnn", "triton_fa"}
     for i, k in stated.items():
-        assert ((i.startswith("primerl-") and k in ("fa2", "fa3")) or k == "cudnn"
+        assert ((i.startswith("primerl-") and k in ("fa2", "fa3", "fa4")) or k == "cudnn"
                 or (i.startswith("foundry-") and k == "triton_fa")), i
 
 

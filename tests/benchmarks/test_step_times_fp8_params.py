@@ -25,9 +25,10 @@ def test_the_key_is_where_the_config_states_it():
     # 31 NeMo / DGX Cloud entries, the 154 Megatron-Bridge MXFP8 and FP8-CS rows of
     # published_train_times_megatron_bridge_perf_lowp.json (their configs set fp8_param_gather), and the 50 older Megatron-Bridge
     # FP8 rows on the distributed optimizer (megatron_bridge, megatron_bridge_perf_releases, megatron_bridge_perf_bf16_fp8: the FP8 presets set it too), and
-    # the 14 Megatron-Bridge FP8 rows on Megatron-FSDP (same presets; parallel.strategy fsdp), and the 18 MLPerf
-    # Training llama2_70b_lora rows (FP8=True: their NeMo yaml sets fp8_params = FP8; the notes say "with fp8_params")
-    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 18
+    # the 14 Megatron-Bridge FP8 rows on Megatron-FSDP (same presets; parallel.strategy fsdp), and the 21 MLPerf
+    # Training llama2_70b_lora rows (FP8=True: their NeMo yaml sets fp8_params = FP8; the notes say "with fp8_params"),
+    # and AMD's MLPerf v5.1 llama31_8b row (FP8_PARAMS=1: "fp8_params True")
+    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 21 + 1
 
 
 @pytest.mark.parametrize("row_id", ["nemo2502-b200-llama3-405b-pt-fp8-128g", "nemo-h100-llama2-7b-lora-fp8-2407"])

@@ -1,0 +1,79 @@
+"""benchmarks/step_times.py picks up published_rl_times_verl_megatron_practice.json (the verl practice tables of
+ISEEKYAN/verl_megatron_practice: GRPO Qwen2.5-7B-Instruct on 8 H100 with Megatron, DAPO Qwen2.5-14B / Qwen3-14B-Base /
+Qwen2.5-32B on H20 with FSDP + Ulysses): every entry cites its table at a commit and quotes the CSV row whose figures it
+records, the FSDP and Megatron rows map to the cards their scripts state, and the Megatron DAPO rows, whose generation
+rounds per step are not published, are listed as not representable with that reason."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from step_times_module import load_step_times
+
+S = load_step_times("trainfit_bench_step_times_verl_megatron_practice")
+FILE = S.RL_DATA.parent / "published_rl_times_verl_megatron_practice.json"
+ENTRIES = {e["id"]: e for e in json.loads(FILE.read_text())}
+PLANNED = sorted(i for i, e in ENTRIES.items() if not e.get("card_cannot_state"))
+NOT_REPRESENTABLE = sorted(i for i, e in ENTRIES.items() if e.get("card_cannot_state"))
+
+
+def _row(e: dict) -> list[str]:
+    """The quoted CSV data row (after the header and ' / ')."""
+    return e["quote"].rsplit(" / ", 1)[1].split(",")
+
+
+def test_the_harness_loads_the_file_and_ids_are_new() -> None:
+    assert FILE in S.data_files(S.RL_DATA)
+    ids = [e["id"] for e in S.load_entries(S.RL_DATA)]
+    assert len(ids) == len(set(ids))
+    assert sum(1 for e in S.load_entries(S.RL_DATA) if e["_file"] == FILE.name) == len(ENTRIES) == 20
+    assert len(PLANNED) == 16 and len(NOT_REPRESENTABLE) == 4
+
+
+@pytest.mark.parametrize("eid", sorted(ENTRIES))
+def test_each_entry_cites_and_quotes_its_figures(eid: str) -> None:
+    e = ENTRIES[eid]
+    src = e["source"]
+    assert src["repo"] == "ISEEKYAN/verl_megatron_practice" and re.fullmatch(r"[0-9a-f]{40}", src["commit"])
+    row = _row(e)
+    assert float(row[{"grpo_qwen2.5_7b.csv": 10, "dapo14b.csv": 11, "dapo32b.csv": 9}[src["path"]]]) == \
+        e["measured"]["step_s"]
+    ph, m = e["measured"]["phases_s"], e["measured"]
+    for v in (ph["generation"], ph["actor_update"], ph["old_logprob"], ph["weight_sync"]):
+        assert v is None or f"{v:g}" in row or str(v) in row
+    if m.get("throughput"):
+        assert str(m["throughput"]["value"]) in row or f"{m['throughput']['value']:g}" in row
+    if e["data"].get("response_len_mean"):
+        assert str(e["data"]["response_len_mean"]) in row
+    assert "First contact" in e["note"]
+
+
+@pytest.mark.parametrize("eid", PLANNED)
+def test_rows_map_to_the_stated_layout_and_plan(eid: str) -> None:
+    e = ENTRIES[eid]
+    card, _ = S.map_rl(e)
+    assert card["preset"] == "verl"
+    assert card["hardware"]["gpus_per_node"] * card["hardware"]["nodes"] == e["gpus"]
+    tr, par = e["train"], card["parallel"]
+    if tr["strategy"] == "megatron":
+        assert par["tensor_parallel"] == tr["tp"]
+        assert par.get("context_parallel", 1) == (tr["cp"] or 1)
+        assert card["rollout"].get("max_tokens_per_micro_batch") == (tr["dynamic_bsz / max_token_len_per_gpu"] or None)
+    else:  # verl FSDP with Ulysses sequence parallel: one micro-batch spans the Ulysses group
+        assert par["context_parallel"] == tr["sequence_parallel_ulysses"]
+        assert par["context_parallel_kind"] == "ulysses"
+        assert card["rollout"]["max_tokens_per_micro_batch"] == 22528
+    if e["data"].get("generated_prompts_per_step"):  # DAPO dynamic sampling: one round of 1536 prompts
+        assert card["rollout"]["generated_prompts_per_step"] == 1536
+    planned = S.plan_card(card)
+    assert planned.step_s is not None and planned.step_s > 0
+
+
+@pytest.mark.parametrize("eid", NOT_REPRESENTABLE)
+def test_megatron_dapo_rows_are_not_representable_with_their_reason(eid: str) -> None:
+    with pytest.raises(S.Unmapped) as exc:
+        S.map_rl(ENTRIES[eid])
+    assert exc.value.status == "not_representable"
+    assert any("rounds per step not published" in r for r in exc.value.reasons)

@@ -551,6 +551,10 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
     # note cites the recipe
     if dims.get("moe_launch"):
         out["moe_launch"] = dims["moe_launch"]
+    # the router's load-balancing loss where the entry's command or provider states one (the card's
+    # parallel.moe_load_balancing; each entry's note cites it)
+    if dims.get("moe_load_balancing"):
+        out["moe_load_balancing"] = dims["moe_load_balancing"]
     if ulysses > 1:
         out.update(context_parallel=ulysses, context_parallel_kind="ulysses")
     elif cp > 1 and dims.get("cp_comm_type") == "a2a":

@@ -22,6 +22,12 @@ from trainfit.cli.main import main
         (["parallel.tensor_parallel_impl=megatron", "parallel.moe_launch=fused"],
          "parallel.moe_launch: 'fused' describes an MoE router and dispatcher; Qwen/Qwen3-8B is dense;"
          " allowed for it: null"),
+        (["parallel.moe_load_balancing=aux_loss"],
+         "parallel.moe_load_balancing: 'aux_loss' describes Megatron-Core's router, read with"
+         " tensor_parallel_impl: megatron (got dtensor); allowed otherwise: null"),
+        (["parallel.tensor_parallel_impl=megatron", "parallel.moe_load_balancing=seq_aux_loss"],
+         "parallel.moe_load_balancing: 'seq_aux_loss' describes an MoE router; Qwen/Qwen3-8B is dense;"
+         " allowed for it: null"),
     ],
 )
 def test_megatron_only_fields_refused_one_line_exit_2(sets, expected, capsys):

@@ -268,3 +268,41 @@ def test_eager_launches_add_host_time_at_the_full_per_kernel_rate():
         t_f = pass_seconds(f, rates=H100, seq_len=4096, backward=backward, kernel_factor=COMPILE_KERNEL_FACTOR)
         t_e = pass_seconds(e, rates=H100, seq_len=4096, backward=backward, kernel_factor=COMPILE_KERNEL_FACTOR)
         assert t_e.host_s - t_f.host_s == pytest.approx(want, rel=1e-9)
+
+
+def test_load_balancing_loss_adds_the_measured_router_ops():
+    """benchmarks/results/mcore_moe_layer_ops_cpu.json: the router's ops with the loss less those without it."""
+    assert mt.aux_loss_kernels(None) == mt.aux_loss_kernels(mt.MoeLoadBalancing.NONE) == (0.0, 0.0)
+    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.AUX_LOSS) == (23 - 9, 13 - 7)
+    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.SEQ_AUX_LOSS) == (45 - 27, 29 - 15)
+    kw = {"tokens": 4096.0, "hidden": 2048, "experts": 128, "top_k": 8, "local_experts": 16, "ep": 8}
+    plain = mt.moe_layer_work(**kw)
+    aux = mt.moe_layer_work(load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
+    assert aux.forward_kernels - plain.forward_kernels == 14
+    assert aux.backward_kernels - plain.backward_kernels == 6
+    assert aux.forward_bytes > plain.forward_bytes and aux.backward_bytes > plain.backward_bytes
+    assert mt.moe_layer_work(load_balancing=mt.MoeLoadBalancing.NONE, **kw) == plain
+    group = mt.moe_layer_work(group_sigmoid_router=True, **kw)
+    assert (group.forward_kernels - plain.forward_kernels, group.backward_kernels - plain.backward_kernels) == (
+        27 - 9, 15 - 7)
+
+
+def test_inventory_counts_the_unfused_routers_extra_ops_on_eager_megatron_cards_only():
+    n = MOE.num_moe_layers
+    kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
+    base = step_inventory(_shard(8), moe_eager_launch=True, **kw)
+    aux = step_inventory(_shard(8), moe_eager_launch=True, moe_load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
+    assert aux.layers_forward.kernels - base.layers_forward.kernels == pytest.approx(14 * n)
+    assert aux.layers_forward.fused_kernels - base.layers_forward.fused_kernels == pytest.approx(14 * n)
+    assert aux.layers_backward.kernels - base.layers_backward.kernels == pytest.approx(6 * n)
+    # a fused router (moe_router_fusion / CUDA graphs) computes its loss in fused kernels: not counted
+    fused = step_inventory(_shard(8), moe_load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
+    assert fused.layers_forward.kernels == step_inventory(_shard(8), **kw).layers_forward.kernels
+    dsv3 = rank_spec(from_catalog("deepseek-ai/DeepSeek-V3"), tp=1, pp=1, ep=8, etp=1)
+    plain_topk = replace(dsv3, moe=replace(dsv3.moe, n_group=1, topk_group=1))
+    group, topk = (step_inventory(m, moe_eager_launch=True, **kw) for m in (dsv3, plain_topk))
+    n_d = dsv3.num_moe_layers
+    assert group.layers_forward.fused_kernels - topk.layers_forward.fused_kernels == pytest.approx(18 * n_d)
+    assert group.layers_backward.kernels - topk.layers_backward.kernels == pytest.approx(8 * n_d)
+    fused_group, fused_topk = (step_inventory(m, **kw) for m in (dsv3, plain_topk))
+    assert fused_group.layers_forward.kernels == fused_topk.layers_forward.kernels

@@ -106,12 +106,14 @@ CARDS = {
                                                                                             "sequence_parallel": True},
                                                 roles={"reference": "cpu"}, rollout={"tensor_parallel": 2}),
     # Megatron-Core settings: tensor_parallel_impl, tp_comm_overlap, the DeepEP dispatcher, the EP
-    # all-to-all overlap, a pipeline layer layout (one stage per rank, and interleaved), the routing assumption
+    # all-to-all overlap, a pipeline layer layout (one stage per rank, and interleaved), the routing assumption, the
+    # router's load-balancing loss
     "sft-moe-megatron-deepep-overlap": lambda: _default(
         model="Qwen/Qwen3-30B-A3B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
         parallel={"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "tp_comm_overlap": True,
                   "tensor_parallel_impl": "megatron", "expert_parallel": 8, "moe_dispatcher": "deepep",
-                  "moe_comm_overlap": True, "moe_routing": "consecutive", "gradient_checkpointing": False},
+                  "moe_comm_overlap": True, "moe_routing": "consecutive", "gradient_checkpointing": False,
+                  "moe_load_balancing": "aux_loss"},
         batch={"micro_batch_size": 1, "grad_accum": 4, "seq_len": 4096}, attention="flash"),
     "sft-8b-pp2-layout-megatron": lambda: _default(
         model="Qwen/Qwen3-8B", hardware={"gpu": "h100-sxm", "gpus_per_node": 8},

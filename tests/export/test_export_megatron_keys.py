@@ -18,7 +18,8 @@ from trainfit.export.parallel import layout_from_megatron, megatron_layout
 from trainfit.spec.card import load_card_dict
 
 NEW_FIELDS = ("parallel.tensor_parallel_impl", "parallel.tp_comm_overlap", "parallel.pipeline_layout",
-              "parallel.moe_dispatcher", "parallel.moe_comm_overlap", "parallel.moe_routing", "rollout.quantization",
+              "parallel.moe_dispatcher", "parallel.moe_comm_overlap", "parallel.moe_routing",
+              "parallel.moe_load_balancing", "rollout.quantization",
               "rollout.quantization_bf16_modules", "roles.reference", "batch.packed_sample_tokens",
               "batch.packed_sample_length_cv", "batch.padding", "precision.nf4_compute_dtype", "loss.kernel", "loss.inplace_backward", "hardware.allocator", "model")
 

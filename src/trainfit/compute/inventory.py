@@ -130,7 +130,7 @@ from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
-from trainfit.spec.enums import LayerKind, MoeDispatcher
+from trainfit.spec.enums import LayerKind, MoeDispatcher, MoeLoadBalancing
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
 
@@ -1478,7 +1478,8 @@ def step_inventory(
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, expert_loop_stacked: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
-    expert_padding: bool = False, moe_eager_launch: bool = False, attention_fp8: str = "",
+    expert_padding: bool = False, moe_eager_launch: bool = False,
+    moe_load_balancing: MoeLoadBalancing | None = None, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -1546,7 +1547,10 @@ def step_inventory(
     fuses them) and kernels counted with the others; ``moe_eager_launch`` (with ``megatron_experts``): the
     router's and dispatcher's kernels and that eager expert work launch one by one from Python (no CUDA graph,
     no router fusion: ``MoeLaunch.EAGER``), so they go to ``fused_kernels`` too, which the compile kernel factor
-    leaves (``moe_time`` "Eager router and dispatcher launches"); ``expert_streams``: outside Megatron-Core, the
+    leaves (``moe_time`` "Eager router and dispatcher launches"); ``moe_load_balancing`` (with ``megatron_experts``
+    and ``moe_eager_launch``): the unfused router's load-balancing loss, whose scores, map and loss ops every training
+    forward adds (``moe_time.aux_loss_kernels``, ``routing_bytes(aux_loss=True)``; a fused router's are not
+    counted); ``expert_streams``: outside Megatron-Core, the
     routed GEMMs run as one cuBLAS GEMM per local expert over four streams (``MoeExperts.GROUPED_STREAMS``: grouped_gemm's
     ``gmm``), priced as TE's loop (``gemm.multi_stream_grouped_gemm_seconds``), and for a model with expert biases
     (gpt-oss) NeMo Automodel's per-expert bias loops after both GEMMs (``moe_time.automodel_expert_bias_elementwise``,
@@ -2038,9 +2042,15 @@ def step_inventory(
                 adapter_dtype_bytes=adapter.adapter_dtype_bytes, dropout=adapter.dropout > 0,
                 dropout_post=adapter.dropout_post))
         # Megatron-Core's routing scores, chunk sorts and dispatcher kernels (moe_time.py), after the backward factors
+        megatron_eager_router = megatron_experts and moe_eager_launch
         work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
                                        top_k=moe.experts_per_token, ep=expert_parallel,
-                                       score_dtype_bytes=4.0 if moe.router_fp32 else 2.0, dispatcher=moe_dispatcher)
+                                       score_dtype_bytes=4.0 if moe.router_fp32 else 2.0, dispatcher=moe_dispatcher,
+                                       # the unfused router's load-balancing loss and DeepSeek-V3's sigmoid,
+                                       # group-limited routing (moe_time "Router aux-loss ops")
+                                       load_balancing=moe_load_balancing if megatron_eager_router else None,
+                                       group_sigmoid_router=megatron_eager_router and moe.n_group > 1
+                                       and not moe.softmax_router)
         fq_b += work.forward_bytes * n_moe
         bq_b += work.backward_bytes * n_moe
         fq_k += work.forward_kernels * n_moe

@@ -23,7 +23,8 @@ routing scores              unfused ``topk_routing_with_score_function``:       
                             probs), ``zeros_like(logits).int().scatter().bool()``
                             (routing map); ``routing_map.sum(0)`` (dispatcher)
 aux loss                    ``compute_routing_scores_for_aux_loss`` (softmax,      ``routing_bytes(aux_loss=
-                            top-k, routing map again) and the load-balancing sum   True)``
+                            top-k, routing map again) and the load-balancing sum   True)``, ``aux_loss_kernels``
+                            (the card's ``moe_load_balancing``, eager router)
 chunk sort                  with ``ep > 1`` and several local experts, the         ``chunk_sort_bytes``: read
                             received rows are sorted by local expert after the     + write the rows twice
                             all-to-all and unsorted before the combine             (alltoall dispatcher only)
@@ -452,17 +453,62 @@ the 166 other moved points from -7.2% to +5.8% / +17.9% (GB300 rows to +30-55%).
 their plans are host-bound or generation-bound (gpt-oss-120b SFT -56.8% -> -56.1% at 1.6, NeMo RL's DeepSeek-V3 steps
 under 1.5 points, the v0.3 Qwen3-30B-A3B update -62.3% -> -58.7%): a factor fitted on the fit half of those rows would
 exceed 2 and still leave most of them past -40%, so none is fitted. Two unpriced pieces of the routed layer, read in
-code and bounded: (1) the aux-loss scores (``routing_bytes(aux_loss=True)``; no card states the load-balancing type, so
-the inventory never passes it): at Qwen3-30B-A3B's shape (4,096 tokens, 128 experts, fp32 scores) about 16 MB forward
-and 4 MB backward a layer (6 us at H100 bandwidth) and some 13 eager kernels forward (softmax, top-k, the map's zeros /
-int / scatter / bool, its sum, the mean, product and sum of the loss, the tracker's add), under 0.3 ms a layer and
-micro-batch against 2.5-16 ms misses, and absent where the type is ``none`` (gpt-oss, NeMo RL); (2) the unfused permute
+code and bounded: (1) the aux-loss scores (``routing_bytes(aux_loss=True)``; counted since 2026-12-04 where the card
+states ``moe_load_balancing``, "Router aux-loss ops" below): at Qwen3-30B-A3B's shape (4,096 tokens, 128 experts,
+fp32 scores) about 16 MB forward and 4 MB backward a layer (6 us at H100 bandwidth) and some 13 eager kernels
+forward (softmax, top-k, the map's zeros / int / scatter / bool, its sum, the mean, product and sum of the loss, the
+tracker's add; 14 counted since, ``AUX_LOSS_KERNELS``), about 0.9 ms a layer and micro-batch forward at the eager
+per-op rate (14 x 65 us) against 2.5-16 ms misses, and absent where the type is ``none`` (gpt-oss, NeMo RL); (2) the unfused permute
 (``moe_permute_fusion`` False, Megatron-Core's default, megatron/core/transformer/transformer_config.py l.912
 @d12f6c8c9aff51e166d872fd70151687a8e3f375) calls ``masked_select`` on the tokens and the probabilities in ``permute``
 and on the probabilities in ``unpermute`` (megatron/core/transformer/moe/moe_utils.py l.296, 302 and 371 at
 core_r0.12.0, 5cb6dbb3ed04e6fa11a862d90fe898ac2d3ddfad, ms-swift's Megatron), each a host sync beyond
 ``DISPATCH_FORWARD_SYNCS``; the newer argsort permute keeps only the last (l.471-478 and 593 @d12f6c8c); fully
 serialised passes bound every sync's cost at ms-swift's Megatron row -55% -> -50% (above), so not its gap.
+
+**Router aux-loss ops and the layer's op count, measured (2026-12-04).** ``benchmarks/mcore_moe_layer_ops_cpu.py``
+builds Megatron-Core's MoE layer (megatron-core 0.14.0 from PyPI, the source of NVIDIA/Megatron-LM core_v0.14.0
+23e00ed0963c35382dfe8a5a94fb3cda4d21e133; torch 2.13.0+cpu, local spec without Transformer Engine, so
+``SequentialMLP`` experts; gloo groups of EP 1 and EP 2; hidden 64, 256 tokens; ``moe_permute_fusion`` and
+``moe_router_fusion`` False, i.e. the eager router) and counts its non-view ATen ops per region with a
+``TorchDispatchMode``, backward ops by the region whose forward made the autograd node (data:
+``benchmarks/results/mcore_moe_layer_ops_cpu.json``). Forward, the router (its GEMM included), the dispatcher's pre-
+and post-processing, the permute, unpermute and chunk sorts, the split-size D2H copies (copied as on a GPU), the
+all-to-alls and their output buffers apart: 34 ops at EP 2 with no load-balancing loss, 48 with ``aux_loss``
+(Qwen3-MoE's router: 128 experts, top-8), 50 with ``moe_router_force_load_balancing`` too, 23 and 37 at EP 1;
+backward 17 without the loss, 23 with it, at both EPs. The plan counts 28 forward at EP > 1 (``MOE_DISPATCH_KERNELS``
+14, the router GEMM, ``DISPATCH_PREPROCESS_KERNELS`` 7, ``DISPATCH_DTOH_COPIES`` 4, ``CHUNK_SORT_KERNELS`` 2) and 15 at
+EP 1; backward, eager, 1.9 x 14 + the router's two GEMMs (+ 2 sorts at EP > 1) = 28.6 / 30.6. Without a loss the
+counts differ little and in both directions: forward Megatron-Core issues 6 more at EP > 1 (five D2H copies, not
+four: ``num_global_tokens_per_local_expert`` goes to the host too with several local experts and the unfused
+permute; the unfused permute is 7 ops and the unpermute 2) and 8 more at EP 1 (the chunk sort runs whenever a rank
+holds several experts and the routing is dropless, at any EP: token_dispatcher.py l.666-699 and l.712-731 at that
+commit, not only with ``ep > 1`` as ``chunk_sort_bytes`` has it, plus two D2H copies); backward the plan counts 12-14
+more. At the plan's per-op host rates (65 us forward, 12 us backward, ``rates``; eager) that nets +0.23 ms (EP > 1)
+and +0.38 ms (EP 1) per MoE layer and micro-batch, against misses of 8-20 ms a layer on the gpt-oss verification
+cards (load balancing ``none``): not changed (``MOE_DISPATCH_KERNELS`` serves the other frameworks' MoE layers too).
+What the plan did not count is the load-balancing loss (+14 forward, +6 backward with ``aux_loss``; +18 / +14 with
+``seq_aux_loss`` on DeepSeek-V3's router) and DeepSeek-V3's sigmoid, group-limited router with its expert bias (27
+forward and 15 backward ops against a softmax router's 9 and 7): ``AUX_LOSS_KERNELS`` (the card's
+``parallel.moe_load_balancing``) and ``GROUP_SIGMOID_ROUTER_KERNELS`` (a model with ``n_group > 1`` and the sigmoid
+router), both only under ``MoeLaunch.EAGER`` (``moe_router_fusion`` computes the scores, the map and the loss in
+Transformer Engine's fused router kernels, and a router CUDA graph replays them: neither is measured here). Mapped
+``aux_loss`` where a source states it: the Megatron-Bridge Qwen3-30B-A3B verification cards (Qwen3-MoE provider) and
+ms-swift's Megatron SFT (``--moe_aux_loss_coeff 0.01``); the entries' notes. Effect (``benchmarks/step_times.py``):
+the Qwen3-30B-A3B 32K SFT card -7.2% -> -5.7%, ms-swift's Megatron row -54.0% -> -53.9% (device-bound in the plan),
+NeMo RL's DeepSeek-V3 steps (eager, load balancing ``none`` in NeMo RL's configs) -48.8 -> -48.0% (v0.5 H100 DAPO),
+-46.4 -> -45.8% (v0.5 GB200), -43.9 -> -43.4% and -49.7 -> -49.4% (v0.6 GB200), DGX Cloud 25.05's GB200 DeepSeek-V3
+pre-training -33.8 -> -34.4% and -35.1 -> -35.7% (more host time hides more of its tensor-parallel exchange in the
+plan's overlap); no subset median moves. Host seconds on this CPU (a shared 2-core AMD EPYC VM, one thread, best of 7
+rounds of 3 calls, noisy): the router region 35-85 us per op (0.3-0.8 ms a layer forward without a loss, 1.3-1.7 ms
+with ``aux_loss``, 2.1-3.1 ms for DeepSeek-V3's), the chunk sorts' ``cat`` 41-484 us per op (``sort_chunks_by_idxs``
+splits the rows into local experts x EP views and indexes them from Python, moe_utils.py l.383-412), against the
+9.7-10.1 us per op of a transformers Qwen2 layer on a similar VM (``rates.HOST_S_PER_FORWARD_KERNEL``'s docstring,
+not re-measured side by side): Megatron-Core's router and dispatcher cost several transformers ops' host time per
+op. That is a per-op rate, which this module does not set (``rates`` fits them); the per-op counts are not the 3-5x
+per-micro-batch host gap of the worst rows (Megatron-Bridge's B300 Qwen3-235B-A22B MXFP8 rows graph and fuse their
+router, so nothing here reaches them; the gpt-oss cards route with no loss). Not measured: ``TEGroupedMLP``'s own
+ops (no Transformer Engine on this CPU; ``te_host`` prices its Python).
 
 Pure Python: no torch import.
 """
@@ -472,7 +518,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
-from trainfit.spec.enums import MoeDispatcher
+from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing
 
 INT32_BYTES = 4.0
 EXPERT_PROJECTIONS = 2
@@ -514,6 +560,40 @@ forward: training, its full or ``moe`` recompute, no-grad log-probs), whichever 
 No backward sync: the split sizes are host values by then. The router's aux-loss trackers and the z-loss
 synchronise nothing per layer (their reduction runs at logging). The sync is timed by ``training.synced_seconds``
 (``inventory.PassInventory.host_syncs``)."""
+
+
+AUX_LOSS_KERNELS = {MoeLoadBalancing.AUX_LOSS: (14.0, 6.0), MoeLoadBalancing.SEQ_AUX_LOSS: (18.0, 14.0)}
+"""Non-view ATen ops (forward, backward) that the router's load-balancing loss adds per MoE layer and training
+forward, counted by ``benchmarks/mcore_moe_layer_ops_cpu.py`` (megatron-core 0.14.0, data in
+``benchmarks/results/mcore_moe_layer_ops_cpu.json``) as the router's ops with the loss on less those without it, the
+same EP 1 and EP 2 layers: ``aux_loss`` on a Qwen3-MoE-shaped router (128 experts, top-8, softmax) 23 against 9
+forward and 13 against 7 backward; ``seq_aux_loss`` on a DeepSeek-V3-shaped one (256 experts, top-8, sigmoid,
+group-limited, expert bias) 45 against 27 and 29 against 15 (module docstring, "Router aux-loss ops"). Read in
+NVIDIA/Megatron-LM megatron/core/transformer/moe/router.py @core_v0.14.0 23e00ed0963c35382dfe8a5a94fb3cda4d21e133
+(``TopKRouter.routing`` l.433-441, ``_apply_aux_loss`` l.225-251, ``_apply_seq_aux_loss`` l.253-295,
+``attach_and_log_load_balancing_loss`` l.297-331) and moe_utils.py (``switch_load_balancing_loss_func`` l.35,
+``MoEAuxLossAutoScaler`` l.165, ``compute_routing_scores_for_aux_loss`` l.598, ``save_to_aux_losses_tracker``
+l.690) at that commit."""
+
+
+GROUP_SIGMOID_ROUTER_KERNELS = (18.0, 8.0)
+"""Non-view ATen ops (forward, backward) that Megatron-Core's unfused sigmoid, group-limited router with an expert
+bias (DeepSeek-V3's: ``moe_router_score_function`` sigmoid, ``moe_router_num_groups`` 8, ``moe_router_group_topk`` 4,
+``moe_router_enable_expert_bias``) adds per MoE layer over the softmax top-k router the inventory's
+``MOE_DISPATCH_KERNELS`` prices: counted by ``benchmarks/mcore_moe_layer_ops_cpu.py`` (megatron-core 0.14.0,
+``benchmarks/results/mcore_moe_layer_ops_cpu.json``), the router's ops with no load-balancing loss 27 forward and 15
+backward against a softmax router's 9 and 7, at EP 1 and EP 2. Read in NVIDIA/Megatron-LM
+megatron/core/transformer/moe/moe_utils.py @core_v0.14.0 23e00ed0963c35382dfe8a5a94fb3cda4d21e133
+(``group_limited_topk`` l.416, ``topk_routing_with_score_function`` l.509: sigmoid, the bias added for the
+selection, the group scores' top-k, the group mask and its scatter, the masked top-k, the gather of the unbiased
+scores, their renormalisation and scaling) and router.py (l.446-448: the expert-bias token count,
+``local_tokens_per_expert += routing_map.sum(dim=0)``)."""
+
+
+def aux_loss_kernels(load_balancing: MoeLoadBalancing | None) -> tuple[float, float]:
+    """Forward and backward kernels the router's load-balancing loss adds per MoE layer (``AUX_LOSS_KERNELS``);
+    (0, 0) with none or unstated."""
+    return AUX_LOSS_KERNELS.get(load_balancing, (0.0, 0.0)) if load_balancing is not None else (0.0, 0.0)
 
 
 def expert_token_shards(*, tp: int, etp: int, ep: int, sequence_parallel: bool) -> float:
@@ -746,10 +826,18 @@ def sigmoid_router_work(*, tokens: float, hidden: int) -> MoeLayerWork:
 
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
                    expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
-                   aux_loss: bool = False, dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:
+                   load_balancing: MoeLoadBalancing | None = None, group_sigmoid_router: bool = False,
+                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:
     """What one MoE layer adds per pass on a rank routing ``tokens`` (its shard: ``expert_token_shards``) to
     ``top_k`` of ``experts`` (``local_experts`` of them on this rank): the routing-score traffic, the chunk
-    sorts (all-to-all dispatcher only) and the dispatcher's kernels (module docstring)."""
+    sorts (all-to-all dispatcher only), the dispatcher's kernels and, with a load-balancing loss
+    (``load_balancing`` aux_loss / seq_aux_loss), its scores' traffic and its kernels (``aux_loss_kernels``);
+    ``group_sigmoid_router``: the unfused sigmoid, group-limited router's extra kernels
+    (``GROUP_SIGMOID_ROUTER_KERNELS``) (module docstring)."""
+    aux_loss = load_balancing not in (None, MoeLoadBalancing.NONE)
+    aux_fk, aux_bk = aux_loss_kernels(load_balancing)
+    if group_sigmoid_router:
+        aux_fk, aux_bk = aux_fk + GROUP_SIGMOID_ROUTER_KERNELS[0], aux_bk + GROUP_SIGMOID_ROUTER_KERNELS[1]
     rows = tokens * top_k
     sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
                             dispatcher=dispatcher)
@@ -760,7 +848,7 @@ def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: i
     k = dispatcher_kernels(ep=ep, expert_tp=expert_tp, local_experts=local_experts) - (
         0.0 if sort or ep <= 1 or local_experts <= 1 else CHUNK_SORT_KERNELS)
     sorts = CHUNK_SORT_KERNELS if sort else 0.0
-    return MoeLayerWork(fwd, bwd, k, float(sorts))
+    return MoeLayerWork(fwd, bwd, k + aux_fk, float(sorts) + aux_bk)
 
 
 def megatron_expert_elementwise(*, rows: float, hidden: int, expert_width: int, local_experts: int,

@@ -67,7 +67,7 @@ from trainfit.compute.rates import (
     HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, PEFT_PARAM_WRAPPER_NOGRAD_RATIO, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
-from trainfit.spec.enums import MoeDispatcher, MoeRouting
+from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing, MoeRouting
 from trainfit.spec.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -707,7 +707,7 @@ def train_step_time(
     fp8_layer_share: float = 1.0, fp8_gather: Fp8GatherShard | None = None,
     megatron_experts: bool = False, expert_streams: bool = False, expert_padding: bool = False,
     recompute_modules: tuple[str, ...] = (),
-    moe_eager_launch: bool = False,
+    moe_eager_launch: bool = False, moe_load_balancing: MoeLoadBalancing | None = None,
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
@@ -825,7 +825,8 @@ def train_step_time(
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop, expert_loop_stacked=expert_loop_stacked,
                          expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
-                         moe_eager_launch=moe_eager_launch, fp8_layer_share=fp8_layer_share,
+                         moe_eager_launch=moe_eager_launch, moe_load_balancing=moe_load_balancing,
+                         fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, expert_padding=expert_padding,
                          unpad_call_syncs=unpad_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,

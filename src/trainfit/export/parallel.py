@@ -328,6 +328,10 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_launch is not None and "moe_launch" not in has:
         out.append(f"parallel.moe_launch {p.moe_launch.value}: {target} has no Megatron-Core router fusion or CUDA"
                    " graph setting (moe_router_fusion, cuda_graph_scope); not written")
+    if p.moe_load_balancing is not None:
+        out.append(f"parallel.moe_load_balancing {p.moe_load_balancing.value}: the router's load-balancing loss is"
+                   " Megatron-Core's moe_router_load_balancing_type with a moe_aux_loss_coeff the card does not carry;"
+                   f" not written to the {target} file (its model or provider default stands)")
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")

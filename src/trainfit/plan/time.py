@@ -851,6 +851,8 @@ def training_time(
         fp8_gather=fp8_gather_shard_of(card, shard, data_ranks=data_ranks),
         megatron_experts=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         moe_eager_launch=par.resolved_moe_launch is MoeLaunch.EAGER,
+        # ... and the router's load-balancing loss, where the card states one (compute.moe_time "Router aux-loss ops")
+        moe_load_balancing=par.moe_load_balancing,
         # Megatron-Core's layers are Transformer Engine's modules: their Python backward (compute.te_host)
         te_layers=par.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
         # a re-entrant checkpoint re-runs the whole layer, its last linear and residual add included

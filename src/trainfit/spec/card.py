@@ -42,6 +42,7 @@ from trainfit.spec.enums import (
     MoeDispatcher,
     MoeExperts,
     MoeLaunch,
+    MoeLoadBalancing,
     MoeRouting,
     Nf4ComputeDtype,
     Offload,
@@ -559,6 +560,12 @@ class ParallelSection(_Section):
                                          " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"
                                          " router and dispatcher op pays a host launch); null: Megatron-Core's"
                                          " defaults, eager (resolved_moe_launch). Megatron-Core MoE cards only.")
+    moe_load_balancing: MoeLoadBalancing | None = Field(None, description="none | aux_loss | seq_aux_loss: the load-"
+                                                        "balancing loss Megatron-Core's router computes each training"
+                                                        " forward (moe_router_load_balancing_type with a non-zero"
+                                                        " moe_aux_loss_coeff); its ops are counted with the router's."
+                                                        " null: not stated, none counted. Megatron-Core MoE cards"
+                                                        " only.")
     moe_experts: MoeExperts = Field(MoeExperts.GROUPED, description="grouped (the routed experts as one grouped GEMM"
                                     " per projection: transformers v5 grouped_mm, Megatron-Core TEGroupedMLP) |"
                                     " grouped_streams (one grouped call per projection looping one cuBLAS GEMM per"
@@ -656,6 +663,10 @@ class ParallelSection(_Section):
         if self.moe_launch is not None and not megatron:
             raise ValueError(f"parallel.moe_launch: '{self.moe_launch.value}' describes Megatron-Core's router and"
                              " dispatcher, read with tensor_parallel_impl: megatron (got"
+                             f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
+        if self.moe_load_balancing is not None and not megatron:
+            raise ValueError(f"parallel.moe_load_balancing: '{self.moe_load_balancing.value}' describes Megatron-Core's"
+                             " router, read with tensor_parallel_impl: megatron (got"
                              f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
         n = self.checkpoint_every_n_layers
         if n is not None and self.gradient_checkpointing is not True:

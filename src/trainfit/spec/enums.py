@@ -694,6 +694,19 @@ class MoeLaunch(StrEnum):
     ``moe_router_fusion`` False (Megatron-Bridge's gpt-oss H100 library recipes)."""
 
 
+class MoeLoadBalancing(StrEnum):
+    """Megatron-Core's ``moe_router_load_balancing_type`` with a non-zero ``moe_aux_loss_coeff``: which load-balancing
+    loss the router computes in every training forward (``compute.moe_time`` "Router aux-loss ops")."""
+
+    NONE = "none"
+    """No load-balancing loss (or a zero coefficient): the router runs its top-k routing only."""
+    AUX_LOSS = "aux_loss"
+    """The switch-transformer loss over the micro-batch (``switch_load_balancing_loss_func``), Megatron-Bridge's
+    Qwen3-MoE providers."""
+    SEQ_AUX_LOSS = "seq_aux_loss"
+    """The per-sequence loss (DeepSeek-V3's), Megatron-Bridge's DeepSeek providers."""
+
+
 class MoeRouting(StrEnum):
     """Which experts a token's router picks, for the dispatch volume (``compute.moe_dispatch``)."""
 

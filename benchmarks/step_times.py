@@ -1084,6 +1084,34 @@ def nemo_rl_summary_release(e: dict[str, Any]) -> str | None:
 
 
 PRIME_RL_SETTINGS_COMMIT = "d8f290ef0358a804f1912bd29ea1b37cc56894b4"
+PRIME_RL_GROUPED_LORA_RUNS = ("8dbd955a", "30bf494f")
+"""Run commits (a baseline JSON's ``config.commit_sha``) after prime-rl removed MultiLoRALinear's compute-capability
+check (PrimeIntellect-ai/prime-rl 53ddafcbeebb530133e0f6b6b68cc9af1938fef6, 2026-01-30, "remove cc check for grouped
+mm"; both are its descendants): their adapted linears run grouped GEMMs on every GPU. Before it (the 2026-01-15/16
+runs at ``PRIME_RL_SETTINGS_COMMIT``) only compute capability 9 did (multi_linear.py l.57-60 there); other GPUs ran
+the per-adapter loop."""
+PRIME_RL_LORA_ADAPTERS = 4
+"""Adapters per MultiLoRALinear in prime-rl's benchmark: ``--max-concurrent-runs 4`` (benchmarks/scripts/
+run_single_benchmark.py l.139-141 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), one adapter slot a run."""
+
+
+def prime_rl_lora_call_syncs(e: dict[str, Any], gpu_id: str) -> tuple[float, str]:
+    """``lora.call_syncs`` of a prime-rl LoRA row, and its note: MultiLoRALinear.forward's host reads per call
+    (``compute.inventory.Adapter.call_syncs``). Grouped GEMMs (``_run_lora_grouped_mm``): the ``assert offsets[-1] ==
+    x.shape[0]`` and ``repeat_interleave`` without ``output_size``, 2. The per-adapter loop (``_run_lora_for_loop``,
+    multi_linear.py l.20-35 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): also every slice bound ``offsets[i]`` read back
+    by ``__index__``, 1 for the first adapter and 2 for each other, 2 + (2n - 1) over n adapters."""
+    from trainfit.catalog.gpus import resolve_gpu
+
+    cc = resolve_gpu(gpu_id).compute_capability or ""
+    run = ((e.get("measured") or {}).get("also") or {}).get("run_commit_sha") or ""
+    grouped = run[:8] in PRIME_RL_GROUPED_LORA_RUNS or cc.split(".")[0] == "9"
+    syncs = 2.0 if grouped else 2.0 + 2 * PRIME_RL_LORA_ADAPTERS - 1
+    how = "grouped GEMMs" if grouped else f"the per-adapter loop over {PRIME_RL_LORA_ADAPTERS} adapters"
+    return syncs, (f"lora.call_syncs {syncs:g}: prime-rl's MultiLoRALinear reads offsets back on the host in every"
+                   f" forward call ({how}; compute capability {cc or '?'}; graph breaks under the layers' compile)")
+
+
 PRIME_RL_FP32_PRECISION = (
     "prime-rl's FSDP2 trainer: fp32 parameter shards computed in bf16 (precision.weights fp32, compute bf16), fp32"
     " gradient shards and reduce-scatter (precision.grads fp32, full fine-tuning): setup_model builds the model in"
@@ -1620,6 +1648,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+        if e["framework"] == "prime-rl" and scope == "lora" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
+            card["lora"]["call_syncs"], note = prime_rl_lora_call_syncs(e, gpu)
+            notes.append(note)
         if scope == "qlora" and e.get("qlora_dequant"):  # the base's 4-bit kernel the entry's note cites
             card["lora"]["dequant"] = e["qlora_dequant"]
             notes.append(f"lora.dequant {e['qlora_dequant']}")

@@ -1131,7 +1131,20 @@ def prime_rl_lora_call_syncs(e: dict[str, Any], gpu_id: str) -> tuple[float, str
       planned 0.21 s and 0.58 s. Left out: each graph break splits the layer's compiled graph (three fragments and
       eager ``cumsum`` / ``stack`` / ``eq`` / ``repeat_interleave`` kernels per adapted linear call) and the segments
       between syncs are not alike (``compute.training.synced_seconds`` spreads host and device evenly); with no overlap
-      at all in the forward and recompute the plan would add at most the host's 0.32 s."""
+      at all in the forward and recompute the plan would add at most the host's 0.32 s.
+    * The family as a whole fits a step whose passes do not overlap host and device: each forward, recompute and
+      backward priced at its host plus its device seconds (``synced_seconds`` with a sync after every kernel) takes the
+      57 scored prime-rl rows from a median |error| of 11.2 % to 5.5 %: the dense S = 16,384 rows to -18 % .. +8 %
+      (the Qwen3-30B-A3B rows keep -15 % .. -32 %), the 64k rows up by 1-3 points (to +12 % at most). No mechanism for
+      such serialisation was established. A candidate for the transformers models (dense Qwen3 here): transformers'
+      flash-attention path reads ``position_ids`` on the host in every attention call (``_is_packed_sequence``
+      returns a CUDA bool that ``_flash_attention_forward`` branches on; read in transformers 4.57.6
+      modeling_flash_attention_utils.py l.398-411 and l.600-632, and 5.24.0's docstring says it "forces a device sync
+      in every layer"; prime-rl's lock pins 4.56.1, uv.lock l.3677-3678 @d8f290ef, not read), a sync and a graph break
+      per layer in forward and recompute. Priced as such (``synced_seconds``, host and device spread evenly over a
+      layer) it adds a few milliseconds a pass; it would matter only if the host seconds before each layer's first
+      kernel (FSDP2's pre-forward hook, the checkpoint wrapper, the compiled graphs' guards) came after the sync,
+      which the plan does not resolve. A profile of one prime-rl step on a lent GPU would tell."""
     from trainfit.catalog.gpus import resolve_gpu
 
     cc = resolve_gpu(gpu_id).compute_capability or ""

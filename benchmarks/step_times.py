@@ -1088,6 +1088,78 @@ def nemo_rl_summary_release(e: dict[str, Any]) -> str | None:
 
 
 PRIME_RL_SETTINGS_COMMIT = "d8f290ef0358a804f1912bd29ea1b37cc56894b4"
+PRIME_RL_GROUPED_LORA_RUNS = ("8dbd955a", "30bf494f")
+"""Run commits (a baseline JSON's ``config.commit_sha``) after prime-rl removed MultiLoRALinear's compute-capability
+check (PrimeIntellect-ai/prime-rl 53ddafcbeebb530133e0f6b6b68cc9af1938fef6, 2026-01-30, "remove cc check for grouped
+mm"; both are its descendants): their adapted linears run grouped GEMMs on every GPU. Before it (the 2026-01-15/16
+runs at ``PRIME_RL_SETTINGS_COMMIT``) only compute capability 9 did (multi_linear.py l.57-60 there); other GPUs ran
+the per-adapter loop."""
+PRIME_RL_LORA_ADAPTERS = 4
+"""Adapters per MultiLoRALinear in prime-rl's benchmark: ``--max-concurrent-runs 4`` (benchmarks/scripts/
+run_single_benchmark.py l.139-141 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), one adapter slot a run."""
+
+
+def prime_rl_lora_call_syncs(e: dict[str, Any], gpu_id: str) -> tuple[float, str]:
+    """``lora.call_syncs`` of a prime-rl LoRA row, and its note: MultiLoRALinear.forward's host reads per call
+    (``compute.inventory.Adapter.call_syncs``). Grouped GEMMs (``_run_lora_grouped_mm``): the ``assert offsets[-1] ==
+    x.shape[0]`` and ``repeat_interleave`` without ``output_size``, 2. The per-adapter loop (``_run_lora_for_loop``,
+    multi_linear.py l.20-35 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): also every slice bound ``offsets[i]`` read back
+    by ``__index__``, 1 for the first adapter and 2 for each other, 2 + (2n - 1) over n adapters.
+
+    Effect (2026-12-04): the 19 prime-rl LoRA rows at S = 16,384 go from a signed median of -21.9 % to -18.4 %, the 16
+    at 65,536 from -1.1 % to -0.2 %; full fine-tuning rows do not move (16k -10.7 %, 64k +5.0 %, SFT 8k -26.9 %).
+
+    The rest of the family's short-sequence gap, checked and not modelled (null result, numbers from the plan's
+    terms; PrimeIntellect-ai/prime-rl @d8f290ef0358a804f1912bd29ea1b37cc56894b4 unless stated):
+
+    * Micro-batches: 2 per data-parallel rank at every S (``micro_batches`` 2, ``--data.fake.batch-size`` 2 x GPUs,
+      benchmarks/scripts/run_single_benchmark.py l.80; FakeDataLoader one S-token ``arange`` sequence each, rl/data.py
+      l.32-120), so per-micro-batch fixed work has the same count at 16k and 64k; no packing into more micro-batches.
+    * The timer (rl/train.py l.268-447) holds no weight broadcast (before ``step_start_time``, l.222-226), no
+      checkpoint (bench mode drops it, rl/config.py l.219-220), no ``torch.cuda.synchronize``; it ends after ``Tensors.compute_stats``
+      (utils.py l.265-286: cat, an all-gather, five ``.item()`` and a ``tolist()`` of 2·S·world floats per per-token
+      key): tens of milliseconds at most, linear in tokens. FSDP2 reshards after forward (config.py l.170-172; the
+      untied head and final norm's unit not, model.py l.200-205), every decoder layer ``torch.compile``'d (``fullgraph`` False) inside
+      ``checkpoint_wrapper``: all already in the plan.
+    * No split into a per-token and a per-S² error fits: Qwen3-4B RL full 8xH100 FA3 (the LoRA syncs do not apply),
+      published minus the plan's attention is 3.46 s at 16k and 10.81 s at 64k against the plan's other terms 3.16 s
+      and 13.96 s: the rest would grow 3.1x for 4x the tokens (the plan's 4.4x), or, the rest scaled alike at both
+      lengths (1.22x), the attention at 64k would have to run 1.46x the plan's FA3 rate (about 900 TFLOPS forward on an H100, 91 % of its dense peak). The scan is not
+      under-priced: RL minus SFT, Qwen3-0.6B full 1xH100 16k, published 0.71 s, planned 0.87 s (scan 0.67 s).
+    * Small models on one GPU behave as if host and device barely overlap: Qwen3-0.6B SFT full 1xH100 published 0.623 s
+      (8k) and 1.282 s (16k); the plan's host and device seconds added give 0.59 s and 1.16 s (optimizer step aside), overlapped (the plan)
+      0.385 s and 0.916 s. The SFT loop's own syncs are three per micro-batch at pass boundaries (sft/train.py l.255
+      ``loss[loss_mask]``, l.262 ``torch.isnan``, l.284 ``loss.item()`` in a debug f-string), too few to serialise a
+      pass; the host seconds per kernel of compiled layers under FSDP2 and ``checkpoint_wrapper`` are not measured.
+    * LoRA minus full fine-tuning, Qwen3-0.6B 1xH100, after the syncs here: published 0.46 s (16k) and 0.98 s (64k),
+      planned 0.21 s and 0.58 s. Left out: each graph break splits the layer's compiled graph (three fragments and
+      eager ``cumsum`` / ``stack`` / ``eq`` / ``repeat_interleave`` kernels per adapted linear call) and the segments
+      between syncs are not alike (``compute.training.synced_seconds`` spreads host and device evenly); with no overlap
+      at all in the forward and recompute the plan would add at most the host's 0.32 s.
+    * The family as a whole fits a step whose passes do not overlap host and device: each forward, recompute and
+      backward priced at its host plus its device seconds (``synced_seconds`` with a sync after every kernel) takes the
+      57 scored prime-rl rows from a median |error| of 11.2 % to 5.5 %: the dense S = 16,384 rows to -18 % .. +8 %
+      (the Qwen3-30B-A3B rows keep -15 % .. -32 %), the 64k rows up by 1-3 points (to +12 % at most). No mechanism for
+      such serialisation was established. A candidate for the transformers models (dense Qwen3 here): transformers'
+      flash-attention path reads ``position_ids`` on the host in every attention call (``_is_packed_sequence``
+      returns a CUDA bool that ``_flash_attention_forward`` branches on; read in transformers 4.57.6
+      modeling_flash_attention_utils.py l.398-411 and l.600-632, and 5.24.0's docstring says it "forces a device sync
+      in every layer"; prime-rl's lock pins 4.56.1, uv.lock l.3677-3678 @d8f290ef, not read), a sync and a graph break
+      per layer in forward and recompute. Priced as such (``synced_seconds``, host and device spread evenly over a
+      layer) it adds a few milliseconds a pass; it would matter only if the host seconds before each layer's first
+      kernel (FSDP2's pre-forward hook, the checkpoint wrapper, the compiled graphs' guards) came after the sync,
+      which the plan does not resolve. A profile of one prime-rl step on a lent GPU would tell."""
+    from trainfit.catalog.gpus import resolve_gpu
+
+    cc = resolve_gpu(gpu_id).compute_capability or ""
+    run = ((e.get("measured") or {}).get("also") or {}).get("run_commit_sha") or ""
+    grouped = run[:8] in PRIME_RL_GROUPED_LORA_RUNS or cc.split(".")[0] == "9"
+    syncs = 2.0 if grouped else 2.0 + 2 * PRIME_RL_LORA_ADAPTERS - 1
+    how = "grouped GEMMs" if grouped else f"the per-adapter loop over {PRIME_RL_LORA_ADAPTERS} adapters"
+    return syncs, (f"lora.call_syncs {syncs:g}: prime-rl's MultiLoRALinear reads offsets back on the host in every"
+                   f" forward call ({how}; compute capability {cc or '?'}; graph breaks under the layers' compile)")
+
+
 PRIME_RL_FP32_PRECISION = (
     "prime-rl's FSDP2 trainer: fp32 parameter shards computed in bf16 (precision.weights fp32, compute bf16), fp32"
     " gradient shards and reduce-scatter (precision.grads fp32, full fine-tuning): setup_model builds the model in"
@@ -1624,6 +1696,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+        if e["framework"] == "prime-rl" and scope == "lora" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
+            card["lora"]["call_syncs"], note = prime_rl_lora_call_syncs(e, gpu)
+            notes.append(note)
         if scope == "qlora" and e.get("qlora_dequant"):  # the base's 4-bit kernel the entry's note cites
             card["lora"]["dequant"] = e["qlora_dequant"]
             notes.append(f"lora.dequant {e['qlora_dequant']}")

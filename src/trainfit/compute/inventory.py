@@ -937,6 +937,16 @@ class Adapter:
     saved_embedding: bool = False
     """``lora.modules_to_save`` names ``embed_tokens``: the trained copy's backward writes the dense embedding
     gradient (``EMBED_BACKWARD_BYTES_PER_WEIGHT`` per weight), as a full fine-tune's does."""
+    call_syncs: float = 0.0
+    """Host syncs in every forward call of an adapted non-expert linear (``lora.call_syncs``): they join the layers'
+    forward syncs (``PassInventory.host_syncs``), so a whole-layer recompute repeats them, and ``training.pass_seconds``
+    prices them (``synced_seconds``). prime-rl's ``MultiLoRALinear.forward`` (PrimeIntellect-ai/prime-rl
+    src/prime_rl/trainer/models/layers/lora/multi_linear.py @d8f290ef0358a804f1912bd29ea1b37cc56894b4 l.151 ``assert
+    offsets[-1] == x.shape[0]``, l.164 ``torch.repeat_interleave(self._scaling_factors, self._lora_num_tokens)`` with
+    no ``output_size``; the same lines at @8dbd955a0644ffa3dcbb9277b17a5b6305b2ab4a l.144 / l.157): both read a CUDA
+    tensor on the host, and under the decoder layers' ``torch.compile`` (``fullgraph`` False, src/prime_rl/trainer/
+    config.py ``CompileConfig``) each is a graph break run eagerly (torch 2.13.0's ``torch._dynamo.explain`` on the
+    same code: 'generic_jump TensorVariable()' and 'Dynamic shape operator ... aten.repeat_interleave.Tensor')."""
     transformers_v4: bool = False
     """The model is transformers < 5's (``spec.training.LoraSpec.transformers_v4``): PEFT wraps a MoE family's expert
     and router linears as ordinary modules, by their own names (``trainfit.memory.lora._V4_EXPERT_MODULES``)."""
@@ -1607,6 +1617,7 @@ def step_inventory(
     layers = spec.num_layers
     full = spec.num_full_attention_layers
     loop_syncs = 0.0  # transformers < 5's expert loop (expert_loop=True)
+    lora_syncs = 0.0  # the adapted linears' own read-backs (Adapter.call_syncs)
     moe_eager_fk = moe_eager_bk = 0.0  # Megatron-Core's router / dispatcher launches under MoeLaunch.EAGER
     dispatch_syncs = 0.0  # Megatron-Core's token dispatcher (moe_time.DISPATCH_FORWARD_SYNCS)
     # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
@@ -2008,6 +2019,7 @@ def step_inventory(
                 lora_k += LORA_EXTRA_KERNELS * g.count
             fwd_k += 2 * g.count
             bwd_k += 4 * g.count
+            lora_syncs += adapter.call_syncs * g.count  # Adapter.call_syncs: every forward call reads back
             if adapter.dropout > 0:  # over the adapter's input, or its output (lora.dropout_position post)
                 width = g.out_features if adapter.dropout_post else g.in_features
                 fwd_bytes += LORA_DROPOUT_BYTES * t * width * g.count
@@ -2274,7 +2286,7 @@ def step_inventory(
     if unpad and unpad_call_syncs:
         sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
-    sync_f += loop_syncs + dispatch_syncs
+    sync_f += loop_syncs + dispatch_syncs + lora_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)

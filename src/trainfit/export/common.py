@@ -412,6 +412,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
                   "lora.dropout": float(lo.dropout), "lora.adapter_dtype": lo.adapter_dtype.value})
         if lo.expert_adapters is not ExpertAdapters.MERGED:  # time: the routed adapters' GEMMs (inventory)
             f["lora.expert_adapters"] = lo.expert_adapters.value
+        if lo.call_syncs:  # time: host syncs in every adapted linear's forward call (inventory.Adapter.call_syncs)
+            f["lora.call_syncs"] = float(lo.call_syncs)
         if card.scope is Scope.QLORA:
             f["lora.double_quant"] = lo.double_quant
             torchao = (card.software.model_extra or {}).get("torchao")

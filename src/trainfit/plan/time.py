@@ -273,6 +273,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    saved_head="lm_head" in lo.modules_to_save, saved_embedding="embed_tokens" in lo.modules_to_save,
                    # prime-rl's unmerged grouped expert adapters (compute.inventory.GROUPED_EXPERT_LORA_BYTES)
                    grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED,
+                   # host syncs in every adapted linear's forward call (prime-rl's MultiLoRALinear)
+                   call_syncs=lo.call_syncs,
                    # transformers < 5: PEFT wraps a MoE family's expert and router linears as modules of their own
                    transformers_v4=transformers_v4_modules(card))
 

@@ -146,6 +146,12 @@ class LoraSection(_Section):
         ExpertAdapters.MERGED, description="merged | grouped: how adapters on routed experts run. merged: PEFT adds"
         " B·A into each expert's weight every forward. grouped: unmerged grouped GEMMs of their own on the routed rows"
         " (prime-rl's MultiLoRAGroupedExperts). Step time only (the memory plan keeps the merged weights); scope lora.")
+    call_syncs: float = Field(
+        0.0, ge=0.0, le=64.0, description="Host-synchronising reads of a device value in every forward call of an"
+        " adapted (non-expert) linear, the recompute's included: the host waits for the GPU to drain its queue each"
+        " time. prime-rl's MultiLoRALinear under its per-layer torch.compile: 2 with grouped GEMMs (the assert on"
+        " offsets[-1] and repeat_interleave without an output size, each a graph break run eagerly), 2 + (2n - 1)"
+        " with the per-adapter loop over n adapters (each slice bound read back). 0: none (PEFT). Step time only.")
     double_quant: bool = Field(True, description="QLoRA: bitsandbytes double quantization.")
     prepare_kbit: KbitPrepare = Field(
         KbitPrepare.NONE, description="QLoRA: none | peft | trl: what cast the non-4-bit parameters after loading."

@@ -1606,6 +1606,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # fp32 copy of the logits its ``forward`` returns (loop.kept_output_dtype fp32)
         card["loop"] = dict(e["loop"]["value"])
         notes.append("loop: " + ", ".join(f"{k} {v}" for k, v in e["loop"]["value"].items()) + " (the entry's loop)")
+    if e["framework"] == "fsdp_qlora":
+        # Answer.AI's train.py starts its ranks with torch.multiprocessing.spawn, which sets no OMP_NUM_THREADS: each
+        # rank's host-side torch ops keep torch's default pool (plan.time.host_one_thread_per_rank)
+        card["loop"] = {**card.get("loop", {}), "launcher": "spawn"}
+        notes.append("loop.launcher spawn: fsdp_qlora's train.py starts its ranks with mp.spawn (AnswerDotAI/fsdp_qlora"
+                     " train.py l.1072 @e877dda5026dfd964cccdb92a4532da587cbdae0), no OMP_NUM_THREADS")
     if e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
         # the fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients of full
         # fine-tuning come with grad_dtype_of's rule above)

@@ -33,6 +33,7 @@ from trainfit.spec.enums import (
     FsdpVersion,
     GradDtype,
     KeptOutputDtype,
+    Launcher,
     LengthProfileName,
     LogprobEntropy,
     LoraDropoutPosition,
@@ -883,6 +884,13 @@ class LoopSection(_Section):
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
         " trainer before 2026-06-15: get_response_lengths compares position_ids[i] == 0 on the GPU for every token, 1)."
         " 0: none.")
+    launcher: Launcher | None = Field(
+        None, description="torchrun | ray | spawn: the process launcher, which sets each rank's OMP_NUM_THREADS, the"
+        " threads of its host-side torch ops (torch's AdamW step and FSDP2's gradient add under FSDP CPU offload):"
+        " torchrun 1 with more than one process a node, ray the actor's CPU allotment (1 by default) on any node,"
+        " spawn (torch.multiprocessing.spawn, e.g. Answer.AI's fsdp_qlora) none, torch's default pool of the host's"
+        " cores. null: ray under the verl, openrlhf, nemo-rl, skyrl, miles and slime presets and for PPO / GRPO"
+        " without a preset, else torchrun (plan.time.host_one_thread_per_rank).")
     launch_blocking: bool = Field(
         False, description="The run sets CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has"
         " finished, so the host's dispatch of each kernel and the kernel itself run one after the other"

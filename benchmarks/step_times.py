@@ -1878,8 +1878,13 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
                          f" step / sequences − the prompt {int(known_prompt or prompt)}"
                          + ("" if known_prompt else ", its published max: a lower bound on the response") + ")")
     if resp_mean is None:
-        notes.append("mean response not published: the card's default distribution below the max")
+        notes.append(DEFAULT_RESPONSE_NOTE)
     return int(prompt), prompt_mean, int(resp_max), resp_mean, notes
+
+
+DEFAULT_RESPONSE_NOTE = "mean response not published: the card's default distribution below the max"
+"""``rl_lengths``' note for an entry without a mean response; ``rollout_section`` drops it where it maps a
+``length_profile`` or a ``response_clip_ratio``, whose own note says how the mean is set."""
 
 
 ROLLOUT_TP_DEFAULTS: dict[str, tuple[int, float, str]] = {
@@ -2026,6 +2031,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                      f" ({d['response_clip_ratio_source']})")
     elif not resp_mean:
         out.update(checkpoint_length_profile(e["model"], model, notes))
+    if "length_profile" in out or "response_clip_ratio" in out:
+        notes = [n for n in notes if n != DEFAULT_RESPONSE_NOTE]
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",

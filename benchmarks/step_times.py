@@ -1682,6 +1682,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # fp32 copy of the logits its ``forward`` returns (loop.kept_output_dtype fp32)
         card["loop"] = dict(e["loop"]["value"])
         notes.append("loop: " + ", ".join(f"{k} {v}" for k, v in e["loop"]["value"].items()) + " (the entry's loop)")
+    if e["framework"] == "fsdp_qlora":
+        # Answer.AI's train.py starts its ranks with torch.multiprocessing.spawn, which sets no OMP_NUM_THREADS: each
+        # rank's host-side torch ops keep torch's default pool (plan.time.host_one_thread_per_rank)
+        card["loop"] = {**card.get("loop", {}), "launcher": "spawn"}
+        notes.append("loop.launcher spawn: fsdp_qlora's train.py starts its ranks with mp.spawn (AnswerDotAI/fsdp_qlora"
+                     " train.py l.1072 @e877dda5026dfd964cccdb92a4532da587cbdae0), no OMP_NUM_THREADS")
     if e["framework"] == "prime-rl" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
         # the fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients of full
         # fine-tuning come with grad_dtype_of's rule above)
@@ -1951,8 +1957,13 @@ def rl_lengths(e: dict[str, Any]) -> tuple[int, int | None, int, int | None, lis
                          f" step / sequences − the prompt {int(known_prompt or prompt)}"
                          + ("" if known_prompt else ", its published max: a lower bound on the response") + ")")
     if resp_mean is None:
-        notes.append("mean response not published: the card's default distribution below the max")
+        notes.append(DEFAULT_RESPONSE_NOTE)
     return int(prompt), prompt_mean, int(resp_max), resp_mean, notes
+
+
+DEFAULT_RESPONSE_NOTE = "mean response not published: the card's default distribution below the max"
+"""``rl_lengths``' note for an entry without a mean response; ``rollout_section`` drops it where it maps a
+``length_profile`` or a ``response_clip_ratio``, whose own note says how the mean is set."""
 
 
 ROLLOUT_TP_DEFAULTS: dict[str, tuple[int, float, str]] = {
@@ -2099,6 +2110,8 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                      f" ({d['response_clip_ratio_source']})")
     elif not resp_mean:
         out.update(checkpoint_length_profile(e["model"], model, notes))
+    if "length_profile" in out or "response_clip_ratio" in out:
+        notes = [n for n in notes if n != DEFAULT_RESPONSE_NOTE]
     if prompt_mean:
         out["prompt_len_mean"] = prompt_mean
     for key in ("gpu_memory_utilization", "max_num_seqs", "max_num_batched_tokens", "weight_sync", "weight_transport",

@@ -20,10 +20,12 @@ CPU per GPU (worker.py l.754-824 @a559688c), and torchrun sets it to 1 for more 
 
 The tensors are one rank's shards of ``--layers`` decoder layers of Qwen3-235B-A22B under FSDP over ``--ranks``
 (64) GPUs with transformers v5's stacked experts: gate_up_proj 128 x 3,072 x 4,096 and down_proj 128 x 4,096 x 1,536
-over the ranks, the attention projections, the router and two norms. Times ``step()`` after a first step that
-creates the states, best of ``--rounds``; prints nanoseconds per parameter and the bytes streamed per second at
-``NOMINAL_BYTES`` per parameter (the parameter, its gradient and two moments read, the parameter and moments
-written, plus the ``sqrt`` and ``div`` temporaries: 20 element reads and writes).
+over the ranks, the four attention projections, the router and the two layer norms (9 tensors a layer, 36 over four
+layers; Qwen3's per-head q_norm / k_norm, 128 elements each, are left out: two more tensors a layer, 0.002 % of the
+elements, whose per-tensor launches this loop does not time). Times ``step()`` after a first step that creates the
+states, best of ``--rounds``; prints nanoseconds per parameter and the bytes streamed per second at
+``NOMINAL_ELEMENT_PASSES`` element reads and writes per parameter (the eight ops' passes listed there, temporaries
+included: 20).
 
 Run: ``python benchmarks/torch_cpu_adamw.py`` (needs torch only; about a minute).
 """

@@ -98,6 +98,20 @@ def test_copy_rates_are_host_copy_rates_and_only_for_fsdp2_cpu_offload():
         assert fsdp2_offload_copy_rates(load_card_dict(other), r, gpus_per_node=8) is None
 
 
+def test_verls_fsdp2_actor_is_not_under_torchs_cpu_offload():
+    # verl never wraps its actor with CPUOffloadPolicy unless fsdp_config.offload_policy is set, which a card cannot
+    # state: its param / optimizer offload moves the state between phases (plan.time.torch_fsdp_cpu_offload)
+    from trainfit.compute.rates import default_rates
+    from trainfit.plan import gpu_of
+    from trainfit.plan.time import fsdp2_offload_copy_rates
+
+    card = load_card_dict({"model": "Qwen/Qwen3-8B", "method": "grpo", "preset": "verl",
+                           "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+                           "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp2",
+                                        "offload": "params_and_optimizer"}})
+    assert fsdp2_offload_copy_rates(card, default_rates(gpu_of(card)), gpus_per_node=8) is None
+
+
 @pytest.mark.parametrize(("weights", "grads", "element_bytes"),
                          [("bf16", None, 2), ("fp32", None, 4), ("fp32", "bf16", 4)])
 def test_host_gradient_is_in_the_sharded_parameters_dtype(weights, grads, element_bytes):
@@ -144,20 +158,23 @@ def test_host_add_runs_on_one_thread():
     from trainfit.compute.offload import ONE_THREAD_ADD_BYTES_PER_S, fsdp2_host_add_bytes_per_s
 
     # 8 ranks of a 200 GB/s host: 25 GB/s each, below one thread's bf16 add (29.9 GB/s measured): the share binds
-    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=25 * GB, element_bytes=2) == 25 * GB
+    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=25 * GB, element_bytes=2, one_thread=True) == 25 * GB
     # 2 ranks (100 GB/s each): one thread binds. A 1 GB gradient shard, one later micro-batch, no reductions, small
     # units (the 10 GB/s staging copy): bf16 1 / 10 + 3 x 1 / 29.9 = 0.1 + 0.100334 = 0.200334 s; fp32
     # 0.1 + 3 / 45.4 = 0.1 + 0.066079 = 0.166079 s
     for element_bytes, seconds in ((2, 0.200334), (4, 0.166079)):
-        add = fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=element_bytes)
+        add = fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=element_bytes,
+                                         one_thread=True)
         s = fsdp2_offload_accumulation_seconds(
             grad_bytes_per_rank=1 * GB, unit_grad_bytes_per_rank=GLIBC_MMAP_THRESHOLD_MAX_BYTES, micro_steps=2,
             pageable_bytes_per_s=10 * GB, first_touch_bytes_per_s=1.4 * GB, host_add_bytes_per_s=add,
             reduce_scatter_s=0.0)
         assert s == pytest.approx(seconds, abs=1e-6)
     assert set(ONE_THREAD_ADD_BYTES_PER_S) == {2.0, 4.0}
+    # a launcher that leaves torch's default pool (torchrun with one process a node): the share alone
+    assert fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=100 * GB, element_bytes=2, one_thread=False) == 100 * GB
     with pytest.raises(ValueError):
-        fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=0.0, element_bytes=2)
+        fsdp2_host_add_bytes_per_s(rank_share_bytes_per_s=0.0, element_bytes=2, one_thread=True)
 
 
 def test_sharded_reductions_take_explicit_keywords_only():

@@ -53,3 +53,16 @@ def test_the_plan_takes_the_ratios_mean():
 def test_the_card_refuses_it_where_the_length_is_otherwise_set_or_it_is_no_share(extra):
     with pytest.raises(CardError, match="response_clip_ratio"):
         load_card_dict(_card(**{"response_clip_ratio": 0.3, **extra}))
+
+
+def test_the_card_refuses_a_one_token_cap_next_to_a_ratio_in_one_line():
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card(response_clip_ratio=0.5, response_len=1))
+    assert "rollout.response_len: 1 with rollout.response_clip_ratio 0.5; allowed: >= 2" in str(err.value)
+    assert "\n" not in str(err.value).strip()
+
+
+def test_the_refusal_next_to_a_mean_writes_null_as_cards_do():
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card(response_clip_ratio=0.3, length_profile="cot"))
+    assert "response_len_mean is null" in str(err.value) and "None" not in str(err.value)

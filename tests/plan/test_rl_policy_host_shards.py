@@ -54,6 +54,34 @@ def test_the_old_logprob_pass_gets_them(monkeypatch):
     assert "old_logprob" in {p.name for p in off.time.phases}
     assert seen and all(v == pytest.approx(25e9) for v in seen.values())
     monkeypatch.setattr(rl_passes, "forward_only_time", real)
-    kept = make_plan(_card(offload="optimizer"))
-    lp = {p.name: p.seconds for p in off.time.phases}["old_logprob"]
-    assert lp > {p.name: p.seconds for p in kept.time.phases}["old_logprob"]
+    # the same card with the copies' rate set to 0: only the term moves
+    monkeypatch.setattr(rl_passes, "_policy_host_shard_bytes_per_s", lambda card, r: 0.0)
+    kept = make_plan(_card())
+    lp = {p.name: p.seconds for p in off.time.phases}
+    without = {p.name: p.seconds for p in kept.time.phases}
+    assert lp["old_logprob"] > without["old_logprob"]
+    assert {k: v for k, v in lp.items() if k != "old_logprob"} == {
+        k: v for k, v in without.items() if k != "old_logprob"}
+
+
+def test_verls_fsdp_actor_copies_nothing():
+    # verl's FSDP workers never wrap the actor with FSDP's CPU offload (plan.time.torch_fsdp_cpu_offload)
+    card = load_card_dict({**_card().model_dump(mode="json", exclude_unset=True), "preset": "verl"})
+    assert rl_passes._policy_host_shard_bytes_per_s(card, RATES) == 0.0
+
+
+def test_a_lora_policys_disabled_adapter_reference_pass_copies_them_too(monkeypatch):
+    # the reference of a LoRA policy is the policy module under disable_adapter(): the same host shards
+    card = load_card_dict({**_card().model_dump(mode="json", exclude_unset=True), "scope": "lora",
+                           "roles": {"reference": "lora_disabled", "kl_coef": 0.001}})
+    seen = []
+    real = rl_passes.forward_only_time
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["host_shard_bytes_per_s"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy)
+    phases = {p.name for p in make_plan(card).time.phases}
+    assert {"old_logprob", "ref_logprob"} <= phases
+    assert len(seen) == 2 and all(v == pytest.approx(25e9) for v in seen)

@@ -243,6 +243,12 @@ decoupled weight decay ``mul_`` 2, ``lerp_`` 3, ``mul_`` 2, ``addcmul_`` 3, ``sq
 ``addcdiv_`` 4."""
 
 
+def torch_cpu_adamw_s_per_param(element_bytes: float) -> float:
+    """One thread's seconds per parameter of torch's single-tensor AdamW step (``TORCH_CPU_ADAMW_S_PER_PARAM``) for
+    ``element_bytes`` elements: the bf16 figure for 2 B and below, the fp32 one otherwise."""
+    return TORCH_CPU_ADAMW_S_PER_PARAM[2.0 if element_bytes <= 2.0 else 4.0]
+
+
 def torch_cpu_adamw_seconds(*, params_per_rank: float, element_bytes: float, ranks_per_node: int,
                             rates: DeviceRates, one_thread: bool) -> float:
     """Host seconds of one ``torch.optim.AdamW`` step on the single-tensor path over each rank's ``params_per_rank``
@@ -254,12 +260,12 @@ def torch_cpu_adamw_seconds(*, params_per_rank: float, element_bytes: float, ran
     ``torch/utils/_foreach_utils.py`` ``_foreach_supported_types = [torch.Tensor]``); ``foreach=True`` on host tensors
     runs the same per-tensor ops behind the list API.
 
-    ``one_thread``: each rank's step runs on one thread, where the launcher sets ``OMP_NUM_THREADS`` (Ray to the
-    worker's CPU allotment, 1 when none is given; SkyRL's trainers ask for one CPU a GPU; torchrun 1 for more than
-    one process a node: ``fsdp2_host_add_bytes_per_s``): ``TORCH_CPU_ADAMW_S_PER_PARAM``, and no faster than
-    ``TORCH_CPU_ADAMW_ELEMENT_PASSES`` element passes at the rank's share of its host's memory bandwidth
-    (``rank_host_memory_bytes_per_s``). Otherwise, or with one rank a node, the rank has torch's default pool (the
-    host's cores; e.g. ``torch.multiprocessing.spawn`` sets no ``OMP_NUM_THREADS``): the memory share alone.
+    ``element_bytes``: the bytes of the elements the step streams, the parameter's, its gradient's and its moments'
+    (4 where an fp32 master copy is stepped). ``one_thread``: each rank's step runs on one thread, as the launcher
+    sets ``OMP_NUM_THREADS`` (``plan.time.host_one_thread_per_rank``): ``torch_cpu_adamw_s_per_param``, and no
+    faster than ``TORCH_CPU_ADAMW_ELEMENT_PASSES`` element passes at the rank's share of its host's memory bandwidth
+    (``rank_host_memory_bytes_per_s``). Otherwise the rank has torch's default pool (the host's cores): the memory
+    share alone.
 
     The same gap was reported against FSDP's CPU offload itself: "using CPUOffload creates 3-10x slowdown due to
     slow cpu optimizer step/update", DeepSpeed's CPU Adam "5-7x faster vs torch.optim.Adam" (pytorch/pytorch issue
@@ -270,10 +276,9 @@ def torch_cpu_adamw_seconds(*, params_per_rank: float, element_bytes: float, ran
     share = rank_host_memory_bytes_per_s(host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
                                          ranks_per_node=ranks_per_node, host_numa_nodes=rates.host_numa_nodes)
     memory_s = params_per_rank * TORCH_CPU_ADAMW_ELEMENT_PASSES * element_bytes / share
-    if ranks_per_node == 1 or not one_thread:
+    if not one_thread:
         return memory_s
-    one_thread = TORCH_CPU_ADAMW_S_PER_PARAM.get(float(element_bytes), TORCH_CPU_ADAMW_S_PER_PARAM[4.0])
-    return max(memory_s, params_per_rank * one_thread)
+    return max(memory_s, params_per_rank * torch_cpu_adamw_s_per_param(element_bytes))
 
 
 def offload_seconds(
@@ -392,22 +397,24 @@ run's host CPU is not this one, and a dedicated server core streams at least as 
 figure."""
 
 
-def fsdp2_host_add_bytes_per_s(*, rank_share_bytes_per_s: float, element_bytes: float) -> float:
-    """Bytes/s of FSDP2's host-side gradient add (``fsdp2_offload_accumulation_seconds``) on one rank: one thread
-    (``ONE_THREAD_ADD_BYTES_PER_S``, the bf16 rate for any element but fp32), and at most the rank's share of its
-    host's memory bandwidth (``rank_host_memory_bytes_per_s``).
+def fsdp2_host_add_bytes_per_s(*, rank_share_bytes_per_s: float, element_bytes: float, one_thread: bool) -> float:
+    """Bytes/s of FSDP2's host-side gradient add (``fsdp2_offload_accumulation_seconds``) on one rank: at most the
+    rank's share of its host's memory bandwidth (``rank_host_memory_bytes_per_s``), and where ``one_thread`` no faster
+    than one thread (``ONE_THREAD_ADD_BYTES_PER_S``, the bf16 rate for any element but fp32).
 
-    One thread because the add is a torch CPU op, whose intra-op pool has ``OMP_NUM_THREADS`` threads, and both
-    launchers of multi-GPU training set that to 1 or to the worker's CPU allotment: Ray, for a worker without it, to
-    the floor of the CPUs the worker was given, 1 when none (ray-project/ray python/ray/_private/utils.py
-    ``set_omp_num_threads_if_unset`` @f0cfdad9e9d7823676609c680034903201203304), and SkyRL's training actors ask for
-    one CPU per GPU (``num_cpus=num_gpus_per_actor``, 1 for a policy on its own GPUs: marin-community/MarinSkyRL
-    skyrl-train/skyrl_train/workers/worker.py l.754-824, trainer.py l.818 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9);
-    torchrun sets it to 1 when a node runs more than one process (torch 2.13.0 torch/distributed/run.py l.872-884)."""
+    ``one_thread``: the add is a torch CPU op, whose intra-op pool has ``OMP_NUM_THREADS`` threads, which the
+    launcher sets (``plan.time.host_one_thread_per_rank``: Ray to the worker's CPU allotment, 1 when none is given,
+    ray-project/ray python/ray/_private/utils.py ``set_omp_num_threads_if_unset``
+    @f0cfdad9e9d7823676609c680034903201203304, and SkyRL's training actors ask for one CPU per GPU,
+    ``num_cpus=num_gpus_per_actor``: marin-community/MarinSkyRL skyrl-train/skyrl_train/workers/worker.py
+    l.754-824, trainer.py l.818 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9; torchrun to 1 when a node runs more than
+    one process, torch 2.13.0 torch/distributed/run.py l.872-884); otherwise torch's default pool, the share alone."""
     if rank_share_bytes_per_s <= 0 or element_bytes <= 0:
         raise ValueError("fsdp2_host_add_bytes_per_s: rates and element bytes > 0")
-    one_thread = ONE_THREAD_ADD_BYTES_PER_S.get(float(element_bytes), ONE_THREAD_ADD_BYTES_PER_S[2.0])
-    return min(rank_share_bytes_per_s, one_thread)
+    if not one_thread:
+        return rank_share_bytes_per_s
+    thread_bytes_per_s = ONE_THREAD_ADD_BYTES_PER_S.get(float(element_bytes), ONE_THREAD_ADD_BYTES_PER_S[2.0])
+    return min(rank_share_bytes_per_s, thread_bytes_per_s)
 
 
 def fsdp2_offload_accumulation_seconds(*, grad_bytes_per_rank: float, unit_grad_bytes_per_rank: float,
@@ -430,8 +437,9 @@ def fsdp2_offload_accumulation_seconds(*, grad_bytes_per_rank: float, unit_grad_
     (``_to_copy`` pins only a non-blocking copy, module docstring), and adds it before the next unit's backward is
     launched. A unit's shard above ``GLIBC_MMAP_THRESHOLD_MAX_BYTES`` is a fresh mapping every time, so its copy
     faults its pages in (``first_touch_bytes_per_s``); a smaller one may reuse heap pages (``pageable_bytes_per_s``).
-    The add streams ``FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE`` per gradient byte at ``host_add_bytes_per_s`` (one
-    thread, at most the rank's share of its host's memory bandwidth: ``fsdp2_host_add_bytes_per_s``).
+    The add streams ``FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE`` per gradient byte at ``host_add_bytes_per_s`` (at
+    most the rank's share of its host's memory bandwidth, and one thread's rate where the launcher sets one:
+    ``fsdp2_host_add_bytes_per_s``).
 
     ``grad_bytes_per_rank``: the rank's gradient shard in its parameters' dtype (the reduce-scatter output is cast
     back to it); ``unit_grad_bytes_per_rank``: one FSDP unit's part of it. Returns 0 for one micro-batch."""

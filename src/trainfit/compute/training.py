@@ -56,6 +56,7 @@ from trainfit.compute.offload import (
     layer_offload_stall_seconds,
     offload_seconds,
     rank_host_memory_bytes_per_s,
+    torch_cpu_adamw_s_per_param,
     torch_cpu_adamw_seconds,
 )
 from trainfit.compute.optimizer_time import OptimizerTime, optimizer_seconds, shard_params
@@ -653,12 +654,24 @@ class OptimizerSpec:
     in_backward: bool = False
 
 
-def torch_cpu_adamw_step(*, strategy: str, optimizer: OptimizerSpec) -> bool:
+def torch_cpu_adamw_step(*, strategy: str, offload: str, optimizer: OptimizerSpec,
+                         torch_cpu_offload: bool = True) -> bool:
     """Whether an offloaded optimizer step is torch's AdamW on the single-tensor path (``offload.
-    torch_cpu_adamw_seconds``): torch FSDP's CPU offload (``fsdp``, ``fsdp_grad_op``, ``hsdp``; DeepSpeed's offload
-    runs its own CPU Adam) of Adam / AdamW built without ``fused=True`` (``impl`` foreach or for_loop)."""
-    return (strategy in ("fsdp", "fsdp_grad_op", "hsdp") and optimizer.name in ("adamw", "adam")
-            and optimizer.impl in ("foreach", "for_loop"))
+    torch_cpu_adamw_seconds``): torch FSDP's CPU offload (``fsdp``, ``fsdp_grad_op``, ``hsdp`` with ``offload``
+    params_and_optimizer, FSDP1 ``CPUOffload(offload_params=True)`` / FSDP2 ``CPUOffloadPolicy``: torch FSDP has no
+    optimizer-only offload; DeepSpeed's offload runs its own CPU Adam) of Adam / AdamW built without ``fused=True``
+    (``impl`` foreach or for_loop). ``torch_cpu_offload`` False: the framework moves the state between phases itself
+    and steps on the GPU instead of wrapping the module with FSDP's offload (``plan.time.torch_fsdp_cpu_offload``:
+    verl's FSDP workers)."""
+    return (torch_cpu_offload and strategy in ("fsdp", "fsdp_grad_op", "hsdp") and offload == "params_and_optimizer"
+            and optimizer.name in ("adamw", "adam") and optimizer.impl in ("foreach", "for_loop"))
+
+
+def torch_cpu_adamw_element_bytes(optimizer: OptimizerSpec) -> float:
+    """Bytes of the elements torch's host AdamW step streams (``offload.torch_cpu_adamw_seconds``): 4 where it steps
+    an fp32 master copy (``master``), else the larger of the parameter's and the states' bytes, as the memory plan
+    holds them."""
+    return 4.0 if optimizer.master else max(optimizer.weight_bytes, optimizer.state_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -718,7 +731,7 @@ def train_step_time(
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
-    fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False,
+    fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -735,8 +748,10 @@ def train_step_time(
     which the data-parallel all-gather moves too), their transpose once per step where ``fp8_param_transpose``
     (TE ``post_all_gather_processing`` on GPUs without non-TN fp8 GEMMs), every micro-step where
     ``fp8_param_transpose_every_micro`` (Megatron-FSDP: after each backward all-gather, ``memory.fp8``);
-    ``host_one_thread``: each rank's host-side torch ops run on one thread (``offload.torch_cpu_adamw_seconds``:
-    a launcher that sets ``OMP_NUM_THREADS``, as Ray does for an RL framework's training actors);
+    ``host_one_thread``: each rank's host-side torch ops (``offload.torch_cpu_adamw_seconds``,
+    ``offload.fsdp2_host_add_bytes_per_s``) run on one thread, as the launcher sets ``OMP_NUM_THREADS``
+    (``plan.time.host_one_thread_per_rank``); ``torch_cpu_offload``: an FSDP ``params_and_optimizer`` offload is
+    torch FSDP's own, whose optimizer steps on the host (``torch_cpu_adamw_step``; False for verl's FSDP workers);
     ``work_cv``: relative spread of one micro-batch's tokens across the data-parallel ranks (variable-length RL
     sequences, ``collectives.micro_batch_token_cv``; 0 for fixed-length training data). The ranks run in lockstep,
     so the slowest rank's device time, with its extra tokens and the per-GPU speed spread
@@ -1125,6 +1140,8 @@ def train_step_time(
     if parallel.offload != "none":
         passes = (3 if gradient_checkpointing else 2) * micro_steps
         ds_zero12 = st in ("zero1", "zero2") and parallel.offload == "optimizer"  # DeepSpeed's own offload path
+        torch_step = torch_cpu_adamw_step(strategy=st, offload=parallel.offload, optimizer=optimizer,
+                                          torch_cpu_offload=torch_cpu_offload)
         off = deepspeed_zero12_offload_seconds(
             params_per_rank=opt_params, tensors_per_rank=trained_tensors / max(1, ranks),
             ranks_per_node=min(ranks, parallel.gpus_per_node), weight_bytes=optimizer.weight_bytes,
@@ -1143,9 +1160,9 @@ def train_step_time(
             # torch FSDP's CPU offload steps the loop's own torch.optim.AdamW on the host: off the fused kernel, the
             # single-tensor path, on one thread a rank where the launcher sets it (offload.torch_cpu_adamw_seconds)
             cpu_step_s=torch_cpu_adamw_seconds(
-                params_per_rank=opt_params, element_bytes=optimizer.weight_bytes,
+                params_per_rank=opt_params, element_bytes=torch_cpu_adamw_element_bytes(optimizer),
                 ranks_per_node=min(ranks, parallel.gpus_per_node), rates=rates, one_thread=host_one_thread,
-            ) if torch_cpu_adamw_step(strategy=st, optimizer=optimizer) else None,
+            ) if torch_step else None,
         )
         off_s = off.exposed_s
         if fsdp2_offload_copy_bytes_per_s is not None and micro_steps > 1 and not held:
@@ -1177,7 +1194,7 @@ def train_step_time(
                     rank_share_bytes_per_s=rank_host_memory_bytes_per_s(
                         host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
                         ranks_per_node=min(ranks, parallel.gpus_per_node), host_numa_nodes=rates.host_numa_nodes),
-                    element_bytes=shard_bytes),
+                    element_bytes=shard_bytes, one_thread=host_one_thread),
                 reduce_scatter_s=rs_s)
             off_s += acc_s
             notes.append(f"FSDP2 CPU offload, {micro_steps} micro-batches: each later one's gradient reduce-scatter,"
@@ -1187,10 +1204,13 @@ def train_step_time(
                          f" {(micro_steps - 1) * reductions_exposed:.2f} s of those micro-batches' reductions the"
                          " collectives had exposed are counted here instead")
         numa = (f", at most one of its {rates.host_numa_nodes} NUMA nodes a rank" if rates.host_numa_nodes > 1 else "")
-        cpu_kind = (f"torch AdamW on the host (single-tensor path{', one thread a rank' if host_one_thread else ''})"
-                    if torch_cpu_adamw_step(strategy=st, optimizer=optimizer) else "CPU Adam")
-        notes.append(f"offload: {cpu_kind} {off.cpu_step_s:.2f} s at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host"
-                     f" memory (shared by the node's ranks{numa}), PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
+        cpu_kind = "torch AdamW on the host (single-tensor path)" if torch_step else "CPU Adam"
+        rate = f"at {rates.host_memory_bytes_per_s / 1e9:.0f} GB/s host memory (shared by the node's ranks{numa})"
+        if torch_step and host_one_thread:
+            per_param_s = torch_cpu_adamw_s_per_param(torch_cpu_adamw_element_bytes(optimizer))
+            if off.cpu_step_s <= opt_params * per_param_s * (1.0 + 1e-9):  # the rank's one thread binds
+                rate = f"at {per_param_s * 1e9:.1f} ns a parameter on one thread a rank"
+        notes.append(f"offload: {cpu_kind} {off.cpu_step_s:.2f} s {rate}, PCIe {rates.pcie_bytes_per_s / 1e9:.0f} GB/s"
                      + ("; DeepSpeed ZeRO-1/2: the fp32 gradient copy down and a host round trip per tensor at the"
                         " boundary exposed, the clip and 16-bit conversion passes on the host" if ds_zero12 else ""))
 

@@ -332,8 +332,8 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
         notes.append(f"rollout.async_mode {ro.async_mode.value}: grpo.async_grpo is not written")
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
             or non_default(card, "rollout.length_profile") or ro.response_clip_ratio is not None:
-        notes.append("rollout.response_len_mean / response_clip_ratio / response_len_shape / length_profile: a property"
-                     " of the task, not a NeMo RL setting")
+        notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_shape /"
+                     " rollout.length_profile: a property of the task, not a NeMo RL setting")
     ref = reference_placement(card)
     if ref not in (RefPlacement.NONE, RefPlacement.HOST_SWAP):
         notes.append(f"roles.reference {ref.value}: NeMo RL keeps the reference's weights in pinned host memory and"

@@ -272,13 +272,19 @@ def _policy_host_shard_bytes_per_s(card: RunCard, r: DeviceRates) -> float:
     it. E.g. MarinSkyRL's ``trainer.policy.fsdp_config.cpu_offload`` -> ``fully_shard(offload_policy=
     CPUOffloadPolicy(pin_memory=True))`` (marin-community/MarinSkyRL skyrl-train/skyrl_train/distributed/
     fsdp_strategy.py l.343-349 @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9), whose policy forward computes the
-    log-probs (the same worker's module)."""
+    log-probs (the same worker's module). Not verl's FSDP actor, which is never wrapped with FSDP's offload
+    (``plan.time.torch_fsdp_cpu_offload``).
+
+    The same module runs the reference pass of a LoRA policy under PEFT's ``disable_adapter()``
+    (``RefPlacement.LORA_DISABLED``), which ``frozen_pass_phases`` charges at this rate too. Not modelled: a PPO
+    critic trained under FSDP's parameter offload copies its own shards in its values pass the same way; that pass
+    keeps its shards on the GPU here."""
     from trainfit.compute.offload import host_copy_bytes_per_s
     from trainfit.methods.roles import train_nodes
-    from trainfit.spec.enums import Offload
+    from trainfit.plan.time import torch_fsdp_cpu_offload
     from trainfit.units import BYTES_PER_DTYPE
 
-    if card.parallel.strategy not in FSDP_STRATEGIES or card.parallel.offload is not Offload.PARAMS_AND_OPTIMIZER:
+    if not torch_fsdp_cpu_offload(card):
         return 0.0
     shard_bytes = BYTES_PER_DTYPE[card.weights_dtype.value]
     rate = host_copy_bytes_per_s(pcie_bytes_per_s=r.pcie_bytes_per_s, host_memory_bytes_per_s=r.host_memory_bytes_per_s,
@@ -519,9 +525,12 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             work_cv=work_cv, data_ranks=dp_ranks,
             # verl's FSDP reference lives in pinned host memory (CPUOffload(offload_params=True)): each unit's shard
             # is copied in before its all-gather, every micro-batch (_reference_host_shard_bytes_per_s); so does a
-            # policy trained under FSDP's parameter offload in its old log-prob pass (_policy_host_shard_bytes_per_s)
-            host_shard_bytes_per_s=(_reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else
-                                    _policy_host_shard_bytes_per_s(card, r) if name == "old_logprob" else 0.0),
+            # policy trained under FSDP's parameter offload in its old log-prob pass and, a LoRA policy with its
+            # adapters disabled, in the reference pass (_policy_host_shard_bytes_per_s)
+            host_shard_bytes_per_s=(
+                _policy_host_shard_bytes_per_s(card, r) if name == "old_logprob"
+                or (name == "ref_logprob" and reference_placement(card) is RefPlacement.LORA_DISABLED)
+                else _reference_host_shard_bytes_per_s(card, r) if name == "ref_logprob" else 0.0),
             # NeMo RL's DTensor modules cast their outputs to fp32, grad or not (compute.fsdp2_output_cast)
             fsdp2_fp32_outputs=nemo_rl_dtensor(card),
             # the reference of a LoRA policy is the policy under PEFT's disable_adapter() (the only reference pass

@@ -47,7 +47,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
-from trainfit.spec.enums import KbitPrepare, Stack, Zero1ParamSync
+from trainfit.spec.enums import KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -127,6 +127,57 @@ def stack_of(card: RunCard) -> Stack:
 def verl_fsdp_workers(card: RunCard) -> bool:
     """The card runs verl's FSDP workers (the verl preset on a torch FSDP strategy), not its Megatron ones."""
     return card.preset == "verl" and card.parallel.strategy in FSDP_STRATEGIES
+
+
+def torch_fsdp_cpu_offload(card: RunCard) -> bool:
+    """Whether the trained module runs under torch FSDP's own CPU offload (FSDP1 ``CPUOffload(offload_params=True)``,
+    FSDP2 ``CPUOffloadPolicy``): an FSDP strategy with ``parallel.offload: params_and_optimizer`` (torch FSDP has no
+    optimizer-only offload), so its shards, gradients and optimizer states live on the host, the training loop's
+    optimizer steps there and every forward copies the shards in. Not verl's FSDP workers: they never wrap the actor
+    with it (``cpu_offload = None if role == "actor"``, FSDP2 ``offload_policy`` only where the actor's
+    ``fsdp_config.offload_policy`` is set, which a card does not state; volcengine/verl verl/workers/fsdp_workers.py
+    l.524-526, l.547-552 @b178a3cd56f58b2d502255daba591e92833930a7): its ``param_offload`` / ``optimizer_offload``
+    move the actor's state between phases and the optimizer steps on the GPU (``plan.rl_offload``)."""
+    par = card.parallel
+    return (par.strategy in FSDP_STRATEGIES and par.offload is Offload.PARAMS_AND_OPTIMIZER
+            and not verl_fsdp_workers(card))
+
+
+RAY_TRAINER_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl", "miles", "slime")
+"""Presets whose training ranks are Ray actors (``host_one_thread_per_rank``)."""
+
+
+def launcher_of(card: RunCard) -> Launcher:
+    """The card's process launcher (``loop.launcher``); unset: Ray under ``RAY_TRAINER_PRESETS`` and for a PPO / GRPO
+    card without a preset (which plans verl's actor), else torchrun (TRL, LLaMA-Factory, ms-swift, a card without a
+    preset)."""
+    if card.loop.launcher is not None:
+        return card.loop.launcher
+    if card.preset in RAY_TRAINER_PRESETS or (card.preset is None and card.method in (Method.PPO, Method.GRPO)):
+        return Launcher.RAY
+    return Launcher.TORCHRUN
+
+
+def host_one_thread_per_rank(card: RunCard, *, ranks_per_node: int) -> bool:
+    """Whether each training rank's host-side torch ops (torch's CPU AdamW under FSDP's CPU offload,
+    ``compute.offload.torch_cpu_adamw_seconds``; FSDP2's host gradient add, ``compute.offload.
+    fsdp2_host_add_bytes_per_s``) run on one thread: torch's intra-op pool has ``OMP_NUM_THREADS`` threads, the
+    host's cores when it is unset, and the launcher (``launcher_of``) decides.
+
+    Ray sets ``OMP_NUM_THREADS`` to the worker's CPU allotment, 1 when none is given, however many actors share the
+    node (ray-project/ray python/ray/_private/utils.py ``set_omp_num_threads_if_unset``
+    @f0cfdad9e9d7823676609c680034903201203304); SkyRL's training actors ask for one CPU a GPU
+    (marin-community/MarinSkyRL skyrl-train/skyrl_train/workers/worker.py l.754-824
+    @a559688ccdfe65e44d9f13ddaaccb57aa8a3b0b9). torchrun sets it to 1 only when a node runs more than one process
+    (torch 2.13.0 torch/distributed/run.py l.872-884): one rank a node keeps the default pool.
+    ``torch.multiprocessing.spawn`` sets none (e.g. AnswerDotAI/fsdp_qlora train.py l.1072
+    @e877dda5026dfd964cccdb92a4532da587cbdae0, ``mp.spawn(fsdp_main, ...)``): the default pool."""
+    if ranks_per_node < 1:
+        raise ValueError("host_one_thread_per_rank: ranks_per_node >= 1")
+    launcher = launcher_of(card)
+    if launcher is Launcher.RAY:
+        return True
+    return launcher is Launcher.TORCHRUN and ranks_per_node > 1
 
 
 def nemo_rl_dtensor_packed(card: RunCard) -> bool:
@@ -709,14 +760,13 @@ def nvlink_gpus_per_node(gpu_id: str, per_node: int, group_gpus: int) -> int:
 
 def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node: int) -> tuple[float, float] | None:
     """(pageable, pageable into freshly allocated memory) bytes/s of one training GPU's blocking gradient copies under
-    FSDP2's CPU offload (an FSDP strategy with ``parallel.fsdp_version`` fsdp2 and ``offload`` params_and_optimizer:
-    torch's ``CPUOffloadPolicy``), every GPU of its node copying at once (``plan.rl_offload.host_copy_rates``;
+    FSDP2's CPU offload (``parallel.fsdp_version`` fsdp2 under ``torch_fsdp_cpu_offload``: torch's
+    ``CPUOffloadPolicy``), every GPU of its node copying at once (``plan.rl_offload.host_copy_rates``;
     ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for any other layout, which is the one
     guard of that term."""
     from trainfit.plan.rl_offload import host_copy_rates
 
-    par = card.parallel
-    if not (par.fsdp2 and par.strategy in FSDP_STRATEGIES and par.offload is Offload.PARAMS_AND_OPTIMIZER):
+    if not (card.parallel.fsdp2 and torch_fsdp_cpu_offload(card)):
         return None
     _, pageable, fresh = host_copy_rates(card, rates, gpu_of(card), gpus_per_node=gpus_per_node)
     return pageable, fresh
@@ -809,11 +859,10 @@ def training_time(
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
         activation_offload_copy_bytes_per_s=off_rate,
         fsdp2_offload_copy_bytes_per_s=fsdp2_offload_copy_rates(card, rates, gpus_per_node=min(ranks, gpus_per_node)),
-        # an RL framework's training ranks are Ray actors (verl, OpenRLHF, SkyRL, NeMo RL), whose OMP_NUM_THREADS Ray
-        # sets to the actor's CPU allotment, 1 when none is given, or torchrun workers (TRL), which it sets to 1: their
-        # host-side optimizer step runs on one thread (offload.torch_cpu_adamw_seconds); an SFT launcher is not known
-        # (torch.multiprocessing.spawn sets none), so those keep torch's default pool
-        host_one_thread=card.method in (Method.PPO, Method.GRPO),
+        # torch FSDP's own CPU offload (not verl's phase moves), and the launcher's OMP_NUM_THREADS for the host-side
+        # torch ops it runs (torch's AdamW step, FSDP2's gradient add): host_one_thread_per_rank
+        torch_cpu_offload=torch_fsdp_cpu_offload(card),
+        host_one_thread=host_one_thread_per_rank(card, ranks_per_node=min(ranks, gpus_per_node)),
         adapter=adapter_of(card, spec), eager_attention=eager, gradient_checkpointing=par.gradient_checkpointing,
         parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,

@@ -33,6 +33,7 @@ from trainfit.spec.enums import (
     FsdpVersion,
     GradDtype,
     KeptOutputDtype,
+    Launcher,
     LengthProfileName,
     LogprobEntropy,
     LoraDropoutPosition,
@@ -900,6 +901,13 @@ class LoopSection(_Section):
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
         " trainer before 2026-06-15: get_response_lengths compares position_ids[i] == 0 on the GPU for every token, 1)."
         " 0: none.")
+    launcher: Launcher | None = Field(
+        None, description="torchrun | ray | spawn: the process launcher, which sets each rank's OMP_NUM_THREADS, the"
+        " threads of its host-side torch ops (torch's AdamW step and FSDP2's gradient add under FSDP CPU offload):"
+        " torchrun 1 with more than one process a node, ray the actor's CPU allotment (1 by default) on any node,"
+        " spawn (torch.multiprocessing.spawn, e.g. Answer.AI's fsdp_qlora) none, torch's default pool of the host's"
+        " cores. null: ray under the verl, openrlhf, nemo-rl, skyrl, miles and slime presets and for PPO / GRPO"
+        " without a preset, else torchrun (plan.time.host_one_thread_per_rank).")
     launch_blocking: bool = Field(
         False, description="The run sets CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has"
         " finished, so the host's dispatch of each kernel and the kernel itself run one after the other"
@@ -1233,8 +1241,11 @@ class RolloutSection(_Section):
     response_clip_ratio: float | None = Field(None, gt=0.0, lt=1.0, description="Share of responses cut at"
         " response_len, as a run logs or publishes it (verl's response_length/clip_ratio; 'x % of samples hit the"
         " cap'): sets the mean of the default exponential shape, 1 + θ(1 − share) with θ = (response_len − 1) /"
-        " −ln(share) (compute.response_lengths.clip_ratio_response_mean), where no mean is published. Refused next"
-        " to response_len_mean, a length_profile other than auto and a response_len_shape other than exponential.")
+        " −ln(share) (compute.response_lengths.clip_ratio_response_mean), where no mean is published. Likely low:"
+        " at a logged run's mean the exponential puts 1.8-3.1x the logged share at the cap (compute.response_lengths:"
+        " 0.529 against 0.170, 0.589 against 0.321), so a share read back through it gives too short a mean. Allowed:"
+        " above 0 and below 1, with response_len >= 2. Refused next to response_len_mean, a length_profile other than"
+        " auto and a response_len_shape other than exponential.")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | shifted_exponential (the same above a floor of compute.response_lengths.SHORTEST_SHARE_OF_MEAN x the mean, read from a published run's length log) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")
@@ -1288,11 +1299,17 @@ class RolloutSection(_Section):
         if self.response_clip_ratio is not None and (
                 self.response_len_mean is not None or self.length_profile is not LengthProfileName.AUTO
                 or self.response_len_shape is not ResponseShape.EXPONENTIAL):
+            mean = "null" if self.response_len_mean is None else self.response_len_mean
             raise ValueError(f"rollout.response_clip_ratio: {self.response_clip_ratio} sets the mean of the exponential"
-                             f" shape; response_len_mean is {self.response_len_mean}, length_profile"
+                             f" shape; response_len_mean is {mean}, length_profile"
                              f" '{self.length_profile.value}', response_len_shape '{self.response_len_shape.value}';"
                              " allowed with it: response_len_mean null, length_profile auto, response_len_shape"
                              " exponential")
+        if self.response_clip_ratio is not None and self.response_len < 2:
+            # one token a response leaves no room below the cap: no exponential has a share there
+            # (compute.response_lengths.clip_ratio_response_mean)
+            raise ValueError(f"rollout.response_len: {self.response_len} with rollout.response_clip_ratio"
+                             f" {self.response_clip_ratio}; allowed: >= 2")
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")

@@ -573,6 +573,18 @@ class PipelineSchedule(StrEnum):
     INTERLEAVED = "interleaved"
 
 
+class Launcher(StrEnum):
+    """The process launcher of the training ranks (``loop.launcher``), which sets each rank's ``OMP_NUM_THREADS``:
+    the threads of its host-side torch ops (``plan.time.host_one_thread_per_rank``)."""
+
+    TORCHRUN = "torchrun"
+    """torchrun / ``torch.distributed.run`` (and the launchers built on it): 1 with more than one process a node."""
+    RAY = "ray"
+    """Ray actors: the actor's CPU allotment, 1 when none is given, however many share the node."""
+    SPAWN = "spawn"
+    """``torch.multiprocessing.spawn`` from the script itself: none set, torch's default pool (the host's cores)."""
+
+
 class KeptOutputDtype(StrEnum):
     """The dtype of the logits a loop keeps through backward (``loop.keeps_output_through_backward``)."""
 

@@ -105,3 +105,15 @@ def test_padded_decode_attention_stays_under_the_kv_read_on_an_h100():
                 weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
     assert ds.decode_step_seconds(**args, decode_attention_rows=64).total_s == pytest.approx(
         ds.decode_step_seconds(**args).total_s)
+
+
+def test_replicated_kv_heads_each_pad_their_own_tile():
+    spec = from_catalog("Qwen/Qwen2.5-7B-Instruct")  # 28 query heads, 4 KV heads
+    assert spec.num_kv_heads == 4
+    args = dict(spec=spec, matmul_params=matmul_params(spec), rates=H20, tp=8, batch=1, context_tokens=10000,
+                weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
+    plain = ds.decode_step_seconds(**args)
+    padded = ds.decode_step_seconds(**args, decode_attention_rows=64)
+    per_rank = 4.0 * spec.num_layers * args["context_tokens"] * spec.head_dim * 64  # one KV head, one tile a rank
+    plain_rank = 4.0 * spec.num_layers * args["context_tokens"] * spec.q_dim / 8
+    assert padded.compute_s - plain.compute_s == pytest.approx((per_rank - plain_rank) / H20.matmul_flops_per_s)

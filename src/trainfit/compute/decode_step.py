@@ -1085,9 +1085,10 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     moe_hbm = fused_moe_read_bytes_per_s(rates, expert_bytes_per_param=expert_bytes_per_param)
     rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
     state = linear_state_step_bytes(spec, tp=tp)
-    # the decode kernel's query rows: the tile's padded rows per KV head where it pads (``fa3_decode_query_rows``)
-    attention_query_dim = (spec.num_kv_heads * spec.head_dim * max(decode_attention_rows, spec.num_attention_heads
-                                                                    // max(1, spec.num_kv_heads))
+    # the decode kernel's query rows: the tile's padded rows per KV head where it pads (``fa3_decode_query_rows``),
+    # over every rank's KV heads (vLLM replicates them when ``tp`` exceeds their number: each rank one tile a token)
+    attention_query_dim = (max(spec.num_kv_heads, tp) * spec.head_dim
+                           * max(decode_attention_rows, spec.num_attention_heads // max(spec.num_kv_heads, tp))
                            if decode_attention_rows else spec.q_dim)
     return _StepModel(
         bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / moe_hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,

@@ -611,7 +611,13 @@ weights'. A published check on the same card and model shape, not a fit: sgl-pro
 (2025-04-22), QwQ-32B (Qwen2.5-32B shapes, 40 query / 8 KV heads) at TP 4 on H20, 64 requests at 12,000 input
 tokens: 908 tok/s with the FlashAttention-3 backend against 2,014 with FlashInfer (0.45x); this step's device time
 at that batch and context gives 1,060 against 2,692 tok/s (0.39x) with a 128-row tile, against no padding.
-Not modelled: a step that carries a prefill chunk beside its decodes (chunked prefill) runs the varlen kernel at
+Which tile the scored runs had: verl at the practice table's date pins ``vllm>=0.7.3,<=0.9.1`` (setup.py l.51
+@2633140a73be8b6c244910c3fbbd021a43920344) and names ``app-verl0.5-vllm0.9.1`` its image (docs/start/install.rst
+l.66, same commit); the fork's commit 8798f27777fb57f447070301bf33a9f9c607f491 (2025-04-25, which vLLM builds pin)
+already holds the 64-row change, so 64 rows. A sensitivity check, not adopted (a release before the change, or every
+step at 128 rows): the Qwen3-14B-Base generation phases land at -8..-9 %, the generation subset's median 17.9 ->
+15.4 %, but the one-step-off Qwen2.5-Math-7B rows (no published mean) +43 / +24 % -> +73 / +51 %, beyond 50 %: 48 ->
+51. Not modelled: a step that carries a prefill chunk beside its decodes (chunked prefill) runs the varlen kernel at
 ``max_seqlen_q`` above 64 and its 128-row tile; other head dims (other tiles), FlashAttention-2 cards (16-row MMA
 tiles, under the KV read), SGLang and V0 engines (their backends differ by release).
 Measured (``benchmarks/step_times.py``, against the tree without it; only H20 rows move): the DAPO Qwen3-14B-Base

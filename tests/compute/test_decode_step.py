@@ -71,3 +71,49 @@ def test_an_eager_v1_step_of_a_dense_model_launches_at_the_measured_price():
     kernels = ds.decode_kernels(spec, tp=1)
     assert v1.launch_s == pytest.approx(kernels * rt.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED)
     assert v0.launch_s == pytest.approx(kernels * HOST_S_PER_FORWARD_KERNEL)
+
+
+H20 = default_rates(resolve_gpu("h20"))
+QWEN3_14B = from_catalog("Qwen/Qwen3-14B")
+
+
+def test_fa3_decode_pads_a_kv_heads_query_group_to_the_tile_on_hopper():
+    assert QWEN3_14B.head_dim == 128 and QWEN3_14B.num_attention_heads // QWEN3_14B.num_kv_heads == 5
+    assert ds.fa3_decode_query_rows(QWEN3_14B, compute_capability="9.0") == ds.FA3_DECODE_TILE_ROWS == 64
+    assert ds.fa3_decode_query_rows(QWEN3_14B, compute_capability="8.0") == 0  # FlashAttention-2 off Hopper
+    assert ds.fa3_decode_query_rows(QWEN3_14B, compute_capability=None) == 0
+    assert ds.fa3_decode_query_rows(from_catalog("deepseek-ai/DeepSeek-V3"), compute_capability="9.0") == 0  # MLA
+
+
+def test_padded_decode_attention_prices_the_tiles_rows_not_the_query_heads():
+    spec = QWEN3_14B
+    args = dict(spec=spec, matmul_params=matmul_params(spec), rates=H20, tp=4, batch=256, context_tokens=256 * 8000,
+                weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
+    plain = ds.decode_step_seconds(**args)
+    padded = ds.decode_step_seconds(**args, decode_attention_rows=64)
+    attention_flops = 4.0 * spec.num_layers * args["context_tokens"]
+    added = attention_flops * spec.head_dim * spec.num_kv_heads * (64 - 5) / (H20.matmul_flops_per_s * 4)
+    assert padded.compute_s - plain.compute_s == pytest.approx(added, rel=1e-9)
+    # on the H20 (148 TFLOP/s against 4 TB/s) the padded tiles outrun the KV read at long context: compute-bound
+    assert padded.compute_s > padded.bandwidth_s > plain.compute_s
+    assert padded.total_s > plain.total_s * 1.3
+
+
+def test_padded_decode_attention_stays_under_the_kv_read_on_an_h100():
+    spec = QWEN3_14B
+    args = dict(spec=spec, matmul_params=matmul_params(spec), rates=H100, tp=4, batch=64, context_tokens=64 * 8000,
+                weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
+    assert ds.decode_step_seconds(**args, decode_attention_rows=64).total_s == pytest.approx(
+        ds.decode_step_seconds(**args).total_s)
+
+
+def test_replicated_kv_heads_each_pad_their_own_tile():
+    spec = from_catalog("Qwen/Qwen2.5-7B-Instruct")  # 28 query heads, 4 KV heads
+    assert spec.num_kv_heads == 4
+    args = dict(spec=spec, matmul_params=matmul_params(spec), rates=H20, tp=8, batch=1, context_tokens=10000,
+                weight_bytes=total_params(spec) * 2.0, kv_bytes_per_token=2.0 * spec.num_layers * spec.kv_dim * 2)
+    plain = ds.decode_step_seconds(**args)
+    padded = ds.decode_step_seconds(**args, decode_attention_rows=64)
+    per_rank = 4.0 * spec.num_layers * args["context_tokens"] * spec.head_dim * 64  # one KV head, one tile a rank
+    plain_rank = 4.0 * spec.num_layers * args["context_tokens"] * spec.q_dim / 8
+    assert padded.compute_s - plain.compute_s == pytest.approx((per_rank - plain_rank) / H20.matmul_flops_per_s)

@@ -482,3 +482,14 @@ def test_eight_engines_wait_longer_than_one_engine_with_the_same_share():
 def test_a_streaming_rollout_keeps_the_typical_engines_draws():
     kw = dict(samples_per_prompt=1, response_len_mean=168.0, response_len_max=1024, streaming=True)
     assert _run(prompts=512, engines=8, **kw).decode_s == pytest.approx(_run(prompts=64, engines=1, **kw).decode_s)
+
+
+def test_long_responses_on_an_h20_take_longer_with_fa3s_padded_decode_attention():
+    h20 = default_rates(resolve_gpu("h20"))
+    spec = from_catalog("Qwen/Qwen3-14B")
+    kw = dict(spec=spec, rates=h20, tp=4, max_num_seqs=512, prompts=64, samples_per_prompt=16, prompt_len=256,
+              response_len_max=16384, response_len_mean=4000)
+    plain, padded = _run(**kw), _run(**kw, decode_attention_rows=64)
+    assert padded.total_s > 1.2 * plain.total_s
+    short = dict(kw, response_len_max=1024, response_len_mean=300)  # short contexts: the KV work is small
+    assert _run(**short, decode_attention_rows=64).total_s < 1.1 * _run(**short).total_s

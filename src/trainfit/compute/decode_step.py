@@ -5,6 +5,8 @@ One decode step over ``B`` running sequences holding ``T`` context tokens (Pope 
 
     bandwidth = (rank weight bytes + T·kv_bytes_per_token/tp + B·(kv_bytes_per_token/tp + state)) / hbm_bytes_per_s
     compute   = (B·2·N + T·4·q_dim·full_attention_layers) / (matmul_flops_per_s · tp)
+                (vLLM's FlashAttention-3 decode on Hopper: q_dim -> kv_heads·head_dim·max(heads/kv_heads, 64),
+                 "Padded decode attention" below)
     comm      = 2·layers · all_reduce(B·hidden·2 bytes)                               (0 when tp = 1)
     launch    = eager: decode_kernels(spec, tp)·eager_s_per_kernel_of(rates, engine, spec=spec)   (layers x
                        kernels per layer; the engine's measured price within its scope, else
@@ -595,6 +597,37 @@ frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 h
   against 7.68 / 7.72 ms at 100 requests/s. That is 0.3-0.4 ms a step over 28 layers, about 13 us a layer exposed;
   the benchmark's GPU is not stated. This would add 3-6 % to the CUDA-graph steps of vLLM releases whose decode
   replays piecewise graphs. It is not applied because the card does not say the engine's release or graph mode.
+
+**Padded decode attention** (``fa3_decode_query_rows``, ``FA3_DECODE_TILE_ROWS``; the plan passes it for vLLM V1
+engines). vLLM's FlashAttention backend runs FlashAttention-3 on Hopper. Its decode packs the query heads that share
+a KV head into the rows of one tile (``pack_gqa``) and the warpgroup MMA computes the whole tile: 64 rows at head dim
+128 since vllm-project/flash-attention PR #63 (hopper/heuristics.h ``use_one_mma_wg``, hopper/tile_size.h
+@13d0fd9cc276cb666afc88373e2d81449acdc749), 128 before. A group of 5-8 query heads per KV head thus costs 64 rows of
+``4·head_dim`` FLOPs per context token and KV head, 8-13x its own: 64 FLOPs per byte of bf16 KV read. An H100
+(about 790 TFLOP/s against 3 TB/s) hides that under the KV read; an H20 (142 TFLOP/s measured against 3.6 TB/s, 39
+FLOPs per byte) does not, and long-context decode on it turns compute-bound on attention. The step keeps one roofline
+(``max(bandwidth, compute)`` over the whole step), so the padded FLOPs add to the GEMMs' and the KV bytes to the
+weights'. A published check on the same card and model shape, not a fit: sgl-project/sglang issue #5630
+(2025-04-22), QwQ-32B (Qwen2.5-32B shapes, 40 query / 8 KV heads) at TP 4 on H20, 64 requests at 12,000 input
+tokens: 908 tok/s with the FlashAttention-3 backend against 2,014 with FlashInfer (0.45x); this step's device time
+at that batch and context gives 1,060 against 2,692 tok/s (0.39x) with a 128-row tile, against no padding.
+Which tile the scored runs had: verl at the practice table's date pins ``vllm>=0.7.3,<=0.9.1`` (setup.py l.51
+@2633140a73be8b6c244910c3fbbd021a43920344) and names ``app-verl0.5-vllm0.9.1`` its image (docs/start/install.rst
+l.66, same commit); the fork's commit 8798f27777fb57f447070301bf33a9f9c607f491 (2025-04-25, which vLLM builds pin)
+already holds the 64-row change, so 64 rows. A sensitivity check, not adopted (a release before the change, or every
+step at 128 rows): the Qwen3-14B-Base generation phases land at -8..-9 %, the generation subset's median 17.9 ->
+15.4 %, but the one-step-off Qwen2.5-Math-7B rows (no published mean) +43 / +24 % -> +73 / +51 %, beyond 50 %: 48 ->
+51. Not modelled: a step that carries a prefill chunk beside its decodes (chunked prefill) runs the varlen kernel at
+``max_seqlen_q`` above 64 and its 128-row tile; other head dims (other tiles), FlashAttention-2 cards (16-row MMA
+tiles, under the KV read), SGLang and V0 engines (their backends differ by release).
+Measured (``benchmarks/step_times.py``, against the tree without it; only H20 rows move): the DAPO Qwen3-14B-Base
+generation phases on 32 H20 -41..-44 % -> -26..-30 % and their steps -26..-28 % -> -16..-18 %; Qwen2.5-32B
+generation -58..-66 % -> -54..-63 % (still short, unexplained); Qwen2.5-14B (~770-token responses) -8 / -3 % ->
+-1 / +5 %; verl's one-step-off Qwen2.5-Math-7B H20 generation +43 -> +56 % (split FSDP2) and +24 -> +36 % (Megatron),
+rows without a published mean response whose plan already ran long on the default length profile; fully-async
+retool 7B -26 -> -18 %. Subset medians: generation 17.9 -> 17.9 %, RL step 14.5 -> 14.5 %, rows without a published
+mean 21.5 -> 21.2 % (beyond 50 %: 10 -> 11, the one-step-off FSDP2 row); all rows 10.15 -> 10.16 % (48 -> 49 beyond
+50 %).
 """
 
 from __future__ import annotations
@@ -623,6 +656,29 @@ next kernel's launch and the previous one's teardown): about 1.3 us per kernel o
 (Spector, Juravsky et al., Hazy Research, "Look Ma, No Bubbles! Designing a Low-Latency Megakernel for
 Llama-1B", https://hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles, 2025-05-27, read 2026-12-02 through
 its summary at https://mlops.substack.com/p/one-megakernel-to-rule-llama-1b). Module docstring: "Kernel gaps"."""
+
+
+FA3_DECODE_TILE_ROWS = 64
+"""Query rows of one FlashAttention-3 decode tile on Hopper (compute capability 9.x) at head dim 128: the kernel packs
+a KV head's query heads into the tile's M dimension (``pack_gqa``, always on for varlen queries, ``should_pack_gqa``
+in hopper/heuristics.h) and the warpgroup MMA computes the whole tile, so a decode token's attention costs
+``FA3_DECODE_TILE_ROWS`` query rows per KV head whatever the group size. 64 since vLLM's fork ran decode batches on
+one MMA warpgroup (``use_one_mma_wg``: ``seqlen_q x heads/kv_heads <= 64`` at head dim 128 -> ``kBlockM`` 64 in
+hopper/tile_size.h ``tile_size_fwd_sm90``; 128 before: vllm-project/flash-attention PR #63, 'reduce wasted compute
+(i.e. use kBlockM == 64 instead of 128)', hopper/heuristics.h and hopper/tile_size.h
+@13d0fd9cc276cb666afc88373e2d81449acdc749, 2025-04-21). Module docstring: "Padded decode attention"."""
+
+
+def fa3_decode_query_rows(spec: ModelSpec, *, compute_capability: str | None) -> int:
+    """Query rows per KV head that vLLM's FlashAttention-3 decode kernel computes for one token of context
+    (``FA3_DECODE_TILE_ROWS`` when the tile pads the packed query heads: a Hopper card, head dim 128, softmax
+    attention without a latent KV, fewer query heads per KV head than the tile holds); 0 where the padding is not
+    modelled (other architectures run FlashAttention-2 or other backends, other head dims other tiles, MLA its own
+    kernels): the step then prices attention at its query heads' FLOPs."""
+    if (compute_capability or "").partition(".")[0] != "9" or spec.mla is not None or spec.head_dim != 128:
+        return 0
+    group = spec.num_attention_heads // max(1, spec.num_kv_heads)
+    return FA3_DECODE_TILE_ROWS if group < FA3_DECODE_TILE_ROWS else 0
 
 
 def eager_s_per_kernel_of(rates: DeviceRates, engine: RolloutEngine | str = RolloutEngine.VLLM, *,
@@ -996,7 +1052,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 linear_flops_per_s: float | None = None, engine_generation: str = "v1",
                 cumulative_outputs: bool | None = None, overlap_schedule: bool = False,
                 cuda_graph_max_batch: int | None = None,
-                eager_s_per_kernel: float | None = None) -> _StepModel:
+                eager_s_per_kernel: float | None = None,
+                decode_attention_rows: int = 0) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -1034,9 +1091,14 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     moe_hbm = fused_moe_read_bytes_per_s(rates, expert_bytes_per_param=expert_bytes_per_param)
     rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
     state = linear_state_step_bytes(spec, tp=tp)
+    # the decode kernel's query rows: the tile's padded rows per KV head where it pads (``fa3_decode_query_rows``),
+    # over every rank's KV heads (vLLM replicates them when ``tp`` exceeds their number: each rank one tile a token)
+    attention_query_dim = (max(spec.num_kv_heads, tp) * spec.head_dim
+                           * max(decode_attention_rows, spec.num_attention_heads // max(spec.num_kv_heads, tp))
+                           if decode_attention_rows else spec.q_dim)
     return _StepModel(
         bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / moe_hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,
-        fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * spec.q_dim * spec.num_full_attention_layers / flops,
+        fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * attention_query_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
         ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
         launch=(rates.host_s_per_forward_kernel if cuda_graphs
@@ -1128,12 +1190,14 @@ def decode_step_seconds(
     rank_bytes: float | None = None, expert_bytes_per_param: float = ACTIVATION_BYTES,
     linear_flops_per_s: float | None = None, engine_generation: str = "v1", cumulative_outputs: bool | None = None,
     overlap_schedule: bool = False, cuda_graph_max_batch: int | None = None,
-    eager_s_per_kernel: float | None = None,
+    eager_s_per_kernel: float | None = None, decode_attention_rows: int = 0,
 ) -> DecodeStep:
     """One decode step of ``batch`` sequences holding ``context_tokens`` tokens of KV in all (module docstring);
     ``link``: the tensor-parallel group's link when it spans nodes (``tp_link``); ``engine_multiprocess``:
     False when the engine core runs in the caller's process (the frontend's host work adds to the step). A host
-    constant left None is ``rates``' (``_step_model``)."""
+    constant left None is ``rates``' (``_step_model``). ``decode_attention_rows``: query rows per KV head the decode
+    attention kernel computes (``fa3_decode_query_rows``; 0: the query heads alone, module docstring "Padded decode
+    attention")."""
     m = _step_model(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp, weight_bytes=weight_bytes,
                     kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=cuda_graphs,
                     engine_s_per_step=engine_s_per_step, tp_all_reduce_latency_s=tp_all_reduce_latency_s,
@@ -1141,7 +1205,8 @@ def decode_step_seconds(
                     rank_bytes=rank_bytes, expert_bytes_per_param=expert_bytes_per_param,
                     linear_flops_per_s=linear_flops_per_s, engine_generation=engine_generation,
                     cumulative_outputs=cumulative_outputs, overlap_schedule=overlap_schedule,
-                    cuda_graph_max_batch=cuda_graph_max_batch, eager_s_per_kernel=eager_s_per_kernel)
+                    cuda_graph_max_batch=cuda_graph_max_batch, eager_s_per_kernel=eager_s_per_kernel,
+                    decode_attention_rows=decode_attention_rows)
     bw, fl, cm, ln = m.parts(batch, context_tokens)
     return DecodeStep(bandwidth_s=bw, compute_s=fl, comm_s=cm, launch_s=ln, engine_s=m.core(batch),
                       frontend_s=m.frontend(batch), total_s=m.seconds(batch, context_tokens),

@@ -184,6 +184,7 @@ def generation_time(
     overlap_schedule: bool = False,
     cuda_graph_max_batch: int | None = None,
     eager_s_per_kernel: float | None = None,
+    decode_attention_rows: int = 0,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -215,6 +216,8 @@ def generation_time(
     every batch) (``decode_step``); ``eager_s_per_kernel``: the host's cost per kernel of an eager step (None:
     vLLM's, ``decode_step.eager_s_per_kernel_of(rates, spec=spec, engine_generation=engine_generation)``; the plan
     passes the engine's, ``eager_s_per_kernel_of(rates, engine, spec=spec, engine_generation=...)``).
+    ``decode_attention_rows``: query rows per KV head the engine's decode attention kernel computes for each token of
+    context (``decode_step.fa3_decode_query_rows``: vLLM's FlashAttention-3 tile on Hopper; 0: the query heads alone).
     ``engines`` > 1: the decode is the slowest engine's, the one holding the batch's longest response (module
     docstring, "The slowest engine"); ``response_len_mean_used`` and ``generated_tokens`` stay the typical engine's.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
@@ -257,7 +260,7 @@ def generation_time(
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
                        overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
-                       eager_s_per_kernel=eager_s_per_kernel)
+                       eager_s_per_kernel=eager_s_per_kernel, decode_attention_rows=decode_attention_rows)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,

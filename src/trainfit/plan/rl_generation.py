@@ -122,7 +122,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         return hybrid_generation_phase(card, spec, gpu, r)
     if rollout is None or not rollout.engine_fits:
         return None
-    from trainfit.compute.decode_step import eager_s_per_kernel_of, tp_link
+    from trainfit.compute.decode_step import eager_s_per_kernel_of, fa3_decode_query_rows, tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
 
@@ -144,6 +144,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
             r, ro.engine, spec=spec,
             engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1"),
         **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
+        decode_attention_rows=(fa3_decode_query_rows(spec, compute_capability=r.compute_capability)
+                               if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,

@@ -538,20 +538,23 @@ def verl_offload_pin_note(card: RunCard) -> str | None:
     return None
 
 
-def verl_fsdp_split_actor_offload(card: RunCard) -> Offload:
-    """The actor offload verl's FSDP workers run on a split placement (``parallel.offload``: the actor's
-    ``fsdp_config.param_offload`` / ``optimizer_offload``), which ``methods.rl.trainer_offload_of`` reads as none there
-    (no engine shares the GPUs). verl runs it all the same: ``update_actor`` loads the parameter shard and the
-    optimizer state before ``update_policy`` and offloads them after it, ``compute_log_prob`` loads and offloads the
-    shard (volcengine/verl verl/workers/fsdp_workers.py l.893-898, l.928-932, l.993-994, l.1033-1034
-    @b178a3cd56f58b2d502255daba591e92833930a7;
-    the engine workers through ``BaseEngineCtx._context_switch``, verl-project/verl verl/workers/engine/base.py
-    l.314-336 @040a28659773fd58eac91cc006d255826c6da03a), and AdamW steps on the GPU (``plan.time.step_offload_of``).
-    Offload.NONE for any other card, a colocated one (``rollout.trainer_offload`` prices it) included."""
+def verl_fsdp_actor_offload(card: RunCard) -> Offload:
+    """The actor offload verl's FSDP workers run under ``parallel.offload`` (the actor's ``fsdp_config.param_offload``
+    / ``optimizer_offload``) where ``methods.rl.trainer_offload_of`` reads none: a split placement (no engine shares
+    the GPUs), or a colocated card that leaves ``rollout.trainer_offload`` unset. verl runs it all the same:
+    ``update_actor`` loads the parameter shard and the optimizer state before ``update_policy`` and offloads them
+    after it, ``compute_log_prob`` loads and offloads the shard (volcengine/verl verl/workers/fsdp_workers.py
+    l.893-898, l.928-932, l.993-994, l.1033-1034 @b178a3cd56f58b2d502255daba591e92833930a7; the engine workers
+    through ``BaseEngineCtx._context_switch``, verl-project/verl verl/workers/engine/base.py l.314-336
+    @040a28659773fd58eac91cc006d255826c6da03a), and AdamW steps on the GPU (``plan.time.step_offload_of``).
+    Offload.NONE for any other card, and where ``rollout.trainer_offload`` is set on a colocated card (it prices
+    the trips then)."""
     from trainfit.plan.time import verl_fsdp_workers
     from trainfit.spec.enums import Offload, Placement
 
-    if not verl_fsdp_workers(card) or card.rollout.placement is Placement.COLOCATE:
+    if not verl_fsdp_workers(card):
+        return Offload.NONE
+    if card.rollout.placement is Placement.COLOCATE and card.rollout.trainer_offload is not None:
         return Offload.NONE
     return card.parallel.offload
 
@@ -581,7 +584,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
 
     FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``; under ``hsdp``
     the shard of its group, ``fsdp_state_shard_ranks``). On a split placement verl's FSDP actor makes the same trips
-    under ``parallel.offload`` (``verl_fsdp_split_actor_offload``), less the sync's weights trip, which the
+    under ``parallel.offload`` (``verl_fsdp_actor_offload``, as a colocated one without ``rollout.trainer_offload``
+    does), less the sync's weights trip, which the
     checkpoint engine's export staging prices (``plan.rl_sync``).
 
     Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
@@ -597,12 +601,13 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     weights of verl's Megatron offload under a ``software.verl`` pin before 0.8 (``verl_megatron_fresh_host_weights``):
     to the host into fresh pages, back from pinned memory. None when nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
-    from trainfit.spec.enums import Offload
+    from trainfit.spec.enums import Offload, Placement
 
     mode, _ = trainer_offload_of(card)
-    split_actor = mode is Offload.NONE and verl_fsdp_split_actor_offload(card) is not Offload.NONE
-    if split_actor:
-        mode = verl_fsdp_split_actor_offload(card)
+    split_actor = False  # verl's split FSDP actor: the sync's weights trip is the export's staging (plan.rl_sync)
+    if mode is Offload.NONE and verl_fsdp_actor_offload(card) is not Offload.NONE:
+        mode = verl_fsdp_actor_offload(card)
+        split_actor = card.rollout.placement is not Placement.COLOCATE
     if mode is Offload.NONE and nemo_rl_logprob_optimizer_trip(card):
         # not colocated, before NeMo RL 0.5: the log-prob call's offload_before_refit, back in prepare_for_training
         return _state_trip_phase(card, r, pinned_bytes=0.0,

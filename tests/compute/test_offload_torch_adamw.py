@@ -128,10 +128,12 @@ def test_an_fsdp_offload_card_without_the_fused_kernel_pays_the_host_loop():
 
 def test_verls_fsdp_actor_steps_on_the_gpu_not_torchs_host_loop():
     # verl never wraps its actor with FSDP's CPU offload (plan.time.torch_fsdp_cpu_offload): its param / optimizer
-    # offload moves the state between phases, so foreach and fused plan alike and no note names torch's host loop
+    # offload moves the state between phases and AdamW steps on the GPU (plan.time.step_offload_of), so foreach and
+    # fused differ only by the GPU step's kernels (milliseconds, not the host loop's seconds) and no note names a host
+    # optimizer
     fused, loop = _offload_plan("fused", "grpo", preset="verl"), _offload_plan("foreach", "grpo", preset="verl")
-    assert loop.step_seconds == pytest.approx(fused.step_seconds, rel=1e-12)
-    assert "torch AdamW on the host" not in " ".join(loop.time.assumptions)
+    assert 0.0 <= loop.step_seconds - fused.step_seconds < 0.05
+    assert not any(n.startswith("offload: ") for n in loop.time.assumptions)
 
 
 def test_an_optimizer_only_offload_is_not_torchs_host_loop():

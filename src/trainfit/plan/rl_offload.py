@@ -538,6 +538,27 @@ def verl_offload_pin_note(card: RunCard) -> str | None:
     return None
 
 
+def verl_fsdp_actor_offload(card: RunCard) -> Offload:
+    """The actor offload verl's FSDP workers run under ``parallel.offload`` (the actor's ``fsdp_config.param_offload``
+    / ``optimizer_offload``) where ``methods.rl.trainer_offload_of`` reads none: a split placement (no engine shares
+    the GPUs), or a colocated card that leaves ``rollout.trainer_offload`` unset. verl runs it all the same:
+    ``update_actor`` loads the parameter shard and the optimizer state before ``update_policy`` and offloads them
+    after it, ``compute_log_prob`` loads and offloads the shard (volcengine/verl verl/workers/fsdp_workers.py
+    l.893-898, l.928-932, l.993-994, l.1033-1034 @b178a3cd56f58b2d502255daba591e92833930a7; the engine workers
+    through ``BaseEngineCtx._context_switch``, verl-project/verl verl/workers/engine/base.py l.314-336
+    @040a28659773fd58eac91cc006d255826c6da03a), and AdamW steps on the GPU (``plan.time.step_offload_of``).
+    Offload.NONE for any other card, and where ``rollout.trainer_offload`` is set on a colocated card (it prices
+    the trips then)."""
+    from trainfit.plan.time import verl_fsdp_workers
+    from trainfit.spec.enums import Offload, Placement
+
+    if not verl_fsdp_workers(card):
+        return Offload.NONE
+    if card.rollout.placement is Placement.COLOCATE and card.rollout.trainer_offload is not None:
+        return Offload.NONE
+    return card.parallel.offload
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
@@ -562,7 +583,10 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     629-633 @b9873ee98f5ee513a460a7a41623262ac4a831e9, lines 432-435 and 454-456 @b178a3cd).
 
     FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``; under ``hsdp``
-    the shard of its group, ``fsdp_state_shard_ranks``).
+    the shard of its group, ``fsdp_state_shard_ranks``). On a split placement verl's FSDP actor makes the same trips
+    under ``parallel.offload`` (``verl_fsdp_actor_offload``, as a colocated one without ``rollout.trainer_offload``
+    does), less the sync's weights trip, which the
+    checkpoint engine's export staging prices (``plan.rl_sync``).
 
     Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
     link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
@@ -577,9 +601,13 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     weights of verl's Megatron offload under a ``software.verl`` pin before 0.8 (``verl_megatron_fresh_host_weights``):
     to the host into fresh pages, back from pinned memory. None when nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
-    from trainfit.spec.enums import Offload
+    from trainfit.spec.enums import Offload, Placement
 
     mode, _ = trainer_offload_of(card)
+    split_actor = False  # verl's split FSDP actor: the sync's weights trip is the export's staging (plan.rl_sync)
+    if mode is Offload.NONE and verl_fsdp_actor_offload(card) is not Offload.NONE:
+        mode = verl_fsdp_actor_offload(card)
+        split_actor = card.rollout.placement is not Placement.COLOCATE
     if mode is Offload.NONE and nemo_rl_logprob_optimizer_trip(card):
         # not colocated, before NeMo RL 0.5: the log-prob call's offload_before_refit, back in prepare_for_training
         return _state_trip_phase(card, r, pinned_bytes=0.0,
@@ -607,8 +635,9 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
             moved = (optimizer + weights + _offloaded_reference_bytes(
                 card, spec, megatron_weight_bytes=weights, shard_ranks=shard_ranks), 0.0)
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
-            # the update and the sync, and the old-policy log-probs where the step has that pass
-            w = weights * (3 if old_logprob_pass(card) else 2)
+            # the update and the sync, and the old-policy log-probs where the step has that pass; on a split
+            # placement the sync's trip is the export's staging (plan.rl_sync: compute.sync.export_staging_seconds)
+            w = weights * ((3 if old_logprob_pass(card) else 2) - (1 if split_actor else 0))
             pageable = p.fsdp2 and not verl_fsdp2_pinned_weights(card)
             if not fsdp and verl_megatron_fresh_host_weights(card):
                 fresh_weights = w  # to the host into fresh pages, back from pinned (VERL_MEGATRON_PINNED_REUSE_SINCE)

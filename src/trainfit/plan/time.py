@@ -143,6 +143,21 @@ def torch_fsdp_cpu_offload(card: RunCard) -> bool:
             and not verl_fsdp_workers(card))
 
 
+def step_offload_of(card: RunCard) -> Offload:
+    """The offload the optimizer step itself runs under (``compute.training.train_step_time``'s ``offload``: the
+    host optimizer step and its PCIe copies): ``parallel.offload``, except on verl's FSDP workers, which run none.
+    Their actor's ``param_offload`` / ``optimizer_offload`` load the FSDP shards and the optimizer state back to the
+    GPU before ``update_policy`` and offload them after it, so every optimizer step of the update runs
+    ``torch.optim.AdamW`` on the GPU (volcengine/verl verl/workers/fsdp_workers.py ``update_actor`` l.893-898 and
+    l.928-932, ``load_fsdp_optimizer`` / ``offload_fsdp_optimizer`` verl/utils/fsdp_utils.py l.204-224
+    @b178a3cd56f58b2d502255daba591e92833930a7; the engine workers the same through ``BaseEngineCtx._context_switch``,
+    verl-project/verl verl/workers/engine/base.py l.314-336 and verl/workers/engine/fsdp/transformer_impl.py
+    ``FSDPEngine.to`` l.820-844 @040a28659773fd58eac91cc006d255826c6da03a); the state's trips are priced once, by
+    ``plan.rl_offload.trainer_state_offload_phase``. Megatron cards keep ``parallel.offload``: there it stands for
+    Megatron-Core's ``optimizer_cpu_offload`` (the hybrid optimizer steps on the host), not verl's phase moves."""
+    return Offload.NONE if verl_fsdp_workers(card) else card.parallel.offload
+
+
 RAY_TRAINER_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl", "miles", "slime")
 """Presets whose training ranks are Ray actors (``host_one_thread_per_rank``)."""
 
@@ -827,7 +842,10 @@ def training_time(
                       # (src/nanotron/parallel/context.py l.69-80, huggingface/nanotron
                       # @c252843039cc167ff8d6894b87172af4637eb14b)
                       gpus_per_node=coll.domain_ranks(ranks=data_ranks, stride=tp, domain_gpus=gpus_per_node),
-                      nic_bytes_per_s=nic_bytes_per_s(card), offload=par.offload.value, expert_ranks=edp,
+                      nic_bytes_per_s=nic_bytes_per_s(card),
+                      # verl's FSDP actor steps AdamW on the GPU whatever its param / optimizer offload
+                      # (step_offload_of); the state's trips between phases are plan.rl_offload's
+                      offload=step_offload_of(card).value, expert_ranks=edp,
                       expert_gpus_per_node=edp_local, overlap_param_gather=par.overlap_param_gather,
                       grad_reduce_after_backward=par.grad_reduce_after_backward,
                       grad_accumulation_pass=par.grad_accumulation_pass, fsdp2=par.fsdp2,

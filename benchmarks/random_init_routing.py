@@ -28,8 +28,8 @@ the 128 experts hit a layer (range over the seeds):
 
 * loop_v4 b1x512, 8 layers, seeds 0-2: 0.410 (0.402-0.419), 52.5 experts a layer;
 * loop_v4 b1x2048, 8 layers, seeds 0-2: 0.453 (0.440-0.460), 58.0 a layer;
-* heldout4 experts eager b1x2048, 48 layers, seed 0: 0.262, 33.6 a layer (128, 78, 69, 46 in the first four, 22 to
-  37 past the fifth).
+* heldout4 experts eager b1x2048, 48 layers, seeds 0-1: 0.262 (0.2622-0.2624), 33.6 a layer (seed 0: 128, 78, 69,
+  46 in the first four, 22 to 37 past the fifth).
 
 A check, not an input: the measured profiles imply 51.8 and 59.4 hit experts a layer for the two loop_v4 rows (the
 per-expert LoRA scale kernels, ``compute.inventory.v4_loop_lora_terms``) and about 33 for the heldout4 row (its

@@ -3507,16 +3507,45 @@ def implied_sequence_tokens(e: dict[str, Any], quantity: str, published: float) 
     return (lo * hi) ** 0.5
 
 
+ROUTING = HERE / "results" / "random_init_routing.json"
+"""The routed experts a randomly initialised model's tokens reach, per layer, built on CPU as the H200 harnesses build
+their models (``benchmarks/random_init_routing.py``), independently of the measured timings."""
+RANDOM_ROUTER_CASES = {
+    "h200-loop-v4: Qwen3-30B-A3B-L8 lora b1x512": "loop_v4_b1x512",
+    "h200-loop-v4: Qwen3-30B-A3B-L8 lora b1x2048": "loop_v4_b1x2048",
+    "h200-heldout4: Qwen/Qwen3-30B-A3B lora sdpa ckpt b1x2048 fused experts loop": "heldout4_eager_b1x2048",
+}
+"""The H200 rows whose per-expert loop runs only the hit experts, and their case in ``ROUTING``."""
+
+
 def random_router_note(config: dict[str, Any]) -> list[str]:
     """The note of an H200 MoE row: its router has random weights (the harness's normal(0, 0.02) matrices), so the
     experts a layer's tokens pick are not spread as a trained, load-balanced router spreads them; the plan assumes
-    they are. Empty for a dense model."""
+    they are, unless the row's card states the share (``random_router_hits``). Empty for a dense model."""
     if not any(config.get(k) for k in ("num_experts", "num_local_experts", "n_routed_experts")):
         return []
     return ["random-weight router: the measured step's tokens pick fewer experts than a trained, load-balanced"
-            " router's in deeper layers (Qwen3-30B-A3B at 2,048 tokens: 128, 73, 60, 46 experts hit in its first four"
-            " layers, benchmarks/random_init_routing.py); the plan assumes every expert gets its share. A grouped"
+            " router's in deeper layers (Qwen3-30B-A3B at 2,048 tokens: 128, 78, 69, 46 experts hit in its first four"
+            " layers, 22 to 37 past the fifth, benchmarks/results/random_init_routing.json); the plan assumes every"
+            " expert gets its share unless the card states parallel.moe_experts_hit. A grouped"
             " GEMM barely notices; a per-expert loop runs (and syncs) only the experts hit"]
+
+
+def random_router_hits(pid: str, card: dict[str, Any]) -> list[str]:
+    """Sets ``parallel.moe_experts_hit`` on the card of a per-expert-loop row measured on random weights
+    (``RANDOM_ROUTER_CASES``) to the mean share of experts hit that ``benchmarks/random_init_routing.py`` built for
+    its config, token count and initialisation (``ROUTING``, the mean over its seeds); returns the row's note. Other
+    rows: the card unchanged, no note."""
+    name = RANDOM_ROUTER_CASES.get(pid)
+    if name is None:
+        return []
+    case = json.loads(ROUTING.read_text())["cases"][name]
+    card.setdefault("parallel", {})["moe_experts_hit"] = case["mean_share"]
+    lo, hi = case["share_range"]
+    return [f"parallel.moe_experts_hit {case['mean_share']:g}: the share of the {case['experts']} experts a layer's"
+            f" {case['tokens']:,} tokens reach, mean over {case['layers']} layers and {len(case['seeds'])} draws of"
+            f" the harness's random weights ({lo:g}-{hi:g}), built on CPU by benchmarks/random_init_routing.py"
+            f" (benchmarks/results/random_init_routing.json), not from this row's timing"]
 
 
 def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
@@ -3542,6 +3571,7 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
                 ledger.append({"id": pid, "file": f"gpu_raw/{name}.json", "status": "skipped", "reasons": [why]})
                 continue
             card = card_dict(case)
+            hits_note = random_router_hits(pid, card)
             tokens = case["micro_batch_size"] * case["seq_len"]
             n = matmul_params(spec_from_hf_config(case["config"], name=case["model"], source="gpu_raw"))
             row = Row(id=pid, subset=f"H200 {name}", quantity="step", model=case["model"],
@@ -3549,7 +3579,8 @@ def h200_rows(ledger: list[dict[str, Any]]) -> list[Row]:
                              f"{case['micro_batch_size']}×{case['seq_len']}, AdamW {case['optimizer_impl']}",
                       published_s=float(m["step_s"]), rule_s=rule_train_seconds(n, tokens, 1, peak),
                       source=f"benchmarks/results/gpu_raw/{name}.json", half=half_of(pid),
-                      notes=[*random_router_note(case["config"]), "rule N: matmul (active, no input embedding)"])
+                      notes=[*random_router_note(case["config"]), *hits_note,
+                             "rule N: matmul (active, no input embedding)"])
             try:
                 planned = plan_card(card)
                 row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
@@ -3595,8 +3626,10 @@ def h200_loop_v4_rows(ledger: list[dict[str, Any]]) -> list[Row]:
                   published_s=float(m["step_s"]), rule_s=rule_train_seconds(n, tokens, 1, peak),
                   source="benchmarks/results/gpu_raw/loop_v4.json", half=half_of(pid),
                   notes=[*random_router_note(case["config"]), "rule N: matmul (active, no input embedding)"])
+        card = mod.card_of(case, case["config"])
+        row.notes[-1:-1] = random_router_hits(pid, card)
         try:
-            planned = plan_card(mod.card_of(case, case["config"]))
+            planned = plan_card(card)
             row.trainfit_s, row.bound, row.fits = planned.step_s, planned.bound, planned.fits
         except Unmapped as u:
             row.status, row.notes = u.status, u.reasons + row.notes

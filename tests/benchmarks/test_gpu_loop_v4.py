@@ -38,7 +38,9 @@ def test_measured_loop_rows_are_scored():
     rows = [p for p in pts if p["id"].startswith("h200-loop-v4:")]
     assert len(rows) == len(measured) >= 2
     for r in rows:
-        # the plan prices every expert hit (a trained router's spread); the random-weight router of the measurement
-        # hit about 59 and 52 of 128 a layer, so the plan is slower, and the row says why
-        assert r["trainfit_s"] and r["error"] > 0, r
+        # the random-weight router of the measurement hits about 58 and 52 of 128 experts a layer (built on CPU,
+        # benchmarks/results/random_init_routing.json): the card states that share (parallel.moe_experts_hit), so
+        # the loop is planned over the hit experts, within 50 %, and the row says why
+        assert r["trainfit_s"] and abs(r["error"]) < 0.5, r
         assert any("random-weight router" in n for n in r["notes"]), r["notes"]
+        assert any(n.startswith("parallel.moe_experts_hit 0.4") for n in r["notes"]), r["notes"]

@@ -69,3 +69,9 @@ def test_loop_v5_is_named_where_lost(target):
         return
     # the note itself, not only the generic 'reads back as' line: loop_v5 is set in the model code
     assert any("loop_v5" in n and "set_experts_implementation" in n for n in e.notes), e.notes
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_experts_hit_is_named_where_lost(target):
+    # the share of experts a random-weight router reaches: a property of the weights, no framework file's key
+    assert_lost_fields_named(_card("fsdp", moe_experts_hit=0.4), target, ("parallel.moe_experts_hit",))

@@ -141,12 +141,13 @@ counts 15,877 device-to-host copies, 6,600 bf16 fills and 6,984 bf16 adds a step
 forward and the recompute (96 layer passes, one more per layer) the copies give 32.9 hit experts a layer, and the
 fills (4 a hit expert: the two stacks' zero gradients, the rows' and the routing weights' ones) 34, the adds about 33:
 the randomly initialised model of the measurement (every matrix normal(0, 0.02)) routes the tokens of deeper layers to
-ever fewer experts (built so on this project's CPU, ``benchmarks/random_init_routing.py``: 128, 73, 60 and 46 experts
-hit in its first four layers at 2,048 tokens), where a trained router under load balance spreads 16,384 picks over
+ever fewer experts (built so on this project's CPU, ``benchmarks/random_init_routing.py``: 128, 78, 69 and 46 experts
+hit in its first four layers at 2,048 tokens, 22 to 37 past the fifth, 33.6 a layer over all 48), where a trained router under load balance spreads 16,384 picks over
 all 128 (the plan's assumption). With 33 hit experts this mechanism predicts 0.57 s of fills and 1.29 s of adds at
 the rates the Mixtral twin ran them (measured 0.57 s and 1.28 s); the plan, pricing all 128, overshoots that row's
-loop work about four times (+104% before this mechanism, +114% with it). Not a property a card can state: the row
-stays scored, with a note naming the random-weight routing (``benchmarks/step_times.py`` ``random_router_note``).
+loop work about four times (+104% before this mechanism, +114% with it). The card now states it
+(``parallel.moe_experts_hit``, "Random-weight routers" below), set on that row from the routing built on CPU for its
+config, tokens and initialisation (``benchmarks/step_times.py`` ``random_router_hits``), not from this profile.
 
 **What is left on the Mixtral twin (2026-12-04).** Planned 1.73 s against 2.23 s measured: the device 1.55 s against
 1.70 s busy (899 device-to-device copies took 0.21 s where the 512 slice copies are 0.18 TB, about 0.05 s; the grouped
@@ -157,6 +158,22 @@ round trips (about 0.8 ms); the GEMMs the syncs wait for (``down_proj[expert_idx
 expose about 0.14 s of it (46 TFLOP of expert GEMMs a pass), the rest would be the syncs' own cost beyond
 ``training.SYNC_ROUND_TRIP_S``. The Qwen3 twin, at its 33 hit experts, shows the same surplus (about 1.1 ms an
 iteration against 0.75 ms); not fitted, as both rows are held out.
+
+**Random-weight routers: only the hit experts run (``RunCard.parallel.moe_experts_hit``).** Both loops iterate over
+``expert_hit``, the experts whose mask column is not empty (the 4.57-era ``Qwen3MoeSparseMoeBlock.forward`` above;
+v5's ``Qwen3MoeExperts.forward``, transformers 5.24.0 wheel l.223-247), so an expert no token picks launches nothing,
+syncs nothing and, where the stack gets a gradient, adds no zero stack. The plan's default is a trained router under
+load balance, which gives every expert its share of the ``T · top_k`` picks; a randomly initialised router does not:
+built as the H200 harnesses build their MoE models (every matrix normal(0, 0.02)), Qwen3-30B-A3B's layers past the
+first send 2,048 tokens' picks to 30 to 70 of the 128 experts (``benchmarks/random_init_routing.py``, its output
+``benchmarks/results/random_init_routing.json``). With ``H = share · E_local`` hit experts (``hit_experts``; the card's
+share is the mean over the MoE layers, and every count here is linear in ``H``), each of the ``H`` experts gets
+``T · top_k / H`` rows: per MoE layer ``H`` experts' GEMMs, kernels and syncs, and their backward's input-gradient
+fills (``loop_backward_bytes``) and stacked-weight gradients (``stacked_weight_grad_bytes``); PEFT's per-expert
+adapters on the 4.x loop run ``H`` calls. The router, the mask and the routed rows' own bytes are unchanged (all
+``T · top_k`` rows still run). Not applied to the grouped GEMMs: ``grouped_mm`` / ``TEGroupedMLP`` run every local
+expert's group whatever its rows, so a skewed routing moves only their tile quantisation (not modelled); nor to
+``loop_all`` (4.51-4.52 call every expert by index, the empty ones included) nor DeepSpeed ZeRO-3's per-expert hooks.
 
 Pure Python: no torch import.
 """
@@ -223,7 +240,16 @@ LOOP_V5_STACK_KERNELS = 3  # benchmarks/expert_loop_v5_ops.py
 backward)."""
 
 
-def loop_forward_kernels(*, local_experts: int, every_expert: bool = False) -> float:
+def hit_experts(*, local_experts: int, hit_share: float | None) -> float:
+    """Experts of one MoE layer the per-expert loop runs: the card's share of the ``local_experts`` that get tokens
+    (``RunCard.parallel.moe_experts_hit``; module docstring, "Random-weight routers"), at least one; None: every
+    expert, as under a trained, load-balanced router. A float: the share is a mean over layers."""
+    if hit_share is None:
+        return float(local_experts)
+    return max(1.0, hit_share * local_experts)
+
+
+def loop_forward_kernels(*, local_experts: float, every_expert: bool = False) -> float:
     """Kernels of one MoE layer's forward besides its GEMMs (router and loop); ``every_expert``: transformers <= 4.52's
     loop over every expert by index (module docstring)."""
     if every_expert:
@@ -231,7 +257,7 @@ def loop_forward_kernels(*, local_experts: int, every_expert: bool = False) -> f
     return float(LOOP_LAYER_KERNELS + LOOP_EXPERT_KERNELS * local_experts)
 
 
-def loop_forward_syncs(*, local_experts: int, every_expert: bool = False) -> float:
+def loop_forward_syncs(*, local_experts: float, every_expert: bool = False) -> float:
     """Host-device synchronisations of one MoE layer's forward (every expert hit); ``every_expert``: transformers
     <= 4.52's loop, one per expert and none for the layer."""
     if every_expert:
@@ -239,7 +265,7 @@ def loop_forward_syncs(*, local_experts: int, every_expert: bool = False) -> flo
     return float(LOOP_LAYER_SYNCS + LOOP_EXPERT_SYNCS * local_experts)
 
 
-def loop_v5_forward_kernels(*, local_experts: int, fp32_routing_weights: bool) -> float:
+def loop_v5_forward_kernels(*, local_experts: float, fp32_routing_weights: bool) -> float:
     """Kernels of one MoE layer's forward besides its GEMMs under transformers v5's eager experts (``loop_v5``): the
     router and mask work of the v4 loop, per expert the v4 loop's other kernels and, with fp32 routing weights, the
     output's cast (module docstring)."""
@@ -247,12 +273,12 @@ def loop_v5_forward_kernels(*, local_experts: int, fp32_routing_weights: bool) -
     return float(LOOP_LAYER_KERNELS + per * local_experts)
 
 
-def loop_v5_forward_syncs(*, local_experts: int) -> float:
+def loop_v5_forward_syncs(*, local_experts: float) -> float:
     """Host syncs of one MoE layer's forward under ``loop_v5``: the hit test and ``LOOP_V5_EXPERT_SYNCS`` per expert."""
     return float(LOOP_LAYER_SYNCS + LOOP_V5_EXPERT_SYNCS * local_experts)
 
 
-def stacked_weight_grad_bytes(*, weight_elements: float, local_experts: int) -> float:
+def stacked_weight_grad_bytes(*, weight_elements: float, local_experts: float) -> float:
     """Backward bytes ``loop_v5`` adds for one stacked expert weight of ``weight_elements`` (all experts) that gets a
     gradient: per hit expert the zero stack and the slice copy, and the full-size adds (module docstring, "The stacked
     weights' gradient")."""
@@ -261,12 +287,12 @@ def stacked_weight_grad_bytes(*, weight_elements: float, local_experts: int) -> 
                               + LOOP_V5_STACK_ADD_BYTES * (e - 1))
 
 
-def stacked_weight_grad_kernels(*, local_experts: int) -> float:
+def stacked_weight_grad_kernels(*, local_experts: float) -> float:
     """Backward kernels of ``stacked_weight_grad_bytes``: fill, copy and add per hit expert, one add fewer."""
     return float(LOOP_V5_STACK_KERNELS * max(1, local_experts) - 1)
 
 
-def loop_backward_bytes(*, tokens: float, hidden: int, local_experts: int) -> float:
+def loop_backward_bytes(*, tokens: float, hidden: int, local_experts: float) -> float:
     """Bytes of one MoE layer's backward the loop adds: a full-size input gradient per expert."""
     return LOOP_EXPERT_BACKWARD_BYTES * tokens * hidden * local_experts
 

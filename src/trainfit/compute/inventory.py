@@ -1155,7 +1155,8 @@ def v4_loop_lora_terms(*, name: str, rows: float, in_features: int, out_features
     (benchmarks/random_init_routing.py), where the plan assumes a trained router's 128. Planned with the hit counts
     as the expert count, these terms give 52.7k and 46.8k kernels (measured 69.3k and 59.6k) and steps of -16 % and
     -4 %; without them (the v5 merge charged instead, as before) -63 % and -57 %. At 128 experts the two rows read
-    +77 % and +130 %: the routing, which a card cannot state, not these terms."""
+    +77 % and +130 %: the routing, not these terms; the card states it as ``parallel.moe_experts_hit``
+    (``expert_loop.hit_experts``), set on those rows from routing built on CPU, not from these counts."""
     r, d, m, n = rank, adapter_dtype_bytes, rows, calls
     fwd = [Gemm(name + ".A", m, r, in_features, n, 1, d), Gemm(name + ".B", m, out_features, r, n, 1, d)]
     bwd = [Gemm(name + ".B.dX", m, r, out_features, n, 1, d), Gemm(name + ".B.dW", out_features, r, m, n, 1, d),
@@ -1497,7 +1498,7 @@ def step_inventory(
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
-    mask_layers: int = 0,
+    mask_layers: int = 0, expert_hit_share: float | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
 
@@ -1542,7 +1543,9 @@ def step_inventory(
     kernels and syncs, ``expert_loop.loop_forward_kernels`` / ``loop_forward_syncs``); ``expert_loop_stacked``: the
     loop as transformers v5's eager experts run it on slices of the stacked expert weights (two GEMMs and five syncs
     per expert; a trained or LoRA-merged stack gets a zero gradient of its whole size per expert and its GEMMs a
-    weight gradient, ``expert_loop.stacked_weight_grad_bytes``);
+    weight gradient, ``expert_loop.stacked_weight_grad_bytes``); ``expert_hit_share`` (with ``expert_loop`` but
+    not ``expert_loop_every``): the share of each layer's experts the loop runs, the rest getting no tokens
+    (``RunCard.parallel.moe_experts_hit``, ``expert_loop.hit_experts``; None: all of them);
     ``fp8_layer_share``: the share of the decoder layers whose linears run quantised (fp8 / fp4); the rest keep bf16
     GEMMs and no casts (Megatron-Core's ``first_last_layers_bf16`` / ``num_layers_at_start_in_bf16`` /
     ``num_layers_at_end_in_bf16``, torchtitan's per-layer converter filters; ``precision.bf16_first_layers`` /
@@ -1769,7 +1772,10 @@ def step_inventory(
             # moe/token_dispatcher.py l.53, 512-528) all-to-alls each rank's T / tp routed rows over
             # EP, then all-gathers them over the expert-TP group only
             top_k = spec.moe.experts_per_token
-            rows = t / expert_token_shards * top_k / g.experts
+            # the loop runs only the experts that get tokens (expert_loop.hit_experts; all under a balanced router)
+            hit = (expert_loop_time.hit_experts(local_experts=g.experts, hit_share=expert_hit_share)
+                   if expert_loop and not expert_loop_every else float(g.experts))
+            rows = t / expert_token_shards * top_k / hit
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
             # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
             # v5's eager experts (expert_loop_stacked) slice the stacked gate_up_proj: one GEMM for both
@@ -1778,7 +1784,8 @@ def step_inventory(
             # slice requires grad, so its GEMM's weight gradient runs as in full fine-tuning (expert_loop module
             # docstring, "The stacked weights' gradient")
             stack_grad = expert_loop_stacked and (not frozen or lora)
-            n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (g.count * g.experts * split, 1)
+            n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (
+                g.count * (hit if expert_loop else g.experts) * split, 1)
             out_f = g.out_features // split
             # fp8 under Transformer Engine: Megatron-Core's TEGroupedMLP runs TE's grouped linears in the
             # fp8 autocast, padding each expert's rows for fp8 (NVIDIA/Megatron-LM
@@ -1841,8 +1848,8 @@ def step_inventory(
                 if stack_grad:  # each hit expert's zero gradient of the whole stack, its slice copy, the adds
                     w_el = g.experts * g.in_features * g.out_features
                     bq_b += expert_loop_time.stacked_weight_grad_bytes(
-                        weight_elements=w_el, local_experts=g.experts) * model_dtype_bytes / 2.0 * g.count
-                    bq_k += expert_loop_time.stacked_weight_grad_kernels(local_experts=g.experts) * g.count
+                        weight_elements=w_el, local_experts=hit) * model_dtype_bytes / 2.0 * g.count
+                    bq_k += expert_loop_time.stacked_weight_grad_kernels(local_experts=hit) * g.count
             else:
                 fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
                 bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
@@ -1850,7 +1857,7 @@ def step_inventory(
             if bnb_loop:
                 # each expert's frozen linears are bitsandbytes Linear4bit: one dequantisation per call and one in
                 # its backward, like the dense linears below (expert_loop.bnb_nf4_experts)
-                b_ = NF4_DEQUANT_BYTES_PER_WEIGHT * g.experts * g.in_features * g.out_features * g.count
+                b_ = NF4_DEQUANT_BYTES_PER_WEIGHT * hit * g.in_features * g.out_features * g.count
                 nf_b, nf_k = nf_b + b_, nf_k + n
                 was = deq.get(g.name, (0.0, 0.0, 0.0))  # a dense linear of the same name (dense layers) adds up
                 deq[g.name] = (was[0] + b_, was[1], was[2] + n)
@@ -2128,17 +2135,20 @@ def step_inventory(
                 moe_eager_fk += eager_moe.forward_kernels
                 moe_eager_bk += eager_moe.backward_kernels
         if expert_loop:  # transformers < 5: router, mask and per-expert kernels, a sync per expert (expert_loop.py)
+            # the experts the loop runs: those that get tokens (expert_loop.hit_experts); 4.51-4.52 index every one
+            hit = (float(moe.num_experts) if expert_loop_every else
+                   expert_loop_time.hit_experts(local_experts=moe.num_experts, hit_share=expert_hit_share))
             if expert_loop_stacked:  # transformers v5's eager experts (expert_loop module docstring)
                 fwd_k += expert_loop_time.loop_v5_forward_kernels(
-                    local_experts=moe.num_experts, fp32_routing_weights=moe.routing_weights_fp32) * n_moe
-                loop_syncs = expert_loop_time.loop_v5_forward_syncs(local_experts=moe.num_experts) * n_moe
+                    local_experts=hit, fp32_routing_weights=moe.routing_weights_fp32) * n_moe
+                loop_syncs = expert_loop_time.loop_v5_forward_syncs(local_experts=hit) * n_moe
             else:
-                fwd_k += expert_loop_time.loop_forward_kernels(local_experts=moe.num_experts,
+                fwd_k += expert_loop_time.loop_forward_kernels(local_experts=hit,
                                                                every_expert=expert_loop_every) * n_moe
-                loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=moe.num_experts,
+                loop_syncs = expert_loop_time.loop_forward_syncs(local_experts=hit,
                                                              every_expert=expert_loop_every) * n_moe
-            bq_b += expert_loop_time.loop_backward_bytes(tokens=t_moe, hidden=h, local_experts=moe.num_experts) * n_moe
-            bq_k += 2 * moe.num_experts * n_moe  # the zero gradient and its accumulation, per expert
+            bq_b += expert_loop_time.loop_backward_bytes(tokens=t_moe, hidden=h, local_experts=hit) * n_moe
+            bq_k += 2 * hit * n_moe  # the zero gradient and its accumulation, per expert
         else:
             fwd_k += (MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe
             part("moe", kernels=(MOE_DISPATCH_KERNELS + SWIGLU_KERNELS) * n_moe + 2 * n_moe)

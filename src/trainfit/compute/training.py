@@ -715,7 +715,7 @@ def train_step_time(
     compiled_cross_entropy: bool = False, fp8_params: bool = False, fp8_param_transpose: bool = True,
     fp8_param_transpose_every_micro: bool = False,
     recompute_layer_share: float = 1.0, packed_flash_syncs: bool = False, expert_loop: bool = False,
-    expert_loop_every: bool = False, expert_loop_stacked: bool = False,
+    expert_loop_every: bool = False, expert_loop_stacked: bool = False, expert_hit_share: float | None = None,
     zero3_expert_leaf: bool = True, fsdp2_copies: bool = False, fp8_casts: CastTraffic | None = None,
     fp8_layer_share: float = 1.0, fp8_gather: Fp8GatherShard | None = None,
     megatron_experts: bool = False, expert_streams: bool = False, expert_padding: bool = False,
@@ -769,7 +769,8 @@ def train_step_time(
     transformers' flash attention synchronise the host in every attention call: ``synced_seconds``); ``expert_loop``:
     the routed
     experts as transformers < 5's Python loop (``inventory.step_inventory``; ``expert_loop_every``: 4.51-4.52's loop
-    over every expert, as there; ``expert_loop_stacked``: transformers v5's eager experts, as there); under ZeRO-3
+    over every expert, as there; ``expert_loop_stacked``: transformers v5's eager experts, as there;
+    ``expert_hit_share``: the share of experts the loop runs, as there); under ZeRO-3
     without
     ``zero3_expert_leaf`` each expert linear is then gathered on its own (``expert_loop.zero3_expert_gathers``);
     ``fp8_casts``: who casts the fp8 linears' operands (``float8_casts.cast_traffic``; None: Transformer Engine);
@@ -839,7 +840,8 @@ def train_step_time(
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop, expert_loop_stacked=expert_loop_stacked,
-                         expert_loop_every=expert_loop_every, fp8_casts=fp8_casts, megatron_experts=megatron_experts,
+                         expert_loop_every=expert_loop_every, expert_hit_share=expert_hit_share,
+                         fp8_casts=fp8_casts, megatron_experts=megatron_experts,
                          moe_eager_launch=moe_eager_launch, moe_load_balancing=moe_load_balancing,
                          fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, expert_padding=expert_padding,
@@ -1775,8 +1777,9 @@ def forward_only_time(
     fp8_casts: CastTraffic | None = None, fp8_layer_share: float = 1.0,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
-    expert_loop_stacked: bool = False, attention_kernel: str = "auto", nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    fused_cross_entropy: bool = False, megatron_experts: bool = False, expert_streams: bool = False,
+    expert_loop_stacked: bool = False, expert_hit_share: float | None = None, attention_kernel: str = "auto",
+    nemo_rl_loss: str = "", loss_sequences: float = 1.0, fused_cross_entropy: bool = False,
+    megatron_experts: bool = False, expert_streams: bool = False,
     expert_padding: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
@@ -1794,7 +1797,8 @@ def forward_only_time(
     ``train_step_time``); ``fp8_params``: fp8 primary weights, as
     ``train_step_time``: no weight casts (the optimizer step writes the fp8 weights: Megatron fp8_utils.py
     quantize_param_shard l.396-453 @d98e8a64), and a forward needs no weight transpose; ``packed_flash_syncs``,
-    ``expert_loop`` / ``expert_loop_every``: as ``train_step_time`` (the loop's per-expert GEMMs, kernels and host syncs; a no-grad pass
+    ``expert_loop`` / ``expert_loop_every`` / ``expert_hit_share``: as ``train_step_time`` (the loop's per-expert
+    GEMMs, kernels and host syncs; a no-grad pass
     holds no ZeRO-3 expert gathers beyond the sharded weights' own all-gather below).
 
     Host per kernel: ``rates.nograd_forward_host_s_per_kernel`` (the training steps' identified
@@ -1903,7 +1907,7 @@ def forward_only_time(
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          fp8_casts=fp8_casts, fp8_layer_share=fp8_layer_share, packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,
                          expert_loop_every=expert_loop_every, expert_loop_stacked=expert_loop_stacked,
-                         nemo_rl_loss=nemo_rl_loss,
+                         expert_hit_share=expert_hit_share, nemo_rl_loss=nemo_rl_loss,
                          fsdp2_fp32_outputs=fsdp2_fp32_outputs,
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,

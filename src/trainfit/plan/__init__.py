@@ -133,8 +133,9 @@ def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 
 def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when the card sets an MoE-only option (``parallel.moe_launch``, ``parallel.moe_load_balancing``,
-    ``lora.expert_adapters`` other than merged, ``parallel.moe_experts: loop_v5``) and ``spec`` is dense, or
-    ``loop_v5`` on gpt-oss; else None. It depends on the model alone, so no searched knob can lift it."""
+    ``lora.expert_adapters`` other than merged, ``parallel.moe_experts: loop_v5``, ``parallel.moe_experts_hit``) and
+    ``spec`` is dense, or ``loop_v5`` on gpt-oss; else None. It depends on the model alone, so no searched knob can
+    lift it."""
     if spec.moe is not None and spec.family == "gpt_oss" and card.parallel.moe_experts is MoeExperts.LOOP_V5:
         # transformers 5.24.0 models/gpt_oss/modeling_gpt_oss.py GptOssExperts.forward (l.90-116): its own eager loop,
         # with the transposed weights, each expert's bias adds and the clamped gate (_apply_gate) per hit expert,
@@ -147,6 +148,9 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     if card.parallel.moe_experts is MoeExperts.LOOP_V5:
         return (f"parallel.moe_experts: loop_v5 prices transformers v5's eager loop of routed experts; {spec.name} is"
                 " dense; allowed for it: grouped")
+    if card.parallel.moe_experts_hit is not None:
+        return (f"parallel.moe_experts_hit: {card.parallel.moe_experts_hit:g} is a share of routed experts;"
+                f" {spec.name} is dense; allowed for it: null")
     if card.parallel.moe_launch is not None:
         return (f"parallel.moe_launch: '{card.parallel.moe_launch.value}' describes an MoE router and dispatcher;"
                 f" {spec.name} is dense; allowed for it: null")
@@ -165,7 +169,7 @@ def check_model_options(card: RunCard) -> None:
     when the card sets such an option."""
     if (card.parallel.moe_launch is None and card.parallel.moe_load_balancing is None
             and card.lora.expert_adapters is ExpertAdapters.MERGED
-            and card.parallel.moe_experts is not MoeExperts.LOOP_V5):
+            and card.parallel.moe_experts is not MoeExperts.LOOP_V5 and card.parallel.moe_experts_hit is None):
         return
     if (why := dense_model_refusal(card, model_spec_of(card))) is not None:
         from trainfit.errors import CardError

@@ -486,7 +486,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             fp8_params=fp8 and card.precision.quantized_params and not mxfp8_params_gather_bf16(card),
             packed_flash_syncs=packed_flash_syncs(card), expert_loop=p_.moe_experts.per_expert,
             expert_loop_every=p_.moe_experts is MoeExperts.LOOP_ALL,
-            expert_loop_stacked=p_.moe_experts is MoeExperts.LOOP_V5,
+            expert_loop_stacked=p_.moe_experts is MoeExperts.LOOP_V5, expert_hit_share=p_.moe_experts_hit,
             zero3_expert_leaf=p_.moe_zero3_leaf, hooked_units=_fsdp_hooked_units(card, pspec, ranks=train_gpus),
             # FSDP2's all-gather copy-out on the compute stream (no copy-in: no gradients), every micro-batch for the
             # resharded layers, NeMo RL's too (_fsdp_hooked_units)

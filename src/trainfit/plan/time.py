@@ -908,7 +908,7 @@ def training_time(
         loss_input_slice_backward=loss_input_copy_of(card).slice_backward,
         recompute_layer_share=_recompute_layer_share(card, spec), packed_flash_syncs=packed_flash_syncs(card),
         expert_loop=par.moe_experts.per_expert, expert_loop_every=par.moe_experts is MoeExperts.LOOP_ALL,
-        expert_loop_stacked=par.moe_experts is MoeExperts.LOOP_V5,
+        expert_loop_stacked=par.moe_experts is MoeExperts.LOOP_V5, expert_hit_share=par.moe_experts_hit,
         zero3_expert_leaf=par.moe_zero3_leaf,
         fsdp2_copies=par.fsdp2,
         # torch pipelining + FSDP2: the stage reduce-scatters once, after its last backward; it gathers as FSDP2's

@@ -594,6 +594,13 @@ class ParallelSection(_Section):
                                  " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
                                  " weights are gathered together when the block starts; false: each expert linear is a"
                                  " module of its own, gathered (one all-gather each) as the loop reaches it.")
+    moe_experts_hit: float | None = Field(None, gt=0.0, le=1.0, description="With moe_experts loop or loop_v5: the"
+                                          " share of a layer's routed experts that at least one of its tokens picks,"
+                                          " averaged over the MoE layers (above 0, at most 1); the per-expert loop"
+                                          " runs, launches and syncs only those, the routed rows spread over them."
+                                          " null: every expert gets its share, as under a trained, load-balanced"
+                                          " router. A randomly initialised router concentrates deeper layers' picks"
+                                          " (benchmarks/random_init_routing.py).")
     pipeline_first_stage_layers: int | None = Field(None, ge=1, le=100_000, description="Decoder layers on the first"
                                                     " pipeline stage (Megatron-Core num_layers_in_first_pipeline_stage);"
                                                     " default: even split.")
@@ -1561,6 +1568,13 @@ class RunCard(_Section):
             raise ValueError(f"parallel.moe_zero3_leaf: needs strategy zero3 and moe_experts loop or loop_all (got"
                              f" strategy {par.strategy.value}, moe_experts {par.moe_experts.value}; a grouped experts"
                              " module is gathered whole already); allowed otherwise: false")
+        if par.moe_experts_hit is not None and (par.moe_experts not in (MoeExperts.LOOP, MoeExperts.LOOP_V5)
+                                                or par.strategy is Strategy.ZERO3):
+            # the loops over the hit experts only (compute.expert_loop.hit_experts); loop_all calls every expert and
+            # the grouped GEMMs run every local expert's group whatever its rows; ZeRO-3's per-expert hooks not modelled
+            raise ValueError(f"parallel.moe_experts_hit: read by the loops over the hit experts only (got moe_experts"
+                             f" {par.moe_experts.value}, strategy {par.strategy.value}); allowed: moe_experts loop or"
+                             " loop_v5 without strategy zero3, else null")
         if par.virtual_stages > 1 and par.pipeline_schedule is not PipelineSchedule.INTERLEAVED:
             raise ValueError("parallel.virtual_stages: > 1 needs parallel.pipeline_schedule: interleaved")
         for key in ("pipeline_first_stage_layers", "pipeline_last_stage_layers"):

@@ -16,7 +16,8 @@ from trainfit.spec.enums import MoeLoadBalancing
 
 def _card(**par):
     return load_card_dict({
-        "model": "Qwen/Qwen3-30B-A3B", "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "model": "Qwen/Qwen3-30B-A3B", "method": "grpo",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
         "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True, "pipeline_parallel": 2,
                      "expert_parallel": 4, "tensor_parallel_impl": "megatron", **par}})
 

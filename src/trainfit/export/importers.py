@@ -819,11 +819,12 @@ def read_verl(text: str) -> Imported:
 
 def _nemo_rl_load_balancing(t: str, where: str, value: Any, model: str | None, par: dict[str, Any],
                             notes: list[str]) -> None:
-    """The card's ``parallel.moe_load_balancing`` from NeMo RL's first-class ``megatron_cfg.moe_router_load_balancing_type``
-    where the file sets it: ``_apply_moe_config`` writes it onto the model config after ``model_overrides`` are merged
-    (nemo_rl/models/megatron/setup.py l.670, l.676, l.908-910 @7ea279abfbeb698b092856d0dab61e7cf39bc909). Unset, the
-    card leaves it unstated (the examples' own values: grpo_math_1B.yaml l.227 'none', sft.yaml l.159 'aux_loss', at
-    that commit, are not assumed). A catalog model without experts has no router: the key is noted, not read."""
+    """The card's ``parallel.moe_load_balancing`` from NeMo RL's first-class
+    ``megatron_cfg.moe_router_load_balancing_type`` where the file sets it: ``_apply_moe_config`` writes it onto the
+    model config after ``model_overrides`` are merged (nemo_rl/models/megatron/setup.py l.670, l.676, l.908-910
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909). Unset, the card leaves it unstated (the examples' own values:
+    grpo_math_1B.yaml l.227 'none', sft.yaml l.159 'aux_loss', at that commit, are not assumed). A catalog model
+    without experts has no router: the key is noted, not read."""
     if value is None:
         return
     from trainfit.spec.enums import MoeLoadBalancing

@@ -20,7 +20,8 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``,
   ``moe_token_dispatcher_type`` (alltoall | allgather | flex) with ``moe_enable_deepep`` (the card's
   ``moe_dispatcher``), ``moe_router_load_balancing_type`` (the card's ``moe_load_balancing``; unset, the
-  examples' 'none' for GRPO, 'aux_loss' for SFT), ``distributed_data_parallel_config.grad_reduce_in_fp32`` (``precision.grads: fp32``) and
+  examples' 'none' for GRPO, 'aux_loss' for SFT), ``distributed_data_parallel_config.grad_reduce_in_fp32``
+  (``precision.grads: fp32``) and
   ``overlap_param_gather`` (the card's, under the distributed optimizer; the examples default it to true), and
   ``model_overrides`` (Megatron Bridge provider fields merged before the parallel sizes,
   ``nemo_rl/models/megatron/setup.py`` ``setup_model_config``): ``pipeline_model_parallel_layout`` for the card's

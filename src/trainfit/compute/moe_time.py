@@ -576,8 +576,8 @@ NVIDIA/Megatron-LM megatron/core/transformer/moe/router.py @core_v0.14.0 23e00ed
 l.690) at that commit. Each delta was measured on one router only and is applied to every router that states the
 loss: ``aux_loss``'s 14 / 6 on the softmax top-k router, ``seq_aux_loss``'s 18 / 14 on DeepSeek-V3's sigmoid,
 group-limited router with an expert bias. The loss recomputes its scores with the router's score function
-(``compute_routing_scores_for_aux_loss``: sigmoid adds a normalisation softmax does not), so ``seq_aux_loss`` on a
-softmax router, or ``aux_loss`` on a sigmoid one, may count a few ops differently: not measured."""
+(``compute_routing_scores_for_aux_loss``: sigmoid adds a normalisation softmax does not), so ``seq_aux_loss`` on
+a softmax router, or ``aux_loss`` on a sigmoid one, may count a few ops differently (no such pair was counted)."""
 
 
 GROUP_SIGMOID_ROUTER_KERNELS = (18.0, 8.0)

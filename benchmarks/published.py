@@ -900,13 +900,15 @@ POINTS.update({
           + ". " + _SWIFT_SFT_NOTE},
     714: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="zero2", seq=131, deepspeed=_SWIFT_Z2),
           "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
-          "notes": "examples/train/multi-gpu/deepspeed/train_zero2.sh, measured with ms-swift of a3731f998 (2024-12-23), "
-          "whose swift/llm/ds_config/zero2.json sets overlap_comm true (_SWIFT_Z2: the same zero_optimization block). "
+          "notes": "examples/train/multi-gpu/deepspeed/train_zero2.sh, measured at or before ms-swift b40f31df7 "
+          "(2024-12-05), whose swift/llm/ds_config/zero2.json equals a3731f998's and sets overlap_comm true "
+          "(_SWIFT_Z2: the same zero_optimization block). "
           + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
     715: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="zero3", seq=131, deepspeed=_SWIFT_Z3),
           "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,
-          "notes": "examples/train/multi-gpu/deepspeed/train_zero3.sh, measured with ms-swift of a3731f998 (2024-12-23), "
-          "whose swift/llm/ds_config/zero3.json sets overlap_comm true (_SWIFT_Z3: the same zero_optimization block). "
+          "notes": "examples/train/multi-gpu/deepspeed/train_zero3.sh, measured at or before ms-swift b40f31df7 "
+          "(2024-12-05), whose swift/llm/ds_config/zero3.json equals a3731f998's and sets overlap_comm true "
+          "(_SWIFT_Z3: the same zero_optimization block). "
           + _SWIFT_SC_NOTE + ". " + _SWIFT_SFT_NOTE},
     716: {"card": _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, strategy="ddp", seq=131),
           "metric": "reserved", "unit": "GiB", "approx_seq": True, "ambiguous": True,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -270,21 +272,41 @@ def test_eager_launches_add_host_time_at_the_full_per_kernel_rate():
         assert t_e.host_s - t_f.host_s == pytest.approx(want, rel=1e-9)
 
 
+MCORE_LAYER_OPS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "mcore_moe_layer_ops_cpu.json"
+
+
+def _measured_router_ops(config: str) -> tuple[int, int]:
+    """(forward, backward) non-view router ops of ``config`` in the committed measurement, the same in every layout
+    it was run at (EP 1 and EP 2)."""
+    results = json.loads(MCORE_LAYER_OPS.read_text())["results"]
+    ops = {(r["ops"]["forward"]["router"]["ops"], r["ops"]["backward"]["router"]["ops"])
+           for r in results if r["config"] == config}
+    assert len(ops) == 1, (config, ops)
+    return ops.pop()
+
+
+def _measured_delta(with_: str, without: str) -> tuple[int, int]:
+    (f1, b1), (f0, b0) = _measured_router_ops(with_), _measured_router_ops(without)
+    return f1 - f0, b1 - b0
+
+
 def test_load_balancing_loss_adds_the_measured_router_ops():
     """benchmarks/results/mcore_moe_layer_ops_cpu.json: the router's ops with the loss less those without it."""
     assert mt.aux_loss_kernels(None) == mt.aux_loss_kernels(mt.MoeLoadBalancing.NONE) == (0.0, 0.0)
-    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.AUX_LOSS) == (23 - 9, 13 - 7)
-    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.SEQ_AUX_LOSS) == (45 - 27, 29 - 15)
+    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.AUX_LOSS) == _measured_delta(
+        "qwen3-moe aux_loss alltoall", "qwen3-moe none alltoall")
+    assert mt.aux_loss_kernels(mt.MoeLoadBalancing.SEQ_AUX_LOSS) == _measured_delta(
+        "deepseek-v3 seq_aux_loss sigmoid group-limited", "deepseek-v3 none sigmoid group-limited")
     kw = {"tokens": 4096.0, "hidden": 2048, "experts": 128, "top_k": 8, "local_experts": 16, "ep": 8}
     plain = mt.moe_layer_work(**kw)
     aux = mt.moe_layer_work(load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
-    assert aux.forward_kernels - plain.forward_kernels == 14
-    assert aux.backward_kernels - plain.backward_kernels == 6
+    assert (aux.forward_kernels - plain.forward_kernels, aux.backward_kernels - plain.backward_kernels) == (
+        _measured_delta("qwen3-moe aux_loss alltoall", "qwen3-moe none alltoall"))
     assert aux.forward_bytes > plain.forward_bytes and aux.backward_bytes > plain.backward_bytes
     assert mt.moe_layer_work(load_balancing=mt.MoeLoadBalancing.NONE, **kw) == plain
     group = mt.moe_layer_work(group_sigmoid_router=True, **kw)
     assert (group.forward_kernels - plain.forward_kernels, group.backward_kernels - plain.backward_kernels) == (
-        27 - 9, 15 - 7)
+        _measured_delta("deepseek-v3 none sigmoid group-limited", "qwen3-moe none alltoall"))
 
 
 def test_inventory_counts_the_unfused_routers_extra_ops_on_eager_megatron_cards_only():
@@ -292,9 +314,10 @@ def test_inventory_counts_the_unfused_routers_extra_ops_on_eager_megatron_cards_
     kw = {"micro_batch_size": 1, "seq_len": 4096, "expert_parallel": 8, "megatron_experts": True}
     base = step_inventory(_shard(8), moe_eager_launch=True, **kw)
     aux = step_inventory(_shard(8), moe_eager_launch=True, moe_load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
-    assert aux.layers_forward.kernels - base.layers_forward.kernels == pytest.approx(14 * n)
-    assert aux.layers_forward.fused_kernels - base.layers_forward.fused_kernels == pytest.approx(14 * n)
-    assert aux.layers_backward.kernels - base.layers_backward.kernels == pytest.approx(6 * n)
+    fwd, bwd = _measured_delta("qwen3-moe aux_loss alltoall", "qwen3-moe none alltoall")
+    assert aux.layers_forward.kernels - base.layers_forward.kernels == pytest.approx(fwd * n)
+    assert aux.layers_forward.fused_kernels - base.layers_forward.fused_kernels == pytest.approx(fwd * n)
+    assert aux.layers_backward.kernels - base.layers_backward.kernels == pytest.approx(bwd * n)
     # a fused router (moe_router_fusion / CUDA graphs) computes its loss in fused kernels: not counted
     fused = step_inventory(_shard(8), moe_load_balancing=mt.MoeLoadBalancing.AUX_LOSS, **kw)
     assert fused.layers_forward.kernels == step_inventory(_shard(8), **kw).layers_forward.kernels

@@ -573,7 +573,11 @@ NVIDIA/Megatron-LM megatron/core/transformer/moe/router.py @core_v0.14.0 23e00ed
 (``TopKRouter.routing`` l.433-441, ``_apply_aux_loss`` l.225-251, ``_apply_seq_aux_loss`` l.253-295,
 ``attach_and_log_load_balancing_loss`` l.297-331) and moe_utils.py (``switch_load_balancing_loss_func`` l.35,
 ``MoEAuxLossAutoScaler`` l.165, ``compute_routing_scores_for_aux_loss`` l.598, ``save_to_aux_losses_tracker``
-l.690) at that commit."""
+l.690) at that commit. Each delta was measured on one router only and is applied to every router that states the
+loss: ``aux_loss``'s 14 / 6 on the softmax top-k router, ``seq_aux_loss``'s 18 / 14 on DeepSeek-V3's sigmoid,
+group-limited router with an expert bias. The loss recomputes its scores with the router's score function
+(``compute_routing_scores_for_aux_loss``: sigmoid adds a normalisation softmax does not), so ``seq_aux_loss`` on
+a softmax router, or ``aux_loss`` on a sigmoid one, may count a few ops differently (no such pair was counted)."""
 
 
 GROUP_SIGMOID_ROUTER_KERNELS = (18.0, 8.0)

@@ -817,6 +817,30 @@ def read_verl(text: str) -> Imported:
     return Imported(t, d, notes)
 
 
+def _nemo_rl_load_balancing(t: str, where: str, value: Any, model: str | None, par: dict[str, Any],
+                            notes: list[str]) -> None:
+    """The card's ``parallel.moe_load_balancing`` from NeMo RL's first-class
+    ``megatron_cfg.moe_router_load_balancing_type`` where the file sets it: ``_apply_moe_config`` writes it onto the
+    model config after ``model_overrides`` are merged (nemo_rl/models/megatron/setup.py l.670, l.676, l.908-910
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909). Unset, the card leaves it unstated (the examples' own values:
+    grpo_math_1B.yaml l.227 'none', sft.yaml l.159 'aux_loss', at that commit, are not assumed). A catalog model
+    without experts has no router: the key is noted, not read."""
+    if value is None:
+        return
+    from trainfit.spec.enums import MoeLoadBalancing
+
+    allowed = [m.value for m in MoeLoadBalancing]
+    if value not in allowed:
+        raise _bad(t, f"{where}.moe_router_load_balancing_type: {value!r}; allowed: {', '.join(allowed)}")
+    if model is not None:
+        from trainfit.catalog.models import catalog_ids, from_catalog
+
+        if model in catalog_ids() and from_catalog(model).moe is None:
+            notes.append(f"{where}.moe_router_load_balancing_type {value}: {model} has no routed experts; not read")
+            return
+    par["moe_load_balancing"] = value
+
+
 def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
     """The Megatron-Core-only card ``parallel`` keys from a TransformerConfig-like mapping (verl's
     override_transformer_config, NeMo RL's megatron_cfg and its model_overrides): every Megatron-Core run is
@@ -1394,6 +1418,7 @@ def read_nemo_rl(text: str) -> Imported:
             return text_value(f"{M}.{k}", v) if isinstance(v, str) else v
 
         _megatron_extras(t, M, mega_key, par)
+        _nemo_rl_load_balancing(t, M, get(f"{M}.moe_router_load_balancing_type"), d.get("model"), par, notes)
         # NeMo RL builds its model with Megatron-Bridge's AutoBridge and overrides neither key unless the file does
         # (nemo_rl/models/megatron/setup.py l.608-609, l.662-670 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the
         # provider's deallocate_pipeline_outputs True (Megatron-Bridge src/megatron/bridge/models/gpt_provider.py

@@ -19,7 +19,9 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   ``distributed_data_parallel_config.use_custom_fsdp`` (Megatron FSDP, ``optim_grads_params``),
   ``fp8_cfg`` (``enabled``, ``fp8``: e4m3, ``fp8_recipe``: delayed | tensorwise | blockwise), ``peft``,
   ``moe_token_dispatcher_type`` (alltoall | allgather | flex) with ``moe_enable_deepep`` (the card's
-  ``moe_dispatcher``), ``distributed_data_parallel_config.grad_reduce_in_fp32`` (``precision.grads: fp32``) and
+  ``moe_dispatcher``), ``moe_router_load_balancing_type`` (the card's ``moe_load_balancing``; unset, the
+  examples' 'none' for GRPO, 'aux_loss' for SFT), ``distributed_data_parallel_config.grad_reduce_in_fp32``
+  (``precision.grads: fp32``) and
   ``overlap_param_gather`` (the card's, under the distributed optimizer; the examples default it to true), and
   ``model_overrides`` (Megatron Bridge provider fields merged before the parallel sizes,
   ``nemo_rl/models/megatron/setup.py`` ``setup_model_config``): ``pipeline_model_parallel_layout`` for the card's
@@ -203,6 +205,11 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     # MoE dispatcher: first-class megatron_cfg keys (grpo_math_1B.yaml moe_enable_deepep / moe_token_dispatcher_type,
     # nemo_rl/models/megatron/setup.py _apply_moe_config)
     cfg.update(megatron_moe(card))
+    # the router's load-balancing loss: a first-class megatron_cfg key that NeMo RL writes onto the model config
+    # (nemo_rl/models/megatron/setup.py _apply_moe_config l.908-910 @7ea279a; grpo_math_1B.yaml l.227 sets 'none',
+    # sft.yaml l.159 'aux_loss'); written where the card states it, moe_aux_loss_coeff left to the model provider
+    if p.moe_load_balancing is not None:
+        cfg["moe_router_load_balancing_type"] = p.moe_load_balancing.value
     # deallocate_pipeline_outputs and moe_router_fusion have no first-class megatron_cfg key: model_overrides, merged
     # into the Megatron Bridge provider (nemo_rl/models/megatron/setup.py l.662-670 @7ea279a). NeMo RL builds that
     # provider with AutoBridge.from_hf_config(...).to_megatron_provider (l.608-609) and overrides neither, so it runs
@@ -374,7 +381,7 @@ def build(card: RunCard) -> Export:
         raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
     data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
     has = ({"tensor_parallel_impl", "moe_dispatcher", "overlap_param_gather", "pipeline_outputs_deallocated",
-            "moe_launch"} if uses_megatron(card) else set())
+            "moe_launch", "moe_load_balancing"} if uses_megatron(card) else set())
     notes.extend(shared_notes(card, "nemo-rl", megatron_has=has))
     script = SCRIPT[card.method]
     launch = f"uv run {script} --config {FILENAME}"

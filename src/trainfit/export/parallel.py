@@ -298,7 +298,7 @@ def dispatcher_from_megatron(kind: Any, deepep: Any, where: str) -> str:
 def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[str]:
     """One note per Megatron-only card setting (non-default) that ``target``'s file does not write; ``has`` names
     those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher (every value), moe_comm_overlap,
-    overlap_param_gather)."""
+    overlap_param_gather, moe_load_balancing)."""
     from trainfit.spec.enums import MoeDispatcher, MoeExperts, MoeRouting, TensorParallelImpl
 
     p = card.parallel
@@ -328,7 +328,7 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_launch is not None and "moe_launch" not in has:
         out.append(f"parallel.moe_launch {p.moe_launch.value}: {target} has no Megatron-Core router fusion or CUDA"
                    " graph setting (moe_router_fusion, cuda_graph_scope); not written")
-    if p.moe_load_balancing is not None:
+    if p.moe_load_balancing is not None and "moe_load_balancing" not in has:
         out.append(f"parallel.moe_load_balancing {p.moe_load_balancing.value}: the router's load-balancing loss is"
                    " Megatron-Core's moe_router_load_balancing_type with a moe_aux_loss_coeff the card does not carry;"
                    f" not written to the {target} file (its model or provider default stands)")

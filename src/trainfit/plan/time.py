@@ -46,7 +46,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, Nf4ComputeDtype, Offload, Padding
+from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding
 from trainfit.spec.enums import KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -952,7 +952,8 @@ def training_time(
                 " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
                 if a2a else None)
     walk_note = zero3_reuse_walk_note(card, shard)
-    notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note, walk_note) if n)
+    notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note, walk_note,
+                              fused_router_load_balancing_note(card)) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 
@@ -987,6 +988,20 @@ def a2a_thd_sequences_of(card: RunCard, *, micro_batch_size: int, seq_len: int) 
             or par.context_parallel_kind is not ContextParallelKind.ULYSSES or not b.packed_sample_tokens):
         return 0.0
     return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def fused_router_load_balancing_note(card: RunCard) -> str | None:
+    """The plan's note for a card that states a router load-balancing loss (``parallel.moe_load_balancing`` aux_loss or
+    seq_aux_loss) on a fused router (``parallel.moe_launch`` fused): the loss's extra ops
+    (``compute.moe_time.AUX_LOSS_KERNELS``) are priced on the eager router only (``compute.inventory``), so the
+    field changes nothing there. None otherwise."""
+    par = card.parallel
+    lb = par.moe_load_balancing
+    if lb is None or lb is MoeLoadBalancing.NONE or par.resolved_moe_launch is not MoeLaunch.FUSED:
+        return None
+    return (f"parallel.moe_load_balancing {lb.value}: not counted on a fused or graphed router (parallel.moe_launch"
+            " fused): router fusion computes the loss's scores in fused kernels and a CUDA graph replays its ops"
+            " without host launches; only the eager router's extra ops are priced")
 
 
 def rope_loop_note(n: float) -> str | None:

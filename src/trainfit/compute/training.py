@@ -1238,6 +1238,7 @@ def train_step_time(
         *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
         _phase("backward", bwd.scaled(micro_steps)),
     ]
+    tp_slack_used = 0.0  # per micro-step: the host-paced slack the TP collectives took (the lockstep wait's is less)
     if mp.active:
         mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
                                      recompute=gradient_checkpointing and (not recompute_modules
@@ -1256,8 +1257,9 @@ def train_step_time(
                                             paced_s=sum(p.seconds - p.sync_s for p in passes))
 
             tp_fwd = exposed(mpc.tensor_forward_s, fwd)
-            mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
-                          tensor_forward_s=tp_fwd)
+            tp_s = tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd)
+            tp_slack_used = mpc.tensor_s - tp_s
+            mpc = replace(mpc, tensor_s=tp_s, tensor_forward_s=tp_fwd)
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
@@ -1278,7 +1280,8 @@ def train_step_time(
         # outlasts the micro-step's host-paced time; a launch-bound pass's GPU slack absorbs it. The syncs' round
         # trips (``sync_s``) are serial, no slack (lockstep_wait_seconds)
         micro = fwd.seconds + rec.seconds + bwd.seconds
-        paced = micro - sum(p.sync_s for p in (fwd, rec, bwd))
+        # less the slack the TP collectives already filled: one idle stretch of the GPU absorbs one thing
+        paced = micro - sum(p.sync_s for p in (fwd, rec, bwd)) - tp_slack_used
         device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
         speed = micro_steps * lockstep_wait_seconds(device_s=device, paced_s=paced, excess=excess)
         terms = {"ranks": world, "excess": excess}

@@ -1,6 +1,7 @@
 """One GPU-timeline budget per micro-step (``training.gpu_timeline_exposed_s``): the idle GPU time behind a
 launch-bound pass absorbs the TP collectives, Megatron-Core's overlapped EP all-to-alls and the slowest rank's extra
-device time once, not each of them in full, so more host time (all else equal) never shortens a planned step."""
+device time once, not each of them in full, so more host time (all else equal) never shortens a planned step; and
+the pipeline bubble idles whole micro-steps, the slowest rank's wait included."""
 
 from __future__ import annotations
 
@@ -122,6 +123,19 @@ def test_megatron_dense_step_never_shortens_as_host_time_grows(monkeypatch, tp, 
         _with_host_scale(monkeypatch, k)
         steps.append(_total(_dense_card(tp, pp)))
     assert all(b >= a * (1 - 1e-9) for a, b in zip(steps, steps[1:]))
+
+
+def test_pipeline_bubble_idles_whole_micro_steps_with_the_slowest_rank_wait():
+    card = _dense_card(2, 4, micro_batch_size=4, seq_len=8192)  # device-bound: the slowest GPU's wait shows
+    t = make_plan(load_card_dict(card)).time
+    parts = {p.name: p for p in t.phases}
+    assert parts["slowest_rank"].seconds > 0 and "pipeline_bubble" in parts
+    micro = sum(parts[n].seconds for n in ("forward", "recompute", "backward", "tensor_parallel", "context_parallel",
+                                           "expert_parallel", "pipeline_p2p", "slowest_rank") if n in parts)
+    micro /= card["batch"]["grad_accum"]
+    bubble = parts["pipeline_bubble"]
+    assert bubble.terms["micro_step"] == pytest.approx(micro, rel=1e-9)
+    assert bubble.seconds == pytest.approx(bubble.terms["idle_micro_steps"] * micro, rel=1e-9)
 
 
 # Megatron-Bridge's Qwen3-235B-A22B FP8 pre-training on 256 H100s (EP overlap, interleaved pipeline) and DGX Cloud

@@ -1302,8 +1302,10 @@ def train_step_time(
                 phases.append(PhaseTime(name, secs * micro_steps, "communication", {}))
         bubble = pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages)
         if bubble:
-            # the idle slots last a whole micro-step of the timed stage, the slowest GPU's wait included
-            micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s
+            # the idle slots last a whole micro-step of the timed stage, the slowest GPU's wait included: the bubble is
+            # (p - 1) micro-batches' forward and backward time (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1), and the
+            # stages run those micro-batches at the lockstep pace of the slowest GPU
+            micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s + speed + uneven
             phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
                                     {"idle_micro_steps": bubble, "micro_step": micro}))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"

@@ -1428,7 +1428,17 @@ def gpu_timeline_exposed_s(*, paced_s: float, device_s: float, terms_s: tuple[fl
     The mechanism is the one of ``model_parallel.host_slack_exposed_s`` (an NCCL collective or a slower GPU's kernels
     only delay the compute stream, the host walks past) and ``lockstep_wait_seconds``, applied to all of them at once:
     priced apart, each against the whole slack, adding host time shortened the step (more slack hid each term
-    again)."""
+    again).
+
+    Outside this budget (``train_step_time``): ring / Ulysses context-parallel exchanges and the pipeline sends add
+    to both sides (no forward / backward split of them here); Megatron-Core's non-overlapped all-to-alls too (its
+    dispatcher syncs the host). Two terms still read the host-paced passes alone, so on some Megatron MoE cards an
+    eager router (more host work, the same device work) still plans up to 1.8 % faster than a fused one, and a
+    load-balancing loss up to 2.6 % faster than none (on 66 and 47 of 173 mapped rows; without the two, none): the
+    data-parallel overlap window (``communication``: a longer host-paced forward hides more of an overlapped
+    all-gather, while the slowest rank's wait, which lengthens the same window, is not counted in it), and
+    ``synced_seconds``' refill, which averages the device seconds over the pass's kernels (kernels with host time
+    and no device time shorten it)."""
     line = device_s
     edge = max(paced_s, device_s)
     out = []

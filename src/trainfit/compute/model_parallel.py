@@ -298,8 +298,8 @@ def host_slack_exposed_s(*, comm_s: float, device_s: float, paced_s: float) -> f
     or a timeout; ``WorkNCCL::synchronizeStream``: "Block the current stream on the NCCL stream"); in a launch-bound
     pass the GPU idles behind the host's launches and runs the
     collective in that idle time, so only the part the slack does not absorb reaches the step. A device-bound pass
-    (``paced_s == device_s``) pays ``comm_s`` in full. The same slack absorbs the slowest rank's excess
-    (``training.lockstep_wait_seconds``).
+    (``paced_s == device_s``) pays ``comm_s`` in full. Slack is absorbed once: the slowest rank's excess and
+    Megatron-Core's overlapped all-to-alls get only what the collectives left (``training.gpu_timeline_exposed_s``).
 
     This keeps the step consistent: the exposure ``comm_s`` shrinks where a GEMM the collective overlaps grows (a
     tile / wave boundary: ``te_sp_backward_pair_s`` hides the reduce-scatter behind the wgrad GEMM), by less than

@@ -498,8 +498,10 @@ ms-swift's Megatron SFT (``--moe_aux_loss_coeff 0.01``); the entries' notes. Eff
 the Qwen3-30B-A3B 32K SFT card -7.2% -> -5.7%, ms-swift's Megatron row -54.0% -> -53.9% (device-bound in the plan),
 NeMo RL's DeepSeek-V3 steps (eager, load balancing ``none`` in NeMo RL's configs) -48.8 -> -48.0% (v0.5 H100 DAPO),
 -46.4 -> -45.8% (v0.5 GB200), -43.9 -> -43.4% and -49.7 -> -49.4% (v0.6 GB200), DGX Cloud 25.05's GB200 DeepSeek-V3
-pre-training -33.8 -> -34.4% and -35.1 -> -35.7% (more host time hides more of its tensor-parallel exchange in the
-plan's overlap); no subset median moves. Host seconds on this CPU (a shared 2-core AMD EPYC VM, one thread, best of 7
+pre-training -33.8 -> -34.4% and -35.1 -> -35.7% (the plan then spent the same idle GPU time on the tensor-parallel
+exchange and again on the slowest rank's wait, so more host time shortened the step: an error, not a mechanism; one
+GPU-timeline budget per micro-step has since replaced it, ``training.gpu_timeline_exposed_s``); no subset median
+moves. Host seconds on this CPU (a shared 2-core AMD EPYC VM, one thread, best of 7
 rounds of 3 calls, noisy): the router region 35-85 us per op (0.3-0.8 ms a layer forward without a loss, 1.3-1.7 ms
 with ``aux_loss``, 2.1-3.1 ms for DeepSeek-V3's), the chunk sorts' ``cat`` 41-484 us per op (``sort_chunks_by_idxs``
 splits the rows into local experts x EP views and indexes them from Python, moe_utils.py l.383-412), against the

@@ -1240,13 +1240,33 @@ def train_step_time(
         *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
         _phase("backward", bwd.scaled(micro_steps)),
     ]
+    # One GPU timeline per micro-step (gpu_timeline_exposed_s): on one side the passes' host-paced time (the TP
+    # collectives' exposure per pass included, and under Megatron-Core's EP overlap the all-to-alls that outlast the
+    # other direction's paced pass); on the other the GPU's work: its device time, the TP collectives on the compute
+    # stream, the overlapped all-to-alls that outlast the other direction's device time, the slowest GPU's extra
+    # device time. The micro-step is the longer side: one stretch of idle GPU time absorbs one thing, so more host
+    # time never shortens it. Serial terms (non-overlapped EP, whose dispatcher syncs the host; context parallel;
+    # the pipeline sends) add to both sides.
+    paced = fwd.seconds + rec.seconds + bwd.seconds - sum(p.sync_s for p in (fwd, rec, bwd))
+    device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
+    world = max(1, parallel.ranks) * mp.tp * mp.pp
+    excess = coll.slowest_rank_excess(ranks=world)
+    both = (coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
+            if excess and work_cv > 0 and parallel.ranks > 1 else excess)
+    mpc = ModelParallelComm()
+    tp_raw = host_ep = device_ep = 0.0
+    ep_overlapped = False
     if mp.active:
-        mpc = model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=fwd, bwd=bwd,
-                                     recompute=gradient_checkpointing and (not recompute_modules
-                                                                           or "core_attn" in recompute_modules),
-                                     rates=rates, micro_steps=micro_steps,
-                                     recompute_collectives=selective != "core_attention" and not recompute_modules,
-                                     expert_recompute="moe" in recompute_modules, launch_blocking=launch_blocking)
+        def mp_comm(f: PassTime, b: PassTime, blocking: bool) -> ModelParallelComm:
+            return model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=f, bwd=b,
+                                          recompute=gradient_checkpointing and (not recompute_modules
+                                                                                or "core_attn" in recompute_modules),
+                                          rates=rates, micro_steps=micro_steps,
+                                          recompute_collectives=selective != "core_attention" and not recompute_modules,
+                                          expert_recompute="moe" in recompute_modules, launch_blocking=blocking)
+
+        mpc = mp_comm(fwd, bwd, launch_blocking)
+        tp_raw, tp_fwd_raw = mpc.tensor_s, mpc.tensor_forward_s
         if mpc.tensor_s and not launch_blocking:
             # the TP collectives run on the GPU's timeline: a launch-bound pass's GPU slack absorbs them
             # (model_parallel.host_slack_exposed_s), the forward's in the forward, the recomputed forward's (run
@@ -1260,35 +1280,49 @@ def train_step_time(
             tp_fwd = exposed(mpc.tensor_forward_s, fwd)
             mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
                           tensor_forward_s=tp_fwd)
+        ep_overlapped = bool(mpc.expert_s) and mp.ep_comm_overlap and not launch_blocking
+        if ep_overlapped:
+            # Megatron-Core's combined 1F1B hides each direction's all-to-alls behind the other direction's pass:
+            # as long as that pass lasts with its exposed TP collectives on the host-paced side, with its device
+            # work and TP collectives on the GPU's (model_parallel.ep_overlap_exposed)
+            tp_back_raw = tp_raw - tp_fwd_raw
+            host_ep = mpc.expert_s if not mpc.tensor_s else mp_comm(
+                replace(fwd, seconds=fwd.seconds + mpc.tensor_forward_s),
+                replace(bwd, seconds=bwd.seconds + mpc.tensor_s - mpc.tensor_forward_s), False).expert_s
+            device_ep = mp_comm(replace(fwd, seconds=fwd.gemm_s + fwd.attention_s + fwd.memory_s + tp_fwd_raw),
+                             replace(bwd, seconds=bwd.gemm_s + bwd.attention_s + bwd.memory_s + tp_back_raw),
+                             False).expert_s
+    (ep_gpu, speed, uneven), ep_host = gpu_timeline_exposed_s(
+        paced_s=paced + mpc.tensor_s, device_s=device + tp_raw,
+        terms_s=(device_ep, device * excess, device * (both - excess)), host_extra_s=host_ep)
+    if ep_overlapped:
+        mpc = replace(mpc, expert_s=ep_gpu + ep_host)
+    if mp.active:
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
             if secs:
                 phases.append(PhaseTime(name, secs * micro_steps, "communication", {}))
         bubble = pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages)
         if bubble:
-            micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s
+            # the idle slots last a whole micro-step of the timed stage, the slowest GPU's wait included: the bubble is
+            # (p - 1) micro-batches' forward and backward time (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1), and the
+            # stages run those micro-batches at the lockstep pace of the slowest GPU
+            micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s + speed + uneven
             phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
                                     {"idle_micro_steps": bubble, "micro_step": micro}))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
                          f" the bubble idles {bubble:.2f} micro-steps; "
                          + ("the last stage (with the head) is timed" if head else
                             "the busiest stage, which does not hold the head, is timed"))
-    world = max(1, parallel.ranks) * mp.tp * mp.pp
-    excess = coll.slowest_rank_excess(ranks=world)
     if excess:
         # the spread is the GPUs' (clocks, thermals): the slowest GPU's device time sets the pace only where it
-        # outlasts the micro-step's host-paced time; a launch-bound pass's GPU slack absorbs it. The syncs' round
-        # trips (``sync_s``) are serial, no slack (lockstep_wait_seconds)
-        micro = fwd.seconds + rec.seconds + bwd.seconds
-        paced = micro - sum(p.sync_s for p in (fwd, rec, bwd))
-        device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
-        speed = micro_steps * lockstep_wait_seconds(device_s=device, paced_s=paced, excess=excess)
+        # outlasts the micro-step's host-paced time; the GPU slack the TP collectives and overlapped all-to-alls left
+        # absorbs it (gpu_timeline_exposed_s). The syncs' round trips (``sync_s``) are serial, no slack
         terms = {"ranks": world, "excess": excess}
-        uneven = 0.0
+        speed *= micro_steps
+        uneven *= micro_steps
         if work_cv > 0 and parallel.ranks > 1:
             # the slowest rank's device time with its extra tokens, beyond what the speed spread already adds
-            both = coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
-            uneven = micro_steps * lockstep_wait_seconds(device_s=device, paced_s=paced, excess=both) - speed
             terms.update(work_cv=work_cv, uneven_work=uneven)
         phases.append(PhaseTime("slowest_rank", speed + uneven, "compute", terms))
         notes.append(f"lockstep: the slowest of {world} GPUs sets the pace, its device time +{excess:.1%}"
@@ -1377,6 +1411,45 @@ def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> 
     (``paced_s == device_s``) waits ``excess · device_s``; a launch-bound one, whose GPU idles behind the host's
     launches, waits only for what its slack does not absorb."""
     return max(0.0, device_s * (1.0 + excess) - paced_s)
+
+
+def gpu_timeline_exposed_s(*, paced_s: float, device_s: float, terms_s: tuple[float, ...],
+                           host_extra_s: float = 0.0) -> tuple[tuple[float, ...], float]:
+    """What a micro-step's GPU-side terms and a host-side extra add beyond its host-paced time, one budget for all.
+
+    The GPU's timeline holds ``device_s`` (the passes' device work, and anything already on it, such as the TP
+    collectives on the compute stream), then ``terms_s`` in order (overlapped EP all-to-alls past the other
+    direction's device time, the slowest GPU's extra device time, ...); the host's holds ``paced_s`` (the passes
+    paced by the larger of host and device time, with what the GPU's timeline already exposed; ``paced_s >=
+    device_s``) and ``host_extra_s`` (an all-to-all that outlasts the other direction's paced pass). The micro-step
+    lasts ``max(paced_s + host_extra_s, device_s + sum(terms_s))``: the GPU's idle time behind the host's launches
+    (``paced_s - device_s``) absorbs each term once, in order, and the host side's extra only where it outlasts the
+    whole GPU line. Returns each term's exposure and the host extra's; they sum to that micro-step less
+    ``paced_s``, which never falls as ``paced_s`` grows (host time, all else equal).
+
+    The mechanism is the one of ``model_parallel.host_slack_exposed_s`` (an NCCL collective or a slower GPU's kernels
+    only delay the compute stream, the host walks past) and ``lockstep_wait_seconds``, applied to all of them at once:
+    priced apart, each against the whole slack, adding host time shortened the step (more slack hid each term
+    again).
+
+    Outside this budget (``train_step_time``): ring / Ulysses context-parallel exchanges and the pipeline sends add
+    to both sides (no forward / backward split of them here); Megatron-Core's non-overlapped all-to-alls too (its
+    dispatcher syncs the host). Two terms still read the host-paced passes alone, so on some Megatron MoE cards an
+    eager router (more host work, the same device work) still plans up to 1.8 % faster than a fused one, and a
+    load-balancing loss up to 2.6 % faster than none (on 66 and 47 of 173 mapped rows; without the two, none): the
+    data-parallel overlap window (``communication``: a longer host-paced forward hides more of an overlapped
+    all-gather, while the slowest rank's wait, which lengthens the same window, is not counted in it), and
+    ``synced_seconds``' refill, which averages the device seconds over the pass's kernels (kernels with host time
+    and no device time shorten it)."""
+    line = device_s
+    edge = max(paced_s, device_s)
+    out = []
+    for t in terms_s:
+        line += max(0.0, t)
+        new = max(edge, line)
+        out.append(new - edge)
+        edge = new
+    return tuple(out), max(0.0, paced_s + max(0.0, host_extra_s) - edge)
 
 
 def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:

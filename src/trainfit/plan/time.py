@@ -163,12 +163,12 @@ RAY_TRAINER_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl", "miles", "slime")
 
 
 def launcher_of(card: RunCard) -> Launcher:
-    """The card's process launcher (``loop.launcher``); unset: Ray under ``RAY_TRAINER_PRESETS`` and for a PPO / GRPO
-    card without a preset (which plans verl's actor), else torchrun (TRL, LLaMA-Factory, ms-swift, a card without a
-    preset)."""
+    """The card's process launcher (``loop.launcher``); unset: Ray under ``RAY_TRAINER_PRESETS``, else torchrun (TRL,
+    LLaMA-Factory, ms-swift, and any card without a preset, PPO / GRPO included: with no preset naming the RL
+    framework TRL's trainer is planned, ``plan.assumptions``, and TRL runs under accelerate / torchrun, not Ray)."""
     if card.loop.launcher is not None:
         return card.loop.launcher
-    if card.preset in RAY_TRAINER_PRESETS or (card.preset is None and card.method in (Method.PPO, Method.GRPO)):
+    if card.preset in RAY_TRAINER_PRESETS:
         return Launcher.RAY
     return Launcher.TORCHRUN
 

@@ -425,6 +425,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     verl = (card.software.model_extra or {}).get("verl")
     if verl is not None:  # a 0.9 pin sends an fp32 trainer's weights uncast (plan.rl_sync, VERL_UNCAST_EXPORT_SINCE)
         f["software.verl"] = str(verl)
+    vllm = card.software.vllm
+    if vllm is not None and rl:  # a pin before 0.8.5 pads FA3 decode to 128 rows (plan.rl_generation)
+        f["software.vllm"] = str(vllm)
     p = card.precision
     f.update({
         "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,

@@ -55,3 +55,10 @@ def test_a_split_card_walks_without_the_offload_and_other_presets_keep_it():
     assert verl_fsdp_memory_card(other) is other
     assert _peaks(split)[Phase.ACTOR_OPTIMIZER_STEP] == pytest.approx(
         _peaks(_card("none", placement="split"))[Phase.ACTOR_OPTIMIZER_STEP], rel=1e-9)
+
+
+def test_the_split_actors_offloaded_state_is_counted_in_host_ram():
+    split = make_plan(_card("params_and_optimizer", placement="split")).host_ram
+    none = make_plan(_card("none", placement="split")).host_ram
+    assert split.get("trainer_offloaded", 0.0) > 0 and "trainer_offloaded" not in none
+    assert "gradients" not in split  # verl frees them after the update; nothing moves them to the host

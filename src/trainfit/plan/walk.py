@@ -17,7 +17,7 @@ from trainfit.plan.resolve import card_with
 from trainfit.plan.result import GroupPlan
 from trainfit.plan.terms import step_terms
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Phase, RefPlacement
+from trainfit.spec.enums import Method, Offload, Phase, RefPlacement
 from trainfit.spec.model import ModelSpec
 
 
@@ -337,6 +337,15 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         weights_divisor=frozen_divisor,
     )
     host.update(host2)
+    if critic_offload is not card.parallel.offload and card.rollout.placement.value != "colocate":
+        # verl's split FSDP actor under offload: its shard and optimizer state live in host RAM between the passes
+        # (verl_fsdp_memory_card; the bytes plan.rl_offload moves, per rank of the node)
+        from trainfit.plan.rl_offload import fsdp_offload_bytes, fsdp_state_shard_ranks
+
+        dp = max(1, train_gpus // max(1, card.parallel.tensor_parallel * card.parallel.pipeline_parallel))
+        w, opt, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
+        kept = opt + (w if critic_offload is Offload.PARAMS_AND_OPTIMIZER else 0.0)
+        host["trainer_offloaded"] = kept * min(per_node, train_gpus)
     if critic_note is not None:
         notes = [*notes, critic_note]
     out = []

@@ -162,8 +162,8 @@ def fsdp_optimizer_offload_refusal(card: RunCard) -> str | None:
     """One line refusing ``parallel.offload: optimizer`` under a torch FSDP strategy outside verl's FSDP workers; None
     otherwise. torch FSDP offloads the parameters with their gradients and optimizer states or nothing: FSDP1's
     ``CPUOffload`` has the one switch ``offload_params``, FSDP2's ``CPUOffloadPolicy`` moves the parameters (and so
-    the step) to the host (pytorch/pytorch torch/distributed/fsdp/api.py ``CPUOffload``,
-    torch/distributed/fsdp/_fully_shard/_fsdp_api.py ``CPUOffloadPolicy``, torch 2.13.0), and accelerate's FSDP
+    the step) to the host (pytorch/pytorch torch/distributed/fsdp/api.py ``CPUOffload`` l.230-241,
+    torch/distributed/fsdp/_fully_shard/_fsdp_api.py ``CPUOffloadPolicy`` l.183, torch 2.13.0), and accelerate's FSDP
     plugin writes only ``fsdp_offload_params`` (``export.accelerate``). The step model has no optimizer-only FSDP
     path to price (DeepSpeed's CPU Adam is ZeRO's). verl's FSDP workers do run one (the actor's
     ``optimizer_offload``, moved between phases: ``plan.rl_offload.verl_fsdp_actor_offload``)."""

@@ -56,7 +56,7 @@ def test_call_syncs_is_a_plan_fact_and_refused_out_of_range():
     assert plan_facts(card)["lora.call_syncs"] == 2.0
     assert "lora.call_syncs" not in plan_facts(load_card_dict(CARD))
     for bad in (-1, 65):
-        with pytest.raises(CardError, match="call_syncs"):
+        with pytest.raises(CardError, match=r"lora\.call_syncs: .*allowed: 0 to 64"):
             load_card_dict({**CARD, "lora": {"call_syncs": bad}})
 
 

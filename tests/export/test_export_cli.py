@@ -117,8 +117,9 @@ def test_import_reads_the_export_back(grpo_card, tmp_path, capsys):
     assert main(["import", str(script), "--from", "verl", "--json", "--set", "hardware.gpu=h100-sxm"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["card"]["hardware"]["gpu"] == "h100-sxm" and obj["target"] == "verl"
-    # the imported card plans
-    assert main(["plan", str(card_out), "--json"]) == 0
+    # the imported card plans as verl's (its FSDP optimizer-only offload is verl's actor optimizer_offload; without
+    # the preset the plan refuses it: plan.time.fsdp_optimizer_offload_refusal)
+    assert main(["plan", str(card_out), "--set", "preset=verl", "--json"]) == 0
 
 
 def test_import_trl_with_its_accelerate_file(grpo_card, tmp_path, capsys):

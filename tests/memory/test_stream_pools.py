@@ -120,7 +120,7 @@ def test_fsdp_plan_takes_reserved_from_the_per_stream_replay():
     assert floor and all(p.reserved == max(high, p.allocated) for p in floored)
 
 
-@pytest.mark.parametrize("strategy,offload", [("single", "none"), ("ddp", "none"), ("fsdp", "optimizer")])
+@pytest.mark.parametrize("strategy,offload", [("single", "none"), ("ddp", "none"), ("fsdp", "params_and_optimizer")])
 def test_no_side_stream_pools_elsewhere(strategy, offload):
     card = _card(strategy, offload)
     if strategy == "single":

@@ -94,3 +94,61 @@ def test_a_colocated_actor_without_trainer_offload_makes_the_same_trips_as_with_
     a = trainer_state_offload_phase(alone, spec, r, train_gpus=16)
     b = trainer_state_offload_phase(both, spec, r, train_gpus=16)
     assert a.seconds == pytest.approx(b.seconds, rel=1e-12) and a.seconds > 0
+
+
+def _ppo(offload: str, *, placement: str = "colocate"):
+    card = _card(offload, placement=placement).model_dump(mode="json", exclude_unset=True)
+    card["method"] = "ppo"
+    card["rollout"]["num_generations"] = 1
+    return load_card_dict(card)
+
+
+def test_a_ppo_critic_on_verls_fsdp_workers_makes_its_own_state_trips():
+    # CriticWorker.compute_values loads / offloads the shard, update_critic the shard and the optimizer state
+    # (volcengine/verl verl/workers/fsdp_workers.py l.1540-1586 @b178a3cd56f58b2d502255daba591e92833930a7)
+    from trainfit.methods.rl import critic_spec_of
+    from trainfit.plan.rl_offload import verl_fsdp_critic_offload_bytes
+
+    spec = resolve_model(MODEL)
+    card = _ppo("params_and_optimizer")
+    weights, optimizer, _ = fsdp_offload_bytes(card, critic_spec_of(card, spec), shard_ranks=16)
+    pinned, pageable = verl_fsdp_critic_offload_bytes(card, spec, shard_ranks=16)
+    assert pinned == pytest.approx(optimizer, rel=1e-12) and pageable == pytest.approx(2 * weights, rel=1e-12)
+    opt_only = verl_fsdp_critic_offload_bytes(_ppo("optimizer"), spec, shard_ranks=16)
+    assert opt_only == pytest.approx((optimizer, 0.0), rel=1e-12)
+    assert verl_fsdp_critic_offload_bytes(_card("params_and_optimizer"), spec, shard_ranks=16) == (0.0, 0.0)  # grpo
+    # the PPO step's state_offload phase carries the critic's trips beside the actor's
+    r = default_rates(gpu_of(card))
+    ppo = trainer_state_offload_phase(card, spec, r, train_gpus=16)
+    grpo = trainer_state_offload_phase(_card("params_and_optimizer", placement="colocate"), spec, r, train_gpus=16)
+    assert ppo.seconds > grpo.seconds > 0
+    # and a PPO card with no actor trips (colocated, rollout.trainer_offload none) still prices the critic's
+    none_actor = _ppo("params_and_optimizer").model_dump(mode="json", exclude_unset=True)
+    none_actor["rollout"]["trainer_offload"] = "none"
+    t = trainer_state_offload_phase(load_card_dict(none_actor), spec, r, train_gpus=16)
+    assert t is not None and t.seconds > 0
+
+
+def test_the_fully_async_split_path_keeps_the_syncs_weights_trip():
+    # verl's checkpoint engine stages the shard for the export (plan.rl_sync); the fully-async trainer's own paths
+    # (rollout.weight_sync per_parameter / bucketed) do not, so the state-offload phase keeps the sync's trip
+    from trainfit.plan.rl_offload import verl_export_stages_shard
+
+    spec = resolve_model(MODEL)
+    default = _card("params_and_optimizer")
+    r = default_rates(gpu_of(default))
+    base = trainer_state_offload_phase(default, spec, r, train_gpus=16)
+    assert verl_export_stages_shard(default)
+    for sync in ("per_parameter", "bucketed"):
+        d = default.model_dump(mode="json", exclude_unset=True)
+        d["rollout"]["weight_sync"] = sync
+        card = load_card_dict(d)
+        assert not verl_export_stages_shard(card)
+        t = trainer_state_offload_phase(card, spec, r, train_gpus=16)
+        assert t.seconds > base.seconds
+        assert _staging(card) == 0.0
+    assert _staging(default) > 0
+
+
+def _staging(card) -> float:
+    return next(p for p in make_plan(card).time.phases if p.name == "weight_sync").terms.get("staging", 0.0)

@@ -599,7 +599,8 @@ frontend's per-sequence part were fitted together on the fit half, 18 fit / 28 h
   replays piecewise graphs. It is not applied because the card does not say the engine's release or graph mode.
 
 **Padded decode attention** (``fa3_decode_query_rows``, ``FA3_DECODE_TILE_ROWS``; the plan passes it for vLLM V1
-engines). vLLM's FlashAttention backend runs FlashAttention-3 on Hopper. Its decode packs the query heads that share
+engines; 128 rows under a ``software.vllm`` pin before 0.8.5, ``plan.rl_generation.VLLM_FA3_ONE_MMA_WG_SINCE``).
+vLLM's FlashAttention backend runs FlashAttention-3 on Hopper. Its decode packs the query heads that share
 a KV head into the rows of one tile (``pack_gqa``) and the warpgroup MMA computes the whole tile: 64 rows at head dim
 128 since vllm-project/flash-attention PR #63 (hopper/heuristics.h ``use_one_mma_wg``, hopper/tile_size.h
 @13d0fd9cc276cb666afc88373e2d81449acdc749), 128 before. A group of 5-8 query heads per KV head thus costs 64 rows of
@@ -607,7 +608,9 @@ a KV head into the rows of one tile (``pack_gqa``) and the warpgroup MMA compute
 (about 790 TFLOP/s against 3 TB/s) hides that under the KV read; an H20 (142 TFLOP/s measured against 3.6 TB/s, 39
 FLOPs per byte) does not, and long-context decode on it turns compute-bound on attention. The step keeps one roofline
 (``max(bandwidth, compute)`` over the whole step), so the padded FLOPs add to the GEMMs' and the KV bytes to the
-weights'. A published check on the same card and model shape, not a fit: sgl-project/sglang issue #5630
+weights'. The one published comparison on the same card and model shape (not a fit) is SGLang's, so it exercises
+the 128-row tile on an engine this term is not applied to, and checks neither the adopted 64-row tile nor vLLM:
+sgl-project/sglang issue #5630
 (2025-04-22), QwQ-32B (Qwen2.5-32B shapes, 40 query / 8 KV heads) at TP 4 on H20, 64 requests at 12,000 input
 tokens: 908 tok/s with the FlashAttention-3 backend against 2,014 with FlashInfer (0.45x); this step's device time
 at that batch and context gives 1,060 against 2,692 tok/s (0.39x) with a 128-row tile, against no padding.
@@ -619,8 +622,17 @@ step at 128 rows): the Qwen3-14B-Base generation phases land at -8..-9 %, the ge
 15.4 %, but the one-step-off Qwen2.5-Math-7B rows (no published mean) +43 / +24 % -> +73 / +51 %, beyond 50 %: 48 ->
 51. Not modelled: a step that carries a prefill chunk beside its decodes (chunked prefill) runs the varlen kernel at
 ``max_seqlen_q`` above 64 and its 128-row tile; other head dims (other tiles), FlashAttention-2 cards (16-row MMA
-tiles, under the KV read), SGLang and V0 engines (their backends differ by release).
-Measured (``benchmarks/step_times.py``, against the tree without it; only H20 rows move): the DAPO Qwen3-14B-Base
+tiles, under the KV read), V0 engines (V0 does not hand the head counts to the scheduler metadata, vllm-project/vllm
+PR #16864 review, 2025-04-23), and SGLang. SGLang's FA3 backend is the same kernel family (FlashAttention-3's Hopper
+kernels through sgl-kernel, GQA packed into the tile the same way) and pads the same way, but at 128 rows: its decode
+took the single-warpgroup 64-row tile only with sgl-project/sglang PR #18985 (2026-02-18, "Use single mma warp group
+for short q_len in FA to optimize decoding performance", sgl-project/sgl-flash-attn PR #34), and it made FA3 its
+Hopper default only for some models and from some release on (sgl-project/sglang #5064, #6066, 2025-05-07). Not
+applied to SGLang: which scored SGLang runs had FA3 rather than FlashInfer is not stated by any of them, and the
+release pin that carries #18985 is not read here; a card that sets SGLang therefore prices attention at its query
+heads' FLOPs (a lower bound on a pre-#18985 FA3 run at long context on an H20-class card).
+Effect on the benchmark table (``benchmarks/step_times.py``, plan against published, the tree without it against
+the tree with it; only H20 rows move): the DAPO Qwen3-14B-Base
 generation phases on 32 H20 -41..-44 % -> -26..-30 % and their steps -26..-28 % -> -16..-18 %; Qwen2.5-32B
 generation -58..-66 % -> -54..-63 % (still short, unexplained); Qwen2.5-14B (~770-token responses) -8 / -3 % ->
 -1 / +5 %; verl's one-step-off Qwen2.5-Math-7B H20 generation +43 -> +56 % (split FSDP2) and +24 -> +36 % (Megatron),
@@ -669,16 +681,26 @@ hopper/tile_size.h ``tile_size_fwd_sm90``; 128 before: vllm-project/flash-attent
 @13d0fd9cc276cb666afc88373e2d81449acdc749, 2025-04-21). Module docstring: "Padded decode attention"."""
 
 
-def fa3_decode_query_rows(spec: ModelSpec, *, compute_capability: str | None) -> int:
+FA3_DECODE_TILE_ROWS_TWO_MMA_WG = 128
+"""Query rows of the FlashAttention-3 decode tile on Hopper at head dim 128 before vLLM passed the query and KV head
+counts to the kernel's scheduler metadata (vllm-project/vllm PR #16864, https://github.com/vllm-project/vllm/pull/16864,
+the vLLM side of vllm-project/flash-attention PR #63): two MMA warpgroups, ``kBlockM`` 128 (hopper/tile_size.h
+``tile_size_fwd_sm90`` l.31-32 @e371cc41310682b806dc132b68546235288ffb8b, the fork before PR #63's commit
+13d0fd9cc276cb666afc88373e2d81449acdc749). Module docstring: "Padded decode attention"."""
+
+
+def fa3_decode_query_rows(spec: ModelSpec, *, compute_capability: str | None, one_mma_wg: bool = True) -> int:
     """Query rows per KV head that vLLM's FlashAttention-3 decode kernel computes for one token of context
     (``FA3_DECODE_TILE_ROWS`` when the tile pads the packed query heads: a Hopper card, head dim 128, softmax
-    attention without a latent KV, fewer query heads per KV head than the tile holds); 0 where the padding is not
-    modelled (other architectures run FlashAttention-2 or other backends, other head dims other tiles, MLA its own
-    kernels): the step then prices attention at its query heads' FLOPs."""
+    attention without a latent KV, fewer query heads per KV head than the tile holds;
+    ``FA3_DECODE_TILE_ROWS_TWO_MMA_WG`` with ``one_mma_wg`` false, a vLLM release before the single-warpgroup decode
+    tile); 0 where the padding is not modelled (other architectures run FlashAttention-2 or other backends, other head
+    dims other tiles, MLA its own kernels): the step then prices attention at its query heads' FLOPs."""
     if (compute_capability or "").partition(".")[0] != "9" or spec.mla is not None or spec.head_dim != 128:
         return 0
+    tile = FA3_DECODE_TILE_ROWS if one_mma_wg else FA3_DECODE_TILE_ROWS_TWO_MMA_WG
     group = spec.num_attention_heads // max(1, spec.num_kv_heads)
-    return FA3_DECODE_TILE_ROWS if group < FA3_DECODE_TILE_ROWS else 0
+    return tile if group < tile else 0
 
 
 def eager_s_per_kernel_of(rates: DeviceRates, engine: RolloutEngine | str = RolloutEngine.VLLM, *,

@@ -425,6 +425,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     verl = (card.software.model_extra or {}).get("verl")
     if verl is not None:  # a 0.9 pin sends an fp32 trainer's weights uncast (plan.rl_sync, VERL_UNCAST_EXPORT_SINCE)
         f["software.verl"] = str(verl)
+    vllm = card.software.vllm
+    if vllm is not None and rl:  # a pin before 0.8.5 pads FA3 decode to 128 rows (plan.rl_generation)
+        f["software.vllm"] = str(vllm)
     p = card.precision
     f.update({
         "precision.weights": card.weights_dtype.value, "precision.compute": p.compute.value,
@@ -461,6 +464,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["loop.loss_input_copy"] = True
     f["loop.token_scan_syncs"] = card.loop.token_scan_syncs  # time: the loop's per-token host syncs
     f["loop.launch_blocking"] = card.loop.launch_blocking  # time: CUDA_LAUNCH_BLOCKING=1, every launch waits
+    from trainfit.plan.time import launcher_of
+    f["loop.launcher"] = launcher_of(card).value  # time: the host ops' thread count (plan.time.host_one_thread_per_rank)
     f["loss.chunked"] = card.loss.chunked
     f["loss.upcast"] = card.loss.upcast  # memory: false, the model's own loss on the compute-dtype logits
     f["loss.compiled"] = card.loss.compiled  # memory and time: the eager loss under torch.compile

@@ -205,6 +205,12 @@ def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
         from trainfit.errors import CardError
 
         raise CardError(why)
+    from trainfit.plan.time import fsdp_optimizer_offload_refusal
+
+    if (why := fsdp_optimizer_offload_refusal(card)) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
     from trainfit.plan.rl_offload import verl_megatron_offload_refusal
 
     if (why := verl_megatron_offload_refusal(card)) is not None:

@@ -93,6 +93,23 @@ SGLANG_NEWEST_RELEASE_READ = (0, 5, 6)
 no ``software.sglang`` is planned at it, as an unpinned framework is planned at its newest release elsewhere."""
 
 
+VLLM_FA3_ONE_MMA_WG_SINCE = (0, 8, 5)
+"""The first vLLM release whose V1 FlashAttention backend hands the query and KV head counts to FlashAttention-3's
+scheduler metadata, so a decode batch runs the single-warpgroup 64-row tile (vllm-project/vllm PR #16864,
+https://github.com/vllm-project/vllm/pull/16864, "FA3 decode perf improvement - single mma warp group support for
+head dim 128", the vLLM side of vllm-project/flash-attention PR #63; still under review on 2025-04-24, after the
+0.8.4 release of 2025-04-14, so 0.8.5 is the first release that can carry it). A ``software.vllm`` release pin before
+it plans the 128-row tile (``compute.decode_step.FA3_DECODE_TILE_ROWS_TWO_MMA_WG``); no pin, or one that names no
+release, the 64-row one."""
+
+
+def vllm_fa3_one_mma_wg(card: RunCard) -> bool:
+    """False for a ``software.vllm`` release pin before ``VLLM_FA3_ONE_MMA_WG_SINCE`` (its FA3 decode runs 128-row
+    tiles); True otherwise (``compute.decode_step.fa3_decode_query_rows``)."""
+    release = sglang_release(card.software.vllm)
+    return release is None or release >= VLLM_FA3_ONE_MMA_WG_SINCE
+
+
 def sglang_scheduler_inputs(card: RunCard, gpu: GpuSpec) -> dict:
     """An SGLang engine's scheduler as ``generation_time`` reads it: the overlap scheduler (``overlap_schedule``:
     ``rollout.sglang_overlap_schedule``; unset, on from ``SGLANG_OVERLAP_DEFAULT_SINCE`` and off for a release pinned
@@ -144,7 +161,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
             r, ro.engine, spec=spec,
             engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1"),
         **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
-        decode_attention_rows=(fa3_decode_query_rows(spec, compute_capability=r.compute_capability)
+        decode_attention_rows=(fa3_decode_query_rows(spec, compute_capability=r.compute_capability,
+                                                     one_mma_wg=vllm_fa3_one_mma_wg(card))
                                if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)

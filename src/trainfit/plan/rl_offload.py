@@ -559,6 +559,50 @@ def verl_fsdp_actor_offload(card: RunCard) -> Offload:
     return card.parallel.offload
 
 
+def verl_export_stages_shard(card: RunCard) -> bool:
+    """Whether the weight sync's export streams an offloaded FSDP shard back from host memory itself
+    (``compute.sync.export_staging_seconds``, priced by ``plan.rl_sync.sync_phase``): verl's checkpoint engine on a
+    split placement (``FrameworkSync.broadcasts_whole_bucket``: not the fully-async trainer's own paths) through the
+    framework's sync, on an FSDP strategy with ``parallel.offload: params_and_optimizer``. The one rule for the
+    export's staging and for the state-offload phase, which then leaves out the sync's weights trip."""
+    from trainfit.compute.sync import framework_sync_mechanism
+    from trainfit.spec.enums import FSDP_STRATEGIES, Offload, WeightTransport
+
+    ro = card.rollout
+    if (card.preset != "verl" or ro.weight_transport is not WeightTransport.FRAMEWORK
+            or card.parallel.strategy not in FSDP_STRATEGIES or card.parallel.offload is not Offload.PARAMS_AND_OPTIMIZER):
+        return False
+    chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
+    fs = framework_sync_mechanism(card.preset, ro.placement.value, chosen, engine=ro.engine)
+    return fs.framework == "verl" and fs.broadcasts_whole_bucket
+
+
+def verl_fsdp_critic_offload_bytes(card: RunCard, spec: ModelSpec, *, shard_ranks: int) -> tuple[float, float]:
+    """(pinned, pageable) bytes one training GPU of verl's FSDP PPO critic copies to the host per step; the same
+    bytes come back. verl's export writes the critic's ``fsdp.param_offload`` / ``optimizer_offload`` from
+    ``parallel.offload`` (``export.verl``), and its ``CriticWorker`` loads the shard before ``compute_values`` and
+    offloads it after, and loads the shard and the optimizer state before ``update_critic`` and offloads both after
+    (volcengine/verl verl/workers/fsdp_workers.py l.1540-1557, l.1560-1586
+    @b178a3cd56f58b2d502255daba591e92833930a7): the shard twice each way, the optimizer state once, sized as the
+    actor's (``fsdp_offload_bytes`` of the critic model; its ``model_dtype`` defaults to fp32 as the actor's,
+    l.1289-1290), pinned or pageable as the actor's (FSDP2's ``model.cpu()``). (0, 0) for any other card: not PPO,
+    not verl's FSDP workers, no offload."""
+    from trainfit.methods.rl import critic_spec_of
+    from trainfit.plan.time import verl_fsdp_workers
+    from trainfit.spec.enums import Method, Offload
+
+    off = card.parallel.offload
+    if card.method is not Method.PPO or off is Offload.NONE or not verl_fsdp_workers(card):
+        return 0.0, 0.0
+    critic = critic_spec_of(card, spec)
+    if critic is None:
+        return 0.0, 0.0
+    weights, optimizer, _ = fsdp_offload_bytes(card, critic, shard_ranks=shard_ranks)
+    w = 2.0 * weights if off is Offload.PARAMS_AND_OPTIMIZER else 0.0  # compute_values and update_critic
+    pageable = card.parallel.fsdp2 and not verl_fsdp2_pinned_weights(card)
+    return optimizer + (0.0 if pageable else w), (w if pageable else 0.0)
+
+
 def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, *, train_gpus: int) -> PhaseTime | None:
     """The trainer's per-step state moves to host memory and back, per training GPU.
 
@@ -585,8 +629,9 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     FSDP trainers (verl's FSDP worker) move each rank's local shard instead (``fsdp_offload_bytes``; under ``hsdp``
     the shard of its group, ``fsdp_state_shard_ranks``). On a split placement verl's FSDP actor makes the same trips
     under ``parallel.offload`` (``verl_fsdp_actor_offload``, as a colocated one without ``rollout.trainer_offload``
-    does), less the sync's weights trip, which the
-    checkpoint engine's export staging prices (``plan.rl_sync``).
+    does), less the sync's weights trip where the checkpoint engine's export staging prices it
+    (``verl_export_stages_shard``, ``plan.rl_sync``; not on the fully-async trainer's own sync paths). A PPO card's
+    FSDP critic on verl adds its own shard and optimizer trips (``verl_fsdp_critic_offload_bytes``).
 
     Every GPU of a node copies at once: a copy to or from pinned host memory runs at the smaller of the GPU's host
     link and its share of the node's host-memory bandwidth (``compute.offload.host_copy_bytes_per_s``), one to or
@@ -601,26 +646,31 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     weights of verl's Megatron offload under a ``software.verl`` pin before 0.8 (``verl_megatron_fresh_host_weights``):
     to the host into fresh pages, back from pinned memory. None when nothing moves."""
     from trainfit.methods.rl import trainer_offload_of
-    from trainfit.spec.enums import Offload, Placement
+    from trainfit.spec.enums import Offload
 
     mode, _ = trainer_offload_of(card)
     split_actor = False  # verl's split FSDP actor: the sync's weights trip is the export's staging (plan.rl_sync)
     if mode is Offload.NONE and verl_fsdp_actor_offload(card) is not Offload.NONE:
         mode = verl_fsdp_actor_offload(card)
-        split_actor = card.rollout.placement is not Placement.COLOCATE
+        split_actor = verl_export_stages_shard(card)
     if mode is Offload.NONE and nemo_rl_logprob_optimizer_trip(card):
         # not colocated, before NeMo RL 0.5: the log-prob call's offload_before_refit, back in prepare_for_training
         return _state_trip_phase(card, r, pinned_bytes=0.0,
                                  pageable_bytes=nemo_rl_optimizer_bytes(card, spec, train_gpus=train_gpus))
-    if mode is Offload.NONE:
-        return None
     p = card.parallel
     fsdp = p.strategy in FSDP_STRATEGIES
+    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    # verl's FSDP PPO critic: its own shard and optimizer trips under parallel.offload, whatever the actor's
+    critic = verl_fsdp_critic_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp)) \
+        if fsdp else (0.0, 0.0)
+    if mode is Offload.NONE:
+        if critic == (0.0, 0.0):
+            return None
+        return _state_trip_phase(card, r, pinned_bytes=critic[0], pageable_bytes=critic[1])
     fresh_weights = 0.0  # bytes copied to freshly allocated host memory and back from pinned memory
     if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
-        dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
         shard_ranks = fsdp_state_shard_ranks(card, dp=dp)
         if fsdp:
             weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=shard_ranks)
@@ -643,6 +693,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                 fresh_weights = w  # to the host into fresh pages, back from pinned (VERL_MEGATRON_PINNED_REUSE_SINCE)
             else:
                 moved = (optimizer + (0.0 if pageable else w), w if pageable else 0.0)
+    moved = (moved[0] + critic[0], moved[1] + critic[1])
     if moved == (0.0, 0.0) and not fresh_weights:
         return None
     return _state_trip_phase(card, r, pinned_bytes=moved[0], pageable_bytes=moved[1], fresh_weight_bytes=fresh_weights)

@@ -19,7 +19,7 @@ from trainfit.methods.roles import (
     train_nodes,
 )
 from trainfit.plan.rl_common import bf16_engine_weight_bytes, hsdp_shard_of, rl_phase
-from trainfit.plan.rl_offload import host_copy_rates
+from trainfit.plan.rl_offload import host_copy_rates, verl_export_stages_shard
 from trainfit.plan.time import (
     nic_bytes_per_s,
     nvlink_gpus_per_node,
@@ -30,7 +30,6 @@ from trainfit.spec.enums import (
     ComputeDtype,
     Dtype,
     FsdpVersion,
-    Offload,
     Placement,
     RolloutEngine,
     WeightTransport,
@@ -120,8 +119,7 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     staging = export_staging_seconds(
         shard_bytes_per_rank=trainer_dtype_bytes / shard_ranks,
         host_copy_bytes_per_s=host_copy_rates(card, r, gpu)[1 if p.fsdp2 else 0],
-    ) if (fs.framework == "verl" and fs.broadcasts_whole_bucket and card.parallel.strategy in FSDP_STRATEGIES
-          and card.parallel.offload is Offload.PARAMS_AND_OPTIMIZER) else 0.0
+    ) if verl_export_stages_shard(card) else 0.0
     # verl from 0.9 exports the trainer's dtype uncast, so an fp32 trainer sends and its receivers copy fp32
     # (compute.sync.VERL_UNCAST_EXPORT_SINCE); a card pinned to an earlier verl, or none, sends bf16, and so does a
     # pin that names no release: a branch, a commit hash, an upper bound (spec.card.pin_at_least)

@@ -158,17 +158,34 @@ def step_offload_of(card: RunCard) -> Offload:
     return Offload.NONE if verl_fsdp_workers(card) else card.parallel.offload
 
 
+def fsdp_optimizer_offload_refusal(card: RunCard) -> str | None:
+    """One line refusing ``parallel.offload: optimizer`` under a torch FSDP strategy outside verl's FSDP workers; None
+    otherwise. torch FSDP offloads the parameters with their gradients and optimizer states or nothing: FSDP1's
+    ``CPUOffload`` has the one switch ``offload_params``, FSDP2's ``CPUOffloadPolicy`` moves the parameters (and so
+    the step) to the host (pytorch/pytorch torch/distributed/fsdp/api.py ``CPUOffload`` l.230-241,
+    torch/distributed/fsdp/_fully_shard/_fsdp_api.py ``CPUOffloadPolicy`` l.183, torch 2.13.0), and accelerate's FSDP
+    plugin writes only ``fsdp_offload_params`` (``export.accelerate``). The step model has no optimizer-only FSDP
+    path to price (DeepSpeed's CPU Adam is ZeRO's). verl's FSDP workers do run one (the actor's
+    ``optimizer_offload``, moved between phases: ``plan.rl_offload.verl_fsdp_actor_offload``)."""
+    par = card.parallel
+    if par.strategy not in FSDP_STRATEGIES or par.offload is not Offload.OPTIMIZER or verl_fsdp_workers(card):
+        return None
+    return (f"parallel.offload: optimizer is not run by torch FSDP (strategy {par.strategy.value}: it offloads the"
+            " parameters, gradients and optimizer states together, or nothing; optimizer-only offload is ZeRO's or"
+            " verl's actor optimizer_offload, preset verl); allowed with it: none, params_and_optimizer")
+
+
 RAY_TRAINER_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl", "miles", "slime")
 """Presets whose training ranks are Ray actors (``host_one_thread_per_rank``)."""
 
 
 def launcher_of(card: RunCard) -> Launcher:
-    """The card's process launcher (``loop.launcher``); unset: Ray under ``RAY_TRAINER_PRESETS`` and for a PPO / GRPO
-    card without a preset (which plans verl's actor), else torchrun (TRL, LLaMA-Factory, ms-swift, a card without a
-    preset)."""
+    """The card's process launcher (``loop.launcher``); unset: Ray under ``RAY_TRAINER_PRESETS``, else torchrun (TRL,
+    LLaMA-Factory, ms-swift, and any card without a preset, PPO / GRPO included: with no preset naming the RL
+    framework TRL's trainer is planned, ``plan.assumptions``, and TRL runs under accelerate / torchrun, not Ray)."""
     if card.loop.launcher is not None:
         return card.loop.launcher
-    if card.preset in RAY_TRAINER_PRESETS or (card.preset is None and card.method in (Method.PPO, Method.GRPO)):
+    if card.preset in RAY_TRAINER_PRESETS:
         return Launcher.RAY
     return Launcher.TORCHRUN
 

@@ -17,7 +17,7 @@ from trainfit.plan.resolve import card_with
 from trainfit.plan.result import GroupPlan
 from trainfit.plan.terms import step_terms
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Method, Phase, RefPlacement
+from trainfit.spec.enums import Method, Offload, Phase, RefPlacement
 from trainfit.spec.model import ModelSpec
 
 
@@ -224,12 +224,41 @@ def rl_packed_row(card: RunCard) -> tuple[int, int, str] | None:
                     f" row of {row} tokens (NeMo RL sequence packing, plan.walk.rl_packed_row)")
 
 
+def verl_fsdp_memory_card(card: RunCard) -> RunCard:
+    """The card the RL memory walk reads. verl's FSDP workers never wrap the actor (or critic) with torch FSDP's CPU
+    offload: under ``param_offload`` / ``optimizer_offload`` ``update_actor`` loads the shard and the optimizer state
+    to the GPU before the update and ``compute_log_prob`` the shard before the log-prob pass, offloading them after
+    (volcengine/verl verl/workers/fsdp_workers.py l.893-898, l.928-932, l.993-994 @b178a3cd56f58b2d502255daba591e92833930a7;
+    the engine workers the same through ``BaseEngineCtx._context_switch``, verl-project/verl
+    verl/workers/engine/base.py l.314-336 @040a28659773fd58eac91cc006d255826c6da03a). So their update and log-prob
+    phases hold the state as without offload (``plan.time.step_offload_of``: none), and only around a colocated engine
+    does it leave the GPU, which is what ``rollout.trainer_offload`` plans (``methods.rl.trainer_offload_of``; the
+    log-prob pass keeps the optimizer state away, ``methods.rl.frozen_pass_offloaded``): such a card is walked with
+    ``parallel.offload`` none and, colocated without ``rollout.trainer_offload``, that field set to the actor's
+    offload (``plan.rl_offload.verl_fsdp_actor_offload``). A PPO critic keeps ``parallel.offload`` (``walk_rl``): its
+    state counted on the host in every phase, its own passes included, where verl loads it (not modelled: the
+    trainer-offload phases move the actor's state only). A split card's log-prob pass counts the optimizer state
+    on the GPU (verl leaves it on the host there; below the update's peak, which holds it). Any other card: itself."""
+    from trainfit.plan.rl_offload import verl_fsdp_actor_offload
+    from trainfit.plan.time import step_offload_of
+    from trainfit.spec.enums import Offload, Placement
+
+    if step_offload_of(card) is card.parallel.offload:
+        return card
+    moved = verl_fsdp_actor_offload(card)
+    extra = ({"rollout__trainer_offload": moved.value}
+             if card.rollout.placement is Placement.COLOCATE and moved is not Offload.NONE else {})
+    return card_with(card, parallel__offload=Offload.NONE.value, **extra)
+
+
 def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     """PPO and GRPO: the actor's (and critic's) step on the training group, the rollout engine and
     the frozen passes where the roles live."""
     from trainfit.methods.rl import critic_spec_of, rl_groups
     from trainfit.methods.roles import group_sizes, train_nodes
 
+    critic_offload = card.parallel.offload  # the critic keeps the card's offload (verl_fsdp_memory_card)
+    card = verl_fsdp_memory_card(card)
     ro = card.rollout
     ctx = spec.max_position_embeddings
     if ctx is not None and ro.prompt_len + ro.response_len > ctx:
@@ -268,6 +297,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if cspec is not None and card.rollout.critic_max_tokens_per_micro_batch is not None:
         c_seq, c_mbs, critic_note = rl_budget_row(card, critic=True)
         critic_card = card_with(actor_card, batch__seq_len=c_seq, batch__micro_batch_size=c_mbs)
+    if cspec is not None and critic_offload is not card.parallel.offload:
+        critic_card = card_with(critic_card, parallel__offload=critic_offload.value)
     ranks = None
     if layout.trivial:
         sharding = make_sharding(strategy=card.parallel.strategy, gpus_per_node=per_node, nodes=t_nodes,
@@ -306,6 +337,15 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         weights_divisor=frozen_divisor,
     )
     host.update(host2)
+    if critic_offload is not card.parallel.offload and card.rollout.placement.value != "colocate":
+        # verl's split FSDP actor under offload: its shard and optimizer state live in host RAM between the passes
+        # (verl_fsdp_memory_card; the bytes plan.rl_offload moves, per rank of the node)
+        from trainfit.plan.rl_offload import fsdp_offload_bytes, fsdp_state_shard_ranks
+
+        dp = max(1, train_gpus // max(1, card.parallel.tensor_parallel * card.parallel.pipeline_parallel))
+        w, opt, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
+        kept = opt + (w if critic_offload is Offload.PARAMS_AND_OPTIMIZER else 0.0)
+        host["trainer_offloaded"] = kept * min(per_node, train_gpus)
     if critic_note is not None:
         notes = [*notes, critic_note]
     out = []

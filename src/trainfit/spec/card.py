@@ -148,7 +148,7 @@ class LoraSection(_Section):
         " B·A into each expert's weight every forward. grouped: unmerged grouped GEMMs of their own on the routed rows"
         " (prime-rl's MultiLoRAGroupedExperts). Step time only (the memory plan keeps the merged weights); scope lora.")
     call_syncs: float = Field(
-        0.0, ge=0.0, le=64.0, description="Host-synchronising reads of a device value in every forward call of an"
+        0.0, description="Host-synchronising reads of a device value in every forward call of an"
         " adapted (non-expert) linear, the recompute's included: the host waits for the GPU to drain its queue each"
         " time. prime-rl's MultiLoRALinear under its per-layer torch.compile: 2 with grouped GEMMs (the assert on"
         " offsets[-1] and repeat_interleave without an output size, each a graph break run eagerly), 2 + (2n - 1)"
@@ -183,6 +183,13 @@ class LoraSection(_Section):
         default_factory=_empty_list, max_length=16,
         description="Modules trained in full beside the adapter (PEFT modules_to_save): embed_tokens, lm_head.",
     )
+
+    @field_validator("call_syncs")
+    @classmethod
+    def _call_syncs_range(cls, v: float) -> float:
+        if not 0.0 <= v <= 64.0:
+            raise ValueError(f"lora.call_syncs: {v:g} is out of range; allowed: 0 to 64")
+        return v
 
 
 class Ia3Section(_Section):

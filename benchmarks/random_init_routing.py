@@ -103,35 +103,17 @@ def build_model(spec: dict[str, Any], case: dict[str, Any]) -> Any:
     return model
 
 
-def init_like_harness(module: Any) -> None:
-    """``gpu_calibrate._init_weights`` on one submodule: matrices normal(0, 0.02), norms 1, other vectors and float
-    buffers 0. For the loop_v4 harness the same distribution is transformers 4.57's default initialisation."""
-    import torch
-
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            if p.dim() >= 2:
-                p.normal_(0.0, 0.02)
-            elif "norm" in name:
-                p.fill_(1.0)
-            else:
-                p.zero_()
-        for mod in module.modules():
-            for b in mod._buffers.values():
-                if b is not None and b.is_floating_point():
-                    b.zero_()
-
-
 def hits_per_layer(spec: dict[str, Any], case: dict[str, Any], seed: int) -> list[int]:
     """Experts at least one of the case's tokens picks, per decoder layer, for one draw of the random weights."""
     import torch
+    from gpu_calibrate import _init_weights  # the harness's own initialisation (for loop_v4: 4.57's default, alike)
 
     torch.manual_seed(seed)
     model = build_model(spec, case)
     inner = model.model
     ids = torch.randint(0, inner.embed_tokens.weight.shape[0], (spec["mbs"], spec["seq"]))
     inner.embed_tokens.to_empty(device="cpu")
-    init_like_harness(inner.embed_tokens)
+    _init_weights(inner.embed_tokens)
     rot = type(inner.rotary_emb)(config=inner.rotary_emb.config)  # the harness rebuilds the rotary tables too
     with torch.no_grad():
         hidden = inner.embed_tokens(ids)
@@ -146,7 +128,7 @@ def hits_per_layer(spec: dict[str, Any], case: dict[str, Any], seed: int) -> lis
     for i in range(len(inner.layers)):
         layer = inner.layers[i]
         layer.to_empty(device="cpu")
-        init_like_harness(layer)
+        _init_weights(layer)
         layer.mlp.gate.register_forward_hook(hook)
         with torch.no_grad():
             out = layer(hidden, attention_mask=None, position_ids=pos, position_embeddings=position_embeddings)

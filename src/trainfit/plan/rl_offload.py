@@ -650,8 +650,8 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
 
     mode, _ = trainer_offload_of(card)
     split_actor = False  # verl's split FSDP actor: the sync's weights trip is the export's staging (plan.rl_sync)
-    if mode is Offload.NONE and verl_fsdp_actor_offload(card) is not Offload.NONE:
-        mode = verl_fsdp_actor_offload(card)
+    if mode is Offload.NONE and (verl_actor := verl_fsdp_actor_offload(card)) is not Offload.NONE:
+        mode = verl_actor
         split_actor = verl_export_stages_shard(card)
     if mode is Offload.NONE and nemo_rl_logprob_optimizer_trip(card):
         # not colocated, before NeMo RL 0.5: the log-prob call's offload_before_refit, back in prepare_for_training
@@ -663,9 +663,7 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
     # verl's FSDP PPO critic: its own shard and optimizer trips under parallel.offload, whatever the actor's
     critic = verl_fsdp_critic_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp)) \
         if fsdp else (0.0, 0.0)
-    if mode is Offload.NONE:
-        if critic == (0.0, 0.0):
-            return None
+    if mode is Offload.NONE:  # the critic's trips alone, if any (None when nothing moves)
         return _state_trip_phase(card, r, pinned_bytes=critic[0], pageable_bytes=critic[1])
     fresh_weights = 0.0  # bytes copied to freshly allocated host memory and back from pinned memory
     if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes

@@ -457,6 +457,12 @@ def fsdp_state_shard_ranks(card: RunCard, *, dp: int) -> int:
     return max(1, min(dp, p.hsdp_shard_size or train_nodes(card)[1]))
 
 
+def trainer_shard_ranks(card: RunCard, *, train_gpus: int) -> int:
+    """``fsdp_state_shard_ranks`` of the training GPUs' data ranks, ``train_gpus / (tp x pp)``."""
+    p = card.parallel
+    return fsdp_state_shard_ranks(card, dp=max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel)))
+
+
 def verl_fsdp2_pinned_weights(card: RunCard) -> bool:
     """Whether verl's FSDP2 worker moves its weights with per-parameter non-blocking copies (pinned both ways,
     ``VERL_FSDP2_MODEL_CPU_SINCE``) rather than ``model.cpu()``: the verl preset on FSDP2 with a ``software.verl``
@@ -659,17 +665,15 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                                  pageable_bytes=nemo_rl_optimizer_bytes(card, spec, train_gpus=train_gpus))
     p = card.parallel
     fsdp = p.strategy in FSDP_STRATEGIES
-    dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel))
+    shard_ranks = trainer_shard_ranks(card, train_gpus=train_gpus)
     # verl's FSDP PPO critic: its own shard and optimizer trips under parallel.offload, whatever the actor's
-    critic = verl_fsdp_critic_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp)) \
-        if fsdp else (0.0, 0.0)
+    critic = verl_fsdp_critic_offload_bytes(card, spec, shard_ranks=shard_ranks) if fsdp else (0.0, 0.0)
     if mode is Offload.NONE:  # the critic's trips alone, if any (None when nothing moves)
         return _state_trip_phase(card, r, pinned_bytes=critic[0], pageable_bytes=critic[1])
     fresh_weights = 0.0  # bytes copied to freshly allocated host memory and back from pinned memory
     if card.preset in STATE_OFFLOAD_PRESETS:  # (pinned, pageable) one-way bytes
         moved = nemo_rl_offload_bytes(card, spec, train_gpus=train_gpus)
     else:
-        shard_ranks = fsdp_state_shard_ranks(card, dp=dp)
         if fsdp:
             weights, optimizer, _ = fsdp_offload_bytes(card, spec, shard_ranks=shard_ranks)
         else:

@@ -340,10 +340,9 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if critic_offload is not card.parallel.offload and card.rollout.placement.value != "colocate":
         # verl's split FSDP actor under offload: its shard and optimizer state live in host RAM between the passes
         # (verl_fsdp_memory_card; the bytes plan.rl_offload moves, per rank of the node)
-        from trainfit.plan.rl_offload import fsdp_offload_bytes, fsdp_state_shard_ranks
+        from trainfit.plan.rl_offload import fsdp_offload_bytes, trainer_shard_ranks
 
-        dp = max(1, train_gpus // max(1, card.parallel.tensor_parallel * card.parallel.pipeline_parallel))
-        w, opt, _ = fsdp_offload_bytes(card, spec, shard_ranks=fsdp_state_shard_ranks(card, dp=dp))
+        w, opt, _ = fsdp_offload_bytes(card, spec, shard_ranks=trainer_shard_ranks(card, train_gpus=train_gpus))
         kept = opt + (w if critic_offload is Offload.PARAMS_AND_OPTIMIZER else 0.0)
         host["trainer_offloaded"] = kept * min(per_node, train_gpus)
     if critic_note is not None:

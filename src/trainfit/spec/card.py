@@ -920,8 +920,8 @@ class LoopSection(_Section):
         " threads of its host-side torch ops (torch's AdamW step and FSDP2's gradient add under FSDP CPU offload):"
         " torchrun 1 with more than one process a node, ray the actor's CPU allotment (1 by default) on any node,"
         " spawn (torch.multiprocessing.spawn, e.g. Answer.AI's fsdp_qlora) none, torch's default pool of the host's"
-        " cores. null: ray under the verl, openrlhf, nemo-rl, skyrl, miles and slime presets and for PPO / GRPO"
-        " without a preset, else torchrun (plan.time.host_one_thread_per_rank).")
+        " cores. null: ray under the verl, openrlhf, nemo-rl, skyrl, miles and slime presets, else torchrun (PPO / GRPO"
+        " without a preset included: TRL's trainer is planned, under accelerate / torchrun; plan.time.launcher_of).")
     launch_blocking: bool = Field(
         False, description="The run sets CUDA_LAUNCH_BLOCKING=1: every kernel launch returns only when the kernel has"
         " finished, so the host's dispatch of each kernel and the kernel itself run one after the other"

@@ -352,7 +352,39 @@ def nemo_rl_offload_bytes(card: RunCard, spec: ModelSpec, *, train_gpus: int) ->
     refit (Megatron, vLLM TP 64) from 105 s to 55 s (NVIDIA-NeMo/RL pull request #638, description of 2025-07-10,
     https://github.com/NVIDIA-NeMo/RL/pull/638, read 2026-12-04). It states neither the group count nor the free
     memory, so it gives no cost per group. Not applied: no source measures a group's round trip, the slope would be
-    read off these four rows, and the two clusters would need values 3x apart."""
+    read off these four rows, and the two clusters would need values 3x apart.
+
+    Checked again for the three single-node Llama-3.1-8B refit rows beyond 50 % (2026-12-05, a null result; nothing
+    changed). Bytes, read at v0.3.0 (@b1c86a816c5e2b4ca41ece193624a38dc62e6fdf): the code moves no fewer than
+    planned. The DTensor worker moves the fp32 shard, ``exp_avg`` and ``exp_avg_sq`` (12 B a parameter over 8:
+    12.05 GB), plus the fp32 gradient shards the last update left (16 B, 16.06 GB). The Megatron worker's state is
+    10 B of its data-parallel shard: Megatron-LM's submodule commit 2ff0f099ffc30ffd152e3e29e921a1609d00855c passes
+    ``master_weights=True`` and ``store_param_remainders`` (default True) to TE FusedAdam 2.3.0
+    (megatron/core/optimizer/__init__.py l.338-350, optimizer_config.py l.57-71). Its bf16 buffer, pinned after the
+    first step (``param_data_cpu.copy_``, param_and_grad_buffer.py l.789-792 at the same submodule commit), adds
+    16.06 GB. The DTensor refit also runs ``gc.collect()`` and ``torch.cuda.empty_cache()`` five times a worker
+    (dtensor_policy_worker.py l.1171, l.1283, l.1302, l.1327, l.1333): not priced, and pricing them would only
+    lengthen these rows.
+    What the rows imply, once the planned sync and wake (0.99 s) are taken out, is a copy into fresh pages of
+    4.0 GB/s per GPU (blog) and 2.4 GB/s (#959 rerun) at 12.05 GB, or 5.3 and 3.2 GB/s at v0.3.0's 16.06 GB. The
+    B200 Qwen2.5-1.5B row, on Google Cloud A4 virtual machines, implies 1.7 GB/s (2.3 GB) or 2.3 GB/s (3.1 GB).
+    The same configuration's Refit also differs between the blog's cluster and the rerun's: 4 -> 6 s, 5 -> 8 s,
+    15 -> 20 s and 14 -> 26 s. So the host moves the column by 1.3-1.9x, as much as the 8B rows' planned error.
+    No card field names the host's fault path (bare metal or virtual machine, transparent huge pages).
+    Full-benchmark sweeps of ``PAGEABLE_FIRST_TOUCH_BYTES_PER_S`` (1,373 rows; before: all 10.1 %, weight sync
+    23.8 %, RL steps 14.6 %, 46 rows beyond 50 %, 54 of 62 weight syncs within 2x, NeMo RL rows 14.7 %):
+    * 2.45 GB/s (``benchmarks/host_first_touch.py``): 10.2 / 24.4 / 14.5 %, 44 beyond 50 %, 54 within 2x (the
+      blog's 8B DTensor refit +140 -> +48 % comes in; the rerun's 70B Megatron refit -44 -> -58 % goes out),
+      NeMo RL rows 15.9 %;
+    * 4.0 GB/s: 10.3 / 28.6 / 15.3 %, 45 beyond 50 %, 54 within 2x; the 8B refits go to 0 / -19 / -33 / -50 % and
+      the 70B refits to -22 / -36 / -41 / -66 %;
+    * v0.3.x gradient shards added (DTensor, ``software.nemo-rl`` before 0.4): 26.6 % weight sync and 53 within 2x
+      at 1.4 GB/s; at 2.45 GB/s 10.2 / 24.4 / 14.3 %, 45 beyond 50 %, 54 within 2x.
+    Each trades the 8B rows against the multi-node and B200 rows and worsens the weight-sync median by 0.6 points
+    or more. Tensor size does not separate them either: ``benchmarks/host_first_touch.py`` copies 8 MiB tensors
+    into fresh memory at 6.2 GB/s and 28-256 MiB ones at 2.45 GB/s. The 70B's shards (TP 8 x FSDP 8: 0.5-14 MiB,
+    63 MiB embedding) are smaller than the 8B's (2-28 MiB, 250 MiB), so by that measurement the 70B would copy
+    faster per byte, not slower. The rate stays at 1.4 GB/s."""
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.plan.resolve import trainable_spec
 

@@ -125,7 +125,7 @@ NOMINAL_PARAMS = {
     "openai/gpt-oss-120b": (5.13e9, "gpt-oss model card (OpenAI, 2025): 116.8B total, 5.13B active"),
     "deepseek-ai/DeepSeek-V3": (37e9, "DeepSeek-V3 technical report (arXiv 2412.19437): 671B total, 37B activated"),
 }
-STRATEGIES = {"fsdp": "fsdp", "fsdp2": "fsdp", "hsdp": "hsdp", "zero1": "zero1", "zero2": "zero2",
+STRATEGIES = {"fsdp": "fsdp", "fsdp1": "fsdp", "fsdp2": "fsdp", "hsdp": "hsdp", "zero1": "zero1", "zero2": "zero2",
               "zero3": "zero3", "ddp": "ddp", "single": "single", "megatron-dist-opt": "zero1", "megatron": "zero1"}
 FSDP_VERSIONS = {
     # parallel.fsdp_version of each framework's FSDP at the entries' cited commits (spec/enums.py FsdpVersion)
@@ -157,13 +157,15 @@ FSDP_VERSIONS = {
 }
 """verl: the entry's ``train.strategy``: fsdp is FullyShardedDataParallel (FSDP1, verl's default), fsdp2 fully_shard
 (volcengine/verl verl/workers/fsdp_workers.py @52065c64 l.321 / 335, @2bb42bae l.522 / 536). An entry whose strategy
-reads ``fsdp2`` (the torchao rows run torchtitan) is FSDP2 whatever its framework."""
+reads ``fsdp2`` (the torchao rows run torchtitan) is FSDP2 whatever its framework, and one whose strategy reads ``fsdp1``
+(the publication names FSDP1, as Liger-Kernel's Hugging Face Trainer benchmarks do) is FSDP1 whatever its framework."""
 
 
 def fsdp_version_of(framework: str, strategy: str | None) -> tuple[str | None, str | None]:
     """(``parallel.fsdp_version``, note) for an entry's framework and stated strategy; (None, note): the card's
     default (fsdp2) where the framework is not mapped."""
-    version = "fsdp2" if strategy == "fsdp2" else "fsdp1" if framework == "verl" else FSDP_VERSIONS.get(framework)
+    version = ("fsdp2" if strategy == "fsdp2" else "fsdp1" if strategy == "fsdp1" or framework == "verl"
+               else FSDP_VERSIONS.get(framework))
     return version, (f"FSDP API: {version} ({framework})" if version else
                      f"FSDP API of {framework} not mapped: the card's default fsdp2")
 

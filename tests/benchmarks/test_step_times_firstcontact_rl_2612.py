@@ -102,3 +102,17 @@ def test_colocated_skyrl_weight_sync_timer_scope_cites_the_run_commit() -> None:
     assert scope["also"] == ["sleep_wake"] and scope["state_offload_terms"] == ["to_host"]
     assert sync["source"]["commit"][:8] in scope["why"] and "worker_dispatch.py" in scope["why"]
     assert "timer_scope" not in ROWS["skyrl-llmjudge-readme-grpo-qwen25-0.5b-gsm8k-l4-2g-async-rule"]
+
+
+def test_split_skyrl_row_states_the_runs_per_parameter_sync() -> None:
+    """At the README's commit SkyRL's broadcast strategy (split placement) sends one parameter per update request,
+    not the later packed broadcast the skyrl preset assumes: the row states it, cited, and the card carries it."""
+    e = ROWS["skyrl-llmjudge-readme-grpo-qwen25-0.5b-gsm8k-l4-2g-async-rule"]
+    assert e["rollout"]["weight_sync"] == "per_parameter"
+    assert e["source"]["commit"] in e["rollout"]["weight_sync_source"]
+    assert "broadcast_strategy.py" in e["rollout"]["weight_sync_source"]
+    card, _ = st.map_rl(e)
+    assert card["rollout"]["weight_sync"] == "per_parameter" and card["rollout"]["placement"] == "split"
+    # the colocated row keeps the preset's CUDA-IPC path (SkyRL groups parameters by module there)
+    sync, _ = st.map_rl(ROWS["skyrl-llmjudge-readme-grpo-qwen25-0.5b-gsm8k-l4-1g-sync-rule"])
+    assert "weight_sync" not in sync["rollout"]

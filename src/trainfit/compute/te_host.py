@@ -62,6 +62,49 @@ attention Function's Python backward (``FusedAttnFunc``), ``TENorm``, and the Me
 when consecutive layers' attention parameters differ (``te_attention_select_host_seconds``: gpt-oss's alternating
 windows). Every term here is the Python of an eager step: a trainer replaying a full-iteration CUDA graph runs none of
 it, which no card field says yet (``te_attention_select_host_seconds``).
+
+Checked, not priced (null result, 2026-12-05): a fixed cost per Megatron-Core micro-batch.
+ISEEKYAN/verl_megatron_practice grpo_qwen2.5_7b.csv @9976592e899543c776e1a1086cee288079ef5b58 times Qwen2.5-7B GRPO
+updates on 8 H100s whose rows differ only in the micro-batch structure (verl
+@62549582a71881fe861b09f8375e3aea80ac6754: fixed micro-batches of 2 sequences, ``mini_batch.batch.split``, or
+token-budgeted ones of ~14, ``rearrange_micro_batches``, 10,240 tokens: 18 a mini-batch at DP 2, 9 at DP 4). The plan
+gives a 2-sequence (1,428-token) TP 4 update micro-batch 24.2 ms forward (host-bound: 10.3 ms device, 24.2 ms host, of
+which TE's excess above is 0), 19.3 ms backward (18.5 ms device, 8.9 ms per-kernel host + 10.4 ms of this module's
+backward excess), 2.2 ms head and 3.3 ms tensor-parallel traffic: 54 ms with the step's share of the rest (111.6 s /
+2,048), against 146.6 ms published (300.2 s / 2,048); a 10k-token micro-batch is device-bound (55 + 115 ms device
+against 24 + 19 ms host). Taking the difference as a constant per micro-batch: 92.1 ms at TP 4 ((300.2 - 111.6) s /
+2,048) plans the token-budgeted TP 4 row at 80.7 + 288 x 0.0921 = 107.2 s against 102.0 published (the offloaded pair:
+90.8 ms, 110.0 s against 124.6); 139.0 ms at TP 2 with recompute (114.8 s against 122.2); 128.7 ms at TP 2 and 128.6
+ms at TP 2 x CP 2; the TP 2 x CP 2 log-prob pass 85.4 ms a forward-only 4-sequence micro-batch ((130.4 - 42.9) s /
+1,024). So the pairs agree with a constant, but one that grows as TP falls (92 ms at TP 4, 129-139 at TP 2) while the
+micro-batch's host work (op count and Python) is the same at both. Nothing cited prices it:
+
+* Host cost per op. Every per-kernel host rate times ``K`` on Megatron-Core + TE passes (training.py
+  ``train_step_time`` / ``forward_only_time`` with ``te_layers``), benchmarks/step_times.py rerun: at K = 3 these
+  updates read -21.6 % (TP 4, was -62.8) but -39.1 % (TP 2, was -60.2) and the log-prob -47.1 % (was -67.1), and the
+  host-bound Megatron-Bridge rows overshoot (the Qwen3-8B 32k SFT verification card +25.9 -> +248 %, the MLPerf v5.0
+  GB200 Llama-2-70B LoRA steps +26 -> +156 %); all rows 10.1 -> 10.3 %, beyond 50 % 46 -> 55. Over the 151 rows K
+  moves, the fit half reads 14.6 / 15.5 / 15.6 / 11.3 / 17.7 % at K = 1 / 1.25 / 1.5 / 2 / 3 and the held-out half
+  15.7 / 16.4 / 16.6 / 16.1 / 16.9 %: no factor holds out, and none is published beyond the TE per-call figures above.
+* verl's fused ``linear_cross_entropy`` (verl/utils/kernel/kernels.py, same commit): no per-call cost of that size.
+  The forward allocates three fp32 buffers of tokens x ceil(V / TP / 1024) (l.561-567), launches one Triton main loop
+  and its epilogues, and all-reduces the tokens x splits maxima and two per-token vectors on the TP group (l.645-677);
+  the default backward (``_Split_Dlogits_N``, l.138) takes ``empty_like`` gradients (l.1427: no vocabulary-sized
+  zeroing) and loops over ceil(V / TP / 9,504) vocabulary splits (l.1525-1534: 4 at TP 4, 8 at TP 2), one d-logits
+  kernel and two or three GEMMs each, on a tokens x 9,504 buffer; every ``triton.autotune`` there holds one config
+  (l.153-155, 290, 382, 458, 700-1272), so no new token count is benchmarked. Some 30-40 launches: about 1 ms of host
+  at most.
+* cuDNN graph rebuilds for the packed (THD) attention: TE quantises a ragged batch's graph key
+  (NVIDIA/TransformerEngine v2.2 c55e425ac5751c72bfa656560fc7c65ab7d895e9,
+  transformer_engine/common/fused_attn/fused_attn_f16_arbitrary_seqlen.cu l.93-99 and fused_attn/utils.cu l.532-563:
+  batch <= 32 -> 32, tokens to the next power of two), so a run builds a handful of graphs, not one a micro-batch
+  (with cuDNN >= 9.6; the run's cuDNN is not stated).
+* verl's per-micro-batch host syncs (8 pageable copies, three ``preprocess_packed_seqs`` calls with three ``tolist``
+  each and one boolean index a sequence, the outputs' ``postprocess``, five ``.item()`` in the loss): even with no
+  host-device overlap at all the TP 4 micro-batch would take 24.2 + 10.3 + 19.3 + 18.5 + 5.5 = 78 ms, not 147.
+* A per-micro-batch pass over the rank's parameters (the growth as TP falls): a + b / TP through 92.1 ms at TP 4 and
+  129-139 ms at TP 2 gives b = 148-188 ms at TP 1, 65-83 B per parameter per micro-batch at 3.35 TB/s, 6-8 times
+  Megatron-Core's fp32 gradient accumulation (10 B), and the forward-only pass has no gradient.
 """
 
 from __future__ import annotations

@@ -352,7 +352,12 @@ def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: Devic
 
     Memory reads no link: NCCL's buffers are planned as one communicator with a fixed ring of
     ``memory.overhead.NCCL_CHANNELS`` channels whatever the transport (``memory.overhead.overhead_bytes``), so a
-    stated link moves the step time only, and memory and time agree for every link."""
+    stated link moves the step time only; a card stating pcie_no_p2p plans the memory a card whose catalog link is
+    pcie_no_p2p (an RTX 4090) does, so memory and time agree for every link. Not modelled, for stated and catalog
+    links alike: NCCL's SHM transport keeps its send / receive buffers (the protocols' ``buffSizes``) in host shared
+    memory (``shmSendSetup`` / ``shmRecvSetup`` size them, ``ncclShmOpen`` maps them: NVIDIA/nccl
+    src/transport/shm.cc @5067397c2676d5aed50042fc39e5c8ee96eb0027), so without peer-to-peer the device holds less than
+    the term's 32 MiB of ring buffers (within the term's own spread: NCCL picks 2-32 channels by topology)."""
     if card.world_size <= 1:
         return None
     link = card.hardware.interconnect

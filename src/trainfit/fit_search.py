@@ -32,6 +32,10 @@ sequence (``trainfit.memory.alloc_sequence``, ~10-50 ms each). The candidates ar
 (``overheads.replay_floor``: reserved at its lower bound, the step's highest allocated) and only those
 that can rank first in their (GPU kind, count) are replanned with it (``_settle``): the rows, their
 order and ties are those of replaying every candidate (``fit(screen=False)``, tests/unit/test_fit_screen.py).
+
+Node link (``hardware.interconnect``): a link the card states describes its own GPU kind's nodes, as its price does;
+the card's kind is planned on it and every other kind on its catalog's link (``link_on_kind``), which the result's
+warnings say (``link_note``) and each plan's assumptions name.
 """
 
 from __future__ import annotations
@@ -153,6 +157,50 @@ def _hardware(gpu: str, count: int, price: Any) -> dict[str, Any]:
     if price is not None:
         hw.update(price_per_gpu_hour=price.per_gpu_hour, currency=price.currency)
     return hw
+
+
+def link_on_kind(data: dict[str, Any], gpu: str) -> dict[str, Any]:
+    """``data`` to be planned on GPU kind ``gpu``: a stated ``hardware.interconnect`` describes the card's own GPU
+    kind's nodes (an RTX 3090 pair without its bridge, an L40S box without peer-to-peer), not another kind's, so it is
+    kept for that kind only and dropped for the others, which plan on their catalog's link (``fit`` says so in a
+    warning; each plan's assumptions name the link). A copy when something is dropped."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    hw = data.get("hardware") or {}
+    if hw.get("interconnect") is None:
+        return data
+    try:
+        own, kind = resolve_gpu(str(hw.get("gpu", "a100-40gb"))).id, resolve_gpu(gpu).id
+    except CatalogError:
+        return data
+    if own == kind:
+        return data
+    out = deep_copy(data)
+    out["hardware"].pop("interconnect")
+    return out
+
+
+def link_note(base: dict[str, Any], gpus: list[str]) -> str | None:
+    """``fit``'s warning when the card states ``hardware.interconnect`` and the search plans other GPU kinds
+    (``link_on_kind``); None otherwise."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    hw = base.get("hardware") or {}
+    link = hw.get("interconnect")
+    if link is None:
+        return None
+    try:
+        own = resolve_gpu(str(hw.get("gpu", "a100-40gb"))).id
+    except CatalogError:
+        return None
+    others = [g for g in gpus if g != own]
+    if not others:
+        return None
+    return (f"hardware.interconnect {getattr(link, 'value', link)} describes the card's own {own} nodes and applies"
+            f" to its rows only; {', '.join(others)} are planned on the GPU catalog's link (an assumption; each plan"
+            " names its link)")
 
 
 def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
@@ -468,7 +516,7 @@ def fit(
     one_rank_dropped = False
     for gpu in gpus:
         for count in counts:
-            data = deep_copy(clean)
+            data = deep_copy(link_on_kind(clean, gpu))
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
             one_rank_dropped |= drop_one_rank_flag(data)
             try:
@@ -544,6 +592,8 @@ def fit(
     rows, warnings = annotate(rows, goal, currencies=currencies)
     if one_rank_dropped:
         warnings = [*warnings, ONE_RANK_NOTE]
+    if (link := link_note(base, gpus)) is not None:
+        warnings = [*warnings, link]
     if floor:
         rows = _settle(rows, cells, calibration, goal)
     for r in rows:
@@ -599,7 +649,7 @@ def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]
         return load(data)
     for gpu in gpus:
         try:
-            return load(updated(data, {"hardware.gpu": gpu}))
+            return load(updated(link_on_kind(data, gpu), {"hardware.gpu": gpu}))
         except (TrainfitError, ValueError):
             continue
     return None

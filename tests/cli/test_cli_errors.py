@@ -112,3 +112,23 @@ def test_plan_json_is_strict_and_consistent(argv, capsys):
     d = json.loads(out, parse_constant=lambda name: pytest.fail(f"{name} in JSON"))
     assert d["headroom_bytes"] == d["gpu_capacity_bytes"] - d["peak_gpu_bytes"]["device"]
     assert d["fits"] == (d["peak_gpu_bytes"]["device"] <= d["gpu_capacity_bytes"]) or d["rollout"] is not None
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("infiniband", "hardware.interconnect: 'infiniband' is a network between nodes, and this field the link between a"
+                   " node's GPUs, allowed: nvlink, pcie, pcie_no_p2p or null (the GPU catalog's link); state the network"
+                   " as hardware.nic_gbps_per_gpu or nic_gbps_per_node"),
+    ("nvswitch", "hardware.interconnect: 'nvswitch' is not allowed; allowed: nvlink, pcie, pcie_no_p2p or null"),
+])
+def test_a_bad_interconnect_is_one_line_exit_2(value, expected, capsys):
+    rc, out, err = run(["plan", "--set", f"hardware.interconnect={value}"], capsys)
+    assert rc == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith(f"trainfit: error: {expected}")
+
+
+def test_nvlink_on_a_card_without_it_is_one_line_exit_2(capsys):
+    rc, out, err = run(["plan", "--gpu", "l40s", "--set", "hardware.interconnect=nvlink"], capsys)
+    assert rc == 2 and out == "" and err.count("\n") == 1
+    assert err == ("trainfit: error: hardware.interconnect: 'nvlink' on l40s, whose catalog entry has no NVLink rate;"
+                   " allowed on l40s: pcie, pcie_no_p2p or null (the GPU catalog's link)\n")

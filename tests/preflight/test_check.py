@@ -217,3 +217,25 @@ def test_cli_json_lists_downloads(machine, tmp_path):
     assert data["downloads"] == [{"model": "Qwen/Qwen3-8B", "role": "actor", "bytes": 8_190_735_360 * 2.0, "cached": False}]
     disk = next(ln for ln in data["lines"] if ln["topic"] == "disk")
     assert "model download" in disk["message"]
+
+
+def _topology(card_link, audit):
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "rtx3090", "gpus_per_node": 2,
+                                                                     "interconnect": card_link}})
+    return [ln.message for ln in run_check(card, make_plan(card), audit) if ln.topic == "topology"]
+
+
+def test_a_stated_link_the_audit_contradicts_warns(machine, tmp_path):
+    """hardware.interconnect against topo -m and the peer-to-peer matrix: pcie where NV# links show, pcie (with
+    peer-to-peer) where some pair refuses it, pcie_no_p2p where every pair has it."""
+    no_p2p = audited(machine, tmp_path, "rtx4090x2_pcie")  # no NV# link, P2P "NS"
+    assert any("interconnect: nvlink but topo -m shows no NV# link" in t for t in _topology("nvlink", no_p2p))
+    assert any("interconnect: pcie (with peer-to-peer) but P2P is not available" in t
+               for t in _topology("pcie", no_p2p))
+    assert not any("interconnect:" in t for t in _topology("pcie_no_p2p", no_p2p))
+    p2p = replace(no_p2p, p2p_matrix=(("X", "OK"), ("OK", "X")))
+    assert any("interconnect: pcie_no_p2p but P2P is available" in t for t in _topology("pcie_no_p2p", p2p))
+    assert not any("interconnect:" in t for t in _topology("pcie", p2p))
+    bridged = replace(p2p, nvlink=True)
+    assert any("interconnect: pcie but topo -m shows NV# links" in t for t in _topology("pcie", bridged))
+    assert not any("interconnect:" in t for t in _topology("nvlink", bridged))

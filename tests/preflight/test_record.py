@@ -14,6 +14,7 @@ from trainfit.plan import make_plan
 from trainfit.preflight.audit import run_audit
 from trainfit.preflight.record import RECORD_KEY, build_record, default_record_path, git_state, load_record
 from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import Interconnect
 
 REPO = Path(__file__).resolve().parents[2]
 CARD = """\
@@ -44,7 +45,9 @@ def test_record_round_trips_through_the_card_schema(machine, tmp_path):
     back, extra = load_record(out)
     # the audit filled software and hardware; the rest is the card, defaults spelled out
     assert back.software.torch == "2.6.0" and back.software.trl == "0.17.0" and back.software.python == audit.python_version
-    assert (back.hardware.gpu, back.hardware.gpus_per_node, back.hardware.interconnect) == ("rtx4090", 2, "pcie")
+    # no NV# link and peer-to-peer "NS" between the two cards: PCIe through host memory, the link the plan times
+    assert (back.hardware.gpu, back.hardware.gpus_per_node, back.hardware.interconnect) == ("rtx4090", 2, "pcie_no_p2p")
+    assert back.hardware.interconnect is Interconnect.PCIE_NO_P2P
     assert back.hardware.host_ram_gib == 256
     same = ("method", "scope", "lora", "rollout", "checkpoint", "task", "batch", "parallel", "name")
     assert all(getattr(back, k) == getattr(card, k) for k in same)
@@ -168,3 +171,29 @@ def test_a_moe_card_recorded_on_transformers_4_records_the_loop_that_ran(machine
     assert make_plan(back).card.parallel.moe_experts.value == "loop_all"
     assert any(n.startswith("parallel.moe_experts: loop_all (recorded): transformers 4.52.4") for n in
                data[RECORD_KEY]["notes"])
+
+
+def test_audited_link_reads_nvlink_then_the_peer_to_peer_matrix(machine, tmp_path):
+    """nvlink from topo -m's NV# links; without them pcie, or pcie_no_p2p when some pair refuses peer-to-peer;
+    unknown topology: None (the card's own link is kept)."""
+    from trainfit.preflight.record import audited_link
+
+    pcie = audit_of(machine, tmp_path)
+    assert audited_link(pcie) is Interconnect.PCIE_NO_P2P
+    assert audited_link(replace(pcie, p2p_matrix=(("X", "OK"), ("OK", "X")))) is Interconnect.PCIE
+    assert audited_link(replace(pcie, p2p_matrix=None)) is Interconnect.PCIE
+    assert audited_link(replace(pcie, nvlink=True)) is Interconnect.NVLINK
+    assert audited_link(replace(pcie, nvlink=None)) is None
+
+
+def test_record_drops_a_link_the_recorded_gpu_has_no_rate_for(machine, tmp_path):
+    """An audit that sees NV# links on a GPU kind whose catalog entry has no NVLink rate records the catalog's link
+    (null) with a note, so the record still loads as a card."""
+    card = load_card_dict(yaml.safe_load(CARD))
+    audit = replace(audit_of(machine, tmp_path), nvlink=True)  # the rtx4090 has no NVLink in the catalog
+    data = build_record(card, audit, card_path=tmp_path / "run.yaml", git=git_state(REPO))
+    assert data["hardware"]["interconnect"] is None
+    assert any("interconnect nvlink" in n and "rtx4090" in n for n in data[RECORD_KEY]["notes"])
+    out = tmp_path / "run.record.yaml"
+    out.write_text(yaml.safe_dump(data, sort_keys=False))
+    assert load_record(out)[0].hardware.interconnect is None

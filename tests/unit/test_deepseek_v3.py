@@ -68,7 +68,8 @@ def test_config_checks_are_one_line():
 
 def _ep_card(ep: int, nodes: int) -> dict:
     return {"model": V3, "scope": "full",
-            "hardware": {"gpu": "h800", "gpus_per_node": 8, "nodes": nodes, "interconnect": "infiniband"},
+            "hardware": {"gpu": "h800", "gpus_per_node": 8, "nodes": nodes, "interconnect": "nvlink"},
+            # the link in a node; InfiniBand between nodes is the NIC default (hardware.nic_gbps_per_gpu)
             "parallel": {"strategy": "fsdp", "expert_parallel": ep, "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 8}}
 

@@ -85,7 +85,8 @@ def test_counts_against_transformers_on_meta():
 
 def _card(model: str, scope: str, nodes: int = 1) -> dict:
     card = {"model": model, "scope": scope,
-            "hardware": {"gpu": "h100", "gpus_per_node": 8, "nodes": nodes, "interconnect": "infiniband"},
+            "hardware": {"gpu": "h100", "gpus_per_node": 8, "nodes": nodes, "interconnect": "nvlink"},
+            # the link in a node; InfiniBand between nodes is the NIC default (hardware.nic_gbps_per_gpu)
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True},
             "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 4}}
     if scope == "lora":

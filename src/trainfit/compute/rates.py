@@ -75,6 +75,7 @@ from typing import Any
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
+from trainfit.spec.enums import Interconnect
 
 _MAMF_FRACTION = {"a100-40gb": 0.869, "a100-80gb": 0.869, "a800-80gb": 0.869, "h100-sxm": 0.803, "h200": 0.803,
                   "h800": 0.803, "mi300x": 0.514, "gb200": 0.729, "b200": 0.776,
@@ -957,14 +958,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         src.append(f"HBM {hbm_frac:.1%} of the datasheet bandwidth ({hbm[1]})")
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
-    nvlink = bool(gpu.nvlink and gpu.nvlink_bytes_per_s)
-    if nvlink:
-        bus, p2p = gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True
-    elif gpu.pcie_bytes_per_s:
-        p2p = not _geforce_without_p2p(gpu)
-        bus = gpu.pcie_bytes_per_s * (PCIE_P2P_BUS_FRACTION if p2p else PCIE_NO_P2P_BUS_FRACTION)
-    else:
-        raise CardError(f"gpu '{gpu.id}': the catalog has no NVLink or PCIe bandwidth; time cannot be estimated")
+    bus, p2p, nvlink = link_rates(gpu, link=catalog_link(gpu))
     return DeviceRates(
         gpu_id=gpu.id,
         matmul_flops_per_s=half * frac,
@@ -972,7 +966,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         sm_count=gpu.sm_count or DEFAULT_SM_COUNT,
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
-        nvlink=nvlink and gpu.id not in _BRIDGED_PAIRS,
+        nvlink=nvlink,
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=(gpu.fp32_flops_per_s * fp32[0] if fp32 and gpu.fp32_flops_per_s
@@ -984,6 +978,66 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         l2_resident_bytes=float(gpu.l2_resident_bytes or 0),
         sources=tuple(src),
     )
+
+
+def catalog_link(gpu: GpuSpec) -> Interconnect:
+    """The GPU catalog's link between a node's GPUs of this kind: NVLink where the catalog gives an NVLink rate
+    (bridged PCIe cards included), else PCIe, without peer-to-peer on the GeForce cards whose driver refuses it
+    (``_geforce_without_p2p``). Raises ``CardError`` for a card with neither rate."""
+    if gpu.nvlink and gpu.nvlink_bytes_per_s:
+        return Interconnect.NVLINK
+    if gpu.pcie_bytes_per_s:
+        return Interconnect.PCIE_NO_P2P if _geforce_without_p2p(gpu) else Interconnect.PCIE
+    raise CardError(f"gpu '{gpu.id}': the catalog has no NVLink or PCIe bandwidth; time cannot be estimated")
+
+
+def allowed_links(gpu: GpuSpec) -> tuple[Interconnect, ...]:
+    """The links ``hardware.interconnect`` may state for this kind: NVLink where the catalog gives an NVLink rate,
+    PCIe (with or without peer-to-peer) where it gives a PCIe rate (a Grace superchip's GPUs have no PCIe slot
+    between them: NVLink-C2C to the host, NVLink to each other)."""
+    out = [Interconnect.NVLINK] if gpu.nvlink and gpu.nvlink_bytes_per_s else []
+    if gpu.pcie_bytes_per_s:
+        out += [Interconnect.PCIE, Interconnect.PCIE_NO_P2P]
+    return tuple(out)
+
+
+def link_refusal(gpu: GpuSpec, *, link: Interconnect) -> str | None:
+    """The one-line refusal of ``hardware.interconnect: link`` on this kind (a link ``allowed_links`` does not
+    list: the catalog gives no rate for it), naming the GPU and the links allowed on it; None when allowed."""
+    allowed = allowed_links(gpu)
+    if link in allowed:
+        return None
+    return (f"hardware.interconnect: '{link.value}' on {gpu.id}, whose catalog entry has no"
+            f" {'NVLink' if link is Interconnect.NVLINK else 'PCIe'} rate; allowed on {gpu.id}:"
+            f" {', '.join(x.value for x in allowed)} or null (the GPU catalog's link)")
+
+
+def link_rates(gpu: GpuSpec, *, link: Interconnect) -> tuple[float, bool, bool]:
+    """(NCCL bus bytes per second in a node, peer-to-peer, every pair of the node's GPUs on NVLink) over ``link``:
+    NVLink at ``NVLINK_BUS_FRACTION`` of one direction of the catalog's NVLink rate (``nvlink`` False on the cards
+    whose bridges join pairs only, ``_BRIDGED_PAIRS``); PCIe at ``PCIE_P2P_BUS_FRACTION`` of the slot's rate with
+    peer-to-peer, ``PCIE_NO_P2P_BUS_FRACTION`` without (NCCL's SHM transport). ``default_rates`` takes the catalog's
+    link (``catalog_link``); a card's ``hardware.interconnect`` another (``plan.time.rates_of``), with the same
+    fractions, so a card stating its catalog's own link plans the same. A link the catalog gives no rate for is
+    refused (``allowed_links``)."""
+    if (refused := link_refusal(gpu, link=link)) is not None:
+        raise CardError(refused)
+    if link is Interconnect.NVLINK:
+        return gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True, gpu.id not in _BRIDGED_PAIRS
+    p2p = link is Interconnect.PCIE
+    return gpu.pcie_bytes_per_s * (PCIE_P2P_BUS_FRACTION if p2p else PCIE_NO_P2P_BUS_FRACTION), p2p, False
+
+
+def stated_link_rates(rates: DeviceRates, gpu: GpuSpec, *, link: Interconnect,
+                      calibrated_bus: bool = False) -> DeviceRates:
+    """``rates`` over a node link the card states (``hardware.interconnect``) instead of the catalog's: the bus
+    bandwidth, peer-to-peer and NVLink flags of ``link_rates``. ``calibrated_bus``: a calibration file measured
+    ``intra_node_bus_bytes_per_s`` for this kind; the measurement stays and only the flags (NCCL's transport and hop
+    latencies, vLLM's custom all-reduce) follow the stated link."""
+    bus, p2p, nvlink = link_rates(gpu, link=link)
+    if calibrated_bus:
+        bus = rates.intra_node_bus_bytes_per_s
+    return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink)
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

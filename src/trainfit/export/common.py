@@ -440,9 +440,11 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.nf4_compute_dtype": p.nf4_compute_dtype.value,  # time: the 4-bit base's GEMM rate
     })
     hw = card.hardware
-    for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "interconnect", "host_ram_gib", "nic_gbps_per_gpu",
+    for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "host_ram_gib", "nic_gbps_per_gpu",
               "nic_gbps_per_node", "host_memory_gbps", "host_numa_nodes"):
         f[f"hardware.{k}"] = getattr(hw, k)
+    # time: the node link's bus bandwidth (plan.time.rates_of); null, the GPU catalog's link
+    f["hardware.interconnect"] = hw.interconnect.value if hw.interconnect else None
     f["hardware.allocator"] = hw.allocator.value  # the reserved bytes (plan.overheads)
     for k, v in card.parallel.model_dump(mode="json").items():
         f[f"parallel.{k}"] = v

@@ -22,7 +22,7 @@ from trainfit.compute.attention_time import (
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, default_rates
+from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, stated_link_rates
 from trainfit.compute import collectives as coll
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
@@ -47,7 +47,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding
-from trainfit.spec.enums import KbitPrepare, Launcher, Stack, Zero1ParamSync
+from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -321,7 +321,15 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
 
 
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:
+    """The rates the card's step is timed at: the calibration's (``rates``) or the published defaults, with what the
+    card's ``hardware`` section states of its own hosts. ``hardware.interconnect`` is applied here and nowhere else:
+    its link's bus bandwidth, peer-to-peer and NVLink flags replace the catalog's (``compute.rates.stated_link_rates``,
+    the fractions ``default_rates`` takes for the catalog's link), except a bus bandwidth a calibration file measured
+    (``calibrated_link_bus``). The memory plan reads no link (``link_note``)."""
     r = rates or default_rates(gpu)
+    if card.hardware.interconnect is not None:
+        r = stated_link_rates(r, gpu, link=card.hardware.interconnect,
+                              calibrated_bus=calibrated_link_bus(gpu, rates))
     if card.hardware.host_memory_gbps:
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
     if card.hardware.host_numa_nodes:
@@ -329,6 +337,38 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     if card.hardware.nic_gbps_per_node:
         r = replace(r, node_nic_bytes_per_s=card.hardware.nic_gbps_per_node * 1e9 / 8)
     return r
+
+
+def calibrated_link_bus(gpu: GpuSpec, rates: DeviceRates | None) -> bool:
+    """Whether a calibration's ``rates`` carry an intra-node bus bandwidth of their own (a measurement), not the
+    catalog link's default."""
+    return rates is not None and rates.intra_node_bus_bytes_per_s != default_rates(gpu).intra_node_bus_bytes_per_s
+
+
+def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: DeviceRates | None = None) -> str | None:
+    """The plan's assumption line of the node link its collectives were timed on (``r``: ``rates_of``'s result;
+    ``calibration``: the calibration's rates it started from), and why: stated (``hardware.interconnect``) or the GPU
+    catalog's (``compute.rates.catalog_link``); None on one GPU.
+
+    Memory reads no link: NCCL's buffers are planned as one communicator with a fixed ring of
+    ``memory.overhead.NCCL_CHANNELS`` channels whatever the transport (``memory.overhead.overhead_bytes``), so a
+    stated link moves the step time only; a card stating pcie_no_p2p plans the memory a card whose catalog link is
+    pcie_no_p2p (an RTX 4090) does, so memory and time agree for every link. Not modelled, for stated and catalog
+    links alike: NCCL's SHM transport keeps its send / receive buffers (the protocols' ``buffSizes``) in host shared
+    memory (``shmSendSetup`` / ``shmRecvSetup`` size them, ``ncclShmOpen`` maps them: NVIDIA/nccl
+    src/transport/shm.cc @5067397c2676d5aed50042fc39e5c8ee96eb0027), so without peer-to-peer the device holds less than
+    the term's 32 MiB of ring buffers (within the term's own spread: NCCL picks 2-32 channels by topology)."""
+    if card.world_size <= 1:
+        return None
+    link = card.hardware.interconnect
+    shown = link or catalog_link(gpu)
+    why = ("stated (hardware.interconnect)" if link is not None
+           else f"the GPU catalog's link for {gpu.id} (hardware.interconnect unset)")
+    measured = " (the calibration's measurement)" if calibrated_link_bus(gpu, calibration) else ""
+    transport = ("NVLink" + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
+                 else "PCIe peer-to-peer" if r.p2p else "PCIe without peer-to-peer, through host memory")
+    return (f"node link: {shown.value} ({transport}), {why}; NCCL bus bandwidth in a node"
+            f" {r.intra_node_bus_bytes_per_s / 1e9:.0f} GB/s{measured}")
 
 
 def _model_seq_len(card: RunCard) -> int:
@@ -1324,11 +1364,15 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return None
     try:
         r = rates_of(card, gpu, rates)
+        link = link_note(card, gpu, r, calibration=rates)
         if card.method in (Method.PPO, Method.GRPO):
             from trainfit.plan.rl_time import rl_step_time
 
-            return rl_step_time(card, spec, gpu, sharding, rollout, r)
+            t = rl_step_time(card, spec, gpu, sharding, rollout, r)
+            return replace(t, assumptions=t.assumptions + (link,)) if link else t
         t = _sft_time(card, spec, sharding, r)
+        if link:
+            t = replace(t, assumptions=t.assumptions + (link,))
         if paged_spill_bytes > 0:
             secs = PAGING_PASSES * paged_spill_bytes / r.pcie_bytes_per_s
             t = StepTiming(t.total_s + secs, t.tokens_per_step,

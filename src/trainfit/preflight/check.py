@@ -19,7 +19,7 @@ from trainfit.errors import CatalogError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.checkpoint import checkpoint_sizes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Offload, Scope, Strategy
+from trainfit.spec.enums import Interconnect, Offload, Scope, Strategy
 from trainfit.units import GIB
 
 Verdict = Literal["pass", "warn", "fail"]
@@ -208,11 +208,21 @@ def _topology_lines(card: RunCard, audit: AuditReport) -> list[CheckLine]:
         ))
     else:
         out.append(CheckLine("pass", "topology", f"no NVLink; {strategy.value} on {gpus} GPUs communicates over PCIe"))
-    if card.hardware.interconnect == "nvlink" and audit.nvlink is False:
+    link = card.hardware.interconnect
+    if link is Interconnect.NVLINK and audit.nvlink is False:
         out.append(CheckLine("warn", "topology", "card says interconnect: nvlink but topo -m shows no NV# link"))
+    elif link in (Interconnect.PCIE, Interconnect.PCIE_NO_P2P) and audit.nvlink:
+        out.append(CheckLine("warn", "topology", f"card says interconnect: {link.value} but topo -m shows NV# links;"
+                             " the plan times its collectives over PCIe"))
     if audit.p2p_matrix:
         n = min(gpus, len(audit.p2p_matrix))
         bad = sorted({c for i in range(n) for j in range(n) if i != j for c in [audit.p2p_matrix[i][j]] if c not in ("OK", "X")})
+        if link is Interconnect.PCIE and bad:
+            out.append(CheckLine("warn", "topology", "card says interconnect: pcie (with peer-to-peer) but P2P is not"
+                                 " available between some GPUs; state pcie_no_p2p"))
+        elif link is Interconnect.PCIE_NO_P2P and not bad and n > 1:
+            out.append(CheckLine("warn", "topology", "card says interconnect: pcie_no_p2p but P2P is available"
+                                 " between every pair of GPUs; state pcie"))
         if bad:
             out.append(CheckLine(
                 "warn", "topology",

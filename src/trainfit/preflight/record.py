@@ -23,7 +23,7 @@ from trainfit.errors import CatalogError, TrainfitError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.shell import run_command
 from trainfit.spec.card import RunCard, load_card_dict, pin_before
-from trainfit.spec.enums import MoeExperts, Scope
+from trainfit.spec.enums import Interconnect, MoeExperts, Scope
 
 RECORD_KEY = "record"
 """The one top-level key a record adds to a card; stripped before validation."""
@@ -101,11 +101,39 @@ def _hardware(card: RunCard, audit: AuditReport, notes: list[str]) -> dict[str, 
     if len({g.name for g in audit.gpus}) > 1:
         notes.append("the machine mixes GPU models: " + ", ".join(sorted({g.name for g in audit.gpus})))
     hw["gpus_per_node"] = len(audit.gpus)
-    if audit.nvlink is not None:
-        hw["interconnect"] = "nvlink" if audit.nvlink else "pcie"
+    seen = audited_link(audit)
+    link = seen or card.hardware.interconnect
+    if link is not None:
+        from trainfit.compute.rates import allowed_links
+
+        try:
+            allowed = allowed_links(resolve_gpu(hw["gpu"]))
+        except CatalogError:  # a custom card: no catalog link to check against
+            allowed = tuple(Interconnect)
+        if link in allowed:
+            hw["interconnect"] = link.value
+        else:
+            hw["interconnect"] = None
+            notes.append(f"interconnect {link.value} ({'the topology' if seen else 'the card'}): the catalog gives"
+                         f" {hw['gpu']} no rate for it; recorded as the catalog's link (null)")
     if audit.host_ram_total_bytes:
         hw["host_ram_gib"] = round(audit.host_ram_total_bytes / 2**30, 2)
     return hw
+
+
+def audited_link(audit: AuditReport) -> Interconnect | None:
+    """The node link the audit saw (``hardware.interconnect``): nvlink when ``nvidia-smi topo -m`` shows NV# links,
+    else pcie, or pcie_no_p2p when the peer-to-peer matrix refuses some pair of GPUs (NCCL then stages through host
+    memory); None when the topology is unknown."""
+    if audit.nvlink is None:
+        return None
+    if audit.nvlink:
+        return Interconnect.NVLINK
+    m = audit.p2p_matrix or ()
+    n = min(len(audit.gpus), len(m)) if audit.gpus else len(m)
+    if any(m[i][j] not in ("OK", "X") for i in range(n) for j in range(n) if i != j and j < len(m[i])):
+        return Interconnect.PCIE_NO_P2P
+    return Interconnect.PCIE
 
 
 def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from trainfit.spec.enums import (
     Fp4Recipe,
     Fp8Recipe,
     FsdpVersion,
+    Interconnect,
     GradDtype,
     KeptOutputDtype,
     Launcher,
@@ -328,12 +329,18 @@ slowest port a server's network still runs; a slower link is not a multi-node GP
 _NIC_FLOOR_WHY = "gigabit Ethernet (1000BASE-T, IEEE 802.3ab), the slowest network a GPU node runs"
 
 
+_NETWORK_NAMES = frozenset({"infiniband", "ib", "roce", "rocev2", "ethernet", "eth", "efa", "rdma", "tcp", "slingshot",
+                            "omnipath", "opa", "spectrumx", "nvlinkswitch"})
+"""Inter-node network names a card might give ``hardware.interconnect`` (spelled without separators): refused there
+with a pointer to ``nic_gbps_per_gpu`` / ``nic_gbps_per_node``."""
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
     gpus_per_node: int = Field(8, ge=1, le=1024)
     nodes: int = Field(1, ge=1, le=100_000)
-    interconnect: str | None = Field(None, description="e.g. nvlink, pcie; default from the GPU catalog.")
+    interconnect: Interconnect | None = Field(None, description="The link between a node's GPUs: nvlink, pcie (PCIe with GPU peer-to-peer) or pcie_no_p2p (PCIe without it: NCCL through host memory, as GeForce RTX 4090s); sets the collectives' bus bandwidth in a node. Default (null): the GPU catalog's link. The network between nodes is nic_gbps_per_gpu / nic_gbps_per_node.")
     host_ram_gib: float | None = Field(None, gt=0, le=1e6, description="Host RAM per node, to check offload against.")
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
@@ -343,6 +350,23 @@ class HardwareSection(_Section):
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
     host_numa_nodes: int | None = Field(None, ge=1, le=64, description="NUMA nodes of a node's host, all sockets (numactl --hardware; e.g. 8 on a DGX A100, two EPYC 7742 at NPS4): a rank's pinned buffers lie on one, so its CPU optimizer streams at most host_memory_gbps / host_numa_nodes when the node has fewer ranks than NUMA nodes (compute/offload.py). Default: one memory domain.")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
+
+    @field_validator("interconnect", mode="before")
+    @classmethod
+    def _link_name(cls, v: Any) -> Any:
+        """A link name, any case (a preflight record writes ``nvlink`` / ``pcie``); an inter-node network's name
+        (``infiniband``, ``roce``...) is refused pointing to the NIC fields, any other value naming the allowed ones."""
+        if v is None or isinstance(v, Interconnect):
+            return v
+        name = str(v).strip().lower().replace("-", "_") if isinstance(v, str) else v
+        if name in {x.value for x in Interconnect}:
+            return name
+        allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
+        if isinstance(name, str) and name.replace("_", "") in _NETWORK_NAMES:
+            raise ValueError(f"hardware.interconnect: '{v}' is a network between nodes, and this field the link between"
+                             f" a node's GPUs, {allowed}; state the network as hardware.nic_gbps_per_gpu or"
+                             " nic_gbps_per_node")
+        raise ValueError(f"hardware.interconnect: {str(v)[:40]!r} is not allowed; {allowed}")
 
     @model_validator(mode="after")
     def _nic_floor(self) -> HardwareSection:
@@ -1635,6 +1659,8 @@ class RunCard(_Section):
             )
         if self.precision.optimizer_in_backward and self.batch.grad_accum > 1:
             raise ValueError("precision.optimizer_in_backward: cannot be combined with batch.grad_accum > 1")
+        if self.hardware.interconnect is not None:
+            _check_interconnect_gpu(self.hardware.gpu, self.hardware.interconnect)
         prec = self.precision
         if prec.compute is ComputeDtype.FP8:
             if prec.fp8_recipe is None:
@@ -2188,6 +2214,22 @@ def _check_fp4_gpu(gpu: str) -> None:
     have = ", ".join(g for g in gpu_ids() if resolve_gpu(g).fp4_dense_flops_per_s)
     raise ValueError(f"precision.compute: fp4 needs fp4 tensor cores; {spec.id} has no fp4 rate in the catalog;"
                      f" allowed GPUs: {have}")
+
+
+def _check_interconnect_gpu(gpu: str, link: Interconnect) -> None:
+    """``hardware.interconnect`` names a link the catalog gives this GPU a rate for (``compute.rates.allowed_links``:
+    no ``nvlink`` on a card without NVLink, no ``pcie`` between Grace superchips). A custom card (memory only) is not
+    checked."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import link_refusal
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if (refused := link_refusal(spec, link=link)) is not None:
+        raise ValueError(refused)
 
 
 def _check_fp8_gpu(gpu: str, *, key: str = "precision.compute") -> None:

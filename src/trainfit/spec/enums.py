@@ -741,3 +741,17 @@ class Stack(StrEnum):
     MEGATRON = "megatron"
     """Megatron-Core's layers on Transformer Engine's fused kernels (``parallel.tensor_parallel_impl: megatron``), or
     a tensor / pipeline-parallel run, which the time model times on those kernels (``plan.time.fused_kernels``)."""
+
+
+class Interconnect(StrEnum):
+    """The link between the GPUs of one node (``hardware.interconnect``): it sets NCCL's intra-node bus bandwidth
+    and transport (``compute.rates.link_rates``). Unset: the GPU catalog's link (``compute.rates.catalog_link``).
+    The network between nodes is ``hardware.nic_gbps_per_gpu`` / ``nic_gbps_per_node``, not this field."""
+
+    NVLINK = "nvlink"
+    """NVLink: an NVSwitch, a full mesh, or bridges (pairs on the bridged PCIe cards); the catalog's NVLink rate."""
+    PCIE = "pcie"
+    """PCIe with GPU peer-to-peer: NCCL's P2P transport over the slots."""
+    PCIE_NO_P2P = "pcie_no_p2p"
+    """PCIe without peer-to-peer (GeForce RTX 4090 / 5090, a VM or host that disables it, ``NCCL_P2P_DISABLE=1``):
+    NCCL's SHM transport, every byte staged through pinned host memory."""

@@ -1554,6 +1554,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         impl = e["precision"]["optimizer_impl"]
         card["precision"]["optimizer_impl"] = impl
         notes.append(f"AdamW {impl} (the entry's framework at its commit, cited in its note)")
+    if e["precision"].get("weights"):
+        # the dtype the trained parameters are held in where the entry's framework code sets it, its file, lines and
+        # commit in precision.weights_source (accelerate >= 0.30 under FSDP1 with mixed precision upcasts a bf16-loaded
+        # model's FlatParameters to fp32: fp32 shards gathered as bf16, fp32 gradients and AdamW moments)
+        card["precision"]["weights"] = e["precision"]["weights"]
+        notes.append(f"weights {e['precision']['weights']} (precision.weights): "
+                     f"{e['precision'].get('weights_source') or 'the entry recipe'}")
     if e["precision"].get("optimizer_states"):
         # the AdamW moments' dtype where the entry's recipe sets it (Megatron-Core's precision-aware optimizer:
         # OptimizerConfig.exp_avg_dtype / exp_avg_sq_dtype, e.g. bf16 in Megatron-Bridge's DeepSeek-V3 recipe);

@@ -1,0 +1,43 @@
+"""benchmarks/time_invariants.py: the step time's invariants hold on a slice of the sweep, and every violation the
+slice finds comes from a mechanism the sweep names (no 'unexplained' one)."""
+
+from __future__ import annotations
+
+import pytest
+from step_times_module import load_benchmark
+
+inv = load_benchmark("time_invariants.py", "time_invariants_under_test")
+HARD = ("finite", "mfu", "tokens", "gpu", "checkpointing", "dp")
+
+
+def test_a_few_cards_hold_the_token_checkpointing_and_gpu_invariants():
+    kw = dict(model="Qwen/Qwen3-4B", n=1, seq=2048)
+    base = inv.card(gpu="h100-sxm", **kw)
+    pairs = {"tokens": [(base, inv.card(gpu="h100-sxm", mb=2, **kw))],
+             "checkpointing": [(inv.card(gpu="h100-sxm", gc=False, **kw), base)],
+             "gpu": [(base, inv.card(gpu="a100-80gb", **kw))]}
+    cards = {inv.key(c) for ps in pairs.values() for pr in ps for c in pr}
+    res = dict(map(inv.plan_one, sorted(cards)))
+    counts, bad = inv.check(pairs, res)
+    assert all(counts[k] == 1 for k in pairs) and counts["mfu"] == 4, counts
+    assert not bad, [(b["invariant"], b["why"]) for b in bad]
+
+
+@pytest.mark.slow
+def test_the_slice_holds_its_invariants_or_names_the_mechanism():
+    counts, bad, planned = inv.run("test", jobs=1)
+    assert planned > 50
+    assert all(counts[k] > 0 for k in (*HARD, "lora", "rl")), counts
+    hard = [b for b in bad if b["invariant"] in HARD]
+    assert not hard, [(b["invariant"], b["card"], b["why"]) for b in hard]
+    assert all(b["cause"] != "unexplained" for b in bad), [(b["invariant"], b["card"], b["why"]) for b in bad]
+
+
+def test_a_faster_gpu_pair_is_checked_in_the_right_direction():
+    fast = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-8B", n=8)
+    slow = inv.card(gpu="a100-80gb", model="Qwen/Qwen3-8B", n=8)
+    res = {inv.key(fast): {"step_s": 2.0}, inv.key(slow): {"step_s": 1.0}}
+    for r in res.values():
+        r.update(parts={}, terms={}, bounds={}, model_flops=0.0, peak=1.0, params=0)
+    counts, bad = inv.check({"gpu": [(fast, slow)]}, res)
+    assert counts["gpu"] == 1 and [b["invariant"] for b in bad] == ["gpu"]

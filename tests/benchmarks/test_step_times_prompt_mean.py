@@ -31,7 +31,10 @@ def test_gsm8k_measurement_equals_the_published_means():
     for e in st.load_entries(st.RL_DATA):
         d = e["data"]
         if d.get("dataset") == "openai/gsm8k" and d.get("prompt_len_mean") and e["model"] in got:
-            assert got[e["model"]] == pytest.approx(d["prompt_len_mean"], abs=0.2), e["id"]
+            # one logged step's mean is a sample of the split (1,024 of 7,473 prompts): within 2 % of the split's
+            one_step = "one logged step" in d.get("prompt_len_mean_scope", "")
+            tol = {"rel": 0.02} if one_step else {"abs": 0.2}
+            assert got[e["model"]] == pytest.approx(d["prompt_len_mean"], **tol), e["id"]
 
 
 def test_max_only_dapo_row_gets_the_measured_mean():

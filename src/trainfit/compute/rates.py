@@ -342,6 +342,16 @@ _FABRIC_NOTES = {
     "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
                 " slower than the bridge rate assumed",
 }
+XGMI_GPUS = ("mi300x", "mi325x", "mi355x")
+"""AMD Instinct kinds whose GPUs are joined by Infinity Fabric (xGMI) links, kept in the catalog's NVLink fields
+(``_FABRIC_NOTES``): their ``nvlink`` link is labelled xGMI in the plan (``link_label``)."""
+
+
+def link_label(gpu: GpuSpec) -> str:
+    """What the ``nvlink`` link is on this kind: "xGMI (Infinity Fabric)" on AMD Instinct, else "NVLink"."""
+    return "xGMI (Infinity Fabric)" if gpu.id in XGMI_GPUS else "NVLink"
+
+
 _BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090", "a100-pcie-40gb", "a100-pcie-80gb", "a40",
                   "h200-nvl")
 """Cards whose NVLink bridges join GPUs in pairs only (H200 NVL: groups of 2 or 4): not every pair of a node's GPUs is

@@ -22,7 +22,8 @@ from trainfit.compute.attention_time import (
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, stated_link_rates
+from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
+                                    stated_link_rates)
 from trainfit.compute import collectives as coll
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
@@ -365,7 +366,7 @@ def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: Devic
     why = ("stated (hardware.interconnect)" if link is not None
            else f"the GPU catalog's link for {gpu.id} (hardware.interconnect unset)")
     measured = " (the calibration's measurement)" if calibrated_link_bus(gpu, calibration) else ""
-    transport = ("NVLink" + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
+    transport = (link_label(gpu) + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
                  else "PCIe peer-to-peer" if r.p2p else "PCIe without peer-to-peer, through host memory")
     return (f"node link: {shown.value} ({transport}), {why}; NCCL bus bandwidth in a node"
             f" {r.intra_node_bus_bytes_per_s / 1e9:.0f} GB/s{measured}")

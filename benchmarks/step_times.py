@@ -411,7 +411,11 @@ def resolve_gpu_id(gpu: str) -> tuple[str, list[str]]:
     raise Unmapped("skipped", [f"GPU '{gpu}' not in the catalog (no peak FLOP/s or bandwidth)"])
 
 
-def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | None) -> tuple[dict, list[str]]:
+def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | None,
+             link: str | None = None) -> tuple[dict, list[str]]:
+    """The card's hardware section of an entry; ``link``: the entry's optional ``interconnect`` (the link between a
+    node's GPUs its source states, e.g. pcie for two RTX 3090s without their NVLink bridge), passed to the card's
+    ``hardware.interconnect`` (unset: the GPU catalog's link)."""
     per_node = min(per_node, gpus)
     nodes = max(1, gpus // per_node)
     if per_node * nodes != gpus:
@@ -422,6 +426,9 @@ def hardware(gpu_id: str, gpus: int, per_node: int, nodes: int, nic: float | Non
         hw["nic_gbps_per_gpu"] = nic
     elif nodes > 1:
         notes.append("inter-node network not stated: the card's default NIC")
+    if link:
+        hw["interconnect"] = link
+        notes.append(f"node link: {link}, as the source states (hardware.interconnect)")
     return hw, notes
 
 
@@ -1399,7 +1406,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])
     notes += n
-    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
+    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"),
+                     e.get("interconnect"))
     notes += n
     hw, n = host_of(e, hw)
     notes += n
@@ -2334,7 +2342,8 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     model, notes = _rl_model(e)
     gpu, n = resolve_gpu_id(e["gpu"])
     notes += n
-    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"))
+    hw, n = hardware(gpu, e["gpus"], e["gpus_per_node"], e["nodes"], e.get("inter_node_gbps_per_gpu"),
+                     e.get("interconnect"))
     notes += n
     rollout, n = rollout_section(e, model, hw["nodes"])
     notes += n

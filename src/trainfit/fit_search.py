@@ -33,9 +33,12 @@ sequence (``trainfit.memory.alloc_sequence``, ~10-50 ms each). The candidates ar
 that can rank first in their (GPU kind, count) are replanned with it (``_settle``): the rows, their
 order and ties are those of replaying every candidate (``fit(screen=False)``, tests/unit/test_fit_screen.py).
 
-Node link (``hardware.interconnect``): a link the card states describes its own GPU kind's nodes, as its price does;
-the card's kind is planned on it and every other kind on its catalog's link (``link_on_kind``), which the result's
-warnings say (``link_note``) and each plan's assumptions name.
+Node link (``hardware.interconnect``): validated first (``stated_link``: one line on a bad value). A link the card
+file states describes its own GPU kind's nodes, as its price does; the card's kind is planned on it and every other
+kind on its catalog's link (``link_on_kind``). A link pinned with ``--set``, or one whose card's own kind is not
+searched, applies to every kind searched, and the kinds whose catalog has no rate for it are skipped with the
+refusal line (``link_everywhere``). The result's warnings say which (``link_note``); each plan's assumptions name
+its link.
 """
 
 from __future__ import annotations
@@ -159,19 +162,59 @@ def _hardware(gpu: str, count: int, price: Any) -> dict[str, Any]:
     return hw
 
 
-def link_on_kind(data: dict[str, Any], gpu: str) -> dict[str, Any]:
+def _own_gpu(hw: dict[str, Any]) -> str:
+    """The card's own GPU kind as written (``hardware.gpu``, else the ``HardwareSection`` default)."""
+    from trainfit.spec.card import HardwareSection
+
+    return str(hw.get("gpu", HardwareSection.model_fields["gpu"].default))
+
+
+def stated_link(data: dict[str, Any]) -> Any:
+    """The card's ``hardware.interconnect`` through the card validator (``HardwareSection._link_name``): an
+    ``Interconnect``, or None when unset. ``CardError`` (one line) on a bad value, before any kind is searched."""
+    from trainfit.errors import CardError
+    from trainfit.spec.card import HardwareSection
+    from trainfit.spec.enums import Interconnect
+
+    raw = (data.get("hardware") or {}).get("interconnect")
+    if raw is None:
+        return None
+    try:
+        return Interconnect(HardwareSection._link_name(raw))
+    except ValueError as exc:
+        raise CardError(str(exc).removeprefix("Value error, ")) from None
+
+
+def link_everywhere(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]) -> bool:
+    """Whether a stated link applies to every searched kind: it was pinned (``--set hardware.interconnect``, which a
+    card file's own hardware section is not), or the card's own GPU kind is not among ``gpus``, so the link can only
+    describe the nodes searched. Otherwise it describes the card's own kind's nodes only (``link_on_kind``)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    if "hardware.interconnect" in pinned:
+        return True
+    try:
+        return resolve_gpu(_own_gpu(data.get("hardware") or {})).id not in {resolve_gpu(g).id for g in gpus}
+    except CatalogError:
+        return True
+
+
+def link_on_kind(data: dict[str, Any], gpu: str, *, everywhere: bool = False) -> dict[str, Any]:
     """``data`` to be planned on GPU kind ``gpu``: a stated ``hardware.interconnect`` describes the card's own GPU
     kind's nodes (an RTX 3090 pair without its bridge, an L40S box without peer-to-peer), not another kind's, so it is
     kept for that kind only and dropped for the others, which plan on their catalog's link (``fit`` says so in a
-    warning; each plan's assumptions name the link). A copy when something is dropped."""
+    warning; each plan's assumptions name the link). ``everywhere`` (``link_everywhere``): kept for every kind, and a
+    kind whose catalog has no rate for it is refused by the card validator (its one line lists the kind as skipped).
+    A copy when something is dropped."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.errors import CatalogError
 
     hw = data.get("hardware") or {}
-    if hw.get("interconnect") is None:
+    if hw.get("interconnect") is None or everywhere:
         return data
     try:
-        own, kind = resolve_gpu(str(hw.get("gpu", "a100-40gb"))).id, resolve_gpu(gpu).id
+        own, kind = resolve_gpu(_own_gpu(hw)).id, resolve_gpu(gpu).id
     except CatalogError:
         return data
     if own == kind:
@@ -181,24 +224,38 @@ def link_on_kind(data: dict[str, Any], gpu: str) -> dict[str, Any]:
     return out
 
 
-def link_note(base: dict[str, Any], gpus: list[str]) -> str | None:
+def link_note(base: dict[str, Any], gpus: list[str], pinned: frozenset[str] = frozenset()) -> str | None:
     """``fit``'s warning when the card states ``hardware.interconnect`` and the search plans other GPU kinds
-    (``link_on_kind``); None otherwise."""
+    (``link_on_kind``), or names the kinds that refuse a link applied everywhere (``link_everywhere``); None
+    otherwise. The link is printed as the enum's value."""
     from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import link_refusal
     from trainfit.errors import CatalogError
 
-    hw = base.get("hardware") or {}
-    link = hw.get("interconnect")
+    link = stated_link(base)
     if link is None:
         return None
+    if link_everywhere(base, gpus, pinned):
+        refused = []
+        for g in gpus:
+            try:
+                if link_refusal(resolve_gpu(g), link=link) is not None:
+                    refused.append(g)
+            except CatalogError:
+                continue
+        why = ("stated with --set" if "hardware.interconnect" in pinned
+               else f"the card's own {_own_gpu(base.get('hardware') or {})} is not searched")
+        tail = (f"; refused on {', '.join(refused)} (no rate for it in their catalog entries: skipped)" if refused
+                else "")
+        return f"hardware.interconnect {link.value} applies to every GPU kind searched ({why}){tail}"
     try:
-        own = resolve_gpu(str(hw.get("gpu", "a100-40gb"))).id
+        own = resolve_gpu(_own_gpu(base.get("hardware") or {})).id
     except CatalogError:
         return None
     others = [g for g in gpus if g != own]
     if not others:
         return None
-    return (f"hardware.interconnect {getattr(link, 'value', link)} describes the card's own {own} nodes and applies"
+    return (f"hardware.interconnect {link.value} describes the card's own {own} nodes and applies"
             f" to its rows only; {', '.join(others)} are planned on the GPU catalog's link (an assumption; each plan"
             " names its link)")
 
@@ -211,7 +268,7 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
     hw = base.get("hardware") or {}
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
-    gpu = resolve_gpu(str(hw.get("gpu", "a100-40gb"))).id
+    gpu = resolve_gpu(_own_gpu(hw)).id
     if hw.get("price_preset"):
         return gpu, for_gpu(price_preset(str(hw["price_preset"])), gpu)
     return gpu, Price(per_gpu_hour=float(hw["price_per_gpu_hour"]), currency=str(hw.get("currency") or ""), gpu=gpu)
@@ -502,6 +559,7 @@ def fit(
     if own is not None and own[0] not in table:
         table[own[0]] = own[1]
     table = {g: for_gpu(p, g) for g, p in table.items()}
+    everywhere = stated_link(base) is not None and link_everywhere(base, gpus, pinned)
     clean = deep_copy(base)
     for key in _PRICE_KEYS:
         (clean.get("hardware") or {}).pop(key, None)
@@ -516,7 +574,7 @@ def fit(
     one_rank_dropped = False
     for gpu in gpus:
         for count in counts:
-            data = deep_copy(link_on_kind(clean, gpu))
+            data = deep_copy(link_on_kind(clean, gpu, everywhere=everywhere))
             data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
             one_rank_dropped |= drop_one_rank_flag(data)
             try:
@@ -592,7 +650,7 @@ def fit(
     rows, warnings = annotate(rows, goal, currencies=currencies)
     if one_rank_dropped:
         warnings = [*warnings, ONE_RANK_NOTE]
-    if (link := link_note(base, gpus)) is not None:
+    if (link := link_note(base, gpus, pinned)) is not None:
         warnings = [*warnings, link]
     if floor:
         rows = _settle(rows, cells, calibration, goal)
@@ -647,9 +705,10 @@ def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]
 
     if "hardware.gpu" in pinned:
         return load(data)
+    everywhere = stated_link(data) is not None and link_everywhere(data, gpus, pinned)  # a bad link: one line
     for gpu in gpus:
         try:
-            return load(updated(link_on_kind(data, gpu), {"hardware.gpu": gpu}))
+            return load(updated(link_on_kind(data, gpu, everywhere=everywhere), {"hardware.gpu": gpu}))
         except (TrainfitError, ValueError):
             continue
     return None

@@ -1,7 +1,7 @@
 """benchmarks/data/published_train_times_consumer_gpus_2612.json: the consumer/workstation-GPU points added at first
 contact map as their notes say: the dual-4090 Yi-34B rows plan with the inline Yi shape (the catalog's Yi-1.5-34B
-shape, which the notes cite), the dual-3090 FSDP rows are not representable for the link the page does not state, and
-the rank-local torchtune rows are per-GPU rates."""
+shape, which the notes cite), the dual-3090 FSDP rows state the PCIe link the page names (no NVLink bridge; lanes
+unpublished, an assumption), and the rank-local torchtune rows are per-GPU rates."""
 
 from __future__ import annotations
 
@@ -31,17 +31,31 @@ def test_inline_yi_34b_shape_is_the_catalog_yi_15_shape():
     assert 33.5e9 < matmul_params(yi) < 34.5e9  # Yi-34B: 34.4 B parameters, 0.46 B of them the input embedding
 
 
-def test_dual_3090_fsdp_rows_are_not_representable_for_the_link():
+def test_dual_3090_fsdp_rows_state_their_pcie_link():
+    """The page's two RTX 3090 have no NVLink bridge: the entries state interconnect pcie, which the card's
+    hardware.interconnect carries (the catalog's rtx3090 link is the bridge); the unpublished PCIe lanes are an
+    assumption in each note, not a refusal, and each note records the row's first contact with the link stated."""
     rows = [i for i in ENTRIES if i.startswith("fsdpqlora-2x3090-")]
     assert len(rows) == 11
     for i in rows:
-        try:
-            st.map_train(ENTRIES[i])
-        except st.Unmapped as u:
-            assert u.status == "not_representable"
-            assert "NVLink bridge" in u.reasons[0] and "slow PCI lanes" in u.reasons[0]
-        else:
-            raise AssertionError(f"{i} mapped")
+        e = ENTRIES[i]
+        assert e["interconnect"] == "pcie" and "card_cannot_state" not in e, i
+        card, notes = st.map_train(e)
+        assert card["hardware"]["interconnect"] == "pcie", i
+        assert "node link: pcie, as the source states (hardware.interconnect)" in notes, i
+        assert "PCIe lanes unpublished" in e["note"] and "First contact with the link stated" in e["note"], i
+        assert "not read by the time model" not in e["note"], i
+
+
+def test_the_entry_link_reaches_the_plan():
+    """The stated pcie link, not the catalog's bridge, times the FSDP gathers: the plan names it and is slower."""
+    from trainfit.plan import make_plan
+
+    card, _ = st.map_train(ENTRIES["fsdpqlora-2x3090-llama2-7b-qlora-fsdp-bs1-512"])
+    bridged_card = {**card, "hardware": {k: v for k, v in card["hardware"].items() if k != "interconnect"}}
+    stated, bridged = make_plan(st.validate(card)), make_plan(st.validate(bridged_card))
+    assert any("node link: pcie (PCIe peer-to-peer), stated" in a for a in stated.assumptions)
+    assert stated.step_seconds > bridged.step_seconds
 
 
 def test_torchtune_multi_gpu_rows_are_per_gpu_rates():

@@ -118,7 +118,9 @@ def test_plan_json_is_strict_and_consistent(argv, capsys):
     ("infiniband", "hardware.interconnect: 'infiniband' is a network between nodes, and this field the link between a"
                    " node's GPUs, allowed: nvlink, pcie, pcie_no_p2p or null (the GPU catalog's link); state the network"
                    " as hardware.nic_gbps_per_gpu or nic_gbps_per_node"),
-    ("nvswitch", "hardware.interconnect: 'nvswitch' is not allowed; allowed: nvlink, pcie, pcie_no_p2p or null"),
+    ("nvswitch", "hardware.interconnect: 'nvswitch' is a fabric between a node's GPUs that this field states as"
+                 " nvlink"),
+    ("pci", "hardware.interconnect: 'pci' is not allowed; allowed: nvlink, pcie, pcie_no_p2p or null"),
 ])
 def test_a_bad_interconnect_is_one_line_exit_2(value, expected, capsys):
     rc, out, err = run(["plan", "--set", f"hardware.interconnect={value}"], capsys)

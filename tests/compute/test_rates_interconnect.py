@@ -63,10 +63,11 @@ def test_a_stated_link_replaces_the_catalogs(gpu, link):
     bus, p2p, nvlink = EXPECTED[(gpu, link)]
     assert (r.intra_node_bus_bytes_per_s, r.p2p, r.nvlink) == (pytest.approx(bus), p2p, nvlink)
     assert link_rates(spec, link=Interconnect(link)) == (pytest.approx(bus), p2p, nvlink)
-    # nothing but the link moves
+    # nothing but the link (and the catalog fabric's caveat in the sources) moves
     base = default_rates(spec)
     assert replace(r, intra_node_bus_bytes_per_s=base.intra_node_bus_bytes_per_s, p2p=base.p2p,
-                   nvlink=base.nvlink) == base
+                   nvlink=base.nvlink, sources=base.sources) == base
+    assert set(r.sources) <= set(base.sources)
 
 
 def test_links_the_catalog_has_no_rate_for_are_refused():
@@ -100,3 +101,15 @@ def test_the_link_note_says_which_link_and_why():
         "node link: pcie_no_p2p (PCIe without peer-to-peer, through host memory), stated (hardware.interconnect);"
         " NCCL bus bandwidth in a node 8 GB/s")
     assert link_note(_card("rtx3090", "pcie", gpus=1), spec, default_rates(spec)) is None  # one GPU: no collectives
+
+
+@pytest.mark.parametrize(("gpu", "link"), [("rtx3090", "pcie_no_p2p"), ("h100-nvl", "pcie"), ("mi300x", "pcie")])
+def test_a_link_other_than_the_catalogs_drops_the_catalog_fabric_caveat(gpu, link):
+    """The bridged-pairs and Infinity Fabric caveats describe the catalog's fabric, not a stated PCIe link."""
+    g = resolve_gpu(gpu)
+    catalog = default_rates(g)
+    caveat = [s for s in catalog.sources if "NVLink bridges" in s or "Infinity Fabric" in s]
+    assert caveat
+    stated = stated_link_rates(catalog, g, link=Interconnect(link))
+    assert not set(caveat) & set(stated.sources)
+    assert stated_link_rates(catalog, g, link=catalog_link(g)).sources == catalog.sources

@@ -79,3 +79,10 @@ def test_an_rl_plan_on_pcie_names_its_link_and_takes_longer():
     assert pcie.step_seconds > nvlink.step_seconds
     assert any("node link: pcie_no_p2p" in a for a in pcie.assumptions)
     assert any("node link: nvlink (NVLink), the GPU catalog's link for h100-sxm" in a for a in nvlink.assumptions)
+
+
+def test_an_amd_node_link_is_labelled_xgmi():
+    (line,) = _link_lines(_plan("mi300x", None))
+    assert line.startswith("time: node link: nvlink (xGMI (Infinity Fabric)), the GPU catalog's link for mi300x")
+    (h100,) = _link_lines(_plan("h100-sxm", None))
+    assert h100.startswith("time: node link: nvlink (NVLink), ")

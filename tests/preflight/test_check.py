@@ -239,3 +239,25 @@ def test_a_stated_link_the_audit_contradicts_warns(machine, tmp_path):
     bridged = replace(p2p, nvlink=True)
     assert any("interconnect: pcie but topo -m shows NV# links" in t for t in _topology("pcie", bridged))
     assert not any("interconnect:" in t for t in _topology("nvlink", bridged))
+
+
+def _unset_link_topology(gpu, audit):
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": gpu, "gpus_per_node": 2}})
+    return [ln.message for ln in run_check(card, make_plan(card), audit) if ln.topic == "topology"]
+
+
+def test_an_unset_link_is_checked_against_the_catalogs(machine, tmp_path):
+    """interconnect null plans the catalog's link: an RTX 3090 pair without NV# links (catalog: the NVLink bridge)
+    and an RTX 4090 pair with peer-to-peer everywhere (catalog: pcie_no_p2p) each get a line naming the link."""
+    no_p2p = audited(machine, tmp_path, "rtx4090x2_pcie")  # no NV# link, P2P "NS"
+    p2p = replace(no_p2p, p2p_matrix=(("X", "OK"), ("OK", "X")))
+    assert any("state hardware.interconnect: pcie_no_p2p" in t for t in _unset_link_topology("rtx3090", no_p2p))
+    assert any("state hardware.interconnect: pcie" in t and "(nvlink)" in t
+               for t in _unset_link_topology("rtx3090", p2p))
+    assert any("rtx4090 (pcie_no_p2p) but the machine has pcie; state hardware.interconnect: pcie" in t
+               for t in _unset_link_topology("rtx4090", p2p))
+    assert not any("state hardware.interconnect" in t for t in _unset_link_topology("rtx4090", no_p2p))
+    assert not any("state hardware.interconnect" in t
+                   for t in _unset_link_topology("rtx3090", replace(p2p, nvlink=True)))
+    assert not any("state hardware.interconnect" in t  # peer-to-peer unknown: nothing to compare
+                   for t in _unset_link_topology("rtx4090", replace(p2p, p2p_matrix=None)))

@@ -175,13 +175,13 @@ def test_a_moe_card_recorded_on_transformers_4_records_the_loop_that_ran(machine
 
 def test_audited_link_reads_nvlink_then_the_peer_to_peer_matrix(machine, tmp_path):
     """nvlink from topo -m's NV# links; without them pcie, or pcie_no_p2p when some pair refuses peer-to-peer;
-    unknown topology: None (the card's own link is kept)."""
+    unknown topology, or no NV# link and no P2P matrix (peer-to-peer unknown): None (the card's own link is kept)."""
     from trainfit.preflight.record import audited_link
 
     pcie = audit_of(machine, tmp_path)
     assert audited_link(pcie) is Interconnect.PCIE_NO_P2P
     assert audited_link(replace(pcie, p2p_matrix=(("X", "OK"), ("OK", "X")))) is Interconnect.PCIE
-    assert audited_link(replace(pcie, p2p_matrix=None)) is Interconnect.PCIE
+    assert audited_link(replace(pcie, p2p_matrix=None)) is None
     assert audited_link(replace(pcie, nvlink=True)) is Interconnect.NVLINK
     assert audited_link(replace(pcie, nvlink=None)) is None
 
@@ -197,3 +197,55 @@ def test_record_drops_a_link_the_recorded_gpu_has_no_rate_for(machine, tmp_path)
     out = tmp_path / "run.record.yaml"
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     assert load_record(out)[0].hardware.interconnect is None
+
+
+def _record(card, audit, tmp_path):
+    return build_record(card, audit, card_path=tmp_path / "run.yaml", git={"commit": None, "error": "x"})
+
+
+def test_unknown_peer_to_peer_keeps_the_cards_link_or_null_with_a_note(machine, tmp_path):
+    """No NV# link and no P2P matrix: pcie would claim peer-to-peer, so the card's link (or null) is kept."""
+    audit = replace(audit_of(machine, tmp_path), p2p_matrix=None)
+    card = load_card_dict({**yaml.safe_load(CARD), "hardware": {"gpu": "rtx4090", "gpus_per_node": 2}})
+    data = _record(card, audit, tmp_path)
+    assert data["hardware"]["interconnect"] is None
+    assert any("peer-to-peer is unknown" in n and "(null)" in n for n in data[RECORD_KEY]["notes"])
+    stated = load_card_dict({**yaml.safe_load(CARD),
+                             "hardware": {"gpu": "rtx4090", "gpus_per_node": 2, "interconnect": "pcie_no_p2p"}})
+    data = _record(stated, audit, tmp_path)
+    assert data["hardware"]["interconnect"] == "pcie_no_p2p"
+    assert any("kept from the card (pcie_no_p2p)" in n for n in data[RECORD_KEY]["notes"])
+
+
+def test_an_audit_that_disagrees_with_the_cards_link_is_noted(machine, tmp_path):
+    card = load_card_dict({**yaml.safe_load(CARD),
+                           "hardware": {"gpu": "rtx4090", "gpus_per_node": 2, "interconnect": "pcie"}})
+    data = _record(card, audit_of(machine, tmp_path), tmp_path)
+    assert data["hardware"]["interconnect"] == "pcie_no_p2p"
+    assert ("hardware.interconnect: card said pcie, the machine has pcie_no_p2p (recorded)"
+            in data[RECORD_KEY]["notes"])
+    same = _record(load_card_dict({**yaml.safe_load(CARD), "hardware": {
+        "gpu": "rtx4090", "gpus_per_node": 2, "interconnect": "pcie_no_p2p"}}), audit_of(machine, tmp_path), tmp_path)
+    assert not any("card said" in n for n in same[RECORD_KEY]["notes"])
+
+
+def test_an_old_record_without_the_link_rule_is_read_from_its_own_p2p_matrix(machine, tmp_path):
+    """Records written before the enum said pcie for every machine without NV# links: re-derived on load."""
+    card = load_card_dict({**yaml.safe_load(CARD), "hardware": {"gpu": "rtx4090", "gpus_per_node": 2}})
+    data = _record(card, audit_of(machine, tmp_path), tmp_path)
+    old = {**data, "hardware": {**data["hardware"], "interconnect": "pcie"}}
+    old[RECORD_KEY] = {k: v for k, v in data[RECORD_KEY].items() if k != "interconnect_rule"}
+    out = tmp_path / "old.record.yaml"
+    out.write_text(yaml.safe_dump(old, sort_keys=False))
+    loaded, extra = load_record(out)
+    assert loaded.hardware.interconnect is Interconnect.PCIE_NO_P2P
+    assert any("predates the peer-to-peer distinction" in n for n in extra["notes"])
+    no_matrix = {**old, RECORD_KEY: {**old[RECORD_KEY], "p2p_matrix": None}}
+    out.write_text(yaml.safe_dump(no_matrix, sort_keys=False))
+    assert load_record(out)[0].hardware.interconnect is None
+    ok = {**old, RECORD_KEY: {**old[RECORD_KEY], "p2p_matrix": [["X", "OK"], ["OK", "X"]]}}
+    out.write_text(yaml.safe_dump(ok, sort_keys=False))
+    assert load_record(out)[0].hardware.interconnect is Interconnect.PCIE
+    new = {**old, RECORD_KEY: data[RECORD_KEY]}  # a record with the rule keeps its pcie as written
+    out.write_text(yaml.safe_dump(new, sort_keys=False))
+    assert load_record(out)[0].hardware.interconnect is Interconnect.PCIE

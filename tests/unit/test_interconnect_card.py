@@ -34,7 +34,7 @@ def test_an_inter_node_network_is_refused_pointing_to_the_nic_fields(network):
                    " network as hardware.nic_gbps_per_gpu or nic_gbps_per_node")
 
 
-@pytest.mark.parametrize("bad", ["nvswitch", "pci", 3, True])
+@pytest.mark.parametrize("bad", ["pci", "nvlink4", 3, True])
 def test_any_other_value_is_refused_naming_the_allowed(bad):
     with pytest.raises(CardError) as exc:
         _card(bad)
@@ -63,3 +63,15 @@ def test_a_custom_gpu_takes_any_link():
 
 def test_the_card_writes_the_links_name():
     assert _card("pcie_no_p2p").hardware.model_dump(mode="json")["interconnect"] == "pcie_no_p2p"
+
+
+@pytest.mark.parametrize("fabric", ["nvswitch", "NVSwitch", "nvlink-switch", "nvlinkswitch", "NVLink Switch", "xgmi",
+                                    "xGMI", "infinity-fabric", "Infinity Fabric"])
+def test_an_intra_node_fabric_name_is_refused_saying_to_state_nvlink(fabric):
+    with pytest.raises(CardError) as exc:
+        _card(fabric)
+    msg = str(exc.value)
+    assert "\n" not in msg
+    assert msg == (f"hardware.interconnect: '{fabric}' is a fabric between a node's GPUs that this field states as"
+                   " nvlink (NVSwitch, NVLink Switch, AMD xGMI / Infinity Fabric); allowed: nvlink, pcie, pcie_no_p2p"
+                   " or null (the GPU catalog's link)")

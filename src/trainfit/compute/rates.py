@@ -342,6 +342,16 @@ _FABRIC_NOTES = {
     "h100-nvl": "NVLink bridges join the cards in pairs: collectives over more than 2 GPUs also cross PCIe and run"
                 " slower than the bridge rate assumed",
 }
+XGMI_GPUS = ("mi300x", "mi325x", "mi355x")
+"""AMD Instinct kinds whose GPUs are joined by Infinity Fabric (xGMI) links, kept in the catalog's NVLink fields
+(``_FABRIC_NOTES``): their ``nvlink`` link is labelled xGMI in the plan (``link_label``)."""
+
+
+def link_label(gpu: GpuSpec) -> str:
+    """What the ``nvlink`` link is on this kind: "xGMI (Infinity Fabric)" on AMD Instinct, else "NVLink"."""
+    return "xGMI (Infinity Fabric)" if gpu.id in XGMI_GPUS else "NVLink"
+
+
 _BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090", "a100-pcie-40gb", "a100-pcie-80gb", "a40",
                   "h200-nvl")
 """Cards whose NVLink bridges join GPUs in pairs only (H200 NVL: groups of 2 or 4): not every pair of a node's GPUs is
@@ -1033,11 +1043,16 @@ def stated_link_rates(rates: DeviceRates, gpu: GpuSpec, *, link: Interconnect,
     """``rates`` over a node link the card states (``hardware.interconnect``) instead of the catalog's: the bus
     bandwidth, peer-to-peer and NVLink flags of ``link_rates``. ``calibrated_bus``: a calibration file measured
     ``intra_node_bus_bytes_per_s`` for this kind; the measurement stays and only the flags (NCCL's transport and hop
-    latencies, vLLM's custom all-reduce) follow the stated link."""
+    latencies, vLLM's custom all-reduce) follow the stated link. A link other than the catalog's drops the catalog
+    fabric's caveat (``_FABRIC_NOTES``: bridged pairs, Infinity Fabric) from ``rates.sources``: it describes a fabric
+    the stated link does not use."""
     bus, p2p, nvlink = link_rates(gpu, link=link)
     if calibrated_bus:
         bus = rates.intra_node_bus_bytes_per_s
-    return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink)
+    sources = rates.sources
+    if link is not catalog_link(gpu) and gpu.id in _FABRIC_NOTES:
+        sources = tuple(s for s in sources if s != _FABRIC_NOTES[gpu.id])
+    return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink, sources=sources)
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

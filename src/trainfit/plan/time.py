@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
-from trainfit.catalog.gpus import GpuSpec
+from trainfit.catalog.gpus import GpuSpec, resolve_gpu
 from trainfit.compute.attention_time import (
     AUTO_KERNEL, KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
     packed_attention_context,
@@ -22,7 +22,8 @@ from trainfit.compute.attention_time import (
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, stated_link_rates
+from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
+                                    stated_link_rates)
 from trainfit.compute import collectives as coll
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
@@ -365,7 +366,7 @@ def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: Devic
     why = ("stated (hardware.interconnect)" if link is not None
            else f"the GPU catalog's link for {gpu.id} (hardware.interconnect unset)")
     measured = " (the calibration's measurement)" if calibrated_link_bus(gpu, calibration) else ""
-    transport = ("NVLink" + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
+    transport = (link_label(gpu) + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
                  else "PCIe peer-to-peer" if r.p2p else "PCIe without peer-to-peer, through host memory")
     return (f"node link: {shown.value} ({transport}), {why}; NCCL bus bandwidth in a node"
             f" {r.intra_node_bus_bytes_per_s / 1e9:.0f} GB/s{measured}")
@@ -1393,7 +1394,8 @@ def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates
     mbs = card.batch.micro_batch_size * pairs
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
-    per_node = nvlink_gpus_per_node(card.hardware.gpu, min(card.hardware.gpus_per_node, world), world)
+    per_node = nvlink_gpus_per_node(resolve_gpu(card.hardware.gpu).id, min(card.hardware.gpus_per_node, world),
+                                    world)
     t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
                       micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
     phases = list(t.phases)

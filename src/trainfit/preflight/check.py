@@ -214,6 +214,8 @@ def _topology_lines(card: RunCard, audit: AuditReport) -> list[CheckLine]:
     elif link in (Interconnect.PCIE, Interconnect.PCIE_NO_P2P) and audit.nvlink:
         out.append(CheckLine("warn", "topology", f"card says interconnect: {link.value} but topo -m shows NV# links;"
                              " the plan times its collectives over PCIe"))
+    if link is None and (line := _catalog_link_line(card, audit)) is not None:
+        out.append(line)
     if audit.p2p_matrix:
         n = min(gpus, len(audit.p2p_matrix))
         bad = sorted({c for i in range(n) for j in range(n) if i != j for c in [audit.p2p_matrix[i][j]] if c not in ("OK", "X")})
@@ -230,6 +232,30 @@ def _topology_lines(card: RunCard, audit: AuditReport) -> list[CheckLine]:
                 "check NCCL_P2P_DISABLE and IOMMU/ACS settings",
             ))
     return out
+
+
+def _catalog_link_line(card: RunCard, audit: AuditReport) -> CheckLine | None:
+    """With ``hardware.interconnect`` unset the plan times the GPU catalog's link (``compute.rates.catalog_link``):
+    a warn line naming the link to state when the machine's (NV# links in ``topo -m``, else the P2P matrix of the
+    card's GPUs, as ``record.audited_link`` reads it) differs and the catalog allows it; None otherwise (unknown
+    topology or peer-to-peer, a GPU outside the catalog)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import allowed_links, catalog_link
+    from trainfit.errors import CatalogError, CardError
+    from trainfit.preflight.record import p2p_link
+
+    if audit.nvlink is None:
+        return None
+    seen = Interconnect.NVLINK if audit.nvlink else p2p_link(audit.p2p_matrix, gpus=card.hardware.gpus_per_node)
+    try:
+        gpu = resolve_gpu(card.hardware.gpu)
+        planned = catalog_link(gpu)
+    except (CatalogError, CardError):
+        return None
+    if seen is None or seen is planned or seen not in allowed_links(gpu):
+        return None
+    return CheckLine("warn", "topology", f"the plan times the GPU catalog's link for {gpu.id} ({planned.value}) but"
+                     f" the machine has {seen.value}; state hardware.interconnect: {seen.value}")
 
 
 def _host_ram_line(plan, audit: AuditReport) -> CheckLine:

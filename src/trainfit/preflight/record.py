@@ -102,7 +102,14 @@ def _hardware(card: RunCard, audit: AuditReport, notes: list[str]) -> dict[str, 
         notes.append("the machine mixes GPU models: " + ", ".join(sorted({g.name for g in audit.gpus})))
     hw["gpus_per_node"] = len(audit.gpus)
     seen = audited_link(audit)
-    link = seen or card.hardware.interconnect
+    stated = card.hardware.interconnect
+    if audit.nvlink is False and seen is None:
+        notes.append("interconnect: no NV# link and no peer-to-peer matrix, so peer-to-peer is unknown; "
+                     + (f"kept from the card ({stated.value})" if stated is not None
+                        else "recorded as the catalog's link (null)"))
+    elif seen is not None and stated is not None and seen is not stated:
+        notes.append(f"hardware.interconnect: card said {stated.value}, the machine has {seen.value} (recorded)")
+    link = seen or stated
     if link is not None:
         from trainfit.compute.rates import allowed_links
 
@@ -124,13 +131,22 @@ def _hardware(card: RunCard, audit: AuditReport, notes: list[str]) -> dict[str, 
 def audited_link(audit: AuditReport) -> Interconnect | None:
     """The node link the audit saw (``hardware.interconnect``): nvlink when ``nvidia-smi topo -m`` shows NV# links,
     else pcie, or pcie_no_p2p when the peer-to-peer matrix refuses some pair of GPUs (NCCL then stages through host
-    memory); None when the topology is unknown."""
+    memory); None when the topology is unknown, and None without NV# links when peer-to-peer is unknown (no P2P
+    matrix: ``topo -p2p r`` failed and no torch probe), since pcie states peer-to-peer (``p2p_link``)."""
     if audit.nvlink is None:
         return None
     if audit.nvlink:
         return Interconnect.NVLINK
-    m = audit.p2p_matrix or ()
-    n = min(len(audit.gpus), len(m)) if audit.gpus else len(m)
+    return p2p_link(audit.p2p_matrix, gpus=len(audit.gpus) if audit.gpus else None)
+
+
+def p2p_link(matrix: Any, *, gpus: int | None) -> Interconnect | None:
+    """The PCIe link a peer-to-peer matrix shows among the first ``gpus`` GPUs (all without ``gpus``): pcie when
+    every pair reads OK, pcie_no_p2p when some pair does not; None with no matrix (peer-to-peer unknown)."""
+    if not matrix or not all(isinstance(row, (list, tuple)) for row in matrix):
+        return None
+    m = [list(row) for row in matrix]
+    n = min(gpus, len(m)) if gpus else len(m)
     if any(m[i][j] not in ("OK", "X") for i in range(n) for j in range(n) if i != j and j < len(m[i])):
         return Interconnect.PCIE_NO_P2P
     return Interconnect.PCIE
@@ -171,6 +187,7 @@ def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dic
         "nvlink": audit.nvlink,
         "topology": audit.topology_text,
         "p2p_matrix": [list(r) for r in audit.p2p_matrix] if audit.p2p_matrix else None,
+        LINK_RULE_KEY: "p2p",
         "packages": dict(audit.packages),
         "cpu_cores": audit.cpu_cores,
         "audit_errors": list(audit.errors),
@@ -179,6 +196,10 @@ def build_record(card: RunCard, audit: AuditReport, *, card_path: Path, git: dic
     return data
 
 
+LINK_RULE_KEY = "interconnect_rule"
+"""``record.interconnect_rule``: "p2p" in records whose ``hardware.interconnect`` follows the enum (pcie: peer-to-peer,
+pcie_no_p2p: none); records without it wrote pcie for every machine without NV# links (``load_record`` migrates
+them)."""
 PHASES_KEY = "phases"
 """``record.phases``: planned vs measured per phase (``trainfit.watch.verdict`` documents the rows)."""
 STEP_KEY = "step_s"
@@ -234,4 +255,28 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
 
     data = read_card_file(path)
     extra = data.pop(RECORD_KEY, {}) if isinstance(data, dict) else {}
+    if isinstance(extra, dict) and isinstance(data, dict):
+        _migrate_link(data, extra)
     return load_card_dict(data), extra
+
+
+def _migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
+    """A record written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``)
+    holds pcie for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the
+    record's own ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with
+    a note in ``record.notes``."""
+    hw = data.get("hardware")
+    if LINK_RULE_KEY in extra or not isinstance(hw, dict) or hw.get("interconnect") != Interconnect.PCIE.value:
+        return
+    if extra.get("nvlink") is not False:
+        return
+    gpus = extra.get("gpus")
+    link = p2p_link(extra.get("p2p_matrix"), gpus=len(gpus) if isinstance(gpus, list) and gpus else None)
+    if link is Interconnect.PCIE:
+        return
+    hw["interconnect"] = link.value if link is not None else None
+    notes = extra.get("notes") if isinstance(extra.get("notes"), list) else []
+    notes.append("hardware.interconnect: the record predates the peer-to-peer distinction and said pcie; read as "
+                 + (f"{link.value} from its P2P matrix" if link is not None
+                    else "the catalog's link (null): no P2P matrix recorded"))
+    extra["notes"] = notes

@@ -330,9 +330,14 @@ _NIC_FLOOR_WHY = "gigabit Ethernet (1000BASE-T, IEEE 802.3ab), the slowest netwo
 
 
 _NETWORK_NAMES = frozenset({"infiniband", "ib", "roce", "rocev2", "ethernet", "eth", "efa", "rdma", "tcp", "slingshot",
-                            "omnipath", "opa", "spectrumx", "nvlinkswitch"})
+                            "omnipath", "opa", "spectrumx"})
 """Inter-node network names a card might give ``hardware.interconnect`` (spelled without separators): refused there
 with a pointer to ``nic_gbps_per_gpu`` / ``nic_gbps_per_node``."""
+_NVLINK_FABRIC_NAMES = frozenset({"nvswitch", "nvlinkswitch", "nvl72", "xgmi", "infinityfabric"})
+"""Names of intra-node GPU fabrics a card might give ``hardware.interconnect`` (spelled without separators): an
+NVSwitch or the NVL72 NVLink Switch fabric, and AMD's xGMI (Infinity Fabric), whose rate the catalog keeps in its
+NVLink fields. Refused in one line saying to state ``nvlink`` (not taken as aliases, so a record or export always
+spells the enum's value)."""
 
 
 class HardwareSection(_Section):
@@ -354,14 +359,19 @@ class HardwareSection(_Section):
     @field_validator("interconnect", mode="before")
     @classmethod
     def _link_name(cls, v: Any) -> Any:
-        """A link name, any case (a preflight record writes ``nvlink`` / ``pcie``); an inter-node network's name
-        (``infiniband``, ``roce``...) is refused pointing to the NIC fields, any other value naming the allowed ones."""
+        """A link name, any case (a preflight record writes ``nvlink`` / ``pcie``); an intra-node fabric's name
+        (``nvswitch``, ``nvlink-switch``, ``xgmi``, ``infinity-fabric``) is refused saying to state nvlink, an
+        inter-node network's name (``infiniband``, ``roce``...) pointing to the NIC fields, any other value naming the
+        allowed ones."""
         if v is None or isinstance(v, Interconnect):
             return v
         name = str(v).strip().lower().replace("-", "_") if isinstance(v, str) else v
         if name in {x.value for x in Interconnect}:
             return name
         allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
+        if isinstance(name, str) and name.replace("_", "").replace(" ", "") in _NVLINK_FABRIC_NAMES:
+            raise ValueError(f"hardware.interconnect: '{v}' is a fabric between a node's GPUs that this field states as"
+                             f" nvlink (NVSwitch, NVLink Switch, AMD xGMI / Infinity Fabric); {allowed}")
         if isinstance(name, str) and name.replace("_", "") in _NETWORK_NAMES:
             raise ValueError(f"hardware.interconnect: '{v}' is a network between nodes, and this field the link between"
                              f" a node's GPUs, {allowed}; state the network as hardware.nic_gbps_per_gpu or"

@@ -749,7 +749,9 @@ class Interconnect(StrEnum):
     The network between nodes is ``hardware.nic_gbps_per_gpu`` / ``nic_gbps_per_node``, not this field."""
 
     NVLINK = "nvlink"
-    """NVLink: an NVSwitch, a full mesh, or bridges (pairs on the bridged PCIe cards); the catalog's NVLink rate."""
+    """NVLink: an NVSwitch, the NVL72 NVLink Switch fabric, a full mesh, or bridges (pairs on the bridged PCIe cards);
+    also AMD Instinct's xGMI (Infinity Fabric) mesh, which the catalog keeps in its NVLink fields. The catalog's NVLink
+    rate. ``nvswitch`` / ``nvlink-switch`` / ``xgmi`` / ``infinity-fabric`` are refused saying to state nvlink."""
     PCIE = "pcie"
     """PCIe with GPU peer-to-peer: NCCL's P2P transport over the slots."""
     PCIE_NO_P2P = "pcie_no_p2p"

@@ -245,13 +245,33 @@ def _rounded(terms: dict) -> dict:
     return {k: round(v, 3) for k, v in terms.items() if isinstance(v, (int, float)) and v}
 
 
+def launch_s(r: dict) -> float:
+    """Seconds of the step's launch-bound phases (the host's kernel dispatch sets their time)."""
+    return sum(r["parts"].get(n, 0.0) for n, bound in r["bounds"].items() if bound == "launch")
+
+
+def bf16_adapters(d: dict) -> dict:
+    """The same card with ``lora.adapter_dtype: bf16``: the fp32 adapter GEMMs and casts removed."""
+    out = json.loads(key(d))
+    out.setdefault("lora", {})["adapter_dtype"] = "bf16"
+    return out
+
+
 def cause(inv: str, a: dict, b: dict | None, ra: dict, rb: dict | None) -> str:
-    """The mechanism a violation comes from, where it is one the sweep knows; else 'unexplained'."""
+    """The mechanism a violation comes from, where it is one the sweep knows; else 'unexplained'.
+
+    A LoRA-vs-full violation is put down to a cause only where the cause accounts for it: fp32 adapters when
+    re-planning the LoRA card with bf16 adapters clears it (at most ``LORA_EXCESS`` over full) or removes at least
+    half of its excess; the launch-bound step when the growth of the launch-bound phases' seconds is at least half of
+    the excess."""
     if inv == "lora" and a["scope"] == "full" and rb is not None:
-        if rb["bounds"].get("forward") == "launch" or rb["bounds"].get("backward") == "launch":
+        ta, tb = ra["step_s"], rb["step_s"]
+        if launch_s(rb) - launch_s(ra) >= 0.5 * (tb - ta):
             return LAUNCH_CAUSE
         if b.get("lora", {}).get("adapter_dtype", "fp32") == "fp32":
-            return FP32_CAUSE
+            _, rc = plan_one(key(bf16_adapters(b)))
+            if rc is not None and (rc["step_s"] <= ta * (1 + LORA_EXCESS) or tb - rc["step_s"] >= 0.5 * (tb - ta)):
+                return FP32_CAUSE
     if (inv == "lora" and a["scope"] == "qlora" and rb is not None and a["parallel"]["strategy"] in ("fsdp", "zero3")
             and comm_s(rb) - comm_s(ra) >= 0.5 * (rb["step_s"] - ra["step_s"])):
         return QLORA_GATHER_CAUSE

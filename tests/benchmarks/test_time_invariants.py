@@ -57,3 +57,14 @@ def test_a_lora_violation_gets_a_cause_only_where_the_cause_accounts_for_it():
     (_, ra), (_, rb) = inv.plan_one(inv.key(full)), inv.plan_one(inv.key(lora))
     assert rb["step_s"] > ra["step_s"] * (1 + inv.LORA_EXCESS)
     assert inv.cause("lora", full, lora, ra, rb) == inv.LAUNCH_CAUSE
+
+
+def test_a_synchronous_rl_step_that_is_not_the_sum_of_its_phases_is_flagged():
+    a = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-0.6B", method="grpo", n=8, response=512)
+    b = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-0.6B", method="grpo", n=8, response=1024)
+    res = {inv.key(a): {"step_s": 3.0, "phase_sum_s": 2.0, "parts": {"generation": 1.0, "backward": 1.0}},
+           inv.key(b): {"step_s": 4.0, "phase_sum_s": 4.0, "parts": {"generation": 2.0, "backward": 2.0}}}
+    for r in res.values():
+        r.update(terms={}, bounds={}, model_flops=0.0, peak=1.0, params=0)
+    counts, bad = inv.check({"rl": [(a, b)]}, res)
+    assert counts["rl"] == 1 and [(x["invariant"], x["card"]) for x in bad] == [("rl", inv.short(a))]

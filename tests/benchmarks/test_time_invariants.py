@@ -68,3 +68,16 @@ def test_a_synchronous_rl_step_that_is_not_the_sum_of_its_phases_is_flagged():
         r.update(terms={}, bounds={}, model_flops=0.0, peak=1.0, params=0)
     counts, bad = inv.check({"rl": [(a, b)]}, res)
     assert counts["rl"] == 1 and [(x["invariant"], x["card"]) for x in bad] == [("rl", inv.short(a))]
+
+
+def test_twice_the_data_parallel_gpus_without_a_speed_up_is_flagged():
+    a = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-8B", n=8, ga=8)
+    b = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-8B", n=16, ga=4)
+    res = {inv.key(a): {"step_s": 4.0, "parts": {"backward": 3.0, "communication": 1.0}},
+           inv.key(b): {"step_s": 4.0, "parts": {"backward": 3.0, "communication": 1.0}}}
+    for r in res.values():
+        r.update(terms={}, bounds={}, model_flops=0.0, peak=1.0, params=0)
+    counts, bad = inv.check({"dp": [(a, b)]}, res)
+    assert counts["dp"] == 1 and [x["invariant"] for x in bad] == ["dp"]
+    res[inv.key(b)].update(step_s=2.6, parts={"backward": 1.6, "communication": 1.0})  # (2.6 - 1) <= 0.7 * 3
+    assert not inv.check({"dp": [(a, b)]}, res)[1]

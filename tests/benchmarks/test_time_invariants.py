@@ -3,7 +3,6 @@ slice finds comes from a mechanism the sweep names (no 'unexplained' one)."""
 
 from __future__ import annotations
 
-import pytest
 from step_times_module import load_benchmark
 
 inv = load_benchmark("time_invariants.py", "time_invariants_under_test")
@@ -23,7 +22,6 @@ def test_a_few_cards_hold_the_token_checkpointing_and_gpu_invariants():
     assert not bad, [(b["invariant"], b["why"]) for b in bad]
 
 
-@pytest.mark.slow
 def test_the_slice_holds_its_invariants_or_names_the_mechanism():
     counts, bad, planned = inv.run("test", jobs=1)
     assert planned > 50

@@ -187,8 +187,8 @@ def _rl_pairs(chains, gpus, models) -> list:
 
 def pairs(size: str = "full") -> dict[str, list[tuple[dict, dict]]]:
     """Per invariant: (card, changed card) pairs; ``finite`` and ``mfu`` read every planned card.
-    ``size``: full (the table: about 135 s on 2 free cores, more on a shared machine), quick (~25 s) or test
-    (~5 s)."""
+    ``size``: full (the table: 472 s measured with --jobs 2 on a shared 2-core machine), quick (about a fifth of
+    the cards) or test (~2 s)."""
     rng = random.Random(0)
     if size == "test":
         out = _grid_pairs(rng, 6, GPUS[:1], MODELS[1:3], SEQS[1:2], mp_layouts=((4, 2),))
@@ -357,9 +357,10 @@ def run(size: str = "full", jobs: int = 2) -> tuple[dict, list[dict], int]:
     return counts, bad, len(keys)
 
 
-def report(counts: dict, bad: list[dict], planned: int, seconds: float, show: int) -> str:
-    """The table and the violations grouped by cause, as markdown."""
-    lines = [f"{planned} cards planned in {seconds:.0f} s (`benchmarks/time_invariants.py`; module docstring: the"
+def report(counts: dict, bad: list[dict], planned: int, show: int, size: str = "full") -> str:
+    """The table and the violations grouped by cause, as markdown (no wall time: a regeneration diffs only where a
+    number moves)."""
+    lines = [f"{planned} cards planned, `--size {size}` (`benchmarks/time_invariants.py`; module docstring: the"
              " invariants and where each must hold).", "",
              "| invariant | pairs checked (both fit) | violations |", "|---|---:|---:|"]
     lines += [f"| {inv} | {n} | {sum(1 for b in bad if b['invariant'] == inv)} |" for inv, n in counts.items()]
@@ -388,8 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     size = "quick" if args.quick else args.size
     t0 = time.perf_counter()
     counts, bad, planned = run(size, args.jobs)
-    text = report(counts, bad, planned, time.perf_counter() - t0, args.show)
+    text = report(counts, bad, planned, args.show, size)
     print(text)
+    print(f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
     if size == "full":
         (Path(__file__).resolve().parent / "time_invariants.md").write_text("# Step-time invariants\n\n" + text)
     if args.json:

@@ -14,8 +14,8 @@ that fit (a plan that does not fit has no step to time) and each only where it m
 * ``tokens``: doubling the tokens of a step (micro-batch or gradient accumulation) never shortens it and at most
   lengthens it 2.3x (doubling the micro-batch keeps the sequence length, so no attention term grows more than 2x;
   doubling the accumulation repeats the same micro-steps).
-* ``gpu``: a strictly faster GPU of the same memory class (A100-80GB -> H100, H100 -> H200, H100 -> B200: at least
-  the FLOP rate, HBM bandwidth and interconnect) never gives a slower step at the same card.
+* ``gpu``: a strictly faster GPU (A100-80GB -> H100, H100 -> H200, H100 -> B200: at least the FLOP rate, HBM
+  bandwidth and link; the same 80 GB class or more memory) never gives a slower step at the same card.
 * ``checkpointing``: gradient checkpointing never shortens the step at the same card (it adds a forward).
 * ``dp``: twice the data-parallel GPUs at a fixed global batch (half the accumulation) at least nearly halve the
   step outside the phases more GPUs add (``SCALE_PARTS``: communication, and the lockstep spread of more ranks):
@@ -53,8 +53,8 @@ GPUS = ("h100-sxm", "a100-80gb", "h200", "b200", "l40s", "rtx4090", "rtx3090", "
 MODELS = ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B", "Qwen/Qwen3-32B", "Qwen/Qwen3-30B-A3B",
           "meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-70B", "google/gemma-2-9b", "mistralai/Mistral-7B-v0.3")
 FASTER = (("a100-80gb", "h100-sxm"), ("h100-sxm", "h200"), ("h100-sxm", "b200"))
-"""(slower, strictly faster) GPUs of one memory class: the second has at least the first's bf16 peak, HBM bandwidth
-and NVLink (catalog data/gpus)."""
+"""(slower, strictly faster) GPUs: the second has at least the first's bf16 peak, HBM bandwidth and NVLink; memory
+80 GB -> 80 GB (the H100's usable bytes a little fewer), 80 -> 141, 80 -> 192 GB (catalog/data/gpus)."""
 SEQS = (512, 2048, 8192, 32768)
 MICRO = (1, 4, 16)
 SCALE_PARTS = ("communication", "fsdp_copies", "tensor_parallel", "pipeline_p2p", "expert_parallel",

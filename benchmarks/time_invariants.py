@@ -227,6 +227,10 @@ def short(d: dict) -> str:
     if "rollout" in d:
         r = d["rollout"]
         s += f" resp={r['response_len']} gens={r['num_generations']}"
+        if "engine" in r:
+            s += f" engine={r['engine']}"
+    if "preset" in d:
+        s += f" preset={d['preset']}"
     return s
 
 
@@ -306,7 +310,7 @@ def check(all_pairs: dict, res: dict) -> tuple[dict, list[dict]]:
             counts["mfu"] += 1
             mfu = r["model_flops"] / (r["step_s"] * r["peak"])
             if not MFU_LOW <= mfu <= MFU_HIGH:
-                flag("mfu", d, None, r, None, mfu, f"MFU {mfu:.3f} outside [{MFU_LOW}, {MFU_HIGH}]; {movers(r, r)}")
+                flag("mfu", d, None, r, None, mfu, f"MFU {mfu:.3f} outside [{MFU_LOW}, {MFU_HIGH}]")
     for inv, ps in all_pairs.items():
         for a, b in ps:
             ra, rb = res.get(key(a)), res.get(key(b))

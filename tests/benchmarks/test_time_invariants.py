@@ -79,3 +79,9 @@ def test_twice_the_data_parallel_gpus_without_a_speed_up_is_flagged():
     assert counts["dp"] == 1 and [x["invariant"] for x in bad] == ["dp"]
     res[inv.key(b)].update(step_s=2.6, parts={"backward": 1.6, "communication": 1.0})  # (2.6 - 1) <= 0.7 * 3
     assert not inv.check({"dp": [(a, b)]}, res)[1]
+
+
+def test_two_rl_chain_cards_of_different_presets_or_engines_print_differently():
+    cards = [inv.rl_card("h100-sxm", "Qwen/Qwen3-8B", 8, preset, engine, response=2048)
+             for preset, engine in (("trl", "sglang"), (None, "sglang"), (None, "vllm"))]
+    assert len({inv.short(c) for c in cards}) == 3

@@ -63,9 +63,21 @@ SCALE_PARTS = ("communication", "fsdp_copies", "tensor_parallel", "pipeline_p2p"
 the slowest of more GPUs (``compute.collectives.slowest_rank_excess``)."""
 
 MAX_TOKEN_RATIO = 2.3
-MFU_HIGH, MFU_LOW = 0.85, 0.005
+"""Sweep tolerance: twice the tokens at most doubles every term; 0.3 of slack for per-step terms that round
+differently, not a model allowance."""
+MFU_HIGH = 0.85
+"""Sweep tolerance: the best bf16 matmul alone reaches 80-86 % of the spec peak (A100 SXM 85.9 %, H100 SXM 80.1 %:
+stas00/ml-engineering compute/accelerator/README.md @b9e29720, 'Maximum Achievable Matmul FLOPS comparison
+table'), so a whole step, GEMMs plus the rest, above 0.85 is not a real step."""
+MFU_LOW = 0.005
+"""Sweep tolerance: a 1B+ model at 2k+ tokens per micro-batch below 0.5 % of peak would be launch-bound 20x over,
+which the planner's per-kernel costs do not give at these sizes; a floor that catches a unit slip, not a fit."""
 DP_EXCESS = 0.20
+"""Sweep tolerance: twice the GPUs must bring the non-scaling step to at most 0.5 + 0.20 of the smaller group's
+(per-step terms such as an unsharded optimizer step or host launches of the unchanged layers do not halve)."""
 LORA_EXCESS = 0.10
+"""Sweep tolerance: LoRA saves the weight gradients and the full optimizer step but adds adapter kernels; past
+10 % slower than full the sweep asks for a named cause (``cause``)."""
 TOL = 1e-3
 """Relative slack for the monotone checks: rounding in the planner's per-phase sums, not a model allowance."""
 

@@ -101,3 +101,11 @@ def test_colossal_2k_step_is_what_the_printed_tflops_imply() -> None:
     assert e["measured"]["also"]["step_time_to_backward_end_s_approx"] < e["measured"]["value"]
     card, _ = st.map_train(e)
     assert card["batch"]["seq_len"] == 2048 and card["batch"]["micro_batch_size"] == 8
+
+
+def test_alpaca_plans_the_fp32_weights_its_train_py_loads() -> None:
+    # stanford_alpaca train.py loads the model with no torch_dtype: fp32 shards, gradients and AdamW moments
+    e = ROWS[ALPACA]
+    assert e["precision"]["weights"] == "fp32" and "c8ea92b1" in e["precision"]["weights_source"]
+    card, _ = st.map_train(e)
+    assert card["precision"]["weights"] == "fp32"

@@ -14,6 +14,7 @@ import pytest
 from step_times_module import load_step_times
 
 import trainfit
+from trainfit.catalog.models import from_catalog
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_issue_logs_2612.json"
@@ -79,9 +80,12 @@ def test_llamafactory_rate_is_samples_per_second_times_the_packed_block() -> Non
     # the stated accumulation reproduces the rounded steps/s: 974 micro-batches a rank an epoch // GA x 6 epochs
     steps = (math.ceil(7_792 / 8) // e["batch"]["grad_accum"]) * 6
     assert round(steps / also["train_runtime_s"], 3) == also["train_steps_per_second"]
-    # rank 8 on q_proj and v_proj of Qwen2-72B is the logged trainable-parameter count
-    assert 80 * 8 * ((8192 + 8192) + (8192 + 1024)) == 16_384_000
+    # the card's LoRA (rank 8 on q_proj and v_proj) of the catalog's Qwen2-72B is the logged trainable-parameter count
     assert e["lora"] == {"rank": 8, "alpha": 16, "dropout": 0.0, "targets": "qv"}
+    spec = from_catalog(e["model"])
+    q_out, kv_out = spec.num_attention_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
+    adapters = (spec.hidden_size + q_out) + (spec.hidden_size + kv_out)  # A (in x r) + B (r x out) of q and v
+    assert spec.num_layers * e["lora"]["rank"] * adapters == also["trainable_params_logged"] == 16_384_000
 
 
 def test_colossal_batch_is_per_rank_at_the_fixed_length() -> None:

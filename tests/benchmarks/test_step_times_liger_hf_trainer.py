@@ -71,3 +71,9 @@ def test_entry_weights_reach_the_card_and_move_the_plan() -> None:
     bf16 = st.plan_card(st.map_train(bf16_entry)[0])
     assert fp32.parts["optimizer_step"] > 1.5 * bf16.parts["optimizer_step"]
     assert fp32.step_s > bf16.step_s
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_the_first_contact_bf16_reading_is_marked_superseded(row_id: str) -> None:
+    note = ROWS[row_id]["note"]
+    assert "(no fp32 master copy) [SUPERSEDED by RE-PLANNED (c)" in note

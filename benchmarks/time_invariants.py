@@ -199,7 +199,7 @@ def _rl_pairs(chains, gpus, models) -> list:
 
 def pairs(size: str = "full") -> dict[str, list[tuple[dict, dict]]]:
     """Per invariant: (card, changed card) pairs; ``finite`` and ``mfu`` read every planned card.
-    ``size``: full (the table: 472 s measured with --jobs 2 on a shared 2-core machine), quick (about a fifth of
+    ``size``: full (the table: 311 s measured with --jobs 2 on 2 shared cores, 2026-12-05), quick (about a fifth of
     the cards) or test (~2 s)."""
     rng = random.Random(0)
     if size == "test":

@@ -14,6 +14,7 @@ import pytest
 from step_times_module import load_step_times
 
 import trainfit
+from trainfit.catalog.models import from_catalog
 
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_train_times_issue_logs_2612.json"
@@ -79,9 +80,12 @@ def test_llamafactory_rate_is_samples_per_second_times_the_packed_block() -> Non
     # the stated accumulation reproduces the rounded steps/s: 974 micro-batches a rank an epoch // GA x 6 epochs
     steps = (math.ceil(7_792 / 8) // e["batch"]["grad_accum"]) * 6
     assert round(steps / also["train_runtime_s"], 3) == also["train_steps_per_second"]
-    # rank 8 on q_proj and v_proj of Qwen2-72B is the logged trainable-parameter count
-    assert 80 * 8 * ((8192 + 8192) + (8192 + 1024)) == 16_384_000
+    # the card's LoRA (rank 8 on q_proj and v_proj) of the catalog's Qwen2-72B is the logged trainable-parameter count
     assert e["lora"] == {"rank": 8, "alpha": 16, "dropout": 0.0, "targets": "qv"}
+    spec = from_catalog(e["model"])
+    q_out, kv_out = spec.num_attention_heads * spec.head_dim, spec.num_kv_heads * spec.head_dim
+    adapters = (spec.hidden_size + q_out) + (spec.hidden_size + kv_out)  # A (in x r) + B (r x out) of q and v
+    assert spec.num_layers * e["lora"]["rank"] * adapters == also["trainable_params_logged"] == 16_384_000
 
 
 def test_colossal_batch_is_per_rank_at_the_fixed_length() -> None:
@@ -101,3 +105,11 @@ def test_colossal_2k_step_is_what_the_printed_tflops_imply() -> None:
     assert e["measured"]["also"]["step_time_to_backward_end_s_approx"] < e["measured"]["value"]
     card, _ = st.map_train(e)
     assert card["batch"]["seq_len"] == 2048 and card["batch"]["micro_batch_size"] == 8
+
+
+def test_alpaca_plans_the_fp32_weights_its_train_py_loads() -> None:
+    # stanford_alpaca train.py loads the model with no torch_dtype: fp32 shards, gradients and AdamW moments
+    e = ROWS[ALPACA]
+    assert e["precision"]["weights"] == "fp32" and "c8ea92b1" in e["precision"]["weights_source"]
+    card, _ = st.map_train(e)
+    assert card["precision"]["weights"] == "fp32"

@@ -5,10 +5,10 @@ published_train_times_firstcontact_2612e.json (examples/huggingface: FSDP1 on 4 
 * the padding mask (TRL's completion-only collator pads each micro-batch; transformers 4.43.3 hands SDPA the 4-D mask,
   so the memory-efficient kernel runs every key block): ``batch.padding`` mask;
 * the transformers pin of the example's requirements.txt: ``software.transformers`` 4.43.3;
-* accelerate's FSDP upcast of the bf16-loaded FlatParameters under mixed precision (every row: the example loads in bf16,
-  runs --bf16 under FSDP1 and pins no accelerate, so the install is v0.30.0 or later): ``precision.weights`` fp32, AdamW
-  moments in the weights' dtype (the Gemma rows too, whose memory chart reads nearer bf16: a mismatch their notes
-  record, not a card choice);
+* accelerate's FSDP upcast of the bf16-loaded FlatParameters under mixed precision (Llama and Qwen2 rows: the example
+  loads in bf16, runs --bf16 under FSDP1 and pins no accelerate, and their peak-memory charts match fp32 weights):
+  ``precision.weights`` fp32, AdamW moments in the weights' dtype; the Gemma rows keep bf16 states, because their own
+  memory chart reads below what fp32 states alone would take (32,580 MiB a GPU against ~26,000 MiB measured);
 * Liger applied after the model is built (Llama and Qwen2 at their commits): its class swaps miss the built layers,
   so no fused RMSNorm / SwiGLU (no ``compile``), only the fused linear cross-entropy (``loss.chunked``)."""
 
@@ -48,7 +48,11 @@ def test_fp32_weights_as_the_code_at_the_runs_commit_reads(row_id: str) -> None:
     e = ROWS[row_id]
     card, notes = st.map_train(e)
     if "-gemma-" in row_id:
-        assert e["source"]["commit"] in e["precision"]["weights_source"] and "MEMORY MISMATCH" in e["note"]
+        # the run's chart: fp32 shards + grads + two moments of 8.54e9 parameters over 4 ranks exceed the measured peak
+        assert 8.54e9 * 16 / 4 / 2**20 > 26_000
+        assert "weights" not in card["precision"] and card["precision"]["optimizer_states"] == "bf16"
+        assert "gemma_7b_mem.png" in e["precision"]["optimizer_states_source"]
+        return
     assert card["precision"]["weights"] == "fp32" and "optimizer_states" not in card["precision"]
     assert ACCELERATE_V033 in e["precision"]["weights_source"]
     assert any(n.startswith("weights fp32 (precision.weights)") for n in notes)
@@ -76,4 +80,5 @@ def test_entry_weights_reach_the_card_and_move_the_plan() -> None:
 @pytest.mark.parametrize("row_id", sorted(ROWS))
 def test_the_first_contact_bf16_reading_is_marked_superseded(row_id: str) -> None:
     note = ROWS[row_id]["note"]
-    assert "(no fp32 master copy) [SUPERSEDED by RE-PLANNED (c)" in note
+    word = "KEPT" if "-gemma-" in row_id else "SUPERSEDED"
+    assert f"(no fp32 master copy) [{word} " in note

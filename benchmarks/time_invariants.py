@@ -255,8 +255,8 @@ FP32_CAUSE = ("fp32 adapters (PEFT's default autocast_adapter_dtype): the input 
 QLORA_GATHER_CAUSE = ("sharded QLoRA (fsdp / zero3): the 4-bit base is gathered in its packed storage"
                       " (bnb_4bit_quant_storage, FSDP-QLoRA), a quarter of LoRA's bf16 gathers, so a"
                       " communication-bound QLoRA step is faster; real, not a bug")
-PREEMPT_CAUSE = ("continuous_batching under KV preemption: preempted sequences re-queued as fresh-sequence"
-                 " equivalents (known limit, compute/continuous_batching.py)")
+PREEMPT_CAUSE = ("continuous_batching under KV preemption: preempted sequences back at the queue's front with"
+                 " their generated tokens (compute/continuous_batching.py)")
 
 
 def _rounded(terms: dict) -> dict:

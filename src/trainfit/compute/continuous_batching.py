@@ -21,21 +21,26 @@ within 3 % of the mean over shuffled orders when slots are refilled, with or wit
 
 KV capacity (``kv_capacity_tokens`` per engine): admission needs room for the prompt (a shared
 prompt's blocks count once with ``prefix_sharing``); when the running sequences' growth exceeds the
-capacity, the most recently admitted are preempted (vLLM V1 recomputes): they go back to the front
-of the queue and, when readmitted, bring their context (prompt + generated tokens) back, prefilled
-again (``preemption_recompute_s``). A sequence preempted after ``a`` tokens still owes
-``E[L − a | L > a]`` tokens and is re-queued as that many tokens' worth of fresh sequences, so the
-decode work stays that of the batch. Repeated preempt/readmit cycles of the same sequence (vLLM
-re-admits into the first free blocks) are charged once: their recompute mostly hits the prefix cache.
-
-Known limit (checked, not fixed): under heavy preemption of lengths that crowd the cap, a readmitted equivalent
-preempted again is charged ``E[L − (age + carried) | L > age + carried]``, its carried context counted as progress of
-a length the fluid drew afresh, so 11-13 % of the batch's tokens vanish and the phase is not monotone in
-``response_len`` (Qwen3-0.6B GRPO on one H100, 256 sequences against ~100 in KV: 101, 104, 133, 111, 141 s for caps
-3,328 ... 3,840 tokens). Charging the equivalent's own age conserves the tokens and is monotone but overshoots a
-step-by-step simulation by 14-35 % and worsened the step-time benchmark's generation rows (17.9 -> 18.6 % median);
-numbers and strict xfails in tests/compute/test_continuous_batching.py. The fix is to re-queue preempted sequences
-with their remainder lengths rather than as fresh-sequence equivalents.
+capacity, the most recently scheduled are preempted and recomputed, as vLLM V1 does (vllm-project/vllm
+``vllm/v1/core/sched/scheduler.py`` @b4622cf924bc72504aed99e486062d6633fde39e: ``Scheduler.schedule`` pops the FCFS
+victim from the end of ``self.running``; ``_preempt_request`` frees its blocks, sets ``num_computed_tokens = 0`` and
+``self.waiting.prepend_request(request)``; a step that preempts admits no waiting request). A preempted sequence keeps
+its generated tokens: it goes back to the FRONT of the queue with them, and when readmitted (only when KV holds its
+prompt and generated tokens again) its context is prefilled again (``preemption_recompute_s``) and it continues toward
+its OWN length. The fluid keeps the preempted as groups (sequences, age ``a``: the tokens they generated) at the
+queue's front, the last preempted first; a sequence of age ``a`` is a sequence of the batch's length mix that has
+survived ``a`` tokens, so a readmitted group enters the admission history ``a`` tokens back (as if admitted then,
+scaled by the share of the mix longer than ``a``): the same kernels finish it ``L − a`` steps after readmission for
+each length ``L > a`` (``E[L − a | L > a]`` tokens, conserved), and a second preemption finds it at its updated age.
+While preempted ones wait, nothing else is admitted (FCFS: they hold the queue's front) and they are readmitted at the
+next chunk's start, a delay of at most one chunk. Repeated preempt/readmit cycles of the same sequence (vLLM re-admits
+into the first free blocks) are charged once: their recompute mostly hits the prefix cache. Against a step-by-step
+simulation of individual sequences under heavy preemption (``benchmarks/preemption_fluid_vs_steps.py``: 256 sequences
+against 16-64 in KV, exponential and shifted lengths, caps 64 tokens apart; the Qwen3-0.6B GRPO card of
+tests/compute/test_continuous_batching.py, 256 sequences against ~100 in KV, caps 3,328..3,840) the fluid is within
+-0.1..+2.1 % and keeps the batch's tokens (0.999-1.001), growing with the cap wherever the simulation does; the former
+re-queueing as fresh-sequence equivalents kept 0.87-0.89 of the tokens on that card, was 14-17 % short or 3-5 % long
+by the cap (not monotone in ``response_len``) and 4 % short on shifted lengths through 256 slots.
 
 A hybrid model's engine (Gated DeltaNet layers beside attention ones, Qwen3-Next / Qwen3.5) also holds a fixed
 state per running sequence: one block per linear-attention KV-cache group whatever the sequence's length (vLLM
@@ -51,7 +56,6 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from dataclasses import dataclass
 from operator import mul
@@ -178,109 +182,188 @@ class _Decode:
 
 
 class _Engine:
-    """The fluid state of one engine between chunks: the waiting queue, the running sequences and
-    their context tokens, and the admissions of the last chunks (``pt`` at a chunk's start, ``sp``
-    spread over it) with the extra context (``x*``: generated tokens) that readmitted preempted
-    sequences carry back in."""
+    """The fluid state of one engine between chunks: the waiting queue (preempted sequences at its front, each group
+    with its generated tokens), the running sequences and their context tokens, and the admissions of the last
+    chunks (``pt`` at a chunk's start, ``sp`` spread over it). A readmitted preempted sequence that has generated
+    ``a`` tokens is a sequence of the batch's length mix that has survived ``a`` tokens: it enters the admission
+    history ``a`` tokens back (its virtual admission), so the kernels finish it at ``L - a`` steps after readmission
+    for its own length ``L > a`` and a second preemption finds it at its own age. ``fpt``/``fsp``: the fresh
+    admissions alone, ``readmitted``: per chunk, the readmitted groups in the order the engine took them (vLLM
+    preempts the most recently scheduled first)."""
 
     def __init__(self, *, groups, sequences, slots, prompt_len, kv_prompt, kv_capacity, chunk, state_tokens=0.0):
         self.k = _Kernels(groups, chunk)
         self.groups, self.slots, self.prompt, self.kv_prompt, self.chunk = groups, slots, prompt_len, kv_prompt, chunk
         self.mean = sum(length * share for length, share in groups)
-        self.remaining = _Remaining(groups)
         self.cap = float("inf") if kv_capacity is None else kv_capacity
         self.shared = prompt_len - kv_prompt  # prompt tokens read by every sequence, stored once
         self.state = state_tokens  # a hybrid model's per-sequence state blocks, in attention tokens
         self.held = kv_prompt + state_tokens  # what an admitted sequence takes from the capacity
         self.queue, self.active, self.ctx = float(sequences), 0.0, 0.0
-        self.resume = self.queue_extra = 0.0  # preempted, waiting at the queue's front, and their context
+        self.resume = 0.0  # preempted sequences waiting at the queue's front (included in ``queue``)
+        self.waiting: list[list] = []  # their groups [sequences, kind, age in chunks]; the queue's front is the end
+        self.readmitted: dict[int, list[list]] = {}  # chunk -> [[kind, virtual chunk, ghost], ...]
         pad = [0.0] * (self.k.size - 1)
-        self.pt, self.sp, self.xpt, self.xsp = pad[:], pad[:], pad[:], pad[:]
+        self.pt, self.sp, self.fpt, self.fsp = pad[:], pad[:], pad[:], pad[:]
+        self.base = 1 - self.k.size  # the chunk of the histories' first entry
+        self.c = -1  # the current chunk
 
     def kv_used(self) -> float:
         return self.ctx - (self.shared - self.state) * self.active
 
-    def _take(self, n: float) -> float:
-        """Take ``n`` from the queue, preempted ones first (vLLM puts them at its front); returns the
-        extra context (generated tokens) they bring."""
-        r = min(n, self.resume)
-        extra = self.queue_extra * r / self.resume if self.resume > _EPS else 0.0
-        self.queue -= n
-        self.resume -= r
-        self.queue_extra -= extra
-        return extra
+    def _left(self, kind: int, lag: int) -> float:
+        """Share of a ``kind`` admission (0 point, 1 spread) ``lag`` chunks back still running at a chunk's start."""
+        if lag <= 0:
+            return 1.0
+        cum = self.k.cum_sp if kind else self.k.cum_pt
+        return 1.0 - cum[lag - 1] if lag - 1 < len(cum) else 0.0
 
-    def advance(self) -> tuple[float, float, float, float]:
+    def _in_chunk(self, kind: int, lag: int) -> tuple[float, float, float]:
+        """Per unit of admission history, (finishers, their lengths, share of the chunk they miss) in the chunk
+        ``lag`` chunks after a ``kind`` admission; a point admission's finishers on the chunk's start run none of it."""
+        k = self.k
+        if lag >= k.size:
+            return 0.0, 0.0, 0.0
+        if kind:
+            return k.sp[lag], k.sp_len[lag], k.sp_loss[lag]
+        return k.pt0[lag] + k.ptm[lag], k.pt0_len[lag] + k.ptm_len[lag], k.pt0[lag] + k.ptm_loss[lag]
+
+    def _readmit(self, n: float, room_tokens: float) -> tuple[float, float, float, float, float, float]:
+        """Readmit, at the chunk's start, up to ``n`` preempted sequences from the queue's front while ``room_tokens``
+        of KV hold their prompt and generated tokens (vLLM allocates the whole context again; the first that does not
+        fit stops the queue). Each enters the history at its virtual admission (class docstring): one preempted at a
+        point admission's age ``(j + 1)·chunk`` as a point admission ``j + 1`` chunks back, one of a spread admission
+        (``(j + ½)·chunk`` on average) as a spread admission ``j + 1`` chunks back, so the lengths it may still have
+        are exactly those of its preemption. Returns (sequences, their generated tokens, KV tokens taken, finishers
+        in the chunk, their lengths, the share of the chunk they miss)."""
+        taken = extra = used = fin = fin_len = loss = 0.0
+        rows = self.readmitted.setdefault(self.c, [])
+        while self.waiting and n - taken > _EPS:
+            seg = self.waiting[-1]
+            seq, kind, j = seg
+            age = (j + 1.0 if kind == 0 else j + 0.5) * self.chunk
+            need = self.held + age
+            m = min(seq, n - taken, max(0.0, room_tokens - used) / need)
+            if m <= _EPS:
+                break
+            left = self._left(kind, j + 1)
+            if left > _EPS:  # else no length of the mix outlives that age: the fluid's sliver is done
+                ghost = m / left
+                vc = self.c - j - 1
+                (self.sp if kind else self.pt)[vc - self.base] += ghost
+                rows.append([kind, vc, ghost])
+                f, fl, fo = self._in_chunk(kind, j + 1)
+                fin, fin_len, loss = fin + ghost * f, fin_len + ghost * fl, loss + ghost * fo
+            taken += m
+            extra += m * age
+            used += m * need
+            seg[0] -= m
+            if seg[0] <= _EPS:  # a float residue: it leaves the queue with its group
+                taken += seg[0]
+                self.waiting.pop()
+        self.queue -= taken
+        self.resume = self.resume - taken if self.waiting else 0.0
+        return taken, extra, used, fin, fin_len, loss
+
+    def advance(self) -> tuple[float, float, float, float, float]:
         """One chunk: returns (tokens generated, running after point admissions, mean context over the
-        chunk, sequences admitted)."""
+        chunk, sequences admitted, the latest (virtual) admission in chunks after this one's start, a spread one at its
+        chunk's end; None: none admitted)."""
+        self.c += 1
         k, size = self.k, self.k.size
-        fin0, fin0_len, pt_m, pt_m_len, pt_loss = _conv(k.pt_kernels, self.pt[1 - size:])
-        sp_m, sp_m_len, sp_loss = _conv(k.sp_kernels, self.sp[1 - size:])
-        x0, x_m = _conv(k.x_pt_kernels, self.xpt[1 - size:])
-        (x_sp_m,) = _conv(k.x_sp_kernels, self.xsp[1 - size:])
+        for hist in (self.pt, self.sp, self.fpt, self.fsp):
+            hist.append(0.0)
+        fin0, fin0_len, pt_m, pt_m_len, pt_loss = _conv(k.pt_kernels, self.pt[-size:-1])
+        sp_m, sp_m_len, sp_loss = _conv(k.sp_kernels, self.sp[-size:-1])
         self.active = max(0.0, self.active - fin0)  # finishers on the boundary leave before the chunk starts
-        self.ctx -= self.prompt * fin0 + fin0_len + x0
+        self.ctx -= self.prompt * fin0 + fin0_len
         room = (self.cap - self.kv_used()) / self.held
         a_pt = max(0.0, min(self.queue, self.slots - self.active, room))
-        x_pt = self._take(a_pt)
+        r_pt = r_pt_x = r_pt_fin = r_pt_len = r_pt_loss = 0.0
+        if self.resume > _EPS and a_pt > _EPS:
+            r_pt, r_pt_x, used, r_pt_fin, r_pt_len, r_pt_loss = self._readmit(a_pt, self.cap - self.kv_used())
+            fresh = 0.0 if self.waiting else max(0.0, min(self.queue, self.slots - self.active - r_pt,
+                                                          (self.cap - self.kv_used() - used) / self.held))
+            a_pt = r_pt + fresh
+        f_pt = a_pt - r_pt
+        self.pt[-1] += f_pt
+        self.fpt[-1] += f_pt
+        self.queue -= f_pt
         self.active += a_pt
-        self.ctx += self.prompt * a_pt + x_pt
+        self.ctx += self.prompt * a_pt + r_pt_x
         running = self.active
-        finm = pt_m + sp_m + k.ptm[0] * a_pt
-        finm_len = pt_m_len + sp_m_len + k.ptm_len[0] * a_pt
-        finm_x = x_m + x_sp_m + k.ptm[0] * x_pt
-        loss = pt_loss + sp_loss + k.ptm_loss[0] * a_pt
-        room += (self.held * finm + finm_len) / self.held - a_pt
+        finm = pt_m + sp_m + k.ptm[0] * f_pt + r_pt_fin
+        finm_len = pt_m_len + sp_m_len + k.ptm_len[0] * f_pt + r_pt_len
+        loss = pt_loss + sp_loss + k.ptm_loss[0] * f_pt + r_pt_loss
+        room += (self.held * finm + finm_len) / self.held - a_pt - r_pt_x / self.held
         want = finm / (1 - k.sp[0]) if k.sp[0] < 1 else self.queue  # in-chunk finishers are refilled too
-        a_sp = max(0.0, min(self.queue, want, room))
-        x_sp = self._take(a_sp)
+        # preempted ones still waiting hold the queue's front: they are readmitted at the next chunk's start
+        a_sp = 0.0 if self.waiting else max(0.0, min(self.queue, want, room))
+        self.sp[-1] += a_sp
+        self.fsp[-1] += a_sp
+        self.queue -= a_sp
         fin = finm + k.sp[0] * a_sp
         unreplaced = max(0.0, fin - a_sp)
         mean_loss = (loss + k.sp_loss[0] * a_sp) / fin if fin > _EPS else 0.0
         tokens = self.chunk * max(0.0, self.active - unreplaced * mean_loss)
-        leaving = self.prompt * fin + finm_len + k.sp_len[0] * a_sp + finm_x + k.sp[0] * x_sp  # context at finish
-        arriving = self.prompt * a_sp + x_sp
+        leaving = self.prompt * fin + finm_len + k.sp_len[0] * a_sp  # context at finish
+        arriving = self.prompt * a_sp
         # mean over the chunk: half the growth; finishers gone and arrivals present for mean_loss of it
         ctx_mean = self.ctx + tokens / 2 + mean_loss * (arriving - leaving)
         self.ctx += tokens + arriving - leaving
         self.active = max(0.0, self.active - unreplaced)
-        for hist, x in ((self.pt, a_pt), (self.sp, a_sp), (self.xpt, x_pt), (self.xsp, x_sp)):
-            hist.append(x)
         if len(self.pt) > 4 * size:
-            for hist in (self.pt, self.sp, self.xpt, self.xsp):
+            for hist in (self.pt, self.sp, self.fpt, self.fsp):
                 del hist[:-size]
-        return tokens, running, ctx_mean, a_pt + a_sp
+            self.base = self.c + 1 - size
+            for old in [c for c in self.readmitted if c < self.base]:
+                del self.readmitted[old]
+        late = (1 if f_pt < f_pt + a_sp else 0) if f_pt + a_sp > _EPS else None
+        for vkind, vc, _ in self.readmitted.get(self.c, ()):
+            late = max(late if late is not None else vc - self.c, vc + vkind - self.c)
+        return tokens, running, ctx_mean, a_pt + a_sp, late
 
     def preempt(self) -> tuple[float, float, float, float]:
-        """Free the KV beyond the capacity by preempting the most recently admitted (vLLM's recompute
-        policy). Returns (sequences, Σ context, Σ context², fresh-sequence equivalents re-queued): a
-        sequence preempted after ``a`` generated tokens still owes ``E[L − a | L > a]``."""
+        """Free the KV beyond the capacity by preempting the most recently scheduled (vLLM's FCFS victim, the end of
+        its running list: a chunk's spread admissions, then its point ones, then the preempted it readmitted at its
+        start, which came off the queue's front first). Returns (sequences, Σ context, Σ context², sequences
+        re-queued): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
         over = self.kv_used() - self.cap
-        n_all = ctx_all = ctx2_all = back = 0.0
-        age_chunks = 0
-        while over > 1e-6 and age_chunks < len(self.pt):
-            for hist, xhist, cum, age in ((self.sp, self.xsp, self.k.cum_sp, (age_chunks + 0.5) * self.chunk),
-                                          (self.pt, self.xpt, self.k.cum_pt, (age_chunks + 1) * self.chunk)):
-                left = 1 - cum[age_chunks] if age_chunks < len(cum) else 0.0
-                idx = len(hist) - 1 - age_chunks
-                if hist[idx] * left <= _EPS or over <= 1e-6:
+        n_all = ctx_all = ctx2_all = 0.0
+        c = self.c
+        for age_chunks in range(c - self.base + 1):
+            if over <= 1e-6:
+                break
+            j = c - age_chunks
+            rows = self.readmitted.get(j, ())
+            units = [(1, j, None), (0, j, None)] + [(r[0], r[1], r) for r in reversed(rows)]
+            for kind, vc, row in units:
+                if over <= 1e-6:
+                    break
+                lag = c - vc  # chunks since the (virtual) admission, this one included
+                cum = self.k.cum_sp if kind else self.k.cum_pt
+                left = 1 - cum[lag] if lag < len(cum) else 0.0
+                hist = self.sp if kind else self.pt
+                own = (self.fsp if kind else self.fpt)[vc - self.base] if row is None else row[2]
+                if own * left <= _EPS:
                     continue
-                extra = xhist[idx] / hist[idx]
-                held = self.held + age + extra
-                n = min(hist[idx] * left, over / held)
-                hist[idx] -= n / left
-                xhist[idx] -= n / left * extra
+                age = (lag + (0.5 if kind else 1.0)) * self.chunk
+                held = self.held + age
+                n = min(own * left, over / held)
+                hist[vc - self.base] -= n / left
+                if row is None:
+                    (self.fsp if kind else self.fpt)[vc - self.base] -= n / left
+                else:
+                    row[2] -= n / left
                 over -= n * held
-                ctx = self.prompt + age + extra
+                ctx = self.prompt + age
                 self.active -= n
                 self.ctx -= n * ctx
-                self.queue_extra += n * (age + extra)
+                self.waiting.append([n, kind, lag])
                 n_all, ctx_all, ctx2_all = n_all + n, ctx_all + n * ctx, ctx2_all + n * ctx * ctx
-                back += n * self.remaining(age + extra) / self.mean
-            age_chunks += 1
-        self.queue += back
-        self.resume += back
-        return n_all, ctx_all, ctx2_all, back
+        self.queue += n_all
+        self.resume += n_all
+        return n_all, ctx_all, ctx2_all, n_all
 
 
 def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
@@ -296,9 +379,9 @@ def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, k
     window = deque(maxlen=span + max(span, period))
     while eng.queue > _EPS or c * chunk < end - 1e-6:
         out.chunks += 1
-        tokens, running, ctx_mean, admitted = eng.advance()
-        if admitted > _EPS:  # the last of them may be the longest; spread ones come in up to the chunk's end
-            end = max(end, (c + (1 if eng.pt[-1] < admitted else 0)) * chunk + l_top)
+        tokens, running, ctx_mean, _, late = eng.advance()
+        if late is not None:  # the last of them may be the longest; spread ones come in up to the chunk's end
+            end = max(end, (c + late) * chunk + l_top)
         pre = eng.preempt() if eng.kv_used() > eng.cap + 1e-6 else _NONE
         out.preempted += pre[0]
         out.recompute_ctx += pre[1]
@@ -341,22 +424,6 @@ def _stream_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_
     return out
 
 
-class _Remaining:
-    """``E[L − a | L > a]``: the mean tokens still owed by a sequence that has generated ``a``."""
-
-    def __init__(self, groups):
-        pairs = sorted(groups)
-        self.lengths = [length for length, _ in pairs]
-        self.share, self.weighted = [0.0] * (len(pairs) + 1), [0.0] * (len(pairs) + 1)
-        for i in range(len(pairs) - 1, -1, -1):  # suffix sums
-            self.share[i] = self.share[i + 1] + pairs[i][1]
-            self.weighted[i] = self.weighted[i + 1] + pairs[i][0] * pairs[i][1]
-
-    def __call__(self, age: float) -> float:
-        i = bisect_right(self.lengths, age)
-        return self.weighted[i] / self.share[i] - age if self.share[i] > 0 else 0.0
-
-
 def _jump(out: _Decode, eng: _Engine, window, span: int, period: int, force: bool = False) -> int:
     """When the last ``span`` chunks repeat both the ``span`` before them and the ``span`` one longest
     length earlier (time and tokens within ``JUMP_TOLERANCE``: a whole period when lengths are fixed,
@@ -376,7 +443,7 @@ def _jump(out: _Decode, eng: _Engine, window, span: int, period: int, force: boo
     if tokens <= _EPS:
         return 0
     net = tokens / eng.mean
-    m = int(eng.queue / net) - 1
+    m = int((eng.queue - eng.resume) / net) - 1  # fresh sequences: the preempted ones keep their place
     if m < 2:
         return 0
     for sec, comm, kind, _, n, ctx, ctx2, _back in recent:

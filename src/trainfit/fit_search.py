@@ -35,9 +35,9 @@ order and ties are those of replaying every candidate (``fit(screen=False)``, te
 
 Node link (``hardware.interconnect``): validated first (``stated_link``: one line on a bad value). A link the card
 file states describes its own GPU kind's nodes, as its price does; the card's kind is planned on it and every other
-kind on its catalog's link (``link_on_kind``). A link pinned with ``--set``, or one whose card's own kind is not
-searched, applies to every kind searched, and the kinds whose catalog has no rate for it are skipped with the
-refusal line (``link_everywhere``). The result's warnings say which (``link_note``); each plan's assumptions name
+kind on its catalog's link (``link_on_kind``), whether or not the card's own kind is searched. A link pinned with
+``--set``, or stated by a card that leaves ``hardware.gpu`` unset, applies to every kind searched, and the kinds
+whose catalog has no rate for it are skipped with the refusal line (``link_everywhere``). The result's warnings say which (``link_note``); each plan's assumptions name
 its link.
 """
 
@@ -187,17 +187,14 @@ def stated_link(data: dict[str, Any]) -> Any:
 
 def link_everywhere(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]) -> bool:
     """Whether a stated link applies to every searched kind: it was pinned (``--set hardware.interconnect``, which a
-    card file's own hardware section is not), or the card's own GPU kind is not among ``gpus``, so the link can only
-    describe the nodes searched. Otherwise it describes the card's own kind's nodes only (``link_on_kind``)."""
-    from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.errors import CatalogError
-
+    card file's own hardware section is not), or the card leaves ``hardware.gpu`` unset (the default card: the link
+    names no kind's nodes, so it can only describe the nodes searched). A card that names its own GPU kind states the
+    link of that kind's nodes only (``link_on_kind``: kept there, dropped with a warning for every other kind), whether
+    or not its kind is among ``gpus``. ``gpus`` is unused; kept for the callers' signature."""
+    del gpus
     if "hardware.interconnect" in pinned:
         return True
-    try:
-        return resolve_gpu(_own_gpu(data.get("hardware") or {})).id not in {resolve_gpu(g).id for g in gpus}
-    except CatalogError:
-        return True
+    return (data.get("hardware") or {}).get("gpu") is None
 
 
 def link_on_kind(data: dict[str, Any], gpu: str, *, everywhere: bool = False) -> dict[str, Any]:
@@ -244,7 +241,7 @@ def link_note(base: dict[str, Any], gpus: list[str], pinned: frozenset[str] = fr
             except CatalogError:
                 continue
         why = ("stated with --set" if "hardware.interconnect" in pinned
-               else f"the card's own {_own_gpu(base.get('hardware') or {})} is not searched")
+               else "the card names no GPU kind of its own")
         tail = (f"; refused on {', '.join(refused)} (no rate for it in their catalog entries: skipped)" if refused
                 else "")
         return f"hardware.interconnect {link.value} applies to every GPU kind searched ({why}){tail}"

@@ -62,14 +62,33 @@ def test_a_link_pinned_with_set_applies_to_every_kind_searched():
     assert note == "hardware.interconnect pcie_no_p2p applies to every GPU kind searched (stated with --set)"
 
 
-def test_a_card_whose_own_kind_is_not_searched_applies_its_link_and_lists_the_kinds_that_refuse_it():
+def test_a_card_whose_own_kind_is_not_searched_keeps_its_link_on_its_own_kind():
+    """An A100-80GB card stating nvlink, searched on the L40S only: the L40S plans on its catalog link (not refused)
+    and the warning says the link was dropped for it."""
     card = {**_base("nvlink"), "hardware": {"gpu": "a100-80gb", "gpus_per_node": 2, "interconnect": "nvlink"}}
-    result = fit(card, gpus=["rtx3090", "l40s"], max_gpus=2, pinned=PINNED)
+    result = fit(card, gpus=["l40s"], max_gpus=2, pinned=PINNED)
+    catalog = fit({**card, "hardware": {"gpu": "a100-80gb", "gpus_per_node": 2}}, gpus=["l40s"], max_gpus=2,
+                  pinned=PINNED)
+    assert {r.gpu for r in result.rows} == {"l40s"} and not result.skipped
+    assert _steps(result) == _steps(catalog)
+    (note,) = [w for w in result.warnings if "hardware.interconnect" in w]
+    assert note.startswith("hardware.interconnect nvlink describes the card's own a100-80gb nodes") and "l40s" in note
+
+
+def test_a_3090_cards_no_p2p_link_does_not_reach_an_h100():
+    stated = fit(_base("pcie_no_p2p"), gpus=["h100-sxm"], max_gpus=2, pinned=PINNED)
+    catalog = fit(_base(None), gpus=["h100-sxm"], max_gpus=2, pinned=PINNED)
+    assert _steps(stated) == _steps(catalog)
+
+
+def test_a_default_card_stating_a_link_applies_it_to_every_kind_and_lists_the_refusals():
+    """No hardware.gpu in the card: its link names no kind's nodes, so it applies to every kind searched."""
+    result = fit(_default_card("nvlink"), gpus=["rtx3090", "l40s"], max_gpus=2, pinned=PINNED)
     assert {r.gpu for r in result.rows} == {"rtx3090"}
     assert any(k.gpu == "l40s" and "'nvlink' on l40s" in k.reason for k in result.skipped)
     (note,) = [w for w in result.warnings if "hardware.interconnect" in w]
-    assert note == ("hardware.interconnect nvlink applies to every GPU kind searched (the card's own a100-80gb is not"
-                    " searched); refused on l40s (no rate for it in their catalog entries: skipped)")
+    assert note == ("hardware.interconnect nvlink applies to every GPU kind searched (the card names no GPU kind of"
+                    " its own); refused on l40s (no rate for it in their catalog entries: skipped)")
 
 
 def test_a_bad_link_is_refused_before_any_kind_is_searched():

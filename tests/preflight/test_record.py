@@ -186,6 +186,17 @@ def test_audited_link_reads_nvlink_then_the_peer_to_peer_matrix(machine, tmp_pat
     assert audited_link(replace(pcie, nvlink=None)) is None
 
 
+def test_p2p_link_reads_a_refused_pair_anywhere_and_a_partial_matrix_as_unknown():
+    from trainfit.preflight.record import p2p_link
+
+    assert p2p_link([["X", "OK", "NS"]], gpus=3) is Interconnect.PCIE_NO_P2P  # a refused pair in a short matrix
+    assert p2p_link([["X"]], gpus=2) is None  # the pair (0, 1) is not listed
+    assert p2p_link([["X", "OK"], ["OK", "X"]], gpus=3) is None
+    assert p2p_link([["X", "OK", "OK"], ["OK", "X", "OK"], ["OK", "OK", "X"]], gpus=3) is Interconnect.PCIE
+    assert p2p_link([["X", "OK", "NS"], ["OK", "X", "NS"], ["NS", "NS", "X"]], gpus=2) is Interconnect.PCIE
+    assert p2p_link([["X", "OK"], ["OK", "X"]], gpus=None) is Interconnect.PCIE
+
+
 def test_record_drops_a_link_the_recorded_gpu_has_no_rate_for(machine, tmp_path):
     """An audit that sees NV# links on a GPU kind whose catalog entry has no NVLink rate records the catalog's link
     (null) with a note, so the record still loads as a card."""

@@ -141,14 +141,19 @@ def audited_link(audit: AuditReport) -> Interconnect | None:
 
 
 def p2p_link(matrix: Any, *, gpus: int | None) -> Interconnect | None:
-    """The PCIe link a peer-to-peer matrix shows among the first ``gpus`` GPUs (all without ``gpus``): pcie when
-    every pair reads OK, pcie_no_p2p when some pair does not; None with no matrix (peer-to-peer unknown)."""
+    """The PCIe link a peer-to-peer matrix shows among the first ``gpus`` GPUs (all the rows without ``gpus``):
+    pcie_no_p2p when any listed pair among them is refused (not OK), even in a matrix short of some pairs; pcie when
+    the matrix covers every ``gpus`` x ``gpus`` pair and each reads OK; None otherwise (no matrix, or one that does
+    not cover every pair: peer-to-peer unknown)."""
     if not matrix or not all(isinstance(row, (list, tuple)) for row in matrix):
         return None
     m = [list(row) for row in matrix]
-    n = min(gpus, len(m)) if gpus else len(m)
-    if any(m[i][j] not in ("OK", "X") for i in range(n) for j in range(n) if i != j and j < len(m[i])):
+    n = gpus if gpus else len(m)
+    listed = [(i, j) for i in range(min(n, len(m))) for j in range(min(n, len(m[i]))) if i != j]
+    if any(m[i][j] not in ("OK", "X") for i, j in listed):
         return Interconnect.PCIE_NO_P2P
+    if len(listed) < n * (n - 1):
+        return None
     return Interconnect.PCIE
 
 

@@ -168,3 +168,21 @@ def test_a_list_of_records_names_each_by_index():
         records_from_data([_record("Qwen/Qwen3-8B", 2048), {**_record("Qwen/Qwen3-8B", 2048), "record": {"step_s": -1}}],
                           where="r.yaml")
     assert math.isclose(records_from_data([_record("Qwen/Qwen3-8B", 2048, 2.5)], where="r")[0].step_s, 2.5)
+
+
+def test_an_old_record_of_a_no_p2p_machine_is_calibrated_on_the_link_load_record_reads():
+    """A record written before the peer-to-peer distinction (no record.interconnect_rule) says pcie for a machine
+    whose own P2P matrix refuses a pair: calibrate reads it as pcie_no_p2p, as load_record does, and null without a
+    matrix; the input is not changed."""
+    from trainfit.spec.enums import Interconnect
+
+    old = {**_record("Qwen/Qwen3-8B", 2048, 2.0, gpu="rtx4090")}
+    old["hardware"] = {**old["hardware"], "gpus_per_node": 2, "interconnect": "pcie"}
+    old["record"] = {**old["record"], "nvlink": False, "gpus": ["a", "b"], "p2p_matrix": [["X", "NS"], ["NS", "X"]]}
+    before = copy.deepcopy(old)
+    (rec,) = records_from_data(old, where="r")
+    assert rec.card.hardware.interconnect is Interconnect.PCIE_NO_P2P and old == before
+    unknown = {**old, "record": {**old["record"], "p2p_matrix": None}}
+    assert records_from_data(unknown, where="r")[0].card.hardware.interconnect is None
+    ruled = {**old, "record": {**old["record"], "interconnect_rule": "x"}}
+    assert records_from_data(ruled, where="r")[0].card.hardware.interconnect is Interconnect.PCIE

@@ -108,7 +108,9 @@ def is_record_data(data: Any) -> bool:
 def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     """One record (a mapping) or a list of them; CardError naming the file and the field."""
     from trainfit.calibration.engine import check_rl, generation_of
+    from trainfit.preflight.record import migrate_link
     from trainfit.spec.card import load_card_dict
+    from trainfit.spec.dotted import deep_copy
 
     items = data if isinstance(data, list) else [data]
     out = []
@@ -116,7 +118,8 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
         at = f"{where}[{i}]" if isinstance(data, list) else where
         if not isinstance(item, dict) or not isinstance(item.get(RECORD_KEY), dict):
             raise CardError(f"{at}: a run record is a run card with a '{RECORD_KEY}:' mapping holding {STEP_KEY}")
-        card_data = {k: v for k, v in item.items() if k != RECORD_KEY}
+        card_data = deep_copy({k: v for k, v in item.items() if k != RECORD_KEY})
+        migrate_link(card_data, deep_copy(item[RECORD_KEY]))  # an old record's pcie read as load_record reads it
         step = item[RECORD_KEY].get(STEP_KEY)
         generation = generation_of(item[RECORD_KEY], at)
         if (step is not None or generation is None) and not _positive_seconds(step):

@@ -261,12 +261,12 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
     data = read_card_file(path)
     extra = data.pop(RECORD_KEY, {}) if isinstance(data, dict) else {}
     if isinstance(extra, dict) and isinstance(data, dict):
-        _migrate_link(data, extra)
+        migrate_link(data, extra)
     return load_card_dict(data), extra
 
 
-def _migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
-    """A record written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``)
+def migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
+    """In place, for every reader of records (``load_record``, ``calibration.records.records_from_data``): a record written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``)
     holds pcie for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the
     record's own ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with
     a note in ``record.notes``."""

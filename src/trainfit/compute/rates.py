@@ -344,7 +344,9 @@ _FABRIC_NOTES = {
 }
 XGMI_GPUS = ("mi300x", "mi325x", "mi355x")
 """AMD Instinct kinds whose GPUs are joined by Infinity Fabric (xGMI) links, kept in the catalog's NVLink fields
-(``_FABRIC_NOTES``): their ``nvlink`` link is labelled xGMI in the plan (``link_label``)."""
+(``_FABRIC_NOTES``): their ``nvlink`` link is labelled xGMI in the plan (``link_label``). A tuple of ids rather than
+a catalog field: ``GpuSpec`` has no vendor or fabric field, and adding one changes the catalog's schema and every
+entry, which is a catalog change of its own (the ids are the catalog's three AMD Instinct entries)."""
 
 
 def link_label(gpu: GpuSpec) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
-from trainfit.catalog.gpus import GpuSpec, resolve_gpu
+from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.attention_time import (
     AUTO_KERNEL, KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
     packed_attention_context,
@@ -1371,7 +1371,7 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
 
             t = rl_step_time(card, spec, gpu, sharding, rollout, r)
             return replace(t, assumptions=t.assumptions + (link,)) if link else t
-        t = _sft_time(card, spec, sharding, r)
+        t = _sft_time(card, spec, gpu, sharding, r)
         if link:
             t = replace(t, assumptions=t.assumptions + (link,))
         if paged_spill_bytes > 0:
@@ -1388,14 +1388,13 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return StepTiming(float("nan"), 0.0, (), (f"not estimated: {exc}",))
 
 
-def _sft_time(card: RunCard, spec: ModelSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:
+def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:
     world = sharding.world_size
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
     mbs = card.batch.micro_batch_size * pairs
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
-    per_node = nvlink_gpus_per_node(resolve_gpu(card.hardware.gpu).id, min(card.hardware.gpus_per_node, world),
-                                    world)
+    per_node = nvlink_gpus_per_node(gpu.id, min(card.hardware.gpus_per_node, world), world)
     t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
                       micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
     phases = list(t.phases)

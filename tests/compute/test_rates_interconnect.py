@@ -113,3 +113,12 @@ def test_a_link_other_than_the_catalogs_drops_the_catalog_fabric_caveat(gpu, lin
     stated = stated_link_rates(catalog, g, link=Interconnect(link))
     assert not set(caveat) & set(stated.sources)
     assert stated_link_rates(catalog, g, link=catalog_link(g)).sources == catalog.sources
+
+
+def test_the_stock_driver_refuses_pcie_peer_to_peer_on_geforce_cards_the_3090_included():
+    from trainfit.compute.rates import stock_driver_refuses_pcie_p2p
+
+    assert stock_driver_refuses_pcie_p2p(resolve_gpu("rtx3090")) and stock_driver_refuses_pcie_p2p(resolve_gpu("rtx4090"))
+    assert not stock_driver_refuses_pcie_p2p(resolve_gpu("l40s"))
+    assert not stock_driver_refuses_pcie_p2p(resolve_gpu("rtx-a6000"))
+    assert catalog_link(resolve_gpu("rtx3090")) is Interconnect.NVLINK  # its catalog link stays the bridged pair

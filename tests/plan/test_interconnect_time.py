@@ -86,3 +86,16 @@ def test_an_amd_node_link_is_labelled_xgmi():
     assert line.startswith("time: node link: nvlink (xGMI (Infinity Fabric)), the GPU catalog's link for mi300x")
     (h100,) = _link_lines(_plan("h100-sxm", None))
     assert h100.startswith("time: node link: nvlink (NVLink), ")
+
+
+def test_pcie_stated_on_a_geforce_pair_says_it_assumes_a_patched_driver():
+    """The stock driver refuses PCIe peer-to-peer on GeForce cards (an RTX 3090 pair off its bridge, an RTX 4090 pair):
+    pcie is planned as stated and its link line says so; pcie_no_p2p and a data-centre card's pcie carry no caveat."""
+    for gpu in ("rtx3090", "rtx4090"):
+        (line,) = _link_lines(_plan(gpu, "pcie"))
+        assert line.startswith("time: node link: pcie (PCIe peer-to-peer), stated") and line.endswith(
+            "; PCIe peer-to-peer on this GeForce card needs a patched open kernel module (the stock driver refuses"
+            " it: state pcie_no_p2p otherwise)")
+    assert not any("patched" in a for a in _link_lines(_plan("rtx3090", "pcie_no_p2p")))
+    assert not any("patched" in a for a in _link_lines(_plan("rtx3090", None)))
+    assert not any("patched" in a for a in _link_lines(_plan("l40s", "pcie")))

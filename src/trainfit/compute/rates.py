@@ -994,8 +994,8 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
 
 def catalog_link(gpu: GpuSpec) -> Interconnect:
     """The GPU catalog's link between a node's GPUs of this kind: NVLink where the catalog gives an NVLink rate
-    (bridged PCIe cards included), else PCIe, without peer-to-peer on the GeForce cards whose driver refuses it
-    (``_geforce_without_p2p``). Raises ``CardError`` for a card with neither rate."""
+    (bridged PCIe cards included: the RTX 3090's pairs on their bridge), else PCIe, without peer-to-peer on the
+    GeForce cards whose driver refuses it (``_geforce_without_p2p``). Raises ``CardError`` for a card with neither rate."""
     if gpu.nvlink and gpu.nvlink_bytes_per_s:
         return Interconnect.NVLINK
     if gpu.pcie_bytes_per_s:
@@ -1087,6 +1087,20 @@ def power_limited_rates(rates: DeviceRates, *, power_limit_w: float, rated_power
 
 
 def _geforce_without_p2p(gpu: GpuSpec) -> bool:
-    """GeForce Ada/Blackwell cards have no peer-to-peer over PCIe (the driver refuses it); NCCL goes
-    through host shared memory. The RTX 3090 still has P2P (and an NVLink bridge option)."""
+    """GeForce Ada/Blackwell cards have no peer-to-peer over PCIe (the stock driver refuses it) and no NVLink, so their
+    catalog link is pcie_no_p2p; NCCL goes through host shared memory. The RTX 3090 is not listed because its catalog
+    link is its NVLink bridge (``_BRIDGED_PAIRS``), not because it has PCIe peer-to-peer: on the stock driver it has
+    none either (``stock_driver_refuses_pcie_p2p``)."""
     return gpu.id in ("rtx4090", "rtx4090d", "rtx4090-48gb", "rtx5090")
+
+
+def stock_driver_refuses_pcie_p2p(gpu: GpuSpec) -> bool:
+    """Whether NVIDIA's stock driver refuses peer-to-peer over PCIe between two cards of this kind: the GeForce cards.
+    RTX 3090: an 8 x RTX 3090 PCIe 3.0 server on the stock driver reports "Device=0 CANNOT Access Peer Device=1" for
+    every pair in p2pBandwidthLatencyTest (https://github.com/NVIDIA/nccl/issues/1127, 2023-12-26), while two RTX 3090
+    read "CAN Access Peer" only under the patched open kernel modules that map peers through BAR1
+    (https://github.com/aikitoria/open-gpu-kernel-modules/issues/3, 2025-09-01; the same patch enables the RTX 4090s,
+    https://github.com/tinygrad/open-gpu-kernel-modules). Peer-to-peer between a bridged pair runs over the NVLink
+    bridge, not PCIe. A card stating pcie on such a kind is planned as stated, and the plan's link line says it
+    assumes a patched driver (``plan.time.link_note``)."""
+    return gpu.id == "rtx3090" or _geforce_without_p2p(gpu)

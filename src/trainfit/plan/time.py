@@ -23,7 +23,7 @@ from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_sa
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
-                                    stated_link_rates)
+                                    stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
@@ -349,7 +349,9 @@ def calibrated_link_bus(gpu: GpuSpec, rates: DeviceRates | None) -> bool:
 def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: DeviceRates | None = None) -> str | None:
     """The plan's assumption line of the node link its collectives were timed on (``r``: ``rates_of``'s result;
     ``calibration``: the calibration's rates it started from), and why: stated (``hardware.interconnect``) or the GPU
-    catalog's (``compute.rates.catalog_link``); None on one GPU.
+    catalog's (``compute.rates.catalog_link``); None on one GPU. A card stating pcie on a GeForce kind whose stock
+    driver refuses PCIe peer-to-peer (``compute.rates.stock_driver_refuses_pcie_p2p``: an RTX 3090 without its
+    bridge, an RTX 4090) is planned as stated, and the line says that assumes a patched driver.
 
     Memory reads no link: NCCL's buffers are planned as one communicator with a fixed ring of
     ``memory.overhead.NCCL_CHANNELS`` channels whatever the transport (``memory.overhead.overhead_bytes``), so a
@@ -368,8 +370,11 @@ def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: Devic
     measured = " (the calibration's measurement)" if calibrated_link_bus(gpu, calibration) else ""
     transport = (link_label(gpu) + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
                  else "PCIe peer-to-peer" if r.p2p else "PCIe without peer-to-peer, through host memory")
+    patched = ("; PCIe peer-to-peer on this GeForce card needs a patched open kernel module (the stock driver"
+               " refuses it: state pcie_no_p2p otherwise)"
+               if link is Interconnect.PCIE and stock_driver_refuses_pcie_p2p(gpu) else "")
     return (f"node link: {shown.value} ({transport}), {why}; NCCL bus bandwidth in a node"
-            f" {r.intra_node_bus_bytes_per_s / 1e9:.0f} GB/s{measured}")
+            f" {r.intra_node_bus_bytes_per_s / 1e9:.0f} GB/s{measured}{patched}")
 
 
 def _model_seq_len(card: RunCard) -> int:

@@ -31,31 +31,39 @@ def test_inline_yi_34b_shape_is_the_catalog_yi_15_shape():
     assert 33.5e9 < matmul_params(yi) < 34.5e9  # Yi-34B: 34.4 B parameters, 0.46 B of them the input embedding
 
 
-def test_dual_3090_fsdp_rows_state_their_pcie_link():
-    """The page's two RTX 3090 have no NVLink bridge: the entries state interconnect pcie, which the card's
-    hardware.interconnect carries (the catalog's rtx3090 link is the bridge); the unpublished PCIe lanes are an
-    assumption in each note, not a refusal, and each note records the row's first contact with the link stated."""
+def test_dual_3090_fsdp_rows_state_their_link_without_peer_to_peer():
+    """The page's two RTX 3090 have no NVLink bridge, and the stock driver refuses PCIe peer-to-peer between GeForce
+    RTX 3090s (NVIDIA/nccl#1127; only patched open kernel modules enable it): the entries state pcie_no_p2p, which the
+    card's hardware.interconnect carries (the catalog's rtx3090 link is the bridge), with the citation and each row's
+    before / after in its note; the unpublished PCIe lanes are an assumption in each note, not a refusal, and each
+    note keeps the row's first contact with the link stated."""
     rows = [i for i in ENTRIES if i.startswith("fsdpqlora-2x3090-")]
     assert len(rows) == 11
     for i in rows:
         e = ENTRIES[i]
-        assert e["interconnect"] == "pcie" and "card_cannot_state" not in e, i
+        assert e["interconnect"] == "pcie_no_p2p" and "card_cannot_state" not in e, i
         card, notes = st.map_train(e)
-        assert card["hardware"]["interconnect"] == "pcie", i
-        assert "node link: pcie, as the source states (hardware.interconnect)" in notes, i
+        assert card["hardware"]["interconnect"] == "pcie_no_p2p", i
+        assert "node link: pcie_no_p2p, as the source states (hardware.interconnect)" in notes, i
         assert "PCIe lanes unpublished" in e["note"] and "First contact with the link stated" in e["note"], i
+        assert "LINK CORRECTION (2026-12-05)" in e["note"] and "NVIDIA/nccl/issues/1127" in e["note"], i
+        assert "keeps PCIe peer-to-peer" not in e["note"], i
         assert "not read by the time model" not in e["note"], i
 
 
 def test_the_entry_link_reaches_the_plan():
-    """The stated pcie link, not the catalog's bridge, times the FSDP gathers: the plan names it and is slower."""
+    """The stated link, not the catalog's bridge, times the FSDP gathers: the plan names it and is slower than on the
+    bridge, and slower still than PCIe with peer-to-peer."""
     from trainfit.plan import make_plan
 
     card, _ = st.map_train(ENTRIES["fsdpqlora-2x3090-llama2-7b-qlora-fsdp-bs1-512"])
     bridged_card = {**card, "hardware": {k: v for k, v in card["hardware"].items() if k != "interconnect"}}
+    p2p_card = {**card, "hardware": {**card["hardware"], "interconnect": "pcie"}}
     stated, bridged = make_plan(st.validate(card)), make_plan(st.validate(bridged_card))
-    assert any("node link: pcie (PCIe peer-to-peer), stated" in a for a in stated.assumptions)
-    assert stated.step_seconds > bridged.step_seconds
+    p2p = make_plan(st.validate(p2p_card))
+    assert any("node link: pcie_no_p2p (PCIe without peer-to-peer, through host memory), stated" in a
+               for a in stated.assumptions)
+    assert stated.step_seconds > p2p.step_seconds > bridged.step_seconds
 
 
 def test_torchtune_multi_gpu_rows_are_per_gpu_rates():

@@ -417,6 +417,32 @@ def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:
     return float(sum(sizes)) * count_scale(spec), float(sum(1 for n in sizes if n))
 
 
+def lora_trained_tensors(spec: ModelSpec, lora, *, grouped_expert_adapters: bool = False) -> float:
+    """Trained tensors (parameters the optimizer, the gradient norm and ZeRO-3's per-parameter hooks loop over) of a
+    LoRA adapter on ``spec``: an A and a B per wrapped linear module (``lora_A`` / ``lora_B``, one ``nn.Linear`` each),
+    so two per targeted group and layer, and per expert where each expert is a module of its own (transformers 4.x:
+    the ``_v4_groups`` rows, ``experts`` 1 and ``count`` over layers x experts).
+
+    A stacked 3-D expert parameter (transformers 5, ``LinearGroup.is_fused_experts``) is wrapped once, by PEFT's
+    ``ParamWrapper``, whose A and B hold every expert's factors in one tensor each: ``self.lora_A[adapter_name] =
+    nn.Linear(self.in_features, r * self.num_experts, bias=False)`` and ``self.lora_B[adapter_name] =
+    nn.Linear(r * self.num_experts, self.out_features, bias=lora_bias)`` (peft 0.21.2 wheel,
+    ``peft/tuners/lora/layer.py`` ``ParamWrapper.update_layer`` l.2455-2456; ``get_delta_weight`` l.2534-2535 reshapes
+    them to ``(experts, rank, in)`` and ``(experts, out, rank)``): two tensors per stack and layer, not two per
+    expert; the parameters are the same (``r * E * (in + out)``). ``grouped_expert_adapters`` (``lora.expert_adapters:
+    grouped``, prime-rl's ``MultiLoRAGroupedExperts``): an ``[E, r, in]`` A and an ``[E, out, r]`` B per projection,
+    ``w1``, ``w3`` and ``w2`` apart (PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
+    l.92-100 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), so the fused ``gate_up_proj`` group
+    (``lora_rank_multiplier`` 2) is two pairs."""
+    n = 0
+    for g in targeted_groups(spec, lora):
+        if g.is_fused_experts:
+            n += 2 * g.count * (g.lora_rank_multiplier if grouped_expert_adapters else 1)
+        else:
+            n += 2 * g.count * g.experts
+    return float(n)
+
+
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:
     """(trained parameters, trained tensors, optimizer) of the card's model."""
     prec = card.precision
@@ -428,7 +454,8 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
         params, tensors = variant
     elif trainable.lora is not None:
         params = lora_trainable_params(spec, trainable.lora) * count_scale(spec)
-        tensors = 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, trainable.lora))
+        tensors = lora_trained_tensors(spec, trainable.lora,
+                                       grouped_expert_adapters=card.lora.expert_adapters is ExpertAdapters.GROUPED)
         params, tensors = params + (saved := saved_trained(card, spec))[0], tensors + saved[1]
     else:
         params = float(total_params(spec))

@@ -59,7 +59,8 @@ from trainfit.compute.offload import (
     torch_cpu_adamw_s_per_param,
     torch_cpu_adamw_seconds,
 )
-from trainfit.compute.optimizer_time import OptimizerTime, optimizer_seconds, shard_params
+from trainfit.compute.optimizer_time import (HF_PARAM_GROUPS, OptimizerTime, deepspeed_flat_partitions,
+                                             deepspeed_zero12_grad_norm_kernels, optimizer_seconds, shard_params)
 from trainfit.compute.rates import (
     FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
@@ -506,6 +507,12 @@ class Parallel:
     the host may run ahead of the device (``zero3_coupled_seconds``). Empty: neither priced."""
     zero3_bucket_numel: int = 0
     """The ZeRO-3 ``reduce_bucket_size`` in elements (0: none)."""
+    deepspeed_zero_stage: int = 0
+    """The ZeRO stage when DeepSpeed runs it (1, 2 or 3; 0: any other optimizer sharding): its wrapped optimizer steps
+    flat fp32 partitions (``optimizer_time.deepspeed_flat_partitions``), and at stages 1/2 its gradient norm loops
+    over the rank's partition (``optimizer_time.deepspeed_zero12_grad_norm_kernels``)."""
+    zero_sub_group_numel: float = 0.0
+    """DeepSpeed ZeRO-3's ``sub_group_size``: partition elements per flat fp32 sub-group the optimizer steps."""
     fsdp_adapter_units: bool = False
     """FSDP1 with PEFT's wrap policy: each adapter linear (``lora_A``, ``lora_B``) is a unit of its own (the card's
     ``parallel.fsdp_adapter_units``): their hooks, and the rate limiter's pacing of the adapted projections
@@ -1017,17 +1024,27 @@ def train_step_time(
     eranks = max(1, parallel.expert_ranks or ranks)
     eshard = eranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else shard
     opt_params = shard_params(params=trained_params, expert_params=expert_params, shards=shard, expert_shards=eshard)
-    opt = optimizer_seconds(params=opt_params, tensors=trained_tensors, optimizer=optimizer.name,
+    # DeepSpeed's ZeRO steps its flat fp32 partitions, not the model's tensors (deepspeed_flat_partitions)
+    ds_stage = parallel.deepspeed_zero_stage if st in ("zero1", "zero2", "zero3") else 0
+    opt_tensors = (deepspeed_flat_partitions(params=opt_params, stage=ds_stage,
+                                             sub_group_numel=parallel.zero_sub_group_numel)
+                   if ds_stage else trained_tensors)
+    opt = optimizer_seconds(params=opt_params, tensors=opt_tensors, optimizer=optimizer.name,
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
                             master=optimizer.master, clip=optimizer.clip,
                             dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"),
-                            clip_norm=not (st == "zero3" and parallel.zero3_grad_groups))
+                            clip_norm=not ((st == "zero3" and parallel.zero3_grad_groups) or ds_stage in (1, 2)))
     if st == "zero3" and parallel.zero3_grad_groups:
         # DeepSpeed ZeRO-3's step takes the gradient norm one partition at a time (zero3_grad_norm_kernels); its clip
         # is then the scale alone (optimizer_time.CLIP_SCALE_KERNELS), the norm's bytes counted once in the clip's
         opt = with_zero3_grad_norm(opt, rates=rates, kernels=zero3_grad_norm_kernels(
             tensors=sum(len(g) for g in parallel.zero3_grad_groups)))
+    elif ds_stage in (1, 2) and optimizer.clip:
+        # ZeRO-1/2 loops over the gradients of the rank's partition for the norm (the tensors cut by its boundaries
+        # in it too: one more per group), the same bare-loop pricing as ZeRO-3's
+        opt = with_zero3_grad_norm(opt, rates=rates, kernels=deepspeed_zero12_grad_norm_kernels(
+            tensors=trained_tensors / max(1, shard) + HF_PARAM_GROUPS))
     opt_s = 0.0 if parallel.offload != "none" else opt.seconds
     opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})

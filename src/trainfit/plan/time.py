@@ -940,6 +940,7 @@ def training_time(
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
                       zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec),
+                      **deepspeed_flat_step(card, shard),
                       # InternEvo's zero1 groups and per-rank parameter broadcasts (parallel.zero1_shard_size,
                       # zero1_param_sync; compute.training.zero1_group_of)
                       zero1_shard=par.zero1_shard_size or 0,
@@ -1212,6 +1213,23 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
     # the input embedding, then the learned positions (OPT) it adds: their gradients finish in reverse
     embed = (spec.learned_positions * h, spec.vocab_size * h)
     return (tuple(n for n in head if n), *reversed(layers), tuple(n for n in embed if n))
+
+
+def deepspeed_flat_step(card: RunCard, spec: ModelSpec) -> dict:
+    """``compute.training.Parallel``'s ``deepspeed_zero_stage`` / ``zero_sub_group_numel`` under zero2 / zero3, which
+    are always DeepSpeed's (``plan.ranks._deepspeed_zero``): its optimizer steps flat fp32 partitions
+    (``compute.optimizer_time.deepspeed_flat_partitions``), stage 3 in sub-groups of the card's
+    ``deepspeed.sub_group_size`` as the memory plan resolves it (``plan.terms.zero_config_of``). Empty otherwise,
+    zero1 included: the cards' zero1 under all-to-all context parallel maps NeMo's Megatron-Core distributed optimizer
+    too, which steps its per-parameter fp32 shards (``shard_fp32_from_float16_groups``), not one flat buffer."""
+    from trainfit.plan.ranks import _deepspeed_zero
+    from trainfit.plan.terms import zero_config_of
+
+    stage = {"zero2": 2, "zero3": 3}.get(card.parallel.strategy.value)
+    if stage is None or not _deepspeed_zero(card):
+        return {}
+    sub = float(zero_config_of(card, spec, 3).sub_group_size) if stage == 3 else 0.0
+    return {"deepspeed_zero_stage": stage, "zero_sub_group_numel": sub}
 
 
 def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, tensors: float) -> dict:

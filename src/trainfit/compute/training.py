@@ -971,6 +971,12 @@ def train_step_time(
         # on one rank too (zero3_hooks_on_one_rank)
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
+        # ... PEFT's LoRA wrappers and their lora_dropout / lora_A / lora_B included (peft_lora_called_modules)
+        adapted_gemms = {g.name for g in inv.layers_forward.gemms} if adapter is not None else set()
+        modules += peft_lora_called_modules(
+            adapted_calls=sum(g.count for g in inv.layers_forward.gemms if g.name + ".A" in adapted_gemms),
+            per_call=(DSCHAT_LORA_CALLED_MODULES if adapter is not None and adapter.single_module_lora
+                      else PEFT_LORA_CALLED_MODULES))
         fwd = hosted(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
         # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each, on
         # more than one rank only (the rate was taken from multi-rank runs; the one-rank measurement,
@@ -1704,6 +1710,30 @@ ZERO3_HOOKS_ON_ONE_RANK = (
 states zero3 on one GPU: Qwen (1.0)'s finetune_ds.sh on a single A100). The gather, its reduce-scatter, the
 backward's wait on it (``zero3_coupled_seconds``) and the reduce-bucket flush (``rates.ZERO3_REDUCE_BUCKET_HOST_S``,
 not measured on one rank) stay multi-rank only."""
+
+
+PEFT_LORA_CALLED_MODULES = 4
+"""Modules whose forward runs per linear PEFT's LoRA wraps, beyond the wrapped linear itself (now its
+``base_layer``): the ``lora.Linear`` wrapper, and in its ``forward`` ``lora_B(lora_A(dropout(x)))``, three more module
+calls (``lora_dropout[adapter]`` an ``nn.Identity`` at dropout 0, ``lora_A[adapter]`` and ``lora_B[adapter]``, each an
+``nn.Linear``; peft 0.21.2 wheel, peft/tuners/lora/layer.py ``Linear.forward`` l.1087-1102). DeepSpeed ZeRO-3 hooks
+every submodule (``ZERO3_MODULE_*_HOST_S``), so each of the four pays its hooks."""
+
+
+DSCHAT_LORA_CALLED_MODULES = 1
+"""Modules DeepSpeed-Chat's LoRA adds per adapted linear: ``LinearLayer_LoRA`` replaces the ``nn.Linear`` (one module
+for one) and its ``forward`` calls ``self.lora_dropout`` (``nn.Identity`` at dropout 0), the factors being plain
+parameters (deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat/dschat/utils/module/lora.py
+@e86d0c6d38d65158836c275e2d7b6a8f8e92f026 ``LinearLayer_LoRA.forward``)."""
+
+
+def peft_lora_called_modules(*, adapted_calls: float, per_call: int = PEFT_LORA_CALLED_MODULES) -> float:
+    """Modules a LoRA implementation adds to a forward over ``adapted_calls`` adapted-linear calls, ``per_call`` each
+    (PEFT: ``PEFT_LORA_CALLED_MODULES``; DeepSpeed-Chat: ``DSCHAT_LORA_CALLED_MODULES``); a stacked expert parameter's
+    ``ParamWrapper`` is priced apart (``inventory.peft_param_wrapper_calls``)."""
+    if adapted_calls < 0 or per_call < 0:
+        raise ValueError("peft_lora_called_modules: adapted_calls >= 0 and per_call >= 0")
+    return float(per_call * adapted_calls)
 
 
 def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bool = True) -> int:

@@ -47,7 +47,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding
+from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -399,6 +399,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED,
                    # host syncs in every adapted linear's forward call (prime-rl's MultiLoRALinear)
                    call_syncs=lo.call_syncs,
+                   # DeepSpeed-Chat (its Hybrid Engine rollouts) adapts with its own one-module LinearLayer_LoRA
+                   single_module_lora=(card.rollout is not None
+                                       and card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID),
                    # transformers < 5: PEFT wraps a MoE family's expert and router linears as modules of their own
                    transformers_v4=transformers_v4_modules(card))
 

@@ -937,6 +937,12 @@ class Adapter:
     saved_embedding: bool = False
     """``lora.modules_to_save`` names ``embed_tokens``: the trained copy's backward writes the dense embedding
     gradient (``EMBED_BACKWARD_BYTES_PER_WEIGHT`` per weight), as a full fine-tune's does."""
+    single_module_lora: bool = False
+    """DeepSpeed-Chat's LoRA (``LinearLayer_LoRA``): the adapted linear is replaced by one module holding the frozen
+    weight and both factors as parameters, whose ``forward`` calls one submodule, its ``lora_dropout``
+    (deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat/dschat/utils/module/lora.py ``LinearLayer_LoRA.forward``,
+    ``convert_linear_layer_to_lora`` @e86d0c6d38d65158836c275e2d7b6a8f8e92f026); False: PEFT's ``lora.Linear`` wrapper
+    with its ``base_layer``, ``lora_dropout``, ``lora_A`` and ``lora_B`` modules (``training.PEFT_LORA_CALLED_MODULES``)."""
     call_syncs: float = 0.0
     """Host syncs in every forward call of an adapted non-expert linear (``lora.call_syncs``): they join the layers'
     forward syncs (``PassInventory.host_syncs``), so a whole-layer recompute repeats them, and ``training.pass_seconds``

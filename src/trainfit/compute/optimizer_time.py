@@ -92,6 +92,21 @@ ZeRO-3's ``step`` computes the norm in its own per-partition loop (``get_grad_no
 (deepspeedai/DeepSpeed deepspeed/runtime/zero/stage3.py ``unscale_and_clip_grads``
 @bdba8231bc8fc17980a5941437e6363dac69418d, v0.16.9), so the rest of ``CLIP_KERNELS`` (the foreach norm and its
 join) is not launched a second time."""
+HF_PARAM_GROUPS = 2
+"""Parameter groups the HF Trainer hands its optimizer: the weight-decayed parameters and the rest
+(transformers 5.24.0 wheel, transformers/trainer.py ``create_optimizer`` l.1273-1286: two groups, filtered by
+``decay_parameters``)."""
+ZERO12_NORM_KERNELS_PER_TENSOR = 2
+"""Kernels DeepSpeed ZeRO-1/2's step launches per gradient of the rank's partition for the gradient norm:
+``scaled_global_norm`` calls ``get_grad_norm_direct(self.averaged_gradients[i], self.params_in_partition[i])`` per
+parameter group, which loops in Python over the partition's gradient views, ``torch.linalg.vector_norm(
+g.data.double(), ord=2)`` each (the cast and the norm), then ``stack``, ``square``, ``sum`` and ``float``
+(``ZERO12_NORM_JOIN_KERNELS``; deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py l.1676-1720,
+l.1796-1815 @bdba8231bc8fc17980a5941437e6363dac69418d, v0.16.9); ``averaged_gradients[i]`` is the per-parameter
+list ``get_flat_partition(..., return_tensor_list=True)`` builds (l.792-805)."""
+ZERO12_NORM_JOIN_KERNELS = 4
+"""The per-group join of ``get_grad_norm_direct`` (``stack``, ``square``, ``sum``, ``float``; deepspeedai/DeepSpeed
+deepspeed/runtime/zero/stage_1_and_2.py l.1714-1716 @bdba8231bc8fc17980a5941437e6363dac69418d)."""
 STATE_COUNT = {"adamw": 2, "adam": 2, "adamw_8bit": 2, "paged_adamw": 2, "paged_adamw_8bit": 2, "sgd": 1,
                "adafactor": 1, "lion": 1}
 
@@ -156,3 +171,33 @@ def optimizer_seconds(
     if dtensor_params and impl == "for_loop":
         host += FOR_LOOP_OPS_PER_TENSOR * tensors * DTENSOR_OP_HOST_S
     return OptimizerTime(max(device, host), device, host, moved, kernels)
+
+
+def deepspeed_flat_partitions(*, params: float, stage: int, sub_group_numel: float,
+                              param_groups: int = HF_PARAM_GROUPS) -> float:
+    """Tensors the optimizer DeepSpeed ZeRO wraps steps on a rank holding ``params`` trained elements: flat fp32
+    partitions, not the model's tensors, so the step's launches do not grow with the number of trained tensors.
+
+    Stage 1/2: one flat fp32 partition per parameter group (``single_partition_of_fp32_groups[i]``); ``step`` sets
+    each one's ``.grad`` to the flattened gradient partition and ``_optimizer_step(i)`` runs ``self.optimizer.step()``
+    on that group alone (deepspeedai/DeepSpeed deepspeed/runtime/zero/stage_1_and_2.py l.1820-1833, l.1895-1921
+    @bdba8231bc8fc17980a5941437e6363dac69418d, v0.16.9). Stage 3: one flat fp32 tensor per sub-group, each parameter
+    group cut into sub-groups of ``sub_group_size`` partition elements (``_create_fp16_sub_groups`` l.943-966);
+    ``step`` loops over them and ``_optimizer_step`` sets ``param_groups[...]['params'] = [fp32_param]`` before
+    ``self.optimizer.step()`` (deepspeed/runtime/zero/stage3.py l.972-987, l.2095-2140 @bdba8231). The dense
+    remainder of each group after the last full sub-group is one more (the no-decay group: the norms and biases)."""
+    if stage not in (1, 2, 3):
+        raise ValueError("deepspeed_flat_partitions: stage in (1, 2, 3)")
+    groups = max(1, param_groups)
+    if stage < 3 or sub_group_numel <= 0:
+        return float(groups)
+    return float(groups - 1 + max(1, ceil(max(0.0, params) / sub_group_numel)))
+
+
+def deepspeed_zero12_grad_norm_kernels(*, tensors: float, param_groups: int = HF_PARAM_GROUPS) -> float:
+    """Kernels of DeepSpeed ZeRO-1/2's gradient norm over a rank partition of ``tensors`` gradients
+    (``ZERO12_NORM_KERNELS_PER_TENSOR`` each, ``ZERO12_NORM_JOIN_KERNELS`` per parameter group, and the ``stack`` and
+    ``vector_norm`` over the groups' norms)."""
+    if tensors < 0:
+        raise ValueError("deepspeed_zero12_grad_norm_kernels: tensors >= 0")
+    return ZERO12_NORM_KERNELS_PER_TENSOR * tensors + ZERO12_NORM_JOIN_KERNELS * max(1, param_groups) + 2

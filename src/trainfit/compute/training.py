@@ -59,7 +59,8 @@ from trainfit.compute.offload import (
     torch_cpu_adamw_s_per_param,
     torch_cpu_adamw_seconds,
 )
-from trainfit.compute.optimizer_time import OptimizerTime, optimizer_seconds, shard_params
+from trainfit.compute.optimizer_time import (HF_PARAM_GROUPS, OptimizerTime, deepspeed_flat_partitions,
+                                             deepspeed_zero12_grad_norm_kernels, optimizer_seconds, shard_params)
 from trainfit.compute.rates import (
     FSDP2_UNIT_BACKWARD_HOST_S, FSDP2_UNIT_FORWARD_HOST_S,
     FSDP2_UNIT_GRAD_FORWARD_HOST_S, FSDP_ADAPTER_UNIT_BACKWARD_HOST_S, FSDP_ADAPTER_UNIT_FORWARD_HOST_S,
@@ -506,6 +507,12 @@ class Parallel:
     the host may run ahead of the device (``zero3_coupled_seconds``). Empty: neither priced."""
     zero3_bucket_numel: int = 0
     """The ZeRO-3 ``reduce_bucket_size`` in elements (0: none)."""
+    deepspeed_zero_stage: int = 0
+    """The ZeRO stage when DeepSpeed runs it (1, 2 or 3; 0: any other optimizer sharding): its wrapped optimizer steps
+    flat fp32 partitions (``optimizer_time.deepspeed_flat_partitions``), and at stages 1/2 its gradient norm loops
+    over the rank's partition (``optimizer_time.deepspeed_zero12_grad_norm_kernels``)."""
+    zero_sub_group_numel: float = 0.0
+    """DeepSpeed ZeRO-3's ``sub_group_size``: partition elements per flat fp32 sub-group the optimizer steps."""
     fsdp_adapter_units: bool = False
     """FSDP1 with PEFT's wrap policy: each adapter linear (``lora_A``, ``lora_B``) is a unit of its own (the card's
     ``parallel.fsdp_adapter_units``): their hooks, and the rate limiter's pacing of the adapted projections
@@ -964,6 +971,12 @@ def train_step_time(
         # on one rank too (zero3_hooks_on_one_rank)
         modules = zero3_hooked_modules(spec, expert_loop=expert_loop,
                                        leaf=zero3_expert_leaf)
+        # ... PEFT's LoRA wrappers and their lora_dropout / lora_A / lora_B included (peft_lora_called_modules)
+        adapted_gemms = {g.name for g in inv.layers_forward.gemms} if adapter is not None else set()
+        modules += peft_lora_called_modules(
+            adapted_calls=sum(g.count for g in inv.layers_forward.gemms if g.name + ".A" in adapted_gemms),
+            per_call=(DSCHAT_LORA_CALLED_MODULES if adapter is not None and adapter.single_module_lora
+                      else PEFT_LORA_CALLED_MODULES))
         fwd = hosted(fwd, hooks_s=modules * ZERO3_MODULE_FORWARD_HOST_S)
         # ... and flushes its gradient reduce buckets from the backward's hooks: ZERO3_REDUCE_BUCKET_HOST_S each, on
         # more than one rank only (the rate was taken from multi-rank runs; the one-rank measurement,
@@ -1017,17 +1030,27 @@ def train_step_time(
     eranks = max(1, parallel.expert_ranks or ranks)
     eshard = eranks if st in ("zero1", "zero2", "zero3", "fsdp", "fsdp_grad_op") else shard
     opt_params = shard_params(params=trained_params, expert_params=expert_params, shards=shard, expert_shards=eshard)
-    opt = optimizer_seconds(params=opt_params, tensors=trained_tensors, optimizer=optimizer.name,
+    # DeepSpeed's ZeRO steps its flat fp32 partitions, not the model's tensors (deepspeed_flat_partitions)
+    ds_stage = parallel.deepspeed_zero_stage if st in ("zero1", "zero2", "zero3") else 0
+    opt_tensors = (deepspeed_flat_partitions(params=opt_params, stage=ds_stage,
+                                             sub_group_numel=parallel.zero_sub_group_numel)
+                   if ds_stage else trained_tensors)
+    opt = optimizer_seconds(params=opt_params, tensors=opt_tensors, optimizer=optimizer.name,
                             impl=optimizer.impl, rates=rates, weight_bytes=optimizer.weight_bytes,
                             grad_bytes=optimizer.grad_bytes, state_bytes=optimizer.state_bytes,
                             master=optimizer.master, clip=optimizer.clip,
                             dtensor_params=parallel.fsdp2 and st in ("fsdp", "fsdp_grad_op", "hsdp"),
-                            clip_norm=not (st == "zero3" and parallel.zero3_grad_groups))
+                            clip_norm=not ((st == "zero3" and parallel.zero3_grad_groups) or ds_stage in (1, 2)))
     if st == "zero3" and parallel.zero3_grad_groups:
         # DeepSpeed ZeRO-3's step takes the gradient norm one partition at a time (zero3_grad_norm_kernels); its clip
         # is then the scale alone (optimizer_time.CLIP_SCALE_KERNELS), the norm's bytes counted once in the clip's
         opt = with_zero3_grad_norm(opt, rates=rates, kernels=zero3_grad_norm_kernels(
             tensors=sum(len(g) for g in parallel.zero3_grad_groups)))
+    elif ds_stage in (1, 2) and optimizer.clip:
+        # ZeRO-1/2 loops over the gradients of the rank's partition for the norm (the tensors cut by its boundaries
+        # in it too: one more per group), the same bare-loop pricing as ZeRO-3's
+        opt = with_zero3_grad_norm(opt, rates=rates, kernels=deepspeed_zero12_grad_norm_kernels(
+            tensors=trained_tensors / max(1, shard) + HF_PARAM_GROUPS))
     opt_s = 0.0 if parallel.offload != "none" else opt.seconds
     opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})
@@ -1687,6 +1710,30 @@ ZERO3_HOOKS_ON_ONE_RANK = (
 states zero3 on one GPU: Qwen (1.0)'s finetune_ds.sh on a single A100). The gather, its reduce-scatter, the
 backward's wait on it (``zero3_coupled_seconds``) and the reduce-bucket flush (``rates.ZERO3_REDUCE_BUCKET_HOST_S``,
 not measured on one rank) stay multi-rank only."""
+
+
+PEFT_LORA_CALLED_MODULES = 4
+"""Modules whose forward runs per linear PEFT's LoRA wraps, beyond the wrapped linear itself (now its
+``base_layer``): the ``lora.Linear`` wrapper, and in its ``forward`` ``lora_B(lora_A(dropout(x)))``, three more module
+calls (``lora_dropout[adapter]`` an ``nn.Identity`` at dropout 0, ``lora_A[adapter]`` and ``lora_B[adapter]``, each an
+``nn.Linear``; peft 0.21.2 wheel, peft/tuners/lora/layer.py ``Linear.forward`` l.1087-1102). DeepSpeed ZeRO-3 hooks
+every submodule (``ZERO3_MODULE_*_HOST_S``), so each of the four pays its hooks."""
+
+
+DSCHAT_LORA_CALLED_MODULES = 1
+"""Modules DeepSpeed-Chat's LoRA adds per adapted linear: ``LinearLayer_LoRA`` replaces the ``nn.Linear`` (one module
+for one) and its ``forward`` calls ``self.lora_dropout`` (``nn.Identity`` at dropout 0), the factors being plain
+parameters (deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat/dschat/utils/module/lora.py
+@e86d0c6d38d65158836c275e2d7b6a8f8e92f026 ``LinearLayer_LoRA.forward``)."""
+
+
+def peft_lora_called_modules(*, adapted_calls: float, per_call: int = PEFT_LORA_CALLED_MODULES) -> float:
+    """Modules a LoRA implementation adds to a forward over ``adapted_calls`` adapted-linear calls, ``per_call`` each
+    (PEFT: ``PEFT_LORA_CALLED_MODULES``; DeepSpeed-Chat: ``DSCHAT_LORA_CALLED_MODULES``); a stacked expert parameter's
+    ``ParamWrapper`` is priced apart (``inventory.peft_param_wrapper_calls``)."""
+    if adapted_calls < 0 or per_call < 0:
+        raise ValueError("peft_lora_called_modules: adapted_calls >= 0 and per_call >= 0")
+    return float(per_call * adapted_calls)
 
 
 def zero3_hooked_modules(spec: ModelSpec, *, expert_loop: bool = False, leaf: bool = True) -> int:

@@ -47,7 +47,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding
+from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -404,6 +404,9 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
                    grouped_expert_adapters=lo.expert_adapters is ExpertAdapters.GROUPED,
                    # host syncs in every adapted linear's forward call (prime-rl's MultiLoRALinear)
                    call_syncs=lo.call_syncs,
+                   # DeepSpeed-Chat (its Hybrid Engine rollouts) adapts with its own one-module LinearLayer_LoRA
+                   single_module_lora=(card.rollout is not None
+                                       and card.rollout.engine is RolloutEngine.DEEPSPEED_HYBRID),
                    # transformers < 5: PEFT wraps a MoE family's expert and router linears as modules of their own
                    transformers_v4=transformers_v4_modules(card))
 
@@ -422,6 +425,32 @@ def saved_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float]:
     return float(sum(sizes)) * count_scale(spec), float(sum(1 for n in sizes if n))
 
 
+def lora_trained_tensors(spec: ModelSpec, lora, *, grouped_expert_adapters: bool = False) -> float:
+    """Trained tensors (parameters the optimizer, the gradient norm and ZeRO-3's per-parameter hooks loop over) of a
+    LoRA adapter on ``spec``: an A and a B per wrapped linear module (``lora_A`` / ``lora_B``, one ``nn.Linear`` each),
+    so two per targeted group and layer, and per expert where each expert is a module of its own (transformers 4.x:
+    the ``_v4_groups`` rows, ``experts`` 1 and ``count`` over layers x experts).
+
+    A stacked 3-D expert parameter (transformers 5, ``LinearGroup.is_fused_experts``) is wrapped once, by PEFT's
+    ``ParamWrapper``, whose A and B hold every expert's factors in one tensor each: ``self.lora_A[adapter_name] =
+    nn.Linear(self.in_features, r * self.num_experts, bias=False)`` and ``self.lora_B[adapter_name] =
+    nn.Linear(r * self.num_experts, self.out_features, bias=lora_bias)`` (peft 0.21.2 wheel,
+    ``peft/tuners/lora/layer.py`` ``ParamWrapper.update_layer`` l.2455-2456; ``get_delta_weight`` l.2534-2535 reshapes
+    them to ``(experts, rank, in)`` and ``(experts, out, rank)``): two tensors per stack and layer, not two per
+    expert; the parameters are the same (``r * E * (in + out)``). ``grouped_expert_adapters`` (``lora.expert_adapters:
+    grouped``, prime-rl's ``MultiLoRAGroupedExperts``): an ``[E, r, in]`` A and an ``[E, out, r]`` B per projection,
+    ``w1``, ``w3`` and ``w2`` apart (PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
+    l.92-100 @d8f290ef0358a804f1912bd29ea1b37cc56894b4), so the fused ``gate_up_proj`` group
+    (``lora_rank_multiplier`` 2) is two pairs."""
+    n = 0
+    for g in targeted_groups(spec, lora):
+        if g.is_fused_experts:
+            n += 2 * g.count * (g.lora_rank_multiplier if grouped_expert_adapters else 1)
+        else:
+            n += 2 * g.count * g.experts
+    return float(n)
+
+
 def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpec]:
     """(trained parameters, trained tensors, optimizer) of the card's model."""
     prec = card.precision
@@ -433,7 +462,8 @@ def _trained(card: RunCard, spec: ModelSpec) -> tuple[float, float, OptimizerSpe
         params, tensors = variant
     elif trainable.lora is not None:
         params = lora_trainable_params(spec, trainable.lora) * count_scale(spec)
-        tensors = 2.0 * sum(g.count * g.experts for g in targeted_groups(spec, trainable.lora))
+        tensors = lora_trained_tensors(spec, trainable.lora,
+                                       grouped_expert_adapters=card.lora.expert_adapters is ExpertAdapters.GROUPED)
         params, tensors = params + (saved := saved_trained(card, spec))[0], tensors + saved[1]
     else:
         params = float(total_params(spec))
@@ -918,6 +948,7 @@ def training_time(
                       hsdp_shard=par.hsdp_shard_size or min(data_ranks, train_nodes(card)[1]),
                       overlap_comm=deepspeed_overlap_comm(card),
                       zero_all_reduce_bucket=deepspeed_all_reduce_bucket(card, spec),
+                      **deepspeed_flat_step(card, shard),
                       # InternEvo's zero1 groups and per-rank parameter broadcasts (parallel.zero1_shard_size,
                       # zero1_param_sync; compute.training.zero1_group_of)
                       zero1_shard=par.zero1_shard_size or 0,
@@ -1190,6 +1221,23 @@ def zero3_grad_groups(spec: ModelSpec, *, expert_loop: bool = False) -> tuple[tu
     # the input embedding, then the learned positions (OPT) it adds: their gradients finish in reverse
     embed = (spec.learned_positions * h, spec.vocab_size * h)
     return (tuple(n for n in head if n), *reversed(layers), tuple(n for n in embed if n))
+
+
+def deepspeed_flat_step(card: RunCard, spec: ModelSpec) -> dict:
+    """``compute.training.Parallel``'s ``deepspeed_zero_stage`` / ``zero_sub_group_numel`` under zero2 / zero3, which
+    are always DeepSpeed's (``plan.ranks._deepspeed_zero``): its optimizer steps flat fp32 partitions
+    (``compute.optimizer_time.deepspeed_flat_partitions``), stage 3 in sub-groups of the card's
+    ``deepspeed.sub_group_size`` as the memory plan resolves it (``plan.terms.zero_config_of``). Empty otherwise,
+    zero1 included: the cards' zero1 under all-to-all context parallel maps NeMo's Megatron-Core distributed optimizer
+    too, which steps its per-parameter fp32 shards (``shard_fp32_from_float16_groups``), not one flat buffer."""
+    from trainfit.plan.ranks import _deepspeed_zero
+    from trainfit.plan.terms import zero_config_of
+
+    stage = {"zero2": 2, "zero3": 3}.get(card.parallel.strategy.value)
+    if stage is None or not _deepspeed_zero(card):
+        return {}
+    sub = float(zero_config_of(card, spec, 3).sub_group_size) if stage == 3 else 0.0
+    return {"deepspeed_zero_stage": stage, "zero_sub_group_numel": sub}
 
 
 def deepspeed_zero3_buckets(card: RunCard, spec: ModelSpec, *, params: float, tensors: float) -> dict:

@@ -147,9 +147,51 @@ def test_a_preempted_group_keeps_its_age_and_is_readmitted_where_it_left_off():
             assert kind == 0 and (kind, c - vc - 1) in before  # a point admission (j + 1) chunks back
             ages.add(c - vc)
         if eng.kv_used() > eng.cap + 1e-6:
-            n, _, _, requeued = eng.preempt()
-            assert requeued == n and eng.waiting[-1][0] <= n + 1e-9
+            n, _, _, requeued = eng.preempt()  # members at their whole length free their KV at the boundary: n may be 0
+            assert requeued == n and (n == 0 or eng.waiting[-1][0] <= n + 1e-9)
         if eng.queue <= 1e-9 and eng.active <= 1e-9:
             break
     assert len(ages) > 3  # groups of several ages came back, each to its own place
     assert tokens == pytest.approx(100 * 100.0, rel=1e-9)
+
+
+def test_a_fixed_length_of_whole_chunks_under_preemption_does_not_crash():
+    """Fixed responses of exactly 4 chunks (38.4 tokens, chunks of 9.6) against KV for a handful of sequences: the
+    members ending on the next boundary had been preempted at their whole length, readmitted as a chunk's only
+    admission and finished at once, which put the phase's end at that chunk's start while sequences still waited
+    (zero steps: a ZeroDivisionError)."""
+    g = gen.generation_time(spec=QWEN06, matmul_params=matmul_params(QWEN06),
+                            rates=default_rates(resolve_gpu("h100-sxm")), tp=1,
+                            weight_bytes=total_params(QWEN06) * 2.0,
+                            kv_bytes_per_token=2.0 * QWEN06.num_layers * QWEN06.kv_dim * 2,
+                            prompts=128, samples_per_prompt=8, prompt_len=512, response_len_max=64,
+                            response_len_mean=38.4, response_len_shape="fixed", kv_capacity_tokens=715.5,
+                            prefix_sharing=True, max_num_seqs=128)
+    assert g.generated_tokens == pytest.approx(1024 * 38.4, abs=1)
+    assert 8.0 < g.total_s < 12.0
+
+
+@pytest.mark.parametrize("groups", [((40.0, 1.0),), ((20.0, 0.5), (50.0, 0.5)), ((30.0, 0.25), (60.0, 0.75)),
+                                    ((10.0, 0.5), (40.0, 0.3), (70.0, 0.2))])
+@pytest.mark.parametrize("cap", [300.0, 700.0, 1500.0, 4000.0])
+def test_lengths_on_whole_chunks_are_never_preempted_at_their_whole_length(groups, cap):
+    """Point masses at whole numbers of chunks (chunk 10): a member that has generated its whole length frees its KV
+    at the boundary; no preempted group waits at an age its mix cannot outlive, nothing crashes, and the batch's
+    tokens are kept."""
+    eng = _Engine(groups=groups, sequences=200, slots=64, prompt_len=20.0, kv_prompt=20.0, kv_capacity=cap,
+                  chunk=10.0)
+    tokens = 0.0
+    for _ in range(400):
+        tokens += eng.advance()[0]
+        if eng.kv_used() > eng.cap + 1e-6:
+            eng.preempt()
+            for n, kind, lag in eng.waiting:
+                assert kind == 1 or eng._running(kind, lag + 1) > 0.0, (n, kind, lag)
+        if eng.queue <= 1e-9 and eng.active <= 1e-9:
+            break
+    mean = sum(length * share for length, share in groups)
+    assert eng.queue <= 1e-9 and eng.active <= 1e-9
+    assert tokens == pytest.approx(200 * mean, rel=1e-6)
+    d = _simulate_decode(groups=groups, sequences=200, slots=64, prompt_len=20.0, kv_prompt=20.0, kv_capacity=cap,
+                         chunk=10.0, step=_step())
+    assert d.seconds > 0 and d.chunks > 0

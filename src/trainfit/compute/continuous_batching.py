@@ -218,6 +218,15 @@ class _Engine:
         cum = self.k.cum_sp if kind else self.k.cum_pt
         return 1.0 - cum[lag - 1] if lag - 1 < len(cum) else 0.0
 
+    def _running(self, kind: int, lag: int) -> float:
+        """Share of a ``kind`` admission still running at the start of the chunk ``lag`` chunks after it and not ending
+        on that start: a point admission's members of length exactly ``lag`` chunks have generated their whole length
+        (they free their KV at the boundary), so they are neither preempted nor readmitted."""
+        left = self._left(kind, lag)
+        if not kind and 0 < lag < self.k.size:
+            left -= self.k.pt0[lag]
+        return max(0.0, left)
+
     def _in_chunk(self, kind: int, lag: int) -> tuple[float, float, float]:
         """Per unit of admission history, (finishers, their lengths, share of the chunk they miss) in the chunk
         ``lag`` chunks after a ``kind`` admission; a point admission's finishers on the chunk's start run none of it."""
@@ -246,13 +255,15 @@ class _Engine:
             m = min(seq, n - taken, max(0.0, room_tokens - used) / need)
             if m <= _EPS:
                 break
-            left = self._left(kind, j + 1)
+            left = self._running(kind, j + 1)
             if left > _EPS:  # else no length of the mix outlives that age: the fluid's sliver is done
                 ghost = m / left
                 vc = self.c - j - 1
                 (self.sp if kind else self.pt)[vc - self.base] += ghost
                 rows.append([kind, vc, ghost])
                 f, fl, fo = self._in_chunk(kind, j + 1)
+                if not kind and j + 1 < self.k.size:  # its members ending on this start were never readmitted
+                    f, fl, fo = f - self.k.pt0[j + 1], fl - self.k.pt0_len[j + 1], fo - self.k.pt0[j + 1]
                 fin, fin_len, loss = fin + ghost * f, fin_len + ghost * fl, loss + ghost * fo
             taken += m
             extra += m * age
@@ -328,9 +339,16 @@ class _Engine:
         its running list: a chunk's spread admissions, then its point ones, then the preempted it readmitted at its
         start, which came off the queue's front first). Returns (sequences, Σ context, Σ context², sequences
         re-queued): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
-        over = self.kv_used() - self.cap
+        k, c = self.k, self.c
+        # point admissions' members that end exactly on the next boundary have generated their whole length: they free
+        # their KV there (``advance``'s ``fin0``), so they are neither over the capacity nor preemptable
+        ends = [0.0] * (c - self.base + 1)
+        for i in range(c - self.base + 1):
+            lag = c - (self.base + i)
+            if lag + 1 < k.size and self.pt[i]:
+                ends[i] = self.pt[i] * (k.pt0[lag + 1] * self.held + k.pt0_len[lag + 1])
+        over = self.kv_used() - self.cap - sum(ends)
         n_all = ctx_all = ctx2_all = 0.0
-        c = self.c
         for age_chunks in range(c - self.base + 1):
             if over <= 1e-6:
                 break
@@ -341,8 +359,7 @@ class _Engine:
                 if over <= 1e-6:
                     break
                 lag = c - vc  # chunks since the (virtual) admission, this one included
-                cum = self.k.cum_sp if kind else self.k.cum_pt
-                left = 1 - cum[lag] if lag < len(cum) else 0.0
+                left = self._running(kind, lag + 1)
                 hist = self.sp if kind else self.pt
                 own = (self.fsp if kind else self.fpt)[vc - self.base] if row is None else row[2]
                 if own * left <= _EPS:
@@ -359,6 +376,10 @@ class _Engine:
                 ctx = self.prompt + age
                 self.active -= n
                 self.ctx -= n * ctx
+                if not kind and lag + 1 < k.size and k.pt0[lag + 1]:
+                    # the removed history also held that many boundary finishers: they leave now, not at the boundary
+                    self.active -= n / left * k.pt0[lag + 1]
+                    self.ctx -= n / left * (self.prompt * k.pt0[lag + 1] + k.pt0_len[lag + 1])
                 self.waiting.append([n, kind, lag])
                 n_all, ctx_all, ctx2_all = n_all + n, ctx_all + n * ctx, ctx2_all + n * ctx * ctx
         self.queue += n_all
@@ -387,6 +408,8 @@ def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, k
         out.recompute_ctx += pre[1]
         out.recompute_ctx2 += pre[2]
         out.tokens += tokens
+        if eng.queue > _EPS:  # sequences still wait: this chunk runs whole whatever the admissions put ``end`` at
+            end = max(end, (c + 1) * chunk)
         steps = min(chunk, end - c * chunk)
         sec, comm, kind = out.charge(step, steps, tokens / steps, max(0.0, ctx_mean) * chunk / steps)
         out.peak = max(out.peak, running)

@@ -147,8 +147,11 @@ def test_a_preempted_group_keeps_its_age_and_is_readmitted_where_it_left_off():
             assert kind == 0 and (kind, c - vc - 1) in before  # a point admission (j + 1) chunks back
             ages.add(c - vc)
         if eng.kv_used() > eng.cap + 1e-6:
-            n, _, _, requeued = eng.preempt()  # members at their whole length free their KV at the boundary: n may be 0
-            assert requeued == n and (n == 0 or eng.waiting[-1][0] <= n + 1e-9)
+            queue, resume, waiting = eng.queue, eng.resume, sum(w[0] for w in eng.waiting)
+            n, _, _ = eng.preempt()  # members at their whole length free their KV at the boundary: n may be 0
+            # re-queued as that many sequences (not fewer fresh equivalents), at the queue's front
+            assert eng.queue - queue == pytest.approx(n) and eng.resume - resume == pytest.approx(n)
+            assert sum(w[0] for w in eng.waiting) - waiting == pytest.approx(n)
         if eng.queue <= 1e-9 and eng.active <= 1e-9:
             break
     assert len(ages) > 3  # groups of several ages came back, each to its own place

@@ -73,7 +73,7 @@ JUMP_FORCE_PERIODS = 3
 """After this many longest lengths a still-oscillating batch is jumped over by whole periods."""
 
 _EPS = 1e-9
-_NONE = (0.0, 0.0, 0.0, 0.0)
+_NONE = (0.0, 0.0, 0.0)
 
 
 class _Kernels:
@@ -276,7 +276,7 @@ class _Engine:
         self.resume = self.resume - taken if self.waiting else 0.0
         return taken, extra, used, fin, fin_len, loss
 
-    def advance(self) -> tuple[float, float, float, float, float]:
+    def advance(self) -> tuple[float, float, float, float, int | None]:
         """One chunk: returns (tokens generated, running after point admissions, mean context over the
         chunk, sequences admitted, the latest (virtual) admission in chunks after this one's start, a spread one at its
         chunk's end; None: none admitted)."""
@@ -334,11 +334,10 @@ class _Engine:
             late = max(late if late is not None else vc - self.c, vc + vkind - self.c)
         return tokens, running, ctx_mean, a_pt + a_sp, late
 
-    def preempt(self) -> tuple[float, float, float, float]:
+    def preempt(self) -> tuple[float, float, float]:
         """Free the KV beyond the capacity by preempting the most recently scheduled (vLLM's FCFS victim, the end of
         its running list: a chunk's spread admissions, then its point ones, then the preempted it readmitted at its
-        start, which came off the queue's front first). Returns (sequences, Σ context, Σ context², sequences
-        re-queued): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
+        start, which came off the queue's front first). Returns (sequences, Σ context, Σ context²): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
         k, c = self.k, self.c
         # point admissions' members that end exactly on the next boundary have generated their whole length: they free
         # their KV there (``advance``'s ``fin0``), so they are neither over the capacity nor preemptable
@@ -384,7 +383,7 @@ class _Engine:
                 n_all, ctx_all, ctx2_all = n_all + n, ctx_all + n * ctx, ctx2_all + n * ctx * ctx
         self.queue += n_all
         self.resume += n_all
-        return n_all, ctx_all, ctx2_all, n_all
+        return n_all, ctx_all, ctx2_all
 
 
 def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
@@ -469,7 +468,7 @@ def _jump(out: _Decode, eng: _Engine, window, span: int, period: int, force: boo
     m = int((eng.queue - eng.resume) / net) - 1  # fresh sequences: the preempted ones keep their place
     if m < 2:
         return 0
-    for sec, comm, kind, _, n, ctx, ctx2, _back in recent:
+    for sec, comm, kind, _, n, ctx, ctx2 in recent:
         out.add(m * sec, m * comm, kind)
         out.preempted += m * n
         out.recompute_ctx += m * ctx

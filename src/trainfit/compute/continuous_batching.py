@@ -33,8 +33,18 @@ survived ``a`` tokens, so a readmitted group enters the admission history ``a`` 
 scaled by the share of the mix longer than ``a``): the same kernels finish it ``L − a`` steps after readmission for
 each length ``L > a`` (``E[L − a | L > a]`` tokens, conserved), and a second preemption finds it at its updated age.
 While preempted ones wait, nothing else is admitted (FCFS: they hold the queue's front) and they are readmitted at the
-next chunk's start, a delay of at most one chunk. Repeated preempt/readmit cycles of the same sequence (vLLM re-admits
-into the first free blocks) are charged once: their recompute mostly hits the prefix cache. Against a step-by-step
+next chunk's start, a delay of at most one chunk. What is charged (``preempted``, ``recompute_ctx``: the re-prefill
+``generation.preemption_recompute_s`` pays) is each fluid preemption's sequences times their context (prompt +
+generated) at it; a readmitted group preempted again counts again. Measured against the step simulation
+(``benchmarks/preemption_fluid_vs_steps.py``, recompute context in thousands of tokens): with slots for 4x what KV
+holds it is the count of distinct sequences at their last preemption (12.6-23.6 vs 12.4-23.3; the Qwen3-0.6B card
+212-241 vs 211-240), not the count per event (57-64; the card 300-357) that vLLM V1 would pay with no prefix-cache hit
+(a readmission recomputes ``num_computed_tokens`` from 0); with 64 slots against KV for 16-24 sequences it is 4-5x below
+even the distinct count (3.0-8.9 vs 15.4-30.3; events 33-85): there the simulation's preemptions are mostly sequences
+admitted and preempted a few steps later (about 12 tokens generated), a churn the chunked fluid does not resolve. How
+much of the per-event recompute vLLM's prefix cache saves (freed blocks keep their hashes until reused) is not
+modelled, so the charge is left at the fluid's count: a lower bound (``tests/compute/test_continuous_batching.py``
+bounds it). Against a step-by-step
 simulation of individual sequences under heavy preemption (``benchmarks/preemption_fluid_vs_steps.py``: 256 sequences
 against 16-64 in KV, exponential and shifted lengths, caps 64 tokens apart; the Qwen3-0.6B GRPO card of
 tests/compute/test_continuous_batching.py, 256 sequences against ~100 in KV, caps 3,328..3,840) the fluid is within

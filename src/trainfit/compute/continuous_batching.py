@@ -6,9 +6,10 @@ request of the RL batch arrives at once, in an order unrelated to its length. Th
 when the LONGEST sequence ends, so its last steps run at a tiny batch and pay the whole weight
 read each (``tail_s``: the time after the running batch falls below half its peak).
 
-How it is computed (fast, < 5 ms): response lengths are represented by ``quantiles`` groups (the
-conditional mean length of each probability bin; the top bin is split down to one sequence, so the
-longest of ``S`` sequences is modelled) and the engine is advanced in chunks of
+How it is computed (0.4-3 ms a call for the 256-sequence cases of ``benchmarks/preemption_fluid_vs_steps.py``; up
+to ~40 ms on large batches against tight KV, where more chunks pass before a stretch repeats): response lengths are
+represented by ``quantiles`` groups (the conditional mean length of each probability bin; the top bin is split down
+to one sequence, so the longest of ``S`` sequences is modelled) and the engine is advanced in chunks of
 ``max(response_len_max / 40, min(32, mean / 4))`` decode steps as a fluid: the sequences admitted
 in a chunk are a proportional mix of the groups (random order), a group's members finish
 ``length`` steps after admission, freed slots are refilled in the same chunk. Below one running
@@ -48,7 +49,11 @@ bounds it). Against a step-by-step
 simulation of individual sequences under heavy preemption (``benchmarks/preemption_fluid_vs_steps.py``: 256 sequences
 against 16-64 in KV, exponential and shifted lengths, caps 64 tokens apart; the Qwen3-0.6B GRPO card of
 tests/compute/test_continuous_batching.py, 256 sequences against ~100 in KV, caps 3,328..3,840) the fluid is within
--0.1..+2.1 % and keeps the batch's tokens (0.999-1.001), growing with the cap wherever the simulation does; the former
+-0.1..+2.1 % and keeps the batch's tokens (0.999-1.001), growing with the cap wherever the simulation does. That
+accuracy covers KV holding 16-100 sequences: with KV for only 1-3 (1,200 / 1,600 / 2,400 tokens against 100-token
+prompts, 64 sequences of mean 300 up to 1,024) the fluid is 10 / 8 / 1 % short of the simulation (0.897, 0.921,
+0.992 of it, 4 shuffled orders): one sequence's admission or preemption is then a large share of the batch, which
+a fluid of chunk-sized proportional mixes smooths over. The former
 re-queueing as fresh-sequence equivalents kept 0.87-0.89 of the tokens on that card, was 14-17 % short or 3-5 % long
 by the cap (not monotone in ``response_len``) and 4 % short on shifted lengths through 256 slots.
 

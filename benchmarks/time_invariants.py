@@ -23,9 +23,10 @@ that fit (a plan that does not fit has no step to time) and each only where it m
   gave no speed-up would fail).
 * ``lora``: LoRA is never slower than full fine-tuning of the same card by more than 10 % (it skips the weight
   gradients and the full optimizer step), and QLoRA never faster than LoRA (it adds the 4-bit dequantisation).
-* ``rl``: a synchronous RL step equals the sum of its phases (generation included) within ``TOL``; longer responses (twice as long, and in
-  chains of 128-token steps on a few colocated GRPO cards, ``RL_CHAINS``) and more rollouts (twice the generations
-  per prompt) never shorten generation.
+* ``rl``: longer responses (twice as long, and in chains of 128-token steps on a few colocated GRPO cards,
+  ``RL_CHAINS``) and more rollouts (twice the generations per prompt) never shorten generation. (A former check that a
+  synchronous step equals the sum of its phases was dropped: plan/rl_time.py builds the synchronous step as generation
+  plus the phases and ``time_phases`` as exactly those terms, so it could not fail.)
 
 Each violation is put down to the mechanism it comes from where the sweep knows one (``cause``: launch-bound or
 fp32-adapter LoRA, packed 4-bit gathers of sharded QLoRA, KV preemption in the continuous-batching fluid), else
@@ -121,7 +122,6 @@ def plan_one(k: str) -> tuple[str, dict | None]:
     flops = training_flops_per_token(p.spec, seq_len=p.card.batch.seq_len,
                                      lora_params=p.params_trainable if adapter else 0.0, adapter=adapter)
     return k, {"step_s": p.step_seconds, "tokens": p.tokens_per_step, "parts": dict(p.time_parts),
-               "phase_sum_s": sum(ph.seconds for ph in p.time_phases),
                "terms": {ph.name: {t: v for t, v in ph.terms.items() if isinstance(v, (int, float))}
                          for ph in p.time_phases},
                "bounds": {ph.name: ph.bound for ph in p.time_phases},
@@ -350,9 +350,6 @@ def check(all_pairs: dict, res: dict) -> tuple[dict, list[dict]]:
                 if a["scope"] == "qlora" and ta < tb * (1 - TOL):
                     flag(inv, a, b, ra, rb, ta / tb, f"QLoRA x{ta / tb:.3f} of LoRA; {movers(rb, ra)}")
             elif inv == "rl":
-                if a["rollout"]["async_mode"] == "none" and abs(ra["step_s"] - ra["phase_sum_s"]) > TOL * ra["step_s"]:
-                    flag(inv, a, None, ra, None, ra["step_s"] / ra["phase_sum_s"],
-                         f"synchronous step {ra['step_s']:.4g} s is not the sum of its phases {ra['phase_sum_s']:.4g} s")
                 if gen_s(rb) < gen_s(ra) * (1 - TOL):
                     flag(inv, a, b, ra, rb, gen_s(rb) / gen_s(ra),
                          f"generation x{gen_s(rb) / gen_s(ra):.3f}; {movers(ra, rb)}; generation terms "

@@ -29,8 +29,9 @@ that fit (a plan that does not fit has no step to time) and each only where it m
   plus the phases and ``time_phases`` as exactly those terms, so it could not fail.)
 
 Each violation is put down to the mechanism it comes from where the sweep knows one (``cause``: launch-bound or
-fp32-adapter LoRA, packed 4-bit gathers of sharded QLoRA, KV preemption in the continuous-batching fluid), else
-'unexplained'; benchmarks/time_invariants.md is the full run's table.
+fp32-adapter LoRA, packed 4-bit gathers of sharded QLoRA), else 'unexplained' (an rl violation is always
+unexplained: the continuous-batching fluid is meant to be monotone in the response length, under KV preemption
+too); benchmarks/time_invariants.md is the full run's table.
 
 Prints one table (pairs checked and violations per invariant) and the violations grouped by cause, each with its
 card, the numbers and the phases that differ most (``--show`` per cause). ``--json PATH`` writes every violation;
@@ -255,8 +256,6 @@ FP32_CAUSE = ("fp32 adapters (PEFT's default autocast_adapter_dtype): the input 
 QLORA_GATHER_CAUSE = ("sharded QLoRA (fsdp / zero3): the 4-bit base is gathered in its packed storage"
                       " (bnb_4bit_quant_storage, FSDP-QLoRA), a quarter of LoRA's bf16 gathers, so a"
                       " communication-bound QLoRA step is faster; real, not a bug")
-PREEMPT_CAUSE = ("continuous_batching under KV preemption: preempted sequences back at the queue's front with"
-                 " their generated tokens (compute/continuous_batching.py)")
 
 
 def _rounded(terms: dict) -> dict:
@@ -293,9 +292,6 @@ def cause(inv: str, a: dict, b: dict | None, ra: dict, rb: dict | None) -> str:
     if (inv == "lora" and a["scope"] == "qlora" and rb is not None and a["parallel"]["strategy"] in ("fsdp", "zero3")
             and comm_s(rb) - comm_s(ra) >= 0.5 * (rb["step_s"] - ra["step_s"])):
         return QLORA_GATHER_CAUSE
-    if inv == "rl" and rb is not None and any(r["terms"].get("generation", {}).get("preemption_recompute", 0.0) > 0
-                                               for r in (ra, rb)):
-        return PREEMPT_CAUSE
     return "unexplained"
 
 

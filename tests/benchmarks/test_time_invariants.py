@@ -90,3 +90,13 @@ def test_two_rl_chain_cards_of_different_presets_or_engines_print_differently():
     cards = [inv.rl_card("h100-sxm", "Qwen/Qwen3-8B", 8, preset, engine, response=2048)
              for preset, engine in (("trl", "sglang"), (None, "sglang"), (None, "vllm"))]
     assert len({inv.short(c) for c in cards}) == 3
+
+
+def test_an_rl_violation_under_preemption_is_unexplained():
+    """The continuous-batching fluid is meant to be monotone under KV preemption: a generation that shrinks with a
+    longer response is not put down to preemption just because the plan preempts."""
+    a = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-0.6B", method="grpo", n=8, response=512)
+    b = inv.card(gpu="h100-sxm", model="Qwen/Qwen3-0.6B", method="grpo", n=8, response=1024)
+    ra = {"step_s": 3.0, "parts": {"generation": 2.0}, "terms": {"generation": {"preemption_recompute": 0.1}}}
+    rb = {"step_s": 2.0, "parts": {"generation": 1.0}, "terms": {"generation": {"preemption_recompute": 0.2}}}
+    assert inv.cause("rl", a, b, ra, rb) == "unexplained"

@@ -9,7 +9,11 @@ vLLM V1's recompute preemption one decode step at a time (tests/compute/test_gen
 admission while a slot and KV for the prompt and the generated tokens are free; the newest preempted to the
 queue's front when the running set's next step does not fit), averaged over shuffled orders (the fluid is a random
 order's expectation). Prints, per case: the fluid's seconds, the reference's (mean, spread), their ratio, the
-fluid's generated tokens over the batch's (no stretch jumped over), and whether the decode grows with the cap.
+fluid's generated tokens over the batch's (no stretch jumped over), and whether the decode grows with the cap; then
+what is preempted: the fluid's ``preempted`` and ``recompute_ctx`` (the re-prefill the phase charges, thousands of
+tokens) beside the reference's distinct preempted sequences, preemption events, and the context (prompt + generated
+tokens) of each event summed (what a readmission recomputes every time, prefix-cache hits aside) and of each distinct
+sequence's last preemption only (once per sequence), means over the orders.
 
 Run: PYTHONPATH=src .venv/bin/python benchmarks/preemption_fluid_vs_steps.py [--orders 4] [--old PATH]
 (``--old``: a former continuous_batching.py to set beside the current one.)
@@ -44,9 +48,11 @@ def _step():
 
 
 def per_token(*, lengths, slots, prompt_len, kv_prompt, step, cap, order):
-    """One decode step at a time (module docstring); returns (seconds, tokens generated)."""
+    """One decode step at a time (module docstring); returns (seconds, tokens generated, distinct sequences
+    preempted, preemption events, Σ context over the events, Σ context at each sequence's last preemption)."""
     queue = deque((i, 0) for i in order)
     running, seconds, tokens = [], 0.0, 0
+    events, ctx_events, last = 0, 0.0, {}
 
     def kv():
         return sum(kv_prompt + done for _, done in running)
@@ -58,14 +64,18 @@ def per_token(*, lengths, slots, prompt_len, kv_prompt, step, cap, order):
     admit()
     while running or queue:
         while running and kv() + len(running) > cap:
-            queue.appendleft(tuple(running.pop()))
+            victim = tuple(running.pop())
+            queue.appendleft(victim)
+            events += 1
+            ctx_events += prompt_len + victim[1]
+            last[victim[0]] = prompt_len + victim[1]
         seconds += step.seconds(len(running), sum(prompt_len + done for _, done in running))
         tokens += len(running)
         for r in running:
             r[1] += 1
         running = [r for r in running if r[1] < lengths[r[0]]]
         admit()
-    return seconds, tokens
+    return seconds, tokens, len(last), events, ctx_events, sum(last.values())
 
 
 def cases():
@@ -96,8 +106,13 @@ def main() -> None:
     args = ap.parse_args()
     old = _load(args.old) if args.old else None
     step = _step()
-    print("| case | fluid s | tokens | reference s (min-max) | fluid/ref" + (" | old fluid s | old tokens | old/ref"
-                                                                           if old else "") + " |")
+    head = ["case", "fluid s", "tokens", "reference s (min-max)", "fluid/ref"]
+    head += ["old fluid s", "old tokens", "old/ref"] if old else []
+    head += ["fluid vs the cap 64 shorter", "reference vs the cap 64 shorter", "fluid preempted",
+             "ref distinct", "ref events", "fluid recompute k tok", "ref events k tok", "ref once k tok"]
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    preempt_rows = []
     prev_key, prev = None, {}
     for name, shape, seqs, slots, prompt, kv_prompt, mean, top, cap in cases():
         groups = gen.response_length_groups(shape=shape, response_len_max=top, response_len_mean=mean,
@@ -114,13 +129,15 @@ def main() -> None:
             fl_tokens = cb._simulate_decode(**kw).tokens
         finally:
             cb._jump = jump
-        refs = []
+        refs, sims = [], []
         for seed in range(args.orders):
             order = list(range(seqs))
             random.Random(seed).shuffle(order)
-            refs.append(per_token(lengths=lengths, slots=slots, prompt_len=prompt, kv_prompt=kv_prompt, step=step,
-                                  cap=cap, order=order)[0])
+            sims.append(per_token(lengths=lengths, slots=slots, prompt_len=prompt, kv_prompt=kv_prompt, step=step,
+                                  cap=cap, order=order))
+            refs.append(sims[-1][0])
         ref = statistics.mean(refs)
+        distinct, events, ctx_events, ctx_once = (statistics.mean(s[i] for s in sims) for i in range(2, 6))
         row = (f"| {name} | {fl.seconds:.2f} | {fl_tokens / (seqs * mean):.3f} | {ref:.2f} ({min(refs):.2f}-"
                f"{max(refs):.2f}) | {fl.seconds / ref:.3f}")
         if old:
@@ -133,9 +150,13 @@ def main() -> None:
             row += f" | {fo.seconds:.2f} | {fo_tokens / (seqs * mean):.3f} | {fo.seconds / ref:.3f}"
         key = name.split(" max=")[0]
         if key == prev_key:
-            row += "".join(f" | {label} {'grows' if now >= was * 0.999 else 'SHRINKS'}" for label, now, was in
-                           (("fluid", fl.seconds, prev["fl"]), ("ref", ref, prev["ref"])))
+            row += "".join(f" | {'grows' if now >= was * 0.999 else 'SHRINKS'}" for now, was in
+                           ((fl.seconds, prev["fl"]), (ref, prev["ref"])))
+        else:
+            row += " | - | -"
         prev_key, prev = key, dict(fl=fl.seconds, ref=ref)
+        row += (f" | {fl.preempted:.0f} | {distinct:.0f} | {events:.0f} | {fl.recompute_ctx / 1e3:.1f}"
+                f" | {ctx_events / 1e3:.1f} | {ctx_once / 1e3:.1f}")
         print(row + " |", flush=True)
 
 

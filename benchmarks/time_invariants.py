@@ -23,13 +23,15 @@ that fit (a plan that does not fit has no step to time) and each only where it m
   gave no speed-up would fail).
 * ``lora``: LoRA is never slower than full fine-tuning of the same card by more than 10 % (it skips the weight
   gradients and the full optimizer step), and QLoRA never faster than LoRA (it adds the 4-bit dequantisation).
-* ``rl``: a synchronous RL step equals the sum of its phases (generation included) within ``TOL``; longer responses (twice as long, and in
-  chains of 128-token steps on a few colocated GRPO cards, ``RL_CHAINS``) and more rollouts (twice the generations
-  per prompt) never shorten generation.
+* ``rl``: longer responses (twice as long, and in chains of 128-token steps on a few colocated GRPO cards,
+  ``RL_CHAINS``) and more rollouts (twice the generations per prompt) never shorten generation. (A former check that a
+  synchronous step equals the sum of its phases was dropped: plan/rl_time.py builds the synchronous step as generation
+  plus the phases and ``time_phases`` as exactly those terms, so it could not fail.)
 
 Each violation is put down to the mechanism it comes from where the sweep knows one (``cause``: launch-bound or
-fp32-adapter LoRA, PEFT's merged expert stacks under LoRA of a MoE model, packed 4-bit gathers of sharded QLoRA, KV
-preemption in the continuous-batching fluid), else 'unexplained'; benchmarks/time_invariants.md is the full run's
+fp32-adapter LoRA, PEFT's merged expert stacks under LoRA of a MoE model, packed 4-bit gathers of sharded QLoRA),
+else 'unexplained' (an rl violation is always unexplained: the continuous-batching fluid is meant to be monotone in
+the response length, under KV preemption too); benchmarks/time_invariants.md is the full run's
 table. A cause is checked, not a label: the LoRA ones re-plan the card without the mechanism (bf16 adapters; the
 attention projections as the only targets, no adapter on the routed experts) and name it only where that clears the
 violation or removes at least half of its excess. Qwen3-30B-A3B LoRA slower than full (up to 1.5x) is the merged
@@ -127,7 +129,6 @@ def plan_one(k: str) -> tuple[str, dict | None]:
     flops = training_flops_per_token(p.spec, seq_len=p.card.batch.seq_len,
                                      lora_params=p.params_trainable if adapter else 0.0, adapter=adapter)
     return k, {"step_s": p.step_seconds, "tokens": p.tokens_per_step, "parts": dict(p.time_parts),
-               "phase_sum_s": sum(ph.seconds for ph in p.time_phases),
                "terms": {ph.name: {t: v for t, v in ph.terms.items() if isinstance(v, (int, float))}
                          for ph in p.time_phases},
                "bounds": {ph.name: ph.bound for ph in p.time_phases},
@@ -268,8 +269,6 @@ EXPERT_STACK_CAUSE = ("LoRA on the routed experts through PEFT's merged stacks (
                       " l.2572-2601; compute/inventory.py peft_merged_expert_gemms): weight-sized traffic on every rank"
                       " that full fine-tuning, which shards its optimizer step, does not pay; real, not a bug (targets"
                       " without the experts, or lora.expert_adapters grouped, remove it)")
-PREEMPT_CAUSE = ("continuous_batching under KV preemption: preempted sequences back at the queue's front with"
-                 " their generated tokens (compute/continuous_batching.py)")
 
 
 def _rounded(terms: dict) -> dict:
@@ -322,9 +321,6 @@ def cause(inv: str, a: dict, b: dict | None, ra: dict, rb: dict | None) -> str:
     if (inv == "lora" and a["scope"] == "qlora" and rb is not None and a["parallel"]["strategy"] in ("fsdp", "zero3")
             and comm_s(rb) - comm_s(ra) >= 0.5 * (rb["step_s"] - ra["step_s"])):
         return QLORA_GATHER_CAUSE
-    if inv == "rl" and rb is not None and any(r["terms"].get("generation", {}).get("preemption_recompute", 0.0) > 0
-                                               for r in (ra, rb)):
-        return PREEMPT_CAUSE
     return "unexplained"
 
 
@@ -379,9 +375,6 @@ def check(all_pairs: dict, res: dict) -> tuple[dict, list[dict]]:
                 if a["scope"] == "qlora" and ta < tb * (1 - TOL):
                     flag(inv, a, b, ra, rb, ta / tb, f"QLoRA x{ta / tb:.3f} of LoRA; {movers(rb, ra)}")
             elif inv == "rl":
-                if a["rollout"]["async_mode"] == "none" and abs(ra["step_s"] - ra["phase_sum_s"]) > TOL * ra["step_s"]:
-                    flag(inv, a, None, ra, None, ra["step_s"] / ra["phase_sum_s"],
-                         f"synchronous step {ra['step_s']:.4g} s is not the sum of its phases {ra['phase_sum_s']:.4g} s")
                 if gen_s(rb) < gen_s(ra) * (1 - TOL):
                     flag(inv, a, b, ra, rb, gen_s(rb) / gen_s(ra),
                          f"generation x{gen_s(rb) / gen_s(ra):.3f}; {movers(ra, rb)}; generation terms "

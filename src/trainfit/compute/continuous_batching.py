@@ -6,9 +6,10 @@ request of the RL batch arrives at once, in an order unrelated to its length. Th
 when the LONGEST sequence ends, so its last steps run at a tiny batch and pay the whole weight
 read each (``tail_s``: the time after the running batch falls below half its peak).
 
-How it is computed (fast, < 5 ms): response lengths are represented by ``quantiles`` groups (the
-conditional mean length of each probability bin; the top bin is split down to one sequence, so the
-longest of ``S`` sequences is modelled) and the engine is advanced in chunks of
+How it is computed (0.4-3 ms a call for the 256-sequence cases of ``benchmarks/preemption_fluid_vs_steps.py``; up
+to ~40 ms on large batches against tight KV, where more chunks pass before a stretch repeats): response lengths are
+represented by ``quantiles`` groups (the conditional mean length of each probability bin; the top bin is split down
+to one sequence, so the longest of ``S`` sequences is modelled) and the engine is advanced in chunks of
 ``max(response_len_max / 40, min(32, mean / 4))`` decode steps as a fluid: the sequences admitted
 in a chunk are a proportional mix of the groups (random order), a group's members finish
 ``length`` steps after admission, freed slots are refilled in the same chunk. Below one running
@@ -33,12 +34,26 @@ survived ``a`` tokens, so a readmitted group enters the admission history ``a`` 
 scaled by the share of the mix longer than ``a``): the same kernels finish it ``L − a`` steps after readmission for
 each length ``L > a`` (``E[L − a | L > a]`` tokens, conserved), and a second preemption finds it at its updated age.
 While preempted ones wait, nothing else is admitted (FCFS: they hold the queue's front) and they are readmitted at the
-next chunk's start, a delay of at most one chunk. Repeated preempt/readmit cycles of the same sequence (vLLM re-admits
-into the first free blocks) are charged once: their recompute mostly hits the prefix cache. Against a step-by-step
+next chunk's start, a delay of at most one chunk. What is charged (``preempted``, ``recompute_ctx``: the re-prefill
+``generation.preemption_recompute_s`` pays) is each fluid preemption's sequences times their context (prompt +
+generated) at it; a readmitted group preempted again counts again. Measured against the step simulation
+(``benchmarks/preemption_fluid_vs_steps.py``, recompute context in thousands of tokens): with slots for 4x what KV
+holds it is the count of distinct sequences at their last preemption (12.6-23.6 vs 12.4-23.3; the Qwen3-0.6B card
+212-241 vs 211-240), not the count per event (57-64; the card 300-357) that vLLM V1 would pay with no prefix-cache hit
+(a readmission recomputes ``num_computed_tokens`` from 0); with 64 slots against KV for 16-24 sequences it is 4-5x below
+even the distinct count (3.0-8.9 vs 15.4-30.3; events 33-85): there the simulation's preemptions are mostly sequences
+admitted and preempted a few steps later (about 12 tokens generated), a churn the chunked fluid does not resolve. How
+much of the per-event recompute vLLM's prefix cache saves (freed blocks keep their hashes until reused) is not
+modelled, so the charge is left at the fluid's count: a lower bound (``tests/compute/test_continuous_batching.py``
+bounds it). Against a step-by-step
 simulation of individual sequences under heavy preemption (``benchmarks/preemption_fluid_vs_steps.py``: 256 sequences
 against 16-64 in KV, exponential and shifted lengths, caps 64 tokens apart; the Qwen3-0.6B GRPO card of
 tests/compute/test_continuous_batching.py, 256 sequences against ~100 in KV, caps 3,328..3,840) the fluid is within
--0.1..+2.1 % and keeps the batch's tokens (0.999-1.001), growing with the cap wherever the simulation does; the former
+-0.1..+2.1 % and keeps the batch's tokens (0.999-1.001), growing with the cap wherever the simulation does. That
+accuracy covers KV holding 16-100 sequences: with KV for only 1-3 (1,200 / 1,600 / 2,400 tokens against 100-token
+prompts, 64 sequences of mean 300 up to 1,024) the fluid is 10 / 8 / 1 % short of the simulation (0.897, 0.921,
+0.992 of it, 4 shuffled orders): one sequence's admission or preemption is then a large share of the batch, which
+a fluid of chunk-sized proportional mixes smooths over. The former
 re-queueing as fresh-sequence equivalents kept 0.87-0.89 of the tokens on that card, was 14-17 % short or 3-5 % long
 by the cap (not monotone in ``response_len``) and 4 % short on shifted lengths through 256 slots.
 
@@ -73,7 +88,7 @@ JUMP_FORCE_PERIODS = 3
 """After this many longest lengths a still-oscillating batch is jumped over by whole periods."""
 
 _EPS = 1e-9
-_NONE = (0.0, 0.0, 0.0, 0.0)
+_NONE = (0.0, 0.0, 0.0)
 
 
 class _Kernels:
@@ -218,6 +233,15 @@ class _Engine:
         cum = self.k.cum_sp if kind else self.k.cum_pt
         return 1.0 - cum[lag - 1] if lag - 1 < len(cum) else 0.0
 
+    def _running(self, kind: int, lag: int) -> float:
+        """Share of a ``kind`` admission still running at the start of the chunk ``lag`` chunks after it and not ending
+        on that start: a point admission's members of length exactly ``lag`` chunks have generated their whole length
+        (they free their KV at the boundary), so they are neither preempted nor readmitted."""
+        left = self._left(kind, lag)
+        if not kind and 0 < lag < self.k.size:
+            left -= self.k.pt0[lag]
+        return max(0.0, left)
+
     def _in_chunk(self, kind: int, lag: int) -> tuple[float, float, float]:
         """Per unit of admission history, (finishers, their lengths, share of the chunk they miss) in the chunk
         ``lag`` chunks after a ``kind`` admission; a point admission's finishers on the chunk's start run none of it."""
@@ -246,13 +270,15 @@ class _Engine:
             m = min(seq, n - taken, max(0.0, room_tokens - used) / need)
             if m <= _EPS:
                 break
-            left = self._left(kind, j + 1)
+            left = self._running(kind, j + 1)
             if left > _EPS:  # else no length of the mix outlives that age: the fluid's sliver is done
                 ghost = m / left
                 vc = self.c - j - 1
                 (self.sp if kind else self.pt)[vc - self.base] += ghost
                 rows.append([kind, vc, ghost])
                 f, fl, fo = self._in_chunk(kind, j + 1)
+                if not kind and j + 1 < self.k.size:  # its members ending on this start were never readmitted
+                    f, fl, fo = f - self.k.pt0[j + 1], fl - self.k.pt0_len[j + 1], fo - self.k.pt0[j + 1]
                 fin, fin_len, loss = fin + ghost * f, fin_len + ghost * fl, loss + ghost * fo
             taken += m
             extra += m * age
@@ -265,7 +291,7 @@ class _Engine:
         self.resume = self.resume - taken if self.waiting else 0.0
         return taken, extra, used, fin, fin_len, loss
 
-    def advance(self) -> tuple[float, float, float, float, float]:
+    def advance(self) -> tuple[float, float, float, float, int | None]:
         """One chunk: returns (tokens generated, running after point admissions, mean context over the
         chunk, sequences admitted, the latest (virtual) admission in chunks after this one's start, a spread one at its
         chunk's end; None: none admitted)."""
@@ -323,14 +349,20 @@ class _Engine:
             late = max(late if late is not None else vc - self.c, vc + vkind - self.c)
         return tokens, running, ctx_mean, a_pt + a_sp, late
 
-    def preempt(self) -> tuple[float, float, float, float]:
+    def preempt(self) -> tuple[float, float, float]:
         """Free the KV beyond the capacity by preempting the most recently scheduled (vLLM's FCFS victim, the end of
         its running list: a chunk's spread admissions, then its point ones, then the preempted it readmitted at its
-        start, which came off the queue's front first). Returns (sequences, Σ context, Σ context², sequences
-        re-queued): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
-        over = self.kv_used() - self.cap
+        start, which came off the queue's front first). Returns (sequences, Σ context, Σ context²): each group goes back to the queue's front with its age, the last preempted (the oldest) first."""
+        k, c = self.k, self.c
+        # point admissions' members that end exactly on the next boundary have generated their whole length: they free
+        # their KV there (``advance``'s ``fin0``), so they are neither over the capacity nor preemptable
+        ends = [0.0] * (c - self.base + 1)
+        for i in range(c - self.base + 1):
+            lag = c - (self.base + i)
+            if lag + 1 < k.size and self.pt[i]:
+                ends[i] = self.pt[i] * (k.pt0[lag + 1] * self.held + k.pt0_len[lag + 1])
+        over = self.kv_used() - self.cap - sum(ends)
         n_all = ctx_all = ctx2_all = 0.0
-        c = self.c
         for age_chunks in range(c - self.base + 1):
             if over <= 1e-6:
                 break
@@ -341,8 +373,7 @@ class _Engine:
                 if over <= 1e-6:
                     break
                 lag = c - vc  # chunks since the (virtual) admission, this one included
-                cum = self.k.cum_sp if kind else self.k.cum_pt
-                left = 1 - cum[lag] if lag < len(cum) else 0.0
+                left = self._running(kind, lag + 1)
                 hist = self.sp if kind else self.pt
                 own = (self.fsp if kind else self.fpt)[vc - self.base] if row is None else row[2]
                 if own * left <= _EPS:
@@ -359,11 +390,15 @@ class _Engine:
                 ctx = self.prompt + age
                 self.active -= n
                 self.ctx -= n * ctx
+                if not kind and lag + 1 < k.size and k.pt0[lag + 1]:
+                    # the removed history also held that many boundary finishers: they leave now, not at the boundary
+                    self.active -= n / left * k.pt0[lag + 1]
+                    self.ctx -= n / left * (self.prompt * k.pt0[lag + 1] + k.pt0_len[lag + 1])
                 self.waiting.append([n, kind, lag])
                 n_all, ctx_all, ctx2_all = n_all + n, ctx_all + n * ctx, ctx2_all + n * ctx * ctx
         self.queue += n_all
         self.resume += n_all
-        return n_all, ctx_all, ctx2_all, n_all
+        return n_all, ctx_all, ctx2_all
 
 
 def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, kv_prompt: float,
@@ -387,6 +422,8 @@ def _simulate_decode(*, groups, sequences: int, slots: int, prompt_len: float, k
         out.recompute_ctx += pre[1]
         out.recompute_ctx2 += pre[2]
         out.tokens += tokens
+        if eng.queue > _EPS:  # sequences still wait: this chunk runs whole whatever the admissions put ``end`` at
+            end = max(end, (c + 1) * chunk)
         steps = min(chunk, end - c * chunk)
         sec, comm, kind = out.charge(step, steps, tokens / steps, max(0.0, ctx_mean) * chunk / steps)
         out.peak = max(out.peak, running)
@@ -446,7 +483,7 @@ def _jump(out: _Decode, eng: _Engine, window, span: int, period: int, force: boo
     m = int((eng.queue - eng.resume) / net) - 1  # fresh sequences: the preempted ones keep their place
     if m < 2:
         return 0
-    for sec, comm, kind, _, n, ctx, ctx2, _back in recent:
+    for sec, comm, kind, _, n, ctx, ctx2 in recent:
         out.add(m * sec, m * comm, kind)
         out.preempted += m * n
         out.recompute_ctx += m * ctx

@@ -349,5 +349,6 @@ def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top
              f"({DECODE_KERNELS_PER_LAYER} per layer, more for Gated DeltaNet / MoE / latent attention)",
         "prefill added to decode (chunked prefill could hide part of it)"
         + ("; shared by the samples of a prompt" if prefix_sharing else ""),
-        "preemption: recompute (prefill of prompt + generated tokens again), once per preempted sequence",
+        "preemption: recompute (prefill of prompt + generated tokens again), once per modelled preemption (a lower "
+        "bound: vLLM recomputes at every readmission, prefix-cache hits aside)",
     )

@@ -13,10 +13,11 @@ and matches a step-by-step simulation of the sequences (``benchmarks/preemption_
 """
 
 import functools
+import importlib.util
 import random
 import statistics
-from collections import deque
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
@@ -28,6 +29,8 @@ from trainfit.compute.continuous_batching import _Engine, _simulate_decode
 from trainfit.compute.flops import matmul_params
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
+
+REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 QWEN06 = from_catalog("Qwen/Qwen3-0.6B")
 SEQUENCES = 256  # 32 prompts x 8 samples on one engine
@@ -70,34 +73,25 @@ def test_a_longer_cap_never_shortens_the_decode_under_preemption():
     assert all(b >= a * 0.999 for a, b in pairwise(times)), times
 
 
+def _reference_module():
+    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
+    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REFERENCE = _reference_module()
+
+
 def _per_token(*, lengths, slots, prompt_len, step, cap, order):
-    """vLLM V1's recompute preemption one decode step at a time (as tests/compute/test_generation.py ``_per_token``):
-    FCFS admission while a slot and KV for the prompt and the generated tokens are free; when the running set's next
-    step does not fit, the newest go back to the queue's front with their progress. Returns (seconds, context of
-    each event summed, context at each distinct sequence's last preemption summed)."""
-    queue = deque((i, 0) for i in order)
-    running, seconds, ctx_events, last = [], 0.0, 0.0, {}
-
-    def kv():
-        return sum(prompt_len + done for _, done in running)
-
-    def admit():
-        while queue and len(running) < slots and kv() + prompt_len + queue[0][1] <= cap:
-            running.append(list(queue.popleft()))
-
-    admit()
-    while running or queue:
-        while running and kv() + len(running) > cap:
-            victim = tuple(running.pop())
-            queue.appendleft(victim)
-            ctx_events += prompt_len + victim[1]
-            last[victim[0]] = prompt_len + victim[1]
-        seconds += step.seconds(len(running), kv())
-        for r in running:
-            r[1] += 1
-        running = [r for r in running if r[1] < lengths[r[0]]]
-        admit()
-    return seconds, ctx_events, sum(last.values())
+    """vLLM V1's recompute preemption one decode step at a time (the benchmark's ``per_token``, the prompt's KV
+    not shared): FCFS admission while a slot and KV for the prompt and the generated tokens are free; when the
+    running set's next step does not fit, the newest go back to the queue's front with their progress. Returns
+    (seconds, context of each event summed, context at each distinct sequence's last preemption summed)."""
+    seconds, _, _, _, ctx_events, ctx_last = REFERENCE.per_token(
+        lengths=lengths, slots=slots, prompt_len=prompt_len, kv_prompt=prompt_len, step=step, cap=cap, order=order)
+    return seconds, ctx_events, ctx_last
 
 
 @functools.cache

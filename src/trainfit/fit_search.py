@@ -185,13 +185,12 @@ def stated_link(data: dict[str, Any]) -> Any:
         raise CardError(str(exc).removeprefix("Value error, ")) from None
 
 
-def link_everywhere(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]) -> bool:
+def link_everywhere(data: dict[str, Any], pinned: frozenset[str]) -> bool:
     """Whether a stated link applies to every searched kind: it was pinned (``--set hardware.interconnect``, which a
     card file's own hardware section is not), or the card leaves ``hardware.gpu`` unset (the default card: the link
     names no kind's nodes, so it can only describe the nodes searched). A card that names its own GPU kind states the
     link of that kind's nodes only (``link_on_kind``: kept there, dropped with a warning for every other kind), whether
-    or not its kind is among ``gpus``. ``gpus`` is unused; kept for the callers' signature."""
-    del gpus
+    or not its kind is searched."""
     if "hardware.interconnect" in pinned:
         return True
     return (data.get("hardware") or {}).get("gpu") is None
@@ -232,7 +231,7 @@ def link_note(base: dict[str, Any], gpus: list[str], pinned: frozenset[str] = fr
     link = stated_link(base)
     if link is None:
         return None
-    if link_everywhere(base, gpus, pinned):
+    if link_everywhere(base, pinned):
         refused = []
         for g in gpus:
             try:
@@ -556,7 +555,7 @@ def fit(
     if own is not None and own[0] not in table:
         table[own[0]] = own[1]
     table = {g: for_gpu(p, g) for g, p in table.items()}
-    everywhere = stated_link(base) is not None and link_everywhere(base, gpus, pinned)
+    everywhere = stated_link(base) is not None and link_everywhere(base, pinned)
     clean = deep_copy(base)
     for key in _PRICE_KEYS:
         (clean.get("hardware") or {}).pop(key, None)
@@ -702,7 +701,7 @@ def card_on_a_kind(data: dict[str, Any], gpus: list[str], pinned: frozenset[str]
 
     if "hardware.gpu" in pinned:
         return load(data)
-    everywhere = stated_link(data) is not None and link_everywhere(data, gpus, pinned)  # a bad link: one line
+    everywhere = stated_link(data) is not None and link_everywhere(data, pinned)  # a bad link: one line
     for gpu in gpus:
         try:
             return load(updated(link_on_kind(data, gpu, everywhere=everywhere), {"hardware.gpu": gpu}))

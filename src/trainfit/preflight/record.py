@@ -266,10 +266,11 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
 
 
 def migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
-    """In place, for every reader of records (``load_record``, ``calibration.records.records_from_data``): a record written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``)
-    holds pcie for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the
-    record's own ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with
-    a note in ``record.notes``."""
+    """In place, for every reader of records (``load_record``, ``calibration.records.records_from_data``): a record
+    written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``) holds pcie
+    for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the record's own
+    ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with a note in
+    ``record.notes``."""
     hw = data.get("hardware")
     if LINK_RULE_KEY in extra or not isinstance(hw, dict) or hw.get("interconnect") != Interconnect.PCIE.value:
         return

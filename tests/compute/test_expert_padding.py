@@ -19,7 +19,8 @@ def test_bytes_and_kernels_from_the_traced_ops():
     rows, h = 131072, 2048
     w = moe_time.expert_padding_work(rows=rows, hidden=h)
     assert w.forward_bytes == pytest.approx(12.0 * rows * h)  # vstack copy, gather, scatter: read 2 + write 2 each
-    assert w.backward_bytes == pytest.approx(18.0 * rows * h)  # slice_backward 6, gather 4, zeros 2 + index_put 6
+    # slice_backward 6, gather 4; the gather's gradient (zeros 2 + index_put 6) is priced apart
+    assert w.backward_bytes == pytest.approx(10.0 * rows * h)
     assert (w.forward_kernels, w.backward_kernels) == (18.0, 5.0)
     assert moe_time.expert_padding_work(rows=0, hidden=h) == moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)
 
@@ -32,8 +33,13 @@ def test_inventory_adds_the_wrapper_per_moe_layer_and_nothing_else():
     extra = moe_time.expert_padding_work(rows=4096 * QWEN_MOE.moe.experts_per_token, hidden=QWEN_MOE.hidden_size)
     assert padded.layers_forward.memory_bytes - plain.layers_forward.memory_bytes == pytest.approx(
         extra.forward_bytes * layers)
+    index_b = moe_time.expert_padding_index_backward_bytes(rows=4096 * QWEN_MOE.moe.experts_per_token,
+                                                           hidden=QWEN_MOE.hidden_size)
     assert padded.layers_backward.memory_bytes - plain.layers_backward.memory_bytes == pytest.approx(
-        extra.backward_bytes * layers)
+        (extra.backward_bytes + index_b) * layers)
+    # the gather's gradient is ATen's eager kernel under compile too: outside the compile memory factor
+    assert padded.layers_backward.fused_bytes - plain.layers_backward.fused_bytes == pytest.approx(index_b * layers)
+    assert padded.layers_forward.fused_bytes == plain.layers_forward.fused_bytes
     assert padded.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(extra.forward_kernels * layers)
     assert padded.layers_backward.kernels - plain.layers_backward.kernels == pytest.approx(
         extra.backward_kernels * layers)
@@ -66,3 +72,39 @@ def test_a_padded_card_plans_a_slower_step_than_a_grouped_one():
         card = load_card_dict({**base, "parallel": {"strategy": "fsdp", "moe_experts": experts}})
         t[experts] = make_plan(card).time.total_s
     assert t["grouped_padded"] > t["grouped"]
+
+
+def test_the_gather_gradient_runs_at_the_measured_index_put_rate():
+    """pytorch/ao #4623's B200 pair: the wrapper's gather forward 0.593 ms and its gradient 1.848 ms over the same
+    196,608 x 2,048 bf16 rows, both 8 counted bytes per element: the gradient costs 3.1x its bytes' streaming time."""
+    rows, h = 196608, 2048
+    assert moe_time.INDEX_PUT_ACCUMULATE_SLOWDOWN == pytest.approx(3.116, abs=1e-3)
+    b = moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=h)
+    assert b == pytest.approx(8.0 * rows * h * 1.848 / 0.593)
+    # at the forward's measured streaming rate the priced bytes take the measured backward's time
+    forward_rate = 8.0 * rows * h / 0.593e-3
+    assert b / forward_rate == pytest.approx(1.848e-3)
+    assert moe_time.expert_padding_index_backward_bytes(rows=0, hidden=h) == 0.0
+    # the traced backward total is unchanged: the wrapper's other backward ops plus the gather's gradient
+    w = moe_time.expert_padding_work(rows=rows, hidden=h)
+    assert w.backward_bytes + moe_time.EXPERT_PADDING_INDEX_BACKWARD_BYTES * rows * h == pytest.approx(
+        moe_time.EXPERT_PADDING_BYTES[1] * rows * h)
+
+
+def test_a_compiled_padded_step_pays_the_gather_gradient_unscaled():
+    """Under torch.compile the gather's gradient keeps its full measured cost (the ATen fallback): the padded card's
+    extra backward time over the grouped card's is at least those bytes at the card's streaming rate."""
+    from trainfit.compute.rates import default_rates
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.plan import make_plan
+
+    base = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "hardware": {"gpu": "h200", "gpus_per_node": 8},
+            "batch": {"micro_batch_size": 1, "seq_len": 16384}}
+    back = {}
+    for experts in ("grouped", "grouped_padded"):
+        card = load_card_dict({**base, "parallel": {"strategy": "fsdp", "moe_experts": experts, "compile": True}})
+        back[experts] = next(p.seconds for p in make_plan(card).time.phases if p.name == "backward")
+    rows = 16384 * QWEN_MOE.moe.experts_per_token
+    index_s = (moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=QWEN_MOE.hidden_size)
+               * QWEN_MOE.num_moe_layers / default_rates(resolve_gpu("h200")).hbm_bytes_per_s)
+    assert back["grouped_padded"] - back["grouped"] >= 0.99 * index_s

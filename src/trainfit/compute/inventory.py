@@ -1661,6 +1661,7 @@ def step_inventory(
         lora_chain_b.extend(lt.chained_backward)
 
     eager_moe = moe_time.MoeLayerWork(0.0, 0.0, 0.0, 0.0)  # eager expert work (Megatron-Core or Automodel bias loops)
+    pad_index_b = 0.0  # torchtitan's padded wrapper: its gather's gradient (moe_time.INDEX_PUT_ACCUMULATE_SLOWDOWN)
     norm_elements: list[tuple[float, float]] = []  # eager RMSNorms: (elements per call, calls), for NORM_CHAINED_*
     # elementwise
     norms = spec.norms_per_layer * layers
@@ -2126,6 +2127,9 @@ def step_inventory(
             fq_b, bq_b = fq_b + pad.forward_bytes * n_moe, bq_b + pad.backward_bytes * n_moe
             fq_k, bq_k = fq_k + pad.forward_kernels * n_moe, bq_k + pad.backward_kernels * n_moe
             part("moe", bytes_=pad.forward_bytes * n_moe, kernels=pad.forward_kernels * n_moe)
+            # the gather's gradient: ATen's accumulating index_put, eager under compile too, at its measured rate
+            pad_index_b = moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=h) * n_moe
+            bq_b += pad_index_b
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
             layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)
@@ -2294,7 +2298,7 @@ def step_inventory(
     # Megatron-Core's (and Automodel's bias-loop) eager expert bytes: no compiler fuses them, so the compile memory
     # factor leaves them; their launches stay with the other kernels (the plan's per-kernel host cost, compile
     # factor included)
-    ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes
+    ff_b, fb_b = ff_b + eager_moe.forward_bytes, fb_b + eager_moe.backward_bytes + pad_index_b
     # ... and under MoeLaunch.EAGER the router's and dispatcher's launches too (moe_eager_launch): unscaled
     ff_k, fb_k = ff_k + moe_eager_fk, fb_k + moe_eager_bk
     sync_f, sync_b = ((PACKED_FLASH_FORWARD_SYNCS * full, PACKED_FLASH_BACKWARD_SYNCS * full)

@@ -184,6 +184,22 @@ behind 2 s of compute a micro-batch. The benchmark's fake token ids are random i
 router sees a narrow input at the first layer and routes unevenly; with EP 1 the grouped GEMM still runs every routed
 row on one GPU, and no per-group-size rate of ``torch._grouped_mm`` is published to price skewed groups: not modelled.
 
+**The same rows checked again (2026-12-05).** (a) The gap is about as large on the H100s as on the H200s (16k RL
+full +2.33 / +2.10 s, LoRA +2.18 / +1.86 s, 8 GPUs, after the index_put term below), whose HBM differs by 1.43x
+(3.35 against 4.8 TB/s) and whose NVLink does not: not streaming work the plan undercounts, nor FSDP traffic it
+hides wrongly. (b) Read against the dense Qwen3-4B pair of the same benchmark, whose errors (H200 RL full: -6.0% at
+16k, +8.8% at 64k) fit 0.73x the planned attention and 1.21x the rest, the Qwen3-30B-A3B RL full H200 pair leaves
+1.97 s at 16k and 5.93 s at 64k (before that term): a per-token MoE cost rather than a per-step one, if the dense
+pair's attention correction carries over (not established). (c) Not it: the combine's bf16 atomic ``scatter_add``
+(moving Qwen3-30B-A3B on 16 H100s from ``index_put`` and a weighted sum to a multiply and ``scatter_add`` under
+``torch.compile`` raised throughput 5.5%, mlc-ai/pith-train pull request #5,
+https://github.com/mlc-ai/pith-train/pull/5); the fp32 cast-multiply of the routed output by its scores
+(``score_before_experts`` False, src/prime_rl/trainer/models/qwen3_moe/modeling_qwen3_moe.py l.65-75
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4): one fused pass of 4 bytes an element under compile (8 backward), about
+0.1 s a step at 16k over forward, recompute and backward, not counted apart and too small to be it. (d) Planned since: the padded wrapper's gather gradient at PyTorch's measured accumulating ``index_put``
+rate (``INDEX_PUT_ACCUMULATE_SLOWDOWN``): +0.14 s a step at 16k and +0.56 s at 64k on the H200 full-parameter rows,
++0.20 s on the H100 one (the LoRA experts, ``MultiLoRAGroupedExperts``, skip the wrapper).
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
@@ -795,13 +811,51 @@ backward ``slice_backward`` (2), the gather, the zeros and the accumulating ``in
 ``index_put_with_sort_kernel`` not counted apart). Traced as ``EXPERT_PADDING_BYTES``."""
 
 
+EXPERT_PADDING_INDEX_BACKWARD_BYTES = 8.0
+"""Of ``EXPERT_PADDING_BYTES``' backward, the bytes per element of the gradient of the gather
+``x[permuted_indices, :]`` (pytorch/torchtitan torchtitan/distributed/expert_parallel.py l.352-354
+@a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41): ``index_backward``'s zeros, write 2, and its accumulating ``index_put``,
+read 2 and read and write 2 each, the same trace; the part ``expert_padding_index_backward_bytes`` prices at the
+measured rate of PyTorch's kernel for it."""
+INDEX_PUT_ACCUMULATE_SLOWDOWN = 1.848 / 0.593
+"""How much longer PyTorch's accumulating ``index_put`` (the backward of ``x[permuted_indices, :]``: ``zeros`` and
+``index_put_with_sort_kernel`` / ``indexing_backward_kernel``, which sorts the indices and walks each run of equal
+ones serially) runs than the wrapper's forward gather of the same rows, whose counted bytes are the same (8 per
+element: ``vstack``, read 2 write 2, and the gather, read 2 write 2). Measured on a B200 in pytorch/ao pull request
+#4623 (https://github.com/pytorch/ao/pull/4623, 'Drop the zero-row copy in permute_and_pad', description, read
+2026-12-05): torchtitan's ``vstack`` + ``x[permuted_indices, :]`` on 196,608 rows x 2,048 bf16 columns (DeepSeek-V3
+16B, EP 8), median of 11: forward 0.593 ms, backward 1.848 ms (MI350: 0.860 and 1.804 ms, a ratio of 2.10; the
+NVIDIA figure is the one used). The forward runs at the streaming rate (805 MB read and written twice in 0.593 ms,
+5.4 TB/s on an 8 TB/s card), so the ratio is the backward's time over its bytes' streaming time. Under
+``torch.compile`` the kernel is the same: Inductor lowers a bf16 ``index_put_(accumulate=True)`` to the ATen
+fallback wherever Triton's bf16 atomic add is off (``needs_fallback_due_to_atomic_add_limitations``: bf16 falls back
+outside Meta's internal builds in the torch 2.9 sources, ``torch/_inductor/utils.py``; only later releases let
+compute capability 9.x use the atomic, as the torch 2.13.0 wheel, pytorch/pytorch
+@cf30153c4c131c8164ee7798e5022d810682e2cb, ``torch/_inductor/utils.py`` l.3649-3655, reads), so its bytes are
+priced outside the compile memory factor. Where the padding sentinel repeats more often than in the measured case
+(EP 8 there: 8 local experts' padding slots; 128 experts x 8 slots on one rank here) the serial run is longer, so
+this is a lower bound there."""
+
+
 def expert_padding_work(*, rows: float, hidden: int) -> MoeLayerWork:
     """What torchtitan's padded ``torch._grouped_mm`` wrapper (``EXPERT_PADDING_BYTES``) adds per MoE layer on a rank
-    whose local experts receive ``rows`` routed rows of ``hidden`` values: forward and backward bytes and kernels."""
+    whose local experts receive ``rows`` routed rows of ``hidden`` values: forward and backward bytes and kernels.
+    The backward bytes leave out the gather's gradient, ``expert_padding_index_backward_bytes``."""
     if rows <= 0:
         return MoeLayerWork(0.0, 0.0, 0.0, 0.0)
     e = rows * hidden
-    return MoeLayerWork(EXPERT_PADDING_BYTES[0] * e, EXPERT_PADDING_BYTES[1] * e, *EXPERT_PADDING_KERNELS)
+    backward = (EXPERT_PADDING_BYTES[1] - EXPERT_PADDING_INDEX_BACKWARD_BYTES) * e
+    return MoeLayerWork(EXPERT_PADDING_BYTES[0] * e, backward, *EXPERT_PADDING_KERNELS)
+
+
+def expert_padding_index_backward_bytes(*, rows: float, hidden: int) -> float:
+    """Stream-equivalent bytes per MoE layer of the padded wrapper's gather gradient (``index_backward``) on ``rows``
+    routed rows of ``hidden`` values: its counted bytes (``EXPERT_PADDING_INDEX_BACKWARD_BYTES``) times the measured
+    slowdown of PyTorch's accumulating ``index_put`` (``INDEX_PUT_ACCUMULATE_SLOWDOWN``). An eager ATen kernel under
+    ``torch.compile`` too, so the caller prices them outside the compile memory factor."""
+    if rows <= 0:
+        return 0.0
+    return INDEX_PUT_ACCUMULATE_SLOWDOWN * EXPERT_PADDING_INDEX_BACKWARD_BYTES * rows * hidden
 
 
 SIGMOID_ROUTER_FORWARD_KERNELS = 11

@@ -828,8 +828,10 @@ element: ``vstack``, read 2 write 2, and the gather, read 2 write 2). Measured o
 NVIDIA figure is the one used). The forward runs at the streaming rate (805 MB read and written twice in 0.593 ms,
 5.4 TB/s on an 8 TB/s card), so the ratio is the backward's time over its bytes' streaming time. Under
 ``torch.compile`` the kernel is the same: Inductor lowers a bf16 ``index_put_(accumulate=True)`` to the ATen
-fallback wherever Triton's bf16 atomic add is off (``needs_fallback_due_to_atomic_add_limitations``: bf16 falls back
-outside Meta's internal builds in the torch 2.9 sources, ``torch/_inductor/utils.py``; only later releases let
+fallback wherever Triton's bf16 atomic add is off (``needs_fallback_due_to_atomic_add_limitations`` in
+``torch/_inductor/utils.py``: bf16 falls back unless ``config.is_fbcode()``, the code pytorch/pytorch pull request
+#167380, https://github.com/pytorch/pytorch/pull/167380, opened 2025-11-07 to remove it, shows; prime-rl's lock pins torch
+2.9.0, uv.lock l.3545-3547 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, released before it; only later releases let
 compute capability 9.x use the atomic, as the torch 2.13.0 wheel, pytorch/pytorch
 @cf30153c4c131c8164ee7798e5022d810682e2cb, ``torch/_inductor/utils.py`` l.3649-3655, reads), so its bytes are
 priced outside the compile memory factor. Where the padding sentinel repeats more often than in the measured case

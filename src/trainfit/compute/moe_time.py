@@ -196,9 +196,10 @@ pair's attention correction carries over (not established). (c) Not it: the comb
 https://github.com/mlc-ai/pith-train/pull/5); the fp32 cast-multiply of the routed output by its scores
 (``score_before_experts`` False, src/prime_rl/trainer/models/qwen3_moe/modeling_qwen3_moe.py l.65-75
 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): one fused pass of 4 bytes an element under compile (8 backward), about
-0.1 s a step at 16k over forward, recompute and backward, not counted apart and too small to be it. (d) Planned since: the padded wrapper's gather gradient at PyTorch's measured accumulating ``index_put``
-rate (``INDEX_PUT_ACCUMULATE_SLOWDOWN``): +0.14 s a step at 16k and +0.56 s at 64k on the H200 full-parameter rows,
-+0.20 s on the H100 one (the LoRA experts, ``MultiLoRAGroupedExperts``, skip the wrapper).
+0.1 s a step at 16k over forward, recompute and backward, not counted apart and too small to be it. (d) Planned
+since: the padded wrapper's gather gradient at PyTorch's measured accumulating ``index_put`` rate
+(``INDEX_PUT_ACCUMULATE_SLOWDOWN``): +0.14 s a step at 16k and +0.56 s at 64k on the H200 full-parameter rows, +0.20
+s on the H100 one (the LoRA experts, ``MultiLoRAGroupedExperts``, skip the wrapper).
 
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
@@ -830,13 +831,13 @@ NVIDIA figure is the one used). The forward runs at the streaming rate (805 MB r
 ``torch.compile`` the kernel is the same: Inductor lowers a bf16 ``index_put_(accumulate=True)`` to the ATen
 fallback wherever Triton's bf16 atomic add is off (``needs_fallback_due_to_atomic_add_limitations`` in
 ``torch/_inductor/utils.py``: bf16 falls back unless ``config.is_fbcode()``, the code pytorch/pytorch pull request
-#167380, https://github.com/pytorch/pytorch/pull/167380, opened 2025-11-07 to remove it, shows; prime-rl's lock pins torch
-2.9.0, uv.lock l.3545-3547 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, released before it; only later releases let
-compute capability 9.x use the atomic, as the torch 2.13.0 wheel, pytorch/pytorch
-@cf30153c4c131c8164ee7798e5022d810682e2cb, ``torch/_inductor/utils.py`` l.3649-3655, reads), so its bytes are
-priced outside the compile memory factor. Where the padding sentinel repeats more often than in the measured case
-(EP 8 there: 8 local experts' padding slots; 128 experts x 8 slots on one rank here) the serial run is longer, so
-this is a lower bound there."""
+#167380, https://github.com/pytorch/pytorch/pull/167380, opened 2025-11-07 to remove it, shows; prime-rl's lock pins
+torch 2.9.0, uv.lock l.3545-3547 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, released before it; only later releases
+let compute capability 9.x use the atomic, as the torch 2.13.0 wheel, pytorch/pytorch
+@cf30153c4c131c8164ee7798e5022d810682e2cb, ``torch/_inductor/utils.py`` l.3649-3655, reads), so its bytes are priced
+outside the compile memory factor. Where the padding sentinel repeats more often than in the measured case (EP 8
+there: 8 local experts' padding slots; 128 experts x 8 slots on one rank here) the serial run is longer, so this is
+a lower bound there."""
 
 
 def expert_padding_work(*, rows: float, hidden: int) -> MoeLayerWork:

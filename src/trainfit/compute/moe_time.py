@@ -190,16 +190,18 @@ full +2.33 / +2.10 s, LoRA +2.18 / +1.86 s, 8 GPUs, after the index_put term bel
 hides wrongly. (b) Read against the dense Qwen3-4B pair of the same benchmark, whose errors (H200 RL full: -6.0% at
 16k, +8.8% at 64k) fit 0.73x the planned attention and 1.21x the rest, the Qwen3-30B-A3B RL full H200 pair leaves
 1.97 s at 16k and 5.93 s at 64k (before that term): a per-token MoE cost rather than a per-step one, if the dense
-pair's attention correction carries over (not established). (c) Not it: the combine's bf16 atomic ``scatter_add``
-(moving Qwen3-30B-A3B on 16 H100s from ``index_put`` and a weighted sum to a multiply and ``scatter_add`` under
-``torch.compile`` raised throughput 5.5%, mlc-ai/pith-train pull request #5,
-https://github.com/mlc-ai/pith-train/pull/5); the fp32 cast-multiply of the routed output by its scores
-(``score_before_experts`` False, src/prime_rl/trainer/models/qwen3_moe/modeling_qwen3_moe.py l.65-75
-@d8f290ef0358a804f1912bd29ea1b37cc56894b4): one fused pass of 4 bytes an element under compile (8 backward), about
-0.1 s a step at 16k over forward, recompute and backward, not counted apart and too small to be it. (d) Planned
-since: the padded wrapper's gather gradient at PyTorch's measured accumulating ``index_put`` rate
-(``INDEX_PUT_ACCUMULATE_SLOWDOWN``): +0.14 s a step at 16k and +0.56 s at 64k on the H200 full-parameter rows, +0.20
-s on the H100 one (the LoRA experts, ``MultiLoRAGroupedExperts``, skip the wrapper).
+pair's attention correction carries over (not established). (c) Likely not it: the combine's bf16 atomic
+``scatter_add`` (moving Qwen3-30B-A3B on 16 H100s from ``index_put`` and a weighted sum to a multiply and
+``scatter_add`` under ``torch.compile`` raised throughput 5.5%, mlc-ai/pith-train pull request #5,
+https://github.com/mlc-ai/pith-train/pull/5, on a torch release the PR does not name, where Inductor may emit the
+atomic itself; the ATen bf16 ``scatter_add`` that torch 2.9 falls back to is not measured there); the fp32
+cast-multiply of the routed output by its scores (``score_before_experts`` False,
+src/prime_rl/trainer/models/qwen3_moe/modeling_qwen3_moe.py l.65-75 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): one
+fused pass of 4 bytes an element under compile (8 backward), about 0.1 s a step at 16k over forward, recompute and
+backward, not counted apart and too small to be it. (d) Planned since: the padded wrapper's gather gradient at
+PyTorch's measured accumulating ``index_put`` rate (``INDEX_PUT_ACCUMULATE_SLOWDOWN``): +0.14 s a step at 16k and
++0.56 s at 64k on the H200 full-parameter rows, +0.20 s on the H100 one (the LoRA experts,
+``MultiLoRAGroupedExperts``, skip the wrapper).
 
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;

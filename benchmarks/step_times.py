@@ -111,6 +111,7 @@ MODEL_ALIASES = {
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",  # a re-upload of the Meta checkpoint
 }

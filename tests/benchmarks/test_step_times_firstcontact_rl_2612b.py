@@ -97,3 +97,6 @@ def test_trl_rows_state_their_per_micro_batch_generation_with_the_run_commit() -
         ro = ROWS[row_id]["rollout"]
         assert ro["generation_calls_per_step"] == accumulation
         assert commit in ro["generation_calls_source"] and "llm.generate" in ro["generation_calls_source"]
+        card, notes = st.map_rl(ROWS[row_id])
+        assert card["rollout"]["generation_calls"] == accumulation
+        assert any("rollout.generation_calls" in n for n in notes)

@@ -111,6 +111,7 @@ MODEL_ALIASES = {
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",  # a re-upload of the Meta checkpoint
 }
@@ -2135,6 +2136,11 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                 "trainer_offload", "weight_sync_bucket_mib"):
         if ro.get(key):
             out[key] = ro[key]
+    if (ro.get("generation_calls_per_step") or 1) > 1:  # the run's framework generates the step in several calls
+        # (rollout.generation_calls: TRL before 0.17 once per gradient-accumulation micro-batch; the entry cites it)
+        out["generation_calls"] = int(ro["generation_calls_per_step"])
+        notes.append(f"{out['generation_calls']} sequential generate calls per step (rollout.generation_calls):"
+                     f" {ro['generation_calls_source']}")
     if ro.get("weight_sync_relays") is not None:  # verl's checkpoint engine's multi_sender as the run set it
         out["weight_sync_relays"] = bool(ro["weight_sync_relays"])  # (compute.sync.verl_broadcast_senders)
     if ro.get("sleep_level") is not None:

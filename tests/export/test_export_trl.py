@@ -86,3 +86,23 @@ def test_trl_grpo_lora_matches_the_card():
 def test_trl_text_is_python():
     for name in ("grpo-lora", "sft-ddp-qlora", "dpo-full-precomputed"):
         compile(export(CARDS[name](), "trl").text, name, "exec")
+
+
+def test_generation_calls_become_a_smaller_generation_batch():
+    """rollout.generation_calls: TRL (>= 0.18) generates generation_batch_size completions per call, so a step of
+    eight calls exports an eighth of the step's completions, a whole number of micro-batches and of groups."""
+    from trainfit.spec.card import load_card_dict
+
+    def card(calls: int):
+        return load_card_dict({
+            "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": "trl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4, "nodes": 1},
+            "batch": {"micro_batch_size": 8},
+            "rollout": {"placement": "split", "gpus": 1, "prompts_per_step": 24, "num_generations": 8,
+                        "generation_calls": calls}})
+
+    one, eight = to_trl(card(1)), to_trl(card(8))
+    assert one["args"]["generation_batch_size"] == 24 * 8
+    assert eight["args"]["generation_batch_size"] == 24 * 8 // 8
+    # three calls of 64 completions do not split into the 3 training GPUs' micro-batches of 8 and groups of 8: kept
+    assert to_trl(card(3))["args"]["generation_batch_size"] == 24 * 8

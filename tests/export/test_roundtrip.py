@@ -392,7 +392,7 @@ def test_verl_preset_frees_vllm_like_verl():
 # RunCard rollout fields the fuzz does not draw; a field added to the card lands in neither set and fails the test below
 ROLLOUT_FIELDS_NOT_DRAWN = frozenset({
     "async_mode", "controller_padded_batches", "critic_max_tokens_per_micro_batch", "cuda_graphs",
-    "engine_multiprocess", "engine_outputs", "generated_prompts_per_step", "logprob_max_tokens_per_micro_batch",
+    "engine_multiprocess", "engine_outputs", "generated_prompts_per_step", "generation_calls", "logprob_max_tokens_per_micro_batch",
     "logprob_micro_batch_size", "max_num_batched_tokens", "max_num_seqs", "max_tokens_per_micro_batch", "mini_batches",
     "nodes", "packed_logprob_row_tokens", "packed_row_tokens", "packed_sequences", "recompute_old_logprobs",
     "response_clip_ratio", "response_len_mean", "response_len_shape", "reward_seconds_per_sample", "reward_workers", "sglang_overlap_schedule",

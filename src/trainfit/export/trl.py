@@ -199,6 +199,16 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
             f"{rounded} ({rounded // ro.num_generations} prompts)"
         )
         gen_batch = rounded
+    if ro.generation_calls > 1:
+        # TRL >= 0.18 generates generation_batch_size completions per call (steps_per_generation micro-batches'
+        # worth), so a step of several calls is a smaller generation batch
+        per_call = gen_batch // ro.generation_calls
+        if gen_batch % ro.generation_calls or per_call % per_step or per_call % ro.num_generations:
+            notes.append(f"rollout.generation_calls {ro.generation_calls}: {gen_batch} completions do not split into"
+                         f" {ro.generation_calls} calls of whole micro-batches and groups; generation_batch_size kept"
+                         f" at one call per step ({gen_batch})")
+        else:
+            gen_batch = per_call
     a["generation_batch_size"] = gen_batch
     a["beta"] = kl_coef(card)
     if ro.num_iterations > 1:

@@ -144,11 +144,13 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     from trainfit.compute.generation import generation_time
 
     ro = card.rollout
+    calls = generation_calls(card)
     engine_per_node = rollout_nodes(card)[1]
     link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id, framework=card.preset)
     g = generation_time(
-        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel, prompts=generated_prompts(card),
+        spec=spec, matmul_params=matmul_params(spec), rates=r, tp=ro.tensor_parallel,
+        prompts=ceil(generated_prompts(card) / calls),
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
         response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
         weight_bytes=bf16_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
@@ -166,8 +168,23 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
                                if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
-    return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=g.tail_s,
-                  tp_all_reduce=g.tp_comm_s, preemption_recompute=g.preemption_recompute_s)
+    # each call is its own engine batch, waiting for its longest completion: the calls add up (generation_calls)
+    return rl_phase("generation", calls * g.total_s, bound, prefill=calls * g.prefill_s, decode=calls * g.decode_s,
+                  long_tail=calls * g.tail_s, tp_all_reduce=calls * g.tp_comm_s,
+                  preemption_recompute=calls * g.preemption_recompute_s)
+
+
+def generation_calls(card: RunCard) -> int:
+    """Sequential generate calls per step (``rollout.generation_calls``), each on ``ceil(generated_prompts /
+    calls)`` prompts and timed as a batch of its own that ends with its longest completion: TRL before 0.17 calls
+    ``llm.generate`` once per gradient-accumulation micro-batch, on the prompts the processes gather for that
+    micro-batch (huggingface/trl trl/trainer/grpo_trainer.py ``compute_loss`` l.370-400
+    @29de6eec7ba9b3923e41012e4984e9e352c9ea54, v0.14.0; ``_prepare_inputs`` l.447-490
+    @09eefa73abbba26c73851f1094f325aa1671f3fa; once per effective batch from TRL #3283,
+    294f35bf3c0043d3ee6b9b5d22385e5736f6ce9e, v0.17.0). The weights reach the engine once per step (the same
+    commits: ``_last_loaded_step``), so only the generation repeats. The DeepSpeed Hybrid Engine keeps its own
+    static batches (``hybrid_generation_phase``)."""
+    return max(1, min(card.rollout.generation_calls, generated_prompts(card)))
 
 
 def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: DeviceRates) -> PhaseTime:

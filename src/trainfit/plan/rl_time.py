@@ -94,7 +94,7 @@ from trainfit.methods.roles import (
 from trainfit.plan.rl_batches import rl_batch
 from trainfit.plan.rl_common import generated_prompts, length_profile
 from trainfit.plan.rl_controller import nemo_rl_dispatched, verl_controller_phases
-from trainfit.plan.rl_generation import generation_phase, quantized_engine_inputs, reward_phase
+from trainfit.plan.rl_generation import generation_calls, generation_phase, quantized_engine_inputs, reward_phase
 from trainfit.plan.rl_offload import (
     nemo_rl_logprob_optimizer_trip,
     trainer_state_offload_phase,
@@ -135,6 +135,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if generated_prompts(card) != ro.prompts_per_step:
         notes.append(f"generation: {generated_prompts(card)} prompts x {ro.num_generations} generated per step"
                      f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
+    if generation_calls(card) > 1:
+        calls = generation_calls(card)
+        notes.append(f"generation: {calls} sequential calls of {-(-generated_prompts(card) // calls)} prompts x"
+                     f" {ro.num_generations} per step (rollout.generation_calls), each ending with its longest"
+                     " completion; the weights reach the engine once")
     if not ro.response_len_mean and ro.response_clip_ratio is not None:
         notes.append(f"mean response not given: {mean:.0f} tokens, the exponential shape whose share cut at"
                      f" {ro.response_len} is the card's {ro.response_clip_ratio:g} (rollout.response_clip_ratio)")

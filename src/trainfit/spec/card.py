@@ -1170,6 +1170,13 @@ class RolloutSection(_Section):
         "grpo.py). Times the generation (engine deepspeed_hybrid too), the reward and the reward model's forward (every"
         " generated group is scored); the log-prob and update passes keep prompts_per_step."
         " Default: prompts_per_step.")
+    generation_calls: int = Field(
+        1, ge=1, le=100_000, description="Sequential generate calls the step's generated prompts are split into, each"
+        " waiting for its own longest completion before the next starts (one engine batch each). TRL before 0.17"
+        " generates inside every gradient-accumulation micro-batch: gradient_accumulation_steps calls per optimizer"
+        " step (huggingface/trl trl/trainer/grpo_trainer.py compute_loss l.370-400 @29de6eec, v0.14.0;"
+        " _prepare_inputs @09eefa73; once per effective batch from #3283, 294f35bf, v0.17.0); TRL >= 0.18:"
+        " gradient_accumulation_steps / steps_per_generation. Default 1: the step's prompts in one call.")
     max_num_seqs: int = Field(
         256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"
         " max_running_requests). Default 256: vLLM's own default for the LLM class and the OpenAI server on GPUs under"
@@ -1361,6 +1368,10 @@ class RolloutSection(_Section):
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")
+        generated = self.generated_prompts_per_step or self.prompts_per_step
+        if self.generation_calls > generated:
+            raise ValueError(f"rollout.generation_calls: {self.generation_calls} is more than the prompts generated per"
+                             f" step ({generated}); allowed: 1 to {generated}")
         if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
             raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
                              f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"

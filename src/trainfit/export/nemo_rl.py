@@ -337,6 +337,9 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
             notes.append(f"rollout.{key}: not written (vllm_kwargs takes raw vLLM arguments)")
     if ro.async_mode.value != "none":
         notes.append(f"rollout.async_mode {ro.async_mode.value}: grpo.async_grpo is not written")
+    if ro.generation_calls > 1:
+        notes.append(f"rollout.generation_calls {ro.generation_calls}: NeMo RL generates the step's prompts in one"
+                     " call; not written (the run is planned with one call, --set rollout.generation_calls=1)")
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
             or non_default(card, "rollout.length_profile") or ro.response_clip_ratio is not None:
         notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_shape /"

@@ -248,6 +248,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             f"rollout.weight_sync {sync.value}: OpenRLHF syncs one parameter at a time (--vllm.sync_backend picks only "
             "the transport); plan the OpenRLHF run with --set rollout.weight_sync=per_parameter"
         )
+    if ro.generation_calls > 1:
+        notes.append(f"rollout.generation_calls {ro.generation_calls}: OpenRLHF generates the step's prompts in one"
+                     " call; not written (the run is planned with one call, --set rollout.generation_calls=1)")
     f += [
         "--rollout.batch_size", str(ro.prompts_per_step),
         "--rollout.n_samples_per_prompt", str(ro.num_generations),

@@ -341,6 +341,9 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         )
     if ro.async_mode.value != "none":
         notes.append(f"rollout.async_mode {ro.async_mode.value}: main_ppo is synchronous; use verl's one-step-off or fully-async recipes")
+    if ro.generation_calls > 1:
+        notes.append(f"rollout.generation_calls {ro.generation_calls}: verl generates the step's prompts in one call;"
+                     " not written (the run is planned with one call, --set rollout.generation_calls=1)")
     if ro.controller_padded_batches:
         notes.append("rollout.controller_padded_batches true: verl 0.9 has only its engine workers, which ship the"
                      " trainer's batches unpadded; the padded legacy workers are not exported")

@@ -1402,7 +1402,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # loss scale; the same tensor-core rate and byte counts as bf16 mixed precision (the loss scaling is not timed)
         compute = "bf16"
         notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
-    if compute not in ("bf16", "fp8", "fp4") or (compute == "fp8" and e["framework"] not in FP8_RECIPES
+    fp16_card = compute == "fp16" and bool(e["precision"].get("fp16_source"))
+    if fp16_card:
+        # the entry's run holds its model in float16 (torch_dtype float16, with or without the Trainer's --fp16 autocast;
+        # its precision.fp16_source cites the recipe): the card's own precision.compute fp16
+        notes.append(f"precision.compute fp16: {e['precision']['fp16_source']}")
+    if compute not in ("bf16", "fp8", "fp4") and not fp16_card or (compute == "fp8" and e["framework"] not in FP8_RECIPES
                                                  and not e["precision"].get("fp8_recipe")):
         raise Unmapped("skipped", [f"{compute} compute not modelled for {e['framework']}"])
     gpu, n = resolve_gpu_id(e["gpu"])
@@ -1606,6 +1611,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # fp32 too: precision.master_weights fp32
         card["precision"]["master_weights"] = "fp32"
         notes.append(NANOTRON_FP32_MASTER)
+    if fp16_card:
+        card["precision"]["compute"] = "fp16"
     if compute == "fp8":
         recipe = e["precision"].get("fp8_recipe")
         card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])

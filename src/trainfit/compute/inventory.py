@@ -204,6 +204,26 @@ each of which reads the mask's nonzero indices (``torch.nonzero``: the host wait
 besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
 info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
 ``gen_flash_attn_padding_info``, once per model forward."""
+QUICK_GEGLU_FORWARD_SYNCS = 1
+"""Host-device synchronisations of Megatron-Core's quick-GEGLU expert activation (gpt-oss: ``quick_gelu`` with
+``gated_linear_unit`` and ``bias_activation_fusion``, as Megatron-Bridge's ``GPTOSSBridge.provider_bridge`` sets them,
+src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py l.61-84 @067f987df03b8355b03192d88d70f1709fedf51a) per MoE layer
+forward. ``TEGroupedMLP.bias_act_func`` calls ``weighted_bias_quick_geglu_impl``, which turns the Python float
+``glu_linear_offset`` into a CUDA tensor on every call, ``torch.tensor(linear_offset, dtype=input.dtype,
+device=input.device)`` (NVIDIA/Megatron-LM megatron/core/fusions/fused_bias_geglu.py l.434 at core_v0.15.0
+103851dcf4c380fe93463e2c128cbfba9bd84e37, core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172, core_v0.17.0
+9539a12e1b04a68423f57b3eb41d6125161dca24 and core_v0.18.0 ba7b5ebce12af60627a80985792a1449ce45f46c): a host-to-device
+copy from pageable memory with ``non_blocking`` False, which ``copy_kernel_cuda`` runs as ``at::cuda::memcpy_and_sync``
+(``cudaMemcpyAsync`` then ``cudaStreamSynchronize``, pytorch/pytorch aten/src/ATen/native/cuda/Copy.cu
+@007aa8aee7ee70454229698ca4b2e45283f15239), so the host waits there for the fc1 grouped GEMM queued before it. Every
+forward that runs the activation pays it: the layer's forward and the ``moe_act`` (or full) recompute, which re-runs
+``bias_act_func`` (megatron/core/transformer/moe/experts.py: the call l.292, its ``CheckpointWithoutOutput`` l.382-387
+at core_v0.17.0). The SwiGLU models' fused activation (``weighted_bias_swiglu_impl``) makes no such copy; neither does
+Transformer Engine's op-fuser path (``use_transformer_engine_op_fuser``, experts.py l.268-273 and
+``te.pytorch.ops.ScaledClampedQGeGLU`` l.451-472 at core_v0.18.0), which the card cannot state: it is counted on every
+Megatron-Core gpt-oss card. Priced by ``training.synced_seconds`` like the dispatcher's wait: a refill and a round trip
+per sync (effect, ``benchmarks/step_times.py`` 2026-12-05: the Megatron-Bridge gpt-oss-120b rows 0.2-0.8 points
+slower, none past another)."""
 # Phi-3's ``apply_rotary_pos_emb`` / ``Phi3Attention.forward`` / ``Phi3MLP.forward`` (the docstring below), the same
 # code at huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py
 FUSED_QKV_ROTARY_CAT_BYTES, FUSED_QKV_OUTPUT_COPY_BYTES, FUSED_FORWARD_KERNELS = 4.0, 4.0, 3
@@ -1629,6 +1649,7 @@ def step_inventory(
     lora_syncs = 0.0  # the adapted linears' own read-backs (Adapter.call_syncs)
     moe_eager_fk = moe_eager_bk = 0.0  # Megatron-Core's router / dispatcher launches under MoeLaunch.EAGER
     dispatch_syncs = 0.0  # Megatron-Core's token dispatcher (moe_time.DISPATCH_FORWARD_SYNCS)
+    geglu_syncs = 0.0  # Megatron-Core's quick-GEGLU scalar offset (QUICK_GEGLU_FORWARD_SYNCS)
     # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
     parts: dict[str, dict] = {}
 
@@ -2113,9 +2134,10 @@ def step_inventory(
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
             if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
                 clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
+                geglu_syncs = QUICK_GEGLU_FORWARD_SYNCS * n_moe  # the offset's blocking copy, each forward
                 part("moe_act", bytes_=clamp.forward_bytes * n_moe, kernels=clamp.forward_kernels * n_moe,
                      eager_bytes=clamp.forward_bytes * n_moe,
-                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0)
+                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0, syncs=geglu_syncs)
         elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
             layer_eager = moe_time.automodel_expert_bias_elementwise(
@@ -2302,7 +2324,7 @@ def step_inventory(
     if unpad and unpad_call_syncs:
         sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
-    sync_f += loop_syncs + dispatch_syncs + lora_syncs
+    sync_f += loop_syncs + dispatch_syncs + lora_syncs + geglu_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)

@@ -120,6 +120,7 @@ from trainfit.compute.attention_time import (
     windowed_attention_seq,
 )
 from trainfit.compute.fsdp2_output_cast import fp32_output_cast_bytes, fp32_output_cast_kernels
+from trainfit.compute.moe_dispatch import bias_loop_fp32_probs_extra
 from trainfit.compute.kbit_upcast import attention_input_cast, linear4bit_upcast_backward, linear4bit_upcast_forward
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
@@ -220,8 +221,8 @@ forward that runs the activation pays it: the layer's forward and the ``moe_act`
 ``bias_act_func`` (megatron/core/transformer/moe/experts.py: the call l.292, its ``CheckpointWithoutOutput`` l.382-387
 at core_v0.17.0). The SwiGLU models' fused activation (``weighted_bias_swiglu_impl``) makes no such copy; neither does
 Transformer Engine's op-fuser path (``use_transformer_engine_op_fuser``, experts.py l.268-273 and
-``te.pytorch.ops.ScaledClampedQGeGLU`` l.451-472 at core_v0.18.0), which the card cannot state: it is counted on every
-Megatron-Core gpt-oss card. Priced by ``training.synced_seconds`` like the dispatcher's wait: a refill and a round trip
+``te.pytorch.ops.ScaledClampedQGeGLU`` l.451-472 at core_v0.18.0): not counted on a card that states it
+(``parallel.moe_expert_mlp: te_ops``). Priced by ``training.synced_seconds`` like the dispatcher's wait: a refill and a round trip
 per sync (effect, ``benchmarks/step_times.py`` 2026-12-05: the Megatron-Bridge gpt-oss-120b rows 0.2-0.8 points
 slower, none past another)."""
 # Phi-3's ``apply_rotary_pos_emb`` / ``Phi3Attention.forward`` / ``Phi3MLP.forward`` (the docstring below), the same
@@ -1512,6 +1513,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+    fused_expert_mlp: bool = False,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, expert_loop_stacked: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
@@ -1555,7 +1557,10 @@ def step_inventory(
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
-    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
+    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``; the flex one hands the experts float32
+    probabilities, ``moe_dispatch.bias_loop_fp32_probs_extra``); ``fused_expert_mlp``: Megatron-Core's experts run
+    through Transformer Engine's op fuser (``MoeExpertMlp.TE_OPS``), so gpt-oss's eager clamp, bias loop and
+    quick-GEGLU offset copy are not counted; ``fused_cross_entropy``: the loss is flash-attn's
     kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``compiled_cross_entropy``: the eager loss
     runs under ``torch.compile`` (``loss.compiled``: ``COMPILED_CE_*``, counted as fused, in place of ``LOSS_*``;
     flash-attn's kernel, when set, wins); ``loss_input_copy``: the loop copies the shifted logits before the loss
@@ -2128,10 +2133,17 @@ def step_inventory(
             fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
             part("moe", bytes_=g_b * n_moe, kernels=g_k * n_moe, strided_=g_s * n_moe)
         layer_eager = None
-        if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
+        if megatron_experts and not expert_loop and not fused_expert_mlp:  # gpt-oss under Megatron-Core: eager
+        # clamp and bias loop (Transformer Engine's op fuser, fused_expert_mlp, runs neither)
             layer_eager = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
+            if moe.expert_bias:  # the bias loop in float32 on the flex dispatcher's probabilities (moe_dispatch)
+                xf, xb, xfk, xbk = bias_loop_fp32_probs_extra(dispatcher=moe_dispatcher, rows=rows, hidden=h,
+                                                              local_experts=moe.num_experts)
+                layer_eager = moe_time.MoeLayerWork(layer_eager.forward_bytes + xf, layer_eager.backward_bytes + xb,
+                                                    layer_eager.forward_kernels + xfk,
+                                                    layer_eager.backward_kernels + xbk)
             if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
                 clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
                 geglu_syncs = QUICK_GEGLU_FORWARD_SYNCS * n_moe  # the offset's blocking copy, each forward

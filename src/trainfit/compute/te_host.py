@@ -126,7 +126,8 @@ Qwen3-30B-A3B update -62.3 -> -53.1% and log-probs -56.7 -> -48.3%; while rows t
 the rows beyond -50% there, and no sync placed inside a layer comes near it (one wait per layer costs a refill and a
 round trip, ``synced_seconds``). The compute-bound Blackwell gpt-oss-120b BF16 rows are no host matter either:
 26.04 B200 (published 6.28 s, planned 4.61 s: GEMMs 1.59, attention 0.50, memory-bound 0.96 with the recompute, EP
-0.28 exposed, data-parallel 0.67, slowest rank 0.57; host 0.77 s hidden) reads -26.6 -> -19.0% fully serialised;
+0.28 exposed, data-parallel 0.67, slowest rank 0.57; host 0.77 s hidden; read before the float32 bias loop,
+``moe_dispatch.bias_loop_fp32_probs_extra``, which takes it to -23.7%) reads -26.6 -> -19.0% fully serialised;
 closing it by one term would take the GEMMs 2.1x, the memory-bound work 2.7x or attention 4.3x slower; tile
 quantisation of gpt-oss's 2,880-wide expert outputs costs 2.2% of a 128-column tile (6.3% of a 256-column one).
 * A per-micro-batch pass over the rank's parameters (the growth as TP falls): a + b / TP through 92.1 ms at TP 4 and

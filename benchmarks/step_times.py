@@ -561,6 +561,12 @@ def model_parallel_section(dims: dict[str, Any], *, num_layers: int | None = Non
     # note cites the recipe
     if dims.get("moe_launch"):
         out["moe_launch"] = dims["moe_launch"]
+    # Megatron-Core's TEGroupedMLP through Transformer Engine's op fuser where the entry's recipe sets
+    # use_transformer_engine_op_fuser (the card's parallel.moe_expert_mlp; each entry's note cites the recipe)
+    if dims.get("moe_expert_mlp"):
+        out["moe_expert_mlp"] = dims["moe_expert_mlp"]
+        notes.append(f"parallel.moe_expert_mlp {dims['moe_expert_mlp']}: the recipe sets use_transformer_engine_op_fuser"
+                     " (Megatron-Core's fused grouped expert MLP)")
     # the router's load-balancing loss where the entry's command or provider states one (the card's
     # parallel.moe_load_balancing; each entry's note cites it)
     if dims.get("moe_load_balancing"):

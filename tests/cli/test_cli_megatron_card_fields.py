@@ -22,6 +22,12 @@ from trainfit.cli.main import main
         (["parallel.tensor_parallel_impl=megatron", "parallel.moe_launch=fused"],
          "parallel.moe_launch: 'fused' describes an MoE router and dispatcher; Qwen/Qwen3-8B is dense;"
          " allowed for it: null"),
+        (["parallel.moe_expert_mlp=te_ops"],
+         "parallel.moe_expert_mlp: 'te_ops' describes Megatron-Core's TEGroupedMLP, read with"
+         " tensor_parallel_impl: megatron (got dtensor); allowed otherwise: null"),
+        (["parallel.tensor_parallel_impl=megatron", "parallel.moe_expert_mlp=unfused"],
+         "parallel.moe_expert_mlp: 'unfused' describes Megatron-Core's routed experts; Qwen/Qwen3-8B is dense;"
+         " allowed for it: null"),
         (["parallel.moe_load_balancing=aux_loss"],
          "parallel.moe_load_balancing: 'aux_loss' describes Megatron-Core's router, read with"
          " tensor_parallel_impl: megatron (got dtensor); allowed otherwise: null"),

@@ -76,3 +76,12 @@ def test_presets():
     assert "pipeline_outputs_deallocated" not in apply_preset(base, "verl")["parallel"]
     own = {**base, "parallel": {**base["parallel"], "pipeline_outputs_deallocated": False}}
     assert apply_preset(own, "nemo-rl")["parallel"]["pipeline_outputs_deallocated"] is False
+
+
+@pytest.mark.parametrize("target", ["verl", "nemo-rl"])
+def test_fused_expert_mlp_is_noted_not_written(target):
+    # use_transformer_engine_op_fuser is no key either file carries: the note says so and the read-back is unfused
+    card = _card(moe_expert_mlp="te_ops")
+    e = export(card, target)
+    assert any(n.startswith("parallel.moe_expert_mlp te_ops:") for n in e.notes), e.notes
+    assert read_back(card, e).parallel.moe_expert_mlp is None

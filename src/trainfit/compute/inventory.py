@@ -120,6 +120,7 @@ from trainfit.compute.attention_time import (
     windowed_attention_seq,
 )
 from trainfit.compute.fsdp2_output_cast import fp32_output_cast_bytes, fp32_output_cast_kernels
+from trainfit.compute.moe_dispatch import bias_loop_fp32_probs_extra
 from trainfit.compute.kbit_upcast import attention_input_cast, linear4bit_upcast_backward, linear4bit_upcast_forward
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
@@ -204,6 +205,26 @@ each of which reads the mask's nonzero indices (``torch.nonzero``: the host wait
 besides 5 small kernels per call (the mask's sum, nonzero, max, cumsum, pad). "Precompute flash attention padding
 info" (6dcc0d84b9cc7e5ba3b3f8148cf8459e298e2ba1, 2024-01-17, first released in v0.5.0) moves the three calls to
 ``gen_flash_attn_padding_info``, once per model forward."""
+QUICK_GEGLU_FORWARD_SYNCS = 1
+"""Host-device synchronisations of Megatron-Core's quick-GEGLU expert activation (gpt-oss: ``quick_gelu`` with
+``gated_linear_unit`` and ``bias_activation_fusion``, as Megatron-Bridge's ``GPTOSSBridge.provider_bridge`` sets them,
+src/megatron/bridge/models/gpt_oss/gpt_oss_bridge.py l.61-84 @067f987df03b8355b03192d88d70f1709fedf51a) per MoE layer
+forward. ``TEGroupedMLP.bias_act_func`` calls ``weighted_bias_quick_geglu_impl``, which turns the Python float
+``glu_linear_offset`` into a CUDA tensor on every call, ``torch.tensor(linear_offset, dtype=input.dtype,
+device=input.device)`` (NVIDIA/Megatron-LM megatron/core/fusions/fused_bias_geglu.py l.434 at core_v0.15.0
+103851dcf4c380fe93463e2c128cbfba9bd84e37, core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172, core_v0.17.0
+9539a12e1b04a68423f57b3eb41d6125161dca24 and core_v0.18.0 ba7b5ebce12af60627a80985792a1449ce45f46c): a host-to-device
+copy from pageable memory with ``non_blocking`` False, which ``copy_kernel_cuda`` runs as ``at::cuda::memcpy_and_sync``
+(``cudaMemcpyAsync`` then ``cudaStreamSynchronize``, pytorch/pytorch aten/src/ATen/native/cuda/Copy.cu
+@007aa8aee7ee70454229698ca4b2e45283f15239), so the host waits there for the fc1 grouped GEMM queued before it. Every
+forward that runs the activation pays it: the layer's forward and the ``moe_act`` (or full) recompute, which re-runs
+``bias_act_func`` (megatron/core/transformer/moe/experts.py: the call l.292, its ``CheckpointWithoutOutput`` l.382-387
+at core_v0.17.0). The SwiGLU models' fused activation (``weighted_bias_swiglu_impl``) makes no such copy; neither does
+Transformer Engine's op-fuser path (``use_transformer_engine_op_fuser``, experts.py l.268-273 and
+``te.pytorch.ops.ScaledClampedQGeGLU`` l.451-472 at core_v0.18.0): not counted on a card that states it
+(``parallel.moe_expert_mlp: te_ops``). Priced by ``training.synced_seconds`` like the dispatcher's wait: a refill and a round trip
+per sync (effect, ``benchmarks/step_times.py`` 2026-12-05: the Megatron-Bridge gpt-oss-120b rows 0.2-0.8 points
+slower, none past another)."""
 # Phi-3's ``apply_rotary_pos_emb`` / ``Phi3Attention.forward`` / ``Phi3MLP.forward`` (the docstring below), the same
 # code at huggingface/transformers @00d4b3d2142cb4ced2f51b90614b5d26bc045015: https://github.com/huggingface/transformers/blob/00d4b3d2142cb4ced2f51b90614b5d26bc045015/src/transformers/models/phi3/modeling_phi3.py
 FUSED_QKV_ROTARY_CAT_BYTES, FUSED_QKV_OUTPUT_COPY_BYTES, FUSED_FORWARD_KERNELS = 4.0, 4.0, 3
@@ -1492,6 +1513,7 @@ def step_inventory(
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+    fused_expert_mlp: bool = False,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
     expert_loop_every: bool = False, expert_loop_stacked: bool = False, compiled_cross_entropy: bool = False,
     fp8_casts: CastTraffic | None = None, megatron_experts: bool = False, expert_streams: bool = False,
@@ -1535,7 +1557,10 @@ def step_inventory(
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
-    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``); ``fused_cross_entropy``: the loss is flash-attn's
+    the flex / DeepEP one does not: ``moe_time.chunk_sort_bytes``; the flex one hands the experts float32
+    probabilities, ``moe_dispatch.bias_loop_fp32_probs_extra``); ``fused_expert_mlp``: Megatron-Core's experts run
+    through Transformer Engine's op fuser (``MoeExpertMlp.TE_OPS``), so gpt-oss's eager clamp, bias loop and
+    quick-GEGLU offset copy are not counted; ``fused_cross_entropy``: the loss is flash-attn's
     kernel (``FLASH_CE_*``) instead of the eager fp32 one (``LOSS_*``); ``compiled_cross_entropy``: the eager loss
     runs under ``torch.compile`` (``loss.compiled``: ``COMPILED_CE_*``, counted as fused, in place of ``LOSS_*``;
     flash-attn's kernel, when set, wins); ``loss_input_copy``: the loop copies the shifted logits before the loss
@@ -1629,6 +1654,7 @@ def step_inventory(
     lora_syncs = 0.0  # the adapted linears' own read-backs (Adapter.call_syncs)
     moe_eager_fk = moe_eager_bk = 0.0  # Megatron-Core's router / dispatcher launches under MoeLaunch.EAGER
     dispatch_syncs = 0.0  # Megatron-Core's token dispatcher (moe_time.DISPATCH_FORWARD_SYNCS)
+    geglu_syncs = 0.0  # Megatron-Core's quick-GEGLU scalar offset (QUICK_GEGLU_FORWARD_SYNCS)
     # Megatron-Core's recompute_modules: what each re-runs (StepInventory.recompute_modules)
     parts: dict[str, dict] = {}
 
@@ -2108,15 +2134,23 @@ def step_inventory(
             fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
             part("moe", bytes_=g_b * n_moe, kernels=g_k * n_moe, strided_=g_s * n_moe)
         layer_eager = None
-        if megatron_experts and not expert_loop:  # gpt-oss under Megatron-Core: eager clamp and bias loop
+        if megatron_experts and not expert_loop and not fused_expert_mlp:  # gpt-oss under Megatron-Core: eager
+        # clamp and bias loop (Transformer Engine's op fuser, fused_expert_mlp, runs neither)
             layer_eager = moe_time.megatron_expert_elementwise(
                 rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
+            if moe.expert_bias:  # the bias loop in float32 on the flex dispatcher's probabilities (moe_dispatch)
+                xf, xb, xfk, xbk = bias_loop_fp32_probs_extra(dispatcher=moe_dispatcher, rows=rows, hidden=h,
+                                                              local_experts=moe.num_experts)
+                layer_eager = moe_time.MoeLayerWork(layer_eager.forward_bytes + xf, layer_eager.backward_bytes + xb,
+                                                    layer_eager.forward_kernels + xfk,
+                                                    layer_eager.backward_kernels + xbk)
             if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
                 clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
+                geglu_syncs = QUICK_GEGLU_FORWARD_SYNCS * n_moe  # the offset's blocking copy, each forward
                 part("moe_act", bytes_=clamp.forward_bytes * n_moe, kernels=clamp.forward_kernels * n_moe,
                      eager_bytes=clamp.forward_bytes * n_moe,
-                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0)
+                     eager_kernels=clamp.forward_kernels * n_moe if eager_launch else 0.0, syncs=geglu_syncs)
         elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
             layer_eager = moe_time.automodel_expert_bias_elementwise(
@@ -2306,7 +2340,7 @@ def step_inventory(
     if unpad and unpad_call_syncs:
         sync_f += UNPAD_CALL_SYNCS * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
-    sync_f += loop_syncs + dispatch_syncs + lora_syncs
+    sync_f += loop_syncs + dispatch_syncs + lora_syncs + geglu_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,
                attention_head_dim=float(spec.head_dim) if attn_fwd else 0.0,
                # a QLoRA model loaded in float32: q / k / v reach SDPA in fp32 (Adapter.base_dtype_bytes)

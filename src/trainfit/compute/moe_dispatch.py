@@ -255,3 +255,49 @@ def allgather_dispatch(*, tokens: float, hidden: int, experts: int, group: int, 
     kw = dict(ranks=group, bus_bytes_per_s=bus_bytes_per_s, latency_s=latency_s, nodes=nodes)
     return AllGatherDispatch(all_gather_seconds(total_bytes=gathered, **kw),
                              reduce_scatter_seconds(total_bytes=combined, **kw), gathered, combined)
+
+
+FLEX_PROBS_BYTES = 4.0
+"""Bytes of one routing probability that Megatron-Core's ``flex`` dispatcher hands to the experts: DeepEP and HybridEP
+take float32 probabilities only, so the dispatcher casts the router's (``token_probs.float()``, "DeepEP only supports
+float32 probs" / "HybridEP only supports float32 probs") and the permuted probabilities stay float32 (``assert
+self.dispatched_probs.dtype == torch.float32``): NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py
+l.1033-1039, l.1178-1184 and l.1302 @9539a12e1b04a68423f57b3eb41d6125161dca24 (core_v0.17.0)."""
+
+BIAS_LOOP_FP32_PROBS_EXTRA_BYTES = (16.0, 24.0)
+"""(forward, backward) bytes per element of the fc2 output that ``TEGroupedMLP._apply_bias`` moves beyond its
+all-bf16 count (``moe_time.EXPERT_BIAS_FORWARD_BYTES`` 12, ``EXPERT_BIAS_BACKWARD_BYTES`` 16) when the routing
+probabilities are float32 (``FLEX_PROBS_BYTES``). The loop is ``torch.cat([t + b * p ...]).view(shape).to(dtype)``
+(NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py ``_apply_bias`` l.251-268
+@9539a12e1b04a68423f57b3eb41d6125161dca24, core_v0.17.0): with a float32 ``p`` PyTorch's type promotion makes ``b * p`` and
+``t + b·p`` float32 and the ``cat`` copies float32 before the final cast. Forward: ``b * p`` writes 4, ``t + b·p``
+reads 2 + 4 and writes 4, ``cat`` reads and writes 4, ``.to`` reads 4 and writes 2: 28 against 12. Backward: the
+cast's gradient (read 2, write 4), per expert the add's gradient cast back to ``t``'s bf16 (read 4, write 2), the two
+products (read 4, write 4 each) and their sums (read 4 each), and the split's ``cat`` of ``t``'s gradient (read 2,
+write 2): 40 against 16. The same count with bf16 probabilities gives the traced 12 and 16 (no casts, 2 bytes each)."""
+
+BIAS_LOOP_FP32_PROBS_EXTRA_KERNELS = (1, 1)
+"""(forward, backward) kernels the float32 probabilities add to ``_apply_bias``: the final ``.to(dtype)`` forward and
+its gradient's cast backward; plus, backward, ``BIAS_LOOP_FP32_PROBS_EXTRA_KERNELS_PER_EXPERT`` per local expert
+(``bias_loop_fp32_probs_extra``; NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py ``_apply_bias``
+@9539a12e1b04a68423f57b3eb41d6125161dca24)."""
+BIAS_LOOP_FP32_PROBS_EXTRA_KERNELS_PER_EXPERT = 2
+"""Backward casts per local expert with float32 probabilities: the add's gradient to ``t``'s bf16 and the bias
+gradient (a ``hidden`` vector summed in float32) to the bias's bf16, which autograd's engine casts to each input's
+dtype (NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py ``_apply_bias``
+@9539a12e1b04a68423f57b3eb41d6125161dca24)."""
+
+
+def bias_loop_fp32_probs_extra(*, dispatcher: MoeDispatcher, rows: float, hidden: int,
+                               local_experts: int) -> tuple[float, float, float, float]:
+    """(forward bytes, backward bytes, forward kernels, backward kernels) that Megatron-Core's expert-bias loop
+    (``TEGroupedMLP._apply_bias``, a model with expert biases: gpt-oss) adds per MoE layer on a rank whose
+    ``local_experts`` receive ``rows`` routed rows of ``hidden`` outputs when ``dispatcher`` hands the experts float32
+    probabilities (the flex dispatcher, ``MoeDispatcher.DEEPEP``: ``FLEX_PROBS_BYTES``); zero for the others, whose
+    probabilities keep the router's bf16 (``BIAS_LOOP_FP32_PROBS_EXTRA_BYTES``)."""
+    if dispatcher is not MoeDispatcher.DEEPEP or rows <= 0:
+        return 0.0, 0.0, 0.0, 0.0
+    e = rows * hidden
+    fk, bk = BIAS_LOOP_FP32_PROBS_EXTRA_KERNELS
+    return (BIAS_LOOP_FP32_PROBS_EXTRA_BYTES[0] * e, BIAS_LOOP_FP32_PROBS_EXTRA_BYTES[1] * e, float(fk),
+            float(bk + BIAS_LOOP_FP32_PROBS_EXTRA_KERNELS_PER_EXPERT * max(1, local_experts)))

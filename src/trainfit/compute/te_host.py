@@ -102,6 +102,34 @@ micro-batch's host work (op count and Python) is the same at both. Nothing cited
 * verl's per-micro-batch host syncs (8 pageable copies, three ``preprocess_packed_seqs`` calls with three ``tolist``
   each and one boolean index a sequence, the outputs' ``postprocess``, five ``.item()`` in the loss): even with no
   host-device overlap at all the TP 4 micro-batch would take 24.2 + 10.3 + 19.3 + 18.5 + 5.5 = 78 ms, not 147.
+
+Checked, not priced (null result, 2026-12-05): a host sync per Megatron-Core MoE layer or micro-batch as the reason
+the launch-bound MoE rows plan short. Read in code: the flex dispatcher's HybridEP backend without drop-and-pad passes
+``num_permuted_tokens=None``, so its dispatch runs with ``non_blocking = num_permuted_tokens is not None`` False and
+waits on the host for the received-token count (NVIDIA/Megatron-LM megatron/core/transformer/moe/fused_a2a.py
+l.365-367 and token_dispatcher.py ``_HybridEPManager.dispatch`` l.1042-1059 @d7288711ba278d160d2a5a22c099915c9fe1395c,
+the Megatron-LM that Megatron-Bridge v0.4.0 pins); DeepEP's returns the per-expert counts as a host list
+(fused_a2a.py l.135, ``torch.tensor(num_recv_tokens_per_expert_list)``), and ``TEGroupedMLP.forward``'s
+``tokens_per_expert.tolist()`` (experts.py l.344 at core_v0.17.0 9539a12e1b04a68423f57b3eb41d6125161dca24) reads
+host data after either dispatcher's wait. Each is the one wait per MoE layer forward already counted
+(``moe_time.DISPATCH_FORWARD_SYNCS``); gpt-oss's quick-GEGLU adds a second (``inventory.QUICK_GEGLU_FORWARD_SYNCS``).
+What any sync could add is bounded by running every pass with no host-device overlap at all (``host_s + device_s``
+in ``training.synced_seconds``, ``benchmarks/step_times.py`` rerun, not committed): Megatron-Bridge's H100 FP8
+Qwen3-30B-A3B 16-GPU rows 26.04 / 26.04.01 / 26.06 -27.1 / -26.6 / -27.7% -> -8.6 / -8.0 / -9.4% (2604: forward
+host 6.59 s against 3.93 s of device work, backward 3.60 against 8.66), its verification card's pre-training -25.9 ->
+-6.6% but the performance item -16.7 -> +12.2% and SFT -41.7 -> -32.1%; 25.11 / 26.02 -64.3 / -65.3% -> -55.9 /
+-54.4%; the gpt-oss verification cards 20B SFT -49.0 -> -26.5%, 20B pre-training -44.6 -> -25.6%, 120B SFT -55.6 ->
+-46.6%, 120B pre-training -63.9 -> -54.1%; ms-swift's Megatron Qwen3-30B-A3B -53.9 -> -47.4%; NeMo RL v0.3's
+Qwen3-30B-A3B update -62.3 -> -53.1% and log-probs -56.7 -> -48.3%; while rows that plan close overshoot
+(Megatron-Bridge 25.09 B200 Qwen3-30B-A3B -0.9 -> +26.7%, 26.04 B200 MXFP8 -9.6 -> +12.4%, 26.04 H100 Llama3-70B
++7.4 -> +17.8%, 26.04 H100 Qwen3-235B-A22B -12.8 -> +3.2%; all rows' median 10.3 -> 13.7%). Even that bound leaves
+the rows beyond -50% there, and no sync placed inside a layer comes near it (one wait per layer costs a refill and a
+round trip, ``synced_seconds``). The compute-bound Blackwell gpt-oss-120b BF16 rows are no host matter either:
+26.04 B200 (published 6.28 s, planned 4.61 s: GEMMs 1.59, attention 0.50, memory-bound 0.96 with the recompute, EP
+0.28 exposed, data-parallel 0.67, slowest rank 0.57; host 0.77 s hidden; read before the float32 bias loop,
+``moe_dispatch.bias_loop_fp32_probs_extra``, which takes it to -23.7%) reads -26.6 -> -19.0% fully serialised;
+closing it by one term would take the GEMMs 2.1x, the memory-bound work 2.7x or attention 4.3x slower; tile
+quantisation of gpt-oss's 2,880-wide expert outputs costs 2.2% of a 128-column tile (6.3% of a 256-column one).
 * A per-micro-batch pass over the rank's parameters (the growth as TP falls): a + b / TP through 92.1 ms at TP 4 and
   129-139 ms at TP 2 gives b = 148-188 ms at TP 1, 65-83 B per parameter per micro-batch at 3.35 TB/s, 6-8 times
   Megatron-Core's fp32 gradient accumulation (10 B), and the forward-only pass has no gradient.

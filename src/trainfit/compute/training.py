@@ -630,6 +630,9 @@ class ModelParallel:
     """LoRA's frozen base linears: no wgrad GEMM, no input re-gather (``model_parallel.te_sp_backward_pair_s``)."""
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL
     """How the EP group moves routed tokens (``compute.moe_dispatch``); DEEPEP reads the three fields below."""
+    fused_expert_mlp: bool = False
+    """Megatron-Core's ``TEGroupedMLP`` through Transformer Engine's op fuser (``MoeExpertMlp.TE_OPS``): no eager
+    activation steps nor bias loop (``inventory.step_inventory``)."""
     ep_ranks_per_node: int = 1
     """Ranks of one expert-parallel group that share a node (NVLink domain)."""
     ep_nic_bytes_per_s: float = 1.0
@@ -843,7 +846,8 @@ def train_step_time(
                              if fp8_param_transpose else 0.0) if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
-                         moe_dispatcher=mp.moe_dispatcher, fused_cross_entropy=fused_cross_entropy,
+                         moe_dispatcher=mp.moe_dispatcher, fused_expert_mlp=mp.fused_expert_mlp,
+                         fused_cross_entropy=fused_cross_entropy,
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
                          expert_loop=expert_loop, expert_loop_stacked=expert_loop_stacked,

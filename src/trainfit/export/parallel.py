@@ -328,6 +328,9 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     if p.moe_launch is not None and "moe_launch" not in has:
         out.append(f"parallel.moe_launch {p.moe_launch.value}: {target} has no Megatron-Core router fusion or CUDA"
                    " graph setting (moe_router_fusion, cuda_graph_scope); not written")
+    if p.moe_expert_mlp is not None and "moe_expert_mlp" not in has:
+        out.append(f"parallel.moe_expert_mlp {p.moe_expert_mlp.value}: {target} has no setting for Megatron-Core's"
+                   " fused expert MLP (use_transformer_engine_op_fuser); not written (its default, unfused, runs)")
     if p.moe_load_balancing is not None and "moe_load_balancing" not in has:
         out.append(f"parallel.moe_load_balancing {p.moe_load_balancing.value}: the router's load-balancing loss is"
                    " Megatron-Core's moe_router_load_balancing_type with a moe_aux_loss_coeff the card does not carry;"

@@ -157,6 +157,9 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     if card.parallel.moe_load_balancing is not None:
         return (f"parallel.moe_load_balancing: '{card.parallel.moe_load_balancing.value}' describes an MoE router;"
                 f" {spec.name} is dense; allowed for it: null")
+    if card.parallel.moe_expert_mlp is not None:
+        return (f"parallel.moe_expert_mlp: '{card.parallel.moe_expert_mlp.value}' describes Megatron-Core's routed"
+                f" experts; {spec.name} is dense; allowed for it: null")
     if card.lora.expert_adapters is not ExpertAdapters.MERGED:
         return (f"lora.expert_adapters: '{card.lora.expert_adapters.value}' prices the adapters of routed experts;"
                 f" {spec.name} is dense; allowed for it: merged")
@@ -168,6 +171,7 @@ def check_model_options(card: RunCard) -> None:
     commands that do not plan the card itself (``fit`` before its search, ``export``). The model is resolved only
     when the card sets such an option."""
     if (card.parallel.moe_launch is None and card.parallel.moe_load_balancing is None
+            and card.parallel.moe_expert_mlp is None
             and card.lora.expert_adapters is ExpertAdapters.MERGED
             and card.parallel.moe_experts is not MoeExperts.LOOP_V5 and card.parallel.moe_experts_hit is None):
         return

@@ -47,7 +47,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding, RolloutEngine
+from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -687,6 +687,8 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # DeepEP / HybridEP: the per-node rows leave through each GPU's NIC, the fan-out runs over NVLink
         # (compute.moe_dispatch), the same links and efficiency as the all-to-all above
         moe_dispatcher=par.moe_dispatcher, ep_ranks_per_node=ep_local,
+        # Megatron-Core's TEGroupedMLP through Transformer Engine's op fuser (compute.inventory.step_inventory)
+        fused_expert_mlp=par.moe_expert_mlp is MoeExpertMlp.TE_OPS,
         ep_nic_bytes_per_s=coll.gpu_nic_bytes_per_s(rates=r, nic_bytes_per_s=nic, local_ranks=ep_local)
         * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)

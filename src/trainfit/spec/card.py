@@ -43,6 +43,7 @@ from trainfit.spec.enums import (
     Method,
     MoeDispatcher,
     MoeExperts,
+    MoeExpertMlp,
     MoeLaunch,
     MoeLoadBalancing,
     MoeRouting,
@@ -608,6 +609,11 @@ class ParallelSection(_Section):
                                          " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"
                                          " router and dispatcher op pays a host launch); null: Megatron-Core's"
                                          " defaults, eager (resolved_moe_launch). Megatron-Core MoE cards only.")
+    moe_expert_mlp: MoeExpertMlp | None = Field(None, description="unfused (Megatron-Core TEGroupedMLP's own forward:"
+                                                " its eager activation and, with expert biases, the per-expert bias"
+                                                " loop) | te_ops (use_transformer_engine_op_fuser: one fused Transformer"
+                                                " Engine op sequence, neither runs); null: unfused. Megatron-Core MoE"
+                                                " cards only.")
     moe_load_balancing: MoeLoadBalancing | None = Field(None, description="none | aux_loss | seq_aux_loss: the load-"
                                                         "balancing loss Megatron-Core's router computes each training"
                                                         " forward (moe_router_load_balancing_type with a non-zero"
@@ -718,6 +724,10 @@ class ParallelSection(_Section):
         if self.moe_launch is not None and not megatron:
             raise ValueError(f"parallel.moe_launch: '{self.moe_launch.value}' describes Megatron-Core's router and"
                              " dispatcher, read with tensor_parallel_impl: megatron (got"
+                             f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
+        if self.moe_expert_mlp is not None and not megatron:
+            raise ValueError(f"parallel.moe_expert_mlp: '{self.moe_expert_mlp.value}' describes Megatron-Core's"
+                             " TEGroupedMLP, read with tensor_parallel_impl: megatron (got"
                              f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
         if self.moe_load_balancing is not None and not megatron:
             raise ValueError(f"parallel.moe_load_balancing: '{self.moe_load_balancing.value}' describes Megatron-Core's"

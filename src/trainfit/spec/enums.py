@@ -680,6 +680,21 @@ class MoeExperts(StrEnum):
         return self.is_loop or self is MoeExperts.LOOP_V5
 
 
+class MoeExpertMlp(StrEnum):
+    """How Megatron-Core's ``TEGroupedMLP`` runs its routed experts' MLP (``compute.inventory``
+    ``QUICK_GEGLU_FORWARD_SYNCS``, ``compute.moe_time.megatron_expert_elementwise``)."""
+
+    UNFUSED = "unfused"
+    """Its own forward: the fc1 grouped linear, ``bias_act_func`` (gpt-oss: the eager clamp and the quick-GEGLU) and
+    the fc2 grouped linear, then ``_apply_bias``'s per-expert loop for expert biases (NVIDIA/Megatron-LM
+    megatron/core/transformer/moe/experts.py @9539a12e1b04a68423f57b3eb41d6125161dca24, core_v0.17.0)."""
+    TE_OPS = "te_ops"
+    """``use_transformer_engine_op_fuser``: the forward returns early through ``_fused_forward``, one Transformer
+    Engine ``te.pytorch.ops.Sequential`` of ``GroupedLinear``, the scaled GLU (``ScaledSwiGLU`` /
+    ``ScaledClampedQGeGLU``) and ``GroupedLinear`` (its bias inside), so neither ``bias_act_func`` nor ``_apply_bias``
+    runs (experts.py l.268-273, l.380-506 and l.648-654 @ba7b5ebce12af60627a80985792a1449ce45f46c, core_v0.18.0)."""
+
+
 class MoeDispatcher(StrEnum):
     """How the expert-parallel group moves routed tokens (``compute.moe_dispatch``)."""
 

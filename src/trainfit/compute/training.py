@@ -1059,6 +1059,69 @@ def train_step_time(
     opt_phase = PhaseTime("optimizer_step", opt_s, "launch" if opt.host_s > opt.device_s else "memory",
                           {"bytes_moved": opt.bytes_moved, "kernels": opt.kernels})
 
+    # One GPU timeline per micro-step (gpu_timeline_exposed_s): on one side the passes' host-paced time (the TP
+    # collectives' exposure per pass included, and under Megatron-Core's EP overlap the all-to-alls that outlast the
+    # other direction's paced pass); on the other the GPU's work: its device time, the TP collectives on the compute
+    # stream, the overlapped all-to-alls that outlast the other direction's device time, the slowest GPU's extra
+    # device time. The micro-step is the longer side: one stretch of idle GPU time absorbs one thing, so more host
+    # time never shortens it. Serial terms (non-overlapped EP, whose dispatcher syncs the host; context parallel;
+    # the pipeline sends) add to both sides.
+    paced = fwd.seconds + rec.seconds + bwd.seconds - sum(p.sync_s for p in (fwd, rec, bwd))
+    device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
+    world = max(1, parallel.ranks) * mp.tp * mp.pp
+    excess = coll.slowest_rank_excess(ranks=world)
+    both = (coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
+            if excess and work_cv > 0 and parallel.ranks > 1 else excess)
+    mpc = ModelParallelComm()
+    tp_raw = host_ep = device_ep = 0.0
+    ep_overlapped = False
+    if mp.active:
+        def mp_comm(f: PassTime, b: PassTime, blocking: bool) -> ModelParallelComm:
+            return model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=f, bwd=b,
+                                          recompute=gradient_checkpointing and (not recompute_modules
+                                                                                or "core_attn" in recompute_modules),
+                                          rates=rates, micro_steps=micro_steps,
+                                          recompute_collectives=selective != "core_attention" and not recompute_modules,
+                                          expert_recompute="moe" in recompute_modules, launch_blocking=blocking)
+
+        mpc = mp_comm(fwd, bwd, launch_blocking)
+        tp_raw, tp_fwd_raw = mpc.tensor_s, mpc.tensor_forward_s
+        if mpc.tensor_s and not launch_blocking:
+            # the TP collectives run on the GPU's timeline: a launch-bound pass's GPU slack absorbs them
+            # (model_parallel.host_slack_exposed_s), the forward's in the forward, the recomputed forward's (run
+            # layer by layer inside the backward) and the backward's in the backward; CUDA_LAUNCH_BLOCKING leaves no
+            # slack
+            def exposed(comm_s: float, *passes: PassTime) -> float:
+                return host_slack_exposed_s(comm_s=comm_s,
+                                            device_s=sum(p.gemm_s + p.attention_s + p.memory_s for p in passes),
+                                            paced_s=sum(p.seconds - p.sync_s for p in passes))
+
+            tp_fwd = exposed(mpc.tensor_forward_s, fwd)
+            mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
+                          tensor_forward_s=tp_fwd)
+        ep_overlapped = bool(mpc.expert_s) and mp.ep_comm_overlap and not launch_blocking
+        if ep_overlapped:
+            # Megatron-Core's combined 1F1B hides each direction's all-to-alls behind the other direction's pass:
+            # as long as that pass lasts with its exposed TP collectives on the host-paced side, with its device
+            # work and TP collectives on the GPU's (model_parallel.ep_overlap_exposed)
+            tp_back_raw = tp_raw - tp_fwd_raw
+            host_ep = mpc.expert_s if not mpc.tensor_s else mp_comm(
+                replace(fwd, seconds=fwd.seconds + mpc.tensor_forward_s),
+                replace(bwd, seconds=bwd.seconds + mpc.tensor_s - mpc.tensor_forward_s), False).expert_s
+            device_ep = mp_comm(replace(fwd, seconds=fwd.gemm_s + fwd.attention_s + fwd.memory_s + tp_fwd_raw),
+                             replace(bwd, seconds=bwd.gemm_s + bwd.attention_s + bwd.memory_s + tp_back_raw),
+                             False).expert_s
+    (ep_gpu, speed, uneven), ep_host = gpu_timeline_exposed_s(
+        paced_s=paced + mpc.tensor_s, device_s=device + tp_raw,
+        terms_s=(device_ep, device * excess, device * (both - excess)), host_extra_s=host_ep)
+    if ep_overlapped:
+        mpc = replace(mpc, expert_s=ep_gpu + ep_host)
+    # the data-parallel collectives (FSDP / ZeRO-3 gathers and reduce-scatters, DDP / ZeRO-1/2 bucket reductions) run
+    # on their own process group's stream beside the compute stream, whose time includes the TP collectives it waits
+    # on: each pass's window is its paced time plus its exposed TP collectives (data_parallel_window_s)
+    fwd_window_s = data_parallel_window_s(paced_s=fwd.seconds, tensor_parallel_exposed_s=mpc.tensor_forward_s)
+    bwd_window_s = data_parallel_window_s(paced_s=bwd.seconds + rec.seconds,
+                                          tensor_parallel_exposed_s=mpc.tensor_s - mpc.tensor_forward_s)
     # communication
     crosses = ranks > parallel.gpus_per_node if hsdp is None else hsdp.shard_crosses_nodes
     bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks) if hsdp is None else hsdp.shard_bus_bytes_per_s
@@ -1084,7 +1147,7 @@ def train_step_time(
                 root_weight_bytes=dense_w * root_frac, root_grad_bytes=dense_g * root_frac,
                 ranks=group, bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=group, eranks=eranks,
                                                                     hsdp=hsdp),
-                layer_forward_s=fwd.seconds / layers, layer_backward_s=(bwd.seconds + rec.seconds) / layers,
+                layer_forward_s=fwd_window_s / layers, layer_backward_s=bwd_window_s / layers,
                 micro_steps=micro_steps,
                 reshard_after_forward=fsdp2_pipeline_reshard_after_forward if held else st != "fsdp_grad_op",
                 # a pipeline stage under FSDP2: gathered once, reduce-scattered after its last backward
@@ -1114,11 +1177,11 @@ def train_step_time(
             comm = coll.exposed_data_parallel(
                 grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
                 bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=ranks, eranks=eranks),
-                backward_s=bwd.seconds + rec.seconds,
+                backward_s=bwd_window_s,
                 micro_steps=micro_steps, zero_stage=stage, expert_grad_bytes=expert_params * optimizer.grad_bytes,
                 expert_weight_bytes=expert_params * optimizer.weight_bytes, expert_ranks=eranks,
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),
-                overlap_param_gather=parallel.overlap_param_gather, forward_s=fwd.seconds,
+                overlap_param_gather=parallel.overlap_param_gather, forward_s=fwd_window_s,
                 gather_bucket_bytes=megatron_bucket_params(data_parallel=ranks) * optimizer.weight_bytes,
                 reduce_after_backward=parallel.grad_reduce_after_backward,
                 bucket_all_reduce_bytes=parallel.zero_all_reduce_bucket * optimizer.grad_bytes,
@@ -1267,63 +1330,6 @@ def train_step_time(
         *([_phase("recompute", rec.scaled(micro_steps))] if gradient_checkpointing else []),
         _phase("backward", bwd.scaled(micro_steps)),
     ]
-    # One GPU timeline per micro-step (gpu_timeline_exposed_s): on one side the passes' host-paced time (the TP
-    # collectives' exposure per pass included, and under Megatron-Core's EP overlap the all-to-alls that outlast the
-    # other direction's paced pass); on the other the GPU's work: its device time, the TP collectives on the compute
-    # stream, the overlapped all-to-alls that outlast the other direction's device time, the slowest GPU's extra
-    # device time. The micro-step is the longer side: one stretch of idle GPU time absorbs one thing, so more host
-    # time never shortens it. Serial terms (non-overlapped EP, whose dispatcher syncs the host; context parallel;
-    # the pipeline sends) add to both sides.
-    paced = fwd.seconds + rec.seconds + bwd.seconds - sum(p.sync_s for p in (fwd, rec, bwd))
-    device = sum(p.gemm_s + p.attention_s + p.memory_s for p in (fwd, rec, bwd))
-    world = max(1, parallel.ranks) * mp.tp * mp.pp
-    excess = coll.slowest_rank_excess(ranks=world)
-    both = (coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
-            if excess and work_cv > 0 and parallel.ranks > 1 else excess)
-    mpc = ModelParallelComm()
-    tp_raw = host_ep = device_ep = 0.0
-    ep_overlapped = False
-    if mp.active:
-        def mp_comm(f: PassTime, b: PassTime, blocking: bool) -> ModelParallelComm:
-            return model_parallel_comm_of(spec, mp, tokens=micro_batch_size * seq_len, fwd=f, bwd=b,
-                                          recompute=gradient_checkpointing and (not recompute_modules
-                                                                                or "core_attn" in recompute_modules),
-                                          rates=rates, micro_steps=micro_steps,
-                                          recompute_collectives=selective != "core_attention" and not recompute_modules,
-                                          expert_recompute="moe" in recompute_modules, launch_blocking=blocking)
-
-        mpc = mp_comm(fwd, bwd, launch_blocking)
-        tp_raw, tp_fwd_raw = mpc.tensor_s, mpc.tensor_forward_s
-        if mpc.tensor_s and not launch_blocking:
-            # the TP collectives run on the GPU's timeline: a launch-bound pass's GPU slack absorbs them
-            # (model_parallel.host_slack_exposed_s), the forward's in the forward, the recomputed forward's (run
-            # layer by layer inside the backward) and the backward's in the backward; CUDA_LAUNCH_BLOCKING leaves no
-            # slack
-            def exposed(comm_s: float, *passes: PassTime) -> float:
-                return host_slack_exposed_s(comm_s=comm_s,
-                                            device_s=sum(p.gemm_s + p.attention_s + p.memory_s for p in passes),
-                                            paced_s=sum(p.seconds - p.sync_s for p in passes))
-
-            tp_fwd = exposed(mpc.tensor_forward_s, fwd)
-            mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
-                          tensor_forward_s=tp_fwd)
-        ep_overlapped = bool(mpc.expert_s) and mp.ep_comm_overlap and not launch_blocking
-        if ep_overlapped:
-            # Megatron-Core's combined 1F1B hides each direction's all-to-alls behind the other direction's pass:
-            # as long as that pass lasts with its exposed TP collectives on the host-paced side, with its device
-            # work and TP collectives on the GPU's (model_parallel.ep_overlap_exposed)
-            tp_back_raw = tp_raw - tp_fwd_raw
-            host_ep = mpc.expert_s if not mpc.tensor_s else mp_comm(
-                replace(fwd, seconds=fwd.seconds + mpc.tensor_forward_s),
-                replace(bwd, seconds=bwd.seconds + mpc.tensor_s - mpc.tensor_forward_s), False).expert_s
-            device_ep = mp_comm(replace(fwd, seconds=fwd.gemm_s + fwd.attention_s + fwd.memory_s + tp_fwd_raw),
-                             replace(bwd, seconds=bwd.gemm_s + bwd.attention_s + bwd.memory_s + tp_back_raw),
-                             False).expert_s
-    (ep_gpu, speed, uneven), ep_host = gpu_timeline_exposed_s(
-        paced_s=paced + mpc.tensor_s, device_s=device + tp_raw,
-        terms_s=(device_ep, device * excess, device * (both - excess)), host_extra_s=host_ep)
-    if ep_overlapped:
-        mpc = replace(mpc, expert_s=ep_gpu + ep_host)
     if mp.active:
         for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
                            ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
@@ -1438,6 +1444,39 @@ def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> 
     (``paced_s == device_s``) waits ``excess · device_s``; a launch-bound one, whose GPU idles behind the host's
     launches, waits only for what its slack does not absorb."""
     return max(0.0, device_s * (1.0 + excess) - paced_s)
+
+
+def data_parallel_window_s(*, paced_s: float, tensor_parallel_exposed_s: float) -> float:
+    """Seconds of a pass (forward; or recompute and backward, interleaved layer by layer) behind which the
+    data-parallel collectives can hide: its host-paced time ``paced_s`` plus the seconds its tensor-parallel
+    collectives add to the compute stream beyond it (``tensor_parallel_exposed_s``: what a launch-bound pass's GPU
+    slack did not absorb, ``model_parallel.host_slack_exposed_s``; with TP communication overlap, what outlasts the
+    GEMMs). Per layer the pass lasts ``max(data-parallel traffic, compute stream)``, the compute stream's time with its
+    TP collectives, so each second of it hides at most one second of the data-parallel stream's traffic, whether the
+    compute stream then runs kernels, waits on a TP collective or idles behind the host.
+
+    Mechanism: every process group has its own NCCL stream per device, and a collective first makes that stream wait
+    for the caller's stream, then runs on it (pytorch/pytorch torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp
+    @0007e752d518810f0f8942a830dbbbfc69f34577: ``getNCCLComm`` "Creates the NCCL streams", ``ncclStreams_`` keyed by
+    device; ``collective`` "First let NCCL streams wait for input tensors allocation streams"). The TP collectives are
+    called synchronously on the TP group, so the compute stream waits for them (NVIDIA/Megatron-LM
+    megatron/core/tensor_parallel/mappings.py l.146, l.186 @d98e8a64ddf34856e74b24714e3bedb2f5a39553: the
+    sequence-parallel all-gather and reduce-scatter without ``async_op``; torch's DTensor plans wait on the functional
+    collective's result before the next op), while the data-parallel traffic runs on the data-parallel group's stream
+    beside it: FSDP2 gathers on its all-gather stream "overlapping next all-gather with current forward compute" and
+    reduce-scatters on its reduce-scatter stream, a "separate execution thread" (pytorch/pytorch
+    torch/distributed/fsdp/_fully_shard/_fsdp_param_group.py ``FSDPCommContext.lazy_init``
+    @002a76fbfea0ac0f199e4b8e2a0691074796c908); Megatron-Core's overlapped gradient reduce-scatter runs on the NCCL
+    stream beside the gradient compute (megatron/core/distributed/param_and_grad_buffer.py l.677-679, the same
+    commit).
+
+    Left without this window (the TP exposure added after the data-parallel exposure priced against ``paced_s``
+    alone), a communication-bound backward paid ``max(traffic, backward) + TP``, and with activation recompute, whose
+    launch-bound passes' slack absorbs the TP collectives, ``max(traffic, recompute + backward)``: the recompute made
+    the step faster (Qwen3-8B, FSDP over 2 H100 nodes, TP 4 + sequence parallel, fp32 gradients: 0.2133 -> 0.2040
+    s). Not counted: the context-parallel and expert-parallel exchanges and the pipeline sends (not split by pass
+    here), nor the NIC a TP group spanning nodes shares with the data-parallel traffic."""
+    return paced_s + max(0.0, tensor_parallel_exposed_s)
 
 
 def gpu_timeline_exposed_s(*, paced_s: float, device_s: float, terms_s: tuple[float, ...],

@@ -788,6 +788,36 @@ def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerW
                         backward_kernels=1.0)
 
 
+SPLIT_GATE_UP_DX_SUM_BYTES = 6.0
+"""Bytes per element of the ``rows x hidden`` routed input that summing w1's and w3's input gradients moves in backward
+(read 2 + 2, write 2, bf16). torchtitan's ``GroupedExperts`` keeps the gate and up weights as two stacks (``w1``,
+``w3``, each ``(E, expert width, hidden)``) and runs ``torch._grouped_mm(x, w1.transpose(-2, -1), offs)`` and
+``torch._grouped_mm(x, w3.transpose(-2, -1), offs)`` on the same rows (pytorch/torchtitan torchtitan/models/moe.py
+l.44-46 and l.110-135 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41, the rev PrimeIntellect-ai/prime-rl pins, whose own
+``GroupedExperts`` does the same, src/prime_rl/trainer/models/layers/moe.py l.124-140 and l.153-155
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4): two grouped GEMMs of the expert width each, not one of twice it, and in
+backward two input gradients (``_grouped_mm_mat1_backward``: ``_grouped_mm(grad, mat2.transpose(-2, -1), offs)``,
+pytorch/pytorch tools/autograd/derivatives.yaml ``_grouped_mm`` entry @d327a787782618826890c323f8d7e51f3d28ec13) that
+autograd adds into ``x``'s gradient. Each GEMM runs PyTorch's CUTLASS grouped kernel on the strided views as they
+are (``check_valid_strides_and_return_transposed`` accepts row- or column-major operands and raises otherwise; no
+``.contiguous()`` copy; ``GroupMM.cu`` instantiates all four row / column-major pairs, pytorch/pytorch
+aten/src/ATen/native/GroupedMMUtils.h and aten/src/ATen/native/cuda/GroupMM.cu
+@117b863359bf2941f50d404dc3172d1c46f92b41), so the split's cost is the tile and depth efficiency of the narrower
+GEMMs (``gemm.grouped_mm_seconds``), one more launch a pass, and this sum."""
+
+
+def split_gate_up_grouped(*, expert_padding: bool, expert_loop: bool, grouped_gemm: bool) -> bool:
+    """Whether the routed gate and up projections run as two grouped GEMMs on the same rows (torchtitan's and prime-rl's
+    ``GroupedExperts``, ``SPLIT_GATE_UP_DX_SUM_BYTES``): the padded-wrapper experts (``MoeExperts.GROUPED_PADDED``)
+    run as grouped GEMMs, not the expert loop."""
+    return expert_padding and grouped_gemm and not expert_loop
+
+
+def split_gate_up_dx_sum_bytes(*, rows: float, hidden: int) -> float:
+    """Backward bytes of one MoE layer's sum of the two input gradients over ``rows`` routed rows of ``hidden``."""
+    return SPLIT_GATE_UP_DX_SUM_BYTES * rows * hidden
+
+
 EXPERT_PADDING_BYTES = (12.0, 18.0)
 """(forward, backward) bytes per element of the ``rows x hidden`` routed input that torchtitan's ``expert_parallel``
 wrapper moves around the grouped GEMMs (``MoeExperts.GROUPED_PADDED``; pytorch/torchtitan

@@ -1770,6 +1770,9 @@ def step_inventory(
     bq_k += zc_bwd_k * zc_calls
     zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
     strided += zc_strided
+    split_gate_up = moe_time.split_gate_up_grouped(
+        expert_padding=expert_padding, grouped_expert_adapters=adapter is not None and adapter.grouped_expert_adapters,
+        expert_loop=expert_loop, grouped_gemm=grouped_gemm)
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
@@ -1786,12 +1789,10 @@ def step_inventory(
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
             # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
             # v5's eager experts (expert_loop_stacked) slice the stacked gate_up_proj: one GEMM for both
-            # torchtitan's GroupedExperts and prime-rl's MoE (grouped_padded) keep w1 and w3 apart: two grouped GEMMs
-            # on the same rows, two input gradients summed (moe_time.split_gate_up_grouped)
+            # torchtitan's GroupedExperts and prime-rl's (grouped_padded; its LoRA experts too) keep w1 and w3
+            # apart: two grouped GEMMs on the same rows, two input gradients summed (moe_time.split_gate_up_grouped)
             split = 2 if g.name == "gate_up_proj" and (
-                (expert_loop and not expert_loop_stacked)
-                or moe_time.split_gate_up_grouped(expert_padding=expert_padding, expert_loop=expert_loop,
-                                                  grouped_gemm=grouped_gemm)) else 1
+                (expert_loop and not expert_loop_stacked) or split_gate_up) else 1
             # v5's eager experts on a stack that gets a gradient (trained, or PEFT's merged W + B·A): each expert's
             # slice requires grad, so its GEMM's weight gradient runs as in full fine-tuning (expert_loop module
             # docstring, "The stacked weights' gradient")
@@ -2137,11 +2138,9 @@ def step_inventory(
             # the gather's gradient: ATen's accumulating index_put, eager under compile too, at its measured rate
             pad_index_b = moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=h) * n_moe
             bq_b += pad_index_b
-            if moe_time.split_gate_up_grouped(expert_padding=expert_padding, expert_loop=expert_loop,
-                                              grouped_gemm=grouped_gemm):
-                # w1's and w3's input gradients of the same rows summed by autograd (SPLIT_GATE_UP_DX_SUM_BYTES)
-                bq_b += moe_time.split_gate_up_dx_sum_bytes(rows=rows, hidden=h) * n_moe
-                bq_k += n_moe  # one add a layer
+        if split_gate_up:  # w1's and w3's input gradients of the same rows summed by autograd
+            bq_b += moe_time.split_gate_up_dx_sum_bytes(rows=rows, hidden=h) * n_moe
+            bq_k += n_moe  # one add a layer (SPLIT_GATE_UP_DX_SUM_BYTES)
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
             layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)

@@ -797,8 +797,9 @@ l.44-46 and l.110-135 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41, the rev PrimeIn
 ``GroupedExperts`` does the same, src/prime_rl/trainer/models/layers/moe.py l.124-140 and l.153-155
 @d8f290ef0358a804f1912bd29ea1b37cc56894b4): two grouped GEMMs of the expert width each, not one of twice it, and in
 backward two input gradients (``_grouped_mm_mat1_backward``: ``_grouped_mm(grad, mat2.transpose(-2, -1), offs)``,
-pytorch/pytorch tools/autograd/derivatives.yaml ``_grouped_mm`` entry @d327a787782618826890c323f8d7e51f3d28ec13) that
-autograd adds into ``x``'s gradient. Each GEMM runs PyTorch's CUTLASS grouped kernel on the strided views as they
+pytorch/pytorch tools/autograd/derivatives.yaml ``_grouped_mm`` entry @d327a787782618826890c323f8d7e51f3d28ec13,
+torch/csrc/autograd/FunctionsManual.cpp @002ca6715ba1ab4d2369262b487eeb30bf249911) that autograd adds into ``x``'s
+gradient. Each GEMM runs PyTorch's CUTLASS grouped kernel on the strided views as they
 are (``check_valid_strides_and_return_transposed`` accepts row- or column-major operands and raises otherwise; no
 ``.contiguous()`` copy; ``GroupMM.cu`` instantiates all four row / column-major pairs, pytorch/pytorch
 aten/src/ATen/native/GroupedMMUtils.h and aten/src/ATen/native/cuda/GroupMM.cu
@@ -806,11 +807,16 @@ aten/src/ATen/native/GroupedMMUtils.h and aten/src/ATen/native/cuda/GroupMM.cu
 GEMMs (``gemm.grouped_mm_seconds``), one more launch a pass, and this sum."""
 
 
-def split_gate_up_grouped(*, expert_padding: bool, expert_loop: bool, grouped_gemm: bool) -> bool:
+def split_gate_up_grouped(*, expert_padding: bool, grouped_expert_adapters: bool = False, expert_loop: bool,
+                          grouped_gemm: bool) -> bool:
     """Whether the routed gate and up projections run as two grouped GEMMs on the same rows (torchtitan's and prime-rl's
-    ``GroupedExperts``, ``SPLIT_GATE_UP_DX_SUM_BYTES``): the padded-wrapper experts (``MoeExperts.GROUPED_PADDED``)
-    run as grouped GEMMs, not the expert loop."""
-    return expert_padding and grouped_gemm and not expert_loop
+    ``GroupedExperts``, ``SPLIT_GATE_UP_DX_SUM_BYTES``), when the experts run as grouped GEMMs, not a loop: the
+    padded-wrapper experts (``MoeExperts.GROUPED_PADDED``), and prime-rl's LoRA experts (``ExpertAdapters.GROUPED``,
+    ``MultiLoRAGroupedExperts``), whose frozen base runs ``h1_base`` and ``h3_base`` as two ``torch._grouped_mm`` on
+    ``base_w1`` and ``base_w3`` (PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
+    l.333-341 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, unchanged from the class's first version f870bc91d to
+    8457b601d l.382-387 for this model family)."""
+    return (expert_padding or grouped_expert_adapters) and grouped_gemm and not expert_loop
 
 
 def split_gate_up_dx_sum_bytes(*, rows: float, hidden: int) -> float:

@@ -35,15 +35,22 @@ def test_inventory_adds_the_wrapper_per_moe_layer_and_nothing_else():
         extra.forward_bytes * layers)
     index_b = moe_time.expert_padding_index_backward_bytes(rows=4096 * QWEN_MOE.moe.experts_per_token,
                                                            hidden=QWEN_MOE.hidden_size)
+    # and the sum of w1's and w3's input gradients (two grouped GEMMs on the same rows, SPLIT_GATE_UP_DX_SUM_BYTES)
+    dx_sum = moe_time.split_gate_up_dx_sum_bytes(rows=4096 * QWEN_MOE.moe.experts_per_token,
+                                                 hidden=QWEN_MOE.hidden_size)
     assert padded.layers_backward.memory_bytes - plain.layers_backward.memory_bytes == pytest.approx(
-        (extra.backward_bytes + index_b) * layers)
+        (extra.backward_bytes + index_b + dx_sum) * layers)
     # the gather's gradient is ATen's eager kernel under compile too: outside the compile memory factor
     assert padded.layers_backward.fused_bytes - plain.layers_backward.fused_bytes == pytest.approx(index_b * layers)
     assert padded.layers_forward.fused_bytes == plain.layers_forward.fused_bytes
-    assert padded.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(extra.forward_kernels * layers)
+    # one more grouped GEMM forward (w1 and w3 apart), two more backward (dX, dW) and the sum of the two dX
+    assert padded.layers_forward.kernels - plain.layers_forward.kernels == pytest.approx(
+        (extra.forward_kernels + 1) * layers)
     assert padded.layers_backward.kernels - plain.layers_backward.kernels == pytest.approx(
-        extra.backward_kernels * layers)
-    assert padded.layers_forward.gemms == plain.layers_forward.gemms  # the padding rows are not counted
+        (extra.backward_kernels + 3) * layers)
+    # the padding rows are not counted; the FLOPs are the same, the gate and up GEMMs split in two
+    assert sum(g.flops for g in padded.layers_forward.gemms) == pytest.approx(
+        sum(g.flops for g in plain.layers_forward.gemms))
     # a dense model has no routed rows to pad
     dense = resolve_model("Qwen/Qwen3-8B")
     assert step_inventory(dense, expert_padding=True, **kw) == step_inventory(dense, **kw)
@@ -108,3 +115,26 @@ def test_a_compiled_padded_step_pays_the_gather_gradient_unscaled():
     index_s = (moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=QWEN_MOE.hidden_size)
                * QWEN_MOE.num_moe_layers / default_rates(resolve_gpu("h200")).hbm_bytes_per_s)
     assert back["grouped_padded"] - back["grouped"] >= 0.99 * index_s
+
+
+def test_padded_experts_run_gate_and_up_as_two_grouped_gemms_of_the_expert_width():
+    """torchtitan's / prime-rl's GroupedExperts: ``_grouped_mm(x, w1.T)`` and ``_grouped_mm(x, w3.T)`` apart, so each
+    pass has two grouped GEMMs of the expert width where transformers v5's stacked gate_up_proj has one of twice it;
+    the input gradients are two GEMMs too, and the weight gradients two."""
+    kw = dict(micro_batch_size=1, seq_len=4096, expert_parallel=1)
+    width = QWEN_MOE.moe.expert_intermediate_size
+    for padded, split in ((False, 1), (True, 2)):
+        inv = step_inventory(QWEN_MOE, expert_padding=padded, **kw)
+        fwd = next(g for g in inv.layers_forward.gemms if g.name == "gate_up_proj")
+        assert (fwd.count / QWEN_MOE.num_moe_layers, fwd.n) == (split, 2 * width // split)
+        for name, dim in (("gate_up_proj.dX", "k"), ("gate_up_proj.dW", "n")):
+            g = next(g for g in inv.layers_backward.gemms if g.name == name)
+            assert (g.count / QWEN_MOE.num_moe_layers, getattr(g, dim)) == (split, 2 * width // split)
+
+
+def test_split_gate_up_only_for_grouped_padded_experts():
+    assert moe_time.split_gate_up_grouped(expert_padding=True, expert_loop=False, grouped_gemm=True)
+    assert not moe_time.split_gate_up_grouped(expert_padding=False, expert_loop=False, grouped_gemm=True)
+    assert not moe_time.split_gate_up_grouped(expert_padding=True, expert_loop=True, grouped_gemm=True)
+    rows, h = 131072, 2048
+    assert moe_time.split_gate_up_dx_sum_bytes(rows=rows, hidden=h) == pytest.approx(6.0 * rows * h)

@@ -136,3 +136,15 @@ def test_a_dense_model_refuses_grouped_expert_adapters_in_one_line_exit_2(capsys
     # an MoE model still plans with them
     make_plan(load_card_dict({"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": "lora",
                               "lora": {"expert_adapters": "grouped"}}))
+
+
+def test_grouped_adapters_base_runs_gate_and_up_as_two_grouped_gemms():
+    """MultiLoRAGroupedExperts' frozen base: ``h1_base`` and ``h3_base`` two ``torch._grouped_mm`` of the expert width
+    (moe_time.split_gate_up_grouped), two input gradients and their sum; no weight gradient (frozen)."""
+    merged, grouped = step_inventory(QWEN_MOE, adapter=MERGED, **KW), step_inventory(QWEN_MOE, adapter=GROUPED, **KW)
+    width, layers = QWEN_MOE.moe.expert_intermediate_size, QWEN_MOE.num_moe_layers
+    for p, split in ((merged, 1), (grouped, 2)):
+        fwd, bwd = _by_name(p.layers_forward)["gate_up_proj"], _by_name(p.layers_backward)
+        assert (fwd.count, fwd.n) == (split * layers, 2 * width // split)
+        assert (bwd["gate_up_proj.dX"].count, bwd["gate_up_proj.dX"].k) == (split * layers, 2 * width // split)
+    assert "gate_up_proj.dW" not in _by_name(grouped.layers_backward)

@@ -1796,6 +1796,9 @@ def step_inventory(
     bq_k += zc_bwd_k * zc_calls
     zc_strided = ZERO_CENTRED_NORM_STRIDED_BYTES * zc_elements
     strided += zc_strided
+    split_gate_up = moe_time.split_gate_up_grouped(
+        expert_padding=expert_padding, grouped_expert_adapters=adapter is not None and adapter.grouped_expert_adapters,
+        expert_loop=expert_loop, grouped_gemm=grouped_gemm)
     # linears
     for g in linear_groups(spec):
         frozen = adapter is not None
@@ -1812,12 +1815,15 @@ def step_inventory(
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
             # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
             # v5's eager experts (expert_loop_stacked) slice the stacked gate_up_proj: one GEMM for both
-            split = 2 if expert_loop and not expert_loop_stacked and g.name == "gate_up_proj" else 1
+            # torchtitan's GroupedExperts and prime-rl's (grouped_padded; its LoRA experts too) keep w1 and w3
+            # apart: two grouped GEMMs on the same rows, two input gradients summed (moe_time.split_gate_up_grouped)
+            split = 2 if g.name == "gate_up_proj" and (
+                (expert_loop and not expert_loop_stacked) or split_gate_up) else 1
             # v5's eager experts on a stack that gets a gradient (trained, or PEFT's merged W + B·A): each expert's
             # slice requires grad, so its GEMM's weight gradient runs as in full fine-tuning (expert_loop module
             # docstring, "The stacked weights' gradient")
             stack_grad = expert_loop_stacked and (not frozen or lora)
-            n, e = (g.count, g.experts) if grouped_gemm and not expert_loop else (
+            n, e = (g.count * split, g.experts) if grouped_gemm and not expert_loop else (
                 g.count * (hit if expert_loop else g.experts) * split, 1)
             out_f = g.out_features // split
             # fp8 under Transformer Engine: Megatron-Core's TEGroupedMLP runs TE's grouped linears in the
@@ -1846,7 +1852,7 @@ def step_inventory(
                 fwd.append(Gemm(g.name, rows, out_f, g.in_features, n * share, e, dt, per_group, one_kernel,
                                 bf16_layers=bf16_part))
                 routed_fwd.append(fwd[-1])
-                part("moe", gemm=fwd[-1], kernels=0.0 if bf16_part else g.count * moe_time.expert_gemm_kernels(
+                part("moe", gemm=fwd[-1], kernels=0.0 if bf16_part else g.count * split * moe_time.expert_gemm_kernels(
                     local_experts=g.experts, grouped_gemm=grouped_gemm) / moe_time.EXPERT_PROJECTIONS)
                 bwd.append(Gemm(g.name + ".dX", rows, g.in_features, out_f, n * share, e, dt, per_group, one_kernel))
                 if not frozen or stack_grad:
@@ -1884,9 +1890,11 @@ def step_inventory(
                         weight_elements=w_el, local_experts=hit) * model_dtype_bytes / 2.0 * g.count
                     bq_k += expert_loop_time.stacked_weight_grad_kernels(local_experts=hit) * g.count
             else:
-                fwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm) / per
-                bwd_k += g.count * moe_time.expert_gemm_kernels(local_experts=g.experts, grouped_gemm=grouped_gemm,
-                                                                backward=True, trained=not frozen) / per
+                # (split: the gate and up projections' two grouped GEMMs, launched apart)
+                fwd_k += g.count * split * moe_time.expert_gemm_kernels(local_experts=g.experts,
+                                                                        grouped_gemm=grouped_gemm) / per
+                bwd_k += g.count * split * moe_time.expert_gemm_kernels(
+                    local_experts=g.experts, grouped_gemm=grouped_gemm, backward=True, trained=not frozen) / per
             if bnb_loop:
                 # each expert's frozen linears are bitsandbytes Linear4bit: one dequantisation per call and one in
                 # its backward, like the dense linears below (expert_loop.bnb_nf4_experts)
@@ -2164,6 +2172,9 @@ def step_inventory(
             # the gather's gradient: ATen's accumulating index_put, eager under compile too, at its measured rate
             pad_index_b = moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=h) * n_moe
             bq_b += pad_index_b
+        if split_gate_up:  # w1's and w3's input gradients of the same rows summed by autograd
+            bq_b += moe_time.split_gate_up_dx_sum_bytes(rows=rows, hidden=h) * n_moe
+            bq_k += n_moe  # one add a layer (SPLIT_GATE_UP_DX_SUM_BYTES)
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors
             layer_eager = moe_time.hf_fp32_combine_work(tokens=t_moe, hidden=h, top_k=moe.experts_per_token)

@@ -203,6 +203,39 @@ PyTorch's measured accumulating ``index_put`` rate (``INDEX_PUT_ACCUMULATE_SLOWD
 +0.56 s at 64k on the H200 full-parameter rows, +0.20 s on the H100 one (the LoRA experts,
 ``MultiLoRAGroupedExperts``, skip the wrapper).
 
+**The same rows' grouped GEMMs read in code (2026-12-05).** What ``torch._grouped_mm`` runs there, read at pytorch/pytorch
+tools/autograd/derivatives.yaml @d327a787782618826890c323f8d7e51f3d28ec13 (``_grouped_mm``: ``self`` by
+``_grouped_mm_mat1_backward``, ``mat2`` by ``_grouped_mm_mat2_backward``), torch/csrc/autograd/FunctionsManual.cpp
+@002ca6715ba1ab4d2369262b487eeb30bf249911 (a row-major ``mat1``'s gradient is ``_grouped_mm(grad, mat2.transpose(-2,
+-1), offs)``, a column-major ``mat2``'s ``_grouped_mm(grad.transpose(-2, -1), mat1, offs).transpose(-2, -1)``: views,
+no copy), aten/src/ATen/native/GroupedMMUtils.h
+@2295ac79eeea7cd69460598a018ea14eaef34f5c, aten/src/ATen/native/cuda/GroupedBlas.cpp
+@00d4eaf9327928137f4cc437b17e5cf54623565f and aten/src/ATen/native/cuda/GroupMM.cu
+@117b863359bf2941f50d404dc3172d1c46f92b41: on compute capability 9.x with bf16 operands and output
+``_grouped_mm_cuda`` takes the CUTLASS ptr-array kernel for every product, 2-D x 3-D (forward, input gradient) and
+2-D x 2-D with the offsets along K (the weight gradient, the group's rows as K), with no host sync and no fallback
+loop; ``check_valid_strides_and_return_transposed`` accepts a row- or column-major operand as it is (16-byte
+aligned strides, else an error, never a ``.contiguous()`` copy) and ``GroupMM.cu`` instantiates all four layout
+pairs; the tile is chosen on the mean group shape (64x128x128 pingpong when M or N is at most 128, else 128x256x64
+cooperative), the weight gradient's on the feature sizes. The experts' weights are ``(E, out, in)`` stacks used as
+``w.transpose(-2, -1)`` views (torchtitan torchtitan/models/moe.py l.44-46 and l.110-135 @a1fdd7e4; prime-rl
+layers/moe.py l.153-155 @d8f290ef), so the weight gradient comes back as ``_grouped_mm(grad.T, x, offs).T``: the
+same kernel with column-major A, no copy. So the backward is the kernel ``gemm.grouped_mm_seconds`` prices; what
+the code does differently from the plan is w1 and w3 run as two GEMMs (``SPLIT_GATE_UP_DX_SUM_BYTES``, +0.06 s a
+step at 16k, +0.16 s at 64k on the H200 full-parameter rows). The LoRA experts add their own grouped products (two
+per projection, rank-wide, ``inventory.GROUPED_EXPERT_LORA_*``), already planned. With that split, the plan's
+grouped GEMMs (forward, the full recompute's second forward, input and weight gradients) cost 9.7 ms a layer and
+micro-batch at 16k tokens (1,024 rows an expert) and 35.5 ms at 64k, 0.93 s and 3.40 s a step (48 layers, 2
+micro-batches); published minus planned is then +2.04 s (RL full), +1.81 s (LoRA) and +2.67 s (SFT full) at 16k on
+the H200s, +2.26 / +2.12 s on the H100s, and +1.23 s (full) / +1.52 s (LoRA) at 64k: about the same a step for
+3.7x the GEMM work, so no single grouped-GEMM rate error explains it (it would need the GEMMs 3.2x slower at 16k
+and 1.4x at 64k). No published bf16 ``torch._grouped_mm`` point at this shape (N 768, 1,024 rows an expert) was
+found to check the rate at small groups against: pytorch/ao pull request #2490's H100 points are Llama-4 shapes,
+and VeOmni pull request #460's 10.2 ms forward at 2,048 rows an expert includes its own scatter and gather. Not
+read, and left open: Inductor's lowering of ``aten._grouped_mm`` in torch 2.9 under the layers' ``torch.compile``
+(later trees offer a Triton template only under ``use_triton_template``, i.e. max-autotune, so by default the same
+ATen kernel; the 2.9 tree was not read).
+
 **Load imbalance is not modelled**: the expert rows are the balanced mean (``T·k / E`` per expert). Dropless
 routing lets the busiest expert (and EP rank) receive more than that, and the slowest rank sets the pace;
 no published per-micro-batch measurement of that excess for these models was found to cite, so the layer is
@@ -786,6 +819,42 @@ def hf_fp32_combine_work(*, tokens: float, hidden: int, top_k: int) -> MoeLayerW
     return MoeLayerWork(forward_bytes=(f_row * rows + f_tok * tokens) * hidden,
                         backward_bytes=(b_row * rows + b_tok * tokens) * hidden, forward_kernels=0.0,
                         backward_kernels=1.0)
+
+
+SPLIT_GATE_UP_DX_SUM_BYTES = 6.0
+"""Bytes per element of the ``rows x hidden`` routed input that summing w1's and w3's input gradients moves in backward
+(read 2 + 2, write 2, bf16). torchtitan's ``GroupedExperts`` keeps the gate and up weights as two stacks (``w1``,
+``w3``, each ``(E, expert width, hidden)``) and runs ``torch._grouped_mm(x, w1.transpose(-2, -1), offs)`` and
+``torch._grouped_mm(x, w3.transpose(-2, -1), offs)`` on the same rows (pytorch/torchtitan torchtitan/models/moe.py
+l.44-46 and l.110-135 @a1fdd7e43694bbfeff5d6ad8ac738c067bb90d41, the rev PrimeIntellect-ai/prime-rl pins, whose own
+``GroupedExperts`` does the same, src/prime_rl/trainer/models/layers/moe.py l.124-140 and l.153-155
+@d8f290ef0358a804f1912bd29ea1b37cc56894b4): two grouped GEMMs of the expert width each, not one of twice it, and in
+backward two input gradients (``_grouped_mm_mat1_backward``: ``_grouped_mm(grad, mat2.transpose(-2, -1), offs)``,
+pytorch/pytorch tools/autograd/derivatives.yaml ``_grouped_mm`` entry @d327a787782618826890c323f8d7e51f3d28ec13,
+torch/csrc/autograd/FunctionsManual.cpp @002ca6715ba1ab4d2369262b487eeb30bf249911) that autograd adds into ``x``'s
+gradient. Each GEMM runs PyTorch's CUTLASS grouped kernel on the strided views as they
+are (``check_valid_strides_and_return_transposed`` accepts row- or column-major operands and raises otherwise; no
+``.contiguous()`` copy; ``GroupMM.cu`` instantiates all four row / column-major pairs, pytorch/pytorch
+aten/src/ATen/native/GroupedMMUtils.h and aten/src/ATen/native/cuda/GroupMM.cu
+@117b863359bf2941f50d404dc3172d1c46f92b41), so the split's cost is the tile and depth efficiency of the narrower
+GEMMs (``gemm.grouped_mm_seconds``), one more launch a pass, and this sum."""
+
+
+def split_gate_up_grouped(*, expert_padding: bool, grouped_expert_adapters: bool = False, expert_loop: bool,
+                          grouped_gemm: bool) -> bool:
+    """Whether the routed gate and up projections run as two grouped GEMMs on the same rows (torchtitan's and prime-rl's
+    ``GroupedExperts``, ``SPLIT_GATE_UP_DX_SUM_BYTES``), when the experts run as grouped GEMMs, not a loop: the
+    padded-wrapper experts (``MoeExperts.GROUPED_PADDED``), and prime-rl's LoRA experts (``ExpertAdapters.GROUPED``,
+    ``MultiLoRAGroupedExperts``), whose frozen base runs ``h1_base`` and ``h3_base`` as two ``torch._grouped_mm`` on
+    ``base_w1`` and ``base_w3`` (PrimeIntellect-ai/prime-rl src/prime_rl/trainer/models/layers/lora/multi_moe.py
+    l.333-341 @d8f290ef0358a804f1912bd29ea1b37cc56894b4, unchanged from the class's first version f870bc91d to
+    8457b601d l.382-387 for this model family)."""
+    return (expert_padding or grouped_expert_adapters) and grouped_gemm and not expert_loop
+
+
+def split_gate_up_dx_sum_bytes(*, rows: float, hidden: int) -> float:
+    """Backward bytes of one MoE layer's sum of the two input gradients over ``rows`` routed rows of ``hidden``."""
+    return SPLIT_GATE_UP_DX_SUM_BYTES * rows * hidden
 
 
 EXPERT_PADDING_BYTES = (12.0, 18.0)

@@ -5,9 +5,9 @@ transformers 5's MoE blocks hold their routed experts as one module with 3-D ``n
 (``Qwen3MoeExperts`` / ``MixtralExperts``: ``gate_up_proj`` ``E x 2f x h``, ``down_proj`` ``E x h x f``;
 ``GptOssExperts`` the same with biases). bitsandbytes' 4-bit loader swaps modules, not parameters:
 ``replace_with_bnb_linear`` replaces a module only where ``isinstance(module, Conv1D) or type(module) is nn.Linear``
-(transformers 5.24.0 wheel, ``transformers/integrations/bitsandbytes.py`` l.184-230), and the quantizer quantizes a
+(transformers 5.24.0 wheel, ``transformers/integrations/bitsandbytes.py`` l.184-228), and the quantizer quantizes a
 loaded tensor only where it lands in a ``bnb.nn.Linear4bit`` (``quantizers/quantizer_bnb_4bit.py``
-``param_needs_quantization``, l.88-92). So the expert stacks and the routers (``Qwen3MoeTopKRouter``,
+``param_needs_quantization``, l.83-87). So the expert stacks and the routers (``Qwen3MoeTopKRouter``,
 ``MixtralTopKRouter``, ``GptOssTopKRouter``: modules holding a ``weight`` Parameter, no ``nn.Linear``) keep the
 loading dtype; only the attention projections (and a dense MLP's linears) become NF4. PEFT 0.21.2 then converts
 ``all-linear`` on Qwen3-MoE and Mixtral into ``target_parameters`` (``gate_up_proj``, ``down_proj``, ``gate.weight``)
@@ -18,7 +18,7 @@ quantized-layer dispatcher matches an experts module, so ``dispatch_default`` bu
 released carries an MXFP4 ``quantization_config``, and passing a ``BitsAndBytesConfig`` for it raises
 (``quantizers/auto.py`` ``merge_quantization_configs`` l.259-266: "The model is quantized with Mxfp4Config but you
 are passing a BitsAndBytesConfig config"); the MXFP4 quantizer itself is not trainable
-(``quantizers/quantizer_mxfp4.py`` ``is_trainable`` False, "consider dequantizing the model first by passing
+(``quantizers/quantizer_mxfp4.py`` ``is_trainable`` l.209-213: False, "consider dequantizing the model first by passing
 quantization_config=Mxfp4Config(dequantize=True)"), so a QLoRA of gpt-oss starts from a bf16 copy, whose experts the
 same loader leaves bf16.
 

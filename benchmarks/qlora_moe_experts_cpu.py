@@ -114,7 +114,8 @@ def _measured(cls, config, tmp: Path) -> dict:  # noqa: ANN001
         else:
             kept += p.numel()
         if name.startswith("model.layers.0.mlp.") and p.dim() == 3:
-            stacks[name.removeprefix("model.layers.0.mlp.")] = f"{str(p.dtype).removeprefix('torch.')} {type(p).__name__}"
+            dtype = str(p.dtype).removeprefix("torch.")
+            stacks[name.removeprefix("model.layers.0.mlp.")] = f"{dtype} {type(p).__name__}"
     linear4bit = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules() if isinstance(m, bnb.nn.Linear4bit)})
     pm = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
     cfg = pm.peft_config["default"]

@@ -1842,7 +1842,8 @@ def step_inventory(
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             bnb_loop = expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
-                nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops)
+                nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops,
+                stacked=expert_loop_stacked)
             if bnb_loop and _kbit(adapter):
                 # the recipe's casts around each expert's Linear4bit (compute.kbit_upcast), only where the experts
                 # are Linear4bit modules (the loop's nn.Linear experts under bitsandbytes, gated as the

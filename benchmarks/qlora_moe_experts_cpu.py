@@ -30,6 +30,8 @@ What this script checks, per family, on one model of 2 layers, hidden 64, 4 expe
   False);
 * the PEFT modules built by ``LoraConfig(target_modules="all-linear")`` and the ``ParamWrapper`` activations one
   forward runs, against ``compute.inventory.peft_param_wrapper_calls`` for a QLoRA adapter;
+* after PEFT's ``prepare_model_for_kbit_training`` (``lora.prepare_kbit: peft``) the expert stacks and the router
+  are fp32 (every non-``Params4bit`` bf16 parameter is cast up), as memory plans them under that recipe;
 * a forward and backward on the 4-bit base runs (bitsandbytes 0.50.2 has a CPU path for NF4; the ``kernels`` package
   it would prefer is not installed, so it falls back to its PyTorch dequantisation: correctness, not speed).
 
@@ -143,6 +145,23 @@ def _measured(cls, config, tmp: Path) -> dict:  # noqa: ANN001
             "param_wrapper_calls": calls, "forward_backward": bool(torch.isfinite(loss).item())}
 
 
+def _stacks_after_kbit_prep(path: Path) -> dict:
+    """PEFT's ``prepare_model_for_kbit_training`` on the 4-bit load: the dtype of layer 0's expert stacks and router
+    afterwards (it casts every bf16 / fp16 parameter that is not ``Params4bit`` to fp32; memory plans them fp32
+    under ``lora.prepare_kbit``, ``plan.terms``)."""
+    import torch
+    from peft import prepare_model_for_kbit_training
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16, device_map="cpu",
+                                                 quantization_config=BitsAndBytesConfig(
+                                                     load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                                                     bnb_4bit_compute_dtype=torch.bfloat16))
+    model = prepare_model_for_kbit_training(model)
+    return {n.removeprefix("model.layers.0.mlp."): str(p.dtype).removeprefix("torch.")
+            for n, p in model.named_parameters() if n.startswith("model.layers.0.mlp.")}
+
+
 def _mxfp4_checkpoint_with_bnb(cls, config, tmp: Path) -> str:  # noqa: ANN001
     """A gpt-oss checkpoint whose config carries the released MXFP4 quantization_config, loaded with a
     BitsAndBytesConfig: the error transformers raises (before any weight is read)."""
@@ -180,8 +199,10 @@ def main() -> int:
             match = {k: got[k] == plan[k] for k in plan}
             ok &= all(match.values())
             out["families"][fam] = {"measured": got, "planned": plan, "match": match}
+            got["after_prepare_model_for_kbit_training"] = _stacks_after_kbit_prep(tmp / config.model_type)
             print(f"{fam}: stacks {got['expert_stacks_layer0']}; NF4 modules {got['linear4bit_modules']}; "
-                  f"PEFT {got['peft_modules_layer0']}; match {match}")
+                  f"PEFT {got['peft_modules_layer0']}; after the kbit prep "
+                  f"{got['after_prepare_model_for_kbit_training']}; match {match}")
         cls, config = _configs()["gpt_oss"]
         out["gpt_oss_mxfp4_checkpoint_with_bnb"] = _mxfp4_checkpoint_with_bnb(cls, config, tmp)
         print("gpt-oss MXFP4 checkpoint + BitsAndBytesConfig:", out["gpt_oss_mxfp4_checkpoint_with_bnb"])

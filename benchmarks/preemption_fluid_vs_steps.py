@@ -2,18 +2,19 @@
 preemption (``compute.continuous_batching``: preempted sequences back at the queue's front with their generated
 tokens, readmitted toward their own lengths).
 
-Grid: 256 sequences through 64 or 256 slots, exponential and shifted-exponential lengths, KV capacities holding
-well under ``max_num_seqs x (prompt + mean)``, and caps around them; the Qwen3-0.6B GRPO card of
+Grid: 256 sequences through 64 or 256 slots, exponential and shifted-exponential lengths, KV capacities holding well
+under ``max_num_seqs x (prompt + mean)``, and caps around them; the Qwen3-0.6B GRPO card of
 tests/compute/test_continuous_batching.py (256 sequences against ~100 in KV, caps 3,328..3,840). The reference is
-vLLM V1's recompute preemption one decode step at a time (tests/compute/test_generation.py ``_per_token``: FCFS
-admission while a slot and KV for the prompt and the generated tokens are free; the newest preempted to the
-queue's front when the running set's next step does not fit), averaged over shuffled orders (the fluid is a random
-order's expectation). Prints, per case: the fluid's seconds, the reference's (mean, spread), their ratio, the
-fluid's generated tokens over the batch's (no stretch jumped over), and whether the decode grows with the cap; then
-what is preempted: the fluid's ``preempted`` and ``recompute_ctx`` (the re-prefill the phase charges, thousands of
-tokens) beside the reference's distinct preempted sequences, preemption events, and the context (prompt + generated
-tokens) of each event summed (what a readmission recomputes every time, prefix-cache hits aside) and of each distinct
-sequence's last preemption only (once per sequence), means over the orders.
+vLLM V1's recompute preemption one decode step at a time (``per_token``, also the reference of
+tests/compute/test_generation.py, test_decode_empty_engine.py and test_continuous_batching.py: FCFS admission while
+a slot and KV for the prompt and the generated tokens are free; the newest preempted to the queue's front when the
+running set's next step does not fit), averaged over shuffled orders (the fluid is a random order's expectation).
+Prints, per case: the fluid's seconds, the reference's (mean, spread), their ratio, the fluid's generated tokens
+over the batch's (no stretch jumped over), and whether the decode grows with the cap; then what is preempted: the
+fluid's ``preempted`` and ``recompute_ctx`` (the re-prefill the phase charges, thousands of tokens) beside the
+reference's distinct preempted sequences, preemption events, and the context (prompt + generated tokens) of each
+event summed (what a readmission recomputes every time, prefix-cache hits aside) and of each distinct sequence's
+last preemption only (once per sequence), means over the orders.
 
 Run: PYTHONPATH=src .venv/bin/python benchmarks/preemption_fluid_vs_steps.py [--orders 4] [--old PATH]
 (``--old``: a former continuous_batching.py to set beside the current one.)

@@ -2,8 +2,9 @@
 still wait on a straggler's longest length after the fluid has run dry (a preempted sequence readmitted in a sliver);
 those chunks were charged one whole-weight-read step each, so one more prompt could add half the generation."""
 
-from collections import deque
+import importlib.util
 from itertools import pairwise
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +18,8 @@ from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
+
+REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 
 def test_no_running_sequence_costs_nothing():
@@ -48,28 +51,22 @@ def test_one_more_prompt_under_preemption_adds_its_share_not_half_the_phase():
     assert times[-1] < 1.15 * times[0], times
 
 
+def _reference_module():
+    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
+    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REFERENCE = _reference_module()
+
+
 def _per_token(*, lengths, slots, prompt_len, kv_prompt, step, cap):
-    """One decode step at a time, first come first served, as tests/compute/test_generation.py ``_per_token`` but with
-    a shared prompt's KV counted once per sample (``kv_prompt``, prefix sharing) beside its full attention context."""
-    queue = deque((i, 0) for i in range(len(lengths)))
-    running, seconds = [], 0.0
-
-    def kv():
-        return sum(kv_prompt + done for _, done in running)
-
-    def admit():
-        while queue and len(running) < slots and kv() + kv_prompt + queue[0][1] <= cap:
-            running.append(list(queue.popleft()))
-
-    admit()
-    while running or queue:
-        while running and kv() + len(running) > cap:
-            queue.appendleft(tuple(running.pop()))
-        seconds += step.seconds(len(running), sum(prompt_len + done for _, done in running))
-        for r in running:
-            r[1] += 1
-        running = [r for r in running if r[1] < lengths[r[0]]]
-        admit()
+    """One decode step at a time, first come first served (the benchmark's ``per_token``), a shared prompt's KV
+    counted once per sample (``kv_prompt``, prefix sharing) beside its full attention context."""
+    seconds, *_ = REFERENCE.per_token(lengths=lengths, slots=slots, prompt_len=prompt_len, kv_prompt=kv_prompt,
+                                      step=step, cap=cap, order=range(len(lengths)))
     return seconds
 
 

@@ -212,9 +212,11 @@ def test_qlora_loop_dequantises_every_experts_weight_per_use():
         extra = getattr(q, p).memory_bytes - getattr(base, p).memory_bytes
         assert extra == pytest.approx(117_549_563_904)
         assert getattr(q, p).kernels - getattr(base, p).kernels == pytest.approx(4 * mix.num_layers + 3 * e * n)
-    assert L.bnb_nf4_experts(nf4_base=True, gptq=False, torch_ops=False)
-    assert not L.bnb_nf4_experts(nf4_base=True, gptq=True, torch_ops=False)
-    assert not L.bnb_nf4_experts(nf4_base=False, gptq=False, torch_ops=False)
+    assert L.bnb_nf4_experts(nf4_base=True, gptq=False, torch_ops=False, stacked=False)
+    assert not L.bnb_nf4_experts(nf4_base=True, gptq=True, torch_ops=False, stacked=False)
+    assert not L.bnb_nf4_experts(nf4_base=False, gptq=False, torch_ops=False, stacked=False)
+    # transformers v5's eager loop slices bf16 3-D stacks (bitsandbytes replaces nn.Linear modules only)
+    assert not L.bnb_nf4_experts(nf4_base=True, gptq=False, torch_ops=False, stacked=True)
     # grouped experts (3-D parameters, not nn.Linear): no per-expert dequantisation is charged
     gq = step_inventory(mix, adapter=qlora, micro_batch_size=2, seq_len=T)
     gb = step_inventory(mix, adapter=lora, micro_batch_size=2, seq_len=T)
@@ -370,7 +372,6 @@ def test_heldout4_eager_cases_map_to_loop_v5():
 
 @pytest.mark.parametrize("extra, word", [
     ({"parallel": {"strategy": "zero3", "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
-    ({"scope": "qlora", "parallel": {"strategy": "single", "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
     ({"parallel": {"strategy": "single", "expert_parallel": 2, "moe_experts": "loop_v5"}}, "parallel.moe_experts: loop_v5"),
 ])
 def test_loop_v5_refusals_one_line(extra, word):
@@ -378,3 +379,45 @@ def test_loop_v5_refusals_one_line(extra, word):
     with pytest.raises(CardError) as exc:
         load_card_dict(card)
     assert word in str(exc.value) and "\n" not in str(exc.value).strip()
+
+
+def test_v5_eager_loop_under_a_4bit_base_dequantises_no_expert():
+    """transformers v5's eager loop (``expert_loop_stacked``) under an NF4 base: the stacked experts stay bf16
+    Parameters (benchmarks/qlora_moe_experts_cpu.py), so QLoRA adds only the attention linears' dequantisation, the
+    same as on the grouped experts, where the v4 loop adds every expert's."""
+    from trainfit.compute.inventory import Adapter
+
+    mix = from_catalog("mistralai/Mixtral-8x7B-Instruct-v0.1")
+    lora = Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+    qlora = Adapter(rank=16, targets=("q_proj", "k_proj", "v_proj", "o_proj"), nf4_base=True)
+    kw = dict(micro_batch_size=2, seq_len=T)
+    grouped = (step_inventory(mix, adapter=qlora, **kw).layers_forward.memory_bytes
+               - step_inventory(mix, adapter=lora, **kw).layers_forward.memory_bytes)
+    v5 = dict(kw, expert_loop=True, expert_loop_stacked=True)
+    eager = (step_inventory(mix, adapter=qlora, **v5).layers_forward.memory_bytes
+             - step_inventory(mix, adapter=lora, **v5).layers_forward.memory_bytes)
+    v4 = dict(kw, expert_loop=True)
+    loop = (step_inventory(mix, adapter=qlora, **v4).layers_forward.memory_bytes
+            - step_inventory(mix, adapter=lora, **v4).layers_forward.memory_bytes)
+    assert eager == pytest.approx(grouped)
+    assert loop > 10 * eager
+
+
+def test_loop_v5_qlora_plans_bf16_stacks_and_nf4_attention():
+    """QLoRA on transformers v5's eager experts: memory and step time read the same condition
+    (``plan.terms.bnb_loop_experts``, ``expert_loop.bnb_nf4_experts``): the stacks stay bf16, so against LoRA of the
+    same card only the attention linears shrink (Qwen3-30B-A3B: 48 x 2048 x (4096 + 2 x 512 + 4096) weights, about
+    1.3 GB less from bf16 to NF4) and the step pays their dequantisation, no expert's."""
+    def plan(scope):
+        card = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": scope,
+                "hardware": {"gpu": "h200", "gpus_per_node": 1},
+                "parallel": {"strategy": "single", "moe_experts": "loop_v5"},
+                "batch": {"micro_batch_size": 1, "seq_len": 2048}}
+        if scope == "qlora":
+            card["precision"] = {"weights": "nf4"}
+        return make_plan(load_card_dict(card))
+
+    lora, qlora = plan("lora"), plan("qlora")
+    saved = lora.peak.components["weights"] - qlora.peak.components["weights"]
+    assert 1.2e9 < saved < 1.45e9
+    assert lora.step_seconds <= qlora.step_seconds < 1.05 * lora.step_seconds

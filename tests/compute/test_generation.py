@@ -3,10 +3,11 @@ step-by-step simulation of individual sequences, and the invariants a planner re
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import statistics
 import time
-from collections import deque
+from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
@@ -26,6 +27,7 @@ A100_40 = default_rates(resolve_gpu("a100-40gb"))
 A100_80 = default_rates(resolve_gpu("a100-80gb"))
 LLAMA8 = from_catalog("meta-llama/Llama-3.1-8B")
 QWEN06 = from_catalog("Qwen/Qwen3-0.6B")
+REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 
 def _kv_per_token(spec) -> float:
@@ -90,30 +92,25 @@ def test_a100_40gb_single_request_tokens_per_s():
 # ------------------------------------------------------------------------------------------------
 
 
+def _reference_module():
+    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
+    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+REFERENCE = _reference_module()
+
+
 def _per_token(*, lengths, slots, prompt_len, step, order=None, cap=float("inf")):
-    """vLLM-like reference, one decode step at a time: FCFS admission while a slot and KV for the
-    prompt are free; when the running set's KV outgrows ``cap``, the newest are preempted back to
-    the queue's front (with their progress). Returns decode seconds."""
+    """vLLM-like reference, one decode step at a time (the benchmark's ``per_token``, the prompt's KV not shared):
+    FCFS admission while a slot and KV for the prompt are free; when the running set's KV outgrows ``cap``, the
+    newest are preempted back to the queue's front (with their progress). Returns decode seconds."""
     lengths = [max(1, round(x)) for x in lengths]
-    queue = deque((i, 0) for i in (order if order is not None else range(len(lengths))))
-    running, seconds = [], 0.0
-
-    def kv():
-        return sum(prompt_len + done for _, done in running)
-
-    def admit():
-        while queue and len(running) < slots and kv() + prompt_len + queue[0][1] <= cap:
-            running.append(list(queue.popleft()))
-
-    admit()
-    while running or queue:
-        while running and kv() + len(running) > cap:
-            queue.appendleft(tuple(running.pop()))
-        seconds += step.seconds(len(running), kv())
-        for r in running:
-            r[1] += 1
-        running = [r for r in running if r[1] < lengths[r[0]]]
-        admit()
+    seconds, *_ = REFERENCE.per_token(lengths=lengths, slots=slots, prompt_len=prompt_len, kv_prompt=prompt_len,
+                                      step=step, cap=cap,
+                                      order=order if order is not None else range(len(lengths)))
     return seconds
 
 

@@ -60,3 +60,35 @@ def test_forward_and_recompute_host_seconds(monkeypatch):
     assert with_["forward"] - without["forward"] == pytest.approx(calls * rt.PEFT_PARAM_WRAPPER_HOST_S)
     assert with_["recompute"] - without["recompute"] == pytest.approx(calls * rt.PEFT_PARAM_WRAPPER_HOST_S)
     assert with_["backward"] == pytest.approx(without["backward"])
+
+
+QLORA = Adapter(rank=16, targets=("all-linear",), adapter_dtype_bytes=4, nf4_base=True)
+
+
+def test_a_4bit_base_keeps_the_wrappers():
+    # bitsandbytes' loader quantizes nn.Linear modules only: the 3-D stacks and the router stay bf16 Parameters that
+    # PEFT wraps as on a bf16 base (benchmarks/qlora_moe_experts_cpu.py: 3 activations per MoE layer and forward)
+    assert peft_param_wrapper_calls(DSV2, adapter=QLORA) == peft_param_wrapper_calls(DSV2, adapter=LORA) == 3 * 26
+    assert peft_param_wrapper_calls(MIXTRAL, adapter=QLORA) == 3 * 32
+    assert peft_param_wrapper_calls(MIXTRAL, adapter=QLORA, expert_loop=True, expert_loop_stacked=True) == 3 * 32
+    # transformers < 5's per-expert Linear4bit loop: ordinary PEFT modules, no wrapper
+    assert peft_param_wrapper_calls(MIXTRAL, adapter=QLORA, expert_loop=True) == 0.0
+
+
+def test_qlora_of_fused_experts_not_faster_than_lora():
+    # the sweep's card (benchmarks/time_invariants.md): Qwen3-30B-A3B on one H100, 1 x 512 tokens, checkpointed;
+    # QLoRA adds the attention projections' dequantisation and keeps the experts' bf16 stacks and their wrappers
+    from trainfit.api import load_card
+    from trainfit.plan import make_plan
+
+    def step(scope):
+        d = {"model": "Qwen/Qwen3-30B-A3B", "method": "sft", "scope": scope,
+             "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1, "nodes": 1},
+             "parallel": {"strategy": "single", "gradient_checkpointing": True},
+             "batch": {"micro_batch_size": 1, "seq_len": 512, "grad_accum": 1}}
+        if scope == "qlora":
+            d["precision"] = {"weights": "nf4"}
+        return {p.name: p.seconds for p in make_plan(load_card(d)).time_phases}
+
+    lora, qlora = step("lora"), step("qlora")
+    assert qlora["forward"] >= lora["forward"] and qlora["recompute"] >= lora["recompute"]

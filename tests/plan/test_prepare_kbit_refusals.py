@@ -46,3 +46,30 @@ def test_cli_one_line_and_exit_2(tmp_path, capsys) -> None:
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1
     assert "lora.prepare_kbit" in err and "allowed with it: none" in err
+
+
+@pytest.mark.parametrize("experts", ["grouped", "loop_v5"])
+@pytest.mark.parametrize("recipe", ["peft", "trl"])
+def test_the_recipe_on_transformers_5_fused_experts_is_refused(experts: str, recipe: str) -> None:
+    """The recipe casts the 3-D expert stacks to fp32 (benchmarks/qlora_moe_experts_cpu.py), which sends them to
+    torch's per-expert fp32 grouped_mm fallback (or a bf16 cast per slice under loop_v5): not priced, so refused;
+    transformers 4's loop (Linear4bit experts) and a card without the recipe still plan."""
+    from trainfit.errors import CardError
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    def card(prepare: str, moe_experts: str, **software) -> dict:
+        d = {"scope": "qlora", "model": "Qwen/Qwen3-30B-A3B", "lora": {"prepare_kbit": prepare},
+             "hardware": {"gpu": "h200", "gpus_per_node": 1},
+             "parallel": {"strategy": "single", "moe_experts": moe_experts},
+             "batch": {"micro_batch_size": 1, "seq_len": 1024}}
+        if software:
+            d["software"] = software
+        return load_card_dict(d)
+
+    with pytest.raises(CardError) as exc:
+        make_plan(card(recipe, experts))
+    text = str(exc.value)
+    assert text.startswith(f"lora.prepare_kbit: {recipe} casts") and "allowed with" in text and "\n" not in text
+    assert make_plan(card("none", experts)).step_seconds > 0
+    assert make_plan(card(recipe, "loop", transformers="4.57.6")).step_seconds > 0

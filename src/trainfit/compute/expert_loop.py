@@ -303,10 +303,14 @@ def zero3_expert_gathers(*, local_experts: int, leaf: bool) -> float:
     return 1.0 if leaf else float(LOOP_EXPERT_LINEARS * local_experts)
 
 
-def bnb_nf4_experts(*, nf4_base: bool, gptq: bool, torch_ops: bool) -> bool:
+def bnb_nf4_experts(*, nf4_base: bool, gptq: bool, torch_ops: bool, stacked: bool) -> bool:
     """Whether the loop's expert linears are bitsandbytes ``Linear4bit`` modules that dequantise their whole weight on
     every call (module docstring, "QLoRA: every expert's dequantisation"): a QLoRA base (``nf4_base``) quantised by
-    bitsandbytes, not AutoGPTQ (``gptq``) nor torchao's ``NF4Tensor`` (``torch_ops``). The inventory then charges
-    each expert linear ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` and one kernel per forward, recompute and backward,
-    as it does a dense linear."""
-    return nf4_base and not gptq and not torch_ops
+    bitsandbytes, not AutoGPTQ (``gptq``) nor torchao's ``NF4Tensor`` (``torch_ops``), on transformers < 5's loop
+    of per-expert ``nn.Linear`` modules, not v5's eager loop over the stacked 3-D parameters (``stacked``), which
+    bitsandbytes' loader leaves in the compute dtype (it replaces ``nn.Linear`` modules only: transformers 5.24.0
+    wheel, integrations/bitsandbytes.py ``replace_with_bnb_linear`` l.184-228; benchmarks/qlora_moe_experts_cpu.py).
+    The inventory then charges each expert linear ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` and one kernel per
+    forward, recompute and backward, as it does a dense linear; memory stores them in NF4
+    (``plan.terms.bnb_loop_experts``, the same condition)."""
+    return nf4_base and not gptq and not torch_ops and not stacked

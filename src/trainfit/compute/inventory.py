@@ -1065,11 +1065,17 @@ def peft_param_wrapper_calls(spec: ModelSpec, *, adapter: Adapter | None, megatr
     Only where PEFT owns the expert stacks: transformers v5's grouped_mm or eager experts (``expert_loop_stacked``);
     not on transformers < 5 (``Adapter.transformers_v4``: no target conversion), not Megatron-Core's or
     grouped_gemm's experts, not transformers < 5's per-expert ``nn.Linear`` loop (ordinary LoRA modules), not
-    adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl, NeMo Automodel),
-    not a 4-bit base. transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
+    adapters held per expert group by the trainer (``Adapter.grouped_expert_adapters``: prime-rl, NeMo Automodel).
+    A bitsandbytes 4-bit base (``Adapter.nf4_base``) changes nothing here: its loader replaces only ``nn.Linear``
+    modules (transformers 5.24.0 wheel, integrations/bitsandbytes.py ``replace_with_bnb_linear`` l.184-228;
+    quantizers/quantizer_bnb_4bit.py ``param_needs_quantization`` l.83-87), so the 3-D stacks and the router weight
+    stay bf16 Parameters, and PEFT, whose quantized-layer dispatchers match no experts module, wraps them with the
+    same ``ParamWrapper`` (peft/tuners/lora/layer.py ``dispatch_default`` l.2738-2739): built on CPU by
+    benchmarks/qlora_moe_experts_cpu.py (Qwen3-MoE and Mixtral under an NF4 base, 3 activations per MoE layer and
+    forward, as on bf16). transformers' DeepSeek-V2-Lite on the H200 (benchmarks/results/gpu_raw/
     heldout4.json): 3 wrapped parameters per MoE layer (``gate_up_proj``, ``down_proj`` nested in the same
     experts module, ``gate.weight``), 78 calls a forward, 156 with the recompute."""
-    if (adapter is None or spec.moe is None or adapter.grouped_expert_adapters or adapter.nf4_base
+    if (adapter is None or spec.moe is None or adapter.grouped_expert_adapters
             or megatron_experts or expert_streams or (expert_loop and not expert_loop_stacked)
             or adapter.transformers_v4):  # transformers < 5: PEFT converts no target into a ParamWrapper
         return 0.0
@@ -1869,7 +1875,8 @@ def step_inventory(
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
             bnb_loop = expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
-                nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops)
+                nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops,
+                stacked=expert_loop_stacked)
             if bnb_loop and _kbit(adapter):
                 # the recipe's casts around each expert's Linear4bit (compute.kbit_upcast), only where the experts
                 # are Linear4bit modules (the loop's nn.Linear experts under bitsandbytes, gated as the

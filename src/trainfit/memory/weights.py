@@ -1,16 +1,19 @@
 """Model weights on the device, by storage dtype.
 
-Quantized storage (nf4, int8, fp8) applies, as bitsandbytes/transformers do, to the decoder's
-``nn.Linear`` layers only; embeddings, the output head (``lm_head`` is in
-``modules_to_not_convert``), norms, routers and fused 3-D expert parameters stay in the
-compute dtype. Under transformers < 5's per-expert loop (``parallel.moe_experts`` loop / loop_all) each expert's
-w1 / w3 / w2 is its own ``nn.Linear`` (transformers 4.48.1 wheel models/mixtral/modeling_mixtral.py l.73-75), which
-bitsandbytes' replace loop turns into a ``Linear4bit`` like any other linear (integrations/bitsandbytes.py l.168,
-l.202): ``quantized_experts`` counts them in the quantized dtype (the time twin is
-``compute.expert_loop.bnb_nf4_experts``). The Mixtral router, ``self.gate = nn.Linear(hidden, num_experts)``
-(modeling_mixtral.py l.105), is quantized too (only ``get_keys_to_not_convert``'s ``lm_head`` is skipped when
-``llm_int8_skip_modules`` is unset, quantizers/quantizer_bnb_4bit.py l.296-299); it stays counted with the norms in
-``compute`` bytes: 32 x 8 x 4096 weights on Mixtral-8x7B, about 3.6 MB too many under an fp32 ``compute``.
+Quantized storage (nf4, int8, fp8) applies, as bitsandbytes/transformers do, to the decoder's ``nn.Linear`` layers
+only; embeddings, the output head (``lm_head`` is in ``modules_to_not_convert``), norms, routers and fused 3-D
+expert parameters stay in the compute dtype (transformers 5.24.0's bitsandbytes loader replaces ``nn.Linear``
+modules only; benchmarks/qlora_moe_experts_cpu.py loads Qwen3-MoE, Mixtral and gpt-oss in NF4 on CPU: their NF4 and
+bf16 element counts equal these; a gpt-oss checkpoint as released carries its MXFP4 quantization_config, which
+refuses a BitsAndBytesConfig, so its QLoRA starts from a bf16 copy). Under transformers < 5's per-expert loop
+(``parallel.moe_experts`` loop / loop_all) each expert's w1 / w3 / w2 is its own ``nn.Linear`` (transformers 4.48.1
+wheel models/mixtral/modeling_mixtral.py l.73-75), which bitsandbytes' replace loop turns into a ``Linear4bit`` like
+any other linear (integrations/bitsandbytes.py l.168, l.202): ``quantized_experts`` counts them in the quantized
+dtype (the time twin is ``compute.expert_loop.bnb_nf4_experts``). The Mixtral router, ``self.gate =
+nn.Linear(hidden, num_experts)`` (modeling_mixtral.py l.105), is quantized too (only ``get_keys_to_not_convert``'s
+``lm_head`` is skipped when ``llm_int8_skip_modules`` is unset, quantizers/quantizer_bnb_4bit.py l.296-299); it
+stays counted with the norms in ``compute`` bytes: 32 x 8 x 4096 weights on Mixtral-8x7B, about 3.6 MB too many
+under an fp32 ``compute``.
 """
 
 from __future__ import annotations

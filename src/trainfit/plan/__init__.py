@@ -31,7 +31,7 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, ExpertAdapters, Method, MoeExperts, Scope, Strategy
+from trainfit.spec.enums import Attention, ExpertAdapters, KbitPrepare, Method, MoeExperts, Scope, Strategy
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -166,6 +166,25 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     return None
 
 
+def kbit_fused_experts_refusal(card: RunCard, spec: ModelSpec) -> str | None:
+    """One line when a QLoRA card runs the kbit recipe (``lora.prepare_kbit`` peft / trl) on transformers 5's fused
+    experts (``parallel.moe_experts`` grouped or loop_v5) of a MoE model; else None. The recipe casts every
+    parameter that is not ``Params4bit`` to fp32, the 3-D expert stacks included (built on CPU by
+    benchmarks/qlora_moe_experts_cpu.py), and transformers feeds ``grouped_mm`` the weight's dtype (transformers
+    5.24.0 wheel, integrations/moe.py ``_grouped_mm`` l.374-383: not autocast-enabled, the input cast to
+    ``weight.dtype``), so the experts take torch's per-group fallback, one fp32 ``mm`` per expert after a device to
+    host copy of the offsets, not the bf16 grouped kernel (pytorch/pytorch aten/src/ATen/native/cuda/GroupedBlas.cpp
+    ``_grouped_mm_cuda`` @00d4eaf9327928137f4cc437b17e5cf54623565f: the fast path only for bf16 operands and
+    output); under ``loop_v5`` each expert's ``linear`` on an fp32 slice is cast to bf16 by autocast on every call.
+    The step time prices neither. transformers < 5's loop (its experts ``Linear4bit``) is not concerned."""
+    if (spec.moe is None or card.scope is not Scope.QLORA or card.lora.prepare_kbit is KbitPrepare.NONE
+            or card.parallel.moe_experts not in (MoeExperts.GROUPED, MoeExperts.LOOP_V5)):
+        return None
+    return (f"lora.prepare_kbit: {card.lora.prepare_kbit.value} casts {spec.name}'s fused expert stacks to fp32 (torch's"
+            f" per-expert fp32 grouped_mm fallback, or a bf16 cast of every slice under loop_v5), not modelled;"
+            f" allowed with parallel.moe_experts {card.parallel.moe_experts.value}: none")
+
+
 def check_model_options(card: RunCard) -> None:
     """CardError (``dense_model_refusal``'s line) for a card whose MoE-only options meet a dense model, for the
     commands that do not plan the card itself (``fit`` before its search, ``export``). The model is resolved only
@@ -194,6 +213,10 @@ def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
 
         raise CardError(why)
     if (why := sliding_window_refusal(card, spec)) is not None:
+        from trainfit.errors import CardError
+
+        raise CardError(why)
+    if (why := kbit_fused_experts_refusal(card, spec)) is not None:
         from trainfit.errors import CardError
 
         raise CardError(why)

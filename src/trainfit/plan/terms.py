@@ -258,11 +258,13 @@ def gptq_torch_dequant(card: RunCard) -> bool:
 def bnb_loop_experts(card: RunCard) -> bool:
     """A QLoRA card whose routed experts run transformers < 5's per-expert loop on a bitsandbytes 4-bit base: each
     expert's linears are ``Linear4bit`` modules, stored in NF4 (``memory.weights`` docstring), the same condition the
-    step time reads (``compute.expert_loop.bnb_nf4_experts``)."""
+    step time reads (``compute.expert_loop.bnb_nf4_experts``); v5's eager loop (``loop_v5``) slices bf16 3-D stacks."""
     lo = card.lora
-    return (card.scope is Scope.QLORA and lo is not None and card.parallel.moe_experts.is_loop
+    experts = card.parallel.moe_experts
+    return (card.scope is Scope.QLORA and lo is not None and experts.per_expert
             and bnb_nf4_experts(nf4_base=True, gptq=lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
-                                torch_ops=lo.dequant is QloraDequant.TORCHAO or card.preset == "torchtune"))
+                                torch_ops=lo.dequant is QloraDequant.TORCHAO or card.preset == "torchtune",
+                                stacked=experts is MoeExperts.LOOP_V5))
 
 
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:

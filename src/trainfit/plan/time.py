@@ -40,9 +40,9 @@ from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec, transformers_v4_modules
 from trainfit.methods.roles import train_nodes
-from trainfit.plan.terms import (fsdp_gathered_dtype, loss_input_copy_of, megatron_fsdp_fp8_params,
-                                 padding_mask_of, runs_hf_modelling_code, trained_dtype_bytes,
-                                 zero_master_states)
+from trainfit.plan.terms import (bnb_loop_experts, fsdp_gathered_dtype, loss_input_copy_of,
+                                 megatron_fsdp_fp8_params, padding_mask_of, runs_hf_modelling_code,
+                                 trained_dtype_bytes, zero_master_states)
 from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
@@ -907,7 +907,10 @@ def training_time(
     # FSDP / ZeRO-3 gather fp32 master parameters in the mixed-precision dtype (cast before the all-gather: FSDP
     # MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy): plan.terms.fsdp_gathered_dtype, bf16 for fp8 compute
     gather_dtype = fsdp_gathered_dtype(card) if card.weights_dtype is Dtype.FP32 else card.weights_dtype
-    w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable)
+    # transformers < 5's per-expert loop under bitsandbytes: each expert's linears are Linear4bit, gathered packed as
+    # the dense ones, the condition memory reads (plan.terms.bnb_loop_experts); v5's 3-D stacks stay bf16
+    w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable,
+                     quantized_experts=bnb_loop_experts(card))
     mfsdp_fp8 = megatron_fsdp_fp8_params(card)
     if mfsdp_fp8:  # Megatron-FSDP gathers the fp8 primary weights' uint8 buffer: 1 B per linear weight
         from trainfit.memory.fp8 import fp8_linear_params

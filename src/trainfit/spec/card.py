@@ -635,8 +635,8 @@ class ParallelSection(_Section):
                                     " layer) | loop_v5 (transformers v5's eager experts, set_experts_implementation"
                                     " eager: the loop over the hit experts on slices of the two stacked expert"
                                     " weights, two GEMMs and five host syncs each; transformers >= 5, MoE models but"
-                                    " gpt-oss, without tensor, pipeline or expert parallel, not under zero3, not"
-                                    " QLoRA).")
+                                    " gpt-oss, without tensor, pipeline or expert parallel, not under zero3; under"
+                                    " QLoRA the stacks stay bf16, bitsandbytes quantising nn.Linear modules only).")
     moe_zero3_leaf: bool = Field(False, description="With moe_experts loop under strategy zero3: the MoE block is a"
                                  " DeepSpeed ZeRO-3 leaf module (deepspeed.utils.set_z3_leaf_modules), so its experts'"
                                  " weights are gathered together when the block starts; false: each expert linear is a"
@@ -1802,10 +1802,6 @@ class RunCard(_Section):
                                  " path) is not modelled; allowed with it: parallel.tensor_parallel 1")
         if self.scope is Scope.QLORA and w not in (None, Dtype.NF4):
             raise ValueError(f"precision.weights: qlora stores the base in nf4, got '{w.value}'; use scope lora")
-        if self.parallel.moe_experts is MoeExperts.LOOP_V5 and self.scope is Scope.QLORA:
-            # bitsandbytes quantises nn.Linear modules, not the stacked expert parameters v5's eager loop slices
-            raise ValueError("parallel.moe_experts: loop_v5 (transformers v5's eager experts) is not modelled with"
-                             " scope qlora; allowed with qlora: grouped, loop, loop_all")
         if self.parallel.moe_experts is MoeExperts.LOOP_V5 and pin_before(self.software.transformers, (5, 0)):
             # set_experts_implementation and the stacked experts arrive in transformers 5.0 (a 4.x model's experts are
             # an nn.ModuleList of per-expert MLPs: transformers 4.57.6 models/mixtral/modeling_mixtral.py

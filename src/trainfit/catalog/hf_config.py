@@ -131,6 +131,20 @@ def _int(cfg: dict[str, Any], key: str, where: str, *, least: int = 1, most: int
     return _as_int(value, key, where, least=least, most=most)
 
 
+def _num_experts(cfg: dict[str, Any], where: str, own: str) -> int:
+    """The routed experts, under either name a config may spell them: transformers 5 maps ``num_experts`` to
+    ``num_local_experts`` in Qwen3-MoE's config (``Qwen3MoeConfig.attribute_map``, transformers 5.24.0
+    models/qwen3_moe/configuration_qwen3_moe.py), so a config it saves writes ``num_local_experts``; Mixtral, gpt-oss
+    and Llama-4 name it so, OLMoE maps the other way. ``own``: the family's own name, the one a missing field is reported
+    under. Both present and different is refused."""
+    a, b = cfg.get("num_experts"), cfg.get("num_local_experts")
+    if a is not None and b is not None and a != b:
+        raise ConfigError(f"{where}: config.json fields 'num_experts' = {a!r} and 'num_local_experts' = {b!r} differ;"
+                          " allowed: one of them, or both equal")
+    key = "num_experts" if a is not None else "num_local_experts" if b is not None else own
+    return _int(cfg, key, where, most=100_000)
+
+
 def decoder_config(cfg: dict[str, Any]) -> dict[str, Any]:
     """Return the decoder part of a config: ``text_config`` when the model nests it."""
     text = cfg.get("text_config")
@@ -224,7 +238,7 @@ def spec_from_hf_config(
     elif family == "glm4_moe":
         moe = _glm4_moe_moe(dec, name, layers)
     if family in ("qwen3_moe", "qwen2_moe"):
-        experts = _int(dec, "num_experts", name, most=100_000)
+        experts = _num_experts(dec, name, "num_experts")
         sparse_step = _int(dec, "decoder_sparse_step", name, most=layers, default=1, zero_is_none=True) or 1
         only = dec.get("mlp_only_layers") or ()
         if not isinstance(only, (list, tuple)) or len(only) > layers:
@@ -609,7 +623,7 @@ def _mixtral_moe(dec: dict[str, Any], name: str) -> MoeSpec:
     Refused: ``router_jitter_noise`` > 0 (an in-place uniform multiply of the block input in training, l.124-125,
     not modelled) and ``output_router_logits`` true (the load-balancing auxiliary loss over every layer's router
     logits, ``load_balancing_loss_func``, not modelled)."""
-    experts = _int(dec, "num_local_experts", name, most=100_000)
+    experts = _num_experts(dec, name, "num_local_experts")
     jitter = dec.get("router_jitter_noise", 0.0)
     if isinstance(jitter, bool) or not isinstance(jitter, (int, float)) or jitter != 0:
         raise ConfigError(f"{name}: config.json field 'router_jitter_noise' = {jitter!r} is not modelled (Mixtral's"
@@ -642,7 +656,7 @@ def _olmoe_moe(dec: dict[str, Any], name: str, *, hidden: int, heads: int, head_
     if heads * head_dim != hidden:
         raise ConfigError(f"{name}: config.json field 'head_dim' = {head_dim} times num_attention_heads = {heads} is not"
                           f" hidden_size = {hidden} (OLMoE's q_norm is hidden_size wide)")
-    experts = _int(dec, "num_experts", name, most=100_000)
+    experts = _num_experts(dec, name, "num_experts")
     return MoeSpec(
         num_experts=experts,
         experts_per_token=_int(dec, "num_experts_per_tok", name, most=experts),
@@ -656,7 +670,7 @@ def _llama4_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
     (top-k, sigmoid router without bias) plus one always-on shared expert of intermediate_size without a gate;
     layers interleave_moe_layer_step-1, 2*step-1, ... are MoE (moe_layers), the others a dense MLP of
     intermediate_size_mlp."""
-    experts = _int(dec, "num_local_experts", name, most=100_000)
+    experts = _num_experts(dec, name, "num_local_experts")
     width = _int(dec, "intermediate_size", name, most=10_000_000)
     step = _int(dec, "interleave_moe_layer_step", name, most=layers, default=1)
     derived = list(range(step - 1, layers, step))
@@ -677,7 +691,7 @@ def _llama4_moe(dec: dict[str, Any], name: str, layers: int) -> MoeSpec:
 def _gpt_oss_moe(dec: dict[str, Any], name: str, width: int) -> MoeSpec:
     """gpt-oss MoE: every layer routes to num_local_experts experts of intermediate_size (biased router and
     experts, clamped GLU); the release stores the experts in MXFP4 (4-bit values, one 8-bit scale per 32)."""
-    experts = _int(dec, "num_local_experts", name, most=100_000)
+    experts = _num_experts(dec, name, "num_local_experts")
     top_k = dec.get("num_experts_per_tok", dec.get("experts_per_token"))
     quant = dec.get("quantization_config")
     mxfp4 = isinstance(quant, dict) and quant.get("quant_method") == "mxfp4"

@@ -20,6 +20,7 @@ EXPECTED_IDS = {
     "a100-pcie-40gb", "a100-pcie-80gb", "l4", "t4", "a40", "rtx-6000-ada", "h200-nvl", "b300", "mi325x", "mi355x",
     "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "rtx-pro-6000", "gb300",
     "h100-sxm-hbm2e-96gb",  # Meta's Grand Teton H100 (torchtitan's and torchao's benchmark hosts)
+    "a10g",  # AWS g5's A10 variant (tests/unit/test_catalog_gpu_a10g.py)
 }
 NO_BF16 = {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb", "t4"}  # Volta, Turing: no bf16
 
@@ -57,7 +58,7 @@ def test_aliases_do_not_collide_across_cards():
 @pytest.mark.parametrize(
     ("gid", "mib"),
     [
-        ("rtx3090", 24576), ("rtx4090", 24564), ("rtx5090", 32607), ("a10", 23028), ("l40s", 46068),
+        ("rtx3090", 24576), ("rtx4090", 24564), ("rtx5090", 32607), ("a10", 23028), ("a10g", 22731), ("l40s", 46068),
         ("a100-40gb", 40960), ("a100-80gb", 81920), ("h100-sxm", 81559), ("h100-pcie", 81559),
         ("h20", 97871), ("h200", 143771), ("b200", 183359),
         ("a800-80gb", 81920), ("h800", 81559), ("l20", 46068), ("rtx4090d", 24564), ("rtx-a6000", 49140),

@@ -669,6 +669,10 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
 
 
 MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo")
+HF_TRAINER_FRAMEWORKS = ("hf-trainer", "fms-hf-tuning", "trl", "ms-swift-deepspeed")
+"""Frameworks whose training loop is transformers' Trainer (fms-hf-tuning through TRL's SFTTrainer, TRL's trainers
+subclass it, ms-swift's swift sft), where a model loaded with torch_dtype float16 runs in float16: the only entries
+whose ``precision.fp16_source`` plans the card's own ``precision.compute: fp16``."""
 """Megatron-LM's ``--recompute-granularity selective`` recomputes the attention core only."""
 
 
@@ -1408,7 +1412,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # loss scale; the same tensor-core rate and byte counts as bf16 mixed precision (the loss scaling is not timed)
         compute = "bf16"
         notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
-    fp16_card = compute == "fp16" and bool(e["precision"].get("fp16_source"))
+    fp16_card = (compute == "fp16" and bool(e["precision"].get("fp16_source"))
+                 and e["framework"] in HF_TRAINER_FRAMEWORKS)
     if fp16_card:
         # the entry's run holds its model in float16 (torch_dtype float16, with or without the Trainer's --fp16 autocast;
         # its precision.fp16_source cites the recipe): the card's own precision.compute fp16

@@ -81,3 +81,17 @@ def test_fp16_without_a_cited_source_stays_skipped() -> None:
     with pytest.raises(st.Unmapped) as got:
         st.map_train(e)
     assert got.value.status == "skipped" and "fp16 compute not modelled" in got.value.reasons[0]
+
+
+def test_fp16_rule_is_the_hf_trainer_familys_only() -> None:
+    # the cited float16 model plans fp16 for transformers' Trainer family alone (HF_TRAINER_FRAMEWORKS); every fp16 row
+    # of the file is fms-hf-tuning's, and the same row under another framework stays skipped
+    assert {e["framework"] for e in ROWS.values() if e["precision"].get("fp16_source")} == {"fms-hf-tuning"}
+    assert "fms-hf-tuning" in st.HF_TRAINER_FRAMEWORKS
+    assert not set(st.HF_TRAINER_FRAMEWORKS) & set(st.MEGATRON_FRAMEWORKS)
+    for fw in ("torchtune", "lit-gpt"):
+        e = json.loads(json.dumps(ROWS["fmsacc-l40-2405-mistral7b-lora-1g-b4"]))
+        e["framework"] = fw
+        with pytest.raises(st.Unmapped) as got:
+            st.map_train(e)
+        assert got.value.status == "skipped" and f"fp16 compute not modelled for {fw}" in got.value.reasons[0]

@@ -12,7 +12,7 @@ from trainfit.export import export, read_back
 from trainfit.export.importers import import_text
 from trainfit.methods.presets import apply_preset
 from trainfit.spec.card import load_card_dict
-from trainfit.spec.enums import MoeLaunch
+from trainfit.spec.enums import MoeExpertMlp, MoeLaunch
 
 
 def _card(**par):
@@ -79,9 +79,29 @@ def test_presets():
 
 
 @pytest.mark.parametrize("target", ["verl", "nemo-rl"])
-def test_fused_expert_mlp_is_noted_not_written(target):
-    # use_transformer_engine_op_fuser is no key either file carries: the note says so and the read-back is unfused
-    card = _card(moe_expert_mlp="te_ops")
+@pytest.mark.parametrize(("mlp", "back"), [("te_ops", MoeExpertMlp.TE_OPS), ("unfused", MoeExpertMlp.UNFUSED),
+                                           (None, None)])
+def test_fused_expert_mlp_round_trip(target, mlp, back):
+    # te_ops: Megatron-Core's use_transformer_engine_op_fuser, a TransformerConfig field both files pass through
+    # (verl override_transformer_config, NeMo RL megatron_cfg.model_overrides); unset writes nothing (the default)
+    card = _card(**({"moe_expert_mlp": mlp} if mlp else {}))
     e = export(card, target)
-    assert any(n.startswith("parallel.moe_expert_mlp te_ops:") for n in e.notes), e.notes
-    assert read_back(card, e).parallel.moe_expert_mlp is None
+    assert not any(n.startswith("parallel.moe_expert_mlp") for n in e.notes), e.notes
+    assert "parallel.moe_expert_mlp" not in e.lost
+    assert read_back(card, e).parallel.moe_expert_mlp is back
+
+
+def test_fused_expert_mlp_written_keys():
+    card = _card(moe_expert_mlp="te_ops")
+    otc = "+actor_rollout_ref.actor.megatron.override_transformer_config"
+    assert f"{otc}.use_transformer_engine_op_fuser=True" in export(card, "verl").data["overrides"]
+    cfg = yaml.safe_load(export(card, "nemo-rl").text)["policy"]["megatron_cfg"]
+    assert cfg["model_overrides"]["use_transformer_engine_op_fuser"] is True
+    assert f"{otc}.use_transformer_engine_op_fuser=False" in export(_card(moe_expert_mlp="unfused"), "verl").data[
+        "overrides"]
+    assert not any("op_fuser" in x for x in export(_card(), "verl").data["overrides"])
+    extra = "    model_overrides:\n      use_transformer_engine_op_fuser: false\n"
+    assert import_text(NEMO.format(pp=1, extra=extra), "nemo-rl").card["parallel"]["moe_expert_mlp"] == "unfused"
+    bad = "    model_overrides:\n      use_transformer_engine_op_fuser: maybe\n"
+    with pytest.raises(Exception, match="use_transformer_engine_op_fuser"):
+        import_text(NEMO.format(pp=1, extra=bad), "nemo-rl")

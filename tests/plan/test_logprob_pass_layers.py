@@ -12,6 +12,7 @@ from trainfit.compute.inventory import step_inventory
 from trainfit.compute.rates import default_rates
 from trainfit.compute.training import ZERO_PASS, forward_only_time, pass_seconds
 from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import MoeDispatcher
 
 H100 = default_rates(resolve_gpu("h100-sxm"))
 QWEN_MOE = resolve_model("Qwen/Qwen3-30B-A3B")
@@ -66,3 +67,38 @@ def test_rl_logprob_pass_takes_the_update_layers(monkeypatch, layout, head):
     monkeypatch.setattr(rl_passes, "forward_only_time", spy)
     make_plan(_card(layout))
     assert seen and all(k["megatron_experts"] is True and k["head"] is head for k in seen)
+
+
+GPT_OSS = resolve_model("openai/gpt-oss-20b")
+
+
+def test_forward_only_takes_the_dispatcher_and_the_op_fuser():
+    # gpt-oss under Megatron-Core: the flex dispatcher's float32 bias loop and the eager clamp run in a no-grad
+    # forward too; Transformer Engine's op fuser runs neither (inventory.step_inventory)
+    kw = dict(KW, megatron_experts=True)
+    a2a = forward_only_time(GPT_OSS, **kw)
+    flex = forward_only_time(GPT_OSS, **kw, moe_dispatcher=MoeDispatcher.DEEPEP)
+    fused = forward_only_time(GPT_OSS, **kw, moe_dispatcher=MoeDispatcher.DEEPEP, fused_expert_mlp=True)
+    assert flex.seconds != a2a.seconds
+    assert fused.seconds < flex.seconds
+
+
+def _gpt_oss_card(mlp, dispatcher="alltoall"):
+    return load_card_dict({
+        "model": "openai/gpt-oss-20b", "method": "grpo", "preset": "nemo-rl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+        "parallel": {"strategy": "zero1", "tensor_parallel_impl": "megatron", "expert_parallel": 8,
+                     "moe_expert_mlp": mlp, "moe_dispatcher": dispatcher},
+        "rollout": {"placement": "split", "nodes": 1, "prompts_per_step": 16, "num_generations": 8,
+                    "prompt_len": 128, "response_len": 1024},
+    })
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "deepep"])
+def test_rl_logprob_pass_moves_with_the_op_fuser(dispatcher):
+    from trainfit.plan import make_plan
+
+    unfused = make_plan(_gpt_oss_card("unfused", dispatcher)).time_parts
+    te_ops = make_plan(_gpt_oss_card("te_ops", dispatcher)).time_parts
+    assert te_ops["actor_update"] < unfused["actor_update"]
+    assert te_ops["old_logprob"] < unfused["old_logprob"]  # the log-prob pass runs the same fused experts

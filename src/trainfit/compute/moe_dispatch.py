@@ -119,6 +119,7 @@ from dataclasses import dataclass
 from math import comb
 
 from trainfit.compute.collectives import all_gather_seconds, reduce_scatter_seconds
+from trainfit.compute.float8_casts import BF16_BYTES
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
 
@@ -264,12 +265,17 @@ float32 probs" / "HybridEP only supports float32 probs") and the permuted probab
 self.dispatched_probs.dtype == torch.float32``): NVIDIA/Megatron-LM megatron/core/transformer/moe/token_dispatcher.py
 l.1033-1039, l.1178-1184 and l.1302 @9539a12e1b04a68423f57b3eb41d6125161dca24 (core_v0.17.0)."""
 
-BIAS_LOOP_FP32_PROBS_EXTRA_BYTES = (16.0, 24.0)
+BIAS_LOOP_FP32_PROBS_EXTRA_BYTES = (
+    5 * (FLEX_PROBS_BYTES - BF16_BYTES) + (FLEX_PROBS_BYTES + BF16_BYTES),  # 16: 28 against 12
+    6 * (FLEX_PROBS_BYTES - BF16_BYTES) + 2 * (FLEX_PROBS_BYTES + BF16_BYTES),  # 24: 40 against 16
+)
 """(forward, backward) bytes per element of the fc2 output that ``TEGroupedMLP._apply_bias`` moves beyond its
 all-bf16 count (``moe_time.EXPERT_BIAS_FORWARD_BYTES`` 12, ``EXPERT_BIAS_BACKWARD_BYTES`` 16) when the routing
-probabilities are float32 (``FLEX_PROBS_BYTES``). The loop is ``torch.cat([t + b * p ...]).view(shape).to(dtype)``
-(NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py ``_apply_bias`` l.251-268
-@9539a12e1b04a68423f57b3eb41d6125161dca24, core_v0.17.0): with a float32 ``p`` PyTorch's type promotion makes ``b * p`` and
+probabilities are float32 (``FLEX_PROBS_BYTES``): of the bf16 count's 2-byte accesses, those of probability-typed
+tensors widen to ``FLEX_PROBS_BYTES`` (5 forward, 6 backward), and the casts between float32 and bf16 add one
+access of ``FLEX_PROBS_BYTES`` and one of 2 each (1 forward, 2 backward), as counted below. The loop is
+``torch.cat([t + b * p ...]).view(shape).to(dtype)`` (NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py
+``_apply_bias`` l.251-268 @9539a12e1b04a68423f57b3eb41d6125161dca24, core_v0.17.0): with a float32 ``p`` PyTorch's type promotion makes ``b * p`` and
 ``t + b·p`` float32 and the ``cat`` copies float32 before the final cast. Forward: ``b * p`` writes 4, ``t + b·p``
 reads 2 + 4 and writes 4, ``cat`` reads and writes 4, ``.to`` reads 4 and writes 2: 28 against 12. Backward: the
 cast's gradient (read 2, write 4), per expert the add's gradient cast back to ``t``'s bf16 (read 4, write 2), the two

@@ -1950,6 +1950,7 @@ def forward_only_time(
     te_layers: bool = False, window_mask: bool = False, mask_layers: int = 0, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
+    moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fused_expert_mlp: bool = False,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -1995,7 +1996,9 @@ def forward_only_time(
     from flash-attn's kernel: verl's ``logprobs_from_logits``, ``memory.logits`` module doc). ``megatron_experts`` /
     ``expert_streams``, ``expert_padding`` and ``head``: as ``train_step_time`` (the log-prob forward runs the
     training forward's expert modules; False: the timed pipeline rank holds no output head), so a log-prob pass prices the layers the training
-    pass of the same card prices. ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
+    pass of the same card prices. ``moe_dispatcher`` / ``fused_expert_mlp``: as ``inventory.step_inventory`` (the
+    dispatcher's routed-row work and, for gpt-oss experts, its float32 bias loop or the op fuser that runs neither
+    the eager activation nor the bias loop; ``ModelParallel.moe_dispatcher`` / ``fused_expert_mlp``). ``entropy_bytes_per_logit`` / ``entropy_kernels``: an entropy over every token's
     logits the pass also takes (verl's old-policy pass, ``inventory.VERL_ENTROPY_COMPILED_BYTES``), memory-bound bytes
     and kernels on the head; 0: none. Not for a value or reward head (``spec.head_outputs``). ``rope_loop_samples`` /
     ``rope_loop_context_parallel`` / ``a2a_thd_sequences`` / ``te_ring_context_parallel``: as ``train_step_time``
@@ -2075,6 +2078,7 @@ def forward_only_time(
                          loss_sequences=loss_sequences, fused_cross_entropy=fused_cross_entropy,
                          megatron_experts=megatron_experts, expert_streams=expert_streams,
                          expert_padding=expert_padding, moe_eager_launch=moe_eager_launch,
+                         moe_dispatcher=moe_dispatcher, fused_expert_mlp=fused_expert_mlp,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
                          # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
                          megatron_rope=te_layers and spec.rotary_concentration != 1.0,

@@ -215,7 +215,10 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     # provider with AutoBridge.from_hf_config(...).to_megatron_provider (l.608-609) and overrides neither, so it runs
     # the provider's deallocate_pipeline_outputs True (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/models/
     # gpt_provider.py l.162 @067f987df03b8355b03192d88d70f1709fedf51a) and Megatron-Core's moe_router_fusion False;
-    # both are written, as the card states them
+    # both are written, as the card states them. use_transformer_engine_op_fuser (moe_expert_mlp te_ops) goes the same
+    # way: a TransformerConfig field of the provider dataclass (_merge_model_overrides, setup.py l.779-) that the
+    # provider's layer spec reads (Megatron-Bridge src/megatron/bridge/models/gpt_provider.py l.55
+    # @8c46dc4259080c510b7455f43e836fdff222c5d3, NeMo RL 7ea279a's submodule) and no first-class megatron_cfg key
     overrides = dict(megatron_launch(card))
     if p.pipeline_layout is not None:
         if p.virtual_stages == 1:
@@ -384,7 +387,7 @@ def build(card: RunCard) -> Export:
         raise ExportError("scope: NeMo RL has no 4-bit (QLoRA) base; allowed for --to nemo-rl: full, lora")
     data = _grpo(card, notes) if card.method is Method.GRPO else _sft(card, notes)
     has = ({"tensor_parallel_impl", "moe_dispatcher", "overlap_param_gather", "pipeline_outputs_deallocated",
-            "moe_launch", "moe_load_balancing"} if uses_megatron(card) else set())
+            "moe_launch", "moe_load_balancing", "moe_expert_mlp"} if uses_megatron(card) else set())
     notes.extend(shared_notes(card, "nemo-rl", megatron_has=has))
     script = SCRIPT[card.method]
     launch = f"uv run {script} --config {FILENAME}"

@@ -253,8 +253,13 @@ def megatron_launch(card: RunCard) -> dict[str, Any]:
     the target's own default stands: eager in both verl and NeMo RL);
     Megatron-Core's own defaults are false for both (NVIDIA/Megatron-LM megatron/core/transformer/
     transformer_config.py moe_router_fusion l.792 @d30c3ae5469fe3f6a64d4fd2e63b6e7f7844ea81). A fused launch is
-    written as the fused router only, not a CUDA graph (its capture scope is not a card setting)."""
-    from trainfit.spec.enums import MoeLaunch
+    written as the fused router only, not a CUDA graph (its capture scope is not a card setting).
+    ``use_transformer_engine_op_fuser`` true for ``moe_expert_mlp: te_ops`` (a TransformerConfig field from
+    Megatron-Core core_v0.18.0, NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py l.465
+    @ba7b5ebce12af60627a80985792a1449ce45f46c, read by TEGroupedMLP), false for an explicit unfused (the card's
+    statement carried, as an eager launch is); unset writes nothing (Megatron-Core's default, false, and the only
+    choice of a Megatron-Core older than the field)."""
+    from trainfit.spec.enums import MoeExpertMlp, MoeLaunch
 
     p = card.parallel
     out: dict[str, Any] = {}
@@ -262,6 +267,8 @@ def megatron_launch(card: RunCard) -> dict[str, Any]:
         out["deallocate_pipeline_outputs"] = p.pipeline_outputs_deallocated
     if p.moe_launch is not None:
         out["moe_router_fusion"] = p.moe_launch is MoeLaunch.FUSED
+    if p.moe_expert_mlp is not None:
+        out["use_transformer_engine_op_fuser"] = p.moe_expert_mlp is MoeExpertMlp.TE_OPS
     return out
 
 
@@ -270,9 +277,10 @@ def launch_from_megatron(where: str, get: Any, *, pipeline_parallel: int, deallo
     """The card's ``pipeline_outputs_deallocated`` (``deallocate_pipeline_outputs``, else ``deallocated_default``,
     read with a pipeline only) and ``moe_launch`` (fused where ``moe_router_fusion`` is true; otherwise left unset:
     Megatron-Core's defaults, eager) from a TransformerConfig-like mapping: ``moe_router_fusion`` true reads as
-    fused, false as eager, unset leaves ``moe_launch`` null (Megatron-Core's defaults, eager); a non-boolean is
-    refused in one line."""
-    for key in ("deallocate_pipeline_outputs", "moe_router_fusion"):
+    fused, false as eager, unset leaves ``moe_launch`` null (Megatron-Core's defaults, eager); and
+    ``moe_expert_mlp`` from ``use_transformer_engine_op_fuser`` (true: te_ops, false: unfused, unset: null, which
+    plans unfused); a non-boolean is refused in one line."""
+    for key in ("deallocate_pipeline_outputs", "moe_router_fusion", "use_transformer_engine_op_fuser"):
         if get(key) not in (None, True, False):
             raise ValueError(f"{where}.{key}: {get(key)!r}; allowed: true, false")
     dealloc = get("deallocate_pipeline_outputs")
@@ -280,6 +288,8 @@ def launch_from_megatron(where: str, get: Any, *, pipeline_parallel: int, deallo
         par["pipeline_outputs_deallocated"] = True
     if get("moe_router_fusion") is not None:
         par["moe_launch"] = "fused" if get("moe_router_fusion") else "eager"
+    if get("use_transformer_engine_op_fuser") is not None:
+        par["moe_expert_mlp"] = "te_ops" if get("use_transformer_engine_op_fuser") else "unfused"
 
 
 def dispatcher_from_megatron(kind: Any, deepep: Any, where: str) -> str:

@@ -470,7 +470,7 @@ def build(card: RunCard) -> Export:
         cmd = f"torchrun --nnodes={card.hardware.nodes} --nproc_per_node={card.hardware.gpus_per_node} -m verl.trainer.sft_trainer"
         config = "sft_trainer_engine.yaml+megatron" if uses_megatron(card) else "sft_trainer_engine.yaml"
     has = ({"tensor_parallel_impl", "moe_dispatcher", "moe_comm_overlap", "overlap_param_gather",
-            "pipeline_outputs_deallocated", "moe_launch"} if uses_megatron(card)
+            "pipeline_outputs_deallocated", "moe_launch", "moe_expert_mlp"} if uses_megatron(card)
            else set())
     notes.extend(shared_notes(card, "verl", megatron_has=has))
     text = "#!/bin/sh\n" + cmd + " \\\n" + " \\\n".join(f"    {shlex.quote(o)}" for o in overrides) + "\n"
@@ -586,8 +586,9 @@ def _megatron(card: RunCard, prefix: str, notes: list[str]) -> list[str]:
     if p.pipeline_layout is not None:
         o.append(f"+{otc}.pipeline_model_parallel_layout={_fmt(megatron_layout(p.pipeline_layout))}")
     o += [f"+{otc}.{k}={_fmt(v)}" for k, v in megatron_moe(card).items()]
-    # deallocate_pipeline_outputs (with a pipeline) and moe_router_fusion (fused launch): TransformerConfig fields
-    # that override_transformer_config passes through like the keys above
+    # deallocate_pipeline_outputs (with a pipeline), moe_router_fusion (fused launch) and
+    # use_transformer_engine_op_fuser (moe_expert_mlp te_ops): TransformerConfig fields that
+    # override_transformer_config passes through like the keys above
     o += [f"+{otc}.{k}={_fmt(v)}" for k, v in megatron_launch(card).items()]
     # the combined 1F1B schedule (verl b178a3cd verl/workers/actor/megatron_actor.py reads
     # tf_config.overlap_moe_expert_parallel_comm and returns the schedule plan it needs)

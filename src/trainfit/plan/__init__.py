@@ -31,7 +31,9 @@ from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Attention, ExpertAdapters, KbitPrepare, Method, MoeExperts, Scope, Strategy
+from trainfit.spec.enums import (
+    Attention, ExpertAdapters, KbitPrepare, Method, MoeExpertMlp, MoeExperts, Scope, Strategy,
+)
 
 __all__ = [
     "HOST_BYTES_PER_PROCESS", "OUTSIDE_ALLOCATOR", "PAGEABLE", "GroupPlan", "PhaseResult", "Plan",
@@ -134,7 +136,8 @@ def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when the card sets an MoE-only option (``parallel.moe_launch``, ``parallel.moe_load_balancing``,
     ``lora.expert_adapters`` other than merged, ``parallel.moe_experts: loop_v5``, ``parallel.moe_experts_hit``) and
-    ``spec`` is dense, or ``loop_v5`` on gpt-oss; else None. It depends on the model alone, so no searched knob can
+    ``spec`` is dense, or ``loop_v5`` on gpt-oss, or ``parallel.moe_expert_mlp: te_ops`` on experts whose activation
+    Transformer Engine's op fuser does not fuse; else None. It depends on the model alone, so no searched knob can
     lift it."""
     if spec.moe is not None and spec.family == "gpt_oss" and card.parallel.moe_experts is MoeExperts.LOOP_V5:
         # transformers 5.24.0 models/gpt_oss/modeling_gpt_oss.py GptOssExperts.forward (l.90-116): its own eager loop,
@@ -143,6 +146,14 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
         return ("parallel.moe_experts: loop_v5 is transformers v5's eager loop of the stacked Qwen / Mixtral-style"
                 f" experts; {spec.name}'s gpt-oss experts run their own loop, not modelled; allowed for it: grouped,"
                 " grouped_streams, grouped_padded")
+    if (spec.moe is not None and card.parallel.moe_expert_mlp is MoeExpertMlp.TE_OPS
+            and (spec.hidden_act, spec.mlp_gated) not in (("silu", True), ("relu2", False))):
+        # TEGroupedMLP._is_fused_impl_supported fuses SwiGLU, quick GEGLU (gpt-oss's clamped GLU) or weighted squared
+        # ReLU experts only, and the constructor asserts it (NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py
+        # l.269-272, l.340-372 @ba7b5ebce12af60627a80985792a1449ce45f46c, core_v0.18.0)
+        act = f"{'gated ' if spec.mlp_gated else ''}{spec.hidden_act}"
+        return (f"parallel.moe_expert_mlp: 'te_ops' fuses SwiGLU, gpt-oss's quick GEGLU or squared-ReLU experts;"
+                f" {spec.name}'s are {act}; allowed for it: unfused")
     if spec.moe is not None:
         return None
     if card.parallel.moe_experts is MoeExperts.LOOP_V5:

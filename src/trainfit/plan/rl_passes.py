@@ -504,6 +504,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             megatron_experts=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             # ... and their router and dispatcher launches as the card states them (compute.moe_time)
             moe_eager_launch=p_.resolved_moe_launch is MoeLaunch.EAGER,
+            # ... their dispatcher's and the op fuser's expert work, as the training pass (inventory.step_inventory)
+            moe_dispatcher=mp.moe_dispatcher, fused_expert_mlp=mp.fused_expert_mlp,
             # ... whose TE grouped linears loop over their GEMMs in Python (compute.te_host)
             te_layers=p_.tensor_parallel_impl is TensorParallelImpl.MEGATRON,
             expert_streams=p_.moe_experts is MoeExperts.GROUPED_STREAMS,

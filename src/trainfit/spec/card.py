@@ -612,8 +612,9 @@ class ParallelSection(_Section):
     moe_expert_mlp: MoeExpertMlp | None = Field(None, description="unfused (Megatron-Core TEGroupedMLP's own forward:"
                                                 " its eager activation and, with expert biases, the per-expert bias"
                                                 " loop) | te_ops (use_transformer_engine_op_fuser: one fused Transformer"
-                                                " Engine op sequence, neither runs); null: unfused. Megatron-Core MoE"
-                                                " cards only.")
+                                                " Engine op sequence, neither runs; Megatron-Core >= 0.18, needs"
+                                                " expert_tensor_parallel 1, moe_experts grouped and SwiGLU, gpt-oss or"
+                                                " squared-ReLU experts); null: unfused. Megatron-Core MoE cards only.")
     moe_load_balancing: MoeLoadBalancing | None = Field(None, description="none | aux_loss | seq_aux_loss: the load-"
                                                         "balancing loss Megatron-Core's router computes each training"
                                                         " forward (moe_router_load_balancing_type with a non-zero"
@@ -729,6 +730,22 @@ class ParallelSection(_Section):
             raise ValueError(f"parallel.moe_expert_mlp: '{self.moe_expert_mlp.value}' describes Megatron-Core's"
                              " TEGroupedMLP, read with tensor_parallel_impl: megatron (got"
                              f" {self.tensor_parallel_impl.value}); allowed otherwise: null")
+        if self.moe_expert_mlp is MoeExpertMlp.TE_OPS:
+            # Megatron-Core's TEGroupedMLP asserts _is_fused_impl_supported() under use_transformer_engine_op_fuser
+            # (NVIDIA/Megatron-LM megatron/core/transformer/moe/experts.py l.269-272, l.315-372
+            # @ba7b5ebce12af60627a80985792a1449ce45f46c, core_v0.18.0, the first release with the field): no expert
+            # tensor parallelism (l.330, the expt_tp group), te GroupedLinear fc1 / fc2 (l.335-338: TEGroupedMLP, not
+            # SequentialMLP's per-expert loop)
+            if self.expert_tensor_parallel > 1:
+                raise ValueError("parallel.moe_expert_mlp: 'te_ops' needs expert tensor parallelism 1 (got"
+                                 f" expert_tensor_parallel {self.expert_tensor_parallel}); allowed here: unfused")
+            if self.moe_experts is not MoeExperts.GROUPED:
+                raise ValueError("parallel.moe_expert_mlp: 'te_ops' fuses TEGroupedMLP's grouped linears (moe_experts"
+                                 f" grouped; got {self.moe_experts.value}); allowed here: unfused")
+            if not self.moe_probs_in_experts:
+                raise ValueError("parallel.moe_expert_mlp: 'te_ops' needs Megatron-Core >= 0.18, which multiplies"
+                                 " the routing probabilities in the experts (moe_probs_in_experts: false is 0.11 /"
+                                 " 0.12.0); allowed here: unfused")
         if self.moe_load_balancing is not None and not megatron:
             raise ValueError(f"parallel.moe_load_balancing: '{self.moe_load_balancing.value}' describes Megatron-Core's"
                              " router, read with tensor_parallel_impl: megatron (got"

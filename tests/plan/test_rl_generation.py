@@ -139,3 +139,12 @@ def test_the_plan_says_so():
     notes = " ".join(_plan(8).time.assumptions)
     assert "8 sequential calls of 3 prompts x 8" in notes and "rollout.generation_calls" in notes
     assert generation_calls(load_card_dict(_card(8))) == 8
+
+
+def test_the_rollout_phase_says_the_calls():
+    # the memory table's rollout row names the calls (colocated: the training group's row; split: the engine's)
+    colocated = make_plan(load_card_dict(_hf(8)))
+    assert any(ph.phase.value == "rollout" and ph.at.endswith("in 8 calls") for ph in colocated.groups[0].phases)
+    split = _plan(8)
+    assert any(ph.phase.value == "rollout" and ph.at.endswith("in 8 calls") for g in split.groups for ph in g.phases)
+    assert not any("calls" in ph.at for g in _plan(1).groups for ph in g.phases)

@@ -642,7 +642,8 @@ def rl_groups(
             rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer} | grads(GradBufferPhase.ROLLOUT),
-                               f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
+                               f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"
+                               + (f" in {ro.generation_calls} calls" if ro.generation_calls > 1 else "")))
     # the frozen passes: the optimizer state (and, for a pass not on the actor, its weights) still in host RAM where
     # the framework's code leaves it there (LOGPROB_OPTIMIZER_AWAY_PRESETS); elsewhere the whole state is counted
     own_away = frozen_pass_offloaded(card, off_mode, actor_weights=True) if colocate else ()

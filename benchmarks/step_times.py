@@ -2156,7 +2156,15 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
             out[key] = ro[key]
     if (ro.get("generation_calls_per_step") or 1) > 1:  # the run's framework generates the step in several calls
         # (rollout.generation_calls: TRL before 0.17 once per gradient-accumulation micro-batch; the entry cites it)
-        out["generation_calls"] = int(ro["generation_calls_per_step"])
+        calls = int(ro["generation_calls_per_step"])
+        generated = out.get("generated_prompts_per_step") or out.get("prompts_per_step")
+        if not ro.get("generation_calls_source"):
+            raise Unmapped("skipped", [f"{calls} generate calls per step without a source for them"
+                                       " (rollout.generation_calls_source)"])
+        if not generated or generated % calls:
+            raise Unmapped("skipped", [f"{calls} generate calls per step do not split the {generated or 'unpublished'}"
+                                       " prompts generated per step into equal calls (rollout.generation_calls)"])
+        out["generation_calls"] = calls
         notes.append(f"{out['generation_calls']} sequential generate calls per step (rollout.generation_calls):"
                      f" {ro['generation_calls_source']}")
     if ro.get("weight_sync_relays") is not None:  # verl's checkpoint engine's multi_sender as the run set it

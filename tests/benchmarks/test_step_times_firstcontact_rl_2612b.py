@@ -100,3 +100,17 @@ def test_trl_rows_state_their_per_micro_batch_generation_with_the_run_commit() -
         card, notes = st.map_rl(ROWS[row_id])
         assert card["rollout"]["generation_calls"] == accumulation
         assert any("rollout.generation_calls" in n for n in notes)
+
+
+@pytest.mark.parametrize("change, reason", [
+    ({"generation_calls_source": None}, "without a source"),
+    ({"generation_calls_per_step": 5}, "do not split the 24 prompts"),
+])
+def test_generation_calls_without_a_source_or_unequal_are_skipped(change, reason) -> None:
+    """An entry whose calls per step have no source, or do not divide the prompts generated per step (TRL's calls are
+    equal micro-batches), is skipped with its reason, not a KeyError or a card error."""
+    row = ROWS["mini-r1-trl014-grpo-qwen25-3b-countdown-h100-4g"]
+    ro = {k: v for k, v in {**row["rollout"], **change}.items() if v is not None}
+    with pytest.raises(st.Unmapped) as u:
+        st.map_rl({**row, "rollout": ro})
+    assert u.value.status == "skipped" and any(reason in r for r in u.value.reasons)

@@ -88,21 +88,44 @@ def test_trl_text_is_python():
         compile(export(CARDS[name](), "trl").text, name, "exec")
 
 
-def test_generation_calls_become_a_smaller_generation_batch():
-    """rollout.generation_calls: TRL (>= 0.18) generates generation_batch_size completions per call, so a step of
-    eight calls exports an eighth of the step's completions, a whole number of micro-batches and of groups."""
+def _calls_card(calls: int, prompts: int = 24):
     from trainfit.spec.card import load_card_dict
 
-    def card(calls: int):
-        return load_card_dict({
-            "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": "trl",
-            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4, "nodes": 1},
-            "batch": {"micro_batch_size": 8},
-            "rollout": {"placement": "split", "gpus": 1, "prompts_per_step": 24, "num_generations": 8,
-                        "generation_calls": calls}})
+    return load_card_dict({
+        "model": "Qwen/Qwen2.5-0.5B", "method": "grpo", "preset": "trl",
+        "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4, "nodes": 1},
+        "batch": {"micro_batch_size": 8},
+        "rollout": {"placement": "split", "gpus": 1, "prompts_per_step": prompts, "num_generations": 8,
+                    "generation_calls": calls}})
 
-    one, eight = to_trl(card(1)), to_trl(card(8))
-    assert one["args"]["generation_batch_size"] == 24 * 8
-    assert eight["args"]["generation_batch_size"] == 24 * 8 // 8
-    # three calls of 64 completions do not split into the 3 training GPUs' micro-batches of 8 and groups of 8: kept
-    assert to_trl(card(3))["args"]["generation_batch_size"] == 24 * 8
+
+def test_generation_calls_span_one_optimizer_step(tmp_path):
+    """rollout.generation_calls: TRL (>= 0.18) generates once every steps_per_generation micro-batches and steps the
+    optimizer every gradient_accumulation_steps, so a step of eight calls is gradient_accumulation_steps = the step's
+    micro-batches and steps_per_generation = an eighth of them (generation_batch_size, exclusive with it, unset)."""
+    one, eight = to_trl(_calls_card(1)), to_trl(_calls_card(8))
+    assert one["args"]["generation_batch_size"] == 24 * 8 and "steps_per_generation" not in one["args"]
+    # 192 completions = 8 micro-batches of 8 x 3 training GPUs: one call each
+    assert "generation_batch_size" not in eight["args"]
+    assert eight["args"]["gradient_accumulation_steps"] == 8 and eight["args"]["steps_per_generation"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = trl.GRPOConfig(**dict(eight["args"], output_dir=str(tmp_path), use_cpu=True))
+    # TRL's own arithmetic on one process: a generation of one micro-batch, eight of them per optimizer step
+    assert cfg.steps_per_generation == 1 and cfg.generation_batch_size == 8
+    assert cfg.gradient_accumulation_steps // cfg.steps_per_generation == 8
+    # 24 prompts in 3 calls: 8 micro-batches do not split into 3 calls of whole micro-batches: one call, said so
+    three = export(_calls_card(3), "trl")
+    assert to_trl(_calls_card(3))["args"]["generation_batch_size"] == 24 * 8
+    assert any("rollout.generation_calls 3" in n and "kept at one call" in n for n in three.notes)
+
+
+@pytest.mark.parametrize("calls", [2, 4, 8])
+def test_generation_calls_read_back(calls):
+    from trainfit.export import read_back
+
+    card = _calls_card(calls)
+    back = read_back(card, export(card, "trl"))
+    assert back.rollout.generation_calls == calls
+    assert back.rollout.prompts_per_step == card.rollout.prompts_per_step
+    assert back.rollout.num_generations == card.rollout.num_generations

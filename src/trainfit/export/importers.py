@@ -432,6 +432,8 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         if "generation_batch_size" in a:
             gbs = _num(t, "generation_batch_size", a["generation_batch_size"])
             ro["prompts_per_step"] = max(1, gbs // ng)
+        elif "steps_per_generation" in a:
+            ro.update(_trl_generation_calls(t, a, d, ng, notes))
         if "beta" in a:
             set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
         if "num_iterations" in a:
@@ -472,6 +474,33 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         notes.append(_prompt_mean_note(ro.get("prompt_len")))
     _adapter_units_as_framework(t, d, notes)
     return Imported(t, d, notes)
+
+
+def _trl_generation_calls(t: str, a: dict[str, Any], d: dict[str, Any], ng: int, notes: list[str]) -> dict[str, int]:
+    """``rollout.prompts_per_step`` and ``generation_calls`` of a TRL (>= 0.18) GRPOConfig that sets
+    ``steps_per_generation``: TRL generates once every ``steps_per_generation`` micro-batches and steps the optimizer
+    every ``gradient_accumulation_steps`` (huggingface/trl trl/trainer/grpo_config.py __post_init__ l.505-529
+    @ef4b0b225cf04600332a12a2c83f187623312098, v0.18.0), so an optimizer step of ``gradient_accumulation_steps`` micro-
+    batches of ``per_device_train_batch_size`` x processes completions is ``gradient_accumulation_steps /
+    steps_per_generation`` calls. The processes are the companion accelerate.yaml's; without it, left at the card's."""
+    spg = _num(t, "steps_per_generation", a["steps_per_generation"])
+    ga = _num(t, "gradient_accumulation_steps", a.get("gradient_accumulation_steps", 1))
+    mbs = _num(t, "per_device_train_batch_size", a.get("per_device_train_batch_size", 8))
+    if spg < 1:
+        raise _bad(t, f"steps_per_generation: {spg}; allowed: 1 or more")
+    hw = d.get("hardware") or {}
+    if not (hw.get("gpus_per_node") and hw.get("nodes")):
+        notes.append("steps_per_generation: the prompts per step need the training processes (import with --with"
+                     " accelerate.yaml); rollout.prompts_per_step and generation_calls left at the card's")
+        return {}
+    procs = hw["gpus_per_node"] * hw["nodes"]  # the accelerate.yaml's num_processes: the training GPUs
+    out = {"prompts_per_step": max(1, mbs * procs * max(ga, spg) // ng)}
+    if ga > spg and ga % spg == 0 and out["prompts_per_step"] % (ga // spg) == 0:
+        out["generation_calls"] = ga // spg
+    elif ga > spg:
+        notes.append(f"steps_per_generation {spg} does not divide gradient_accumulation_steps {ga} into equal"
+                     " calls: rollout.generation_calls left at 1")
+    return out
 
 
 ADAPTER_UNITS_READ = {

@@ -199,17 +199,28 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
             f"{rounded} ({rounded // ro.num_generations} prompts)"
         )
         gen_batch = rounded
-    if ro.generation_calls > 1:
-        # TRL >= 0.18 generates generation_batch_size completions per call (steps_per_generation micro-batches'
-        # worth), so a step of several calls is a smaller generation batch
-        per_call = gen_batch // ro.generation_calls
-        if gen_batch % ro.generation_calls or per_call % per_step or per_call % ro.num_generations:
-            notes.append(f"rollout.generation_calls {ro.generation_calls}: {gen_batch} completions do not split into"
-                         f" {ro.generation_calls} calls of whole micro-batches and groups; generation_batch_size kept"
-                         f" at one call per step ({gen_batch})")
-        else:
-            gen_batch = per_call
-    a["generation_batch_size"] = gen_batch
+    calls = ro.generation_calls
+    micro_steps = gen_batch // per_step  # whole: gen_batch is a multiple of per_step here
+    if calls > 1 and (micro_steps % calls or (gen_batch // calls) % ro.num_generations or ro.num_iterations > 1):
+        notes.append(f"rollout.generation_calls {calls}: the step's {micro_steps} micro-batches of {per_step}"
+                     f" completions do not split into {calls} calls of whole micro-batches and groups"
+                     + (" (or num_iterations > 1 repeats each call's micro-batches)" if ro.num_iterations > 1 else "")
+                     + f"; generation_batch_size kept at one call per step ({gen_batch})")
+        calls = 1
+    if calls > 1:
+        # TRL >= 0.18 generates once every steps_per_generation micro-batches (generation_batch_size = micro-batch x
+        # processes x steps_per_generation; the two are exclusive) and steps the optimizer every
+        # gradient_accumulation_steps: one optimizer step spans the calls when the accumulation is the step's
+        # micro-batches (huggingface/trl trl/trainer/grpo_config.py __post_init__ l.505-529, grpo_trainer.py
+        # _prepare_inputs l.951-975 @ef4b0b225cf04600332a12a2c83f187623312098, v0.18.0)
+        a["gradient_accumulation_steps"] = micro_steps
+        a["steps_per_generation"] = micro_steps // calls
+        notes.append(f"rollout.generation_calls {calls}: gradient_accumulation_steps {micro_steps} (the step's"
+                     f" micro-batches, so one optimizer step spans the {calls} calls; batch.grad_accum"
+                     f" {card.batch.grad_accum} not written) and steps_per_generation {micro_steps // calls}"
+                     f" ({gen_batch // calls} completions a call)")
+    else:
+        a["generation_batch_size"] = gen_batch
     a["beta"] = kl_coef(card)
     if ro.num_iterations > 1:
         a["num_iterations"] = ro.num_iterations

@@ -427,7 +427,11 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
     )
     _, roll = group_sizes(card)
     instances = max(1, roll // ro.tensor_parallel)
-    per_instance = max(1, -(-ro.prompts_per_step // instances))
+    # one generate call's prompts at a time (rollout.generation_calls: TRL before 0.17 hands the engine one
+    # gradient-accumulation micro-batch's prompts per llm.generate call, huggingface/trl grpo_trainer.py compute_loss
+    # l.370-400 @29de6eec7ba9b3923e41012e4984e9e352c9ea54)
+    per_call = -(-ro.prompts_per_step // ro.generation_calls)
+    per_instance = max(1, -(-per_call // instances))
     demand = RolloutDemand(
         prompts_per_step=per_instance,
         generations_per_prompt=ro.num_generations,
@@ -446,11 +450,15 @@ def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig,
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:
-    """transformers generate on the trainer: gathered weights + HF KV cache + last-token logits."""
+    """transformers generate on the trainer: gathered weights + HF KV cache + last-token logits. The cache holds one
+    generate call's sequences: with ``rollout.generation_calls`` each call is one gradient-accumulation micro-batch
+    (TRL before 0.17 calls ``unwrapped_model.generate`` on the micro-batch's own prompts, huggingface/trl
+    trl/trainer/grpo_trainer.py compute_loss l.419-424 @29de6eec7ba9b3923e41012e4984e9e352c9ea54), and the cache of
+    one call is released before the next."""
     from trainfit.rollout.vllm import kv_bytes_per_token
 
     ro = card.rollout
-    seqs = -(-ro.prompts_per_step * ro.num_generations // train_gpus)
+    seqs = -(-ro.prompts_per_step * ro.num_generations // (train_gpus * ro.generation_calls))
     gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
     kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
     return kv + gathered + seqs * spec.vocab_size * 4
@@ -634,7 +642,8 @@ def rl_groups(
             rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer} | grads(GradBufferPhase.ROLLOUT),
-                               f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"))
+                               f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"
+                               + (f" in {ro.generation_calls} calls" if ro.generation_calls > 1 else "")))
     # the frozen passes: the optimizer state (and, for a pass not on the actor, its weights) still in host RAM where
     # the framework's code leaves it there (LOGPROB_OPTIMIZER_AWAY_PRESETS); elsewhere the whole state is counted
     own_away = frozen_pass_offloaded(card, off_mode, actor_weights=True) if colocate else ()
@@ -729,7 +738,8 @@ def rl_groups(
     if not colocate:
         rpeaks = (
             PhasePeak(Phase.LOAD, {ENGINE: engine_run}, "engine started"),
-            PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"),
+            PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {ro.prompts_per_step}x{ro.num_generations} sequences"
+                      + (f" in {ro.generation_calls} calls" if ro.generation_calls > 1 else "")),
             PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, bucket)}
                       | cast, "receiving weights"),
         )
@@ -749,7 +759,8 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
     if ro.engine not in SERVING_ENGINES:  # hf, deepspeed_hybrid: generate on the trainer's own weights
         from trainfit.rollout.vllm import kv_bytes_per_token
 
-        seqs = ro.prompts_per_step * ro.num_generations
+        # one generate call's sequences (rollout.generation_calls; 1 for deepspeed_hybrid, spec.card)
+        seqs = -(-ro.prompts_per_step * ro.num_generations // ro.generation_calls)
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
             # the workspace (KV cache included) stays allocated outside the allocator from the first call on, with the
             # QKV merge buffer (in the allocator, 0.1-0.2 GB, counted with it)

@@ -181,9 +181,11 @@ def generation_calls(card: RunCard) -> int:
     micro-batch (huggingface/trl trl/trainer/grpo_trainer.py ``compute_loss`` l.370-400
     @29de6eec7ba9b3923e41012e4984e9e352c9ea54, v0.14.0; ``_prepare_inputs`` l.447-490
     @09eefa73abbba26c73851f1094f325aa1671f3fa; once per effective batch from TRL #3283,
-    294f35bf3c0043d3ee6b9b5d22385e5736f6ce9e, v0.17.0). The weights reach the engine once per step (the same
-    commits: ``_last_loaded_step``), so only the generation repeats. The DeepSpeed Hybrid Engine keeps its own
-    static batches (``hybrid_generation_phase``)."""
+    294f35bf3c0043d3ee6b9b5d22385e5736f6ce9e, v0.17.0). The calls are equal (the card refuses a count that does not
+    divide the generated prompts). With vLLM the weights reach the engine once per step (the same commits:
+    ``_last_loaded_step``), so only the generation repeats; with engine hf the trainer gathers its weights for every
+    call (``plan.rl_sync.hf_gather_per_call``). The DeepSpeed Hybrid Engine keeps its own static batches
+    (``hybrid_generation_phase``; the card refuses more than one call with it)."""
     return max(1, min(card.rollout.generation_calls, generated_prompts(card)))
 
 

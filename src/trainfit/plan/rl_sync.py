@@ -174,7 +174,21 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
         if fs.sglang_tensor_requests else 0.0,
     )
-    return _weight_sync_phase(t)
+    return _weight_sync_phase(hf_gather_per_call(t, calls=ro.generation_calls if ro.engine is RolloutEngine.HF else 1))
+
+
+def hf_gather_per_call(t: SyncTime, *, calls: int) -> SyncTime:
+    """The trainer-side gather once per generate call: with engine hf, TRL generates on the training model inside
+    ``unwrap_model_for_generation``, which gathers the whole ZeRO-3 model for that call and re-partitions it after
+    (huggingface/trl trl/trainer/grpo_trainer.py compute_loss l.419-424 @29de6eec7ba9b3923e41012e4984e9e352c9ea54,
+    v0.14.0; trl/models/utils.py ``unwrap_model_for_generation`` l.187-193, ``deepspeed.zero.GatheredParameters``), so
+    ``rollout.generation_calls`` sequential calls gather ``calls`` times. ``calls`` 1: ``t`` unchanged."""
+    if calls <= 1:
+        return t
+    from dataclasses import replace
+
+    extra_s = (calls - 1) * t.gather_s
+    return replace(t, gather_s=t.gather_s + extra_s, total_s=t.total_s + extra_s)
 
 
 def _transport_sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout,

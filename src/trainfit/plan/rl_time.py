@@ -137,9 +137,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
     if generation_calls(card) > 1:
         calls = generation_calls(card)
+        weights = ("the trainer gathers its weights for every call (unwrap_model_for_generation)"
+                   if ro.engine is RolloutEngine.HF else "the weights reach the engine once")
         notes.append(f"generation: {calls} sequential calls of {-(-generated_prompts(card) // calls)} prompts x"
                      f" {ro.num_generations} per step (rollout.generation_calls), each ending with its longest"
-                     " completion; the weights reach the engine once")
+                     f" completion; {weights}")
     if not ro.response_len_mean and ro.response_clip_ratio is not None:
         notes.append(f"mean response not given: {mean:.0f} tokens, the exponential shape whose share cut at"
                      f" {ro.response_len} is the card's {ro.response_clip_ratio:g} (rollout.response_clip_ratio)")

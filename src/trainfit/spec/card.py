@@ -1203,7 +1203,8 @@ class RolloutSection(_Section):
         " generates inside every gradient-accumulation micro-batch: gradient_accumulation_steps calls per optimizer"
         " step (huggingface/trl trl/trainer/grpo_trainer.py compute_loss l.370-400 @29de6eec, v0.14.0;"
         " _prepare_inputs @09eefa73; once per effective batch from #3283, 294f35bf, v0.17.0); TRL >= 0.18:"
-        " gradient_accumulation_steps / steps_per_generation. Default 1: the step's prompts in one call.")
+        " gradient_accumulation_steps / steps_per_generation. The calls are equal: a divisor of the prompts generated per"
+        " step; engine deepspeed_hybrid: 1 (its own static batches). Default 1: the step's prompts in one call.")
     max_num_seqs: int = Field(
         256, ge=1, le=1_000_000, description="Sequences one engine runs at once (vLLM max_num_seqs; engine sglang:"
         " max_running_requests). Default 256: vLLM's own default for the LLM class and the OpenAI server on GPUs under"
@@ -1396,9 +1397,16 @@ class RolloutSection(_Section):
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")
         generated = self.generated_prompts_per_step or self.prompts_per_step
-        if self.generation_calls > generated:
-            raise ValueError(f"rollout.generation_calls: {self.generation_calls} is more than the prompts generated per"
-                             f" step ({generated}); allowed: 1 to {generated}")
+        if generated % self.generation_calls:
+            # the calls are equal: TRL before 0.17 generates one gradient-accumulation micro-batch's prompts per call
+            divisors = ", ".join(str(d) for d in range(1, generated + 1) if generated % d == 0)
+            raise ValueError(f"rollout.generation_calls: {self.generation_calls} does not divide the {generated} prompts"
+                             f" generated per step; allowed: divisors of {generated} ({divisors})")
+        if self.generation_calls > 1 and self.engine is RolloutEngine.DEEPSPEED_HYBRID:
+            # the Hybrid Engine splits the step into its own static batches (per_device_generation_batch_size), timed
+            # by compute.hybrid_engine; sequential calls above it are not modelled
+            raise ValueError(f"rollout.generation_calls: {self.generation_calls} with engine deepspeed_hybrid, whose"
+                             " static generation batches are its own; allowed with it: 1")
         if self.generated_prompts_per_step is not None and self.generated_prompts_per_step < self.prompts_per_step:
             raise ValueError(f"rollout.generated_prompts_per_step: {self.generated_prompts_per_step} is fewer than the"
                              f" prompts trained (rollout.prompts_per_step {self.prompts_per_step}); allowed:"

@@ -365,14 +365,18 @@ class HardwareSection(_Section):
         allowed ones."""
         if v is None or isinstance(v, Interconnect):
             return v
-        name = str(v).strip().lower().replace("-", "_") if isinstance(v, str) else v
+        allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
+        if not isinstance(v, str):  # a list or a section would reach the set lookup below unhashable
+            shown = ("a list" if isinstance(v, (list, tuple)) else "a section" if isinstance(v, dict)
+                     else repr(str(v)[:40]))
+            raise ValueError(f"hardware.interconnect: {shown} is not allowed; {allowed}")
+        name = v.strip().lower().replace("-", "_")
         if name in {x.value for x in Interconnect}:
             return name
-        allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
-        if isinstance(name, str) and name.replace("_", "").replace(" ", "") in _NVLINK_FABRIC_NAMES:
+        if name.replace("_", "").replace(" ", "") in _NVLINK_FABRIC_NAMES:
             raise ValueError(f"hardware.interconnect: '{v}' is a fabric between a node's GPUs that this field states as"
                              f" nvlink (NVSwitch, NVLink Switch, AMD xGMI / Infinity Fabric); {allowed}")
-        if isinstance(name, str) and name.replace("_", "") in _NETWORK_NAMES:
+        if name.replace("_", "") in _NETWORK_NAMES:
             raise ValueError(f"hardware.interconnect: '{v}' is a network between nodes, and this field the link between"
                              f" a node's GPUs, {allowed}; state the network as hardware.nic_gbps_per_gpu or"
                              " nic_gbps_per_node")

@@ -42,3 +42,95 @@ def test_interconnect_list_through_the_python_api():
 
     with pytest.raises(CardError, match="hardware.interconnect: a list is not allowed; allowed: nvlink"):
         trainfit.plan({"hardware": {"interconnect": ["pcie"]}})
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit compare on a record whose fields are of the wrong kind: AttributeError / TypeError tracebacks (a
+# `record:` or `record.watch` that is not a mapping, `versions` a list, a phase's `planned` a string, a figure a
+# string); NaN, negative or boolean figures and margins silently judged ('plan held' on a NaN measurement); no
+# phase with both figures judged 'plan held'
+
+GIB = 2**30
+
+
+def _record(tmp_path: Path, change=None) -> Path:
+    import yaml
+
+    data = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8},
+            "record": {"watch": {"device": "cuda", "memory_margin": 0.1, "time_margin": 0.3, "warnings": [],
+                                 "forecasts": []},
+                       "versions": {"torch": "2.13.0"},
+                       "phases": [{"phase": "forward", "plan_phases": ["forward"],
+                                   "planned": {"reserved_bytes": 10 * GIB, "seconds": 0.2},
+                                   "measured": {"reserved_bytes": 10.5 * GIB, "seconds": 0.21}},
+                                  {"phase": "backward", "plan_phases": ["backward"],
+                                   "planned": {"reserved_bytes": 12 * GIB, "seconds": 0.4},
+                                   "measured": {"reserved_bytes": 12 * GIB, "seconds": 0.4}}]}}
+    if change is not None:
+        change(data)
+    path = tmp_path / "run.record.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _put(dotted: str, value):
+    def change(data):
+        node = data
+        *parents, leaf = dotted.split(".")
+        for p in parents:
+            node = node[int(p)] if isinstance(node, list) else node[p]
+        node[int(leaf) if isinstance(node, list) else leaf] = value
+    return change
+
+
+def test_compare_a_good_record_still_holds(tmp_path):
+    run = run_cli(["compare", str(_record(tmp_path)), "--json"])
+    obj = check_run(run, codes=(0,), json_out=True)
+    assert obj["verdict"] == "plan held"
+
+
+COMPARE_BAD = [
+    ("record", [1], "record: must be a mapping (the run record"),
+    ("record", None, "record: must be a mapping (the run record"),
+    ("record.watch", 5, "compare: record.watch must be a mapping"),
+    ("record.watch.memory_margin", [1], "compare: record.watch.memory_margin must be a finite fraction >= 0"),
+    ("record.watch.memory_margin", "abc", "compare: record.watch.memory_margin must be a finite fraction >= 0"),
+    ("record.watch.memory_margin", -1, "compare: record.watch.memory_margin must be a finite fraction >= 0"),
+    ("record.watch.time_margin", float("nan"), "compare: record.watch.time_margin must be a finite fraction >= 0"),
+    ("record.watch.overhead_fraction", "x", "compare: record.watch.overhead_fraction must be a finite fraction"),
+    ("record.watch.warnings", 5, "compare: record.watch.warnings must be a list of text lines"),
+    ("record.versions", [1, 2], "compare: record.versions must be a mapping of package names to versions"),
+    ("record.versions", 7, "compare: record.versions must be a mapping of package names to versions"),
+    ("record.phases", [], "has no measured phases (record.phases)"),
+    ("record.phases.0.phase", None, "compare: record.phases[0].phase must be a phase name like forward"),
+    ("record.phases.0.phase", [1], "compare: record.phases[0].phase must be a phase name like forward"),
+    ("record.phases.0.planned", "x", "compare: record.phases[0].planned (forward) must be a mapping of"),
+    ("record.phases.0.measured", [1], "compare: record.phases[0].measured (forward) must be a mapping of"),
+    ("record.phases.0.measured.reserved_bytes", "x",
+     "compare: record.phases[0].measured.reserved_bytes (forward) must be a finite number >= 0"),
+    ("record.phases.0.measured.reserved_bytes", float("nan"),
+     "compare: record.phases[0].measured.reserved_bytes (forward) must be a finite number >= 0"),
+    ("record.phases.0.measured.reserved_bytes", -5 * GIB,
+     "compare: record.phases[0].measured.reserved_bytes (forward) must be a finite number >= 0"),
+    ("record.phases.0.planned.reserved_bytes", "x",
+     "compare: record.phases[0].planned.reserved_bytes (forward) must be a finite number >= 0"),
+    ("record.phases.0.measured.seconds", True,
+     "compare: record.phases[0].measured.seconds (forward) must be a finite number >= 0"),
+    ("record.phases", [{"phase": "forward"}], "holds both a planned and a measured figure on cuda (not measured);"
+                                              " nothing to judge"),
+]
+
+
+@pytest.mark.parametrize(("dotted", "value", "fragment"), COMPARE_BAD,
+                         ids=[f"{c[0]}={str(c[1])[:12]}" for c in COMPARE_BAD])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_compare_bad_records(tmp_path, dotted, value, fragment, as_json):
+    run = run_cli(["compare", str(_record(tmp_path, _put(dotted, value))), *(["--json"] if as_json else [])])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_compare_refuses_an_infinite_margin(tmp_path):
+    run = run_cli(["compare", str(_record(tmp_path)), "--time-margin", "inf"])
+    check_run(run, codes=(2,))
+    assert "--time-margin: must be a finite fraction >= 0" in run.stderr

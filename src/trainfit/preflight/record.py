@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import CatalogError, TrainfitError
+from trainfit.errors import CardError, CatalogError, TrainfitError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.shell import run_command
 from trainfit.spec.card import RunCard, load_card_dict, pin_before
@@ -260,7 +260,10 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
 
     data = read_card_file(path)
     extra = data.pop(RECORD_KEY, {}) if isinstance(data, dict) else {}
-    if isinstance(extra, dict) and isinstance(data, dict):
+    if not isinstance(extra, dict):
+        raise CardError(f"{RECORD_KEY}: must be a mapping (the run record: created_utc, gpus, phases, step_s...),"
+                        f" got {str(extra)[:40]!r}")
+    if isinstance(data, dict):
         migrate_link(data, extra)
     return load_card_dict(data), extra
 

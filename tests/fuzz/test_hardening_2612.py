@@ -134,3 +134,44 @@ def test_compare_refuses_an_infinite_margin(tmp_path):
     run = run_cli(["compare", str(_record(tmp_path)), "--time-margin", "inf"])
     check_run(run, codes=(2,))
     assert "--time-margin: must be a finite fraction >= 0" in run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# an old run record (no record.interconnect_rule, pcie, nvlink false) whose p2p_matrix is a number: TypeError in the
+# link migration on calibrate and compare; a string or a mapping was read as 'no P2P matrix recorded'
+
+@pytest.mark.parametrize("matrix", [5, 1.5, "OK", {"0": ["X", "OK"]}, [None, None]])
+@pytest.mark.parametrize("command", ["calibrate", "compare"])
+def test_old_record_with_a_p2p_matrix_that_is_not_rows(tmp_path, command, matrix):
+    import yaml
+
+    def old(data):
+        data["hardware"]["interconnect"] = "pcie"
+        data["hardware"]["gpu"] = "l40s"
+        data["record"].update({"nvlink": False, "p2p_matrix": matrix, "step_s": 1.0})
+
+    path = _record(tmp_path, old)
+    if command == "calibrate":  # two records of one kind, the fit's minimum
+        data = yaml.safe_load(path.read_text())
+        path.write_text(yaml.safe_dump([data, {**data, "record": {**data["record"], "step_s": 1.2}}]))
+        argv = ["calibrate", str(path), "--out", str(tmp_path / "cal.json")]
+    else:
+        argv = ["compare", str(path)]
+    run = run_cli(argv)
+    check_run(run, codes=(2,), outputs=(tmp_path / "cal.json",))
+    assert "record.p2p_matrix: a list of rows of 'OK' / 'X' / ... as the audit writes it, or null" in run.stderr
+    if command == "calibrate":
+        assert run.stderr.startswith(f"trainfit: error: {path}[0]: ")
+
+
+def test_old_record_with_rows_still_migrates(tmp_path):
+    from trainfit.preflight.record import load_record
+
+    def old(data):
+        data["hardware"].update({"interconnect": "pcie", "gpu": "l40s"})
+        data["record"].update({"nvlink": False, "p2p_matrix": [["X", "NS"], ["NS", "X"]],
+                               "gpus": [{"name": "L40S"}, {"name": "L40S"}]})
+
+    card, extra = load_record(_record(tmp_path, old))
+    assert card.hardware.interconnect.value == "pcie_no_p2p"
+    assert any("predates the peer-to-peer distinction" in n for n in extra["notes"])

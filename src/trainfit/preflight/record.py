@@ -273,14 +273,19 @@ def migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
     written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``) holds pcie
     for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the record's own
     ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with a note in
-    ``record.notes``."""
+    ``record.notes``. CardError when the matrix is neither null nor a list of rows."""
     hw = data.get("hardware")
     if LINK_RULE_KEY in extra or not isinstance(hw, dict) or hw.get("interconnect") != Interconnect.PCIE.value:
         return
     if extra.get("nvlink") is not False:
         return
     gpus = extra.get("gpus")
-    link = p2p_link(extra.get("p2p_matrix"), gpus=len(gpus) if isinstance(gpus, list) and gpus else None)
+    matrix = extra.get("p2p_matrix")
+    if matrix is not None and not (isinstance(matrix, list) and all(isinstance(row, list) for row in matrix)):
+        # p2p_link would iterate a number (TypeError) or read a string or a mapping as 'no matrix recorded'
+        raise CardError(f"{RECORD_KEY}.p2p_matrix: a list of rows of 'OK' / 'X' / ... as the audit writes it, or"
+                        f" null; got {str(matrix)[:40]!r}")
+    link = p2p_link(matrix, gpus=len(gpus) if isinstance(gpus, list) and gpus else None)
     if link is Interconnect.PCIE:
         return
     hw["interconnect"] = link.value if link is not None else None

@@ -175,3 +175,24 @@ def test_old_record_with_rows_still_migrates(tmp_path):
     card, extra = load_record(_record(tmp_path, old))
     assert card.hardware.interconnect.value == "pcie_no_p2p"
     assert any("predates the peer-to-peer distinction" in n for n in extra["notes"])
+
+
+# ------------------------------------------------------------------------------------------------
+# checkpoint.resume was free text: a misspelt 'adaptor' (or any value) planned as a full-state resume, silently
+
+@pytest.mark.parametrize("value", ["adaptor", "ADAPTER_ONLY", "weights", "[1]"])
+@pytest.mark.parametrize("command", [["plan", "--json"], ["fit", "--gpu", "h100", "--max-gpus", "1"], ["export", "--to", "trl"]])
+def test_checkpoint_resume_is_an_enum(command, value):
+    run = run_cli([*command, "--scope", "lora", "--set", f"checkpoint.resume={value}"] if command[0] == "plan"
+                  else [*command, "--set", f"checkpoint.resume={value}"])
+    check_run(run, codes=(2,))
+    assert "checkpoint.resume: " in run.stderr and run.stderr.rstrip().endswith("allowed: full or adapter_only")
+
+
+def test_checkpoint_resume_adapter_only_still_sizes_the_adapter():
+    import trainfit
+    from trainfit.spec.enums import ResumeKind
+
+    plan = trainfit.plan({"scope": "lora", "checkpoint": {"resume": "adapter_only"}})
+    assert plan.card.checkpoint.resume is ResumeKind.ADAPTER_ONLY
+    assert plan.to_dict()["card"]["checkpoint"]["resume"] == "adapter_only"

@@ -57,6 +57,7 @@ from trainfit.spec.enums import (
     RecomputeModule,
     RefPlacement,
     ResponseShape,
+    ResumeKind,
     RolloutEngine,
     RolloutQuantization,
     Scope,
@@ -1393,7 +1394,8 @@ class CheckpointSection(_Section):
     path: str | None = None
     every_steps: int = Field(500, ge=1, le=1_000_000_000)
     keep: int = Field(2, ge=1, le=100_000)
-    resume: str = Field("full", description="full (weights+optimizer+scheduler+RNG+data position) or adapter_only.")
+    resume: ResumeKind = Field(ResumeKind.FULL, description="full (weights+optimizer+scheduler+RNG+data position) or"
+                               " adapter_only.")
 
 
 ADAPTER_UNIT_PRESETS = ("trl", "verl")

@@ -196,3 +196,59 @@ def test_checkpoint_resume_adapter_only_still_sizes_the_adapter():
     plan = trainfit.plan({"scope": "lora", "checkpoint": {"resume": "adapter_only"}})
     assert plan.card.checkpoint.resume is ResumeKind.ADAPTER_ONLY
     assert plan.to_dict()["card"]["checkpoint"]["resume"] == "adapter_only"
+
+
+# ------------------------------------------------------------------------------------------------
+# the Python API: arguments of the wrong kind reached the core (TypeError / AttributeError), or were read as
+# something else than given (fit(gpus='rtx4090') searched the kinds 'r', 't', 'x'...; steps=2.5 was accepted)
+
+API_BAD = [
+    (dict(gpus=5), "gpus: a list of GPU catalog ids"),
+    (dict(gpus=["rtx4090", 5]), "gpus: a list of GPU catalog ids"),
+    (dict(gpus=["rtx4090"], max_gpus="2"), "max_gpus: a whole number of cards >= 1"),
+    (dict(gpus=["rtx4090"], steps=2.5), "--steps: a whole number of optimizer steps"),
+    (dict(gpus=["rtx4090"], steps=float("nan")), "--steps: a whole number of optimizer steps"),
+    (dict(gpus=["rtx4090"], steps=10, deadline_s=float("nan")), "--deadline: a finite duration > 0"),
+    (dict(gpus=["rtx4090"], steps=10, deadline_s=-5), "--deadline: a finite duration > 0"),
+    (dict(gpus=["rtx4090"], prices={"rtx4090": 5}), "prices['rtx4090']: a price with a currency ('1.98CNY')"),
+    (dict(gpus=["rtx4090"], prices=["rtx4090=1USD"]), "prices: a mapping of GPU id to a price"),
+    (dict(gpus=["rtx4090"], fx={"USD:CNY": 7.2}), "fx: keys are (FROM, TO) pairs of 3-letter codes"),
+    (dict(gpus=["rtx4090"], fx={("USD", "CNY"): float("nan")}), "fx[('USD', 'CNY')]: a finite rate > 0"),
+    (dict(gpus=["rtx4090"], fx={("USD", "CNY"): -7.2}), "fx[('USD', 'CNY')]: a finite rate > 0"),
+]
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), API_BAD, ids=[f"{sorted(k)[-1]}={k[sorted(k)[-1]]!r}"[:30] for k, _ in API_BAD])
+def test_fit_api_arguments(kwargs, fragment):
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises(TrainfitError) as exc:
+        trainfit.fit(None, max_gpus=kwargs.pop("max_gpus", 1), **kwargs)
+    assert fragment in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_fit_api_takes_one_string_as_the_comma_separated_list():
+    import trainfit
+
+    result = trainfit.fit(None, gpus="rtx4090, h100-sxm", max_gpus=1, steps=10)
+    assert {r.gpu for r in result.rows} == {"rtx4090", "h100-sxm"}
+
+
+@pytest.mark.parametrize("model", [None, 5, ["Qwen/Qwen3-8B"]])
+def test_size_api_model_of_the_wrong_kind(model):
+    import trainfit
+    from trainfit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="model: a catalog id .* got "):
+        trainfit.size(model)
+
+
+def test_size_weights_of_an_unknown_dtype_names_the_allowed():
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises(TrainfitError) as exc:
+        trainfit.size("Qwen/Qwen3-0.6B").weights_of("int3")
+    assert isinstance(exc.value, KeyError)  # a lookup miss, as before
+    assert str(exc.value) == "dtype: 'int3' is not sized; allowed: fp32, bf16, fp16, fp8, int8, int4, nf4, mxfp4"

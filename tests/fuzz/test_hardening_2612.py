@@ -252,3 +252,64 @@ def test_size_weights_of_an_unknown_dtype_names_the_allowed():
         trainfit.size("Qwen/Qwen3-0.6B").weights_of("int3")
     assert isinstance(exc.value, KeyError)  # a lookup miss, as before
     assert str(exc.value) == "dtype: 'int3' is not sized; allowed: fp32, bf16, fp16, fp8, int8, int4, nf4, mxfp4"
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit calibrate on a `gpu_calibrate.py time` output whose sections are of the wrong shape: AttributeError /
+# TypeError / KeyError tracebacks in the reader (a section that is a number, a point whose m is a list, a note's
+# figure that is a mapping, an error entry that is text)
+
+GPU_TIME = Path(__file__).resolve().parents[1] / "data" / "gpu_time_dry_run.json"
+
+GPU_TIME_BAD = [
+    (("versions",), -1, "versions must be a mapping"),
+    (("hbm",), 1e308, "hbm must be a mapping"),
+    (("launch",), "x", "launch must be a mapping"),
+    (("launch", "backward"), [1], "launch.backward must be a mapping"),
+    (("pcie", "h2d"), [], "pcie.h2d must be a mapping"),
+    (("gemm", "points"), 5, "gemm.points must be a list"),
+    (("gemm", "fp32_points"), True, "gemm.fp32_points must be a list"),
+    (("decode",), [1], "decode must be a mapping"),
+    (("decode", "points"), float("inf"), "decode.points must be a list"),
+    (("decode", "model"), True, "decode.model must be a mapping"),
+    (("optimizer",), {"a": 1}, "optimizer must be a list"),
+    (("errors",), ["x"], "errors[0] must be a mapping with section and error"),
+]
+
+
+def _gpu_time(tmp_path: Path, where: tuple, value) -> Path:
+    import json
+
+    data = json.loads(GPU_TIME.read_text())
+    node = data
+    for k in where[:-1]:
+        node = node[k]
+    node[where[-1]] = value
+    path = tmp_path / "time.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize(("where", "value", "fragment"), GPU_TIME_BAD, ids=[".".join(c[0]) for c in GPU_TIME_BAD])
+def test_calibrate_gpu_output_sections_of_the_wrong_shape(tmp_path, where, value, fragment):
+    out = tmp_path / "cal.json"
+    path = _gpu_time(tmp_path, where, value)
+    run = run_cli(["calibrate", str(path), "--gpu", "h100-sxm", "--out", str(out), "--json"])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert f"{path}: {fragment}" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(("where", "value"), [
+    (("gemm", "fp32_points", 0, "m"), []),            # a point of the wrong shape is skipped, as a failed one
+    (("launch", "forward_module", "seconds"), {}),    # not read
+    (("decode", "points", 1, "bytes_per_s"), {"a": 1}),  # a note's figure: shown as written
+    (("decode", "model", "params"), "x"),
+    (("optimizer", 0, "params"), [1]),
+])
+def test_calibrate_gpu_output_odd_figures_still_calibrate(tmp_path, where, value):
+    import json
+
+    out = tmp_path / "cal.json"
+    run = run_cli(["calibrate", str(_gpu_time(tmp_path, where, value)), "--gpu", "h100-sxm", "--out", str(out), "--json"])
+    check_run(run, codes=(0,), outputs=(out,), json_out=True)
+    assert "h100-sxm" in json.loads(out.read_text())["devices"]

@@ -313,3 +313,16 @@ def test_calibrate_gpu_output_odd_figures_still_calibrate(tmp_path, where, value
     run = run_cli(["calibrate", str(_gpu_time(tmp_path, where, value)), "--gpu", "h100-sxm", "--out", str(out), "--json"])
     check_run(run, codes=(0,), outputs=(out,), json_out=True)
     assert "h100-sxm" in json.loads(out.read_text())["devices"]
+
+
+# ------------------------------------------------------------------------------------------------
+# a role's model id that does not resolve was refused as "model: 'abc' is not in the catalog": the card's model field,
+# not the role's
+
+@pytest.mark.parametrize(("method", "field"), [("ppo", "roles.critic"), ("ppo", "roles.reward_model"),
+                                               ("grpo", "roles.reward_model")])
+def test_a_role_model_that_does_not_resolve_names_the_role(method, field):
+    run = run_cli(["plan", "--method", method, "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--set",
+                   f"{field}=no-such/model-xyz"])
+    check_run(run, codes=(2,))
+    assert run.stderr.startswith(f"trainfit: error: {field}: 'no-such/model-xyz' is not in the catalog"), run.stderr

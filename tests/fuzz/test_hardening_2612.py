@@ -326,3 +326,27 @@ def test_a_role_model_that_does_not_resolve_names_the_role(method, field):
                    f"{field}=no-such/model-xyz"])
     check_run(run, codes=(2,))
     assert run.stderr.startswith(f"trainfit: error: {field}: 'no-such/model-xyz' is not in the catalog"), run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# a critic on a method without one (grpo, sft, dpo, rm) and a reward model id on a method that loads none (sft, dpo,
+# rm) were accepted and planned without them, silently
+
+@pytest.mark.parametrize(("method", "item", "fragment"), [
+    ("grpo", "roles.critic=Qwen/Qwen3-8B", "roles.critic: read by method ppo only (a critic model); method grpo has none"),
+    ("dpo", "roles.critic=same_as_actor", "roles.critic: read by method ppo only (a critic model); method dpo has none"),
+    ("sft", "roles.reward_model=Qwen/Qwen3-8B", "roles.reward_model: a reward model is read by methods ppo and grpo only;"
+                                               " method sft has none, allowed: rule or none"),
+    ("rm", "roles.reward_model=Qwen/Qwen3-8B", "roles.reward_model: a reward model is read by methods ppo and grpo only"),
+])
+def test_a_role_the_method_does_not_read_is_refused(method, item, fragment):
+    run = run_cli(["plan", "--method", method, "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--set", item])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(("method", "item"), [("ppo", "roles.critic=same_as_actor"), ("sft", "roles.reward_model=rule"),
+                                              ("grpo", "roles.reward_model=Qwen/Qwen3-0.6B"), ("dpo", "roles.reward_model=none")])
+def test_a_role_the_method_reads_or_its_default_still_plans(method, item):
+    run = run_cli(["plan", "--method", method, "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--set", item, "--json"])
+    check_run(run, codes=(0,), json_out=True)

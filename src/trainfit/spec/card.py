@@ -1488,6 +1488,14 @@ class RunCard(_Section):
             )
         if self.method is Method.PPO and (self.roles.critic or "").lower() == "none":
             raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")
+        if self.method is not Method.PPO and self.roles.critic is not None:
+            # methods.roles.critic_model reads it for ppo only: any other method would plan without it, silently
+            raise ValueError(f"roles.critic: read by method ppo only (a critic model); method {self.method.value} has"
+                             f" none, drop roles.critic (got {self.roles.critic!r})")
+        if self.method not in (Method.PPO, Method.GRPO) and self.roles.reward_model not in ("rule", "none"):
+            # methods.roles.reward_model: a frozen reward model is loaded by ppo and grpo only
+            raise ValueError(f"roles.reward_model: a reward model is read by methods ppo and grpo only; method"
+                             f" {self.method.value} has none, allowed: rule or none (got {self.roles.reward_model!r})")
         ro = self.rollout
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:
             raise ValueError("rollout.placement: engine deepspeed_hybrid generates on the training GPUs; allowed: colocate")

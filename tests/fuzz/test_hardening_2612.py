@@ -350,3 +350,64 @@ def test_a_role_the_method_does_not_read_is_refused(method, item, fragment):
 def test_a_role_the_method_reads_or_its_default_still_plans(method, item):
     run = run_cli(["plan", "--method", method, "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--set", item, "--json"])
     check_run(run, codes=(0,), json_out=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit import: a switch of the file read by its truthiness ('abc', 2.5, [1] read as true; 0 as false), an
+# OpenRLHF flag with no value read as absent (a TypeError traceback for --train.batch_size, the default model for
+# --actor.model_name_or_path), a verl strategy or estimator that is not text planned as FSDP1 / ppo, silently
+
+def _exported(tmp_path: Path, card: str, target: str) -> str:
+    card_path = tmp_path / "card.yaml"
+    card_path.write_text(card)
+    out = tmp_path / f"exported.{target}"
+    run = run_cli(["export", str(card_path), "--to", target, "--out", str(out)])
+    assert run.rc == 0, run.stderr
+    return out.read_text()
+
+
+GRPO_CARD = ("model: Qwen/Qwen3-0.6B\nmethod: grpo\nscope: lora\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n"
+             "rollout: {prompt_len: 512, response_len: 1024, num_generations: 8}\n")
+SFT_CARD = "model: Qwen/Qwen3-0.6B\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n"
+
+IMPORT_BAD = [
+    ("accelerate", SFT_CARD, "fsdp_activation_checkpointing: true", "fsdp_activation_checkpointing: abc",
+     "--from accelerate: fsdp_activation_checkpointing: expected true or false, got 'abc'"),
+    ("accelerate", SFT_CARD, "fsdp_offload_params: false", "fsdp_offload_params: 2.5",
+     "--from accelerate: fsdp_offload_params: expected true or false, got '2.5'"),
+    ("verl", GRPO_CARD, "actor_rollout_ref.model.enable_gradient_checkpointing=True",
+     "actor_rollout_ref.model.enable_gradient_checkpointing=[1,2]",
+     "--from verl: actor_rollout_ref.model.enable_gradient_checkpointing: expected true or false, got '[1, 2]'"),
+    ("verl", GRPO_CARD, "actor_rollout_ref.actor.fsdp_config.param_offload=False",
+     "actor_rollout_ref.actor.fsdp_config.param_offload=nan",
+     "--from verl: actor_rollout_ref.actor.fsdp_config.param_offload: expected true or false, got 'nan'"),
+    ("verl", GRPO_CARD, "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.actor.strategy=[1,2]",
+     "--from verl: actor_rollout_ref.actor.strategy: '[1, 2]'; allowed: fsdp, fsdp2, megatron"),
+    ("verl", GRPO_CARD, "algorithm.adv_estimator=grpo", "algorithm.adv_estimator=2.5",
+     "--from verl: algorithm.adv_estimator: '2.5'; allowed: an estimator name"),
+    ("nemo-rl", GRPO_CARD, "activation_checkpointing: true", "activation_checkpointing: abc",
+     "--from nemo-rl: policy.dtensor_cfg.activation_checkpointing: expected true or false, got 'abc'"),
+    ("openrlhf", GRPO_CARD, "--train.batch_size 8", "--train.batch_size",
+     "--from openrlhf: --train.batch_size: the flag has no value"),
+]
+
+
+@pytest.mark.parametrize(("target", "card", "old", "new", "fragment"), IMPORT_BAD, ids=[f"{c[0]}:{c[3][:40]}" for c in IMPORT_BAD])
+def test_import_reads_switches_and_names_strictly(tmp_path, target, card, old, new, fragment):
+    text = _exported(tmp_path, card, target)
+    assert old in text, text
+    bad = tmp_path / f"bad.{target}"
+    bad.write_text(text.replace(old, new, 1))
+    out = tmp_path / "imported.yaml"
+    run = run_cli(["import", str(bad), "--from", target, "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert fragment in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(("target", "card"), [("accelerate", SFT_CARD), ("verl", GRPO_CARD), ("nemo-rl", GRPO_CARD),
+                                              ("openrlhf", GRPO_CARD)])
+def test_import_of_an_export_still_reads(tmp_path, target, card):
+    path = tmp_path / f"ok.{target}"
+    path.write_text(_exported(tmp_path, card, target))
+    run = run_cli(["import", str(path), "--from", target, "--json"])
+    check_run(run, codes=(0,), json_out=True)

@@ -411,3 +411,32 @@ def test_import_of_an_export_still_reads(tmp_path, target, card):
     path.write_text(_exported(tmp_path, card, target))
     run = run_cli(["import", str(path), "--from", target, "--json"])
     check_run(run, codes=(0,), json_out=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit record --measured copied a watch record's phases, watch, versions and step_s into the new record unread: a
+# step_s of 'fast' or NaN, a versions list or a watch that is a number were written (exit 0) for compare and
+# calibrate to trip on later
+
+@pytest.mark.parametrize(("dotted", "value", "fragment"), [
+    ("record.step_s", "fast", "record --measured: record.step_s must be the measured seconds per optimizer step"),
+    ("record.step_s", float("nan"), "record --measured: record.step_s must be the measured seconds per optimizer step"),
+    ("record.versions", [1], "record --measured: record.versions must be a mapping"),
+    ("record.watch", 5, "record --measured: record.watch must be a mapping"),
+    ("record.phases", [1, "x"], "record --measured: the file is not a watch record"),
+    ("record.phases.0.measured.seconds", "x", "record --measured: record.phases[0].measured.seconds (forward) must be"),
+])
+def test_record_measured_is_checked_before_it_is_written(tmp_path, dotted, value, fragment):
+    import json
+
+    from test_cli_fuzz import _audit_dict
+
+    audit = tmp_path / "audit.json"
+    audit.write_text(json.dumps(_audit_dict(8)))
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-8B\nhardware: {gpu: a100-80gb, gpus_per_node: 8}\n")
+    measured = _record(tmp_path, _put(dotted, value))
+    out = tmp_path / "out.record.yaml"
+    run = run_cli(["record", str(card), "--audit", str(audit), "--measured", str(measured), "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert fragment in run.stderr, run.stderr

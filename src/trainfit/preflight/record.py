@@ -230,10 +230,24 @@ def measured_record(card: RunCard, *, rows: list[dict[str, Any]], versions: dict
 def add_measured(data: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     """``trainfit record --measured FILE``: the measured record's versions, watch summary, phases and
     step time copied into the record being written (its card must be the same run's)."""
+    from trainfit.watch.compare import checked_rows, checked_watch
+
     rec = measured.get(RECORD_KEY) if isinstance(measured, dict) else None
-    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list):
+    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list) or not all(
+            isinstance(r, dict) and "phase" in r for r in rec[PHASES_KEY]):
         raise TrainfitError("record --measured: the file is not a watch record (no record.phases list); "
                             "write one with trainfit.watch(card, record=PATH)")
+    # what compare and calibrate read back: checked here, so a record is never written around a bad value
+    what = "record --measured"
+    checked_rows(rec[PHASES_KEY], what=what)
+    checked_watch(rec.get("watch"), what=what)
+    if rec.get("versions") is not None and not isinstance(rec["versions"], dict):
+        raise CardError(f"{what}: record.versions must be a mapping of package names to versions, got"
+                        f" {str(rec['versions'])[:40]!r}")
+    step = rec.get(STEP_KEY)
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step < float("inf")):
+        raise CardError(f"{what}: record.{STEP_KEY} must be the measured seconds per optimizer step (a positive"
+                        f" number), got {step!r}")
     for key in ("versions", "watch", PHASES_KEY, STEP_KEY):
         if key in rec:
             data[RECORD_KEY][key] = rec[key]

@@ -56,8 +56,8 @@ class Comparison:
 
 def compare_record(path: Path, *, memory_margin: float | None = None, time_margin: float | None = None) -> Comparison:
     """Read ``path`` (a record with ``record.phases``) and judge it. CardError (one line, naming the field) when the
-    file is not such a record, when a field the verdict reads is of the wrong kind (``_checked_rows``,
-    ``_checked_watch``), or when no phase holds both a planned and a measured figure (nothing to judge: never
+    file is not such a record, when a field the verdict reads is of the wrong kind (``checked_rows``,
+    ``checked_watch``), or when no phase holds both a planned and a measured figure (nothing to judge: never
     'plan held')."""
     from trainfit.preflight.record import PHASES_KEY, load_record
 
@@ -66,8 +66,8 @@ def compare_record(path: Path, *, memory_margin: float | None = None, time_margi
     if not isinstance(rows, list) or not rows or not all(isinstance(r, dict) and "phase" in r for r in rows):
         raise CardError(f"compare: '{path}' has no measured phases (record.phases); write one with "
                         f"trainfit.watch(card, record=PATH) or `trainfit record --measured`")
-    _checked_rows(rows)
-    watch = _checked_watch(rec.get("watch"))
+    checked_rows(rows)
+    watch = checked_watch(rec.get("watch"))
     versions = rec.get("versions")
     if versions is not None and not isinstance(versions, dict):
         raise CardError(f"compare: record.versions must be a mapping of package names to versions, got"
@@ -100,40 +100,40 @@ def _figure_ok(value: Any) -> bool:
                              and value >= 0)
 
 
-def _checked_rows(rows: list[dict[str, Any]]) -> None:
+def checked_rows(rows: list[dict[str, Any]], *, what: str = "compare") -> None:
     """``record.phases``: each phase named by text, its ``planned`` / ``measured`` mappings of finite figures >= 0
     (a string, a boolean, NaN or a negative figure is refused, never judged or skipped)."""
     for i, row in enumerate(rows):
         name = row.get("phase")
         if not isinstance(name, str) or not name.strip():
-            raise CardError(f"compare: record.phases[{i}].phase must be a phase name like forward, got {str(name)[:40]!r}")
+            raise CardError(f"{what}: record.phases[{i}].phase must be a phase name like forward, got {str(name)[:40]!r}")
         for part in ("planned", "measured"):
             figures = row.get(part)
             if figures is None:
                 continue
             if not isinstance(figures, dict):
-                raise CardError(f"compare: record.phases[{i}].{part} ({name}) must be a mapping of {', '.join(FIGURES)},"
+                raise CardError(f"{what}: record.phases[{i}].{part} ({name}) must be a mapping of {', '.join(FIGURES)},"
                                 f" got {str(figures)[:40]!r}")
             for key in FIGURES:
                 if not _figure_ok(figures.get(key)):
-                    raise CardError(f"compare: record.phases[{i}].{part}.{key} ({name}) must be a finite number >= 0"
+                    raise CardError(f"{what}: record.phases[{i}].{part}.{key} ({name}) must be a finite number >= 0"
                                     f" (bytes per GPU, seconds per step or a count), got {figures[key]!r}")
 
 
-def _checked_watch(watch: Any) -> dict[str, Any]:
+def checked_watch(watch: Any, *, what: str = "compare") -> dict[str, Any]:
     """``record.watch``: a mapping (or absent); its margins finite fractions >= 0, its overhead a fraction, its
     warnings and forecasts lists of text."""
     if watch is None:
         return {}
     if not isinstance(watch, dict):
-        raise CardError(f"compare: record.watch must be a mapping (device, memory_margin, time_margin, warnings,"
+        raise CardError(f"{what}: record.watch must be a mapping (device, memory_margin, time_margin, warnings,"
                         f" forecasts), got {str(watch)[:40]!r}")
     for key in ("memory_margin", "time_margin", "overhead_fraction"):
         value = watch.get(key)
         if value is not None and not _figure_ok(value):
-            raise CardError(f"compare: record.watch.{key} must be a finite fraction >= 0 (0.1 = 10 %), got {value!r}")
+            raise CardError(f"{what}: record.watch.{key} must be a finite fraction >= 0 (0.1 = 10 %), got {value!r}")
     for key in ("warnings", "forecasts"):
         value = watch.get(key)
         if value is not None and not (isinstance(value, list) and all(isinstance(x, str) for x in value)):
-            raise CardError(f"compare: record.watch.{key} must be a list of text lines, got {str(value)[:40]!r}")
+            raise CardError(f"{what}: record.watch.{key} must be a list of text lines, got {str(value)[:40]!r}")
     return watch

@@ -440,3 +440,14 @@ def test_record_measured_is_checked_before_it_is_written(tmp_path, dotted, value
     run = run_cli(["record", str(card), "--audit", str(audit), "--measured", str(measured), "--out", str(out)])
     check_run(run, codes=(2,), outputs=(out,))
     assert fragment in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit trace --layers above the model's depth built and traced a model of that many layers (over 25 s for
+# --layers 100000 on Qwen3-0.6B's 28, growing with N): refused before building anything
+
+def test_trace_layers_above_the_models_depth():
+    run = run_cli(["trace", "--model", "Qwen/Qwen3-0.6B", "--gpus", "1", "--strategy", "single", "--layers", "100000"])
+    check_run(run, codes=(2,))
+    assert "trace: --layers 100000 is more than the model's 28 decoder layers; allowed: 1 to 28" in run.stderr
+    assert run.seconds < 5

@@ -179,6 +179,9 @@ def fit(
             raise CardError(f"prices[{g!r}]: a price with a currency ('1.98CNY'), a price-table id ('rtx4090-pro') or"
                             f" a Price, got {str(p)[:40]!r}")
         gid = resolve_gpu(g).id
+        if gid not in kinds:  # a price that would price nothing, silently
+            raise CardError(f"prices[{g!r}]: {gid} is not among the GPU kinds searched ({', '.join(kinds)}); add it to"
+                            " gpus or drop this price")
         if isinstance(p, str):
             named = source is not None and next((e for e in source.entries if e.id == p.strip().lower()), None)
             p = named or parse_price(p)
@@ -202,6 +205,8 @@ def _fx_rates(fx: Mapping[Any, Any]) -> dict[tuple[str, str], float]:
                             f" fx=['USD:CNY=7.2']), got {k!r}")
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
             raise CardError(f"fx[{k!r}]: a finite rate > 0 (1 {pair[0]} = RATE {pair[1]}), got {v!r}")
+        if pair[0].upper() == pair[1].upper():
+            raise CardError(f"fx[{k!r}]: FROM and TO are the same currency; give two, e.g. ('USD', 'CNY')")
         rates[(pair[0].upper(), pair[1].upper())] = float(v)
     return rates
 

@@ -451,3 +451,29 @@ def test_trace_layers_above_the_models_depth():
     check_run(run, codes=(2,))
     assert "trace: --layers 100000 is more than the model's 28 decoder layers; allowed: 1 to 28" in run.stderr
     assert run.seconds < 5
+
+
+# ------------------------------------------------------------------------------------------------
+# trainfit fit: a --price for a GPU kind the search does not try priced nothing, silently; --fx USD:USD=2 (a
+# currency to itself) and an infinite rate (inf, 1e400: the way back 0) were accepted
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--price", "h100=1USD"], "--price h100=1USD: h100-sxm is not among the GPU kinds searched (rtx4090); add it to --gpu"),
+    (["--fx", "USD:USD=2"], "--fx: FROM and TO are both USD in 'USD:USD=2'; give two currencies"),
+    (["--fx", "USD:CNY=inf"], "--fx: expected FROM:TO=RATE with 3-letter codes, e.g. USD:CNY=7.2, got 'USD:CNY=inf'"),
+    (["--fx", "USD:CNY=1e400"], "--fx: expected FROM:TO=RATE"),
+])
+def test_fit_prices_and_rates_that_would_be_unused_or_infinite(extra, fragment):
+    run = run_cli(["fit", "--gpu", "rtx4090", "--max-gpus", "1", "--steps", "10", *extra])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_fit_api_price_for_a_kind_not_searched():
+    import trainfit
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match=r"prices\['h100'\]: h100-sxm is not among the GPU kinds searched \(rtx4090\)"):
+        trainfit.fit(None, gpus=["rtx4090"], max_gpus=1, steps=10, prices={"h100": "1USD"})
+    with pytest.raises(CardError, match="FROM and TO are the same currency"):
+        trainfit.fit(None, gpus=["rtx4090"], max_gpus=1, steps=10, fx={("USD", "usd"): 2.0})

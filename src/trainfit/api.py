@@ -111,6 +111,7 @@ def fit(
 
     As on the command line, a given card's fields are pinned (its hardware section is where the
     search starts) and so is every ``overrides`` key; without a card only model and method are.
+    ``gpus``: catalog ids, a list or one comma-separated string (``"rtx4090,h100-sxm"``, as ``--gpu`` takes them).
     ``prices``: GPU id -> a price with a currency (``"1.98CNY"``), a price-table id (``"rtx4090-pro"``)
     or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
     ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
@@ -130,6 +131,14 @@ def fit(
     if overrides:
         data = card_data(data, overrides)
         pinned |= set(overrides)
+    if isinstance(gpus, str):  # one string is the command line's comma-separated list, never its characters
+        gpus = [g for g in gpus.split(",") if g.strip()]
+    if not isinstance(gpus, (list, tuple)) or not all(isinstance(g, str) for g in gpus):
+        raise CardError(f"gpus: a list of GPU catalog ids, e.g. ['rtx4090', 'h100-sxm'], got {str(gpus)[:60]!r}")
+    if isinstance(max_gpus, bool) or not isinstance(max_gpus, int):
+        raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
+    if prices is not None and not isinstance(prices, Mapping):
+        raise CardError(f"prices: a mapping of GPU id to a price, e.g. {{'rtx4090': '1.98CNY'}}, got {str(prices)[:60]!r}")
     kinds = [resolve_gpu(g).id for g in gpus]
     if not kinds:
         raise CardError("gpus: name at least one GPU kind, e.g. ['rtx4090']")
@@ -144,7 +153,7 @@ def fit(
             raise CardError(f"budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
         amount, currency = b.per_gpu_hour, b.currency
     if fx is None or isinstance(fx, Mapping):
-        rates = {tuple(k): float(v) for k, v in (fx or {}).items()}
+        rates = _fx_rates(fx or {})
     else:
         from trainfit.catalog.prices import exchange_rates
 
@@ -163,14 +172,43 @@ def fit(
             found = source.for_gpu(gid, market=market)
             if found is not None:
                 table[gid] = found
+    from trainfit.compute.cost import Price
+
     for g, p in (prices or {}).items():
+        if not isinstance(g, str) or not isinstance(p, (str, Price)):
+            raise CardError(f"prices[{g!r}]: a price with a currency ('1.98CNY'), a price-table id ('rtx4090-pro') or"
+                            f" a Price, got {str(p)[:40]!r}")
         gid = resolve_gpu(g).id
+        if gid not in kinds:  # a price that would price nothing, silently
+            raise CardError(f"prices[{g!r}]: {gid} is not among the GPU kinds searched ({', '.join(kinds)}); add it to"
+                            " gpus or drop this price")
         if isinstance(p, str):
             named = source is not None and next((e for e in source.entries if e.id == p.strip().lower()), None)
             p = named or parse_price(p)
         table[gid] = for_gpu(p, gid)
     return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
                       global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+
+
+def _fx_rates(fx: Mapping[Any, Any]) -> dict[tuple[str, str], float]:
+    """``fit``'s ``fx`` mapping checked: ``(FROM, TO)`` pairs of 3-letter codes to a finite rate > 0 (a string key such
+    as ``"USD:CNY"`` would split into its characters)."""
+    import math
+
+    from trainfit.errors import CardError
+
+    rates = {}
+    for k, v in fx.items():
+        pair = tuple(k) if isinstance(k, (tuple, list)) else None
+        if pair is None or len(pair) != 2 or not all(isinstance(c, str) and len(c) == 3 and c.isalpha() for c in pair):
+            raise CardError(f"fx: keys are (FROM, TO) pairs of 3-letter codes, e.g. {{('USD', 'CNY'): 7.2}} (or"
+                            f" fx=['USD:CNY=7.2']), got {k!r}")
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
+            raise CardError(f"fx[{k!r}]: a finite rate > 0 (1 {pair[0]} = RATE {pair[1]}), got {v!r}")
+        if pair[0].upper() == pair[1].upper():
+            raise CardError(f"fx[{k!r}]: FROM and TO are the same currency; give two, e.g. ('USD', 'CNY')")
+        rates[(pair[0].upper(), pair[1].upper())] = float(v)
+    return rates
 
 
 def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layers: int | None = None,

@@ -47,6 +47,8 @@ class Goal:
     """(from, to) -> units of ``to`` per unit of ``from``."""
 
     def __post_init__(self) -> None:
+        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)):
+            raise CardError(f"--steps: a whole number of optimizer steps, got {str(self.steps)[:40]!r}")
         if self.steps is not None and not 1 <= self.steps <= MAX_RUN_STEPS:
             got = str(self.steps) if len(str(self.steps)) <= 24 else f"a {len(str(self.steps))}-digit number"
             raise CardError(f"--steps: must be in 1..{MAX_RUN_STEPS:,}, got {got}")
@@ -54,6 +56,9 @@ class Goal:
             raise CardError(f"--tokens: must be a finite number > 0 and at most {MAX_RUN_TOKENS:.0e}, got {self.tokens:.4g}")
         if self.steps is not None and self.tokens is not None:
             raise CardError("--steps and --tokens: give one, not both")
+        if self.deadline_s is not None and (isinstance(self.deadline_s, bool) or not isinstance(self.deadline_s, (int, float))
+                                            or not 0 < self.deadline_s < inf):
+            raise CardError(f"--deadline: a finite duration > 0, got {str(self.deadline_s)[:40]!r} seconds")
         if self.deadline_s is not None and not self.has_run:
             raise CardError("--deadline: needs the run's length, --steps or --tokens")
         if (self.budget is None) != (self.budget_currency is None):

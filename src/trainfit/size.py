@@ -22,7 +22,15 @@ from dataclasses import dataclass, field
 from math import ceil
 from typing import Any
 
+from trainfit.errors import CatalogError
 from trainfit.units import GIB
+
+
+class UnknownDtype(CatalogError, KeyError):
+    """``ModelSize.weights_of`` for a dtype it has no line for: a one-line ``TrainfitError`` naming the allowed dtypes
+    (still a ``KeyError``, as a lookup miss was before)."""
+
+    __str__ = Exception.__str__
 
 GB = 10**9
 
@@ -127,7 +135,7 @@ class ModelSize:
         for w in self.weights:
             if w.dtype == dtype:
                 return w
-        raise KeyError(dtype)
+        raise UnknownDtype(f"dtype: {str(dtype)[:40]!r} is not sized; allowed: {', '.join(w.dtype for w in self.weights)}")
 
 
 def _quantized_bytes(spec, dtype: str) -> tuple[float, int]:

@@ -44,31 +44,36 @@ def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None)
     device name is missing (a ``--dry-run``) or not in the catalog. CardError on a bad file."""
     if data.get(OUTPUT_KEY) != OUTPUT_VERSION:
         raise CardError(f"{where}: {OUTPUT_KEY} must be {OUTPUT_VERSION}, got {data.get(OUTPUT_KEY)!r}")
-    versions = data.get("versions") or {}
+    versions = _part(data, "versions", dict, where)
     gpu_id = _gpu_of(versions.get("gpu"), gpu, where)
     rates: dict[str, Any] = {}
     notes: list[str] = []
-    _gemm(data.get("gemm"), rates, where)
+    _gemm(_part(data, "gemm", dict, where), rates, where)
     _device_properties(versions, rates)
-    hbm = data.get("hbm") or {}
-    _rate(rates, "hbm_bytes_per_s", hbm.get("copy"), "bytes_per_s")
-    launch = data.get("launch") or {}
-    _rate(rates, "host_s_per_forward_kernel", launch.get("forward"), "s_per_op")
-    _rate(rates, "host_s_per_forward_kernel", launch.get("forward_module"), "s_per_kernel")
-    _rate(rates, "host_s_per_backward_kernel", launch.get("backward"), "s_per_kernel")
-    _rate(rates, "device_s_per_kernel_min", launch.get("device_min_kernel"), "s_per_kernel")
-    pcie = data.get("pcie") or {}
-    directions = [d.get("bytes_per_s") for d in (pcie.get("h2d"), pcie.get("d2h")) if isinstance(d, dict)]
+    hbm = _part(data, "hbm", dict, where)
+    _rate(rates, "hbm_bytes_per_s", _part(hbm, "copy", dict, where, "hbm."), "bytes_per_s")
+    launch = _part(data, "launch", dict, where)
+    for name, field, key in (("forward", "host_s_per_forward_kernel", "s_per_op"),
+                             ("forward_module", "host_s_per_forward_kernel", "s_per_kernel"),
+                             ("backward", "host_s_per_backward_kernel", "s_per_kernel"),
+                             ("device_min_kernel", "device_s_per_kernel_min", "s_per_kernel")):
+        _rate(rates, field, _part(launch, name, dict, where, "launch."), key)
+    pcie = _part(data, "pcie", dict, where)
+    copies = {k: _part(pcie, k, dict, where, "pcie.") for k in ("h2d", "d2h") if pcie.get(k) is not None}
+    directions = [d.get("bytes_per_s") for d in copies.values()]
     if directions and all(_positive(v) for v in directions):
         rates["pcie_bytes_per_s"] = float(min(directions))
-        notes.append("pinned copies: " + ", ".join(f"{k} {pcie[k]['bytes_per_s']:.3g} B/s" for k in ("h2d", "d2h") if k in pcie))
-    if _positive((hbm.get("add") or {}).get("bytes_per_s")):
-        notes.append(f"elementwise add (2 reads + 1 write): {hbm['add']['bytes_per_s']:.3g} B/s")
-    notes += _optimizer_notes(data.get("optimizer") or [])
-    notes += _decode_notes(data.get("decode") or {})
+        notes.append("pinned copies: " + ", ".join(f"{k} {d['bytes_per_s']:.3g} B/s" for k, d in copies.items()))
+    add = _part(hbm, "add", dict, where, "hbm.")
+    if _positive(add.get("bytes_per_s")):
+        notes.append(f"elementwise add (2 reads + 1 write): {add['bytes_per_s']:.3g} B/s")
+    notes += _optimizer_notes(_part(data, "optimizer", list, where))
+    notes += _decode_notes(_part(data, "decode", dict, where), where)
     if not rates:
         raise CardError(f"{where}: no measurement in it (gemm, hbm, launch, pcie all missing or failed)")
-    for err in data.get("errors") or []:
+    for i, err in enumerate(_part(data, "errors", list, where)):
+        if not isinstance(err, dict):
+            raise CardError(f"{where}: errors[{i}] must be a mapping with section and error, got {str(err)[:40]!r}")
         notes.append(f"section '{err.get('section')}' failed: {err.get('error')}")
     if data.get("dry_run"):
         notes.insert(0, f"{where} is a --dry-run on {data.get('device', 'cpu')}: not GPU figures")
@@ -94,6 +99,23 @@ def _gpu_of(measured: Any, explicit: str | None, where: str) -> str:
                         "with --gpu") from None
 
 
+def _part(section: dict[str, Any], key: str, kind: type, where: str, prefix: str = "") -> Any:
+    """``section[key]`` when it is a ``kind`` (a mapping or a list), empty when absent or null; CardError naming the key
+    otherwise (the reader skips a failed measurement, never a section of the wrong shape)."""
+    value = section.get(key)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        what = "a mapping" if kind is dict else "a list"
+        raise CardError(f"{where}: {prefix}{key} must be {what} as gpu_calibrate.py time writes it, got {str(value)[:40]!r}")
+    return value
+
+
+def _fmt(v: Any) -> str:
+    """A note's figure: 3 significant digits for a number, the value as written otherwise."""
+    return f"{v:.3g}" if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
+
+
 def _positive(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and v == v and v != float("inf")
 
@@ -103,15 +125,19 @@ def _rate(rates: dict[str, Any], field: str, section: Any, key: str) -> None:
         rates[field] = float(section[key])
 
 
-def _gemm(section: Any, rates: dict[str, Any], where: str) -> None:
-    points = (section or {}).get("points") or []
-    good = [p for p in points if isinstance(p, dict) and _positive(p.get("flops_per_s"))
-            and all(isinstance(p.get(k), int) and p[k] > 0 for k in ("m", "n", "k"))]
+def _gemm_points(points: list[Any]) -> list[dict[str, Any]]:
+    """The measured points: a positive rate and positive whole m, n, k (a failed or partial point is skipped)."""
+    return [p for p in points if isinstance(p, dict) and _positive(p.get("flops_per_s"))
+            and all(isinstance(p.get(k), int) and not isinstance(p[k], bool) and p[k] > 0 for k in ("m", "n", "k"))]
+
+
+def _gemm(section: dict[str, Any], rates: dict[str, Any], where: str) -> None:
+    good = _gemm_points(_part(section, "points", list, where, "gemm."))
     if not good:
         return
     rates["gemm_points"] = [{k: p[k] for k in ("m", "n", "k", "flops_per_s")} for p in good]
     rates["matmul_flops_per_s"] = _best_large(good)
-    fp32 = [p for p in (section or {}).get("fp32_points") or [] if isinstance(p, dict) and _positive(p.get("flops_per_s"))]
+    fp32 = _gemm_points(_part(section, "fp32_points", list, where, "gemm."))
     if fp32 and "fp32_matmul_flops_per_s" in rate_fields():
         rates["fp32_matmul_flops_per_s"] = _best_large(fp32)
 
@@ -136,17 +162,17 @@ def _optimizer_notes(rows: list[Any]) -> list[str]:
     out = []
     for r in rows:
         if isinstance(r, dict) and _positive(r.get("seconds")) and _positive(r.get("bytes_per_s")):
-            out.append(f"AdamW step ({r.get('impl')}, {r.get('dtype')}, {r.get('params'):.3g} params): "
+            out.append(f"AdamW step ({r.get('impl')}, {r.get('dtype')}, {_fmt(r.get('params'))} params): "
                        f"{r['seconds'] * 1e3:.3g} ms, {r['bytes_per_s']:.3g} B/s")
     return out
 
 
-def _decode_notes(section: dict[str, Any]) -> list[str]:
-    model = section.get("model") or {}
+def _decode_notes(section: dict[str, Any], where: str) -> list[str]:
+    model = _part(section, "model", dict, where, "decode.")
     out = []
-    for r in section.get("points") or []:
+    for r in _part(section, "points", list, where, "decode."):
         if isinstance(r, dict) and _positive(r.get("s_per_step")):
-            out.append(f"decode ({model.get('params', 0):.3g}-param Llama-shaped, {r.get('mode')}, batch {r.get('batch')}, "
+            out.append(f"decode ({_fmt(model.get('params', 0))}-param Llama-shaped, {r.get('mode')}, batch {r.get('batch')}, "
                        f"context {r.get('context')}): {r['s_per_step'] * 1e3:.3g} ms/step, "
-                       f"{r.get('bytes_per_s', 0):.3g} B/s of weights + KV")
+                       f"{_fmt(r.get('bytes_per_s', 0))} B/s of weights + KV")
     return out

@@ -119,7 +119,10 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
         if not isinstance(item, dict) or not isinstance(item.get(RECORD_KEY), dict):
             raise CardError(f"{at}: a run record is a run card with a '{RECORD_KEY}:' mapping holding {STEP_KEY}")
         card_data = deep_copy({k: v for k, v in item.items() if k != RECORD_KEY})
-        migrate_link(card_data, deep_copy(item[RECORD_KEY]))  # an old record's pcie read as load_record reads it
+        try:
+            migrate_link(card_data, deep_copy(item[RECORD_KEY]))  # an old record's pcie read as load_record reads it
+        except CardError as exc:
+            raise CardError(f"{at}: {exc}") from None
         step = item[RECORD_KEY].get(STEP_KEY)
         generation = generation_of(item[RECORD_KEY], at)
         if (step is not None or generation is None) and not _positive_seconds(step):

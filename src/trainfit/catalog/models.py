@@ -184,6 +184,9 @@ def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -
             bad = sorted(set(model) - {"params", "reference"})
             raise ConfigError(f"model: unknown key(s) {bad}; a bare model takes 'params' and optional 'reference'")
         return spec_from_param_count(model.get("params"), reference=model.get("reference"))
+    if not isinstance(model, str):
+        raise ConfigError(f"model: a catalog id (e.g. Qwen/Qwen3-8B), a local path, or a mapping such as {{params: 27e9}};"
+                          f" got {type(model).__name__} {str(model)[:40]!r}")
     if not model.strip():  # Path("") is the current folder: say what is missing instead
         raise ConfigError("model: empty; allowed: a catalog id (e.g. Qwen/Qwen3-8B, see `trainfit models`), a local"
                           " config.json or model folder, or a Hugging Face repo id")

@@ -143,9 +143,11 @@ def exchange_rates(items: list[str]) -> dict[tuple[str, str], float]:
             value = float(rate)
         except ValueError:
             value = -1.0
-        if not a or not b or not value > 0:
+        if not a or not b or not 0 < value < float("inf"):  # inf (or 1e400) would make the way back 0
             raise CardError(f"--fx: expected FROM:TO=RATE with 3-letter codes, e.g. USD:CNY=7.2, got '{item}'")
         a, b = _currency(a), _currency(b)
+        if a == b:  # a rate of a currency to itself is 1: any other is a contradiction, never used
+            raise CardError(f"--fx: FROM and TO are both {a} in '{item}'; give two currencies, e.g. USD:CNY=7.2")
         out[(a, b)] = value
         out[(b, a)] = 1.0 / value
     return out

@@ -159,6 +159,9 @@ def _prices(items, table_path, market, gpus):
             raise CardError(f"--price: expected GPU=PRICE with a currency (e.g. rtx4090=1.98CNY), got '{item}'")
         g, text = item.split("=", 1)
         gid = resolve_gpu(g.strip()).id
+        if gid not in gpus:  # a price that would price nothing, silently
+            raise CardError(f"--price {item}: {gid} is not among the GPU kinds searched ({', '.join(gpus)}); add it"
+                            " to --gpu or drop this price")
         found = table is not None and next((p for p in table.entries if p.id == text.strip().lower()), None)
         try:
             out[gid] = for_gpu(found or parse_price(text.strip()), gid)

@@ -263,6 +263,10 @@ def trace(
             if bad:
                 raise TraceCardError(f"{flag}: {which} parallel is traced at full depth, memory only, mode 'fast';"
                                      f" drop {flag}")
+    if layers is not None:  # a depth above the model's is refused before torch is imported or a layer built
+        from trainfit.trace.extrapolate import plan_depths
+
+        plan_depths(kwargs["hf_config"], layers)
     if time_:
         _trace_time(run_card, kwargs, layers, json_)
         return

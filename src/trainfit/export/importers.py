@@ -50,6 +50,18 @@ def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     return kind(v)
 
 
+def _switch(target: str, key: str, v: Any, default: bool) -> bool:
+    """A switch from the file: true or false (YAML/Hydra booleans, or their text), ``default`` when absent or null; any
+    other value (a number, a list, 'abc') refused in one line, never read by its truthiness."""
+    if v is None:
+        return default
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}")
+
+
 def _ratio(total: int, part: int) -> int | None:
     return total // part if part > 0 and total % part == 0 and total >= part else None
 
@@ -213,7 +225,7 @@ def read_accelerate(text: str) -> Imported:
             raise _bad(t, "fsdp_config: expected a mapping")
         version = _num(t, "fsdp_config.fsdp_version", fc.get("fsdp_version", 1))
         if version == 2:
-            strategy = "fsdp" if fc.get("fsdp_reshard_after_forward", True) else "fsdp_grad_op"
+            strategy = "fsdp" if _switch(t, "fsdp_reshard_after_forward", fc.get("fsdp_reshard_after_forward"), True) else "fsdp_grad_op"
             pc = cfg.get("parallelism_config") or {}
             if isinstance(pc, dict) and _num(t, "parallelism_config.parallelism_config_dp_replicate_size",
                                              pc.get("parallelism_config_dp_replicate_size", 1)) > 1:
@@ -233,10 +245,10 @@ def read_accelerate(text: str) -> Imported:
         set_dotted(d, "parallel.strategy", strategy)
         if strategy != "ddp":
             set_dotted(d, "parallel.fsdp_version", "fsdp2" if version == 2 else "fsdp1")
-        set_dotted(d, "parallel.offload", "params_and_optimizer" if fc.get("fsdp_offload_params") else "none")
-        gc = bool(fc.get("fsdp_activation_checkpointing", False))
+        set_dotted(d, "parallel.offload", "params_and_optimizer" if _switch(t, "fsdp_offload_params", fc.get("fsdp_offload_params"), False) else "none")
+        gc = _switch(t, "fsdp_activation_checkpointing", fc.get("fsdp_activation_checkpointing"), False)
         set_dotted(d, "parallel.gradient_checkpointing", gc)
-        if fc.get("fsdp_activation_checkpointing_offload"):
+        if _switch(t, "fsdp_activation_checkpointing_offload", fc.get("fsdp_activation_checkpointing_offload"), False):
             set_dotted(d, "parallel.activation_offload", True)
     else:
         raise _bad(t, f"distributed_type: {dist!r}; allowed: NO, MULTI_GPU, DEEPSPEED, FSDP")
@@ -360,8 +372,8 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     # under FSDP the exporter turns the trainer's checkpointing off (accelerate's fsdp_activation_checkpointing does it)
     fsdp_ckpt = companion is not None and (d.get("parallel") or {}).get("strategy") in ("fsdp", "fsdp_grad_op", "hsdp")
     if "gradient_checkpointing" in a and not (fsdp_ckpt and a["gradient_checkpointing"] is False):
-        set_dotted(d, "parallel.gradient_checkpointing", bool(a["gradient_checkpointing"]))
-    compute = "bf16" if a.get("bf16") else "fp16" if a.get("fp16") else "fp32"
+        set_dotted(d, "parallel.gradient_checkpointing", _switch(t, "gradient_checkpointing", a["gradient_checkpointing"], False))
+    compute = "bf16" if _switch(t, "bf16", a.get("bf16"), False) else "fp16" if _switch(t, "fp16", a.get("fp16"), False) else "fp32"
     set_dotted(d, "precision.compute", compute)
     if "optim" in a:
         o = _TRL_OPTIM.get(str(a["optim"]))
@@ -370,11 +382,11 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         set_dotted(d, "precision.optimizer", o[0])
         if o[1]:
             set_dotted(d, "precision.optimizer_impl", o[1])
-    if a.get("torch_compile"):
+    if _switch(t, "torch_compile", a.get("torch_compile"), False):
         set_dotted(d, "parallel.compile", True)
-    if a.get("use_liger_kernel"):
+    if _switch(t, "use_liger_kernel", a.get("use_liger_kernel"), False):
         set_dotted(d, "loss.chunked", True)
-    if a.get("activation_offloading"):
+    if _switch(t, "activation_offloading", a.get("activation_offloading"), False):
         set_dotted(d, "parallel.activation_offload", True)
     if "output_dir" in a and a["output_dir"] != "./checkpoints":
         set_dotted(d, "checkpoint.path", str(a["output_dir"]))
@@ -385,14 +397,14 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     quant = f.get("quantization")
     if "max_length" in a and method in ("sft", "rm", "dpo"):
         set_dotted(d, "batch.seq_len", _num(t, "max_length", a["max_length"]))
-    if a.get("packing") and method == "sft":  # SFTConfig packing: rows are packs of samples (per-sample attention)
+    if _switch(t, "packing", a.get("packing"), False) and method == "sft":  # SFTConfig packing: rows are packs of samples (per-sample attention)
         notes.append("packing: rows are packs of whole samples, but the mean tokens per sample is the data's; planned"
                      " as one sequence per row until batch.packed_sample_tokens is set (e.g. --set"
                      " batch.packed_sample_tokens=N)")
     if method == "dpo":
         if "beta" in a:
             set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
-        if a.get("precompute_ref_log_probs"):
+        if _switch(t, "precompute_ref_log_probs", a.get("precompute_ref_log_probs"), False):
             set_dotted(d, "roles.reference", "precomputed")
     peft = f.get("peft")
     scope = "full"
@@ -403,7 +415,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
             if src in peft:
                 lora[dst] = peft[src]
         if quant and "bnb_4bit_use_double_quant" in quant:
-            lora["double_quant"] = bool(quant["bnb_4bit_use_double_quant"])
+            lora["double_quant"] = _switch(t, "bnb_4bit_use_double_quant", quant["bnb_4bit_use_double_quant"], False)
         d["lora"] = lora
     elif quant:
         raise _bad(t, "quantization without peft_config: a 4-bit base needs a LoRA adapter (scope qlora)")
@@ -438,7 +450,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
             set_dotted(d, "roles.kl_coef", _num(t, "beta", a["beta"], float))
         if "num_iterations" in a:
             ro["num_iterations"] = _num(t, "num_iterations", a["num_iterations"])
-        if a.get("use_vllm"):
+        if _switch(t, "use_vllm", a.get("use_vllm"), False):
             ro["engine"] = "vllm"
             if "vllm_max_model_length" in a and "response_len" in ro:
                 ro["prompt_len"] = max(1, _num(t, "vllm_max_model_length", a["vllm_max_model_length"]) - ro["response_len"])
@@ -448,7 +460,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
                                     ("vllm_tensor_parallel_size", "tensor_parallel", int)):
                     if src in a:
                         ro[dst] = _num(t, src, a[src], k)
-                ro["sleep_level"] = 2 if a.get("vllm_enable_sleep_mode") else 0
+                ro["sleep_level"] = 2 if _switch(t, "vllm_enable_sleep_mode", a.get("vllm_enable_sleep_mode"), False) else 0
             else:
                 ro["placement"] = "split"
                 serve = f.get("vllm_serve")
@@ -604,12 +616,15 @@ def read_verl(text: str) -> Imported:
     def get(k: str, default: Any = None) -> Any:
         return o.get(k, default)
 
+    def flag(k: str, default: bool = False) -> bool:
+        return _switch(t, k, get(k), default)
+
     if get(f"{P}.path") is not None:
         d["model"] = str(get(f"{P}.path"))
-    set_dotted(d, "parallel.gradient_checkpointing", bool(get(f"{P}.enable_gradient_checkpointing", True)))
-    if get(f"{P}.enable_activation_offload"):
+    set_dotted(d, "parallel.gradient_checkpointing", flag(f"{P}.enable_gradient_checkpointing", True))
+    if flag(f"{P}.enable_activation_offload"):
         set_dotted(d, "parallel.activation_offload", True)
-    if get(f"{P}.use_fused_kernels"):
+    if flag(f"{P}.use_fused_kernels"):
         set_dotted(d, "loss.chunked", True)
     attn = get(f"{P}.override_config.attn_implementation")
     d["attention"] = _HF_ATTN.get(str(attn), "flash") if attn is not None else "flash"
@@ -648,7 +663,7 @@ def read_verl(text: str) -> Imported:
         strategy = "fsdp_grad_op"
     if get(f"{E}.fsdp_size") not in (None, -1):
         strategy = "hsdp"
-    off = "params_and_optimizer" if get(f"{E}.param_offload") else "optimizer" if get(f"{E}.optimizer_offload") else "none"
+    off = "params_and_optimizer" if flag(f"{E}.param_offload") else "optimizer" if flag(f"{E}.optimizer_offload") else "none"
     set_dotted(d, "parallel.offload", off)
     if mega:
         strategy = _verl_megatron(t, E, get, d, notes)
@@ -665,7 +680,10 @@ def read_verl(text: str) -> Imported:
     # verl's strategy fsdp (its default: trainer/config/actor/dp_actor.yaml l.26, engine/fsdp.yaml l.75) wraps in
     # FullyShardedDataParallel (FSDP1), fsdp2 in fully_shard (verl-project/verl @1dda039b9c6311889a9c9a26040677e1254814f9
     # verl/workers/engine/fsdp/transformer_impl.py l.404 / 431)
-    engine = (get("engine.strategy") if sft else get("actor_rollout_ref.actor.strategy")) or "fsdp"
+    engine_key = "engine.strategy" if sft else "actor_rollout_ref.actor.strategy"
+    engine = get(engine_key) or "fsdp"
+    if engine not in ("fsdp", "fsdp2", "megatron"):  # anything else was planned as verl's default FSDP1, silently
+        raise _bad(t, f"{engine_key}: {str(engine)[:40]!r}; allowed: fsdp, fsdp2, megatron")
     if not mega and engine in ("fsdp", "fsdp2"):
         set_dotted(d, "parallel.fsdp_version", "fsdp1" if engine == "fsdp" else "fsdp2")
     opt_base = "optim" if sft else "actor_rollout_ref.actor.optim"
@@ -716,7 +734,12 @@ def read_verl(text: str) -> Imported:
             _adapter_units_as_framework(t, d, notes)
         return Imported(t, d, notes)
     A = "actor_rollout_ref"
-    d["method"] = "grpo" if get("algorithm.adv_estimator") == "grpo" else "ppo"
+    estimator = get("algorithm.adv_estimator", "gae")
+    if not isinstance(estimator, str):
+        raise _bad(t, f"algorithm.adv_estimator: {str(estimator)[:40]!r}; allowed: an estimator name (gae, grpo, ...)")
+    d["method"] = "grpo" if estimator == "grpo" else "ppo"
+    if estimator not in ("gae", "grpo"):
+        notes.append(f"algorithm.adv_estimator {estimator}: planned as ppo (a critic, gae's roles)")
     ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
     engine = get(f"{A}.rollout.name", "vllm")
     if engine == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
@@ -737,13 +760,13 @@ def read_verl(text: str) -> Imported:
     # verl defaults (rollout.yaml): gpu_memory_utilization 0.5, tensor_model_parallel_size 2, free_cache_engine True
     ro.setdefault("gpu_memory_utilization", 0.5)
     ro.setdefault("tensor_parallel", 2)
-    ro["cuda_graphs"] = not bool(get(f"{A}.rollout.enforce_eager", False))
+    ro["cuda_graphs"] = not flag(f"{A}.rollout.enforce_eager")
     quant = get(f"{A}.rollout.quantization")
     if quant not in (None, "fp8"):  # verl RolloutConfig.quantization: fp8 | torchao
         raise _bad(t, f"{A}.rollout.quantization: {quant!r}; allowed: fp8 (vLLM 128x128-block fp8), or unset")
     if quant == "fp8":
         ro["quantization"] = "fp8"
-    free = bool(get(f"{A}.rollout.free_cache_engine", True))
+    free = flag(f"{A}.rollout.free_cache_engine", True)
     ro["sleep_level"] = verl_sleep_level(RunCard(scope=Scope(scope)), free)
     ro["weight_sync"] = "bucketed"
     mb_bytes = get(f"{A}.rollout.checkpoint_engine.update_weights_bucket_megabytes", 2048)
@@ -755,11 +778,11 @@ def read_verl(text: str) -> Imported:
     set_dotted(d, "batch.micro_batch_size", mb)
     # verl's dynamic batching (ppo_trainer.yaml l.37-38, l.81-82 @e0d035cd4a6a5c29835516a58d78710a28e73b18: the
     # budget 16384 by default; the log-prob passes follow the actor's switch and budget unless set)
-    dyn = bool(get(f"{A}.actor.use_dynamic_bsz", False))
+    dyn = flag(f"{A}.actor.use_dynamic_bsz")
     if dyn:
         ro["max_tokens_per_micro_batch"] = _num(t, "ppo_max_token_len_per_gpu",
                                                 get(f"{A}.actor.ppo_max_token_len_per_gpu", 16384))
-    if bool(get(f"{A}.rollout.log_prob_use_dynamic_bsz", dyn)):
+    if flag(f"{A}.rollout.log_prob_use_dynamic_bsz", dyn):
         lp_tokens = get(f"{A}.rollout.log_prob_max_token_len_per_gpu")
         ro.pop("logprob_micro_batch_size", None)
         if lp_tokens is not None or not dyn:
@@ -781,15 +804,15 @@ def read_verl(text: str) -> Imported:
         if steps:
             ro["mini_batches"] = steps
     if d["method"] == "grpo":
-        kl = _num(t, "kl_loss_coef", get(f"{A}.actor.kl_loss_coef", 0.001), float) if get(f"{A}.actor.use_kl_loss") else 0.0
+        kl = _num(t, "kl_loss_coef", get(f"{A}.actor.kl_loss_coef", 0.001), float) if flag(f"{A}.actor.use_kl_loss") else 0.0
     else:
-        kl = _num(t, "kl_coef", get("algorithm.kl_ctrl.kl_coef", 0.001), float) if get("algorithm.use_kl_in_reward") else 0.0
+        kl = _num(t, "kl_coef", get("algorithm.kl_ctrl.kl_coef", 0.001), float) if flag("algorithm.use_kl_in_reward") else 0.0
     set_dotted(d, "roles.kl_coef", kl)
     if kl > 0:
         if scope != "full":
             ref = "lora_disabled"  # verl runs the reference as the actor with its adapter disabled (ref_in_actor)
         else:
-            ref_off = get(f"{A}.ref.megatron.param_offload") if mega else get(f"{A}.ref.fsdp_config.param_offload")
+            ref_off = flag(f"{A}.ref.megatron.param_offload") if mega else flag(f"{A}.ref.fsdp_config.param_offload")
             ref = "cpu" if ref_off else "gpu"
         set_dotted(d, "roles.reference", ref)
     else:
@@ -797,10 +820,10 @@ def read_verl(text: str) -> Imported:
     if get("critic.model.path") is not None and d["method"] == "ppo":
         c = str(get("critic.model.path"))
         set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
-    if get("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
+    if flag("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
         set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
     has_critic = d.get("roles", {}).get("critic") is not None
-    critic_dyn = bool(get("critic.use_dynamic_bsz", dyn))  # verl: ${actor.use_dynamic_bsz} unless set
+    critic_dyn = flag("critic.use_dynamic_bsz", dyn)  # verl: ${actor.use_dynamic_bsz} unless set
     if has_critic and critic_dyn != dyn:
         notes.append(f"critic.use_dynamic_bsz {critic_dyn}: the card has one dynamic-batching switch, the actor's"
                      f" ({dyn}); the critic is planned " + ("with the actor's micro-batches of sequences" if not dyn
@@ -829,7 +852,7 @@ def read_verl(text: str) -> Imported:
         if not mega and not get("critic.model.use_remove_padding", False):
             notes.append("critic.model.use_remove_padding false: verl's critic pads its micro-batches; the card plans"
                          " them packed as the actor's")
-    if not mega and not get(f"{P}.use_fused_kernels"):
+    if not mega and not flag(f"{P}.use_fused_kernels"):
         # verl's FSDP actor computes its log-probs with flash-attn's cross_entropy_loss whenever flash-attn imports,
         # in place while entropy_coeff is 0 (export.common.verl_flash_attn_logprobs); no key switches it. Whether the
         # temperature is divided into a copy (loss.temperature_copy) depends on the verl version, not a key
@@ -898,6 +921,10 @@ def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
 def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]) -> str:
     """The card's parallel and precision keys from one verl ``megatron`` section (defaults: verl 0.9.1
     ``engine/megatron.yaml``); returns the strategy."""
+
+    def flag(k: str, default: bool = False) -> bool:
+        return _switch(t, k, get(k), default)
+
     from trainfit.export.parallel import (
         FP8_RECIPE_FROM_MEGATRON,
         checkpointing_from_megatron,
@@ -915,7 +942,7 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         "tensor_parallel": tp, "pipeline_parallel": size("pipeline_model_parallel_size", 1),
         "context_parallel": size("context_parallel_size", 1), "expert_parallel": size("expert_model_parallel_size", 1),
         "expert_tensor_parallel": size("expert_tensor_parallel_size", tp),  # null: the same as TP
-        "sequence_parallel": bool(get(f"{M}.sequence_parallel", True)) and tp > 1,  # verl turns it off at TP 1
+        "sequence_parallel": flag(f"{M}.sequence_parallel", True) and tp > 1,  # verl turns it off at TP 1
         "virtual_stages": vpp, "pipeline_schedule": "interleaved" if vpp > 1 else "1f1b",
     }
     for key, field in (("num_layers_in_first_pipeline_stage", "pipeline_first_stage_layers"),
@@ -971,8 +998,8 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
                                                                                           "false"):
             set_dotted(d, "precision.fp8_attention", True)  # TE fp8_dpa (export.parallel.megatron_fp8)
     set_dotted(d, "precision.compute", compute)
-    strategy = ("fsdp" if get(f"{M}.use_megatron_fsdp") else
-                "zero1" if get(f"{M}.use_distributed_optimizer", True) else "ddp")
+    strategy = ("fsdp" if flag(f"{M}.use_megatron_fsdp") else
+                "zero1" if flag(f"{M}.use_distributed_optimizer", True) else "ddp")
     _overlap_param_gather(t, D, ddp["overlap_param_gather"], strategy, d, notes)
     return strategy
 
@@ -1028,8 +1055,10 @@ def read_openrlhf(text: str) -> Imported:
 
     def one(k: str, kind: type = str, default: Any = None) -> Any:
         v = fl.get(k)
-        if not v:
+        if v is None:
             return default
+        if not v:  # the flag with nothing after it: never the default in place of what the script meant to give
+            raise _bad(t, f"{k}: the flag has no value")
         return v[0] if kind is str else _num(t, k, v[0], kind)
 
     d: dict[str, Any] = {}
@@ -1399,6 +1428,9 @@ def read_nemo_rl(text: str) -> Imported:
             node = node[part]
         return default if node is None else node
 
+    def flag(k: str, default: bool = False) -> bool:
+        return _switch(t, k, get(k), default)
+
     from trainfit.export.common import omegaconf_unescape
 
     def text_value(key: str, v: Any) -> str:
@@ -1419,7 +1451,7 @@ def read_nemo_rl(text: str) -> Imported:
     compute = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}.get(str(prec))
     if compute is None:
         raise _bad(t, f"policy.precision: {prec!r}; allowed: bfloat16, float16, float32")
-    mega = bool(get("policy.megatron_cfg.enabled", False))
+    mega = flag("policy.megatron_cfg.enabled")
     par: dict[str, Any] = {}
     scope, lora = "full", None
     if mega:
@@ -1432,7 +1464,7 @@ def read_nemo_rl(text: str) -> Imported:
         par = {"tensor_parallel": tp, "pipeline_parallel": size("pipeline_model_parallel_size"),
                "context_parallel": size("context_parallel_size"), "expert_parallel": size("expert_model_parallel_size"),
                "expert_tensor_parallel": size("expert_tensor_parallel_size"),
-               "sequence_parallel": bool(get(f"{M}.sequence_parallel", False)) and tp > 1}
+               "sequence_parallel": flag(f"{M}.sequence_parallel") and tp > 1}
         for key, field in (("num_layers_in_first_pipeline_stage", "pipeline_first_stage_layers"),
                            ("num_layers_in_last_pipeline_stage", "pipeline_last_stage_layers")):
             if get(f"{M}.{key}") is not None:
@@ -1457,16 +1489,16 @@ def read_nemo_rl(text: str) -> Imported:
                                  par=par)
         except ValueError as exc:
             raise _bad(t, str(exc)) from None
-        gc = bool(get(f"{M}.activation_checkpointing", False))
+        gc = flag(f"{M}.activation_checkpointing")
         gran = get(f"{M}.recompute_granularity", "full")
         par["gradient_checkpointing"] = gc and gran == "full"
         par["selective_checkpointing"] = "core_attention" if gc and gran == "selective" else "none"
         if gc and gran == "selective" and get(f"{M}.recompute_modules") not in (None, ["core_attn"]):
             notes.append(f"{M}.recompute_modules {get(f'{M}.recompute_modules')}: planned as [core_attn]")
-        custom_fsdp = bool(get(f"{M}.distributed_data_parallel_config.use_custom_fsdp", False))
-        dist = bool(get(f"{M}.optimizer.use_distributed_optimizer", True))
+        custom_fsdp = flag(f"{M}.distributed_data_parallel_config.use_custom_fsdp")
+        dist = flag(f"{M}.optimizer.use_distributed_optimizer", True)
         par["strategy"] = "fsdp" if custom_fsdp else "zero1" if dist else ("ddp" if gpn * nodes > 1 else "single")
-        par["offload"] = "optimizer" if get(f"{M}.optimizer.optimizer_cpu_offload", False) else "none"
+        par["offload"] = "optimizer" if flag(f"{M}.optimizer.optimizer_cpu_offload") else "none"
         # Megatron-Core DistributedDataParallelConfig (nemo_rl/models/megatron/setup.py l.1380-1430); unset keys take
         # the example's values (grpo_math_1B.yaml l.301-304, sft.yaml l.226-229: grad_reduce_in_fp32 false,
         # overlap_param_gather true)
@@ -1479,15 +1511,15 @@ def read_nemo_rl(text: str) -> Imported:
         opg = get(f"{D}.overlap_param_gather", True if par["strategy"] == "zero1" else None)
         _overlap_param_gather(t, D, opg, par["strategy"], d, notes)
         d["attention"] = "flash"  # Megatron-Core's Transformer Engine attention (flash / fused kernels)
-        if get(f"{M}.fp8_cfg.enabled", False):
+        if flag(f"{M}.fp8_cfg.enabled"):
             recipe = get(f"{M}.fp8_cfg.fp8_recipe", "blockwise")
             if recipe not in FP8_RECIPE_FROM_MEGATRON:
                 raise _bad(t, f"{M}.fp8_cfg.fp8_recipe: {recipe!r}; allowed: {', '.join(FP8_RECIPE_FROM_MEGATRON)}")
             compute = "fp8"
             set_dotted(d, "precision.fp8_recipe", FP8_RECIPE_FROM_MEGATRON[recipe].value)
-            if get(f"{M}.fp8_cfg.fp8_param", False):  # fp8 primary weights
+            if flag(f"{M}.fp8_cfg.fp8_param"):  # fp8 primary weights
                 set_dotted(d, "precision.fp8_params", True)
-        if get(f"{M}.peft.enabled", False):
+        if flag(f"{M}.peft.enabled"):
             scope = "lora"
             lora = {"rank": _num(t, "peft.dim", get(f"{M}.peft.dim", 8)), "alpha": _num(t, "peft.alpha", get(f"{M}.peft.alpha", 32), float),
                     "dropout": _num(t, "peft.dropout", get(f"{M}.peft.dropout", 0.0), float),
@@ -1498,12 +1530,12 @@ def read_nemo_rl(text: str) -> Imported:
         tp = _num(t, f"{D}.tensor_parallel_size", get(f"{D}.tensor_parallel_size", 1))
         par = {"strategy": "fsdp", "tensor_parallel": tp, "context_parallel": _num(t, f"{D}.context_parallel_size",
                                                                               get(f"{D}.context_parallel_size", 1)),
-               "sequence_parallel": bool(get(f"{D}.sequence_parallel", False)) and tp > 1,
-               "gradient_checkpointing": bool(get(f"{D}.activation_checkpointing", False)),
-               "offload": "params_and_optimizer" if get(f"{D}.cpu_offload", False) else "none"}
+               "sequence_parallel": flag(f"{D}.sequence_parallel") and tp > 1,
+               "gradient_checkpointing": flag(f"{D}.activation_checkpointing"),
+               "offload": "params_and_optimizer" if flag(f"{D}.cpu_offload") else "none"}
         # nemo_rl/models/automodel/setup.py: loaded in float32 (master weights), computed in policy.precision
         set_dotted(d, "precision.weights", "fp32")
-        if get(f"{D}.lora_cfg.enabled", False):
+        if flag(f"{D}.lora_cfg.enabled"):
             scope = "lora"
             L = f"{D}.lora_cfg"
             lora = {"rank": _num(t, "lora_cfg.dim", get(f"{L}.dim", 8)), "alpha": _num(t, "lora_cfg.alpha", get(f"{L}.alpha", 32), float),
@@ -1542,7 +1574,7 @@ def read_nemo_rl(text: str) -> Imported:
               "tensor_parallel": _num(t, "vllm_cfg.tensor_parallel_size", get("policy.generation.vllm_cfg.tensor_parallel_size", 1)),
               "gpu_memory_utilization": _num(t, "vllm_cfg.gpu_memory_utilization",
                                              get("policy.generation.vllm_cfg.gpu_memory_utilization", 0.6), float),
-              "cuda_graphs": not bool(get("policy.generation.vllm_cfg.enforce_eager", False))}
+              "cuda_graphs": not flag("policy.generation.vllm_cfg.enforce_eager")}
         if str(get("policy.generation.vllm_cfg.precision", "")).lower() == "fp8":  # vLLM fp8 weights (init_fp8)
             ro["quantization"] = "fp8"
             kept = get("policy.generation.vllm_cfg.quantization_ignored_layer_kws")

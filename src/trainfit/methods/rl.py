@@ -39,7 +39,7 @@ from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
-                                    reference_placement, reward_model)
+                                    reference_placement, resolve_role_model, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
@@ -573,9 +573,7 @@ def rl_groups(
     rm_spec = None
     rm_w = 0.0
     if rm_id is not None:
-        from trainfit.catalog.models import resolve_model
-
-        rm_spec = replace(resolve_model(rm_id), head_outputs=1)
+        rm_spec = replace(resolve_role_model(rm_id, field="roles.reward_model"), head_outputs=1)
         rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor)
     critic_keep = _persistent(critic) if critic is not None else 0.0  # its gradient buffer added below
 
@@ -856,6 +854,4 @@ def critic_spec_of(card: RunCard, actor_spec: ModelSpec) -> ModelSpec | None:
         return None
     if name == actor_spec.name:
         return replace(actor_spec, head_outputs=1)
-    from trainfit.catalog.models import resolve_model
-
-    return replace(resolve_model(name), head_outputs=1)
+    return replace(resolve_role_model(name, field="roles.critic"), head_outputs=1)

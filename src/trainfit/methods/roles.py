@@ -20,6 +20,7 @@ rollout engine
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from trainfit.spec.card import RunCard, rl_group_sizes
 from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, Method, Placement, RefPlacement, Scope
@@ -166,6 +167,18 @@ def old_logprob_pass(card: RunCard) -> bool:
     if card.preset == "trl" and trl_old_logprob_pass(card):
         return True
     return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+
+
+def resolve_role_model(name: str, *, field: str) -> Any:
+    """The ModelSpec of a role's model id (``roles.critic``, ``roles.reward_model``); an id that does not resolve is
+    refused naming that field, not the card's ``model``."""
+    from trainfit.catalog.models import resolve_model
+    from trainfit.errors import TrainfitError
+
+    try:
+        return resolve_model(name)
+    except TrainfitError as exc:
+        raise type(exc)(f"{field}: {str(exc).removeprefix('model: ')}") from None
 
 
 def critic_model(card: RunCard, actor: str) -> str | None:

@@ -572,10 +572,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
         phases.append(forward_pass("critic_values", cspec, adapter, budget=c_values_budget))
     rm_id = reward_model(card)
     if rm_id not in (None, "rule", "none"):
-        from trainfit.catalog.models import resolve_model
+        from trainfit.methods.roles import resolve_role_model
 
         # the reward model's own shape when the card names another model (DeepSpeed-Chat: OPT-350M)
-        rm_spec = spec if rm_id == spec.name else resolve_model(rm_id)
+        rm_spec = spec if rm_id == spec.name else resolve_role_model(rm_id, field="roles.reward_model")
         # every generated group is scored, the ones dynamic sampling then drops too (generated_prompts)
         phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1),
                                    sequences=generated_prompts(card) * ro.num_generations))

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from trainfit.errors import CatalogError, TrainfitError
+from trainfit.errors import CardError, CatalogError, TrainfitError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.shell import run_command
 from trainfit.spec.card import RunCard, load_card_dict, pin_before
@@ -230,10 +230,24 @@ def measured_record(card: RunCard, *, rows: list[dict[str, Any]], versions: dict
 def add_measured(data: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
     """``trainfit record --measured FILE``: the measured record's versions, watch summary, phases and
     step time copied into the record being written (its card must be the same run's)."""
+    from trainfit.watch.compare import checked_rows, checked_watch
+
     rec = measured.get(RECORD_KEY) if isinstance(measured, dict) else None
-    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list):
+    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list) or not all(
+            isinstance(r, dict) and "phase" in r for r in rec[PHASES_KEY]):
         raise TrainfitError("record --measured: the file is not a watch record (no record.phases list); "
                             "write one with trainfit.watch(card, record=PATH)")
+    # what compare and calibrate read back: checked here, so a record is never written around a bad value
+    what = "record --measured"
+    checked_rows(rec[PHASES_KEY], what=what)
+    checked_watch(rec.get("watch"), what=what)
+    if rec.get("versions") is not None and not isinstance(rec["versions"], dict):
+        raise CardError(f"{what}: record.versions must be a mapping of package names to versions, got"
+                        f" {str(rec['versions'])[:40]!r}")
+    step = rec.get(STEP_KEY)
+    if step is not None and (isinstance(step, bool) or not isinstance(step, (int, float)) or not 0 < step < float("inf")):
+        raise CardError(f"{what}: record.{STEP_KEY} must be the measured seconds per optimizer step (a positive"
+                        f" number), got {step!r}")
     for key in ("versions", "watch", PHASES_KEY, STEP_KEY):
         if key in rec:
             data[RECORD_KEY][key] = rec[key]
@@ -260,7 +274,10 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
 
     data = read_card_file(path)
     extra = data.pop(RECORD_KEY, {}) if isinstance(data, dict) else {}
-    if isinstance(extra, dict) and isinstance(data, dict):
+    if not isinstance(extra, dict):
+        raise CardError(f"{RECORD_KEY}: must be a mapping (the run record: created_utc, gpus, phases, step_s...),"
+                        f" got {str(extra)[:40]!r}")
+    if isinstance(data, dict):
         migrate_link(data, extra)
     return load_card_dict(data), extra
 
@@ -270,14 +287,19 @@ def migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:
     written before ``hardware.interconnect`` distinguished peer-to-peer (no ``record.interconnect_rule``) holds pcie
     for every machine without NV# links; pcie now means peer-to-peer, so the link is re-derived from the record's own
     ``nvlink`` and ``p2p_matrix`` (``p2p_link``, as ``audited_link`` does; null without a matrix), with a note in
-    ``record.notes``."""
+    ``record.notes``. CardError when the matrix is neither null nor a list of rows."""
     hw = data.get("hardware")
     if LINK_RULE_KEY in extra or not isinstance(hw, dict) or hw.get("interconnect") != Interconnect.PCIE.value:
         return
     if extra.get("nvlink") is not False:
         return
     gpus = extra.get("gpus")
-    link = p2p_link(extra.get("p2p_matrix"), gpus=len(gpus) if isinstance(gpus, list) and gpus else None)
+    matrix = extra.get("p2p_matrix")
+    if matrix is not None and not (isinstance(matrix, list) and all(isinstance(row, list) for row in matrix)):
+        # p2p_link would iterate a number (TypeError) or read a string or a mapping as 'no matrix recorded'
+        raise CardError(f"{RECORD_KEY}.p2p_matrix: a list of rows of 'OK' / 'X' / ... as the audit writes it, or"
+                        f" null; got {str(matrix)[:40]!r}")
+    link = p2p_link(matrix, gpus=len(gpus) if isinstance(gpus, list) and gpus else None)
     if link is Interconnect.PCIE:
         return
     hw["interconnect"] = link.value if link is not None else None

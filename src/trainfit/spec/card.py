@@ -58,6 +58,7 @@ from trainfit.spec.enums import (
     RecomputeModule,
     RefPlacement,
     ResponseShape,
+    ResumeKind,
     RolloutEngine,
     RolloutQuantization,
     Scope,
@@ -366,14 +367,18 @@ class HardwareSection(_Section):
         allowed ones."""
         if v is None or isinstance(v, Interconnect):
             return v
-        name = str(v).strip().lower().replace("-", "_") if isinstance(v, str) else v
+        allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
+        if not isinstance(v, str):  # a list or a section would reach the set lookup below unhashable
+            shown = ("a list" if isinstance(v, (list, tuple)) else "a section" if isinstance(v, dict)
+                     else repr(str(v)[:40]))
+            raise ValueError(f"hardware.interconnect: {shown} is not allowed; {allowed}")
+        name = v.strip().lower().replace("-", "_")
         if name in {x.value for x in Interconnect}:
             return name
-        allowed = f"allowed: {', '.join(x.value for x in Interconnect)} or null (the GPU catalog's link)"
-        if isinstance(name, str) and name.replace("_", "").replace(" ", "") in _NVLINK_FABRIC_NAMES:
+        if name.replace("_", "").replace(" ", "") in _NVLINK_FABRIC_NAMES:
             raise ValueError(f"hardware.interconnect: '{v}' is a fabric between a node's GPUs that this field states as"
                              f" nvlink (NVSwitch, NVLink Switch, AMD xGMI / Infinity Fabric); {allowed}")
-        if isinstance(name, str) and name.replace("_", "") in _NETWORK_NAMES:
+        if name.replace("_", "") in _NETWORK_NAMES:
             raise ValueError(f"hardware.interconnect: '{v}' is a network between nodes, and this field the link between"
                              f" a node's GPUs, {allowed}; state the network as hardware.nic_gbps_per_gpu or"
                              " nic_gbps_per_node")
@@ -1435,7 +1440,8 @@ class CheckpointSection(_Section):
     path: str | None = None
     every_steps: int = Field(500, ge=1, le=1_000_000_000)
     keep: int = Field(2, ge=1, le=100_000)
-    resume: str = Field("full", description="full (weights+optimizer+scheduler+RNG+data position) or adapter_only.")
+    resume: ResumeKind = Field(ResumeKind.FULL, description="full (weights+optimizer+scheduler+RNG+data position) or"
+                               " adapter_only.")
 
 
 ADAPTER_UNIT_PRESETS = ("trl", "verl")
@@ -1528,6 +1534,14 @@ class RunCard(_Section):
             )
         if self.method is Method.PPO and (self.roles.critic or "").lower() == "none":
             raise ValueError("roles.critic: ppo needs a critic; use same_as_actor or a model id (or method: grpo)")
+        if self.method is not Method.PPO and self.roles.critic is not None:
+            # methods.roles.critic_model reads it for ppo only: any other method would plan without it, silently
+            raise ValueError(f"roles.critic: read by method ppo only (a critic model); method {self.method.value} has"
+                             f" none, drop roles.critic (got {self.roles.critic!r})")
+        if self.method not in (Method.PPO, Method.GRPO) and self.roles.reward_model not in ("rule", "none"):
+            # methods.roles.reward_model: a frozen reward model is loaded by ppo and grpo only
+            raise ValueError(f"roles.reward_model: a reward model is read by methods ppo and grpo only; method"
+                             f" {self.method.value} has none, allowed: rule or none (got {self.roles.reward_model!r})")
         ro = self.rollout
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:
             raise ValueError("rollout.placement: engine deepspeed_hybrid generates on the training GPUs; allowed: colocate")

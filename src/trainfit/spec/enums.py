@@ -371,6 +371,15 @@ class ExpertAdapters(StrEnum):
     ``MultiLoRAGroupedExperts`` (``compute.inventory.GROUPED_EXPERT_LORA_BYTES``)."""
 
 
+class ResumeKind(StrEnum):
+    """What a run resumes from (``checkpoint.resume``): sizes the kept checkpoints (``preflight.checkpoint``)."""
+
+    FULL = "full"
+    """Weights, optimizer state, scheduler, RNG and data position: what an exact resume needs."""
+    ADAPTER_ONLY = "adapter_only"
+    """The adapter alone (LoRA/QLoRA/DoRA...): for deployment; training cannot resume exactly from it."""
+
+
 class AdapterDtype(StrEnum):
     """Dtype of LoRA A/B matrices."""
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from trainfit.catalog.hf_config import decoder_config
-from trainfit.trace.types import PHASES, PhaseTrace, TraceRequest
+from trainfit.trace.types import PHASES, PhaseTrace, TraceRequest, TraceUnsupported
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,9 @@ def plan_depths(hf_config: dict[str, Any], layers: int | None, *, world_size: in
     full = full_depth(hf_config)
     p = layer_period(hf_config)
     if layers is not None:
+        if layers > full:  # a deeper model than the card's, built layer by layer: minutes for a typo
+            raise TraceUnsupported(f"trace: --layers {layers} is more than the model's {full} decoder layers;"
+                                   f" allowed: 1 to {full} (left out: the full depth)")
         return DepthPlan(layers, (layers,), p, False)
     edge = 2 if world_size > 1 else 1  # layers at each end that differ from the middle ones
     w = -(-edge // p)  # whole periods covering them (one for a hybrid's 4-layer period under FSDP too)

@@ -262,6 +262,11 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
     from trainfit.compute.cost import Price, for_gpu, price_preset
 
     hw = base.get("hardware") or {}
+    from trainfit.errors import CardError
+    from trainfit.spec.card import empty_price_preset_refusal
+
+    if (why := empty_price_preset_refusal(hw.get("price_preset"))) is not None:
+        raise CardError(why)
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
     gpu = resolve_gpu(_own_gpu(hw)).id

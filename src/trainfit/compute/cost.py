@@ -87,6 +87,11 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
+def price_preset_ids() -> list[str]:
+    """The named prices a card's ``hardware.price_preset`` may give, sorted (the catalog's price table ids)."""
+    return sorted(_presets())
+
+
 def price_preset(name: str) -> Price:
     try:
         return _presets()[name.strip().lower()]

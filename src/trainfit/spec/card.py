@@ -342,6 +342,18 @@ NVLink fields. Refused in one line saying to state ``nvlink`` (not taken as alia
 spells the enum's value)."""
 
 
+def empty_price_preset_refusal(v: Any) -> str | None:
+    """The one line refusing an empty or blank ``hardware.price_preset`` (read by its truthiness, '' priced nothing,
+    silently); None for any other value. Also read by ``trainfit fit``, which takes the card's price before it
+    validates the card (``fit_search.card_price``)."""
+    if not isinstance(v, str) or v.strip():
+        return None
+    from trainfit.compute.cost import price_preset_ids  # the catalog's price table: read on this error only
+
+    return (f"hardware.price_preset: an empty name is not allowed; allowed: {', '.join(price_preset_ids())} or null"
+            " (no price preset)")
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -357,6 +369,15 @@ class HardwareSection(_Section):
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
     host_numa_nodes: int | None = Field(None, ge=1, le=64, description="NUMA nodes of a node's host, all sockets (numactl --hardware; e.g. 8 on a DGX A100, two EPYC 7742 at NPS4): a rank's pinned buffers lie on one, so its CPU optimizer streams at most host_memory_gbps / host_numa_nodes when the node has fewer ranks than NUMA nodes (compute/offload.py). Default: one memory domain.")
     allocator: AllocatorKind = Field(AllocatorKind.DEFAULT, description="default | expandable_segments (PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True): the caching allocator's mode; changes reserved bytes.")
+
+    @field_validator("price_preset", mode="before")
+    @classmethod
+    def _price_preset_named(cls, v: Any) -> Any:
+        """An empty name is refused (``plan.resolve.price_of`` and ``fit_search.card_price`` read it by its
+        truthiness, so '' planned no price, silently); null or an omitted field means no price preset."""
+        if (why := empty_price_preset_refusal(v)) is not None:
+            raise ValueError(why)
+        return v
 
     @field_validator("interconnect", mode="before")
     @classmethod
@@ -1493,6 +1514,18 @@ class RunCard(_Section):
     preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
     name: str | None = None
     notes: str | None = None
+
+    @field_validator("preset", mode="before")
+    @classmethod
+    def _preset_named(cls, v: Any) -> Any:
+        """An empty name is refused: the loaders apply a preset by the field's truthiness (``cli.common.load_card``,
+        ``api.load_card``), so '' applied none while the card said a preset was set; null or an omitted field means
+        no preset."""
+        if isinstance(v, str) and not v.strip():
+            from trainfit.methods.presets import PRESETS
+
+            raise ValueError(f"preset: an empty name is not allowed; allowed: {', '.join(PRESETS)} or null (no preset)")
+        return v
 
     @field_validator("model", mode="before")
     @classmethod

@@ -1,0 +1,80 @@
+"""Failure classes left open by the first hardening pass (December 2026): a value the user gave that the plan read as
+nothing, silently. Each is now refused in one line naming the field and the allowed values (exit 2), or named in the
+plan (a warning or an assumption line), as the product rule asks.
+
+(a) ``preset: ''`` / ``hardware.price_preset: ''``: read as no preset / no price; refused (null or omitted: none).
+(b) ``hardware.currency`` with no price to be the unit of (or beside a price preset priced in another currency):
+    ignored; named in the plan's warnings (a plan never converts; ``trainfit fit --fx`` does).
+(c) ``deepspeed.*`` on a strategy DeepSpeed does not run (ddp, fsdp, single, Megatron-Core's zero1): ignored; named
+    in the plan's warnings, as ``rollout`` on an SFT card is.
+(d) an SFT-like ``batch.seq_len`` above the model's context (``max_position_embeddings``): planned with no note;
+    named in the plan's assumptions (not refused: a context is extended with RoPE scaling).
+(e) ``trainfit import --from openrlhf`` with ``--algo.advantage.estimator`` given as a list: planned as its first item
+    or as ppo; refused naming the flag.
+Besides: ``deepspeed.reduce_bucket_size: 5e8`` in a card file (YAML 1.1 reads it as text) was refused by a message
+whose own example is 5e8; read as the count."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzzlib import check_run, run_cli
+
+PRESETS = "trl, verl, openrlhf, llamafactory-z2, llamafactory-z3, ms-swift-zero2, ms-swift-zero3, nemo-rl, miles, slime, skyrl"
+SMALL = ["--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--gpus", "8"]
+
+
+def _plan_json(*args: str) -> dict:
+    run = run_cli(["plan", *SMALL, *args, "--json"])
+    return check_run(run, codes=(0,), json_out=True)
+
+
+# ------------------------------------------------------------------------------------------------
+# (a) an empty preset name
+
+@pytest.mark.parametrize("value", ["''", '""'])
+def test_an_empty_preset_is_refused(value):
+    run = run_cli(["plan", *SMALL, "--set", f"preset={value}"])
+    check_run(run, codes=(2,))
+    assert run.stderr.rstrip() == f"trainfit: error: preset: an empty name is not allowed; allowed: {PRESETS} or null (no preset)"
+
+
+def test_an_empty_preset_in_a_card_file(tmp_path: Path):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\npreset: ''\nhardware: {gpu: h100}\n")
+    run = run_cli(["plan", str(card), "--json"])
+    check_run(run, codes=(2,), json_out=True)
+    assert "preset: an empty name is not allowed; allowed: trl, verl," in run.stderr
+
+
+def test_an_empty_price_preset_is_refused(tmp_path: Path):
+    from trainfit.compute.cost import price_preset_ids
+
+    allowed = ", ".join(price_preset_ids())
+    assert "rtx4090-pro" in allowed
+    run = run_cli(["plan", *SMALL, "--set", "hardware.price_preset=''"])
+    check_run(run, codes=(2,))
+    assert run.stderr.rstrip() == (f"trainfit: error: hardware.price_preset: an empty name is not allowed; allowed:"
+                                   f" {allowed} or null (no price preset)")
+    card = tmp_path / "card.yaml"
+    card.write_text("hardware: {gpu: rtx4090, price_preset: '  '}\n")
+    run = run_cli(["fit", str(card), "--gpu", "rtx4090", "--max-gpus", "1", "--steps", "10"])
+    check_run(run, codes=(2,))
+    assert "hardware.price_preset: an empty name is not allowed" in run.stderr
+
+
+def test_empty_names_through_the_python_api():
+    import trainfit
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match="preset: an empty name is not allowed"):
+        trainfit.plan({"preset": ""})
+    with pytest.raises(CardError, match="hardware.price_preset: an empty name is not allowed"):
+        trainfit.plan({"hardware": {"price_preset": ""}})
+
+
+def test_null_means_no_preset_and_no_price():
+    obj = _plan_json("--set", "preset=null", "--set", "hardware.price_preset=null")
+    assert obj["card"].get("preset") is None and obj["cost"] is None

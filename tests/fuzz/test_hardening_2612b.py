@@ -78,3 +78,18 @@ def test_empty_names_through_the_python_api():
 def test_null_means_no_preset_and_no_price():
     obj = _plan_json("--set", "preset=null", "--set", "hardware.price_preset=null")
     assert obj["card"].get("preset") is None and obj["cost"] is None
+
+
+# ------------------------------------------------------------------------------------------------
+# besides: a DeepSpeed count written as 5e8 in a card file (YAML 1.1 reads it as text)
+
+def test_a_bucket_written_as_5e8_in_a_card_file(tmp_path: Path):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\nhardware: {gpu: h100}\nparallel: {strategy: zero2}\n"
+                    "deepspeed: {reduce_bucket_size: 5e8, stage3_prefetch_bucket_size: 2.5e7}\n")
+    obj = check_run(run_cli(["plan", str(card), "--json"]), codes=(0,), json_out=True)
+    assert obj["card"]["deepspeed"]["reduce_bucket_size"] == 500_000_000
+    assert obj["card"]["deepspeed"]["stage3_prefetch_bucket_size"] == 25_000_000
+    run = run_cli(["plan", *SMALL, "--set", "deepspeed.reduce_bucket_size=lots"])
+    check_run(run, codes=(2,))
+    assert "deepspeed.reduce_bucket_size: 'lots' is not allowed; allowed: auto or an element count" in run.stderr

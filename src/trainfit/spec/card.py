@@ -974,6 +974,11 @@ class DeepSpeedSection(_Section):
     def _count_or_auto(cls, v: Any, info: Any) -> Any:
         if isinstance(v, str) and v.strip().lower() == "auto":
             return "auto"
+        if isinstance(v, str):  # YAML 1.1 reads 5e8 (no dot, no exponent sign) as text: the count the hint gives
+            try:
+                v = float(v.strip())
+            except ValueError:
+                pass
         if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v or not 0 <= v <= 1e13:
             raise ValueError(f"deepspeed.{info.field_name}: '{v}' is not allowed; allowed: auto or an element count"
                              " from 0 to 1e13 (e.g. 5e8)")

@@ -81,6 +81,49 @@ def test_null_means_no_preset_and_no_price():
 
 
 # ------------------------------------------------------------------------------------------------
+# (c) DeepSpeed settings on a strategy that is not DeepSpeed's ZeRO
+
+@pytest.mark.parametrize("strategy", ["ddp", "fsdp", "single"])
+def test_deepspeed_settings_on_another_strategy_are_named(strategy):
+    obj = _plan_json("--set", f"parallel.strategy={strategy}", "--set", "deepspeed.overlap_comm=true",
+                     "--set", "deepspeed.reduce_bucket_size=200000000")
+    assert (f"deepspeed: read for strategies zero1, zero2 and zero3 on DeepSpeed only; strategy {strategy} ignores it"
+            " (deepspeed.overlap_comm, deepspeed.reduce_bucket_size)") in obj["warnings"]
+
+
+def test_deepspeed_settings_on_megatron_zero1_are_named():
+    obj = _plan_json("--set", "parallel.strategy=zero1", "--set", "parallel.tensor_parallel=2",
+                     "--set", "deepspeed.stage3_prefetch_bucket_size=auto")
+    assert ("deepspeed: read for strategies zero1, zero2 and zero3 on DeepSpeed only; strategy zero1 here (Megatron-Core's"
+            " distributed optimizer, with tensor, pipeline, expert or ring context parallel) ignores it"
+            " (deepspeed.stage3_prefetch_bucket_size)") in obj["warnings"]
+
+
+@pytest.mark.parametrize("args", [
+    ("--set", "parallel.strategy=zero2", "--set", "deepspeed.overlap_comm=true"),
+    ("--set", "parallel.strategy=zero1", "--set", "deepspeed.reduce_bucket_size=auto"),
+    ("--set", "parallel.strategy=zero3", "--set", "deepspeed.sub_group_size=100000000"),
+    ("--set", "parallel.strategy=ddp"),
+])
+def test_deepspeed_settings_it_reads_or_none_are_not_named(args):
+    obj = _plan_json(*args)
+    assert not [w for w in obj["warnings"] if w.startswith("deepspeed:")]
+
+
+def test_a_deepspeed_preset(tmp_path: Path):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\npreset: llamafactory-z2\nhardware: {gpu: h100}\n")
+    obj = check_run(run_cli(["plan", str(card), "--json"]), codes=(0,), json_out=True)
+    assert obj["strategy"] == "zero2" and not [w for w in obj["warnings"] if w.startswith("deepspeed:")]
+    # the embedded default card states fsdp, which the preset's zero2 goes under: its DeepSpeed settings are unused
+    obj = _plan_json("--set", "preset=llamafactory-z2")
+    assert obj["strategy"] == "fsdp"
+    assert ("deepspeed: read for strategies zero1, zero2 and zero3 on DeepSpeed only; strategy fsdp ignores it"
+            " (deepspeed.allgather_bucket_size, deepspeed.contiguous_gradients, deepspeed.overlap_comm,"
+            " deepspeed.reduce_bucket_size; preset llamafactory-z2 sets them, under the card's strategy)") in obj["warnings"]
+
+
+# ------------------------------------------------------------------------------------------------
 # besides: a DeepSpeed count written as 5e8 in a card file (YAML 1.1 reads it as text)
 
 def test_a_bucket_written_as_5e8_in_a_card_file(tmp_path: Path):

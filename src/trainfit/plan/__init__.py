@@ -304,6 +304,10 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     if card.method not in (Method.PPO, Method.GRPO) and "rollout" in card.model_fields_set and not card.preset:
         # a preset fills rollout for every method; a card's own rollout section on sft/rm/dpo is a mistake to name
         warnings.append(f"rollout: read for methods ppo and grpo only; method {card.method.value} ignores it")
+    from trainfit.plan.assumptions import unread_deepspeed_line
+
+    if (line := unread_deepspeed_line(card)) is not None:
+        warnings.append(line)
     from trainfit.methods.roles import roles_of
 
     rates = None

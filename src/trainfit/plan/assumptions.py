@@ -86,3 +86,40 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
     if not spec.verified:
         out.append(f"UNVERIFIED MODEL CONFIG: {spec.name}: {spec.note}")
     return out
+
+
+def deepspeed_read(card: RunCard) -> bool:
+    """Whether the plan reads the card's ``deepspeed`` section: a ZeRO strategy run by DeepSpeed. Without model
+    parallelism zero1, zero2 and zero3 are DeepSpeed's (``plan.terms`` sizes their buffers from
+    ``plan.terms.zero_config_of``); with it, as ``plan.ranks._deepspeed_zero`` reads the card (zero1 with tensor,
+    pipeline or expert parallel, or ring context parallel, is Megatron-Core's distributed optimizer)."""
+    from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
+    from trainfit.spec.enums import ZERO_STAGES
+
+    par = card.parallel
+    if par.strategy not in ZERO_STAGES:
+        return False
+    if par.tensor_parallel == par.pipeline_parallel == par.context_parallel == par.expert_parallel == 1:
+        return True
+    return _deepspeed_zero(card)
+
+
+def unread_deepspeed_line(card: RunCard) -> str | None:
+    """The plan's warning when the card sets ``deepspeed`` fields that no part of the plan reads (``deepspeed_read``
+    false: ddp, fsdp, fsdp_grad_op, hsdp, single, or Megatron-Core's zero1); None otherwise. The same wording as the
+    plan's ``rollout: read for methods ppo and grpo only`` warning. (``trainfit export --to deepspeed`` still writes
+    the section into the config it exports for such a card: an export, not the plan.)"""
+    given = sorted(card.deepspeed.model_fields_set)
+    if not given or deepspeed_read(card):
+        return None
+    strategy = card.parallel.strategy.value
+    who = (f"strategy {strategy} here (Megatron-Core's distributed optimizer, with tensor, pipeline, expert or ring"
+           " context parallel)" if strategy == "zero1" else f"strategy {strategy}")
+    fields = ", ".join(f"deepspeed.{k}" for k in given)
+    if card.preset:
+        from trainfit.methods.presets import preset
+
+        if "deepspeed" in preset(card.preset).card:  # a DeepSpeed preset under a card that sets another strategy
+            fields += f"; preset {card.preset} sets them, under the card's strategy"
+    return f"deepspeed: read for strategies zero1, zero2 and zero3 on DeepSpeed only; {who} ignores it ({fields})"
+

@@ -81,6 +81,37 @@ def test_null_means_no_preset_and_no_price():
 
 
 # ------------------------------------------------------------------------------------------------
+# (b) a currency with nothing to be the unit of
+
+def test_a_currency_without_a_price_is_named():
+    obj = _plan_json("--set", "hardware.currency=CNY")
+    assert obj["cost"] is None
+    assert ("hardware.currency: CNY is the unit of hardware.price_per_gpu_hour, and the card gives no price (no"
+            " price_per_gpu_hour, no price_preset): no cost is planned and nothing is converted (trainfit fit --fx"
+            " converts between currencies)") in obj["warnings"]
+    text = run_cli(["plan", *SMALL, "--set", "hardware.currency=CNY"])
+    check_run(text, codes=(0,))
+    assert "hardware.currency: CNY is the unit of" in " ".join(text.stdout.split())
+
+
+def test_a_currency_with_its_price_is_not_named():
+    obj = _plan_json("--set", "hardware.currency=CNY", "--set", "hardware.price_per_gpu_hour=2")
+    assert obj["cost"]["currency"] == "CNY"
+    assert not [w for w in obj["warnings"] if w.startswith("hardware.currency")]
+
+
+@pytest.mark.parametrize(("currency", "named"), [("USD", True), ("CNY", False), ("cny", False)])
+def test_a_currency_beside_a_price_preset(currency, named):
+    run = run_cli(["plan", "--model", "Qwen/Qwen3-0.6B", "--gpu", "rtx4090", "--gpus", "4", "--scope", "lora",
+                   "--set", "hardware.price_preset=rtx4090-pro", "--set", f"hardware.currency={currency}", "--json"])
+    obj = check_run(run, codes=(0,), json_out=True)
+    assert obj["cost"]["currency"] == "CNY"
+    lines = [w for w in obj["warnings"] if w.startswith("hardware.currency")]
+    assert lines == ([f"hardware.currency: {currency} is not converted to: price preset rtx4090-pro is priced in CNY,"
+                      " and the plan's cost is in CNY (trainfit fit --fx converts between currencies)"] if named else [])
+
+
+# ------------------------------------------------------------------------------------------------
 # (c) DeepSpeed settings on a strategy that is not DeepSpeed's ZeRO
 
 @pytest.mark.parametrize("strategy", ["ddp", "fsdp", "single"])

@@ -304,9 +304,12 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     if card.method not in (Method.PPO, Method.GRPO) and "rollout" in card.model_fields_set and not card.preset:
         # a preset fills rollout for every method; a card's own rollout section on sft/rm/dpo is a mistake to name
         warnings.append(f"rollout: read for methods ppo and grpo only; method {card.method.value} ignores it")
-    from trainfit.plan.assumptions import unread_deepspeed_line
+    from trainfit.plan.assumptions import currency_line, unread_deepspeed_line
 
     if (line := unread_deepspeed_line(card)) is not None:
+        warnings.append(line)
+    price = price_of(card)
+    if (line := currency_line(card, None if price is None else price.currency)) is not None:
         warnings.append(line)
     from trainfit.methods.roles import roles_of
 
@@ -347,7 +350,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         tokens_per_step=None if timing is None else timing.tokens_per_step,
         time_parts={} if timing is None else timing.parts,
         time=timing,
-        price=price_of(card),
+        price=price,
         worst_rank=None if ranks is None else ranks.coords,
         stage_phases=() if ranks is None else ranks.stage_phases,
     )

@@ -123,3 +123,24 @@ def unread_deepspeed_line(card: RunCard) -> str | None:
             fields += f"; preset {card.preset} sets them, under the card's strategy"
     return f"deepspeed: read for strategies zero1, zero2 and zero3 on DeepSpeed only; {who} ignores it ({fields})"
 
+
+def currency_line(card: RunCard, price_currency: str | None) -> str | None:
+    """The plan's warning when ``hardware.currency`` converts nothing: it is the unit of ``price_per_gpu_hour``
+    (the README's card reference: "required with a price"), and a plan never converts between currencies
+    (``trainfit fit --fx`` does). Given with no price at all (no ``price_per_gpu_hour``, no ``price_preset``),
+    or beside a ``price_preset`` priced in another currency (``price_currency``: the planned price's), it is
+    named; None otherwise."""
+    hw = card.hardware
+    given = (hw.currency or "").strip()
+    if not given:
+        return None
+    if hw.price_per_gpu_hour is None and not hw.price_preset:
+        return (f"hardware.currency: {given} is the unit of hardware.price_per_gpu_hour, and the card gives no price"
+                " (no price_per_gpu_hour, no price_preset): no cost is planned and nothing is converted (trainfit fit"
+                " --fx converts between currencies)")
+    if hw.price_preset and price_currency and given.upper() != price_currency.upper():
+        return (f"hardware.currency: {given} is not converted to: price preset {hw.price_preset} is priced in"
+                f" {price_currency}, and the plan's cost is in {price_currency} (trainfit fit --fx converts between"
+                " currencies)")
+    return None
+

@@ -155,6 +155,45 @@ def test_a_deepspeed_preset(tmp_path: Path):
 
 
 # ------------------------------------------------------------------------------------------------
+# (d) a sequence longer than the model's context on an SFT-like card
+
+def _context_lines(obj: dict) -> list[str]:
+    return [a for a in obj["assumptions"] if a.startswith("batch.seq_len")]
+
+
+@pytest.mark.parametrize("method", ["sft", "dpo"])
+def test_a_sequence_beyond_the_context_is_named(method):
+    run = run_cli(["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h200", "--gpus", "8", "--method", method,
+                   "--seq", "100000", "--set", "loss.chunked=true", "--json"])
+    obj = check_run(run, codes=(0,), json_out=True)
+    assert _context_lines(obj) == [
+        "batch.seq_len 100,000 is longer than Qwen/Qwen3-8B's context of 40,960 tokens (max_position_embeddings):"
+        " planned at the length given, assuming the run extends the context (RoPE scaling, e.g. YaRN), whose own cost"
+        " is not planned"]
+
+
+def test_a_sequence_beyond_the_context_in_the_text_output():
+    run = run_cli(["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h200", "--gpus", "8", "--seq", "100000",
+                   "--set", "loss.chunked=true"])
+    check_run(run, codes=(0,))
+    assert "batch.seq_len 100,000 is longer than Qwen/Qwen3-8B's context of 40,960 tokens" in " ".join(run.stdout.split())
+
+
+@pytest.mark.parametrize("seq", ["40960", "2048"])
+def test_a_sequence_within_the_context_is_not_named(seq):
+    run = run_cli(["plan", "--model", "Qwen/Qwen3-8B", "--gpu", "h200", "--gpus", "8", "--seq", seq,
+                   "--set", "loss.chunked=true", "--json"])
+    assert _context_lines(check_run(run, codes=(0,), json_out=True)) == []
+
+
+def test_rl_beyond_the_context_is_still_refused():
+    run = run_cli(["plan", "--method", "grpo", "--model", "Qwen/Qwen3-8B", "--gpu", "h200", "--gpus", "8",
+                   "--set", "rollout.response_len=50000"])
+    check_run(run, codes=(2,))
+    assert "exceeds Qwen/Qwen3-8B's context of 40960 tokens" in run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
 # besides: a DeepSpeed count written as 5e8 in a card file (YAML 1.1 reads it as text)
 
 def test_a_bucket_written_as_5e8_in_a_card_file(tmp_path: Path):

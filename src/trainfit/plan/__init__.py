@@ -304,13 +304,14 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     if card.method not in (Method.PPO, Method.GRPO) and "rollout" in card.model_fields_set and not card.preset:
         # a preset fills rollout for every method; a card's own rollout section on sft/rm/dpo is a mistake to name
         warnings.append(f"rollout: read for methods ppo and grpo only; method {card.method.value} ignores it")
-    from trainfit.plan.assumptions import currency_line, unread_deepspeed_line
+    from trainfit.plan.assumptions import context_extension_line, currency_line, unread_deepspeed_line
 
-    if (line := unread_deepspeed_line(card)) is not None:
-        warnings.append(line)
     price = price_of(card)
-    if (line := currency_line(card, None if price is None else price.currency)) is not None:
-        warnings.append(line)
+    for line in (unread_deepspeed_line(card), currency_line(card, None if price is None else price.currency)):
+        if line is not None:
+            warnings.append(line)
+    if (line := context_extension_line(card, spec)) is not None:
+        notes = [*notes, line]
     from trainfit.methods.roles import roles_of
 
     rates = None

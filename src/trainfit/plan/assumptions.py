@@ -144,3 +144,15 @@ def currency_line(card: RunCard, price_currency: str | None) -> str | None:
                 " currencies)")
     return None
 
+
+def context_extension_line(card: RunCard, spec: ModelSpec) -> str | None:
+    """The plan's assumption when an SFT-like card's ``batch.seq_len`` is longer than the model's context
+    (``max_position_embeddings`` of its config): not refused (a longer context is trained with RoPE scaling, e.g.
+    YaRN: Peng et al. 2023, arXiv:2309.00071, §3), planned at the length given, and said. PPO / GRPO cards are
+    refused instead (``plan.walk.walk_rl``: the rollout engine's own limit)."""
+    ctx = spec.max_position_embeddings
+    if ctx is None or card.method in (Method.PPO, Method.GRPO) or card.batch.seq_len <= ctx:
+        return None
+    return (f"batch.seq_len {card.batch.seq_len:,} is longer than {spec.name}'s context of {ctx:,} tokens"
+            " (max_position_embeddings): planned at the length given, assuming the run extends the context (RoPE"
+            " scaling, e.g. YaRN), whose own cost is not planned")

@@ -194,6 +194,51 @@ def test_rl_beyond_the_context_is_still_refused():
 
 
 # ------------------------------------------------------------------------------------------------
+# (e) OpenRLHF's advantage estimator given as a list
+
+GRPO_CARD = ("model: Qwen/Qwen3-0.6B\nmethod: grpo\nscope: lora\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n"
+             "rollout: {prompt_len: 512, response_len: 1024, num_generations: 8}\n")
+ESTIMATORS = "gae, reinforce, rloo, reinforce_baseline, group_norm, dr_grpo"
+
+
+@pytest.fixture(scope="module")
+def openrlhf_script(tmp_path_factory) -> str:
+    tmp = tmp_path_factory.mktemp("orlhf")
+    card = tmp / "card.yaml"
+    card.write_text(GRPO_CARD)
+    out = tmp / "exported.sh"
+    run = run_cli(["export", str(card), "--to", "openrlhf", "--out", str(out)])
+    assert run.rc == 0, run.stderr
+    text = out.read_text()
+    assert "--algo.advantage.estimator group_norm" in text, text
+    return text
+
+
+@pytest.mark.parametrize(("given", "shown"), [
+    ("reinforce group_norm", "reinforce group_norm"),
+    ("group_norm gae", "group_norm gae"),
+    ("'[group_norm]'", "[group_norm]"),
+    ("group_norm,rloo", "group_norm,rloo"),
+])
+def test_an_estimator_list_is_refused(tmp_path, openrlhf_script, given, shown):
+    bad = tmp_path / "bad.sh"
+    bad.write_text(openrlhf_script.replace("--algo.advantage.estimator group_norm", f"--algo.advantage.estimator {given}", 1))
+    out = tmp_path / "imported.yaml"
+    run = run_cli(["import", str(bad), "--from", "openrlhf", "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert run.stderr.rstrip() == (f"trainfit: error: --from openrlhf: --algo.advantage.estimator: {shown!r} is a list;"
+                                   f" allowed: one of {ESTIMATORS}")
+
+
+@pytest.mark.parametrize(("given", "method"), [("group_norm", "grpo"), ("gae", "ppo")])
+def test_one_estimator_still_reads(tmp_path, openrlhf_script, given, method):
+    ok = tmp_path / "ok.sh"
+    ok.write_text(openrlhf_script.replace("--algo.advantage.estimator group_norm", f"--algo.advantage.estimator {given}", 1))
+    obj = check_run(run_cli(["import", str(ok), "--from", "openrlhf", "--json"]), codes=(0,), json_out=True)
+    assert obj["card"]["method"] == method
+
+
+# ------------------------------------------------------------------------------------------------
 # besides: a DeepSpeed count written as 5e8 in a card file (YAML 1.1 reads it as text)
 
 def test_a_bucket_written_as_5e8_in_a_card_file(tmp_path: Path):

@@ -1025,6 +1025,10 @@ def _prompt_mean_note(prompt_len: Any) -> str:
 
 # -- OpenRLHF -------------------------------------------------------------------------------------
 
+OPENRLHF_ESTIMATORS = ("gae", "reinforce", "rloo", "reinforce_baseline", "group_norm", "dr_grpo")
+"""``--algo.advantage.estimator``'s choices (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.477-482
+@3c3be6234e0cb353e76bb8019947db9dfe99fca7); named when a list is refused."""
+
 _ORLHF_SCRIPT = {"train_sft": "sft", "train_dpo": "dpo", "train_rm": "rm", "train_ppo_ray": "ppo"}
 
 
@@ -1065,6 +1069,13 @@ def read_openrlhf(text: str) -> Imported:
     notes: list[str] = []
     method = _ORLHF_SCRIPT[script]
     rl = method == "ppo"
+    estimator = fl.get("--algo.advantage.estimator")
+    if estimator is not None and (len(estimator) > 1 or any(c in estimator[0] for c in "[],")):
+        # OpenRLHF's parser takes one name of six (``type=str``, no nargs, ``choices``: OpenRLHF/OpenRLHF
+        # openrlhf/cli/train_ppo_ray.py l.477-482 @3c3be6234e0cb353e76bb8019947db9dfe99fca7): a list is refused there;
+        # read here as its first item or as an unknown name (ppo), it planned a method the run never had
+        raise _bad(t, f"--algo.advantage.estimator: {' '.join(estimator)[:60]!r} is a list; allowed: one of"
+                      f" {', '.join(OPENRLHF_ESTIMATORS)}")
     if rl and one("--algo.advantage.estimator") == "group_norm":
         method = "grpo"
     d["method"] = method

@@ -230,12 +230,17 @@ def test_an_estimator_list_is_refused(tmp_path, openrlhf_script, given, shown):
                                    f" allowed: one of {ESTIMATORS}")
 
 
-@pytest.mark.parametrize(("given", "method"), [("group_norm", "grpo"), ("gae", "ppo")])
+@pytest.mark.parametrize(("given", "method"), [("group_norm", "grpo"), ("gae", "ppo"), ("reinforce", "grpo"),
+                                              ("rloo", "grpo"), ("reinforce_baseline", "grpo"), ("dr_grpo", "grpo")])
 def test_one_estimator_still_reads(tmp_path, openrlhf_script, given, method):
+    """Only gae trains a critic (OpenRLHF drops critic_pretrain for every other estimator): the critic-free ones
+    other than group_norm are planned as grpo, and say so."""
     ok = tmp_path / "ok.sh"
     ok.write_text(openrlhf_script.replace("--algo.advantage.estimator group_norm", f"--algo.advantage.estimator {given}", 1))
     obj = check_run(run_cli(["import", str(ok), "--from", "openrlhf", "--json"]), codes=(0,), json_out=True)
     assert obj["card"]["method"] == method
+    noted = [n for n in obj.get("notes", []) if "--algo.advantage.estimator" in n]
+    assert bool(noted) == (given not in ("group_norm", "gae")), obj.get("notes")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1076,8 +1076,16 @@ def read_openrlhf(text: str) -> Imported:
         # read here as its first item or as an unknown name (ppo), it planned a method the run never had
         raise _bad(t, f"--algo.advantage.estimator: {' '.join(estimator)[:60]!r} is a list; allowed: one of"
                       f" {', '.join(OPENRLHF_ESTIMATORS)}")
-    if rl and one("--algo.advantage.estimator") == "group_norm":
+    est = one("--algo.advantage.estimator")
+    if rl and est is not None and est != "gae":
+        # only gae trains a critic: OpenRLHF drops critic_pretrain for every other estimator ("if
+        # args.advantage_estimator not in ['gae']: args.critic_pretrain = None", openrlhf/cli/train_ppo_ray.py
+        # @3c3be6234e0cb353e76bb8019947db9dfe99fca7); group_norm is GRPO, the others are planned as it (no critic,
+        # n samples per prompt), their advantage arithmetic being negligible beside the passes
         method = "grpo"
+        if est != "group_norm":
+            notes.append(f"--algo.advantage.estimator {est}: critic-free like group_norm; planned as grpo (no critic,"
+                         " --rollout.n_samples_per_prompt generations per prompt)")
     d["method"] = method
     model = one("--actor.model_name_or_path") if rl else one("--model.model_name_or_path")
     if model is not None:

@@ -76,6 +76,49 @@ def test_the_data_parallel_window_holds_the_passes_and_their_exposed_tp(monkeypa
     assert window == pytest.approx(expected, rel=1e-9)
 
 
+def _spy_step(monkeypatch, card: dict, *names: str) -> tuple[dict, object]:
+    """Plans ``card`` with spies on ``training``'s names (keyword calls), returning their last keyword arguments."""
+    seen: dict = {}
+
+    def spy(module, name):
+        real = getattr(module, name)
+
+        def wrapped(*a, **kw):
+            seen[name] = kw
+            return real(*a, **kw)
+        monkeypatch.setattr(module, name, wrapped)
+
+    for name in names:
+        spy(collectives if name.startswith("exposed_") else training, name)
+    training.train_step_time.cache_clear()
+    return seen, _plan(card)
+
+
+def test_the_host_offload_copies_hide_behind_the_same_windows(monkeypatch):
+    """FSDP's CPU offload: the gradients' copies down hide behind the backward's window and the streamed weights behind
+    both passes' windows, the TP waits included (the copy engine runs while the compute stream waits)."""
+    card = _card(offload="params_and_optimizer")
+    seen, plan = _spy_step(monkeypatch, card, "exposed_sharded", "offload_seconds")
+    sh, off = seen["exposed_sharded"], seen["offload_seconds"]
+    fwd_window, bwd_window = sh["layers"] * sh["layer_forward_s"], sh["layers"] * sh["layer_backward_s"]
+    comm_exposed = plan.time.parts["communication"]  # one micro-step: the step's exposed data-parallel traffic
+    assert bwd_window > plan.time.parts["backward"]  # the backward's TP waits (0.0706 against 0.0587 s)
+    assert off["backward_s"] == pytest.approx(bwd_window + comm_exposed, rel=1e-9)
+    assert off["compute_s"] == pytest.approx(fwd_window + bwd_window + comm_exposed, rel=1e-9)
+
+
+def test_the_activation_offload_layers_last_the_compute_stream_with_its_tp(monkeypatch):
+    """Transformer Engine's partial activation offload: the per-layer times the copies race are the compute stream's,
+    its TP collectives included, the same windows the data-parallel reductions hide behind."""
+    card = _card(strategy="zero1", activation_offload=True, activation_offload_layers=8)
+    seen, plan = _spy_step(monkeypatch, card, "exposed_data_parallel", "layer_offload_stall_seconds")
+    dp, st = seen["exposed_data_parallel"], seen["layer_offload_stall_seconds"]
+    assert plan.time.parts["tensor_parallel"] > 0.0
+    assert st["forward_s_per_layer"] * st["layers"] == pytest.approx(dp["forward_s"], rel=1e-9)
+    assert st["backward_s_per_layer"] * st["layers"] == pytest.approx(dp["backward_s"], rel=1e-9)
+    assert dp["forward_s"] + dp["backward_s"] > plan.time.parts["forward"] + plan.time.parts["backward"]
+
+
 RL_TP_SP_FSDP2 = {
     "model": "meta-llama/Llama-3.1-8B", "method": "grpo", "preset": "nemo-rl",
     "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2}, "batch": {"micro_batch_size": 1},

@@ -1246,9 +1246,13 @@ def train_step_time(
             # the copies run on the copy engine beside the backward (its checkpoint recompute inside it, as the
             # reductions above see it) and beside the communication the step leaves exposed (already a phase): hidden
             # behind both, not behind the backward a second time, so the step is max(backward + exposed
-            # communication, copies), non-decreasing in the backward
-            backward_s=bwd.seconds + rec.seconds + comm.exposed_s,
-            compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
+            # communication, copies), non-decreasing in the backward. The copy engine also runs while the compute
+            # stream waits on its TP collectives, so each pass counts with them (data_parallel_window_s): host-device
+            # copies on their own stream overlap kernel execution and other streams' work (CUDA C++ Programming
+            # Guide, https://docs.nvidia.com/cuda/cuda-c-programming-guide/ section "Overlap of Data Transfer and
+            # Kernel Execution")
+            backward_s=bwd_window_s + comm.exposed_s,
+            compute_s=fwd_window_s + bwd_window_s + comm.exposed_s, rates=rates,
             # torch FSDP's CPU offload steps the loop's own torch.optim.AdamW on the host: off the fused kernel, the
             # single-tensor path, on one thread a rank where the launcher sets it (offload.torch_cpu_adamw_seconds)
             cpu_step_s=torch_cpu_adamw_seconds(
@@ -1311,14 +1315,18 @@ def train_step_time(
         # Transformer Engine's partial activation offload (parallel.activation_offload_layers): each micro-batch's
         # offloaded layers go to pinned host memory and come back on one side stream, the node's GPUs at once
         # (activation_offload_copy_bytes_per_s: compute.offload.host_copy_bytes_per_s over the host's GPUs); the
-        # compute stream waits where a copy is late (layer_offload_stall_seconds)
+        # compute stream waits where a copy is late (layer_offload_stall_seconds). Its layers last as long as the
+        # compute stream does, the TP collectives it waits on included (data_parallel_window_s): the side stream's
+        # copies run beside those waits as beside kernels (CUDA C++ Programming Guide, "Overlap of Data Transfer and
+        # Kernel Execution", https://docs.nvidia.com/cuda/cuda-c-programming-guide/)
         layers = max(1, spec.num_layers)
         copy_rate = activation_offload_copy_bytes_per_s
         if copy_rate <= 0:
             raise ValueError("activation offload: the host copy rate must be > 0")
         fw, bw = layer_offload_stall_seconds(
-            layers=layers, offloaded_layers=activation_offload_layers, forward_s_per_layer=fwd.seconds / layers,
-            backward_s_per_layer=bwd.seconds / layers, copy_s_per_layer=activation_offload_bytes_per_layer / copy_rate)
+            layers=layers, offloaded_layers=activation_offload_layers, forward_s_per_layer=fwd_window_s / layers,
+            backward_s_per_layer=bwd_window_s / layers,
+            copy_s_per_layer=activation_offload_bytes_per_layer / copy_rate)
         act_off_s = (fw + bw) * micro_steps
         notes.append(f"activation offload of {activation_offload_layers} of {layers} layers:"
                      f" {activation_offload_bytes_per_layer / 1e9:.2f} GB a layer each way at {copy_rate / 1e9:.0f} GB/s"

@@ -28,16 +28,29 @@ def test_default_off_and_refused_outside_zero1():
                               " optimizer), not fsdp; allowed otherwise: false")
 
 
-def test_overlap_shortens_only_the_communication_part():
+def test_overlap_shortens_only_the_communication_part(monkeypatch):
+    from trainfit.compute import collectives, training
+
+    windows: list[float] = []
+    real = collectives.exposed_data_parallel
+
+    def spy(**kw):
+        windows.append(kw["forward_s"])
+        return real(**kw)
+
+    monkeypatch.setattr(collectives, "exposed_data_parallel", spy)
+    training.train_step_time.cache_clear()  # a cached step would not call the collectives again
     off = make_plan(load_card_dict(_dense({})))
     on = make_plan(load_card_dict(_dense({"overlap_param_gather": True})))
     assert on.time_parts["communication"] < off.time_parts["communication"]
     assert off.step_seconds - on.step_seconds == pytest.approx(
         off.time_parts["communication"] - on.time_parts["communication"], rel=1e-6)
-    # what it hides is at most one micro-batch's forward window: its compute stream, the forward and the TP
-    # collectives it waits on (compute.training.data_parallel_window_s; bounded here by the step's whole TP time)
-    window = (off.time_parts["forward"] + off.time_parts["tensor_parallel"]) / 4
-    assert off.time_parts["communication"] - on.time_parts["communication"] <= window
+    # what it hides is at most one micro-batch's forward window: its compute stream, the forward and the forward's
+    # TP collectives it waits on (compute.training.data_parallel_window_s), as handed to the collectives
+    window = windows[-1]
+    assert windows and all(w == pytest.approx(window, rel=1e-12) for w in windows)
+    assert off.time_parts["forward"] / 4 <= window < (off.time_parts["forward"] + off.time_parts["tensor_parallel"]) / 4
+    assert off.time_parts["communication"] - on.time_parts["communication"] <= window * (1 + 1e-9)
     assert any("overlap_param_gather" in a for a in on.assumptions)
 
 

@@ -48,7 +48,7 @@ def test_cli_one_line_and_exit_2(tmp_path, capsys) -> None:
     assert "lora.prepare_kbit" in err and "allowed with it: none" in err
 
 
-@pytest.mark.parametrize("experts", ["grouped", "loop_v5"])
+@pytest.mark.parametrize("experts", ["grouped", "grouped_streams", "grouped_padded", "loop_v5"])
 @pytest.mark.parametrize("recipe", ["peft", "trl"])
 def test_the_recipe_on_transformers_5_fused_experts_is_refused(experts: str, recipe: str) -> None:
     """The recipe casts the 3-D expert stacks to fp32 (benchmarks/qlora_moe_experts_cpu.py), which sends them to
@@ -73,3 +73,4 @@ def test_the_recipe_on_transformers_5_fused_experts_is_refused(experts: str, rec
     assert text.startswith(f"lora.prepare_kbit: {recipe} casts") and "allowed with" in text and "\n" not in text
     assert make_plan(card("none", experts)).step_seconds > 0
     assert make_plan(card(recipe, "loop", transformers="4.57.6")).step_seconds > 0
+    assert make_plan(card(recipe, "loop_all", transformers="4.52.4")).step_seconds > 0

@@ -1246,9 +1246,13 @@ def train_step_time(
             # the copies run on the copy engine beside the backward (its checkpoint recompute inside it, as the
             # reductions above see it) and beside the communication the step leaves exposed (already a phase): hidden
             # behind both, not behind the backward a second time, so the step is max(backward + exposed
-            # communication, copies), non-decreasing in the backward
-            backward_s=bwd.seconds + rec.seconds + comm.exposed_s,
-            compute_s=fwd.seconds + bwd.seconds + rec.seconds + comm.exposed_s, rates=rates,
+            # communication, copies), non-decreasing in the backward. The copy engine also runs while the compute
+            # stream waits on its TP collectives, so each pass counts with them (data_parallel_window_s): host-device
+            # copies on their own stream overlap kernel execution and other streams' work (CUDA C++ Programming
+            # Guide, https://docs.nvidia.com/cuda/cuda-c-programming-guide/ section "Overlap of Data Transfer and
+            # Kernel Execution")
+            backward_s=bwd_window_s + comm.exposed_s,
+            compute_s=fwd_window_s + bwd_window_s + comm.exposed_s, rates=rates,
             # torch FSDP's CPU offload steps the loop's own torch.optim.AdamW on the host: off the fused kernel, the
             # single-tensor path, on one thread a rank where the launcher sets it (offload.torch_cpu_adamw_seconds)
             cpu_step_s=torch_cpu_adamw_seconds(
@@ -1311,14 +1315,18 @@ def train_step_time(
         # Transformer Engine's partial activation offload (parallel.activation_offload_layers): each micro-batch's
         # offloaded layers go to pinned host memory and come back on one side stream, the node's GPUs at once
         # (activation_offload_copy_bytes_per_s: compute.offload.host_copy_bytes_per_s over the host's GPUs); the
-        # compute stream waits where a copy is late (layer_offload_stall_seconds)
+        # compute stream waits where a copy is late (layer_offload_stall_seconds). Its layers last as long as the
+        # compute stream does, the TP collectives it waits on included (data_parallel_window_s): the side stream's
+        # copies run beside those waits as beside kernels (CUDA C++ Programming Guide, "Overlap of Data Transfer and
+        # Kernel Execution", https://docs.nvidia.com/cuda/cuda-c-programming-guide/)
         layers = max(1, spec.num_layers)
         copy_rate = activation_offload_copy_bytes_per_s
         if copy_rate <= 0:
             raise ValueError("activation offload: the host copy rate must be > 0")
         fw, bw = layer_offload_stall_seconds(
-            layers=layers, offloaded_layers=activation_offload_layers, forward_s_per_layer=fwd.seconds / layers,
-            backward_s_per_layer=bwd.seconds / layers, copy_s_per_layer=activation_offload_bytes_per_layer / copy_rate)
+            layers=layers, offloaded_layers=activation_offload_layers, forward_s_per_layer=fwd_window_s / layers,
+            backward_s_per_layer=bwd_window_s / layers,
+            copy_s_per_layer=activation_offload_bytes_per_layer / copy_rate)
         act_off_s = (fw + bw) * micro_steps
         notes.append(f"activation offload of {activation_offload_layers} of {layers} layers:"
                      f" {activation_offload_bytes_per_layer / 1e9:.2f} GB a layer each way at {copy_rate / 1e9:.0f} GB/s"
@@ -1951,6 +1959,7 @@ def forward_only_time(
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fused_expert_mlp: bool = False,
+    tensor_parallel_exposed_s: float = 0.0,
 ) -> PassTime:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
@@ -2061,7 +2070,14 @@ def forward_only_time(
     peft/tuners/lora/layer.py ``Linear.forward`` and ``ParamWrapper.forward`` l.2698-2713, ``if
     self.disable_adapters``), so no adapter GEMM, merge, ``ParamWrapper`` cycle or adapter unit runs (a tiny Qwen3-MoE
     with LoRA all-linear, no-grad forward: 29 ``mm`` and 8 ``baddbmm`` enabled, 11 and none disabled); a 4-bit
-    base is still dequantised."""
+    base is still dequantised.
+
+    ``tensor_parallel_exposed_s``: seconds per micro-batch the pass's tensor-parallel collectives add to its compute
+    stream, which the caller adds to the pass (``plan.rl_passes``; not counted in the seconds returned). The per-layer
+    gathers and host copies run on their own streams beside the compute stream, so they hide behind the micro-batch's
+    paced time plus these waits (``data_parallel_window_s``), as the training step's data-parallel traffic does: left
+    out, a communication-bound log-prob pass paid ``max(gathers, forward) + TP`` while the update's forward paid
+    ``max(gathers, forward + TP)``."""
     if adapter is not None and not adapter_enabled:
         adapter = replace(adapter, targets=())  # the frozen (possibly 4-bit) base alone: no module is adapted
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
@@ -2129,6 +2145,8 @@ def forward_only_time(
                 scale=count_scale, memory_factor=memory_factor, kernel_factor=kernel_factor)))
     one = sequenced(one, head_one)
     total = one.scaled(micro_steps)
+    # the per-unit transfers hide behind the compute stream's time, its TP waits included (data_parallel_window_s)
+    window_s = data_parallel_window_s(paced_s=one.seconds, tensor_parallel_exposed_s=tensor_parallel_exposed_s)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
         if parallel.strategy == "hsdp":  # gathers over the shard group only (``hsdp_links``)
             links = hsdp_links(parallel, rates)
@@ -2146,7 +2164,7 @@ def forward_only_time(
             root = root_unit_share(spec, embedding_unit=fsdp2_copies)
             ag += gathered_weight_bytes * (1.0 - root) / layers / ranks / host_shard_bytes_per_s
             root_copy_s = gathered_weight_bytes * root / ranks / host_shard_bytes_per_s
-        exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=one.seconds, micro_steps=micro_steps,
+        exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=window_s, micro_steps=micro_steps,
                                                  once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
         # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``);
@@ -2175,7 +2193,7 @@ def forward_only_time(
         root = root_unit_share(spec, embedding_unit=fsdp2_copies)
         exposed = _unit_pipeline_exposed_seconds(
             unit_s=gathered_weight_bytes * (1.0 - root) / layers / host_shard_bytes_per_s, layers=layers,
-            pass_s=one.seconds, micro_steps=micro_steps, once_s=gathered_weight_bytes * root / host_shard_bytes_per_s)
+            pass_s=window_s, micro_steps=micro_steps, once_s=gathered_weight_bytes * root / host_shard_bytes_per_s)
         total = PassTime(total.seconds + exposed, total.gemm_s, total.attention_s, total.memory_s, total.host_s,
                          total.sync_s)
     if fsdp2_copies and parallel.strategy in ("fsdp", "fsdp_grad_op", "hsdp") and parallel.ranks > 1 \

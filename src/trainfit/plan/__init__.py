@@ -179,7 +179,8 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 
 def kbit_fused_experts_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when a QLoRA card runs the kbit recipe (``lora.prepare_kbit`` peft / trl) on transformers 5's fused
-    experts (``parallel.moe_experts`` grouped or loop_v5) of a MoE model; else None. The recipe casts every
+    experts (``parallel.moe_experts`` any layout but transformers < 5's loops, ``MoeExperts.is_loop``: grouped,
+    grouped_streams, grouped_padded, loop_v5, every one a 3-D stack) of a MoE model; else None. The recipe casts every
     parameter that is not ``Params4bit`` to fp32, the 3-D expert stacks included (built on CPU by
     benchmarks/qlora_moe_experts_cpu.py), and transformers feeds ``grouped_mm`` the weight's dtype (transformers
     5.24.0 wheel, integrations/moe.py ``_grouped_mm`` l.374-383: not autocast-enabled, the input cast to
@@ -187,9 +188,11 @@ def kbit_fused_experts_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     host copy of the offsets, not the bf16 grouped kernel (pytorch/pytorch aten/src/ATen/native/cuda/GroupedBlas.cpp
     ``_grouped_mm_cuda`` @00d4eaf9327928137f4cc437b17e5cf54623565f: the fast path only for bf16 operands and
     output); under ``loop_v5`` each expert's ``linear`` on an fp32 slice is cast to bf16 by autocast on every call.
-    The step time prices neither. transformers < 5's loop (its experts ``Linear4bit``) is not concerned."""
+    grouped_streams (``grouped_gemm.ops.gmm``) and grouped_padded (torchtitan's padded ``torch._grouped_mm``) hold the
+    same 3-D stacks, which the recipe casts alike, while memory plans them fp32 and the step time prices bf16 grouped
+    GEMMs. The step time prices none of it. transformers < 5's loops (their experts ``Linear4bit``) are not concerned."""
     if (spec.moe is None or card.scope is not Scope.QLORA or card.lora.prepare_kbit is KbitPrepare.NONE
-            or card.parallel.moe_experts not in (MoeExperts.GROUPED, MoeExperts.LOOP_V5)):
+            or card.parallel.moe_experts.is_loop):
         return None
     return (f"lora.prepare_kbit: {card.lora.prepare_kbit.value} casts {spec.name}'s fused expert stacks to fp32 (torch's"
             f" per-expert fp32 grouped_mm fallback, or a bf16 cast of every slice under loop_v5), not modelled;"

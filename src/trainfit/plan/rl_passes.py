@@ -461,6 +461,9 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     def timed_pass(name: str, pspec: ModelSpec, adapter, shard, micro: int, lp_mbs: int, rank_seq: int,
                    context: float | None, work_cv: float = 0.0) -> PhaseTime:
         p_ = card.parallel
+        # the model-parallel collectives of one micro-batch's forward (forward only: half of forward + backward)
+        c = model_parallel_comm_of(shard, mp, tokens=lp_mbs * rank_seq, rates=r, recompute=False) if mp.active \
+            else None
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
             adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
@@ -538,10 +541,12 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # the reference of a LoRA policy is the policy under PEFT's disable_adapter() (the only reference pass
             # handed the adapter, RefPlacement.LORA_DISABLED): its LoRA layers run their base layers alone
             adapter_enabled=name != "ref_logprob",
+            # the TP collectives the compute stream waits on, added below: the per-layer gathers hide behind them
+            # too, as behind the update's forward (compute.training.data_parallel_window_s)
+            tensor_parallel_exposed_s=c.tensor_s / 2 if c is not None else 0.0,
         )
         comm = 0.0
-        if mp.active:
-            c = model_parallel_comm_of(shard, mp, tokens=lp_mbs * rank_seq, rates=r, recompute=False)
+        if c is not None:
             comm = micro * c.total_s / 2  # forward only: half of forward + backward
             comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
         return rl_phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,

@@ -53,10 +53,10 @@ def test_record_measured_of_a_cpu_record_still_writes(tmp_path):
 # that contradicts it, and a second price for one GPU kind were accepted (the last one given silently won)
 
 @pytest.mark.parametrize(("extra", "fragment"), [
-    (["--fx", "USD:CNY=1e-320"], "--fx: expected FROM:TO=RATE"),
-    (["--fx", "USD:CNY=7.2", "--fx", "USD:CNY=7.3"], "--fx: a second rate for USD:CNY in 'USD:CNY=7.3'"),
-    (["--fx", "USD:CNY=7.2", "--fx", "usd:cny=7.2"], "--fx: a second rate for USD:CNY in 'usd:cny=7.2'"),
-    (["--fx", "USD:CNY=7.2", "--fx", "CNY:USD=0.2"], "--fx: 'CNY:USD=0.2' contradicts USD:CNY=7.2 (its reverse is"),
+    (["--fx", "USD:CNY=1e-320"], "got 'USD:CNY=1e-320'; the rate and its reverse (1/rate) must be finite and > 0"),
+    (["--fx", "USD:CNY=7.2", "--fx", "USD:CNY=7.3"], "--fx: 'USD:CNY=7.3': a second rate for USD:CNY (already USD:CNY=7.2)"),
+    (["--fx", "USD:CNY=7.2", "--fx", "usd:cny=7.2"], "--fx: 'usd:cny=7.2': a second rate for USD:CNY"),
+    (["--fx", "USD:CNY=7.2", "--fx", "CNY:USD=0.2"], "--fx: 'CNY:USD=0.2': contradicts USD:CNY=7.2 (its reverse is"),
     (["--gpu", "h100", "--price", "h100=2USD", "--price", "h100=3USD"], "--price h100=3USD: a second price for h100-sxm"),
     (["--gpu", "h100", "--price", "h100=2USD", "--price", "h100-sxm=2USD"],
      "--price h100-sxm=2USD: a second price for h100-sxm"),
@@ -79,7 +79,7 @@ def test_fit_takes_a_reverse_pair_that_agrees():
     (dict(fx=["USD:CNY=1e-320"]), "fx: expected FROM:TO=RATE"),
     (dict(fx={("USD", "CNY"): 7.2, ("usd", "cny"): 7.3}), "fx[('usd', 'cny')]: a second rate for USD:CNY"),
     (dict(fx={("USD", "CNY"): 7.2, ("CNY", "USD"): 0.2}), "fx[('CNY', 'USD')]: contradicts USD:CNY=7.2"),
-    (dict(fx=["USD:CNY=7.2", "USD:CNY=7.3"]), "fx: a second rate for USD:CNY in 'USD:CNY=7.3'"),
+    (dict(fx=["USD:CNY=7.2", "USD:CNY=7.3"]), "fx: 'USD:CNY=7.3': a second rate for USD:CNY"),
     (dict(gpus=["h100"], prices={"h100": "2USD", "h100-sxm": "3USD"}), "prices['h100-sxm']: a second price for h100-sxm"),
 ])
 def test_fit_api_rates_and_prices(kwargs, fragment):

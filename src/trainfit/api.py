@@ -18,6 +18,8 @@ Importing this module (or ``trainfit``) imports no torch; the planning path neve
 
 from __future__ import annotations
 
+import operator
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -135,8 +137,9 @@ def fit(
         gpus = [g for g in gpus.split(",") if g.strip()]
     if not isinstance(gpus, (list, tuple)) or not all(isinstance(g, str) for g in gpus):
         raise CardError(f"gpus: a list of GPU catalog ids, e.g. ['rtx4090', 'h100-sxm'], got {str(gpus)[:60]!r}")
-    if isinstance(max_gpus, bool) or not isinstance(max_gpus, int):
+    if isinstance(max_gpus, bool) or not isinstance(max_gpus, Integral):  # a NumPy integer is a whole number too
         raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
+    max_gpus = operator.index(max_gpus)
     if prices is not None and not isinstance(prices, Mapping):
         raise CardError(f"prices: a mapping of GPU id to a price, e.g. {{'rtx4090': '1.98CNY'}}, got {str(prices)[:60]!r}")
     kinds = [resolve_gpu(g).id for g in gpus]
@@ -158,8 +161,11 @@ def fit(
         from trainfit.catalog.prices import exchange_rates
 
         rates = exchange_rates(list(fx), flag="fx")
-    goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
-                budget_currency=currency, deadline_s=deadline_s, fx=rates)
+    try:
+        goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
+                    budget_currency=currency, deadline_s=deadline_s, fx=rates)
+    except CardError as exc:  # Goal speaks the command line's flags; here they are fit's arguments
+        raise CardError(_argument_names(str(exc))) from None
     table = {}
     source = None
     if price_table is not None or market is not None:
@@ -193,6 +199,17 @@ def fit(
         table[gid] = for_gpu(p, gid)
     return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
                       global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+
+
+GOAL_ARGUMENTS = {"--steps": "steps", "--tokens": "tokens", "--deadline": "deadline_s", "--budget": "budget"}
+"""``trainfit fit``'s flag -> ``trainfit.fit``'s argument, for the run's length and limits (``objective.Goal``)."""
+
+
+def _argument_names(message: str) -> str:
+    """A ``Goal`` message with the command line's flags named as ``fit``'s arguments."""
+    import re
+
+    return re.sub(r"--(steps|tokens|deadline|budget)\b", lambda m: GOAL_ARGUMENTS[m.group(0)], message)
 
 
 def _fx_rates(fx: Mapping[Any, Any]) -> dict[tuple[str, str], float]:

@@ -204,3 +204,22 @@ def test_compare_a_cpu_time_only_record_exits_2_as_documented(tmp_path):
     assert "time only, and time is not judged on the CPU" in run.stderr and "nothing to judge" in run.stderr
     doc = (Path(__file__).parents[2] / "docs" / "watch.md").read_text()
     assert "exit 2" in doc and "memory=False" in doc and "nothing to judge" in doc
+
+
+# ------------------------------------------------------------------------------------------------
+# README's card reference: the fields the hardening pass made strict, with the values the card allows
+
+def test_readme_names_the_strict_fields_and_their_values():
+    import re
+
+    from trainfit.spec.enums import ResumeKind
+
+    readme = " ".join((Path(__file__).parents[2] / "README.md").read_text().split())
+    m = re.search(r"`checkpoint\.resume` (\w+) \([^)]*\) or (\w+);", readme)
+    assert m is not None and {m.group(1), m.group(2)} == {k.value for k in ResumeKind}
+    assert "`roles.critic` only with method ppo" in readme
+    assert "`roles.reward_model` other than rule or none only with method ppo or grpo" in readme
+    assert ("refused with transformers 5's fused MoE expert stacks, `parallel.moe_experts` grouped or loop_v5, which the"
+            " recipe casts to fp32") in readme
+    assert ("QLoRA with `parallel.moe_experts` loop_v5 (no `lora.prepare_kbit`) plans the expert stacks in bf16, without"
+            " per-expert NF4 dequantisation") in readme

@@ -223,3 +223,24 @@ def test_readme_names_the_strict_fields_and_their_values():
             " recipe casts to fp32") in readme
     assert ("QLoRA with `parallel.moe_experts` loop_v5 (no `lora.prepare_kbit`) plans the expert stacks in bf16, without"
             " per-expert NF4 dequantisation") in readme
+
+
+# ------------------------------------------------------------------------------------------------
+# catalog a10g / a10: figures cite what was read, facts rather than the search's history, one memory-total statement
+
+def test_a10g_entry_cites_what_was_read_and_agrees_with_the_a10s():
+    import re
+
+    from trainfit.catalog.gpus import resolve_gpu
+
+    g, a10 = resolve_gpu("a10g"), resolve_gpu("a10")
+    text = " ".join((g.source, g.notes, g.compute_capability_source or ""))
+    assert "595.91.07" not in text  # a driver's total quoted without a reference
+    assert not re.search(r"was found|was not established|no g5 price page was read|was read\b", text)
+    assert "boost clock: not published by NVIDIA" in g.notes and "not stated by AWS" in g.notes
+    assert "Price: not stored" in g.notes
+    assert "https://docs.pytorch.org/torchcodec/" in g.compute_capability_source
+    assert re.search(r"meta-pytorch/torchcodec \S+@[0-9a-f]{40}", g.compute_capability_source)
+    assert re.search(r"https://\S+ \(updated 2022-08-05, read 2026-12-05", g.source)  # the datasheet's transcription
+    assert "shows the same total" not in a10.notes and "22731 MiB" in a10.notes
+    assert g.memory_bytes == 22731 * 2**20 and a10.memory_bytes == 23028 * 2**20

@@ -18,6 +18,8 @@ Importing this module (or ``trainfit``) imports no torch; the planning path neve
 
 from __future__ import annotations
 
+import operator
+from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -135,8 +137,9 @@ def fit(
         gpus = [g for g in gpus.split(",") if g.strip()]
     if not isinstance(gpus, (list, tuple)) or not all(isinstance(g, str) for g in gpus):
         raise CardError(f"gpus: a list of GPU catalog ids, e.g. ['rtx4090', 'h100-sxm'], got {str(gpus)[:60]!r}")
-    if isinstance(max_gpus, bool) or not isinstance(max_gpus, int):
+    if isinstance(max_gpus, bool) or not isinstance(max_gpus, Integral):  # a NumPy integer is a whole number too
         raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
+    max_gpus = operator.index(max_gpus)
     if prices is not None and not isinstance(prices, Mapping):
         raise CardError(f"prices: a mapping of GPU id to a price, e.g. {{'rtx4090': '1.98CNY'}}, got {str(prices)[:60]!r}")
     kinds = [resolve_gpu(g).id for g in gpus]
@@ -157,9 +160,12 @@ def fit(
     else:
         from trainfit.catalog.prices import exchange_rates
 
-        rates = exchange_rates(list(fx))
-    goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
-                budget_currency=currency, deadline_s=deadline_s, fx=rates)
+        rates = exchange_rates(list(fx), flag="fx")
+    try:
+        goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
+                    budget_currency=currency, deadline_s=deadline_s, fx=rates)
+    except CardError as exc:  # Goal speaks the command line's flags; here they are fit's arguments
+        raise CardError(_argument_names(str(exc))) from None
     table = {}
     source = None
     if price_table is not None or market is not None:
@@ -174,6 +180,7 @@ def fit(
                 table[gid] = found
     from trainfit.compute.cost import Price
 
+    named_as: dict[str, str] = {}  # GPU id -> the key that priced it ('h100' and 'h100-sxm' are one kind)
     for g, p in (prices or {}).items():
         if not isinstance(g, str) or not isinstance(p, (str, Price)):
             raise CardError(f"prices[{g!r}]: a price with a currency ('1.98CNY'), a price-table id ('rtx4090-pro') or"
@@ -182,6 +189,10 @@ def fit(
         if gid not in kinds:  # a price that would price nothing, silently
             raise CardError(f"prices[{g!r}]: {gid} is not among the GPU kinds searched ({', '.join(kinds)}); add it to"
                             " gpus or drop this price")
+        if gid in named_as:  # the later one would win, silently
+            raise CardError(f"prices[{g!r}]: a second price for {gid} (already prices[{named_as[gid]!r}]); give one per"
+                            " GPU kind")
+        named_as[gid] = g
         if isinstance(p, str):
             named = source is not None and next((e for e in source.entries if e.id == p.strip().lower()), None)
             p = named or parse_price(p)
@@ -190,24 +201,39 @@ def fit(
                       global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
 
 
+GOAL_ARGUMENTS = {"--steps": "steps", "--tokens": "tokens", "--deadline": "deadline_s", "--budget": "budget"}
+"""``trainfit fit``'s flag -> ``trainfit.fit``'s argument, for the run's length and limits (``objective.Goal``)."""
+
+
+def _argument_names(message: str) -> str:
+    """A ``Goal`` message with the command line's flags named as ``fit``'s arguments."""
+    import re
+
+    return re.sub(r"--(steps|tokens|deadline|budget)\b", lambda m: GOAL_ARGUMENTS[m.group(0)], message)
+
+
 def _fx_rates(fx: Mapping[Any, Any]) -> dict[tuple[str, str], float]:
     """``fit``'s ``fx`` mapping checked: ``(FROM, TO)`` pairs of 3-letter codes to a finite rate > 0 (a string key such
     as ``"USD:CNY"`` would split into its characters)."""
     import math
 
+    from numbers import Real
+
+    from trainfit.catalog.prices import add_rate, rate_ok
     from trainfit.errors import CardError
 
-    rates = {}
+    rates: dict[tuple[str, str], float] = {}  # as given: one direction per pair (the command line adds the way back)
     for k, v in fx.items():
         pair = tuple(k) if isinstance(k, (tuple, list)) else None
         if pair is None or len(pair) != 2 or not all(isinstance(c, str) and len(c) == 3 and c.isalpha() for c in pair):
             raise CardError(f"fx: keys are (FROM, TO) pairs of 3-letter codes, e.g. {{('USD', 'CNY'): 7.2}} (or"
                             f" fx=['USD:CNY=7.2']), got {k!r}")
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v > 0):
-            raise CardError(f"fx[{k!r}]: a finite rate > 0 (1 {pair[0]} = RATE {pair[1]}), got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, Real) or not (math.isfinite(v) and rate_ok(float(v))):
+            raise CardError(f"fx[{k!r}]: a finite rate > 0 whose reverse (1/rate) is finite (1 {pair[0]} = RATE"
+                            f" {pair[1]}), got {v!r}")
         if pair[0].upper() == pair[1].upper():
             raise CardError(f"fx[{k!r}]: FROM and TO are the same currency; give two, e.g. ('USD', 'CNY')")
-        rates[(pair[0].upper(), pair[1].upper())] = float(v)
+        add_rate({}, rates, pair[0].upper(), pair[1].upper(), float(v), where=f"fx[{k!r}]")
     return rates
 
 

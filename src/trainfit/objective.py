@@ -13,10 +13,12 @@ length is known, else per hour, in its own currency) and ``deadline_s`` (the run
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from math import ceil, inf
+from numbers import Integral
 from typing import Any
 
 from trainfit.errors import CardError
@@ -47,8 +49,10 @@ class Goal:
     """(from, to) -> units of ``to`` per unit of ``from``."""
 
     def __post_init__(self) -> None:
-        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, int)):
+        if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, Integral)):
             raise CardError(f"--steps: a whole number of optimizer steps, got {str(self.steps)[:40]!r}")
+        if self.steps is not None and type(self.steps) is not int:  # a NumPy integer is a whole number too
+            object.__setattr__(self, "steps", operator.index(self.steps))
         if self.steps is not None and not 1 <= self.steps <= MAX_RUN_STEPS:
             got = str(self.steps) if len(str(self.steps)) <= 24 else f"a {len(str(self.steps))}-digit number"
             raise CardError(f"--steps: must be in 1..{MAX_RUN_STEPS:,}, got {got}")

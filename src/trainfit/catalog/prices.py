@@ -131,23 +131,48 @@ def load_price_table(path: Path | str) -> PriceTable:
     return price_table_of(data, origin=str(p))
 
 
-def exchange_rates(items: list[str]) -> dict[tuple[str, str], float]:
-    """``['USD:CNY=7.2']`` -> ``{('USD', 'CNY'): 7.2, ('CNY', 'USD'): 1/7.2}`` (1 USD = 7.2 CNY)."""
+def rate_ok(value: float) -> bool:
+    """A rate and its way back (1 / rate) are both finite and > 0: inf (or 1e400) makes the way back 0, a subnormal
+    such as 1e-320 makes it inf."""
+    return 0 < value < float("inf") and 0 < 1.0 / value < float("inf")
+
+
+def add_rate(out: dict[tuple[str, str], float], given: dict[tuple[str, str], float], a: str, b: str, value: float, *,
+             where: str) -> None:
+    """Add 1 ``a`` = ``value`` ``b`` to ``out`` (and the way back), remembering the rates as given in ``given``; a
+    second rate for the same pair, or a reverse pair that is not its reciprocal (relative 1e-9), is refused in one line
+    naming ``where`` (the flag or argument and the item) and the rate it contradicts."""
+    if (a, b) in given:
+        raise CardError(f"{where}: a second rate for {a}:{b} (already {a}:{b}={given[(a, b)]:g}); give each pair once")
+    if (b, a) in given:
+        back = 1.0 / given[(b, a)]
+        if abs(value - back) > 1e-9 * max(abs(value), abs(back)):
+            raise CardError(f"{where}: contradicts {b}:{a}={given[(b, a)]:g} (its reverse is {a}:{b}={back:g});"
+                            " give one direction, or the reciprocal")
+    given[(a, b)] = value
+    out[(a, b)] = value
+    out.setdefault((b, a), 1.0 / value)
+
+
+def exchange_rates(items: list[str], *, flag: str = "--fx") -> dict[tuple[str, str], float]:
+    """``['USD:CNY=7.2']`` -> ``{('USD', 'CNY'): 7.2, ('CNY', 'USD'): 1/7.2}`` (1 USD = 7.2 CNY); a pair given twice,
+    or with a reverse that is not its reciprocal, is refused (``add_rate``)."""
     from trainfit.compute.cost import _currency
 
     out: dict[tuple[str, str], float] = {}
+    given: dict[tuple[str, str], float] = {}
     for item in items:
-        pair, _, rate = item.partition("=")
+        pair, _, rate = str(item).partition("=")
         a, _, b = pair.partition(":")
         try:
             value = float(rate)
         except ValueError:
             value = -1.0
-        if not a or not b or not 0 < value < float("inf"):  # inf (or 1e400) would make the way back 0
-            raise CardError(f"--fx: expected FROM:TO=RATE with 3-letter codes, e.g. USD:CNY=7.2, got '{item}'")
+        if not a or not b or not rate_ok(value):
+            raise CardError(f"{flag}: expected FROM:TO=RATE with 3-letter codes, e.g. USD:CNY=7.2, got '{item}'; the rate"
+                            " and its reverse (1/rate) must be finite and > 0")
         a, b = _currency(a), _currency(b)
         if a == b:  # a rate of a currency to itself is 1: any other is a contradiction, never used
-            raise CardError(f"--fx: FROM and TO are both {a} in '{item}'; give two currencies, e.g. USD:CNY=7.2")
-        out[(a, b)] = value
-        out[(b, a)] = 1.0 / value
+            raise CardError(f"{flag}: FROM and TO are both {a} in '{item}'; give two currencies, e.g. USD:CNY=7.2")
+        add_rate(out, given, a, b, value, where=f"{flag}: '{item}'")
     return out

@@ -144,6 +144,7 @@ def _prices(items, table_path, market, gpus):
     from trainfit.errors import CardError
 
     out = {}
+    given: dict[str, str] = {}  # GPU id -> the --price item that priced it
     table = load_price_table(table_path) if table_path is not None else None
     if market is not None:
         table = table or catalog_price_table()
@@ -162,6 +163,10 @@ def _prices(items, table_path, market, gpus):
         if gid not in gpus:  # a price that would price nothing, silently
             raise CardError(f"--price {item}: {gid} is not among the GPU kinds searched ({', '.join(gpus)}); add it"
                             " to --gpu or drop this price")
+        if gid in given:  # the later one would win, silently
+            raise CardError(f"--price {item}: a second price for {gid} (already --price {given[gid]}); give one per GPU"
+                            " kind")
+        given[gid] = item
         found = table is not None and next((p for p in table.entries if p.id == text.strip().lower()), None)
         try:
             out[gid] = for_gpu(found or parse_price(text.strip()), gid)

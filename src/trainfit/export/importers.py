@@ -50,16 +50,49 @@ def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     return kind(v)
 
 
+OMEGACONF_TARGETS = ("verl", "nemo-rl")
+"""Importers whose framework reads its config through OmegaConf (verl's Hydra configs; NeMo RL's YAML): a typed
+boolean there is OmegaConf's ``BooleanNode`` (omry/omegaconf omegaconf/nodes.py l.394-414 @350bdb632865c5dd2286f2f6521acefe4abd843d,
+v2.3.0; the same in v2.2.3, the range hydra-core 1.3 requires, ``omegaconf>=2.2,<2.4``): a bool; any integer (0 false,
+others true), also as text (``int(text)``); else ``yes``/``y``/``on``/``true`` and ``no``/``n``/``off``/``false`` in any
+case; anything else a ValidationError."""
+HF_ARGPARSE_TARGETS = ("trl",)
+"""Importers whose framework reads its switches through transformers' ``HfArgumentParser`` (TRL's ``TrlParser``):
+``string_to_bool`` (huggingface/transformers src/transformers/hf_argparser.py l.36-46
+@002496228f0c34cb032547b6ed7293d538e1c521) takes a bool, or text ``yes``/``true``/``t``/``y``/``1`` and
+``no``/``false``/``f``/``n``/``0`` in any case, and raises ArgumentTypeError for anything else."""
+_OMEGACONF_TRUE, _OMEGACONF_FALSE = ("yes", "y", "on", "true"), ("no", "n", "off", "false")
+_HF_TRUE, _HF_FALSE = ("yes", "true", "t", "y", "1"), ("no", "false", "f", "n", "0")
+
+
 def _switch(target: str, key: str, v: Any, default: bool) -> bool:
-    """A switch from the file: true or false (YAML/Hydra booleans, or their text), ``default`` when absent or null; any
-    other value (a number, a list, 'abc') refused in one line, never read by its truthiness."""
+    """A switch from the file, read as the target framework's own parser reads it (``OMEGACONF_TARGETS``,
+    ``HF_ARGPARSE_TARGETS``; other targets: true or false, YAML/JSON booleans or their text), ``default`` when absent or
+    null; anything that parser refuses (a float, a list, 'abc') refused in one line naming the key and the allowed
+    values, never read by its truthiness."""
     if v is None:
         return default
     if isinstance(v, bool):
         return v
-    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-        return v.strip().lower() == "true"
-    raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}")
+    if target in OMEGACONF_TARGETS:
+        if isinstance(v, int):
+            return v != 0
+        if isinstance(v, str):
+            try:
+                return int(v) != 0
+            except ValueError:
+                if v.lower() in _OMEGACONF_TRUE + _OMEGACONF_FALSE:
+                    return v.lower() in _OMEGACONF_TRUE
+        allowed = "allowed (OmegaConf's bool): true/false, yes/no, on/off, y/n or an integer (0 false)"
+    elif target in HF_ARGPARSE_TARGETS:
+        if isinstance(v, str) and v.lower() in _HF_TRUE + _HF_FALSE:
+            return v.lower() in _HF_TRUE
+        allowed = "allowed (HfArgumentParser's string_to_bool): yes/no, true/false, t/f, y/n, 1/0"
+    else:
+        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+            return v.strip().lower() == "true"
+        allowed = "allowed: true, false"
+    raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}; {allowed}")
 
 
 def _ratio(total: int, part: int) -> int | None:

@@ -233,8 +233,8 @@ def add_measured(data: dict[str, Any], measured: dict[str, Any]) -> dict[str, An
     from trainfit.watch.compare import checked_rows, checked_watch
 
     rec = measured.get(RECORD_KEY) if isinstance(measured, dict) else None
-    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list) or not all(
-            isinstance(r, dict) and "phase" in r for r in rec[PHASES_KEY]):
+    if not isinstance(rec, dict) or not isinstance(rec.get(PHASES_KEY), list) or not rec[PHASES_KEY] or not all(
+            isinstance(r, dict) and "phase" in r for r in rec[PHASES_KEY]):  # an empty list: compare refuses it too
         raise TrainfitError("record --measured: the file is not a watch record (no record.phases list); "
                             "write one with trainfit.watch(card, record=PATH)")
     # what compare and calibrate read back: checked here, so a record is never written around a bad value

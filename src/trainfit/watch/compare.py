@@ -73,8 +73,6 @@ def compare_record(path: Path, *, memory_margin: float | None = None, time_margi
         raise CardError(f"compare: record.versions must be a mapping of package names to versions, got"
                         f" {str(versions)[:40]!r}")
     device = watch.get("device", CUDA)
-    if device not in (CUDA, CPU):
-        raise CardError(f"compare: record.watch.device must be '{CUDA}' or '{CPU}', got {device!r}")
     mm = memory_margin if memory_margin is not None else float(watch.get("memory_margin", MEMORY_MARGIN))
     tm = time_margin if time_margin is not None else float(watch.get("time_margin", TIME_MARGIN))
     for flag, value in (("--memory-margin", memory_margin), ("--time-margin", time_margin)):
@@ -121,13 +119,16 @@ def checked_rows(rows: list[dict[str, Any]], *, what: str = "compare") -> None:
 
 
 def checked_watch(watch: Any, *, what: str = "compare") -> dict[str, Any]:
-    """``record.watch``: a mapping (or absent); its margins finite fractions >= 0, its overhead a fraction, its
-    warnings and forecasts lists of text."""
+    """``record.watch``: a mapping (or absent); its device cuda or cpu (absent: cuda), its margins finite fractions
+    >= 0, its overhead a fraction, its warnings and forecasts lists of text."""
     if watch is None:
         return {}
     if not isinstance(watch, dict):
         raise CardError(f"{what}: record.watch must be a mapping (device, memory_margin, time_margin, warnings,"
                         f" forecasts), got {str(watch)[:40]!r}")
+    device = watch.get("device", CUDA)
+    if device not in (CUDA, CPU):
+        raise CardError(f"{what}: record.watch.device must be '{CUDA}' or '{CPU}', got {device!r}")
     for key in ("memory_margin", "time_margin", "overhead_fraction"):
         value = watch.get(key)
         if value is not None and not _figure_ok(value):

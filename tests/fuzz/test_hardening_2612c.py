@@ -219,8 +219,8 @@ def test_readme_names_the_strict_fields_and_their_values():
     assert m is not None and {m.group(1), m.group(2)} == {k.value for k in ResumeKind}
     assert "`roles.critic` only with method ppo" in readme
     assert "`roles.reward_model` other than rule or none only with method ppo or grpo" in readme
-    assert ("refused with transformers 5's fused MoE expert stacks, `parallel.moe_experts` grouped or loop_v5, which the"
-            " recipe casts to fp32") in readme
+    assert ("refused with transformers 5's fused MoE expert stacks, any `parallel.moe_experts` but the per-expert loops"
+            " of transformers < 5 (loop, loop_all), which the recipe casts to fp32") in readme
     assert ("QLoRA with `parallel.moe_experts` loop_v5 (no `lora.prepare_kbit`) plans the expert stacks in bf16, without"
             " per-expert NF4 dequantisation") in readme
 
@@ -237,7 +237,7 @@ def test_a10g_entry_cites_what_was_read_and_agrees_with_the_a10s():
     text = " ".join((g.source, g.notes, g.compute_capability_source or ""))
     assert "595.91.07" not in text  # a driver's total quoted without a reference
     assert not re.search(r"was found|was not established|no g5 price page was read|was read\b", text)
-    assert "boost clock: not published by NVIDIA" in g.notes and "not stated by AWS" in g.notes
+    assert "no NVIDIA boost-clock figure in the sources cited" in g.notes and "not stated by AWS" in g.notes
     assert "Price: not stored" in g.notes
     assert "https://docs.pytorch.org/torchcodec/" in g.compute_capability_source
     assert re.search(r"meta-pytorch/torchcodec \S+@[0-9a-f]{40}", g.compute_capability_source)

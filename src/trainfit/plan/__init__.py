@@ -194,9 +194,9 @@ def kbit_fused_experts_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     if (spec.moe is None or card.scope is not Scope.QLORA or card.lora.prepare_kbit is KbitPrepare.NONE
             or card.parallel.moe_experts.is_loop):
         return None
-    return (f"lora.prepare_kbit: {card.lora.prepare_kbit.value} casts {spec.name}'s fused expert stacks to fp32 (torch's"
-            f" per-expert fp32 grouped_mm fallback, or a bf16 cast of every slice under loop_v5), not modelled;"
-            f" allowed with parallel.moe_experts {card.parallel.moe_experts.value}: none")
+    return (f"lora.prepare_kbit: {card.lora.prepare_kbit.value} casts {spec.name}'s fused 3-D expert stacks to fp32,"
+            f" whose expert GEMMs are not modelled; allowed with parallel.moe_experts"
+            f" {card.parallel.moe_experts.value}: none")
 
 
 def check_model_options(card: RunCard) -> None:

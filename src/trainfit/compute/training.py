@@ -1318,7 +1318,9 @@ def train_step_time(
         # compute stream waits where a copy is late (layer_offload_stall_seconds). Its layers last as long as the
         # compute stream does, the TP collectives it waits on included (data_parallel_window_s): the side stream's
         # copies run beside those waits as beside kernels (CUDA C++ Programming Guide, "Overlap of Data Transfer and
-        # Kernel Execution", https://docs.nvidia.com/cuda/cuda-c-programming-guide/)
+        # Kernel Execution", https://docs.nvidia.com/cuda/cuda-c-programming-guide/). The backward's layers hold their
+        # recompute under checkpointing (bwd_window_s is backward + recompute + their TP): a checkpointed layer re-runs
+        # its forward inside the backward, and the reload copies run beside that as beside the gradient kernels
         layers = max(1, spec.num_layers)
         copy_rate = activation_offload_copy_bytes_per_s
         if copy_rate <= 0:

@@ -150,8 +150,9 @@ def test_the_per_layer_gathers_of_a_no_grad_pass_hide_behind_its_tp_waits_too(mo
     kw = dict(rates=default_rates(resolve_gpu("h100-sxm")), micro_batch_size=1, seq_len=4096, micro_steps=4,
               parallel=Parallel(strategy="fsdp", ranks=16, gpus_per_node=8), gathered_weight_bytes=2.0 * 8.0e9)
     bare = training.forward_only_time(spec, **kw)
-    waits = training.forward_only_time(spec, **kw, tensor_parallel_exposed_s=0.05)
-    assert seen[1] - seen[0] == pytest.approx(0.05, rel=1e-9)
+    waits = training.forward_only_time(spec, **kw, tensor_parallel_comm_s=0.05)
+    assert waits.tensor_parallel_s > 0.0
+    assert seen[1] - seen[0] == pytest.approx(waits.tensor_parallel_s / kw["micro_steps"], rel=1e-9)
     assert waits.seconds <= bare.seconds  # more of each layer's gather hides; the waits themselves are the caller's
 
 
@@ -174,5 +175,95 @@ def test_the_log_prob_passes_take_the_tp_they_add_as_their_window(monkeypatch):
     phase = next(p for p in plan.time.phases if p.name == "old_logprob")
     (kw, t), = [(k, o) for k, o in calls if k.get("adapter_enabled", True)]
     tp = phase.terms["model_parallel"]
-    assert tp > 0.0 and kw["tensor_parallel_exposed_s"] * kw["micro_steps"] == pytest.approx(tp, rel=1e-9)
+    assert t.tensor_parallel_s == pytest.approx(tp, rel=1e-9, abs=1e-12)
     assert phase.seconds == pytest.approx(t.seconds + tp + phase.terms.get("controller_transfer", 0.0), rel=1e-9)
+
+
+def _nograd_kw(model: str, *, micro_batch_size: int, seq_len: int) -> tuple[object, dict]:
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.catalog.models import resolve_model
+    from trainfit.compute.rates import default_rates
+
+    return resolve_model(model), dict(rates=default_rates(resolve_gpu("h100-sxm")), micro_batch_size=micro_batch_size,
+                                      seq_len=seq_len, micro_steps=4)
+
+
+def test_tensor_parallel_slack_exposed_s_absorbs_into_a_launch_bound_pass_only():
+    from trainfit.compute.training import PassTime, tensor_parallel_slack_exposed_s
+
+    host_bound = PassTime(0.030, 0.004, 0.001, 0.001, 0.030)  # 24 ms of GPU slack
+    device_bound = PassTime(0.030, 0.020, 0.005, 0.005, 0.010)
+    assert tensor_parallel_slack_exposed_s(comm_s=0.010, passes=(host_bound,)) == 0.0
+    assert tensor_parallel_slack_exposed_s(comm_s=0.030, passes=(host_bound,)) == pytest.approx(0.006)
+    assert tensor_parallel_slack_exposed_s(comm_s=0.010, passes=(device_bound,)) == pytest.approx(0.010)
+    assert tensor_parallel_slack_exposed_s(comm_s=0.010, passes=(host_bound,), launch_blocking=True) == 0.010
+    # two passes share one slack budget (the recomputed forward and the backward)
+    assert tensor_parallel_slack_exposed_s(comm_s=0.050, passes=(host_bound, host_bound)) == pytest.approx(0.002)
+
+
+def test_a_host_bound_no_grad_pass_charges_only_the_tp_its_gpu_slack_leaves():
+    """A launch-bound log-prob forward (Qwen3-0.6B, one 512-token row per micro-batch on an H100: ~170 ms host,
+    ~16 ms GPU over four micro-batches) runs its TP collectives in the GPU's idle time between launches, as the
+    update's forward does (model_parallel.host_slack_exposed_s); before, it paid them whole."""
+    from trainfit.compute.model_parallel import host_slack_exposed_s
+
+    spec, kw = _nograd_kw("Qwen/Qwen3-0.6B", micro_batch_size=1, seq_len=512)
+    bare = training.forward_only_time(spec, **kw)
+    one_device_s = (bare.gemm_s + bare.attention_s + bare.memory_s) / kw["micro_steps"]
+    one_paced_s = (bare.seconds - bare.sync_s) / kw["micro_steps"]
+    assert one_paced_s > 2 * one_device_s
+    for comm_s in (0.002, 0.05):
+        t = training.forward_only_time(spec, **kw, tensor_parallel_comm_s=comm_s)
+        expect = kw["micro_steps"] * host_slack_exposed_s(comm_s=comm_s, device_s=one_device_s, paced_s=one_paced_s)
+        assert t.tensor_parallel_s == pytest.approx(expect, rel=1e-9, abs=1e-12)
+        assert t.tensor_parallel_s < kw["micro_steps"] * comm_s
+        assert t.seconds == pytest.approx(bare.seconds, rel=1e-12)  # the TP is the caller's to add
+    assert training.forward_only_time(spec, **kw, tensor_parallel_comm_s=0.002).tensor_parallel_s == 0.0
+    # CUDA_LAUNCH_BLOCKING=1: no slack, the collectives whole
+    blocking = training.forward_only_time(spec, **kw, tensor_parallel_comm_s=0.002, launch_blocking=True)
+    assert blocking.tensor_parallel_s == pytest.approx(kw["micro_steps"] * 0.002)
+
+
+def test_a_gpu_bound_no_grad_pass_pays_its_tp_whole():
+    """Llama-3.1-8B, 4 x 8192 tokens per micro-batch: device-bound, no slack, the old charge micro x TP."""
+    spec, kw = _nograd_kw("meta-llama/Llama-3.1-8B", micro_batch_size=4, seq_len=8192)
+    t = training.forward_only_time(spec, **kw, tensor_parallel_comm_s=0.002)
+    assert t.seconds - t.sync_s <= t.gemm_s + t.attention_s + t.memory_s + 1e-12
+    assert t.tensor_parallel_s == pytest.approx(kw["micro_steps"] * 0.002, rel=1e-12)
+
+
+def test_the_log_prob_passes_and_the_update_price_their_tp_by_one_rule(monkeypatch):
+    """NeMo RL GRPO Llama-3.1-8B, DTensor TP 4 + SP: the update's forward and the log-prob forwards both go through
+    tensor_parallel_slack_exposed_s; the host-bound old log-prob pass's TP (3.7 ms raw per micro-batch against
+    ~16 ms of GPU slack) is absorbed as the update's is, no longer charged micro x TP."""
+    import trainfit.plan.rl_passes as rl_passes
+
+    callers: list[str] = []
+    real = training.tensor_parallel_slack_exposed_s
+
+    def spy(**kw):
+        import inspect
+        callers.append(inspect.stack()[1].function)
+        return real(**kw)
+
+    calls: list[tuple[dict, object]] = []
+    real_fwd = rl_passes.forward_only_time
+
+    def spy_fwd(*a, **kw):
+        out = real_fwd(*a, **kw)
+        calls.append((kw, out))
+        return out
+
+    monkeypatch.setattr(training, "tensor_parallel_slack_exposed_s", spy)
+    monkeypatch.setattr(rl_passes, "forward_only_time", spy_fwd)
+    cached = [f for f in (training.forward_only_time, training.train_step_time) if hasattr(f, "cache_clear")]
+    for f in cached:
+        f.cache_clear()
+    plan = make_plan(load_card_dict(copy.deepcopy(RL_TP_SP_FSDP2)))
+    for f in cached:
+        f.cache_clear()
+    assert {"train_step_time", "forward_only_time"} <= set(callers)
+    phase = next(p for p in plan.time.phases if p.name == "old_logprob")
+    (kw, t), = [(k, o) for k, o in calls if k.get("adapter_enabled", True)]
+    raw = kw["tensor_parallel_comm_s"] * kw["micro_steps"]
+    assert raw > 0.0 and phase.terms.get("model_parallel", 0.0) < raw

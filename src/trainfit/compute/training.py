@@ -1091,14 +1091,9 @@ def train_step_time(
             # (model_parallel.host_slack_exposed_s), the forward's in the forward, the recomputed forward's (run
             # layer by layer inside the backward) and the backward's in the backward; CUDA_LAUNCH_BLOCKING leaves no
             # slack
-            def exposed(comm_s: float, *passes: PassTime) -> float:
-                return host_slack_exposed_s(comm_s=comm_s,
-                                            device_s=sum(p.gemm_s + p.attention_s + p.memory_s for p in passes),
-                                            paced_s=sum(p.seconds - p.sync_s for p in passes))
-
-            tp_fwd = exposed(mpc.tensor_forward_s, fwd)
-            mpc = replace(mpc, tensor_s=tp_fwd + exposed(mpc.tensor_s - mpc.tensor_forward_s, rec, bwd),
-                          tensor_forward_s=tp_fwd)
+            tp_fwd = tensor_parallel_slack_exposed_s(comm_s=mpc.tensor_forward_s, passes=(fwd,))
+            mpc = replace(mpc, tensor_s=tp_fwd + tensor_parallel_slack_exposed_s(
+                comm_s=mpc.tensor_s - mpc.tensor_forward_s, passes=(rec, bwd)), tensor_forward_s=tp_fwd)
         ep_overlapped = bool(mpc.expert_s) and mp.ep_comm_overlap and not launch_blocking
         if ep_overlapped:
             # Megatron-Core's combined 1F1B hides each direction's all-to-alls behind the other direction's pass:
@@ -1454,6 +1449,30 @@ def lockstep_wait_seconds(*, device_s: float, paced_s: float, excess: float) -> 
     (``paced_s == device_s``) waits ``excess · device_s``; a launch-bound one, whose GPU idles behind the host's
     launches, waits only for what its slack does not absorb."""
     return max(0.0, device_s * (1.0 + excess) - paced_s)
+
+
+def tensor_parallel_slack_exposed_s(*, comm_s: float, passes: tuple[PassTime, ...],
+                                    launch_blocking: bool = False) -> float:
+    """Seconds that ``comm_s`` of tensor-parallel collectives on the compute stream add to ``passes`` (bare passes:
+    their host-paced time less the syncs' round trips against their device time), after a launch-bound pass's GPU
+    slack absorbed what it can (``model_parallel.host_slack_exposed_s``). The one rule for every pass that carries
+    TP collectives: the training step's forward, and its recomputed forward with its backward (``train_step_time``),
+    and the RL no-grad log-prob / reference / values forwards (``forward_only_time``), whose host-bound micro-batches
+    leave the GPU the same idle time between launches. ``launch_blocking`` (CUDA_LAUNCH_BLOCKING=1): the host waits
+    for every kernel, no slack, ``comm_s`` in full."""
+    if launch_blocking or not comm_s:
+        return comm_s
+    return host_slack_exposed_s(comm_s=comm_s, device_s=sum(p.gemm_s + p.attention_s + p.memory_s for p in passes),
+                                paced_s=sum(p.seconds - p.sync_s for p in passes))
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardOnlyPass(PassTime):
+    """A no-grad pass (``forward_only_time``) and, not counted in its ``seconds``, the seconds its tensor-parallel
+    collectives add over its micro-batches after the pass's GPU slack absorbed its share
+    (``tensor_parallel_slack_exposed_s``)."""
+
+    tensor_parallel_s: float = 0.0
 
 
 def data_parallel_window_s(*, paced_s: float, tensor_parallel_exposed_s: float) -> float:
@@ -1961,8 +1980,8 @@ def forward_only_time(
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fused_expert_mlp: bool = False,
-    tensor_parallel_exposed_s: float = 0.0,
-) -> PassTime:
+    tensor_parallel_comm_s: float = 0.0, launch_blocking: bool = False,
+) -> ForwardOnlyPass:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
     per-layer all-gathers a sharded model leaves exposed. ``expert_parallel`` / ``expert_token_shards``: as
@@ -2074,8 +2093,12 @@ def forward_only_time(
     with LoRA all-linear, no-grad forward: 29 ``mm`` and 8 ``baddbmm`` enabled, 11 and none disabled); a 4-bit
     base is still dequantised.
 
-    ``tensor_parallel_exposed_s``: seconds per micro-batch the pass's tensor-parallel collectives add to its compute
-    stream, which the caller adds to the pass (``plan.rl_passes``; not counted in the seconds returned). The per-layer
+    ``tensor_parallel_comm_s``: seconds per micro-batch of the pass's tensor-parallel collectives on its compute
+    stream. What they add is priced as the training step's forward prices its own
+    (``tensor_parallel_slack_exposed_s``: a host-bound micro-batch's GPU slack absorbs them; ``launch_blocking``
+    leaves none) and returned as ``tensor_parallel_s`` over the micro-batches, not counted in the seconds returned
+    (the caller adds it, ``plan.rl_passes``). Before, the no-grad passes paid their TP whole while the update's
+    forward, the same layers with the same host pacing, had its slack absorb them. The per-layer
     gathers and host copies run on their own streams beside the compute stream, so they hide behind the micro-batch's
     paced time plus these waits (``data_parallel_window_s``), as the training step's data-parallel traffic does: left
     out, a communication-bound log-prob pass paid ``max(gathers, forward) + TP`` while the update's forward paid
@@ -2147,6 +2170,10 @@ def forward_only_time(
                 scale=count_scale, memory_factor=memory_factor, kernel_factor=kernel_factor)))
     one = sequenced(one, head_one)
     total = one.scaled(micro_steps)
+    # the TP collectives the compute stream waits on, less what a launch-bound micro-batch's GPU slack absorbs, as in
+    # the update's forward (tensor_parallel_slack_exposed_s)
+    tensor_parallel_exposed_s = tensor_parallel_slack_exposed_s(comm_s=tensor_parallel_comm_s, passes=(one,),
+                                                                launch_blocking=launch_blocking)
     # the per-unit transfers hide behind the compute stream's time, its TP waits included (data_parallel_window_s)
     window_s = data_parallel_window_s(paced_s=one.seconds, tensor_parallel_exposed_s=tensor_parallel_exposed_s)
     if parallel.strategy in ("zero3", "fsdp", "hsdp") and parallel.ranks > 1 and gathered_weight_bytes:
@@ -2207,4 +2234,5 @@ def forward_only_time(
                                     grad_bytes=0.0, reshard_after_forward=False, hbm_bytes_per_s=rates.hbm_bytes_per_s)
         total = PassTime(total.seconds + copy_s, total.gemm_s, total.attention_s, total.memory_s + copy_s,
                          total.host_s, total.sync_s)
-    return total
+    return ForwardOnlyPass(total.seconds, total.gemm_s, total.attention_s, total.memory_s, total.host_s, total.sync_s,
+                           tensor_parallel_s=micro_steps * tensor_parallel_exposed_s)

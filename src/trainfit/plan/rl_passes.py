@@ -541,13 +541,16 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # the reference of a LoRA policy is the policy under PEFT's disable_adapter() (the only reference pass
             # handed the adapter, RefPlacement.LORA_DISABLED): its LoRA layers run their base layers alone
             adapter_enabled=name != "ref_logprob",
-            # the TP collectives the compute stream waits on, added below: the per-layer gathers hide behind them
-            # too, as behind the update's forward (compute.training.data_parallel_window_s)
-            tensor_parallel_exposed_s=c.tensor_s / 2 if c is not None else 0.0,
+            # the TP collectives the compute stream waits on, priced as the update's forward prices its own (a
+            # launch-bound micro-batch's GPU slack absorbs them; compute.training.tensor_parallel_slack_exposed_s),
+            # added below: the per-layer gathers hide behind them too (compute.training.data_parallel_window_s)
+            tensor_parallel_comm_s=c.tensor_s / 2 if c is not None else 0.0,
+            launch_blocking=card.loop.launch_blocking,
         )
         comm = 0.0
         if c is not None:
-            comm = micro * c.total_s / 2  # forward only: half of forward + backward
+            # forward only: half of forward + backward; the TP share as forward_only_time exposed it
+            comm = micro * (c.total_s - c.tensor_s) / 2 + t.tensor_parallel_s
             comm += pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages) * t.seconds / micro
         return rl_phase(name, t.seconds + comm, t.bound, gemm=t.gemm_s, attention=t.attention_s,
                         memory_bound=t.memory_s, host_launch=t.host_s, model_parallel=comm)

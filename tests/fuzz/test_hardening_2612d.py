@@ -33,6 +33,34 @@ TRL_GC = "gradient_checkpointing=False"
 
 
 # ------------------------------------------------------------------------------------------------
+# calibrate: record.watch a string (AttributeError traceback), device tpu or null (exit 0, time rows used as GPU figures)
+
+@pytest.mark.parametrize(("watch", "fragment"), [
+    ("cuda", "record.watch must be a mapping"),
+    ({"device": "tpu"}, "record.watch.device must be 'cuda' or 'cpu', got 'tpu'"),
+    ({"device": None}, "record.watch.device must be 'cuda' or 'cpu', got None"),
+])
+def test_calibrate_checks_record_watch_as_compare_does(tmp_path, watch, fragment):
+    import yaml
+
+    path = _record(tmp_path, _put("record.watch", watch))
+    data = yaml.safe_load(path.read_text())
+    data["record"]["step_s"] = 1.0
+    path.write_text(yaml.safe_dump([data, {**data, "record": {**data["record"], "step_s": 1.2}}]))
+    run = run_cli(["calibrate", str(path), "--out", str(tmp_path / "cal.json")])
+    check_run(run, codes=(2,), outputs=(tmp_path / "cal.json",))
+    assert fragment in run.stderr and "calibrate: " in run.stderr, run.stderr
+
+
+def test_an_absent_device_is_cuda_for_calibrates_memory_path():
+    from trainfit.calibration.memory import memory_record
+
+    rec = {"watch": {}, "phases": [{"phase": "forward", "measured": {"reserved_bytes": 5.0}}]}
+    m = memory_record(None, rec, where="x")
+    assert m is not None and m.reserved_bytes == 5.0
+
+
+# ------------------------------------------------------------------------------------------------
 # trainfit.fit(fx={('USD','CNY'): 10**400}): OverflowError from math.isfinite
 
 def test_fit_api_refuses_an_integer_rate_beyond_float():

@@ -33,6 +33,75 @@ TRL_GC = "gradient_checkpointing=False"
 
 
 # ------------------------------------------------------------------------------------------------
+# TRL: SFTConfig(...) / GRPOConfig(...) store a switch as written and test its truth ('0' is true at run time);
+# NeMo RL (and verl) load the YAML untyped: a quoted 'no' stays text and is true. Text is refused, not read reversed.
+
+@pytest.mark.parametrize(("target", "old", "new"), [
+    ("trl", TRL_GC, "gradient_checkpointing='0'"),
+    ("trl", TRL_GC, "gradient_checkpointing='no'"),
+    ("trl", TRL_GC, "gradient_checkpointing='f'"),
+    ("trl", TRL_GC, "gradient_checkpointing='t'"),
+    ("nemo-rl", NEMO_GC, "activation_checkpointing: 'no'"),
+    ("nemo-rl", NEMO_GC, "activation_checkpointing: 'off'"),
+    ("verl", VERL_GC, "actor_rollout_ref.model.enable_gradient_checkpointing=Off"),
+    ("verl", VERL_GC, "actor_rollout_ref.model.enable_gradient_checkpointing=yes"),
+])
+def test_import_refuses_a_switch_written_as_text(tmp_path, target, old, new):
+    run, out = _import(tmp_path, target, old, new)
+    check_run(run, codes=(2,), outputs=(out,))
+    assert f"--from {target}: " in run.stderr and "truth" in run.stderr, run.stderr
+    assert ("write True or False" if target == "trl" else "write true or false") in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize(("target", "old", "new", "want"), [
+    ("trl", TRL_GC, "gradient_checkpointing=True", True),
+    ("trl", TRL_GC, "gradient_checkpointing=1", True),
+    ("trl", TRL_GC, "gradient_checkpointing=0", False),
+    ("nemo-rl", NEMO_GC, "activation_checkpointing: false", False),
+    ("nemo-rl", NEMO_GC, "activation_checkpointing: 0", False),
+    ("verl", VERL_GC, "actor_rollout_ref.model.enable_gradient_checkpointing=1", True),
+])
+def test_import_reads_booleans_and_integers_by_truth(tmp_path, target, old, new, want):
+    run, out = _import(tmp_path, target, old, new)
+    check_run(run, codes=(0,))
+    assert _card(out)["parallel"]["gradient_checkpointing"] is want
+
+
+# ------------------------------------------------------------------------------------------------
+# OpenRLHF's --algo.advantage.estimator has fixed, case-sensitive choices: 'foo' or 'GAE' imported as grpo (exit 0)
+
+@pytest.mark.parametrize("name", ["foo", "GAE", "Group_Norm"])
+def test_openrlhf_refuses_an_unknown_estimator(tmp_path, name):
+    run, out = _import(tmp_path, "openrlhf", "--algo.advantage.estimator group_norm",
+                       f"--algo.advantage.estimator {name}")
+    check_run(run, codes=(2,), outputs=(out,))
+    assert (f"--from openrlhf: --algo.advantage.estimator: {name!r}; allowed: one of gae, reinforce, rloo,"
+            " reinforce_baseline, group_norm, dr_grpo") in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# verl: critic-free estimators (rloo, remax, ...) imported as ppo with a critic; verl builds one only for gae
+
+@pytest.mark.parametrize(("name", "extra", "method"), [
+    ("rloo", "", "grpo"), ("remax", "", "grpo"), ("reinforce_plus_plus", "", "grpo"), ("grpo_passk", "", "grpo"),
+    ("gae", "", "ppo"), ("rloo", " critic.enable=True", "ppo"),
+])
+def test_verl_critic_free_estimators_import_as_grpo(tmp_path, name, extra, method):
+    run, out = _import(tmp_path, "verl", "algorithm.adv_estimator=grpo", f"algorithm.adv_estimator={name}{extra}")
+    check_run(run, codes=(0,))
+    assert _card(out)["method"] == method
+    if name not in ("gae", "grpo"):
+        assert f"algorithm.adv_estimator {name}" in run.stdout + run.stderr + out.read_text()
+
+
+@pytest.mark.parametrize("name", ["foo", "GRPO"])
+def test_verl_refuses_an_unknown_estimator(tmp_path, name):
+    run, out = _import(tmp_path, "verl", "algorithm.adv_estimator=grpo", f"algorithm.adv_estimator={name}")
+    check_run(run, codes=(2,), outputs=(out,))
+    assert f"--from verl: algorithm.adv_estimator: {name!r}; allowed: one of gae, grpo, " in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
 # calibrate: record.watch a string (AttributeError traceback), device tpu or null (exit 0, time rows used as GPU figures)
 
 @pytest.mark.parametrize(("watch", "fragment"), [

@@ -56,9 +56,13 @@ UNTYPED_YAML_TARGETS = ("verl", "nemo-rl")
 @7ea279abfbeb698b092856d0dab61e7cf39bc909), Hydra overrides are applied to that tree (``parse_hydra_overrides``) and
 examples/run_grpo.py l.87-94 turns it into plain containers (``OmegaConf.to_container``); the TypedDict configs are
 not checked at run time. No ``BooleanNode`` converts the value: a quoted 'no' or a ``key=off`` override stays text and
-is true where the code tests it. verl is read the same way (its Hydra overrides on the untyped YAML; which keys a
-dataclass config converts was not established, so text is refused there too rather than read either way). Read here:
-YAML booleans, or the integers 0 and 1 by their truth; text refused."""
+is true where the code tests it. verl is read the same way: its FSDP workers read the switches from the Hydra
+DictConfig of ppo_trainer.yaml (untyped YAML plus overrides) and test their truth, e.g. ``enable_gradient_checkpointing=
+self.config.model.get("enable_gradient_checkpointing", False)`` then ``if enable_gradient_checkpointing:``
+(volcengine/verl verl/workers/fsdp_workers.py l.797 and l.439 @b178a3cd56f58b2d502255daba591e92833930a7); the typed
+``HFModelConfig`` (verl/workers/config/model.py l.113, converted through ``OmegaConf.structured``, where a BooleanNode
+would apply) is not what that path reads, so ``=yes`` or ``=Off`` stays text there. Read here: YAML booleans, or the
+integers 0 and 1 by their truth; text refused."""
 VERL_ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
                    "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized", "optimal_token_baseline",
                    "tir_optimal_token_baseline")

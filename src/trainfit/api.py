@@ -228,12 +228,16 @@ def _fx_rates(fx: Mapping[Any, Any]) -> dict[tuple[str, str], float]:
         if pair is None or len(pair) != 2 or not all(isinstance(c, str) and len(c) == 3 and c.isalpha() for c in pair):
             raise CardError(f"fx: keys are (FROM, TO) pairs of 3-letter codes, e.g. {{('USD', 'CNY'): 7.2}} (or"
                             f" fx=['USD:CNY=7.2']), got {k!r}")
-        if isinstance(v, bool) or not isinstance(v, Real) or not (math.isfinite(v) and rate_ok(float(v))):
+        try:  # an int beyond float's range (10**400) overflows in float() and in math.isfinite
+            rate = float(v) if isinstance(v, Real) and not isinstance(v, bool) else None
+        except OverflowError:
+            rate = None
+        if rate is None or not (math.isfinite(rate) and rate_ok(rate)):
             raise CardError(f"fx[{k!r}]: a finite rate > 0 whose reverse (1/rate) is finite (1 {pair[0]} = RATE"
-                            f" {pair[1]}), got {v!r}")
+                            f" {pair[1]}), got {str(v)[:40]!r}")
         if pair[0].upper() == pair[1].upper():
             raise CardError(f"fx[{k!r}]: FROM and TO are the same currency; give two, e.g. ('USD', 'CNY')")
-        add_rate({}, rates, pair[0].upper(), pair[1].upper(), float(v), where=f"fx[{k!r}]")
+        add_rate({}, rates, pair[0].upper(), pair[1].upper(), rate, where=f"fx[{k!r}]")
     return rates
 
 

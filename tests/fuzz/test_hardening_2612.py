@@ -384,7 +384,7 @@ IMPORT_BAD = [
     ("verl", GRPO_CARD, "actor_rollout_ref.actor.strategy=fsdp2", "actor_rollout_ref.actor.strategy=[1,2]",
      "--from verl: actor_rollout_ref.actor.strategy: '[1, 2]'; allowed: fsdp, fsdp2, megatron"),
     ("verl", GRPO_CARD, "algorithm.adv_estimator=grpo", "algorithm.adv_estimator=2.5",
-     "--from verl: algorithm.adv_estimator: '2.5'; allowed: an estimator name"),
+     "--from verl: algorithm.adv_estimator: '2.5'; allowed: one of gae, grpo, "),
     ("nemo-rl", GRPO_CARD, "activation_checkpointing: true", "activation_checkpointing: abc",
      "--from nemo-rl: policy.dtensor_cfg.activation_checkpointing: expected true or false, got 'abc'"),
     ("openrlhf", GRPO_CARD, "--train.batch_size 8", "--train.batch_size",

@@ -122,7 +122,10 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
     for i, item in enumerate(items):
         at = f"{where}[{i}]" if isinstance(data, list) else where
         rec = item["record"]
-        if (rec.get("watch") or {}).get("device") == "cpu":
+        from trainfit.watch.compare import CPU, checked_watch, watch_device
+
+        # checked as compare checks it: a mapping, device cuda or cpu (absent: cuda); tpu or null refused in one line
+        if watch_device(checked_watch(rec.get("watch"), what=f"calibrate: {at}")) == CPU:
             notes.append(f"{at}: measured on the CPU: calibrates no GPU constant (skipped)")
             continue
         if "step_s" in rec or PHASES_KEY in rec:

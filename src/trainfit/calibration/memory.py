@@ -225,7 +225,9 @@ def records_from_gpu_raw(data: Any, *, where: str) -> list[MemoryRecord]:
 def memory_record(card: Any, rec: dict[str, Any], *, where: str) -> MemoryRecord | None:
     """The reserved step peak of a watch record measured on CUDA; None for records without it."""
     rows = rec.get("phases")
-    if not isinstance(rows, list) or (rec.get("watch") or {}).get("device") != "cuda":
+    from trainfit.watch.compare import CUDA, checked_watch, watch_device
+
+    if not isinstance(rows, list) or watch_device(checked_watch(rec.get("watch"), what=f"calibrate: {where}")) != CUDA:
         return None
     vals = [r["measured"]["reserved_bytes"] for r in rows if isinstance(r, dict) and r.get("phase") in TRAIN_PHASES
             and isinstance(r.get("measured"), dict) and isinstance(r["measured"].get("reserved_bytes"), (int, float))]

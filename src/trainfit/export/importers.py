@@ -50,49 +50,54 @@ def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     return kind(v)
 
 
-OMEGACONF_TARGETS = ("verl", "nemo-rl")
-"""Importers whose framework reads its config through OmegaConf (verl's Hydra configs; NeMo RL's YAML): a typed
-boolean there is OmegaConf's ``BooleanNode`` (omry/omegaconf omegaconf/nodes.py l.394-414 @350bdb632865c5dd2286f2f6521acefe4abd843d,
-v2.3.0; the same in v2.2.3, the range hydra-core 1.3 requires, ``omegaconf>=2.2,<2.4``): a bool; any integer (0 false,
-others true), also as text (``int(text)``); else ``yes``/``y``/``on``/``true`` and ``no``/``n``/``off``/``false`` in any
-case; anything else a ValidationError."""
-HF_ARGPARSE_TARGETS = ("trl",)
-"""Importers whose framework reads its switches through transformers' ``HfArgumentParser`` (TRL's ``TrlParser``):
-``string_to_bool`` (huggingface/transformers src/transformers/hf_argparser.py l.36-46
-@002496228f0c34cb032547b6ed7293d538e1c521) takes a bool, or text ``yes``/``true``/``t``/``y``/``1`` and
-``no``/``false``/``f``/``n``/``0`` in any case, and raises ArgumentTypeError for anything else."""
-_OMEGACONF_TRUE, _OMEGACONF_FALSE = ("yes", "y", "on", "true"), ("no", "n", "off", "false")
-_HF_TRUE, _HF_FALSE = ("yes", "true", "t", "y", "1"), ("no", "false", "f", "n", "0")
+UNTYPED_YAML_TARGETS = ("verl", "nemo-rl")
+"""Importers whose framework loads its YAML into an untyped OmegaConf tree and reads plain values: NeMo RL's
+``load_config`` is ``OmegaConf.load`` with no structured schema (NVIDIA-NeMo/RL nemo_rl/utils/config.py l.51-100
+@7ea279abfbeb698b092856d0dab61e7cf39bc909), Hydra overrides are applied to that tree (``parse_hydra_overrides``) and
+examples/run_grpo.py l.87-94 turns it into plain containers (``OmegaConf.to_container``); the TypedDict configs are
+not checked at run time. No ``BooleanNode`` converts the value: a quoted 'no' or a ``key=off`` override stays text and
+is true where the code tests it. verl is read the same way: its FSDP workers read the switches from the Hydra
+DictConfig of ppo_trainer.yaml (untyped YAML plus overrides) and test their truth, e.g. ``enable_gradient_checkpointing=
+self.config.model.get("enable_gradient_checkpointing", False)`` then ``if enable_gradient_checkpointing:``
+(volcengine/verl verl/workers/fsdp_workers.py l.797 and l.439 @b178a3cd56f58b2d502255daba591e92833930a7); the typed
+``HFModelConfig`` (verl/workers/config/model.py l.113, converted through ``OmegaConf.structured``, where a BooleanNode
+would apply) is not what that path reads, so ``=yes`` or ``=Off`` stays text there. Read here: YAML booleans, or the
+integers 0 and 1 by their truth; text refused."""
+VERL_ESTIMATORS = ("gae", "grpo", "reinforce_plus_plus", "reinforce_plus_plus_baseline", "remax", "rloo", "opo",
+                   "grpo_passk", "gpg", "rloo_vectorized", "grpo_vectorized", "optimal_token_baseline",
+                   "tir_optimal_token_baseline")
+"""verl's ``algorithm.adv_estimator`` names: ``AdvantageEstimator`` (volcengine/verl verl/trainer/ppo/core_algos.py
+l.88-109 @b178a3cd56f58b2d502255daba591e92833930a7); only gae builds a critic unless ``critic.enable`` is set."""
+PYTHON_CALL_TARGETS = ("trl",)
+"""Importers that read a Python script calling the config class directly (``SFTConfig(...)``, ``GRPOConfig(...)``):
+no argument parser is involved (transformers' ``HfArgumentParser.string_to_bool`` converts command-line text only), the
+dataclass stores the value as given and the trainer tests its truth (``if args.gradient_checkpointing:``), so
+``gradient_checkpointing='0'`` is kept as '0' and is true. Read here: ``True``/``False``, or the integers 0 and 1 by
+their truth; text refused, never read as the reverse of the run."""
 
 
 def _switch(target: str, key: str, v: Any, default: bool) -> bool:
-    """A switch from the file, read as the target framework's own parser reads it (``OMEGACONF_TARGETS``,
-    ``HF_ARGPARSE_TARGETS``; other targets: true or false, YAML/JSON booleans or their text), ``default`` when absent or
+    """A switch from the file, read as the target framework's own parser reads it (``UNTYPED_YAML_TARGETS``,
+    ``PYTHON_CALL_TARGETS``; other targets: true or false, YAML/JSON booleans or their text), ``default`` when absent or
     null; anything that parser refuses (a float, a list, 'abc') refused in one line naming the key and the allowed
     values, never read by its truthiness."""
     if v is None:
         return default
     if isinstance(v, bool):
         return v
-    if target in OMEGACONF_TARGETS:
-        if isinstance(v, int):
-            return v != 0
-        if isinstance(v, str):
-            try:
-                return int(v) != 0
-            except ValueError:
-                if v.lower() in _OMEGACONF_TRUE + _OMEGACONF_FALSE:
-                    return v.lower() in _OMEGACONF_TRUE
-        allowed = "allowed (OmegaConf's bool): true/false, yes/no, on/off, y/n or an integer (0 false)"
-    elif target in HF_ARGPARSE_TARGETS:
-        if isinstance(v, str) and v.lower() in _HF_TRUE + _HF_FALSE:
-            return v.lower() in _HF_TRUE
-        allowed = "allowed (HfArgumentParser's string_to_bool): yes/no, true/false, t/f, y/n, 1/0"
-    else:
-        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-            return v.strip().lower() == "true"
-        allowed = "allowed: true, false"
-    raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}; {allowed}")
+    if target in UNTYPED_YAML_TARGETS:
+        if isinstance(v, int) and v in (0, 1):
+            return v == 1
+        raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}; {'NeMo RL' if target == 'nemo-rl' else target} loads the YAML"
+                           " untyped and tests the value's truth (text such as 'no' is true); write true or false")
+    if target in PYTHON_CALL_TARGETS:
+        if isinstance(v, int) and v in (0, 1):
+            return v == 1
+        raise _bad(target, f"{key}: expected True or False, got {str(v)[:40]!r}; the config class (SFTConfig(...), GRPOConfig(...)) stores the"
+                           " value as given and tests its truth; write True or False")
+    if isinstance(v, str) and v.strip().lower() in ("true", "false"):
+        return v.strip().lower() == "true"
+    raise _bad(target, f"{key}: expected true or false, got {str(v)[:40]!r}; allowed: true, false")
 
 
 def _ratio(total: int, part: int) -> int | None:
@@ -768,11 +773,17 @@ def read_verl(text: str) -> Imported:
         return Imported(t, d, notes)
     A = "actor_rollout_ref"
     estimator = get("algorithm.adv_estimator", "gae")
-    if not isinstance(estimator, str):
-        raise _bad(t, f"algorithm.adv_estimator: {str(estimator)[:40]!r}; allowed: an estimator name (gae, grpo, ...)")
-    d["method"] = "grpo" if estimator == "grpo" else "ppo"
-    if estimator not in ("gae", "grpo"):
-        notes.append(f"algorithm.adv_estimator {estimator}: planned as ppo (a critic, gae's roles)")
+    if not isinstance(estimator, str) or estimator not in VERL_ESTIMATORS:
+        # get_adv_estimator_fn raises for a name no estimator registered (core_algos.py @b178a3cd, l.136)
+        raise _bad(t, f"algorithm.adv_estimator: {str(estimator)[:40]!r}; allowed: one of {', '.join(VERL_ESTIMATORS)}")
+    # verl builds a critic when critic.enable says so, else only for gae (need_critic, verl/trainer/ppo/utils.py
+    # l.86-97 @b178a3cd56f58b2d502255daba591e92833930a7)
+    critic = flag("critic.enable", estimator == "gae")
+    d["method"] = "ppo" if critic else "grpo"
+    if estimator not in ("gae", "grpo") or critic != (estimator == "gae"):
+        notes.append(f"algorithm.adv_estimator {estimator}" + (" with critic.enable" if critic != (estimator == "gae") else "")
+                     + (": a critic, planned as ppo" if critic else ": critic-free like grpo; planned as grpo (no critic,"
+                        f" {A}.rollout.n generations per prompt)"))
     ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
     engine = get(f"{A}.rollout.name", "vllm")
     if engine == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
@@ -1110,6 +1121,10 @@ def read_openrlhf(text: str) -> Imported:
         raise _bad(t, f"--algo.advantage.estimator: {' '.join(estimator)[:60]!r} is a list; allowed: one of"
                       f" {', '.join(OPENRLHF_ESTIMATORS)}")
     est = one("--algo.advantage.estimator")
+    if est is not None and est not in OPENRLHF_ESTIMATORS:
+        # argparse ``choices`` compares the name as written (case-sensitive, fixed list: train_ppo_ray.py l.477-482
+        # @3c3be6234e0cb353e76bb8019947db9dfe99fca7); 'GAE' or 'foo' stops the run at parsing
+        raise _bad(t, f"--algo.advantage.estimator: {str(est)[:40]!r}; allowed: one of {', '.join(OPENRLHF_ESTIMATORS)}")
     if rl and est is not None and est != "gae":
         # only gae trains a critic: OpenRLHF drops critic_pretrain for every other estimator ("if
         # args.advantage_estimator not in ['gae']: args.critic_pretrain = None", openrlhf/cli/train_ppo_ray.py

@@ -72,7 +72,7 @@ def compare_record(path: Path, *, memory_margin: float | None = None, time_margi
     if versions is not None and not isinstance(versions, dict):
         raise CardError(f"compare: record.versions must be a mapping of package names to versions, got"
                         f" {str(versions)[:40]!r}")
-    device = watch.get("device", CUDA)
+    device = watch_device(watch)
     mm = memory_margin if memory_margin is not None else float(watch.get("memory_margin", MEMORY_MARGIN))
     tm = time_margin if time_margin is not None else float(watch.get("time_margin", TIME_MARGIN))
     for flag, value in (("--memory-margin", memory_margin), ("--time-margin", time_margin)):
@@ -118,6 +118,11 @@ def checked_rows(rows: list[dict[str, Any]], *, what: str = "compare") -> None:
                                     f" (bytes per GPU, seconds per step or a count), got {figures[key]!r}")
 
 
+def watch_device(watch: dict[str, Any] | None) -> str:
+    """The device a (checked) ``record.watch`` was measured on: absent means cuda, for compare and calibrate alike."""
+    return (watch or {}).get("device", CUDA)
+
+
 def checked_watch(watch: Any, *, what: str = "compare") -> dict[str, Any]:
     """``record.watch``: a mapping (or absent); its device cuda or cpu (absent: cuda), its margins finite fractions
     >= 0, its overhead a fraction, its warnings and forecasts lists of text."""
@@ -126,7 +131,7 @@ def checked_watch(watch: Any, *, what: str = "compare") -> dict[str, Any]:
     if not isinstance(watch, dict):
         raise CardError(f"{what}: record.watch must be a mapping (device, memory_margin, time_margin, warnings,"
                         f" forecasts), got {str(watch)[:40]!r}")
-    device = watch.get("device", CUDA)
+    device = watch_device(watch)
     if device not in (CUDA, CPU):
         raise CardError(f"{what}: record.watch.device must be '{CUDA}' or '{CPU}', got {device!r}")
     for key in ("memory_margin", "time_margin", "overhead_fraction"):

@@ -13,14 +13,13 @@ and matches a step-by-step simulation of the sequences (``benchmarks/preemption_
 """
 
 import functools
-import importlib.util
 import random
 import statistics
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 
+from step_times_module import load_benchmark
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import generation as gen
@@ -30,7 +29,6 @@ from trainfit.compute.flops import matmul_params
 from trainfit.compute.rates import default_rates
 from trainfit.memory.weights import total_params
 
-REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 QWEN06 = from_catalog("Qwen/Qwen3-0.6B")
 SEQUENCES = 256  # 32 prompts x 8 samples on one engine
@@ -73,15 +71,8 @@ def test_a_longer_cap_never_shortens_the_decode_under_preemption():
     assert all(b >= a * 0.999 for a, b in pairwise(times)), times
 
 
-def _reference_module():
-    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
-    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-REFERENCE = _reference_module()
+REFERENCE = load_benchmark("preemption_fluid_vs_steps.py", "preemption_fluid_vs_steps_ref_continuous_batching")
+"""``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
 
 
 def _per_token(*, lengths, slots, prompt_len, step, cap, order):

@@ -2,12 +2,11 @@
 still wait on a straggler's longest length after the fluid has run dry (a preempted sequence readmitted in a sliver);
 those chunks were charged one whole-weight-read step each, so one more prompt could add half the generation."""
 
-import importlib.util
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 
+from step_times_module import load_benchmark
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import continuous_batching
@@ -19,7 +18,6 @@ from trainfit.memory.weights import total_params
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
-REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 
 def test_no_running_sequence_costs_nothing():
@@ -51,15 +49,8 @@ def test_one_more_prompt_under_preemption_adds_its_share_not_half_the_phase():
     assert times[-1] < 1.15 * times[0], times
 
 
-def _reference_module():
-    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
-    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-REFERENCE = _reference_module()
+REFERENCE = load_benchmark("preemption_fluid_vs_steps.py", "preemption_fluid_vs_steps_ref_decode_empty_engine")
+"""``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
 
 
 def _per_token(*, lengths, slots, prompt_len, kv_prompt, step, cap):

@@ -3,16 +3,15 @@ step-by-step simulation of individual sequences, and the invariants a planner re
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import statistics
 import time
-from pathlib import Path
 
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from step_times_module import load_benchmark
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.catalog.models import from_catalog
 from trainfit.compute import continuous_batching
@@ -27,7 +26,6 @@ A100_40 = default_rates(resolve_gpu("a100-40gb"))
 A100_80 = default_rates(resolve_gpu("a100-80gb"))
 LLAMA8 = from_catalog("meta-llama/Llama-3.1-8B")
 QWEN06 = from_catalog("Qwen/Qwen3-0.6B")
-REFERENCE_SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "preemption_fluid_vs_steps.py"
 
 
 def _kv_per_token(spec) -> float:
@@ -92,15 +90,8 @@ def test_a100_40gb_single_request_tokens_per_s():
 # ------------------------------------------------------------------------------------------------
 
 
-def _reference_module():
-    """``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
-    spec = importlib.util.spec_from_file_location("preemption_fluid_vs_steps_ref", REFERENCE_SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-REFERENCE = _reference_module()
+REFERENCE = load_benchmark("preemption_fluid_vs_steps.py", "preemption_fluid_vs_steps_ref_generation")
+"""``benchmarks/preemption_fluid_vs_steps.py``, whose ``per_token`` is the step-by-step reference."""
 
 
 def _per_token(*, lengths, slots, prompt_len, step, order=None, cap=float("inf")):

@@ -180,22 +180,17 @@ def fit(
                 table[gid] = found
     from trainfit.compute.cost import Price
 
+    from trainfit.catalog.prices import add_priced_kind, named_price
+
     named_as: dict[str, str] = {}  # GPU id -> the key that priced it ('h100' and 'h100-sxm' are one kind)
     for g, p in (prices or {}).items():
         if not isinstance(g, str) or not isinstance(p, (str, Price)):
             raise CardError(f"prices[{g!r}]: a price with a currency ('1.98CNY'), a price-table id ('rtx4090-pro') or"
                             f" a Price, got {str(p)[:40]!r}")
         gid = resolve_gpu(g).id
-        if gid not in kinds:  # a price that would price nothing, silently
-            raise CardError(f"prices[{g!r}]: {gid} is not among the GPU kinds searched ({', '.join(kinds)}); add it to"
-                            " gpus or drop this price")
-        if gid in named_as:  # the later one would win, silently
-            raise CardError(f"prices[{g!r}]: a second price for {gid} (already prices[{named_as[gid]!r}]); give one per"
-                            " GPU kind")
-        named_as[gid] = g
+        add_priced_kind(named_as, gid, searched=kinds, where=f"prices[{g!r}]", search_arg="gpus")
         if isinstance(p, str):
-            named = source is not None and next((e for e in source.entries if e.id == p.strip().lower()), None)
-            p = named or parse_price(p)
+            p = named_price(source, p) or parse_price(p)
         table[gid] = for_gpu(p, gid)
     return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
                       global_batch=global_batch, calibration=_calibration(calibration), goal=goal)

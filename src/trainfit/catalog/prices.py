@@ -154,6 +154,27 @@ def add_rate(out: dict[tuple[str, str], float], given: dict[tuple[str, str], flo
     out.setdefault((b, a), 1.0 / value)
 
 
+def add_priced_kind(given: dict[str, str], gpu_id: str, *, searched: tuple[str, ...] | list[str], where: str,
+                    search_arg: str) -> None:
+    """Record that ``where`` (the flag or argument and the item) prices the GPU kind ``gpu_id`` in ``given`` (GPU id ->
+    the ``where`` that priced it). A price for a kind not ``searched`` would price nothing, and a second price for one
+    kind (``h100`` and ``h100-sxm`` are one) would win silently: both refused in one line naming ``where``;
+    ``search_arg``: the flag or argument that lists the searched kinds."""
+    if gpu_id not in searched:
+        raise CardError(f"{where}: {gpu_id} is not among the GPU kinds searched ({', '.join(searched)}); add it to"
+                        f" {search_arg} or drop this price")
+    if gpu_id in given:
+        raise CardError(f"{where}: a second price for {gpu_id} (already {given[gpu_id]}); give one per GPU kind")
+    given[gpu_id] = where
+
+
+def named_price(table: PriceTable | None, text: str) -> Price | None:
+    """The entry of ``table`` whose id is ``text`` (a price-table id such as ``rtx4090-pro``), or None."""
+    if table is None:
+        return None
+    return next((p for p in table.entries if p.id == text.strip().lower()), None)
+
+
 def exchange_rates(items: list[str], *, flag: str = "--fx") -> dict[tuple[str, str], float]:
     """``['USD:CNY=7.2']`` -> ``{('USD', 'CNY'): 7.2, ('CNY', 'USD'): 1/7.2}`` (1 USD = 7.2 CNY); a pair given twice,
     or with a reverse that is not its reciprocal, is refused (``add_rate``)."""

@@ -139,12 +139,12 @@ def _seconds(text: str) -> float:
 def _prices(items, table_path, market, gpus):
     """GPU id -> Price: --price first, then --price-table / --market (the cheapest entry per kind)."""
     from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.catalog.prices import catalog_price_table, load_price_table
+    from trainfit.catalog.prices import add_priced_kind, catalog_price_table, load_price_table, named_price
     from trainfit.compute.cost import for_gpu, parse_price
     from trainfit.errors import CardError
 
     out = {}
-    given: dict[str, str] = {}  # GPU id -> the --price item that priced it
+    given: dict[str, str] = {}  # GPU id -> the --price item that priced it (add_priced_kind)
     table = load_price_table(table_path) if table_path is not None else None
     if market is not None:
         table = table or catalog_price_table()
@@ -160,16 +160,9 @@ def _prices(items, table_path, market, gpus):
             raise CardError(f"--price: expected GPU=PRICE with a currency (e.g. rtx4090=1.98CNY), got '{item}'")
         g, text = item.split("=", 1)
         gid = resolve_gpu(g.strip()).id
-        if gid not in gpus:  # a price that would price nothing, silently
-            raise CardError(f"--price {item}: {gid} is not among the GPU kinds searched ({', '.join(gpus)}); add it"
-                            " to --gpu or drop this price")
-        if gid in given:  # the later one would win, silently
-            raise CardError(f"--price {item}: a second price for {gid} (already --price {given[gid]}); give one per GPU"
-                            " kind")
-        given[gid] = item
-        found = table is not None and next((p for p in table.entries if p.id == text.strip().lower()), None)
+        add_priced_kind(given, gid, searched=gpus, where=f"--price {item}", search_arg="--gpu")
         try:
-            out[gid] = for_gpu(found or parse_price(text.strip()), gid)
+            out[gid] = for_gpu(named_price(table, text) or parse_price(text.strip()), gid)
         except CardError as exc:
             raise CardError(f"--price {item}: {exc}") from None
     return out

@@ -1226,7 +1226,8 @@ class RolloutSection(_Section):
         " prompts_per_step of them: DAPO dynamic sampling generates whole batches and keeps the groups whose rewards"
         " differ (NeMo RL: grpo.batch_multiplier x num_prompts_per_step per generation batch, nemo_rl/algorithms/"
         "grpo.py). Times the generation (engine deepspeed_hybrid too), the reward and the reward model's forward (every"
-        " generated group is scored); the log-prob and update passes keep prompts_per_step."
+        " generated group is scored), and sizes the engine's batch in memory (sequences in flight, the hf engine's KV"
+        " cache); the log-prob and update passes keep prompts_per_step."
         " Default: prompts_per_step.")
     generation_calls: int = Field(
         1, ge=1, le=100_000, description="Sequential generate calls the step's generated prompts are split into, each"

@@ -590,6 +590,35 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     return phases, notes
 
 
+def fixed_update_micro_batches(card: RunCard, *, packed: bool) -> bool:
+    """Whether the card's verl actor update splits each rank's mini-batch into fixed micro-batches of
+    ``batch.micro_batch_size`` sequences taken in batch order, so that every micro-batch is its own random draw of
+    response lengths and the FSDP ranks, which gather every layer and reduce-scatter the gradients in every
+    micro-batch, run it at the pace of the rank holding the most tokens (``rl_batches.update_work_cv`` over one
+    micro-batch's sequences, not over the rank's optimizer-step share).
+
+    verl's FSDP ``update_policy`` without ``use_dynamic_bsz`` runs ``mini_batch.split(ppo_micro_batch_size_per_gpu)``
+    (volcengine/verl verl/workers/actor/dp_actor.py l.279 @e0d035cd4a6a5c29835516a58d78710a28e73b18; l.265 at
+    v0.3.0.post1 @070ed6ac3f6aea13a916556794f34e8f2bde7dde), and the rank's share comes from ``_balance_batch``, which
+    balances each rank's whole step (Karmarkar-Karp over the ranks) and hands each partition over in index order
+    (``_check_and_sort_partitions``: ``sorted(partition)``, verl/utils/seqlen_balancing.py l.162-175;
+    verl/trainer/ppo/ray_trainer.py l.849-860, both @e0d035cd), not its micro-batches by length; with
+    ``use_dynamic_bsz`` ``rearrange_micro_batches`` balances them, the share's spread (the caller's default).
+    Measured on ``benchmarks/step_times`` (2026-12-05): the three rows it reaches move closer, actor update
+    rocm-verl PPO DeepSeek-LLM-7B (MI300X) -34.9 -> -32.5 %, GRPO -22.0 -> -20.9 %, verl PR 5596's Qwen3-8B
+    (GB200) -19.3 -> -17.4 %; no subset median moves. verl issue 1208's 0.5B GRPO update (GH200, 40 sequences a
+    micro-batch) takes it too and does not move: its plan is launch-bound, the extra tokens stay under the host.
+
+    Taken only where the card states verl's fixed log-prob count (``rollout.logprob_micro_batch_size``: verl's
+    ``log_prob_micro_batch_size_per_gpu``, read only when ``log_prob_use_dynamic_bsz`` is false, which interpolates
+    the actor's ``use_dynamic_bsz``: verl/trainer/config/ppo_trainer.yaml l.81 @e0d035cd, l.66 @070ed6ac), and no
+    update token budget (``rollout.max_tokens_per_micro_batch``): a ``batch.micro_batch_size`` alone may stand for a
+    token budget below the longest sequence, which the card cannot tell apart (the lower spread is kept there).
+    Packed sequences only (padded ones are all one length)."""
+    ro = card.rollout
+    return packed and ro.max_tokens_per_micro_batch is None and ro.logprob_micro_batch_size is not None
+
+
 def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch, *, train_gpus: int,
                   gpus_per_node: int, critic: ModelSpec | None) -> tuple[list[PhaseTime], list[str], tuple[str, ...]]:
     """The actor's update of one RL step and the ``critic``'s (PPO), with their notes and the actor's training-step
@@ -612,7 +641,8 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
     replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
     ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
     opt_steps = ro.mini_batches * ro.num_iterations
-    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
+    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs if fixed_update_micro_batches(card, packed=packed)
+                             else mbs * ga)
     update_len, update_context = seq_len, None
     padded_rows = nemo_rl_dtensor_padded_rows(card)
     rows = pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),

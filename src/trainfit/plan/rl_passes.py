@@ -141,6 +141,27 @@ from +6.0 to +16.1 % (blog) and +5.0 to +16.7 % (issue #959 rerun); log-prob med
 of 20 cross the median), RL step median 14.2 -> 13.8 %, ALL 9.5 -> 9.6 %, beyond 50 % 38 -> 38. Which of the
 pass's terms over-plans these runs is not checked here.
 
+The update against its signed bias, 2026-12-05 (the 30 published actor-update rows: signed median -15.4 %, 4 beyond
+50 %; over all 51 scored update rows by framework: verl FSDP +7.4 % (24 rows), verl Megatron -32.7 % (11), NeMo RL
+DTensor -20.2 % (5), NeMo RL Megatron -15.8 % (6)). Taken: verl's fixed update micro-batches pay one micro-batch's
+length spread (``fixed_update_micro_batches``; three rows 1-2 points closer). Checked and not the cause:
+(1) verl up to v0.3.0.post1 takes the compiled entropy in every update micro-batch and backpropagates through it
+whatever ``entropy_coeff`` (``policy_loss = pg_loss - entropy_loss * entropy_coeff``, volcengine/verl
+verl/workers/actor/dp_actor.py l.283-297 @070ed6ac3f6aea13a916556794f34e8f2bde7dde, ``entropy_coeff: 0.001`` by
+default there, verl/trainer/config/ppo_trainer.yaml l.34; gated on ``entropy_coeff != 0`` from e0d035cd, dp_actor.py
+l.304-311). Its ops on the logits (``div_``, flash-attn's loss, Inductor's entropy and their backwards, the two
+gradients summed) come to about 14 B per logit forward and 20 B backward, within the 14 + 22.5 B the update is
+charged (``compute.inventory``): nothing to add on verl issue 1208's row (v0.3.0.post1), whose update misses 5.5 s.
+(2) verl's Megatron update with fixed micro-batches (ISEEKYAN/verl_megatron_practice grpo_qwen2.5_7b.csv
+@9976592e899543c776e1a1086cee288079ef5b58, Qwen2.5-7B on 8 H100; -56 to -65 %): each fixed / token-budget pair of
+the table, read as a + b x tokens a micro-batch (2,048 fixed micro-batches of 2 sequences, about 1,412 tokens, a
+rank at TP 4; about 296 budgeted ones of about 9,770), gives published b = 23.7 us a token and a = 114 ms at TP 4
+(planned 26.1 us, 17.6 ms), 68.9 us and 150 ms at TP 2 with full recompute (planned 63.8 us, 17.9 ms; 1,024 and
+about 152 micro-batches). The token-proportional part is planned within 10 %; the miss is the constant per
+micro-batch, which ``compute.te_host``'s null result and the rows' notes already bound (host syncs, the batch's
+copies, the fused linear cross-entropy's launches, cuDNN graphs: none of that size). No mechanism for it is named
+in the cited code, so no per-micro-batch charge is made.
+
 Pure: no torch.
 """
 

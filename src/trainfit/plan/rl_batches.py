@@ -272,9 +272,10 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     micro-batch. 0 for other frameworks and strategies (not read), and for padded sequences (a fixed length).
     The caller passes the rank's whole optimizer-step share: with dynamic batching verl balances the micro-batches
     inside one rank (``rearrange_micro_batches``), so each spreads as that share does; fixed micro-batches spread
-    more (``cv/sqrt(micro-batch)``), which the card cannot tell apart, so this is the lower of the two. verl's fixed
-    log-prob micro-batches (``rollout.logprob_micro_batch_size`` stated) take it per micro-batch
-    (``plan.rl_passes`` ``forward_pass``).
+    more (``cv/sqrt(micro-batch)``), which a ``batch.micro_batch_size`` alone cannot tell apart, so this is the lower
+    of the two there. Where the card states verl's fixed log-prob count (``rollout.logprob_micro_batch_size``) the
+    log-prob passes (``plan.rl_passes`` ``forward_pass``) and, without an update token budget, the update
+    (``plan.rl_passes.fixed_update_micro_batches``) take it per micro-batch.
 
     Checked 2026-12-04, not modelled: verl from volcengine/verl 62221fa13ee922727e0da61771c33590c5f17560 (#3605,
     2025-10-23; first in v0.6.1) orders each rank's balanced share by workload before dispatch

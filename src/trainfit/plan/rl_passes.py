@@ -141,6 +141,27 @@ from +6.0 to +16.1 % (blog) and +5.0 to +16.7 % (issue #959 rerun); log-prob med
 of 20 cross the median), RL step median 14.2 -> 13.8 %, ALL 9.5 -> 9.6 %, beyond 50 % 38 -> 38. Which of the
 pass's terms over-plans these runs is not checked here.
 
+The update against its signed bias, 2026-12-05 (the 30 published actor-update rows: signed median -15.4 %, 4 beyond
+50 %; over all 51 scored update rows by framework: verl FSDP +7.4 % (24 rows), verl Megatron -32.7 % (11), NeMo RL
+DTensor -20.2 % (5), NeMo RL Megatron -15.8 % (6)). Taken: verl's fixed update micro-batches pay one micro-batch's
+length spread (``fixed_update_micro_batches``; three rows 1-2 points closer). Checked and not the cause:
+(1) verl up to v0.3.0.post1 takes the compiled entropy in every update micro-batch and backpropagates through it
+whatever ``entropy_coeff`` (``policy_loss = pg_loss - entropy_loss * entropy_coeff``, volcengine/verl
+verl/workers/actor/dp_actor.py l.283-297 @070ed6ac3f6aea13a916556794f34e8f2bde7dde, ``entropy_coeff: 0.001`` by
+default there, verl/trainer/config/ppo_trainer.yaml l.34; gated on ``entropy_coeff != 0`` from e0d035cd, dp_actor.py
+l.304-311). Its ops on the logits (``div_``, flash-attn's loss, Inductor's entropy and their backwards, the two
+gradients summed) come to about 14 B per logit forward and 20 B backward, within the 14 + 22.5 B the update is
+charged (``compute.inventory``): nothing to add on verl issue 1208's row (v0.3.0.post1), whose update misses 5.5 s.
+(2) verl's Megatron update with fixed micro-batches (ISEEKYAN/verl_megatron_practice grpo_qwen2.5_7b.csv
+@9976592e899543c776e1a1086cee288079ef5b58, Qwen2.5-7B on 8 H100; -56 to -65 %): each fixed / token-budget pair of
+the table, read as a + b x tokens a micro-batch (2,048 fixed micro-batches of 2 sequences, about 1,412 tokens, a
+rank at TP 4; about 296 budgeted ones of about 9,770), gives published b = 23.7 us a token and a = 114 ms at TP 4
+(planned 26.1 us, 17.6 ms), 68.9 us and 150 ms at TP 2 with full recompute (planned 63.8 us, 17.9 ms; 1,024 and
+about 152 micro-batches). The token-proportional part is planned within 10 %; the miss is the constant per
+micro-batch, which ``compute.te_host``'s null result and the rows' notes already bound (host syncs, the batch's
+copies, the fused linear cross-entropy's launches, cuDNN graphs: none of that size). No mechanism for it is named
+in the cited code, so no per-micro-batch charge is made.
+
 Pure: no torch.
 """
 
@@ -590,6 +611,35 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     return phases, notes
 
 
+def fixed_update_micro_batches(card: RunCard, *, packed: bool) -> bool:
+    """Whether the card's verl actor update splits each rank's mini-batch into fixed micro-batches of
+    ``batch.micro_batch_size`` sequences taken in batch order, so that every micro-batch is its own random draw of
+    response lengths and the FSDP ranks, which gather every layer and reduce-scatter the gradients in every
+    micro-batch, run it at the pace of the rank holding the most tokens (``rl_batches.update_work_cv`` over one
+    micro-batch's sequences, not over the rank's optimizer-step share).
+
+    verl's FSDP ``update_policy`` without ``use_dynamic_bsz`` runs ``mini_batch.split(ppo_micro_batch_size_per_gpu)``
+    (volcengine/verl verl/workers/actor/dp_actor.py l.279 @e0d035cd4a6a5c29835516a58d78710a28e73b18; l.265 at
+    v0.3.0.post1 @070ed6ac3f6aea13a916556794f34e8f2bde7dde), and the rank's share comes from ``_balance_batch``, which
+    balances each rank's whole step (Karmarkar-Karp over the ranks) and hands each partition over in index order
+    (``_check_and_sort_partitions``: ``sorted(partition)``, verl/utils/seqlen_balancing.py l.162-175;
+    verl/trainer/ppo/ray_trainer.py l.849-860, both @e0d035cd), not its micro-batches by length; with
+    ``use_dynamic_bsz`` ``rearrange_micro_batches`` balances them, the share's spread (the caller's default).
+    Measured on ``benchmarks/step_times`` (2026-12-05): the three rows it reaches move closer, actor update
+    rocm-verl PPO DeepSeek-LLM-7B (MI300X) -34.9 -> -32.5 %, GRPO -22.0 -> -20.9 %, verl PR 5596's Qwen3-8B
+    (GB200) -19.3 -> -17.4 %; no subset median moves. verl issue 1208's 0.5B GRPO update (GH200, 40 sequences a
+    micro-batch) takes it too and does not move: its plan is launch-bound, the extra tokens stay under the host.
+
+    Taken only where the card states verl's fixed log-prob count (``rollout.logprob_micro_batch_size``: verl's
+    ``log_prob_micro_batch_size_per_gpu``, read only when ``log_prob_use_dynamic_bsz`` is false, which interpolates
+    the actor's ``use_dynamic_bsz``: verl/trainer/config/ppo_trainer.yaml l.81 @e0d035cd, l.66 @070ed6ac), and no
+    update token budget (``rollout.max_tokens_per_micro_batch``): a ``batch.micro_batch_size`` alone may stand for a
+    token budget below the longest sequence, which the card cannot tell apart (the lower spread is kept there).
+    Packed sequences only (padded ones are all one length)."""
+    ro = card.rollout
+    return packed and ro.max_tokens_per_micro_batch is None and ro.logprob_micro_batch_size is not None
+
+
 def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch, *, train_gpus: int,
                   gpus_per_node: int, critic: ModelSpec | None) -> tuple[list[PhaseTime], list[str], tuple[str, ...]]:
     """The actor's update of one RL step and the ``critic``'s (PPO), with their notes and the actor's training-step
@@ -612,7 +662,8 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
     replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
     ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
     opt_steps = ro.mini_batches * ro.num_iterations
-    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs * ga)
+    work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs if fixed_update_micro_batches(card, packed=packed)
+                             else mbs * ga)
     update_len, update_context = seq_len, None
     padded_rows = nemo_rl_dtensor_padded_rows(card)
     rows = pipeline_packing(card, row_tokens=ro.packed_row_tokens, sequences=ceil(seqs / ro.mini_batches),

@@ -1,0 +1,53 @@
+"""verl's fixed update micro-batches carry one micro-batch's response-length spread across the FSDP ranks
+(plan.rl_passes.fixed_update_micro_batches)."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainfit.plan import make_plan
+from trainfit.plan.rl_passes import fixed_update_micro_batches
+from trainfit.spec.card import load_card_dict
+
+
+def _verl(*, logprob_mbs: int | None = 10, budget: int | None = None, padded: bool = False) -> dict:
+    rollout = {"placement": "colocate", "prompts_per_step": 256, "num_generations": 5, "prompt_len": 93,
+               "response_len": 1024, "response_len_mean": 1024 if padded else 188, "mini_batches": 4}
+    if logprob_mbs is not None:
+        rollout["logprob_micro_batch_size"] = logprob_mbs
+    if budget is not None:
+        rollout["max_tokens_per_micro_batch"] = budget
+    return {"model": "Qwen/Qwen2.5-7B", "method": "grpo", "scope": "full", "preset": "verl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "fsdp", "gradient_checkpointing": True}, "batch": {"micro_batch_size": 8},
+            "rollout": rollout}
+
+
+def _update(d: dict):
+    return next(p for p in make_plan(load_card_dict(d)).time.phases if p.name == "actor_update")
+
+
+def test_only_a_stated_fixed_count_without_a_token_budget_is_a_fixed_update_split():
+    assert fixed_update_micro_batches(load_card_dict(_verl()), packed=True)
+    # the count alone may stand for a token budget: not taken
+    assert not fixed_update_micro_batches(load_card_dict(_verl(logprob_mbs=None)), packed=True)
+    # dynamic batching balances the micro-batches inside the rank
+    assert not fixed_update_micro_batches(load_card_dict(_verl(budget=16384)), packed=True)
+    assert not fixed_update_micro_batches(load_card_dict(_verl()), packed=False)
+
+
+def test_fixed_update_micro_batches_wait_for_the_rank_with_the_most_tokens_in_each():
+    fixed, share = _update(_verl()), _update(_verl(logprob_mbs=None))
+    # 256 x 5 sequences / 4 optimizer steps / 8 ranks = 40 a rank and step, 5 micro-batches of 8: one micro-batch
+    # spreads sqrt(5) x as much as the rank's step share, so its slowest rank waits longer
+    assert fixed.terms["slowest_rank"] > share.terms["slowest_rank"]
+    assert fixed.seconds - share.seconds == pytest.approx(fixed.terms["slowest_rank"] - share.terms["slowest_rank"],
+                                                          rel=1e-6)
+    # nothing else in the update moves
+    for k in ("forward", "recompute", "backward", "optimizer_step"):
+        if k in share.terms:
+            assert fixed.terms[k] == pytest.approx(share.terms[k])
+
+
+def test_padded_sequences_pay_no_length_spread_either_way():
+    assert _update(_verl(padded=True)).seconds == pytest.approx(_update(_verl(padded=True, logprob_mbs=None)).seconds)

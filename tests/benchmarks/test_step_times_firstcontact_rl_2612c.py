@@ -1,6 +1,6 @@
 """benchmarks/step_times.py, the out-of-sample RL rows of published_rl_times_firstcontact_2612c.json: published RL
 figures not scored before (the ROCm blog's H100 rows of verl v0.3.0.post0 on GSM8K, slime v0.1.0's GLM-4.5 weight
-update, a verl baseline log) and the points whose configuration the card cannot state, each with its reason. Every
+update, a verl baseline log, miles' Inkling and Stitch weight updates) and the points whose configuration the card cannot state, each with its reason. Every
 row cites its source, its figures are the quoted ones, its note records the first-contact error, and every scored row
 maps to a card that validates."""
 
@@ -31,7 +31,7 @@ def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
     assert DATA in st.data_files(st.RL_DATA)
     everything = st.load_entries(st.RL_DATA)
     loaded = [e["id"] for e in everything if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 9
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 13
     others = {e["id"] for e in everything if e["_file"] != DATA.name}
     assert not others & set(ROWS)
     assert SCORED <= set(ROWS)
@@ -87,3 +87,13 @@ def test_slime_figures_are_the_quoted_ones() -> None:
     for prec, secs in (("bf16", 48), ("fp8", 100)):
         e = ROWS[f"slime-v010-blog-weight-sync-glm45-355b-{prec}"]
         assert f"**{secs}s**" in e["quote"] and e["measured"]["phases_s"]["weight_sync"] == secs
+
+
+def test_miles_weight_update_figures_are_the_quoted_ones() -> None:
+    for mode, secs in (("full", 49.4), ("lora", 2.5)):
+        e = ROWS[f"miles-inkling-weight-update-{mode}-gb300-64g"]
+        assert "from 49.4 s to 2.5 s" in e["quote"] and e["measured"]["phases_s"]["weight_sync"] == secs
+        assert e["gpus"] == e["nodes"] * e["gpus_per_node"] == 64 and "16 nodes x 4 GB300" in e["quote"]
+    for rid, prep, pause in (("glm47-flash", 15.8, 0.75), ("kimi-k26-nvfp4", 72.5, 2.82)):
+        e = ROWS[f"miles-stitch-disagg-weight-update-{rid}"]
+        assert f"| {prep} s | {pause} s |" in e["quote"] and e["measured"]["phases_s"]["weight_sync"] == prep

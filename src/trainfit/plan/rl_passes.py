@@ -160,7 +160,51 @@ rank at TP 4; about 296 budgeted ones of about 9,770), gives published b = 23.7 
 about 152 micro-batches). The token-proportional part is planned within 10 %; the miss is the constant per
 micro-batch, which ``compute.te_host``'s null result and the rows' notes already bound (host syncs, the batch's
 copies, the fused linear cross-entropy's launches, cuDNN graphs: none of that size). No mechanism for it is named
-in the cited code, so no per-micro-batch charge is made.
+in the cited code, so no per-micro-batch charge is made. The update path re-read end to end at the verl the runs
+used (volcengine/verl @62549582a71881fe861b09f8375e3aea80ac6754, the last commit before the run script; the script
+GRPO_7B/qwen2.5_7b_megatron_vllm_benchmark.sh @f8e0d3a187afe6edbde583f46a5708a76a3423a3 sets
+``use_fused_kernels=True``, ``entropy_coeff=0``, no ``use_mbridge``) with the stack of verl's vLLM image of that
+commit (docker/verl0.5-cu126-torch2.7-fa2.7.4/Dockerfile.app.vllm.mcore0.13 l.3, 26, 29, 32: cuDNN 9.8.0.87,
+TransformerEngine v2.2.1, Megatron-Core core_v0.13.0 = c550cf6c41c31cd3ec72e05c25ea0c979f2b6631; the table names no
+image), hypothesis by hypothesis:
+(a) padding computed: no. ``use_fused_kernels`` reaches the actor (verl/trainer/config/actor/actor.yaml l.134), so
+every micro-batch runs ``fused_forward_gptmodel`` (verl/models/mcore/model_forward_fused.py), whose
+``preprocess_packed_seqs`` (verl/models/mcore/util.py l.23-102) drops the padding and pads each sequence only to a
+multiple of TP (CP 1) or 2 x TP x CP (``align_size``, l.38): at most 3 / 1 / 7 tokens a 706-token sequence at TP 4 /
+TP 2 / TP 2 x CP 2 (under 1 %); THD with ``cu_seqlens``, never bshd. Whatever work follows the padded width
+(10,240 = prompt + response maxima) is per sequence, not per micro-batch: ``rearrange_micro_batches``
+(verl/utils/seqlen_balancing.py l.250-320) regroups whole 10,240-wide rows as ``mini_batch.batch.split(2)``
+(megatron_actor.py l.418) does, so both runs of a pair carry the same 8,192 padded rows and such work lands in the
+slope b (planned within 10 %), not in a.
+(b) padded-length work per micro-batch: the labels' and label mask's clones (megatron_actor.py l.468-472), the
+outputs' ``torch.zeros(batch, 10,240)`` and boolean scatters (``postprocess_packed_seqs``, util.py l.105-162),
+the log-probs' slice to the response: a few hundred kB a 2-sequence micro-batch, per sequence again (b, not a); the
+logits are never materialised (``linear_cross_entropy`` on the packed tokens).
+(c) memory and data handling: ``empty_cache`` only after the whole ``update_policy`` / ``compute_log_prob``
+(megatron_actor.py l.613, l.250); ``broadcast_dict_tensor`` once a mini-batch over the pipeline group (l.376; one
+rank at PP 1); the micro-batch's ``batch.to(device)`` (l.451) is the 8 pageable copies ``compute.te_host`` bounds.
+(d) gradient buffers: ``overlap_grad_reduce`` False and ``grad_reduce_in_fp32`` True (verl/utils/megatron_utils.py
+l.139-141): one reduce-scatter after the last micro-batch of each mini-batch (Megatron-Core
+megatron/core/pipeline_parallel/schedules.py ``forward_backward_no_pipelining`` l.450-552: no_sync until then), 16
+a step, not per micro-batch. Real and per micro-batch: verl leaves ``gradient_accumulation_fusion`` at
+Megatron-Core's default False (Qwen2 goes through verl/models/mcore/config_converter.py
+``hf_to_mcore_config_dense`` l.164-181 and ``_get_base_transformer_config`` l.32-97, neither sets it, the DeepSeek-V3
+converter has it commented out at l.348; megatron/core/model_parallel_config.py l.145), so TE returns each weight
+gradient in bf16 and the DDP hook adds it into the fp32 ``main_grad`` (megatron/core/distributed/
+distributed_data_parallel.py l.486-507) after every backward: the pass ``compute.training.
+fp32_grad_accumulation_seconds`` times. Tried as a time-only switch for verl Megatron cards (benchmarks/step_times.py
+rerun, not committed): 4.4 ms a micro-batch at TP 4, 9.1-9.2 ms at TP 2, 8.3 ms at TP 2 x CP 2: about 4-6 % of the
+114 / 150 ms constant; the fixed-micro-batch updates move 3-4 points (TP 4 -62.8 -> -59.8 %, TP 2 -60.2 -> -55.9 %,
+TP 2 x CP 2 -64.8 -> -60.6 %), the budgeted ones 1-1.5 points, the 11 verl Megatron update rows' signed median
+-32.7 -> -31.7 %, but the rows planned close go over (verl one-step-off DAPO Megatron updates +9.4 -> +11.6 % and
++5.8 -> +7.9 %, verl PR 1629 PPO TP 2 step +26.3 -> +30.8 %), all rows 10.3 -> 10.4 %, beyond 50 % 58 -> 58; and the
+forward-only log-prob pass of the TP 2 x CP 2 run, which has no gradient, carries an 85 ms constant of its own. Not
+taken: it does not reproduce the constant at either TP.
+(e) the loss: ``compute_ppo_loss`` (megatron_actor.py l.303-355) aggregates over the (2, 8,192) response mask (a
+dozen small kernels) and reads five ``.item()`` (l.330-333, 352), the syncs ``compute.te_host`` already bounds.
+(f) cuDNN graphs per micro-batch (varying batch and longest sequence): with that image's cuDNN 9.8 (>= 9.6) TE keys
+a ragged batch's graph by the quantised batch and token counts (``compute.te_host``), a handful of graphs a run.
+So the constant stays unexplained in the cited code; no per-micro-batch charge is made.
 
 Pure: no torch.
 """

@@ -1,7 +1,7 @@
 """benchmarks/step_times.py, the out-of-sample rows of published_train_times_firstcontact_2612g.json: Transformer
 Engine's Hugging Face Llama tutorial (Llama 2 7B / Llama 3 8B full fine-tuning on one H100, HF baseline, TE
-TransformerLayer bf16 and FP8, two published runs), Colossal-AI's LLaMA-2 example README (7B, Gemini, 32 A800) and,
-not representable, ms-swift 1.x's training-speed benchmark and TRL's QLoRA notebook on a T4. Each row cites its
+TransformerLayer bf16 and FP8, two published runs), Colossal-AI's LLaMA-2 example README (7B, Gemini, 32 A800), a ROCm
+blog's QLoRA of Llama-2-7B on one MI300X (fp32 activations: 4-bit GEMMs in fp32) and, not representable, ms-swift 1.x's training-speed benchmark and TRL's QLoRA notebook on a T4. Each row cites its
 source and quotes it, its note records the first-contact error, and the step the row holds is the one its quote
 gives."""
 
@@ -22,7 +22,8 @@ HEX40 = re.compile(r"^[0-9a-f]{40}$")
 SOURCES = {"NVIDIA/TransformerEngine": "docs/examples/te_llama/tutorial_accelerate_hf_llama_with_te.ipynb",
            "hpcaitech/ColossalAI": "examples/language/llama2/README.md",
            "modelscope/ms-swift": "docs/source/LLM/Benchmark.md",
-           "huggingface/trl": "examples/notebooks/sft_trl_lora_qlora.ipynb"}
+           "huggingface/trl": "examples/notebooks/sft_trl_lora_qlora.ipynb",
+           "ROCm/rocm-blogs": "blogs/artificial-intelligence/llama-Qlora/README.md"}
 
 st = load_step_times("trainfit_bench_step_times_firstcontact_2612g")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
@@ -32,7 +33,7 @@ TE = sorted(i for i in ROWS if i.startswith("te-llama-tutorial-"))
 def test_file_is_loaded_whole() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 14
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 15
     assert sum(bool(e.get("card_cannot_state")) for e in ROWS.values()) == 4
 
 
@@ -80,6 +81,21 @@ def test_colossalai_step_is_global_batch_over_samples_per_second() -> None:
     card, _ = st.map_train(e)
     st.validate(card)
     assert card["parallel"]["strategy"] == "zero3" and card["hardware"]["nodes"] == 4
+
+
+def test_rocm_qlora_tokens_come_from_total_flos_and_run_fp32() -> None:
+    # the HF Trainer's total_flos = 6 x padded tokens x num_parameters(exclude_embeddings=True); this 4-bit model counts
+    # its Params4bit at their packed numel: 3,373,535,232; 1,000 samples -> 428.8 padded tokens a sample
+    e = ROWS["rocmblog-2404-mi300x-llama2-7b-qlora-fp32-mb4"]
+    also = e["measured"]["also"]
+    tokens = also["total_flos"] / (6 * 3_373_535_232)
+    assert round(tokens / 1000) == e["batch"]["seq_len"] == 429
+    assert e["measured"]["value"] == pytest.approx(also["train_runtime_s"] / also["global_step"], abs=1e-6)
+    card, _ = st.map_train(e)
+    st.validate(card)
+    # no autocast over an fp32 load: Linear4bit computes in its input's fp32 (spec.enums.Nf4ComputeDtype)
+    assert card["precision"]["nf4_compute_dtype"] == "fp32" and card["scope"] == "qlora"
+    assert card["batch"]["padding"] == "mask" and "prepare_kbit" not in card["lora"]
 
 
 @pytest.mark.parametrize("row_id", sorted(i for i in ROWS if ROWS[i].get("card_cannot_state")))

@@ -505,6 +505,43 @@ recipes) states ``moe_launch: eager`` itself, and the entry's value wins. Only t
 the older releases' rows (2509-2606) are keyed on the same framework without their own commit read."""
 
 
+FORCED_BALANCE_SOURCES = (
+    (("NVIDIA-NeMo/Megatron-Bridge", "docs/performance-summary"),
+     "Megatron-Bridge's performance tables run the perf recipes with moe_router_force_load_balancing (e.g."
+     " src/megatron/bridge/perf_recipes/qwen/h100/qwen3_moe.py @067f987df03b8355b03192d88d70f1709fedf51a), the 25.09"
+     " ones token drop at capacity factor 1 padded to capacity (scripts/performance/run_script.py l.101-114"
+     " @fa0315ae2684693a666be9d247adf9baf1e30028)"),
+    (("NVIDIA-NeMo/Megatron-Bridge", "examples/model_verification_cards", "pretrain_performance"),
+     "the verification card's performance item runs the force-balanced performance recipe on mock data"
+     " (examples/model_verification_cards/qwen3-30b-a3b/card.yaml @067f987df03b8355b03192d88d70f1709fedf51a)"),
+    (("NVIDIA/dgxc-benchmarking",),
+     "DGX Cloud's NeMo perf scripts add MegatronTokenDropCallback: capacity factor 1, expert input padded to capacity"
+     " (the entry's note cites the script)"),
+    (("docs.nvidia.com/nemo-framework",),
+     "NeMo 25.02 / 25.04 performance recipes add MegatronTokenDropCallback (capacity factor 1, padded to capacity:"
+     " nemo/collections/llm/recipes/mixtral_8x7b.py pretrain_performance_optimizations"
+     " @7192a2c944c48ab253f3f711ee52fe2dc986a3bb) on mock data"),
+    (("NVIDIA-NeMo/Automodel",),
+     "NeMo Automodel's benchmarks route with FakeBalancedGate (nemo_automodel/components/moe/layers.py"
+     " @01926a5c443b7979463c73341bf64adf79de638e)"),
+    (("InternLM/xtuner", "megatron_moe_benchmark"),
+     "XTuner's Megatron benchmark: 'For speed testing, enable moe forced balancing: --moe-router-force-load-balancing'"
+     " (docs/en/benchmark/megatron_moe_benchmark.md @4b10fa3ed3e68f921a209c362c6711108f1bed81)"),
+    (("yanring/Megatron-MoE-ModelZoo",),
+     "Megatron-MoE-ModelZoo's benchmark commands add --moe-router-force-load-balancing"
+     " (best_practice/qwen3/run_h100_235b.sh @798dfb503c6884a130fca8638e13da3bd0dd7ce0)"),
+)
+"""Sources whose MoE runs route balanced by construction (the card's ``parallel.moe_router_load`` balanced): each key's
+strings must all occur in the entry's source (repository or URL, path, section)."""
+
+
+def forced_balance_reason(e: dict[str, Any]) -> str | None:
+    """Why the entry's run routes balanced by construction, or None (a trained router: the card's default)."""
+    src = e.get("source") or {}
+    where = " ".join(str(src.get(k) or "") for k in ("repo", "url", "path", "section"))
+    return next((why for keys, why in FORCED_BALANCE_SOURCES if all(k in where for k in keys)), None)
+
+
 def model_is_moe(model: Any) -> bool:
     """A card's ``model`` value (catalog id or inline ``{"id", "config"}``) has routed experts."""
     if isinstance(model, dict) and model.get("config"):
@@ -1499,6 +1536,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
                                    shape=e.get("model_config"))
     notes += n
+    balanced = e["parallel"].get("moe_router_load") == "balanced" or forced_balance_reason(e)
+    if balanced and model_is_moe(model):
+        # routed balanced by construction: every EP rank the mean (compute.moe_time.busiest_rank_load_factor not
+        # applied); otherwise the card's default, a trained router on real tokens
+        mp["moe_router_load"] = "balanced"
+        notes.append(f"parallel.moe_router_load balanced: {forced_balance_reason(e) or 'the entry states it'}")
     if e["framework"] == "nanotron":
         # nanotron's tensor-parallel linears, embedding and loss (spec/enums.py TensorParallelImpl: Megatron-Core's in
         # memory, per-op in time), not torch's DTensor plan

@@ -329,3 +329,94 @@ def test_inventory_counts_the_unfused_routers_extra_ops_on_eager_megatron_cards_
     assert group.layers_backward.kernels - topk.layers_backward.kernels == pytest.approx(8 * n_d)
     fused_group, fused_topk = (step_inventory(m, **kw) for m in (dsv3, plain_topk))
     assert fused_group.layers_forward.kernels == fused_topk.layers_forward.kernels
+
+
+# --- the busiest expert-parallel rank under a trained router (moe_time.busiest_rank_load_factor) -------------------
+
+
+def test_busiest_rank_factor_is_one_without_expert_parallelism_or_spread():
+    assert mt.busiest_rank_load_factor(ep=1, experts=128, expert_load_cv=0.93) == 1.0
+    assert mt.busiest_rank_load_factor(ep=8, experts=128, expert_load_cv=0.0) == 1.0
+    # a family with no published spread is timed balanced
+    assert mt.trained_router_load_factor(family="mixtral", ep=8, experts=8) == 1.0
+
+
+def test_busiest_rank_factor_follows_the_expected_maximum_of_the_rank_loads():
+    # 1 + cv·√(ep/E)·z(ep), z by Blom: z(8) = Φ⁻¹(7.625/8.25) = 1.4297
+    f = mt.busiest_rank_load_factor(ep=8, experts=128, expert_load_cv=0.93)
+    assert f == pytest.approx(1 + 0.93 * (8 / 128) ** 0.5 * 1.4297, rel=1e-3)
+    # Qwen3-MoE's published spread (load-balancing loss 1.87): 1.17 at EP 4, 1.33 at EP 8, 1.58 at EP 16 of 128
+    got = [mt.trained_router_load_factor(family="qwen3_moe", ep=ep, experts=128) for ep in (4, 8, 16)]
+    assert got == pytest.approx([1.172, 1.333, 1.582], abs=2e-3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(e=st.sampled_from([8, 32, 64, 128, 256]), cv=st.floats(0.05, 3.0))
+def test_busiest_rank_factor_grows_with_the_expert_parallel_size(e, cv):
+    eps = [ep for ep in (1, 2, 4, 8, 16, 32, 64) if ep <= e]
+    fs = [mt.busiest_rank_load_factor(ep=ep, experts=e, expert_load_cv=cv) for ep in eps]
+    assert all(b >= a for a, b in zip(fs, fs[1:]))
+    assert fs[0] == 1.0
+
+
+def test_the_factor_scales_the_routed_expert_gemms_of_the_inventory_only():
+    kw = dict(micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    shard = rank_spec(MOE, tp=1, pp=1, ep=8, etp=1)
+    base = step_inventory(shard, **kw).layers_forward.gemms
+    busy = step_inventory(shard, expert_load_factor=1.5, **kw).layers_forward.gemms
+    moe_rows = {g.name: g.m for g in base if g.name in ("gate_up_proj", "down_proj")}
+    assert set(moe_rows) == {"gate_up_proj", "down_proj"}
+    for g in busy:
+        if g.name in moe_rows:
+            assert g.m == pytest.approx(1.5 * moe_rows[g.name])
+    # the router scores every token of the rank whatever the routing; attention is untouched
+    same = [g for g in busy if g.name not in moe_rows]
+    assert same == [g for g in base if g.name not in moe_rows]
+
+
+def test_the_factor_scales_the_expert_parallel_all_to_all():
+    kw = dict(tokens=4096, hidden=2048, q_dim=4096, kv_dim=512, layers=4, attention_layers=4, moe_layers=4, top_k=8,
+              tp=1, cp=1, ulysses=False, ep=8, pp=1, recompute=False, latency_s=0.0, tp_bus_bytes_per_s=1e11,
+              cp_bus_bytes_per_s=1e11, ep_bus_bytes_per_s=1e11, pp_bytes_per_s=1e11, experts=128)
+    a = model_parallel_comm(**kw).expert_s
+    b = model_parallel_comm(ep_load_factor=1.4, **kw).expert_s
+    c = model_parallel_comm(ep_load_factor=1.8, **kw).expert_s
+    # the dispatches and combines scale with the factor; the token-count exchange does not
+    assert b > a
+    assert c - a == pytest.approx(2 * (b - a))
+
+
+def _router_card(parallel: dict) -> dict:
+    return {"model": "Qwen/Qwen3-30B-A3B", "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 2},
+            "parallel": {"strategy": "zero1", "gradient_checkpointing": False, "expert_parallel": 16, **parallel},
+            "batch": {"micro_batch_size": 1, "seq_len": 4096, "grad_accum": 8}}
+
+
+def test_card_defaults_to_a_trained_router_and_refuses_other_values_in_one_line():
+    from trainfit.errors import CardError
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.enums import MoeRouterLoad
+
+    assert load_card_dict(_router_card({})).parallel.moe_router_load is MoeRouterLoad.TRAINED
+    with pytest.raises(CardError) as exc:
+        load_card_dict(_router_card({"moe_router_load": "skewed"}))
+    msg = str(exc.value)
+    assert "parallel.moe_router_load" in msg and "trained" in msg and "balanced" in msg and "\n" not in msg
+
+
+def test_a_trained_router_slows_an_expert_parallel_step_and_leaves_memory_alone():
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    trained = make_plan(load_card_dict(_router_card({})))
+    balanced = make_plan(load_card_dict(_router_card({"moe_router_load": "balanced"})))
+    assert trained.step_seconds > balanced.step_seconds
+    assert trained.time_parts["expert_parallel"] > balanced.time_parts["expert_parallel"]
+    assert trained.peak == balanced.peak
+    # one rank runs every token: nothing to wait for
+    one = {"expert_parallel": 1}
+    hw = {"hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}}
+    a = make_plan(load_card_dict({**_router_card(one), **hw}))
+    b = make_plan(load_card_dict({**_router_card({**one, "moe_router_load": "balanced"}), **hw}))
+    assert a.step_seconds == b.step_seconds

@@ -1518,6 +1518,7 @@ def step_inventory(
     eager_attention: bool = False, causal_skip: bool = True, train_embedding: bool = True,
     attention_context: float | None = None, sequence_shards: int = 1, fp8: bool = False,
     fp8_weight_casts: float = 1.0, expert_parallel: int = 1, expert_token_shards: float = 1.0,
+    expert_load_factor: float = 1.0,
     grouped_gemm: bool = True, fp8_weight_transposes: float | None = None, moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
     fused_expert_mlp: bool = False,
     fused_cross_entropy: bool = False, packed_flash_syncs: bool = False, expert_loop: bool = False,
@@ -1560,6 +1561,8 @@ def step_inventory(
     them once after the parameter all-gather, 0 on GPUs with non-TN fp8 GEMMs); ``expert_parallel``: the EP size (``spec`` holds
     the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
     sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``);
+    ``expert_load_factor``: the busiest EP rank's routed rows over the mean's, which every rank's expert GEMMs wait
+    for (``moe_time.busiest_rank_load_factor``; 1: balanced routing);
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
@@ -1817,7 +1820,8 @@ def step_inventory(
             # the loop runs only the experts that get tokens (expert_loop.hit_experts; all under a balanced router)
             hit = (expert_loop_time.hit_experts(local_experts=g.experts, hit_share=expert_hit_share)
                    if expert_loop and not expert_loop_every else float(g.experts))
-            rows = t / expert_token_shards * top_k / hit
+            # the busiest EP rank's rows under a trained router: the all-to-all waits for its GEMMs at every layer
+            rows = t / expert_token_shards * top_k / hit * expert_load_factor
             # grouped: one GEMM of g.experts problems sharing the waves; else one GEMM per expert (moe_time.py);
             # transformers < 5's loop: gate_proj and up_proj are two linears (expert_loop.LOOP_EXPERT_LINEARS)
             # v5's eager experts (expert_loop_stacked) slice the stacked gate_up_proj: one GEMM for both

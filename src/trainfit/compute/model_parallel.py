@@ -129,7 +129,7 @@ def model_parallel_comm(
     expert_recompute: bool = False,
     pp_scatter_gather: bool = False, launch_blocking: bool = False, sp_async_backward: bool = False,
     sp_gather_bytes_per_element: float = 0.0, attention_column_share: float = 0.0,
-    mlp_column_share: float = 0.0, frozen_weights: bool = False,
+    mlp_column_share: float = 0.0, frozen_weights: bool = False, ep_load_factor: float = 1.0,
 ) -> ModelParallelComm:
     """Exposed communication of one micro-step on one rank of one pipeline stage (``layers`` = its layers).
 
@@ -147,7 +147,9 @@ def model_parallel_comm(
     ``ep_comm_overlap``: the all-to-alls of a forward hide behind another micro-batch's backward and vice versa
     (``compute_forward_s`` / ``compute_backward_s``: the stage's passes, one micro-step; ``micro_steps`` per step:
     ``ep_overlap_exposed``; module docstring); ``moe_routing``: the router's pick, for DeepEP's per-node rows
-    (``moe_dispatch.ep_dispatch_bytes``); ``moe_dispatcher`` ALLGATHER: a ring all-gather (dispatch) and
+    (``moe_dispatch.ep_dispatch_bytes``); ``ep_load_factor``: every EP rank waits at each dispatch and combine for
+    the busiest rank's rows, that factor times the mean rank's (``moe_time.busiest_rank_load_factor``; 1: balanced
+    routing); ``moe_dispatcher`` ALLGATHER: a ring all-gather (dispatch) and
     reduce-scatter (combine) over the ``etp·ep`` ranks at ``ep_ring_bus_bytes_per_s`` (default the all-to-all's rate)
     (``moe_dispatch.allgather_dispatch``), no token-count exchange; ``tp_nodes``: the nodes one TP group spans. The TP
     all-reduce, the EP all-to-all, DeepEP's dispatch latency, the all-gather dispatcher and the count exchange take
@@ -258,6 +260,8 @@ def model_parallel_comm(
             buf = routed * top_k * hidden * dtype_bytes
             one = coll.all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s,
                                           nodes=ep_nodes)
+        # a trained router: the collective ends when the busiest rank's larger receive has arrived
+        one *= ep_load_factor
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
             ep=ep, experts=experts, bus_bytes_per_s=ep_bus_bytes_per_s, nodes=ep_nodes)

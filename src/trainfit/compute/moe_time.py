@@ -518,6 +518,53 @@ core_r0.12.0, 5cb6dbb3ed04e6fa11a862d90fe898ac2d3ddfad, ms-swift's Megatron), ea
 ``DISPATCH_FORWARD_SYNCS``; the newer argsort permute keeps only the last (l.471-478 and 593 @d12f6c8c); fully
 serialised passes bound every sync's cost at ms-swift's Megatron row -55% -> -50% (above), so not its gap.
 
+**Busiest-rank load of a trained router (2026-12-05): priced for Qwen3-MoE.** With dropless routing the EP
+all-to-all is a collective, so at every MoE layer each rank waits for the rank whose local experts drew the most
+tokens: its expert GEMMs and its larger receive. The card's ``parallel.moe_router_load`` (``trained``, the default, or
+``balanced``) scales the routed rows of the expert GEMMs (``inventory.step_inventory``'s ``expert_load_factor``) and
+each EP dispatch and combine (``model_parallel.model_parallel_comm``'s ``ep_load_factor``) by
+``busiest_rank_load_factor``: ``1 + CV·√(ep/E)·z(ep)``, the expected busiest of ``ep`` ranks each summing ``E / ep``
+experts whose loads spread with coefficient of variation CV (independent experts, normal approximation, ``z`` by
+Blom). The only published per-expert spread of a trained router on real tokens found is Qwen3-30B-A3B's
+(``TRAINED_ROUTER_EXPERT_LOAD_CV``: load-balancing loss 1.87 on DCLM, CV ≈ 0.93), so the factor applies to the
+``qwen3_moe`` family (1.17 at EP 4, 1.33 at EP 8, 1.58 at EP 16 of 128 experts); other families stay timed balanced
+under either value. EP 1 has no factor. Memory is unchanged: the busiest rank's larger activations are a memory
+question not taken here. Benchmark rows whose source routes balanced by construction are planned ``balanced``
+(``benchmarks/step_times.py`` ``FORCED_BALANCE_SOURCES``: Megatron-Bridge's performance tables and the verification
+card's performance item, DGX Cloud 25.05 and NeMo 25.02 / 25.04 token drop at capacity factor 1, NeMo Automodel's
+``FakeBalancedGate``, xtuner's and Megatron-MoE-ModelZoo's ``--moe-router-force-load-balancing``), each with the
+reason in its notes. This supersedes "nothing set" in the sections above for Qwen3-MoE.
+
+Checks, none of them fitted. (1) Same model, same layout, published: mlc-ai/pith-train issue #79, Qwen3-30B-A3B,
+sequence 8,192, EP 4 / PP 2, FP8, 8 x B200: 17.5k tokens/s/GPU from the checkpoint on DCLM against 18.20k
+force-balanced (``benchmark=True``), about 4% (two machines); the factor at EP 4 is 1.17 on the expert GEMMs, a few
+percent of that step. (2) Megatron-MoE-ModelZoo's Qwen3-235B-A22B long-context table (best_practice/qwen3/readme.md
+@020b8136b3bc6f47e4143849f54e400cf0f71e8a, H100, 32 nodes, TP 4, PP 8, VPP 4, EP 8, DeepEP, GBS 256): forced
+balance / dropless 295 / 237 TFLOPS at 16K (1.245x), 335 / 277 at 32K (1.209x), 368 / 320 at 64K (1.150x), 389 /
+357 at 128K (1.090x); the plan with the factor (1.33 at EP 8) gives 1.088x / 1.064x / 1.041x / 1.023x on those
+layouts (not scored rows; not committed): the same fall with the sequence, a third of the published excess. That run
+pre-trains (its router state and data are not stated), so the factor reads as a lower estimate, as its derivation
+says. (3) Megatron-MoE-ModelZoo's Mixtral-8x22B script (best_practice/Mixtral/run_mixtral_8x22B.sh
+@0993e667ef2183563fdb238acba1df94b93744e5, from a checkpoint) gives dropless about 455 against token drop 470 TFLOPS
+(3%): a top-2-of-8 router spreads far less than CV 0.93 would
+make 8 experts on 8 ranks (2.3x), one reason the factor is kept to the family it was read from. Sources searched
+without a usable layer-averaged figure: deepseek-ai/EPLB's README (an example matrix), NVIDIA/TensorRT-LLM's
+"Scaling Expert Parallelism" blog (docs/source/blogs/tech_blog/blog4_Scaling_Expert_Parallelism_in_TensorRT-LLM.md
+@1d263f15a979ef2902c60de3f6238bcc0952bb29: DeepSeek-R1 inference, per-rank counts of single hot layers in figures
+only), LLEP (arXiv:2601.17111: §3.1 Fig. 3 maxima over layers; §5.2 / Fig. 1c forward-only "up to" 2.2x / 1.88x
+for gpt-oss-20b / 120b), Ma et al. (arXiv:2605.20982, abstract: the per-expert max/mean ratio moves at most 5% over
+EP 4-32 for Qwen3-30B and four other checkpoints; the per-model values were not read here), the loss-free
+balancing paper's MaxVio (arXiv:2408.15664: per expert, its own 1B / 3B models).
+
+Effect (``benchmarks/step_times.py``): 22 points move, all Qwen3-MoE rows of trained-router sources: the Qwen3-30B-A3B
+H100 verification cards -25.9% -> -6.5% (pre-training) and -41.7% -> -23.3% (SFT), ms-swift's Megatron row -53.9% ->
+-45.1%, verl's fully-async update -32.2% -> -26.7% and log-prob -14.7% -> -9.2%, NeMo RL's Qwen3 steps 1-4 points
+toward published (v0.3's log-prob -56.7% -> -52.7%), verl's fully-async step +12.4% -> +13.9% the one away; their
+signed median -14.9% -> -10.4%. All-rows median |error| 10.34% -> 10.22%, RL step 15.0% -> 14.7%, pretrain 8.2% ->
+8.1%, beyond 50% 58 -> 57; no subset median worse; force-balanced rows unchanged. Applying the factor to every family
+(not committed) would also move the gpt-oss verification cards 1-8 points and NeMo RL's DeepSeek-V3 steps under 1
+point; without a published spread for them it is not applied.
+
 **Router aux-loss ops and the layer's op count, measured (2026-12-04).** ``benchmarks/mcore_moe_layer_ops_cpu.py``
 builds Megatron-Core's MoE layer (megatron-core 0.14.0 from PyPI, the source of NVIDIA/Megatron-LM core_v0.14.0
 23e00ed0963c35382dfe8a5a94fb3cda4d21e133; torch 2.13.0+cpu, local spec without Transformer Engine, so
@@ -569,12 +616,23 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from trainfit.compute import collectives as coll
 from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing
 
 INT32_BYTES = 4.0
+TRAINED_ROUTER_EXPERT_LOAD_CV = {"qwen3_moe": 0.93}
+"""Coefficient of variation of the per-expert token loads of a trained router on real tokens, per micro-batch and
+layer, by model family. Qwen3-MoE: Qwen3-30B-A3B from its released checkpoint on DCLM tokens reports a
+load-balancing loss of 1.87, scaled so that 1.0 is balance as Megatron-LM reports it
+(https://github.com/mlc-ai/pith-train/issues/79, the maintainers' reply of 2026-07-29; the scaling:
+https://github.com/mlc-ai/pith-train/pull/14). The switch loss is ``E·Σ f_i·P_i``; with the mean probabilities
+following the loads (``P_i ≈ f_i``) it is ``E·Σ f_i² = 1 + CV²``, so CV = √0.87 ≈ 0.93. Softer probabilities than
+loads make the loss understate the spread, so this is a low estimate. No other family's spread is published: those
+are timed balanced (module docstring, "Busiest-rank load of a trained router")."""
 EXPERT_PROJECTIONS = 2
 """fc1 (gate and up fused) and fc2 per expert."""
 DISPATCH_PREPROCESS_KERNELS = 7
@@ -670,6 +728,28 @@ def expert_token_shards(*, tp: int, etp: int, ep: int, sequence_parallel: bool) 
 def router_experts(*, local_experts: int, ep: int) -> int:
     """Columns of the router GEMM: every expert (the router is replicated on the EP ranks)."""
     return local_experts * max(1, ep)
+
+
+def busiest_rank_load_factor(*, ep: int, experts: int, expert_load_cv: float) -> float:
+    """The busiest expert-parallel rank's routed rows over the mean rank's, per MoE layer and micro-batch, for a
+    trained router (dropless): each rank holds ``E / ep`` contiguous experts whose loads spread with coefficient of
+    variation ``expert_load_cv`` (independent experts: the rank's load spreads ``cv·√(ep / E)``), and the busiest of
+    ``ep`` ranks expects ``z(ep)`` standard deviations over the mean, ``z`` by Blom's approximation of the expected
+    maximum of ``ep`` standard normals, ``Φ⁻¹((ep − 0.375) / (ep + 0.25))``:
+    ``1 + cv·√(ep / E)·z(ep)``. 1 at ``ep`` 1 (one rank runs every token whatever the routing). The all-to-all is a
+    collective, so every rank waits for that rank's expert GEMMs and its larger receive at every layer
+    (module docstring, "Busiest-rank load of a trained router")."""
+    if ep <= 1 or experts <= 0 or expert_load_cv <= 0:
+        return 1.0
+    z = NormalDist().inv_cdf((ep - 0.375) / (ep + 0.25))
+    return 1.0 + expert_load_cv * math.sqrt(min(1.0, ep / experts)) * z
+
+
+def trained_router_load_factor(*, family: str, ep: int, experts: int) -> float:
+    """``busiest_rank_load_factor`` at the family's published per-expert load spread
+    (``TRAINED_ROUTER_EXPERT_LOAD_CV``); 1 for a family with none (timed balanced)."""
+    cv = TRAINED_ROUTER_EXPERT_LOAD_CV.get(family, 0.0)
+    return busiest_rank_load_factor(ep=ep, experts=experts, expert_load_cv=cv)
 
 
 def routing_bytes(*, tokens: float, experts: int, top_k: int, score_dtype_bytes: float = 4.0,

@@ -646,6 +646,9 @@ class ModelParallel:
     """The router's pick of experts, for DeepEP's per-node rows (``compute.moe_dispatch``)."""
     ep_ring_bus_bytes_per_s: float = 0.0
     """Ring bus rate over the ``etp·ep`` ranks, for the all-gather dispatcher's collectives (0: ``ep_bus_bytes_per_s``)."""
+    ep_load_factor: float = 1.0
+    """The busiest EP rank's routed rows over the mean rank's (``moe_time.busiest_rank_load_factor``; 1: balanced
+    routing or no EP): the expert GEMMs and the EP all-to-all of every rank take that rank's time."""
 
     @property
     def active(self) -> bool:
@@ -846,7 +849,8 @@ def train_step_time(
                              if fp8_param_transpose else 0.0) if fp8 and fp8_params else None,
                          expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                              tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
-                         moe_dispatcher=mp.moe_dispatcher, fused_expert_mlp=mp.fused_expert_mlp,
+                         expert_load_factor=mp.ep_load_factor, moe_dispatcher=mp.moe_dispatcher,
+                         fused_expert_mlp=mp.fused_expert_mlp,
                          fused_cross_entropy=fused_cross_entropy,
                          compiled_cross_entropy=compiled_cross_entropy, packed_flash_syncs=packed_flash_syncs,
                          loss_input_copy=loss_input_copy, loss_input_slice_backward=loss_input_slice_backward,
@@ -1758,6 +1762,7 @@ def model_parallel_comm_of(spec: ModelSpec, mp: ModelParallel, *, tokens: float,
         moe_groups_per_token=spec.moe.topk_group if spec.moe else 1, ep_comm_overlap=mp.ep_comm_overlap,
         compute_forward_s=fwd.seconds, compute_backward_s=bwd.seconds, micro_steps=micro_steps,
         moe_routing=mp.moe_routing, etp=mp.etp, ep_ring_bus_bytes_per_s=mp.ep_ring_bus_bytes_per_s,
+        ep_load_factor=mp.ep_load_factor,
     )
 
 
@@ -1965,7 +1970,7 @@ def forward_only_time(
     adapter: Adapter | None = None, eager_attention: bool = False, parallel: Parallel = Parallel(),
     gathered_weight_bytes: float = 0.0, count_scale: float = 1.0, memory_factor: float = 1.0,
     kernel_factor: float = 1.0, attention_context: int | None = None, expert_parallel: int = 1,
-    expert_token_shards: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
+    expert_token_shards: float = 1.0, expert_load_factor: float = 1.0, fp8: bool = False, fp8_weight_cache: bool = False, fp8_params: bool = False,
     fp8_casts: CastTraffic | None = None, fp8_layer_share: float = 1.0,
     packed_flash_syncs: bool = False, expert_loop: bool = False, zero3_expert_leaf: bool = True,
     hooked_units: int = 0, fsdp2_copies: bool = False, unshard_once: bool = False, expert_loop_every: bool = False,
@@ -2109,7 +2114,8 @@ def forward_only_time(
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
                          eager_attention=eager_attention, attention_context=attention_context,
-                         expert_parallel=expert_parallel, expert_token_shards=expert_token_shards, fp8=fp8,
+                         expert_parallel=expert_parallel, expert_token_shards=expert_token_shards,
+                         expert_load_factor=expert_load_factor, fp8=fp8,
                          fp8_weight_casts=_fp8_weight_casts(fp8=fp8, fp8_params=fp8_params,
                                                             fp8_weight_cache=fp8_weight_cache, micro_steps=micro_steps),
                          fp8_casts=fp8_casts, fp8_layer_share=fp8_layer_share, packed_flash_syncs=packed_flash_syncs, expert_loop=expert_loop,

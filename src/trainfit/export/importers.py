@@ -941,7 +941,8 @@ def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
     """The Megatron-Core-only card ``parallel`` keys from a TransformerConfig-like mapping (verl's
     override_transformer_config, NeMo RL's megatron_cfg and its model_overrides): every Megatron-Core run is
     tensor_parallel_impl megatron; ``pipeline_model_parallel_layout``, ``moe_token_dispatcher_type`` /
-    ``moe_enable_deepep``, ``overlap_moe_expert_parallel_comm`` and ``tp_comm_overlap`` are read back."""
+    ``moe_enable_deepep``, ``overlap_moe_expert_parallel_comm``, ``tp_comm_overlap`` and
+    ``moe_router_force_load_balancing`` (``moe_router_load`` balanced) are read back."""
     from trainfit.export.parallel import dispatcher_from_megatron, layout_from_megatron
 
     par["tensor_parallel_impl"] = "megatron"
@@ -960,6 +961,14 @@ def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
             raise _bad(t, f"{where}.{key}: {v!r}; allowed: true, false")
         if v:
             par[card_key] = True
+    # Megatron-Core's benchmarking switch: random router logits, every rank the mean load (the card's
+    # parallel.moe_router_load balanced; NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py
+    # moe_router_force_load_balancing @d12f6c8c9aff51e166d872fd70151687a8e3f375)
+    v = get("moe_router_force_load_balancing")
+    if v not in (None, True, False):
+        raise _bad(t, f"{where}.moe_router_force_load_balancing: {v!r}; allowed: true, false")
+    if v:
+        par["moe_router_load"] = "balanced"
 
 
 def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]) -> str:

@@ -309,7 +309,7 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
     """One note per Megatron-only card setting (non-default) that ``target``'s file does not write; ``has`` names
     those it writes (tensor_parallel_impl, tp_comm_overlap, moe_dispatcher (every value), moe_comm_overlap,
     overlap_param_gather, moe_load_balancing)."""
-    from trainfit.spec.enums import MoeDispatcher, MoeExperts, MoeRouting, TensorParallelImpl
+    from trainfit.spec.enums import MoeDispatcher, MoeExperts, MoeRouterLoad, MoeRouting, TensorParallelImpl
 
     p = card.parallel
     out = []
@@ -345,6 +345,10 @@ def megatron_keys_notes(card: RunCard, target: str, *, has: set[str]) -> list[st
         out.append(f"parallel.moe_load_balancing {p.moe_load_balancing.value}: the router's load-balancing loss is"
                    " Megatron-Core's moe_router_load_balancing_type with a moe_aux_loss_coeff the card does not carry;"
                    f" not written to the {target} file (its model or provider default stands)")
+    if p.moe_router_load is MoeRouterLoad.BALANCED:
+        out.append(f"parallel.moe_router_load balanced: forced balance (Megatron-Core moe_router_force_load_balancing,"
+                   " NeMo Automodel's FakeBalancedGate) replaces the router's choice, a benchmarking switch; not written"
+                   f" to the {target} file (read back: trained, the model's own router)")
     if p.moe_routing is not MoeRouting.UNIFORM:
         out.append(f"parallel.moe_routing {p.moe_routing.value}: how the router spreads tokens is a property of the"
                    f" model and data, not a setting of the {target} file; not written")

@@ -544,6 +544,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # the same expert-parallel routing and dispatch work as the training pass (compute.moe_time)
             expert_parallel=mp.ep, expert_token_shards=expert_token_shards(
                 tp=mp.tp, etp=mp.etp, ep=mp.ep, sequence_parallel=mp.sequence_parallel),
+            # the busiest EP rank's routed rows under a trained router (compute.moe_time.busiest_rank_load_factor)
+            expert_load_factor=mp.ep_load_factor,
             # a model trained in fp8 runs its log-prob forwards in fp8 as well (the same linears)
             fp8=fp8, fp8_weight_cache=fp8 and fp8_weight_cache_of(card),
             # the card's casts, as the training pass takes them (plan.time.training_time): TE's, torchao float8's

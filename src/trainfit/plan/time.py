@@ -25,6 +25,7 @@ from trainfit.compute.inventory import Adapter
 from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
                                     stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
+from trainfit.compute import moe_time
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
@@ -47,7 +48,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, Nf4ComputeDtype, Offload, Padding, RolloutEngine
+from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -693,6 +694,9 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
         ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
+        # a trained router on real tokens: every rank waits for the busiest one (compute.moe_time)
+        ep_load_factor=moe_time.trained_router_load_factor(family=spec.family, ep=ep, experts=spec.moe.num_experts)
+        if spec.moe is not None and par.moe_router_load is MoeRouterLoad.TRAINED else 1.0,
         # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)
         ep_ring_bus_bytes_per_s=bus(ep * par.expert_tensor_parallel),
     )

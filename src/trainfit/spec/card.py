@@ -46,6 +46,7 @@ from trainfit.spec.enums import (
     MoeExpertMlp,
     MoeLaunch,
     MoeLoadBalancing,
+    MoeRouterLoad,
     MoeRouting,
     Nf4ComputeDtype,
     Offload,
@@ -630,6 +631,13 @@ class ParallelSection(_Section):
                                     " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
                                     " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
                                     " how many nodes and GPUs a DeepEP dispatch reaches per token.")
+    moe_router_load: MoeRouterLoad = Field(MoeRouterLoad.TRAINED, description="trained (the model's router on real"
+                                           " tokens, dropless: each expert-parallel rank waits at every MoE layer for"
+                                           " the busiest one, its expert GEMMs and all-to-all rows scaled by"
+                                           " compute.moe_time.busiest_rank_load_factor) | balanced (Megatron-Core"
+                                           " moe_router_force_load_balancing, NeMo Automodel's FakeBalancedGate, or"
+                                           " token drop at capacity factor 1: every rank routes the mean). No effect"
+                                           " with expert_parallel 1; memory is unchanged.")
     moe_launch: MoeLaunch | None = Field(None, description="fused (Megatron-Core's router and dispatcher captured"
                                          " in CUDA graphs or fused: their launches priced like the other fused"
                                          " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"

@@ -754,6 +754,18 @@ class MoeRouting(StrEnum):
     (nemo_automodel/components/moe/layers.py @01926a5c443b7979463c73341bf64adf79de638e), used by its benchmarks."""
 
 
+class MoeRouterLoad(StrEnum):
+    """How evenly a trained router's tokens land on the expert-parallel ranks, for the time of the routed experts and
+    their all-to-all (``compute.moe_time.busiest_rank_load_factor``)."""
+
+    TRAINED = "trained"
+    """The model's own router on real tokens (dropless): every EP rank waits at each layer's all-to-all for the rank
+    whose local experts drew the most tokens."""
+    BALANCED = "balanced"
+    """Routing balanced by construction: Megatron-Core ``moe_router_force_load_balancing``, NeMo Automodel's
+    ``FakeBalancedGate``, or token dropping at capacity factor 1 padded to capacity: every rank routes the mean."""
+
+
 class Stack(StrEnum):
     """The software stack a plan's step time stands for (``plan.time.stack_of``), shown on every ``fit`` row so
     that rows timed on different kernels are not ranked as if they ran the same code."""

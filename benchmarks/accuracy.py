@@ -14,13 +14,13 @@ peak over those same phases, and each peer's per-GPU figure is compared with the
 Part (b): ``benchmarks/published.py`` (trainfit and the peers against published measurements, the
 metric matched like for like).
 
-Part (b)'s under-prediction, checked against the sources (2026-12; 170 scored points, median |error| 7.4 %,
-signed -4.8 %, 23 beyond 15 %); nothing below is modelled, each for the reason given:
+Part (b)'s under-prediction, checked against the sources (2026-12; 170 scored points, median |error| 7.0 %,
+signed -4.7 %, 23 beyond 15 %); nothing below is modelled, each for the reason given:
 
-* Not a reserved-metric effect: the signed median is -3.6 % on the 31 allocated points and -5.0 % on the 139
-  reserved ones (-2.9 % on the 86 unambiguous reserved points). Nor the caching allocator under varying
+* Not a reserved-metric effect: the signed median is -3.6 % on the 31 allocated points and -4.9 % on the 139
+  reserved ones (-2.4 % on the 86 unambiguous reserved points). Nor the caching allocator under varying
   lengths: reserved points of variable-length data (mapped to their longest batch) read -5.0 %, fixed-length
-  ones -5.0 %.
+  ones -4.8 %.
 * ms-swift's example headers (ids 701-724: 20 scored, signed median -12.8 %, 8 of the 23) are the largest
   share. Read as nvidia-smi figures (``plan.peak.device``) they would still be -6 % to -25 % (711, 713-715,
   717, 720), and no source says how they were read, so they stay reserved. ms-swift's log sums

@@ -815,6 +815,27 @@ POINTS.update({
     },
 })
 
+_TT_KEPT_LOGITS_LOOP = {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}
+"""torchtune's recipes of 2024-04/05 keep the fp32 logits through backward. The model returns fp32 logits
+(``output = self.output(h).float()``, torchtune/modules/transformer.py l.210 at both commits below), the loop rebinds
+``logits = logits[..., :-1, :].contiguous()`` and ``logits.transpose(1, 2)`` for ``CrossEntropyLoss`` and only then
+calls ``loss.backward()``, so the shifted fp32 copy stays bound through the whole backward (pytorch/torchtune
+@fef3ed10dc9efe9e35b118e4397e84c680c0a737 recipes/lora_finetune_single_device.py l.447-468,
+full_finetune_single_device.py l.403-430, lora_finetune_distributed.py l.537-560, full_finetune_distributed.py
+l.440-465; @0217d44c2e1e372b34628767745c1f6538086a81 lora_finetune_single_device.py l.460-469,
+full_finetune_single_device.py l.416-426, lora_finetune_distributed.py l.553-563, full_finetune_distributed.py
+l.478-488). torchtune dropped it on 2024-07-28 (``del logits``, "free logits otherwise it peaks backward memory",
+commit 8a98fbaa34d229362affded73afb9a2807b52223, PR #1235), after every point below and before points 1-8 and 22-30.
+Planned as ``loop.kept_output_dtype: fp32`` (4 B per logit through backward, the loss on that copy). Not planned: the
+copy holds s - 1 positions (the plan: s), and ``log_softmax`` over dim 1 of the transposed view makes a contiguous
+4 B-per-logit copy for its forward only."""
+_TT_KEPT_LOGITS_POINTS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 31, 201, 202)
+"""The torchtune points measured with those recipes (2024-04 and 2024-05 README tables and tutorials)."""
+for _pid in _TT_KEPT_LOGITS_POINTS:
+    POINTS[_pid]["card"]["loop"] = dict(_TT_KEPT_LOGITS_LOOP)
+    POINTS[_pid]["notes"] += (" Loop: the recipe keeps the shifted fp32 logits bound through backward (del logits came"
+                              " in 2024-07) -> loop.keeps_output_through_backward, kept_output_dtype fp32.")
+
 # ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_qwen_torchao_peft.json)
 
 POINTS.update({

@@ -384,3 +384,22 @@ def test_session18_points_cite_a_commit_and_are_scored():
     assert unsupported == [705, 706, 710, 725, 726]
     if MEASURED.is_file():
         assert set(ids) <= {p["id"] for p in P.load_points()}
+
+
+def test_torchtune_2024_recipes_keep_fp32_logits_through_backward():
+    """torchtune's recipes of 2024-04/05 keep the shifted fp32 logits bound through ``loss.backward()`` (``del logits``
+    came in 2024-07): those points plan 4 B per logit through backward, the later torchtune points do not."""
+    kept = set(P._TT_KEPT_LOGITS_POINTS)
+    assert kept == {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 31, 201, 202}
+    for pid in kept:
+        loop = P.POINTS[pid]["card"]["loop"]
+        assert loop == {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}, pid
+    for pid in (*range(1, 9), *range(22, 31)):
+        assert "loop" not in P.POINTS[pid]["card"], pid
+    # point 10: LoRA on one GPU, 4 x 2048 tokens of the 32,000-token vocabulary, peaking at the loss's backward
+    card = load_card_dict(P.POINTS[10]["card"])
+    peak = make_plan(card).peak
+    assert peak.components["kept_output"] == 4 * 4 * 2048 * 32000
+    without = make_plan(load_card_dict({k: v for k, v in P.POINTS[10]["card"].items() if k != "loop"})).peak
+    assert "kept_output" not in without.components
+    assert peak.allocated - without.allocated == pytest.approx(4 * 4 * 2048 * 32000)

@@ -1024,15 +1024,21 @@ def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: b
         card["software"] = card_software
     if not mixed:  # bf16-true: the bf16 chunks scored as they are; under autocast cross_entropy runs in fp32
         card["loss"] = {"upcast": False}
+    # the loop keeps the lm_head's output chunks bound through backward: logits = model(input_ids,
+    # lm_head_chunk_size=128); loss = chunked_cross_entropy(logits, ...); fabric.backward(loss / ...) (l.216-220), the
+    # list only rebound by the next micro-batch's forward -> the compute-dtype logits alive from the loss to the end of
+    # backward
+    card["loop"] = {"keeps_output_through_backward": True}
     return card
 
 
 def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     """POINTS entries of the Lit-GPT points: their card, or why trainfit cannot plan the model.
 
-    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``):
-    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.7 %, #814 -6.9 %, #816 -4.1 %: about 1.0 GB per 1304-token
-    sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Measured on this CPU (torch
+    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``) and
+    the loop's logits kept through backward (``loop.keeps_output_through_backward``, 2 B per logit, ``_litgpt_card``):
+    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.3 %, #814 -6.4 %, #816 -3.9 %: about 0.9 GB per 1304-token
+    sample of Llama-2-7B, ~22 kB per token per layer) and the QLoRA rows ~10 % low. Measured on this CPU (torch
     2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
     model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a
     layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h bytes, h = 256). Two

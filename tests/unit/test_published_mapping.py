@@ -403,3 +403,18 @@ def test_torchtune_2024_recipes_keep_fp32_logits_through_backward():
     without = make_plan(load_card_dict({k: v for k, v in P.POINTS[10]["card"].items() if k != "loop"})).peak
     assert "kept_output" not in without.components
     assert peak.allocated - without.allocated == pytest.approx(4 * 4 * 2048 * 32000)
+
+
+def test_litgpt_loop_keeps_its_logits_through_backward():
+    """Lit-GPT's finetune/lora.py keeps the lm_head's output chunks bound through ``fabric.backward`` (l.216-220
+    @8641822b): every Lit-GPT point plans the compute-dtype logits alive to the end of backward (2 B per logit)."""
+    lit = [pid for pid in P.POINTS if 801 <= pid < 900 and P.POINTS[pid].get("card")]
+    assert lit
+    for pid in lit:
+        assert P.POINTS[pid]["card"]["loop"] == {"keeps_output_through_backward": True}, pid
+    card = P.POINTS[811]["card"]
+    peak = make_plan(load_card_dict(card)).peak
+    seq = card["batch"]["seq_len"]
+    assert peak.components["kept_output"] == 2 * card["batch"]["micro_batch_size"] * seq * 32000
+    without = make_plan(load_card_dict({k: v for k, v in card.items() if k != "loop"})).peak
+    assert peak.allocated - without.allocated == pytest.approx(2 * seq * 32000)

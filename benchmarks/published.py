@@ -121,9 +121,11 @@ def _peft_l40s_card(scope: str, **section: dict) -> dict:
     file records ``meta_info.package_info`` ``transformers-version`` 5.13.1 (``torch-version`` 2.13.0+cu130)
     (huggingface/peft method_comparison/MetaMathQA/results/*--llama-3.2-3B-*.json
     @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40, the ten files of points 43-49 and 501-505): v5's attention and loss
-    paths (``memory.attention.legacy_sdpa``: nothing more copied)."""
+    paths (``memory.attention.legacy_sdpa``: nothing more copied). The loop keeps the model output through backward:
+    ``outputs = model(**batch, ...)``, ``loss = outputs.loss``, ``grad_scaler.scale(loss).backward()`` (run.py l.279-281
+    at that commit) -> ``loop.keeps_output_through_backward`` (the bf16 logits, 2 B per logit)."""
     return {"model": "meta-llama/Llama-3.2-3B", "scope": scope, **section, "precision": _PEFT_BF16_FOREACH,
-            "software": {"transformers": "5.13.1"},
+            "software": {"transformers": "5.13.1"}, "loop": {"keeps_output_through_backward": True},
             "hardware": {"gpu": "l40s", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": False},
             "batch": {"micro_batch_size": 4, "seq_len": 768}}
@@ -620,15 +622,15 @@ POINTS: dict[int, dict[str, Any]] = {
         "notes": "Full FT, model bf16 without AMP (AdamW states bf16), torch.optim.AdamW defaults -> foreach. "
                  "Variable length <=768 -> 768 (99th pct of reserved is set by the longest padded batches; "
                  "reserved is sticky between empty_cache calls). Metric reserved (99th pct over train steps) "
-                 "-> reserved. The training loop keeps `outputs` (logits) alive through backward: trainfit "
-                 "assumes the Trainer pattern (logits freed) and has no card key for it (+2 B/logit missed).",
+                 "-> reserved. The training loop keeps `outputs` (logits) alive through backward: "
+                 "loop.keeps_output_through_backward.",
     },
     44: {
         "card": _peft_l40s_card("lora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT LoRA r32/a64 q,v (fp32 adapters: PEFT autocast_adapter_dtype, trainfit's default), AdamW "
                  "foreach, no AC. <=768 -> 768. Metric reserved 99th pct -> reserved. Loop holds logits through "
-                 "backward (not expressible; see 43).",
+                 "backward (loop.keeps_output_through_backward; see 43).",
     },
     45: {
         "card": _peft_l40s_card("lora", lora={"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj"]}),

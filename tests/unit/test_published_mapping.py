@@ -418,3 +418,15 @@ def test_litgpt_loop_keeps_its_logits_through_backward():
     assert peak.components["kept_output"] == 2 * card["batch"]["micro_batch_size"] * seq * 32000
     without = make_plan(load_card_dict({k: v for k, v in card.items() if k != "loop"})).peak
     assert peak.allocated - without.allocated == pytest.approx(2 * seq * 32000)
+
+
+def test_peft_method_comparison_loop_keeps_its_output_through_backward():
+    """PEFT's MetaMathQA run.py binds ``outputs = model(**batch, ...)`` and calls ``backward`` with it alive (l.279-281
+    @5d602fdb): its cards plan the bf16 logits through backward (allocated +2 B per logit; the replayed reserved of
+    point 44 is the same, the kept logits sitting in blocks the step had cached)."""
+    for pid in (43, 44, 45, 46, 47, 48, 49):
+        assert P.POINTS[pid]["card"]["loop"] == {"keeps_output_through_backward": True}, pid
+    card = P.POINTS[44]["card"]
+    with_loop = make_plan(load_card_dict(card)).peak
+    without = make_plan(load_card_dict({k: v for k, v in card.items() if k != "loop"})).peak
+    assert with_loop.allocated - without.allocated == pytest.approx(2 * 4 * 768 * 128256)

@@ -121,9 +121,11 @@ def _peft_l40s_card(scope: str, **section: dict) -> dict:
     file records ``meta_info.package_info`` ``transformers-version`` 5.13.1 (``torch-version`` 2.13.0+cu130)
     (huggingface/peft method_comparison/MetaMathQA/results/*--llama-3.2-3B-*.json
     @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40, the ten files of points 43-49 and 501-505): v5's attention and loss
-    paths (``memory.attention.legacy_sdpa``: nothing more copied)."""
+    paths (``memory.attention.legacy_sdpa``: nothing more copied). The loop keeps the model output through backward:
+    ``outputs = model(**batch, ...)``, ``loss = outputs.loss``, ``grad_scaler.scale(loss).backward()`` (run.py l.279-281
+    at that commit) -> ``loop.keeps_output_through_backward`` (the bf16 logits, 2 B per logit)."""
     return {"model": "meta-llama/Llama-3.2-3B", "scope": scope, **section, "precision": _PEFT_BF16_FOREACH,
-            "software": {"transformers": "5.13.1"},
+            "software": {"transformers": "5.13.1"}, "loop": {"keeps_output_through_backward": True},
             "hardware": {"gpu": "l40s", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": False},
             "batch": {"micro_batch_size": 4, "seq_len": 768}}
@@ -620,15 +622,15 @@ POINTS: dict[int, dict[str, Any]] = {
         "notes": "Full FT, model bf16 without AMP (AdamW states bf16), torch.optim.AdamW defaults -> foreach. "
                  "Variable length <=768 -> 768 (99th pct of reserved is set by the longest padded batches; "
                  "reserved is sticky between empty_cache calls). Metric reserved (99th pct over train steps) "
-                 "-> reserved. The training loop keeps `outputs` (logits) alive through backward: trainfit "
-                 "assumes the Trainer pattern (logits freed) and has no card key for it (+2 B/logit missed).",
+                 "-> reserved. The training loop keeps `outputs` (logits) alive through backward: "
+                 "loop.keeps_output_through_backward.",
     },
     44: {
         "card": _peft_l40s_card("lora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
         "metric": "reserved", "unit": "GiB", "approx_seq": True,
         "notes": "PEFT LoRA r32/a64 q,v (fp32 adapters: PEFT autocast_adapter_dtype, trainfit's default), AdamW "
                  "foreach, no AC. <=768 -> 768. Metric reserved 99th pct -> reserved. Loop holds logits through "
-                 "backward (not expressible; see 43).",
+                 "backward (loop.keeps_output_through_backward; see 43).",
     },
     45: {
         "card": _peft_l40s_card("lora", lora={"rank": 64, "alpha": 128, "targets": ["q_proj", "v_proj"]}),
@@ -814,6 +816,27 @@ POINTS.update({
                  "reserved. AdamW foreach (config of that commit). " + _TT_LORA_NOTE + ". " + _TT_LORA_DROPOUT_NOTE,
     },
 })
+
+_TT_KEPT_LOGITS_LOOP = {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}
+"""torchtune's recipes of 2024-04/05 keep the fp32 logits through backward. The model returns fp32 logits
+(``output = self.output(h).float()``, torchtune/modules/transformer.py l.210 at both commits below), the loop rebinds
+``logits = logits[..., :-1, :].contiguous()`` and ``logits.transpose(1, 2)`` for ``CrossEntropyLoss`` and only then
+calls ``loss.backward()``, so the shifted fp32 copy stays bound through the whole backward (pytorch/torchtune
+@fef3ed10dc9efe9e35b118e4397e84c680c0a737 recipes/lora_finetune_single_device.py l.447-468,
+full_finetune_single_device.py l.403-430, lora_finetune_distributed.py l.537-560, full_finetune_distributed.py
+l.440-465; @0217d44c2e1e372b34628767745c1f6538086a81 lora_finetune_single_device.py l.460-469,
+full_finetune_single_device.py l.416-426, lora_finetune_distributed.py l.553-563, full_finetune_distributed.py
+l.478-488). torchtune dropped it on 2024-07-28 (``del logits``, "free logits otherwise it peaks backward memory",
+commit 8a98fbaa34d229362affded73afb9a2807b52223, PR #1235), after every point below and before points 1-8 and 22-30.
+Planned as ``loop.kept_output_dtype: fp32`` (4 B per logit through backward, the loss on that copy). Not planned: the
+copy holds s - 1 positions (the plan: s), and ``log_softmax`` over dim 1 of the transposed view makes a contiguous
+4 B-per-logit copy for its forward only."""
+_TT_KEPT_LOGITS_POINTS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 31, 201, 202)
+"""The torchtune points measured with those recipes (2024-04 and 2024-05 README tables and tutorials)."""
+for _pid in _TT_KEPT_LOGITS_POINTS:
+    POINTS[_pid]["card"]["loop"] = dict(_TT_KEPT_LOGITS_LOOP)
+    POINTS[_pid]["notes"] += (" Loop: the recipe keeps the shifted fp32 logits bound through backward (del logits came"
+                              " in 2024-07) -> loop.keeps_output_through_backward, kept_output_dtype fp32.")
 
 # ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_qwen_torchao_peft.json)
 
@@ -1003,15 +1026,21 @@ def _litgpt_card(model: str, *, mbs: int, gpus: int, quant: str | None, mixed: b
         card["software"] = card_software
     if not mixed:  # bf16-true: the bf16 chunks scored as they are; under autocast cross_entropy runs in fp32
         card["loss"] = {"upcast": False}
+    # the loop keeps the lm_head's output chunks bound through backward: logits = model(input_ids,
+    # lm_head_chunk_size=128); loss = chunked_cross_entropy(logits, ...); fabric.backward(loss / ...) (l.216-220), the
+    # list only rebound by the next micro-batch's forward -> the compute-dtype logits alive from the loss to the end of
+    # backward
+    card["loop"] = {"keeps_output_through_backward": True}
     return card
 
 
 def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     """POINTS entries of the Lit-GPT points: their card, or why trainfit cannot plan the model.
 
-    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``):
-    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.7 %, #814 -6.9 %, #816 -4.1 %: about 1.0 GB per 1304-token
-    sample of Llama-2-7B, ~24 kB per token per layer) and the QLoRA rows ~11 % low. Measured on this CPU (torch
+    What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``) and
+    the loop's logits kept through backward (``loop.keeps_output_through_backward``, 2 B per logit, ``_litgpt_card``):
+    the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.3 %, #814 -6.4 %, #816 -3.9 %: about 0.9 GB per 1304-token
+    sample of Llama-2-7B, ~22 kB per token per layer) and the QLoRA rows ~10 % low. Measured on this CPU (torch
     2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
     model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a
     layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h bytes, h = 256). Two

@@ -384,3 +384,49 @@ def test_session18_points_cite_a_commit_and_are_scored():
     assert unsupported == [705, 706, 710, 725, 726]
     if MEASURED.is_file():
         assert set(ids) <= {p["id"] for p in P.load_points()}
+
+
+def test_torchtune_2024_recipes_keep_fp32_logits_through_backward():
+    """torchtune's recipes of 2024-04/05 keep the shifted fp32 logits bound through ``loss.backward()`` (``del logits``
+    came in 2024-07): those points plan 4 B per logit through backward, the later torchtune points do not."""
+    kept = set(P._TT_KEPT_LOGITS_POINTS)
+    assert kept == {9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 31, 201, 202}
+    for pid in kept:
+        loop = P.POINTS[pid]["card"]["loop"]
+        assert loop == {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}, pid
+    for pid in (*range(1, 9), *range(22, 31)):
+        assert "loop" not in P.POINTS[pid]["card"], pid
+    # point 10: LoRA on one GPU, 4 x 2048 tokens of the 32,000-token vocabulary, peaking at the loss's backward
+    card = load_card_dict(P.POINTS[10]["card"])
+    peak = make_plan(card).peak
+    assert peak.components["kept_output"] == 4 * 4 * 2048 * 32000
+    without = make_plan(load_card_dict({k: v for k, v in P.POINTS[10]["card"].items() if k != "loop"})).peak
+    assert "kept_output" not in without.components
+    assert peak.allocated - without.allocated == pytest.approx(4 * 4 * 2048 * 32000)
+
+
+def test_litgpt_loop_keeps_its_logits_through_backward():
+    """Lit-GPT's finetune/lora.py keeps the lm_head's output chunks bound through ``fabric.backward`` (l.216-220
+    @8641822b): every Lit-GPT point plans the compute-dtype logits alive to the end of backward (2 B per logit)."""
+    lit = [pid for pid in P.POINTS if 801 <= pid < 900 and P.POINTS[pid].get("card")]
+    assert lit
+    for pid in lit:
+        assert P.POINTS[pid]["card"]["loop"] == {"keeps_output_through_backward": True}, pid
+    card = P.POINTS[811]["card"]
+    peak = make_plan(load_card_dict(card)).peak
+    seq = card["batch"]["seq_len"]
+    assert peak.components["kept_output"] == 2 * card["batch"]["micro_batch_size"] * seq * 32000
+    without = make_plan(load_card_dict({k: v for k, v in card.items() if k != "loop"})).peak
+    assert peak.allocated - without.allocated == pytest.approx(2 * seq * 32000)
+
+
+def test_peft_method_comparison_loop_keeps_its_output_through_backward():
+    """PEFT's MetaMathQA run.py binds ``outputs = model(**batch, ...)`` and calls ``backward`` with it alive (l.279-281
+    @5d602fdb): its cards plan the bf16 logits through backward (allocated +2 B per logit; the replayed reserved of
+    point 44 is the same, the kept logits sitting in blocks the step had cached)."""
+    for pid in (43, 44, 45, 46, 47, 48, 49):
+        assert P.POINTS[pid]["card"]["loop"] == {"keeps_output_through_backward": True}, pid
+    card = P.POINTS[44]["card"]
+    with_loop = make_plan(load_card_dict(card)).peak
+    without = make_plan(load_card_dict({k: v for k, v in card.items() if k != "loop"})).peak
+    assert with_loop.allocated - without.allocated == pytest.approx(2 * 4 * 768 * 128256)

@@ -10,14 +10,17 @@ from trainfit.plan.rl_passes import fixed_update_micro_batches
 from trainfit.spec.card import load_card_dict
 
 
-def _verl(*, logprob_mbs: int | None = 10, budget: int | None = None, padded: bool = False) -> dict:
+def _verl(*, logprob_mbs: int | None = 10, budget: int | None = None, padded: bool = False,
+          logprob_budget: int | None = None, preset: str = "verl") -> dict:
     rollout = {"placement": "colocate", "prompts_per_step": 256, "num_generations": 5, "prompt_len": 93,
                "response_len": 1024, "response_len_mean": 1024 if padded else 188, "mini_batches": 4}
     if logprob_mbs is not None:
         rollout["logprob_micro_batch_size"] = logprob_mbs
     if budget is not None:
         rollout["max_tokens_per_micro_batch"] = budget
-    return {"model": "Qwen/Qwen2.5-7B", "method": "grpo", "scope": "full", "preset": "verl",
+    if logprob_budget is not None:
+        rollout["logprob_max_tokens_per_micro_batch"] = logprob_budget
+    return {"model": "Qwen/Qwen2.5-7B", "method": "grpo", "scope": "full", "preset": preset,
             "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
             "parallel": {"strategy": "fsdp", "gradient_checkpointing": True}, "batch": {"micro_batch_size": 8},
             "rollout": rollout}
@@ -51,3 +54,15 @@ def test_fixed_update_micro_batches_wait_for_the_rank_with_the_most_tokens_in_ea
 
 def test_padded_sequences_pay_no_length_spread_either_way():
     assert _update(_verl(padded=True)).seconds == pytest.approx(_update(_verl(padded=True, logprob_mbs=None)).seconds)
+
+
+def test_a_log_prob_token_budget_without_an_update_budget_is_a_fixed_update_split():
+    # verl's importer writes this card for actor.use_dynamic_bsz false, rollout.log_prob_use_dynamic_bsz true
+    assert fixed_update_micro_batches(load_card_dict(_verl(logprob_mbs=None, logprob_budget=16384)), packed=True)
+    assert not fixed_update_micro_batches(load_card_dict(_verl(logprob_mbs=None, logprob_budget=16384,
+                                                               budget=16384)), packed=True)
+
+
+def test_other_frameworks_keep_the_share_spread():
+    # the split in batch order and _balance_batch are verl's code; an OpenRLHF card stating its log-prob count is not
+    assert not fixed_update_micro_batches(load_card_dict(_verl(preset="openrlhf")), packed=True)

@@ -430,7 +430,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
     # one generate call's prompts at a time (rollout.generation_calls: TRL before 0.17 hands the engine one
     # gradient-accumulation micro-batch's prompts per llm.generate call, huggingface/trl grpo_trainer.py compute_loss
     # l.370-400 @29de6eec7ba9b3923e41012e4984e9e352c9ea54)
-    per_call = -(-_generated_prompts(ro) // ro.generation_calls)
+    per_call = -(-_generated_prompts(card) // ro.generation_calls)
     per_instance = max(1, -(-per_call // instances))
     demand = RolloutDemand(
         prompts_per_step=per_instance,
@@ -443,13 +443,13 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
     return _engine_memory(spec, gpu_memory, cfg, card_engine_rank_bytes(card, spec)), demand, instances
 
 
-def _generated_prompts(ro) -> int:
-    """Prompts the engine generates per step (``rollout.generated_prompts_per_step``, else ``prompts_per_step``), as
-    the generation phase's time counts them (``plan.rl_common.generated_prompts``): DAPO dynamic sampling generates
-    the whole ``batch_multiplier x num_prompts_per_step`` batch at once (NVIDIA-NeMo/RL nemo_rl/algorithms/grpo.py
-    dynamic_sampling l.766-892 @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), so the engine's sequences in flight, the hf
-    engine's KV cache and the Hybrid Engine's batches follow it; the trainer's passes keep ``prompts_per_step``."""
-    return ro.generated_prompts_per_step or ro.prompts_per_step
+def _generated_prompts(card: RunCard) -> int:
+    """The prompts the engine generates per step, as the generation time counts them (``plan.rl_common.
+    generated_prompts``): the engine's sequences in flight, the hf engine's KV cache and the Hybrid Engine's batches
+    follow them; the trainer's passes keep ``prompts_per_step``."""
+    from trainfit.plan.rl_common import generated_prompts  # late: plan imports methods
+
+    return generated_prompts(card)
 
 
 @lru_cache(maxsize=4096)
@@ -467,7 +467,7 @@ def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus:
     from trainfit.rollout.vllm import kv_bytes_per_token
 
     ro = card.rollout
-    seqs = -(-_generated_prompts(ro) * ro.num_generations // (train_gpus * ro.generation_calls))
+    seqs = -(-_generated_prompts(card) * ro.num_generations // (train_gpus * ro.generation_calls))
     gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
     kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
     return kv + gathered + seqs * spec.vocab_size * 4
@@ -480,7 +480,7 @@ def hybrid_engine_memory_of(spec: ModelSpec, card: RunCard, train_gpus: int) -> 
     whole = weight_bytes(spec, weights=Dtype.BF16, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base
     embed = spec.vocab_size * spec.hidden_size * (1 if spec.tie_word_embeddings else 2)
     other = min(whole, 2.0 * (embed + spec.learned_positions * spec.hidden_size))
-    per_gpu = min(-(-_generated_prompts(ro) * ro.num_generations // train_gpus), max(1, ro.max_num_seqs // ro.tensor_parallel))
+    per_gpu = min(-(-_generated_prompts(card) * ro.num_generations // train_gpus), max(1, ro.max_num_seqs // ro.tensor_parallel))
     return hybrid_engine_memory(
         hidden_size=spec.hidden_size, num_heads=spec.num_attention_heads, head_dim=spec.head_dim,
         num_layers=spec.num_layers, vocab_size=spec.vocab_size, layer_weight_bytes=whole - other,
@@ -649,7 +649,7 @@ def rl_groups(
             rollout, gen_trainer = engine_idle, engine_run - engine_idle
         peaks.append(PhasePeak(Phase.ROLLOUT, _without(trainer_resident, away) | extras()
                                | {ENGINE: rollout, "generation": gen_trainer} | grads(GradBufferPhase.ROLLOUT),
-                               f"generating {_generated_prompts(ro)}x{ro.num_generations} sequences"
+                               f"generating {_generated_prompts(card)}x{ro.num_generations} sequences"
                                + (f" in {ro.generation_calls} calls" if ro.generation_calls > 1 else "")))
     # the frozen passes: the optimizer state (and, for a pass not on the actor, its weights) still in host RAM where
     # the framework's code leaves it there (LOGPROB_OPTIMIZER_AWAY_PRESETS); elsewhere the whole state is counted
@@ -745,7 +745,7 @@ def rl_groups(
     if not colocate:
         rpeaks = (
             PhasePeak(Phase.LOAD, {ENGINE: engine_run}, "engine started"),
-            PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {_generated_prompts(ro)}x{ro.num_generations} sequences"
+            PhasePeak(Phase.ROLLOUT, {ENGINE: engine_run}, f"generating {_generated_prompts(card)}x{ro.num_generations} sequences"
                       + (f" in {ro.generation_calls} calls" if ro.generation_calls > 1 else "")),
             PhasePeak(Phase.WEIGHT_SYNC, {ENGINE: engine_sync, "weight_sync_buffer": min(spike, bucket)}
                       | cast, "receiving weights"),
@@ -767,7 +767,7 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         from trainfit.rollout.vllm import kv_bytes_per_token
 
         # one generate call's sequences (rollout.generation_calls; 1 for deepspeed_hybrid, spec.card)
-        seqs = -(-_generated_prompts(ro) * ro.num_generations // ro.generation_calls)
+        seqs = -(-_generated_prompts(card) * ro.num_generations // ro.generation_calls)
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID:
             # the workspace (KV cache included) stays allocated outside the allocator from the first call on, with the
             # QKV merge buffer (in the allocator, 0.1-0.2 GB, counted with it)

@@ -681,9 +681,13 @@ def fixed_update_micro_batches(card: RunCard, *, packed: bool) -> bool:
     the actor's ``use_dynamic_bsz``: verl/trainer/config/ppo_trainer.yaml l.81 @e0d035cd, l.66 @070ed6ac), and no
     update token budget (``rollout.max_tokens_per_micro_batch``): a ``batch.micro_batch_size`` alone may stand for a
     token budget below the longest sequence, which the card cannot tell apart (the lower spread is kept there).
-    Packed sequences only (padded ones are all one length)."""
+    A log-prob token budget (``rollout.logprob_max_tokens_per_micro_batch``) with no update budget says the same:
+    verl's importer writes that card for ``actor.use_dynamic_bsz: false`` with ``log_prob_use_dynamic_bsz: true``,
+    whose update micro-batches are the fixed count. Packed sequences only (padded ones are all one length); the
+    verl preset only (the split and ``_balance_batch`` cited above are verl's)."""
     ro = card.rollout
-    return packed and ro.max_tokens_per_micro_batch is None and ro.logprob_micro_batch_size is not None
+    stated = ro.logprob_micro_batch_size is not None or ro.logprob_max_tokens_per_micro_batch is not None
+    return packed and card.preset == "verl" and ro.max_tokens_per_micro_batch is None and stated
 
 
 def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch, *, train_gpus: int,

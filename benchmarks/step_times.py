@@ -1490,6 +1490,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if reduce_after:
         from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
         notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
+    elif e["parallel"].get("grad_reduce_after_backward") and strategy in ("ddp", "zero1", "zero2"):
+        # the entry's framework all-reduces the whole gradient once after the backward, cited in
+        # parallel.grad_reduce_after_backward_source (DeepSpeed's engine without ZeRO: buffered_allreduce_fallback)
+        reduce_after = True
+        notes.append("parallel.grad_reduce_after_backward: "
+                     + e["parallel"].get("grad_reduce_after_backward_source", "the entry's framework"))
     # ... and, ZeRO-0 or ZeRO-1, adds every micro-batch's bf16 gradients into its fp32 buffer in a pass of its own
     accumulation_pass = grad_rule[1] == NANOTRON_FP32_GRADS
     if accumulation_pass:

@@ -42,9 +42,11 @@ def test_scored_rows_plan_their_method_in_their_own_subset(rows) -> None:
         card, _ = st.map_train(ENTRIES[rid])
         assert card["method"] == "rm" and card["precision"]["compute"] == "fp16"
         assert card["precision"]["master_weights"] == "fp32" and card["batch"]["padding"] == "mask"
+        # DeepSpeed without ZeRO all-reduces once after the backward (the entry cites engine.py at v0.9.0)
+        assert card["parallel"].get("grad_reduce_after_backward", False) is (ENTRIES[rid]["gpus"] > 1)
         st.validate(card)
-        # first contact is recorded in the note (the error within 1 point of today's)
-        assert f"{by_id[rid].error:+.1%}"[:-3] in ENTRIES[rid]["note"]
+        # first contact, and the error after any change, are recorded in the note
+        assert f"{by_id[rid].error:+.1%}".replace("%", " %") in ENTRIES[rid]["note"]
     status = {x["id"]: x["status"] for x in ledger}
     assert {k for k, v in status.items() if v == "not_representable"} == set(ENTRIES) - SCORED
 

@@ -3384,11 +3384,15 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
         n, how = rule_params(e["model"], e.get("model_config"))
         subset = PREF_SUBSET if method in PREF_METHODS else subsets[e["kind"]]
         try:
-            published_s: float | None = published_train_seconds(e, tokens)
+            published_s = published_train_seconds(e, tokens)
         except Unmapped:
             if status != "not_representable":
                 raise
-            published_s = None  # a recorded, unscored entry whose figure is no step time (e.g. a rounded total)
+            # a recorded, unscored entry whose figure is no step time (e.g. a rounded total over unstated steps):
+            # in the ledger with its reasons, no row
+            ledger.append({"id": e["id"], "file": e.get("_file", TRAIN_DATA.name), "status": status,
+                           "reasons": reasons})
+            continue
         row = Row(id=e["id"], subset=subset, quantity="step", model=e["model"], config="",
                   published_s=published_s, source=source_of(e), entry_note=e.get("note", ""),
                   checked=e.get("checked", ""), half=half_of(e["id"]))

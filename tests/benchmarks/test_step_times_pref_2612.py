@@ -37,7 +37,7 @@ def test_file_is_its_own_set_and_not_a_training_companion() -> None:
 def test_scored_rows_plan_their_method_in_their_own_subset(rows) -> None:
     by_id, ledger = rows
     assert {r.id for r in by_id.values() if r.error is not None} == SCORED
-    assert all(r.subset == st.PREF_SUBSET for r in by_id.values())
+    assert all(r.subset == st.PREF_SUBSET and r.published_s > 0 for r in by_id.values())
     for rid in SCORED:
         card, _ = st.map_train(ENTRIES[rid])
         assert card["method"] == "rm" and card["precision"]["compute"] == "fp16"

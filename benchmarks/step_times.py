@@ -65,6 +65,9 @@ from trainfit.calibration.engine import VERL_GEN_TIMER_ALSO
 
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
+PREF_DATA = HERE / "data" / "published_pref_times_firstcontact_2612.json"
+"""Published DPO and reward-model step times: training entries with a ``method`` (``dpo`` | ``rm``), scored in their
+own subset (``PREF_SUBSET``)."""
 PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"
 """Measured mean prompt tokens per (dataset, model) as the framework feeds them (``rl_prompt_lengths.py``)."""
 
@@ -707,6 +710,13 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
 
 MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo")
 HF_TRAINER_FRAMEWORKS = ("hf-trainer", "fms-hf-tuning", "trl", "ms-swift-deepspeed")
+DEEPSPEED_FP16_FRAMEWORKS = ("deepspeed-chat",)
+"""Frameworks whose own DeepSpeed config turns on fp16 mixed precision (DeepSpeed-Chat's ``get_train_ds_config``:
+``"fp16": {"enabled": True, ...}``, deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat/training/utils/
+ds_utils.py l.37-40 @3a77097a7b6ce67b78ea7c05129b90915cfebbb0): the module runs in fp16 with DeepSpeed's fp32 master
+copy; an entry's ``precision.fp16_source`` plans the card's ``precision.compute: fp16``."""
+PREF_METHODS = ("dpo", "rm")
+"""The card methods a training entry's ``method`` may name besides the default ``sft``."""
 """Frameworks whose training loop is transformers' Trainer (fms-hf-tuning through TRL's SFTTrainer, TRL's trainers
 subclass it, ms-swift's swift sft), where a model loaded with torch_dtype float16 runs in float16: the only entries
 whose ``precision.fp16_source`` plans the card's own ``precision.compute: fp16``."""
@@ -1450,7 +1460,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         compute = "bf16"
         notes.append("Megatron --fp16 mixed precision planned as bf16 (same tensor-core rate and bytes)")
     fp16_card = (compute == "fp16" and bool(e["precision"].get("fp16_source"))
-                 and e["framework"] in HF_TRAINER_FRAMEWORKS)
+                 and e["framework"] in HF_TRAINER_FRAMEWORKS + DEEPSPEED_FP16_FRAMEWORKS)
     if fp16_card:
         # the entry's run holds its model in float16 (torch_dtype float16, with or without the Trainer's --fp16 autocast;
         # its precision.fp16_source cites the recipe): the card's own precision.compute fp16
@@ -1517,6 +1527,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if reduce_after:
         from trainfit.compute.collectives import NANOTRON_ZERO1_REDUCE
         notes.append(f"parallel.grad_reduce_after_backward: {NANOTRON_ZERO1_REDUCE}")
+    elif e["parallel"].get("grad_reduce_after_backward") and strategy in ("ddp", "zero1", "zero2"):
+        # the entry's framework all-reduces the whole gradient once after the backward, cited in
+        # parallel.grad_reduce_after_backward_source (DeepSpeed's engine without ZeRO: buffered_allreduce_fallback)
+        reduce_after = True
+        notes.append("parallel.grad_reduce_after_backward: "
+                     + e["parallel"].get("grad_reduce_after_backward_source", "the entry's framework"))
     # ... and, ZeRO-0 or ZeRO-1, adds every micro-batch's bf16 gradients into its fp32 buffer in a pass of its own
     accumulation_pass = grad_rule[1] == NANOTRON_FP32_GRADS
     if accumulation_pass:
@@ -1576,8 +1592,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         units, n = adapter_units_of(e, scope=scope, version=version)
         mp.update({"fsdp_adapter_units": True} if units else {})
         notes.extend([n] if n else [])
+    method = e.get("method") or "sft"
+    if method not in ("sft", *PREF_METHODS):
+        raise Unmapped("skipped", [f"method '{method}': allowed sft, {', '.join(PREF_METHODS)}"])
     card: dict[str, Any] = {
-        "model": model, "method": "sft", "scope": scope, "hardware": hw,
+        "model": model, "method": method, "scope": scope, "hardware": hw,
         "parallel": {"strategy": strategy, "offload": e["parallel"].get("offload") or "none",
                      **ckpt, "compile": bool(e.get("compile")) or fused, **mp,
                      **({"overlap_param_gather": True} if overlap_gather else {}),
@@ -1667,6 +1686,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(NANOTRON_FP32_MASTER)
     if fp16_card:
         card["precision"]["compute"] = "fp16"
+    if e["precision"].get("master_weights"):
+        # the fp32 master copy the entry's optimizer keeps beside fp16 weights (DeepSpeed's FP16_Optimizer), cited in
+        # precision.master_weights_source
+        card["precision"]["master_weights"] = e["precision"]["master_weights"]
+        notes.append(f"master weights {e['precision']['master_weights']} (precision.master_weights): "
+                     f"{e['precision'].get('master_weights_source') or 'the entry recipe'}")
     if compute == "fp8":
         recipe = e["precision"].get("fp8_recipe")
         card["precision"].update(compute="fp8", fp8_recipe=recipe or FP8_RECIPES[e["framework"]])
@@ -3243,6 +3268,23 @@ def rule_train_seconds(n: float | None, tokens: float, gpus: int, peak: float | 
     return None if n is None else rule_seconds(6 * n * tokens, gpus, peak)
 
 
+def pref_rule_seconds(method: str, n: float | None, tokens: float, e: dict[str, Any]) -> float | None:
+    """The rule for a DPO / reward-model step, counting the tokens the step runs (``tokens``: chosen + rejected):
+    6·N per token for the trained model's forward and backward, plus 2·N per token for DPO's reference forward over
+    the same pairs (none where the entry states precomputed reference log-probs, ``reference: precomputed``); at
+    ``RULE_MFU`` of the card's dense peak, bf16, or fp16 on a card without bf16 (Volta)."""
+    if n is None:
+        return None
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+
+    gid = GPU_ALIASES.get(e["gpu"], (e["gpu"],))[0]
+    if gid not in gpu_ids():
+        return None
+    g = resolve_gpu(gid)
+    per_n = 6.0 + (2.0 if method == "dpo" and e.get("reference") != "precomputed" else 0.0)
+    return rule_seconds(per_n * n * tokens, e["gpus"], g.bf16_dense_flops_per_s or g.fp16_dense_flops_per_s)
+
+
 def implausible_rate(e: dict[str, Any], n: float | None, tokens: float, published_s: float) -> str | None:
     """Why a published training rate cannot be what the stated run did, or None: the least matmul work the
     stated setup must do (forward 2·N and input-gradient 2·N per token, 2·N weight gradients for a full
@@ -3332,8 +3374,9 @@ def _summary(card: dict[str, Any] | None, e: dict[str, Any]) -> str:
         s += f", fp8 {card['precision']['fp8_recipe']}"
     elif card.get("precision", {}).get("compute") == "fp4":
         s += f", fp4 {card['precision']['fp4_recipe']}"
-    if card["method"] == "sft":
+    if card["method"] in ("sft", *PREF_METHODS):
         b = card["batch"]
+        s += f", {card['method']} pairs" if card["method"] != "sft" else ""
         s += f", {card['scope']}, {b['micro_batch_size']}×{b['seq_len']}×ga{b['grad_accum']}"
         s += ", compile" if par.get("compile") else ""
     else:
@@ -3371,19 +3414,33 @@ def train_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> l
             card, notes = map_train(e)
         except Unmapped as u:
             status, reasons = u.status, u.reasons
-        tokens = train_tokens_per_step(e)
+        method = e.get("method") or "sft"
+        pairs = 2 if method in PREF_METHODS else 1  # chosen + rejected: tokens count both sequences of a pair
+        tokens = pairs * train_tokens_per_step(e)
         if card is not None:
             b, hw = card["batch"], card["hardware"]
             par = card["parallel"]
             replica = (par.get("tensor_parallel", 1) * par.get("pipeline_parallel", 1)
                        * par.get("context_parallel", 1))
             dp = max(1, hw["gpus_per_node"] * hw["nodes"] // replica)
-            tokens = float(b["micro_batch_size"] * b["seq_len"] * b["grad_accum"] * dp)
+            tokens = float(pairs * b["micro_batch_size"] * b["seq_len"] * b["grad_accum"] * dp)
         n, how = rule_params(e["model"], e.get("model_config"))
-        row = Row(id=e["id"], subset=subsets[e["kind"]], quantity="step", model=e["model"], config="",
-                  published_s=published_train_seconds(e, tokens), source=source_of(e), entry_note=e.get("note", ""),
+        subset = PREF_SUBSET if method in PREF_METHODS else subsets[e["kind"]]
+        try:
+            published_s = published_train_seconds(e, tokens)
+        except Unmapped:
+            if status != "not_representable":
+                raise
+            # a recorded, unscored entry whose figure is no step time (e.g. a rounded total over unstated steps):
+            # in the ledger with its reasons, no row
+            ledger.append({"id": e["id"], "file": e.get("_file", TRAIN_DATA.name), "status": status,
+                           "reasons": reasons})
+            continue
+        row = Row(id=e["id"], subset=subset, quantity="step", model=e["model"], config="",
+                  published_s=published_s, source=source_of(e), entry_note=e.get("note", ""),
                   checked=e.get("checked", ""), half=half_of(e["id"]))
-        row.rule_s = rule_train_seconds(n, tokens, e["gpus"], rule_peak(e["gpu"]))
+        row.rule_s = (pref_rule_seconds(method, n, tokens, e) if method in PREF_METHODS
+                      else rule_train_seconds(n, tokens, e["gpus"], rule_peak(e["gpu"])))
         why = implausible_rate(e, n, tokens, row.published_s) if card is not None else None
         if why:
             card, status, reasons = None, "skipped", [why]
@@ -3772,8 +3829,9 @@ def stats(errors: list[float]) -> dict[str, Any]:
 
 ASSUMED_MEAN = "RL, mean response not published (default length profile)"
 H200_LOOP_SUBSET = "H200 loop (transformers 4.57)"
+PREF_SUBSET = "DPO / RM"
 SUBSETS = ("SFT full", "LoRA / QLoRA", "pretrain", "RL step", *(f"RL phase: {PHASE_TITLES[p]}" for p in PHASES),
-           ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS), H200_LOOP_SUBSET)
+           ASSUMED_MEAN, *(f"H200 {s}" for s in H200_SETS), H200_LOOP_SUBSET, PREF_SUBSET)
 
 
 def headline(rows: list[Row]) -> list[dict[str, Any]]:
@@ -3847,6 +3905,7 @@ def counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
 def build() -> dict[str, Any]:
     ledger: list[dict[str, Any]] = []
     rows = train_rows(load_entries(TRAIN_DATA), ledger)
+    rows += train_rows(load_entries(PREF_DATA), ledger)
     rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
     rows += h200_loop_v4_rows(ledger)

@@ -49,7 +49,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, Nf4ComputeDtype, Offload, Padding, RolloutEngine
-from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, Stack, Zero1ParamSync
+from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, RefPlacement, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -1450,6 +1450,17 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return StepTiming(float("nan"), 0.0, (), (f"not estimated: {exc}",))
 
 
+DPO_NO_REFERENCE_PASS = (RefPlacement.PRECOMPUTED, RefPlacement.NONE)
+"""DPO reference placements with no reference forward in the training step. ``precomputed``: TRL's DPOTrainer with
+``precompute_ref_log_probs`` runs the reference over the whole dataset once, in ``__init__``
+(``self.train_dataset = self._precompute_ref_logps(...)``), and the step's loss reads the stored columns
+(``_compute_loss``: ``if self.precompute_ref_logps: ref_chosen_logps, ref_rejected_logps = inputs["ref_chosen_logps"],
+inputs["ref_rejected_logps"]``, else the no-grad reference forward; huggingface/trl trl/trainer/dpo_trainer.py
+l.959-963, l.1364-1378 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), the placement the TRL export writes as
+``precompute_ref_log_probs=True`` (``export.trl``); ``none``: no reference at all (as the memory walk,
+``methods.rl.dpo_reference_pass``, and the RL passes, ``plan.rl_passes``, already treat both)."""
+
+
 def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:
     world = sharding.world_size
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
@@ -1460,12 +1471,11 @@ def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, 
     t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
                       micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
     phases = list(t.phases)
-    if card.method is Method.DPO:
+    from trainfit.methods.roles import reference_placement
+
+    if card.method is Method.DPO and reference_placement(card) not in DPO_NO_REFERENCE_PASS:
         fwd = next(p for p in t.phases if p.name == "forward")
         phases.insert(0, replace(fwd, name="reference_forward"))
-        from trainfit.methods.roles import reference_placement
-        from trainfit.spec.enums import RefPlacement
-
         if reference_placement(card) is RefPlacement.HOST_SWAP:
             # NeMo RL DPO: get_reference_policy_logprobs once per global batch (dpo.py add_ref_logprobs_to_data
             # @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), the reference swapped in and the policy back around it

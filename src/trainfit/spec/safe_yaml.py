@@ -34,7 +34,12 @@ class YamlSyntaxError(InputError):
 
 def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> str:
     """The file's text, refusing a missing file, a folder, more than ``max_bytes`` or invalid UTF-8."""
+    from trainfit.fsio import _short, lookup_error
+
     p = Path(path)
+    reason = lookup_error(p)
+    if reason is not None:
+        raise InputError(f"{what}: cannot read '{_short(str(path))}' ({reason})")
     if p.is_dir():
         raise InputError(f"{what}: '{path}' is a directory; give a file")
     if not p.is_file():

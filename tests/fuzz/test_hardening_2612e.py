@@ -1,0 +1,83 @@
+"""Findings of a third review of the December 2026 hardening pass, as explicit cases (each fails without its fix).
+As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
+no traceback and no output file.
+
+A path the OS cannot look up at all (a name over the file system's 255 bytes: ENAMETOOLONG) made ``Path.exists``,
+``is_dir`` and ``is_file`` raise instead of answering False, so every path argument, a model name, the calibration
+variable and the checkpoint path of ``check`` ended in a traceback (exit 1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fuzzlib import check_run, run_cli
+
+LONG_NAME = "a" * 300
+"""One path component longer than any Linux file system takes (NAME_MAX is 255 bytes)."""
+
+
+def _long(tmp_path: Path) -> str:
+    return str(tmp_path / LONG_NAME)
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["plan", "{long}"], "card:"),
+    (["plan", "--json", "--html", "{long}"], "--html:"),
+    (["plan", "--calibration", "{long}"], "--calibration:"),
+    (["export", "--out", "{long}"], "--out:"),
+    (["import", "{long}", "--from", "verl"], "FILE:"),
+    (["fit", "--price-table", "{long}"], "--price-table:"),
+    (["compare", "{long}"], "card:"),
+])
+def test_a_path_the_os_cannot_look_up_is_refused_in_one_line(tmp_path, argv, what):
+    long = _long(tmp_path)
+    run = run_cli([a.replace("{long}", long) for a in argv])
+    check_run(run, codes=(2,))
+    assert run.stderr.startswith(f"trainfit: error: {what}") and "file name too long" in run.stderr, run.stderr
+    assert len(run.stderr) < 400, "the path is echoed shortened"
+
+
+@pytest.mark.parametrize("argv", [["plan", "--set", "model={long}"], ["size", "{long}"]])
+def test_a_model_name_the_os_cannot_look_up_is_an_unknown_model(monkeypatch, argv):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    run = run_cli([a.replace("{long}", "a" * 5000) for a in argv])
+    check_run(run, codes=(2,))
+    assert run.stderr.startswith("trainfit: error: model:"), run.stderr[:300]
+
+
+def test_the_calibration_variable_naming_such_a_path_is_refused_not_passed_over(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", _long(tmp_path))
+    run = run_cli(["plan"])
+    check_run(run, codes=(2,))
+    assert run.stderr.startswith("trainfit: error: $TRAINFIT_CALIBRATION:") and "file name too long" in run.stderr
+
+
+def test_check_reports_a_checkpoint_path_no_run_can_write(tmp_path):
+    card = tmp_path / "card.yaml"
+    card.write_text(f"checkpoint: {{path: {_long(tmp_path)}}}\n")
+    run = run_cli(["check", str(card), "--json"])
+    check_run(run, codes=(0, 1), json_out=True)
+    assert "cannot be used (file name too long)" in run.stdout
+
+
+def test_audit_lists_the_unusable_checkpoint_path_as_an_error(tmp_path):
+    from trainfit.preflight.audit import run_audit
+
+    audit = run_audit(checkpoint_path=_long(tmp_path), timeout_s=1.0)
+    assert not audit.checkpoint_path_exists and not audit.checkpoint_writable
+    assert any("file name too long" in e for e in audit.errors), audit.errors
+
+
+def test_python_api_raises_its_own_error_for_such_paths(monkeypatch, tmp_path):
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(TrainfitError, match="file name too long"):
+        trainfit.plan(_long(tmp_path))
+    with pytest.raises(TrainfitError, match="model"):
+        trainfit.plan(overrides={"model": "a" * 5000})
+    with pytest.raises(TrainfitError, match="model"):
+        trainfit.size("a" * 5000)

@@ -81,3 +81,51 @@ def test_python_api_raises_its_own_error_for_such_paths(monkeypatch, tmp_path):
         trainfit.plan(overrides={"model": "a" * 5000})
     with pytest.raises(TrainfitError, match="model"):
         trainfit.size("a" * 5000)
+
+
+# ------------------------------------------------------------------------------------------------
+# The Python API: a NumPy boolean is no ``bool`` (pydantic read it as 1 for a number field: one GPU planned for
+# ``gpus_per_node=np.bool_(True)``), and ``size`` passed its arguments unchecked (a numeric string or a Fraction
+# raised TypeError, ``gpu=None`` AttributeError; ``batch=True`` and ``batch=np.float32(8.5)`` were planned).
+@pytest.mark.parametrize("key", ["hardware.gpus_per_node", "batch.seq_len", "rollout.gpu_memory_utilization"])
+def test_a_numpy_boolean_for_a_number_field_is_refused_as_a_boolean(key):
+    np = pytest.importorskip("numpy")
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises(TrainfitError, match=rf"^{key}: got a boolean \(true\), not a number; allowed: a number$"):
+        trainfit.plan(overrides={"method": "grpo", key: np.bool_(True)})
+
+
+def test_numpy_booleans_count_as_booleans_and_numpy_integers_do_not():
+    np = pytest.importorskip("numpy")
+    from trainfit.spec.card import _is_boolean
+
+    assert _is_boolean(np.bool_(False)) and _is_boolean(True) and not _is_boolean(np.int64(1)) and not _is_boolean(1)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"tokens": "8"}, "tokens: a whole number >= 1, got '8'"),
+    ({"tokens": 4096.5}, "tokens: a whole number >= 1"),
+    ({"batch": True}, "batch: a whole number >= 1, got True"),
+    ({"gpu": None}, "gpu: a string, got NoneType"),
+    ({"kv_dtype": 1}, "kv_dtype: a string, got int"),
+    ({"tokens": 0}, "tokens: must be 1 to 10,000,000, got 0"),
+    ({"kv_dtype": "int4"}, "kv_dtype: 'int4' is not allowed; allowed: bf16, fp16, fp8, fp32"),
+])
+def test_size_api_checks_its_arguments_and_names_them(kwargs, fragment):
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises(TrainfitError) as info:
+        trainfit.size("Qwen/Qwen3-8B", **kwargs)
+    assert fragment in str(info.value) and "\n" not in str(info.value), str(info.value)
+
+
+def test_size_api_takes_numpy_integers():
+    np = pytest.importorskip("numpy")
+    import trainfit
+
+    assert trainfit.size("Qwen/Qwen3-8B", tokens=np.int64(1024), batch=np.int32(2)) is not None
+    with pytest.raises(Exception, match="batch: a whole number"):
+        trainfit.size("Qwen/Qwen3-8B", batch=np.float32(8.5))

@@ -129,3 +129,56 @@ def test_size_api_takes_numpy_integers():
     assert trainfit.size("Qwen/Qwen3-8B", tokens=np.int64(1024), batch=np.int32(2)) is not None
     with pytest.raises(Exception, match="batch: a whole number"):
         trainfit.size("Qwen/Qwen3-8B", batch=np.float32(8.5))
+
+
+# ------------------------------------------------------------------------------------------------
+# ``trainfit import`` of a launch script: a value the shell expands when the script runs ($(...), backticks, $VAR)
+# was read as its literal text (model '$(touch' and the rest of the substitution dropped; model '`touch'), a card that
+# is not the run. It is refused in one line where it is read; quoted literals and expansions in keys the importer
+# does not read (data files, experiment names, a trailing $@) still import.
+VERL_SCRIPT = """set -x
+export VLLM_ATTENTION_BACKEND=XFORMERS
+# a comment with $(date) in it
+python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_files=$HOME/data/gsm8k/train.parquet \\
+    data.train_batch_size=1024 \\
+    actor_rollout_ref.model.path={model} \\
+    trainer.experiment_name="qwen_$(date +%m%d)" \\
+    trainer.n_gpus_per_node=8 $@
+"""
+ORLHF_SCRIPT = "python3 -m openrlhf.cli.train_ppo_ray --actor.model_name_or_path {model} --actor.num_gpus_per_node 8\n"
+
+
+@pytest.mark.parametrize("target, script", [("verl", VERL_SCRIPT), ("openrlhf", ORLHF_SCRIPT)])
+@pytest.mark.parametrize("model", ["$(cat /tmp/model_name)", "`cat /tmp/model_name`", "$MODEL", "${MODEL}",
+                                   '"$HOME/models/qwen"', "Qwen/$MODEL_NAME"])
+def test_import_refuses_a_read_value_the_shell_expands(tmp_path, target, script, model):
+    path = tmp_path / "run.sh"
+    path.write_text(script.format(model=model))
+    out = tmp_path / "card.yaml"
+    run = run_cli(["import", str(path), "--from", target, "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert "is expanded by the shell when the script runs" in run.stderr and "model" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("target, script", [("verl", VERL_SCRIPT), ("openrlhf", ORLHF_SCRIPT)])
+@pytest.mark.parametrize("model, want", [("'x$(touch P)'", "x$(touch P)"), ("Qwen/Qwen3-8B", "Qwen/Qwen3-8B"),
+                                         ("\\$HOME", "$HOME"), ("'a`b`'", "a`b`")])
+def test_import_reads_quoted_or_escaped_dollars_as_written(tmp_path, target, script, model, want):
+    import yaml
+
+    path = tmp_path / "run.sh"
+    path.write_text(script.format(model=model))
+    out = tmp_path / "card.yaml"
+    run = run_cli(["import", str(path), "--from", target, "--out", str(out)])
+    check_run(run, codes=(0,), outputs=(out,))
+    assert yaml.safe_load(out.read_text())["model"] == want
+
+
+def test_shell_words_mark_only_expanding_words():
+    from trainfit.export.importers import ShellExpanded, _shell_argv
+
+    argv = _shell_argv("a=$X b='$X' c=\"$X\" d=\\$X e=$ f=cost$ g=`x` # h=$Y\n", "verl")
+    assert argv == ["a=$X", "b=$X", "c=$X", "d=$X", "e=$", "f=cost$", "g=`x`"]
+    assert [isinstance(w, ShellExpanded) for w in argv] == [True, False, True, False, False, False, True]

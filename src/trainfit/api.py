@@ -274,7 +274,7 @@ def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm
         if isinstance(value, bool) or not isinstance(value, Integral):
             raise CardError(f"{name}: a whole number >= 1, got {value!r}")
         counts[name] = operator.index(value)
-    for name, value in (("model", model), ("gpu", gpu), ("kv_dtype", kv_dtype)):
+    for name, value in (("gpu", gpu), ("kv_dtype", kv_dtype)):  # model: resolve_model says what it takes
         if not isinstance(value, str):
             raise CardError(f"{name}: a string, got {type(value).__name__} {str(value)[:40]!r}")
     try:

@@ -182,3 +182,34 @@ def test_shell_words_mark_only_expanding_words():
     argv = _shell_argv("a=$X b='$X' c=\"$X\" d=\\$X e=$ f=cost$ g=`x` # h=$Y\n", "verl")
     assert argv == ["a=$X", "b=$X", "c=$X", "d=$X", "e=$", "f=cost$", "g=`x`"]
     assert [isinstance(w, ShellExpanded) for w in argv] == [True, False, True, False, False, False, True]
+
+
+# ------------------------------------------------------------------------------------------------
+# ``trainfit import --from accelerate`` of a file that is no accelerate config (a DeepSpeed JSON, a NeMo RL YAML) read
+# none of its keys and planned a card of defaults (fp32, one GPU, strategy single) without a word. accelerate's own
+# loader refuses unknown top-level keys and a file without distributed_type; so does the importer now.
+@pytest.mark.parametrize("text, fragment", [
+    ('{"zero_optimization": {"stage": 3}, "train_micro_batch_size_per_gpu": 1}',
+     "unknown keys train_micro_batch_size_per_gpu, zero_optimization: accelerate refuses them"),
+    ("defaults: grpo_math_1B.yaml\npolicy: {model_name: Qwen/Qwen3-8B}\n", "unknown keys defaults, policy"),
+    ("distributed_type: FSDP\nnum_processes: 8\nfsdp_cofig: {fsdp_version: 2}\n", "unknown key fsdp_cofig"),
+    ("num_processes: 8\nmixed_precision: bf16\n", "distributed_type: missing"),
+])
+def test_accelerate_import_refuses_what_accelerate_refuses(tmp_path, text, fragment):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    out = tmp_path / "card.yaml"
+    run = run_cli(["import", str(path), "--from", "accelerate", "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_accelerate_import_takes_every_exported_key(tmp_path):
+    from trainfit.export import export
+    from trainfit.export.importers import import_text
+    from trainfit.spec.card import load_card_dict
+
+    for extra in ({}, {"parallel": {"strategy": "hsdp", "fsdp_version": "fsdp2"}, "hardware": {"nodes": 2}},
+                  {"parallel": {"strategy": "zero3"}}):
+        card = load_card_dict({"model": "Qwen/Qwen3-8B", **extra})
+        assert import_text(export(card, "accelerate").text, "accelerate").card

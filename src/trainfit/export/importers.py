@@ -210,6 +210,25 @@ def read_deepspeed(text: str) -> Imported:
     return Imported(t, d, notes)
 
 
+_ACCELERATE_KEYS = frozenset({
+    # BaseConfig, and the two old keys its process_config converts (fp16, dynamo_backend)
+    "compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug", "fp16", "dynamo_backend",
+    # ClusterConfig
+    "num_processes", "machine_rank", "num_machines", "gpu_ids", "main_process_ip", "main_process_port",
+    "rdzv_backend", "same_network", "main_training_function", "enable_cpu_affinity", "fp8_config",
+    "deepspeed_config", "fsdp_config", "parallelism_config", "megatron_lm_config", "mpirun_config",
+    "downcast_bf16", "tpu_name", "tpu_zone", "tpu_use_cluster", "tpu_use_sudo", "command_file", "commands",
+    "tpu_vm", "tpu_env", "dynamo_config",
+    # ClusterConfig fields of earlier releases (config_args.py @002dd35a68fd5d11953d1749dbd3e50a88db3062)
+    "tp_config", "ipex_config",
+})
+"""Top-level keys ``accelerate launch --config_file`` loads for a local machine: the fields of ``BaseConfig`` and
+``ClusterConfig`` (huggingface/accelerate src/accelerate/commands/config/config_args.py l.76-81, l.179-226
+@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83). Its ``from_yaml_file`` refuses any other key (l.154-159) and
+``process_config`` a file without ``distributed_type`` (l.109-110), so ``trainfit import`` does too, instead of
+planning a card of defaults for a file accelerate would not run (a DeepSpeed JSON given as ``--from accelerate``)."""
+
+
 def read_accelerate(text: str) -> Imported:
     from trainfit.spec.safe_yaml import load_yaml_limited
 
@@ -217,6 +236,14 @@ def read_accelerate(text: str) -> Imported:
     cfg = load_yaml_limited(text, what="--from accelerate")
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a mapping")
+    unknown = sorted(str(k) for k in cfg if k not in _ACCELERATE_KEYS)
+    if unknown and str(cfg.get("compute_environment", "LOCAL_MACHINE")) == "LOCAL_MACHINE":
+        raise _bad(t, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown[:5])}"
+                      f"{' ...' if len(unknown) > 5 else ''}: accelerate refuses them (is this an accelerate config?"
+                      " a DeepSpeed JSON imports with --from deepspeed)")
+    if "distributed_type" not in cfg:
+        raise _bad(t, "distributed_type: missing; accelerate refuses a config file without it; allowed: NO,"
+                      " MULTI_GPU, DEEPSPEED, FSDP")
     d: dict[str, Any] = {}
     notes: list[str] = []
     machines = _num(t, "num_machines", cfg.get("num_machines", 1))

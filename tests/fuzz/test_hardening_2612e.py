@@ -213,3 +213,19 @@ def test_accelerate_import_takes_every_exported_key(tmp_path):
                   {"parallel": {"strategy": "zero3"}}):
         card = load_card_dict({"model": "Qwen/Qwen3-8B", **extra})
         assert import_text(export(card, "accelerate").text, "accelerate").card
+
+
+# ------------------------------------------------------------------------------------------------
+# An importer's number refusal echoed None in place of the value the file has ("expected a number, got None" for
+# train_micro_batch_size_per_gpu: "auto"); it now shows the value, and says what 'auto' is.
+@pytest.mark.parametrize("value, fragment", [
+    ('"auto"', "train_micro_batch_size_per_gpu: expected a number, got 'auto'; 'auto' is filled in by the Hugging Face"),
+    ('"four"', "train_micro_batch_size_per_gpu: expected a number, got 'four'"),
+    ("[2]", "train_micro_batch_size_per_gpu: expected a number, got '[2]'"),
+])
+def test_importer_number_refusal_echoes_the_files_value(tmp_path, value, fragment):
+    path = tmp_path / "ds.json"
+    path.write_text('{"train_micro_batch_size_per_gpu": %s, "zero_optimization": {"stage": 2}}' % value)
+    run = run_cli(["import", str(path), "--from", "deepspeed"])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr

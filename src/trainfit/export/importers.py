@@ -41,12 +41,15 @@ def _bad(target: str, why: str) -> InputError:
 def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     """A number from the file, refused in one line when it is not one."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and isinstance(v, float) and not v.is_integer()):
+        given = v  # echoed as the file has it (the message said 'got None' for every refusal)
         try:
             v = kind(str(v)) if not isinstance(v, bool) else None
         except (TypeError, ValueError):
             v = None
         if v is None:
-            raise _bad(target, f"{key}: expected a number, got {v!r}")
+            hint = ("; 'auto' is filled in by the Hugging Face Trainer at run time: write the number"
+                    if given == "auto" else "")
+            raise _bad(target, f"{key}: expected a number, got {str(given)[:60]!r}{hint}")
     return kind(v)
 
 

@@ -229,3 +229,21 @@ def test_importer_number_refusal_echoes_the_files_value(tmp_path, value, fragmen
     run = run_cli(["import", str(path), "--from", "deepspeed"])
     check_run(run, codes=(2,))
     assert fragment in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# The web API's /api/fit took a price for a GPU kind it did not search (it priced nothing, the answer came back 200
+# after a full search) and a second price for one kind (the last won), which `trainfit fit --price` and
+# trainfit.fit(prices=...) refuse (catalog.prices.add_priced_kind); it shares the check now, before searching.
+@pytest.mark.parametrize("body, fragment", [
+    ({"card": {}, "gpus": ["rtx4090"], "prices": {"a100-80gb": "1CNY"}},
+     "prices['a100-80gb']: a100-80gb is not among the GPU kinds searched (rtx4090); add it to gpus or drop this price"),
+    ({"card": {}, "gpus": ["h100-sxm"], "prices": {"h100": "1CNY", "h100-sxm": "2CNY"}},
+     "prices['h100-sxm']: a second price for h100-sxm (already prices['h100']); give one per GPU kind"),
+    ({"card": {}, "prices": {"h200": "3USD"}}, "h200 is not among the GPU kinds searched"),
+])
+def test_serve_fit_refuses_a_price_the_cli_refuses(body, fragment):
+    from trainfit.serve.worker import call
+
+    status, payload = call("fit", body)
+    assert status == 400 and fragment in payload["error"], payload

@@ -247,3 +247,34 @@ def test_serve_fit_refuses_a_price_the_cli_refuses(body, fragment):
 
     status, payload = call("fit", body)
     assert status == 400 and fragment in payload["error"], payload
+
+
+# ------------------------------------------------------------------------------------------------
+# A card (YAML or JSON), a --set value, a price table or a --measured record that gives one key twice kept the
+# last value and dropped the other without a word (PyYAML and json both do); YAML requires unique keys. Refused now.
+@pytest.mark.parametrize("name, text, fragment", [
+    ("card.yaml", "model: Qwen/Qwen3-8B\nbatch: {seq_len: 1024, seq_len: 2048}\n",
+     "key 'seq_len' is given twice in one mapping (on line 2); give it once"),
+    ("card.yaml", "model: Qwen/Qwen3-8B\nmethod: sft\nmethod: grpo\n",
+     "key 'method' is given twice in one mapping (on lines 2 and 3)"),
+    ("card.json", '{"model": "Qwen/Qwen3-8B", "batch": {"seq_len": 1024, "seq_len": 4096}}',
+     "key 'seq_len' is given twice in one object"),
+])
+def test_a_card_giving_a_key_twice_is_refused(tmp_path, name, text, fragment):
+    path = tmp_path / name
+    path.write_text(text)
+    run = run_cli(["plan", str(path)])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_a_set_value_giving_a_key_twice_is_refused():
+    run = run_cli(["plan", "--set", "batch={seq_len: 1024, seq_len: 2048}"])
+    check_run(run, codes=(2,))
+    assert "--set batch: key 'seq_len' is given twice" in run.stderr
+
+
+def test_merge_keys_and_anchors_still_read(tmp_path):
+    path = tmp_path / "card.yaml"
+    path.write_text("model: Qwen/Qwen3-8B\nbatch: &b {seq_len: 1024}\n<<: {method: sft}\n")
+    check_run(run_cli(["plan", str(path)]), codes=(0,))

@@ -278,3 +278,15 @@ def test_merge_keys_and_anchors_still_read(tmp_path):
     path = tmp_path / "card.yaml"
     path.write_text("model: Qwen/Qwen3-8B\nbatch: &b {seq_len: 1024}\n<<: {method: sft}\n")
     check_run(run_cli(["plan", str(path)]), codes=(0,))
+
+
+# ------------------------------------------------------------------------------------------------
+# A card's roles section (reference, reward model, critic, KL coefficient) on an sft or rm card was dropped without a
+# word (roles_of reads it for dpo, ppo and grpo only), unlike a rollout section, which is warned about.
+@pytest.mark.parametrize("method, warned", [("sft", True), ("rm", True), ("dpo", False), ("grpo", False)])
+def test_a_roles_section_a_method_ignores_is_warned_about(method, warned):
+    import trainfit
+
+    plan = trainfit.plan(overrides={"method": method, "roles.kl_coef": 0.1})
+    line = f"roles: read for methods dpo, ppo and grpo only; method {method} ignores it"
+    assert (line in plan.warnings) is warned, plan.warnings

@@ -54,10 +54,11 @@ def test_the_calibration_variable_naming_such_a_path_is_refused_not_passed_over(
     assert run.stderr.startswith("trainfit: error: $TRAINFIT_CALIBRATION:") and "file name too long" in run.stderr
 
 
+@pytest.mark.slow  # check audits the machine (about 5 s); run_audit below covers the same fix fast
 def test_check_reports_a_checkpoint_path_no_run_can_write(tmp_path):
     card = tmp_path / "card.yaml"
     card.write_text(f"checkpoint: {{path: {_long(tmp_path)}}}\n")
-    run = run_cli(["check", str(card), "--json"])
+    run = run_cli(["check", str(card), "--json", "--timeout", "1"])
     check_run(run, codes=(0, 1), json_out=True)
     assert "cannot be used (file name too long)" in run.stdout
 

@@ -220,7 +220,7 @@ def test_accelerate_import_takes_every_exported_key(tmp_path):
 # An importer's number refusal echoed None in place of the value the file has ("expected a number, got None" for
 # train_micro_batch_size_per_gpu: "auto"); it now shows the value, and says what 'auto' is.
 @pytest.mark.parametrize("value, fragment", [
-    ('"auto"', "train_micro_batch_size_per_gpu: expected a number, got 'auto'; 'auto' is filled in by the Hugging Face"),
+    ('"auto"', "expected a number, got 'auto'; 'auto' is filled in by the Hugging Face Trainer"),
     ('"four"', "train_micro_batch_size_per_gpu: expected a number, got 'four'"),
     ("[2]", "train_micro_batch_size_per_gpu: expected a number, got '[2]'"),
 ])

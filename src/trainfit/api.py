@@ -265,6 +265,20 @@ def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layer
 
 def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm", kv_dtype: str = "bf16") -> ModelSize:
     """Parameter counts, weights per dtype, inference and one-GPU training memory (``trainfit size``)."""
+    from trainfit.errors import CardError
     from trainfit.size import model_size
 
-    return model_size(model, tokens=tokens, batch=batch, gpu=gpu, kv_dtype=kv_dtype)
+    counts = {}
+    for name, value in (("tokens", tokens), ("batch", batch)):
+        # as fit's max_gpus: a whole number (a NumPy integer too), never a bool, a float or a numeric string
+        if isinstance(value, bool) or not isinstance(value, Integral):
+            raise CardError(f"{name}: a whole number >= 1, got {value!r}")
+        counts[name] = operator.index(value)
+    for name, value in (("gpu", gpu), ("kv_dtype", kv_dtype)):  # model: resolve_model says what it takes
+        if not isinstance(value, str):
+            raise CardError(f"{name}: a string, got {type(value).__name__} {str(value)[:40]!r}")
+    try:
+        return model_size(model, gpu=gpu, kv_dtype=kv_dtype, **counts)
+    except CardError as exc:  # the command line's flags named as this function's arguments
+        raise CardError(str(exc).replace("--tokens", "tokens").replace("--batch", "batch")
+                        .replace("--kv-dtype", "kv_dtype")) from None

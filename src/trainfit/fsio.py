@@ -24,11 +24,35 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
+_ABSENT_ERRNOS = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+"""What ``pathlib``'s ``exists``/``is_dir``/``is_file`` answer False for; any other error they raise."""
+
+
+def lookup_error(path: PathLike) -> str | None:
+    """Why the OS cannot look ``path`` up at all, or None (it exists, or is plainly missing).
+
+    ``Path.exists``/``is_dir``/``is_file`` raise instead of answering False for a name longer than the file
+    system allows (ENAMETOOLONG), a folder on the way that cannot be searched (EACCES) or a NUL byte
+    (ValueError); callers ask this first and refuse the path in one line."""
+    try:
+        os.stat(path)
+    except ValueError:
+        return "the path holds a NUL byte"
+    except OSError as exc:
+        if exc.errno not in _ABSENT_ERRNOS:
+            return _reason(exc)
+    return None
+
+
 def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
     """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
     p = Path(path)
     if str(path) == "" or str(path).endswith(("/", os.sep)):
         raise OutputError(f"{what}: '{path}' is not a file path")
+    for q in (p, p.parent if str(p.parent) else Path(".")):
+        reason = lookup_error(q)
+        if reason is not None:
+            raise OutputError(f"{what}: cannot use '{_short(str(path))}' ({reason})")
     if p.is_dir():
         raise OutputError(f"{what}: '{path}' is a directory; give a file path")
     parent = p.parent if str(p.parent) else Path(".")
@@ -40,6 +64,11 @@ def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (),
         if inp is not None and _same_file(p, Path(inp)):
             raise OutputError(f"{what}: '{path}' is one of the inputs; refusing to write over it")
     return p
+
+
+def _short(text: str, limit: int = 120) -> str:
+    """A path echoed in a message: at most ``limit`` characters (a name the OS refuses can be thousands)."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
 
 
 def _reason(exc: OSError) -> str:

@@ -204,14 +204,23 @@ def default_calibration_path() -> Path:
 
 def find_calibration(explicit: str | Path | None) -> Path | None:
     """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
+    from trainfit.fsio import _short, lookup_error
+
     if explicit is not None:
         p = Path(explicit).expanduser()
+        reason = lookup_error(p)
+        if reason is not None:
+            raise CardError(f"--calibration: cannot read '{_short(str(p))}' ({reason})")
         if p.is_dir():
             raise CardError(f"--calibration: '{p}' is a directory; give a calibration file (JSON)")
         if not p.is_file():
             raise CardError(f"--calibration: no such file '{p}'")
         return p
     p = default_calibration_path()
+    reason = lookup_error(p)
+    if reason is not None:  # the user's own setting: refused, not passed over
+        where = f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the default calibration path"
+        raise CardError(f"{where}: cannot read '{_short(str(p))}' ({reason})")
     return p if p.is_file() else None
 
 

@@ -192,8 +192,10 @@ def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -
                           " config.json or model folder, or a Hugging Face repo id")
     if _entry_by_id(model) is not None or model in _index():
         return from_catalog(model)
+    from trainfit.fsio import lookup_error
+
     path = Path(model).expanduser()
-    if path.exists():
+    if lookup_error(path) is None and path.exists():  # a name the OS cannot look up is no local path
         return from_config_path(path)
     hub = _from_hf_hub(model, revision)
     if hub is not None:

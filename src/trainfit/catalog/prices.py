@@ -119,9 +119,9 @@ def load_price_table(path: Path | str) -> PriceTable:
     where = f"--price-table: '{p}'"
     try:
         if p.suffix.lower() == ".json":
-            data = load_json_limited(text, what=where)
+            data = load_json_limited(text, what=where, unique_keys=True)
         else:
-            data = load_yaml_limited(text, what=where)
+            data = load_yaml_limited(text, what=where, unique_keys=True)
     except InputError as exc:
         detail = str(exc).removeprefix(f"{where}: ")
         syntax = re.fullmatch(r"not valid (?:JSON|YAML) \((.*)\)", detail)

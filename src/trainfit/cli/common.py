@@ -99,7 +99,7 @@ def parse_set(item: str) -> tuple[str, Any]:
 
     key, raw = item.split("=", 1)
     try:
-        value = load_yaml_limited(raw, what=f"--set {key.strip()[:60]}")  # bounded: no alias bombs
+        value = load_yaml_limited(raw, what=f"--set {key.strip()[:60]}", unique_keys=True)  # bounded: no alias bombs
     except YamlSyntaxError:
         value = raw  # not YAML: the text itself
     return key.strip(), value

@@ -197,9 +197,12 @@ def hf_config_for(card) -> dict[str, Any]:
         m = m.id or m.path
     if m in _index():
         return hf_config_of(m)
+    from trainfit.fsio import lookup_error
+
     path = Path(m).expanduser()
-    cfg = path / "config.json" if path.is_dir() else path
-    if cfg.is_file():
+    local = lookup_error(path) is None  # a name the OS cannot look up is no local path
+    cfg = path / "config.json" if local and path.is_dir() else path
+    if local and lookup_error(cfg) is None and cfg.is_file():
         return _buildable(_read_config(cfg), str(cfg))
     from trainfit.catalog.models import near_model_hint
 

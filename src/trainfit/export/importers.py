@@ -41,12 +41,15 @@ def _bad(target: str, why: str) -> InputError:
 def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     """A number from the file, refused in one line when it is not one."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and isinstance(v, float) and not v.is_integer()):
+        given = v  # echoed as the file has it (the message said 'got None' for every refusal)
         try:
             v = kind(str(v)) if not isinstance(v, bool) else None
         except (TypeError, ValueError):
             v = None
         if v is None:
-            raise _bad(target, f"{key}: expected a number, got {v!r}")
+            hint = ("; 'auto' is filled in by the Hugging Face Trainer at run time: write the number"
+                    if given == "auto" else "")
+            raise _bad(target, f"{key}: expected a number, got {str(given)[:60]!r}{hint}")
     return kind(v)
 
 
@@ -210,6 +213,25 @@ def read_deepspeed(text: str) -> Imported:
     return Imported(t, d, notes)
 
 
+_ACCELERATE_KEYS = frozenset({
+    # BaseConfig, and the two old keys its process_config converts (fp16, dynamo_backend)
+    "compute_environment", "distributed_type", "mixed_precision", "use_cpu", "debug", "fp16", "dynamo_backend",
+    # ClusterConfig
+    "num_processes", "machine_rank", "num_machines", "gpu_ids", "main_process_ip", "main_process_port",
+    "rdzv_backend", "same_network", "main_training_function", "enable_cpu_affinity", "fp8_config",
+    "deepspeed_config", "fsdp_config", "parallelism_config", "megatron_lm_config", "mpirun_config",
+    "downcast_bf16", "tpu_name", "tpu_zone", "tpu_use_cluster", "tpu_use_sudo", "command_file", "commands",
+    "tpu_vm", "tpu_env", "dynamo_config",
+    # ClusterConfig fields of earlier releases (config_args.py @002dd35a68fd5d11953d1749dbd3e50a88db3062)
+    "tp_config", "ipex_config",
+})
+"""Top-level keys ``accelerate launch --config_file`` loads for a local machine: the fields of ``BaseConfig`` and
+``ClusterConfig`` (huggingface/accelerate src/accelerate/commands/config/config_args.py l.76-81, l.179-226
+@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83). Its ``from_yaml_file`` refuses any other key (l.154-159) and
+``process_config`` a file without ``distributed_type`` (l.109-110), so ``trainfit import`` does too, instead of
+planning a card of defaults for a file accelerate would not run (a DeepSpeed JSON given as ``--from accelerate``)."""
+
+
 def read_accelerate(text: str) -> Imported:
     from trainfit.spec.safe_yaml import load_yaml_limited
 
@@ -217,6 +239,14 @@ def read_accelerate(text: str) -> Imported:
     cfg = load_yaml_limited(text, what="--from accelerate")
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a mapping")
+    unknown = sorted(str(k) for k in cfg if k not in _ACCELERATE_KEYS)
+    if unknown and str(cfg.get("compute_environment", "LOCAL_MACHINE")) == "LOCAL_MACHINE":
+        raise _bad(t, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown[:5])}"
+                      f"{' ...' if len(unknown) > 5 else ''}: accelerate refuses them (is this an accelerate config?"
+                      " a DeepSpeed JSON imports with --from deepspeed)")
+    if "distributed_type" not in cfg:
+        raise _bad(t, "distributed_type: missing; accelerate refuses a config file without it; allowed: NO,"
+                      " MULTI_GPU, DEEPSPEED, FSDP")
     d: dict[str, Any] = {}
     notes: list[str] = []
     machines = _num(t, "num_machines", cfg.get("num_machines", 1))
@@ -620,15 +650,92 @@ def _split_list(s: str) -> list[str]:
     return [x for x in out if x != ""]
 
 
+class ShellExpanded(str):
+    """A word of a launch script that the shell expands when the script runs: it holds a variable (``$HOME``,
+    ``${X}``), a command substitution (``$(...)``, backticks) or another ``$`` form outside single quotes
+    (POSIX Shell Command Language, 2.2 Quoting and 2.6 Word Expansions,
+    https://pubs.opengroup.org/onlinepubs/9799919799/utilities/V3_chap02.html). ``trainfit import`` runs nothing,
+    so what the run reads there is unknown: a reader that takes such a value refuses it (``_checked_read``)."""
+
+    __slots__ = ()
+
+
+_DOLLAR, _BACKTICK = "\ue000", "\ue001"
+"""Stand-ins (Unicode private use) for an expanding ``$`` and backtick while ``shlex`` splits the words."""
+
+
+def _mark_expansions(text: str) -> str:
+    """``text`` with each ``$`` that starts an expansion and each backtick, outside single quotes and not escaped,
+    replaced by a stand-in; comments (``#`` at a word's start) are left as they are."""
+    out: list[str] = []
+    i, n, quote = 0, len(text), ""
+    while i < n:
+        c = text[i]
+        if quote == "'":
+            quote = "" if c == "'" else quote
+        elif c == "\\" and i + 1 < n:
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        elif c == "#" and not quote and (i == 0 or text[i - 1] in " \t\r\n"):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            out.append(text[i:end])
+            i = end
+            continue
+        elif c in "'\"" and (not quote or c == quote):
+            quote = "" if quote else c
+        elif c == "`":
+            c = _BACKTICK
+        elif c == "$" and i + 1 < n and (text[i + 1].isalnum() or text[i + 1] in "_({@*#?$!-'\""):
+            c = _DOLLAR
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def _shell_argv(text: str, target: str) -> list[str]:
+    """The script's words as ``shlex`` splits them (POSIX quoting, ``#`` comments; nothing runs); a word the shell
+    would expand is a ``ShellExpanded``."""
     try:
-        lex = shlex.shlex(text, posix=True, punctuation_chars=False)
+        lex = shlex.shlex(_mark_expansions(text), posix=True, punctuation_chars=False)
         lex.whitespace_split = True
         lex.commenters = "#"
-        argv = [tok for tok in lex if tok != "\n"]
+        words = [tok for tok in lex if tok != "\n"]
     except ValueError as exc:
         raise _bad(target, f"not a shell command line ({exc})") from None
+    argv: list[str] = []
+    for w in words:
+        plain = w.replace(_DOLLAR, "$").replace(_BACKTICK, "`")
+        argv.append(ShellExpanded(plain) if plain != w else plain)
     return argv
+
+
+def _expanded_refusal(target: str, key: str, word: str) -> InputError:
+    return _bad(target, f"{key}: {word[:80]!r} is expanded by the shell when the script runs (a variable, $(...) or"
+                        " backticks); trainfit import runs nothing, so the value is unknown: write the value itself")
+
+
+class _CheckedRead(dict):
+    """Keys read from a launch script: reading one whose value the shell expands (``expanded``: key -> word) is
+    refused in one line, never taken as the literal text; testing that a key is present is not."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+        self.expanded: dict[str, str] = {}
+
+    def _check(self, key: Any) -> None:
+        if key in self.expanded:
+            raise _expanded_refusal(self.target, str(key), self.expanded[key])
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self._check(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key: Any) -> Any:
+        self._check(key)
+        return super().__getitem__(key)
 
 
 def read_verl(text: str) -> Imported:
@@ -638,7 +745,7 @@ def read_verl(text: str) -> Imported:
 
     t = "verl"
     argv = _shell_argv(text, t)
-    o: dict[str, Any] = {}
+    o = _CheckedRead(t)
     sft = any("verl.trainer.sft_trainer" in a for a in argv)
     if not sft and not any("verl.trainer.main_ppo" in a for a in argv):
         raise _bad(t, "expected 'python3 -m verl.trainer.main_ppo' or '-m verl.trainer.sft_trainer' overrides")
@@ -647,6 +754,10 @@ def read_verl(text: str) -> Imported:
             continue
         key, _, value = tok.partition("=")
         o[key.lstrip("+")] = _hydra_scalar(value)
+        if isinstance(tok, ShellExpanded):
+            o.expanded[key.lstrip("+")] = value
+        else:
+            o.expanded.pop(key.lstrip("+"), None)
     d: dict[str, Any] = {}
     notes: list[str] = []
     P = "model" if sft else "actor_rollout_ref.model"
@@ -1086,19 +1197,25 @@ _ORLHF_SCRIPT = {"train_sft": "sft", "train_dpo": "dpo", "train_rm": "rm", "trai
 
 
 def _openrlhf_flags(argv: list[str]) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
+    out = _CheckedRead("openrlhf")
     cur: str | None = None
     for tok in argv:
         if tok.startswith("--") and "." in tok.split("=", 1)[0]:
             if "=" in tok:
                 k, v = tok.split("=", 1)
                 out[k] = [v]
+                out.expanded.pop(k, None)
+                if isinstance(tok, ShellExpanded):
+                    out.expanded[k] = v
                 cur = None
             else:
                 out[tok] = []
+                out.expanded.pop(tok, None)
                 cur = tok
         elif cur is not None:
-            out[cur].append(tok)
+            dict.__getitem__(out, cur).append(tok)
+            if isinstance(tok, ShellExpanded):
+                out.expanded[cur] = tok
     return out
 
 

@@ -307,6 +307,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     if card.method not in (Method.PPO, Method.GRPO) and "rollout" in card.model_fields_set and not card.preset:
         # a preset fills rollout for every method; a card's own rollout section on sft/rm/dpo is a mistake to name
         warnings.append(f"rollout: read for methods ppo and grpo only; method {card.method.value} ignores it")
+    if card.method in (Method.SFT, Method.RM) and "roles" in card.model_fields_set and not card.preset:
+        # roles (reference, reward model, critic, KL) are read for dpo, ppo and grpo only (methods.roles.roles_of)
+        warnings.append(f"roles: read for methods dpo, ppo and grpo only; method {card.method.value} ignores it")
     from trainfit.plan.assumptions import context_extension_line, currency_line, unread_deepspeed_line
 
     price = price_of(card)

@@ -291,8 +291,10 @@ def meminfo(path: Path = MEMINFO_PATH) -> tuple[int | None, int | None]:
 
 
 def _existing_parent(path: Path) -> Path:
+    from trainfit.fsio import lookup_error
+
     p = path.absolute()
-    while not p.exists() and p != p.parent:
+    while (lookup_error(p) is not None or not p.exists()) and p != p.parent:
         p = p.parent
     return p
 
@@ -381,7 +383,12 @@ def run_audit(*, checkpoint_path: str | os.PathLike = ".", timeout_s: float = 10
     except OSError as exc:
         errors.append(f"host RAM: cannot read {MEMINFO_PATH}: {exc.strerror or exc}")
 
+    from trainfit.fsio import _short, lookup_error
+
     ckpt = Path(checkpoint_path)
+    reason = lookup_error(ckpt)
+    if reason is not None:  # e.g. a name longer than the file system takes: no run can write there
+        errors.append(f"disk: checkpoint path '{_short(str(ckpt))}' cannot be used ({reason})")
     probe = _existing_parent(ckpt)
     disk_free = disk_total = None
     try:
@@ -389,7 +396,7 @@ def run_audit(*, checkpoint_path: str | os.PathLike = ".", timeout_s: float = 10
         disk_free, disk_total = usage.free, usage.total
     except OSError as exc:
         errors.append(f"disk: cannot stat {probe}: {exc.strerror or exc}")
-    writable = probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
+    writable = reason is None and probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
     if not writable:
         errors.append(f"disk: checkpoint path '{ckpt}' is not writable (checked {probe})")
 
@@ -418,7 +425,7 @@ def run_audit(*, checkpoint_path: str | os.PathLike = ".", timeout_s: float = 10
         host_ram_total_bytes=ram_total,
         host_ram_available_bytes=ram_avail,
         checkpoint_path=str(ckpt),
-        checkpoint_path_exists=ckpt.exists(),
+        checkpoint_path_exists=reason is None and ckpt.exists(),
         checkpoint_writable=writable,
         disk_free_bytes=disk_free,
         disk_total_bytes=disk_total,

@@ -136,7 +136,16 @@ def fit_payload(body: Any) -> dict[str, Any]:
     prices_in = body.get("prices", {})
     if not isinstance(prices_in, dict) or not all(isinstance(v, str) for v in prices_in.values()):
         raise CardError("prices: an object of GPU id to price text with a currency, e.g. {\"rtx4090\": \"1.98CNY\"}")
-    prices = {resolve_gpu(g.strip()).id: parse_price(text.strip()) for g, text in prices_in.items()}
+    from trainfit.catalog.prices import add_priced_kind
+
+    # as `trainfit fit --price` and trainfit.fit(prices=...): a price for a kind not searched prices nothing, and a
+    # second price for one kind ('h100' and 'h100-sxm') would win silently; both refused naming the key
+    named_as: dict[str, str] = {}
+    prices = {}
+    for g, text in prices_in.items():
+        gid = resolve_gpu(g.strip()).id
+        add_priced_kind(named_as, gid, searched=ids, where=f"prices[{g!r}]", search_arg="gpus")
+        prices[gid] = parse_price(text.strip())
     result = fit(data, gpus=ids, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned))
     rows = fit_rows(result)
     svg = fit_svg(rows)

@@ -129,11 +129,17 @@ class _Section(BaseModel):
         if numbers is None:
             numbers = _NUMBER_FIELDS[cls] = frozenset(n for n, f in cls.model_fields.items() if _is_number(f.annotation))
         for name, value in data.items():
-            if name in numbers and (isinstance(value, bool) or isinstance(value, (list, tuple))
-                                    and any(isinstance(x, bool) for x in value)):
+            if name in numbers and (_is_boolean(value) or isinstance(value, (list, tuple))
+                                    and any(_is_boolean(x) for x in value)):
                 raise PydanticCustomError("boolean_number", "a boolean given for a number",
                                           {"field": name, "value": value})
         return data
+
+
+def _is_boolean(value: Any) -> bool:
+    """A Python or NumPy boolean (``numpy.bool``, which is no ``bool`` subclass and which pydantic reads as 1 or 0 for a
+    number field: ``{"hardware.gpus_per_node": np.bool_(True)}`` planned one GPU)."""
+    return isinstance(value, bool) or (type(value).__module__ == "numpy" and type(value).__name__ in ("bool", "bool_"))
 
 
 class LoraSection(_Section):
@@ -2399,9 +2405,9 @@ def format_validation_error(exc: ValidationError) -> str:
     if kind == "boolean_number":  # raised by a section for one of its fields (``_Section._no_boolean_numbers``)
         field, value = err["ctx"]["field"], err["ctx"]["value"]
         name = f"{key}.{field}" if loc else field
-        if isinstance(value, bool):
+        if _is_boolean(value):
             return f"{name}: got a boolean ({str(value).lower()}), not a number; allowed: a number"
-        shown = ", ".join(str(x).lower() if isinstance(x, bool) else str(x) for x in value)
+        shown = ", ".join(str(x).lower() if _is_boolean(x) else str(x) for x in value)
         return f"{name}: [{shown}] holds a boolean; allowed: a list of numbers"
     if kind == "value_error":
         return str(err["msg"]).removeprefix("Value error, ")

@@ -34,7 +34,12 @@ class YamlSyntaxError(InputError):
 
 def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> str:
     """The file's text, refusing a missing file, a folder, more than ``max_bytes`` or invalid UTF-8."""
+    from trainfit.fsio import _short, lookup_error
+
     p = Path(path)
+    reason = lookup_error(p)
+    if reason is not None:
+        raise InputError(f"{what}: cannot read '{_short(str(path))}' ({reason})")
     if p.is_dir():
         raise InputError(f"{what}: '{path}' is a directory; give a file")
     if not p.is_file():
@@ -131,8 +136,39 @@ def _expanded_size(root) -> int:
     return size(root, 0)
 
 
-def load_yaml_limited(text: str, *, what: str) -> Any:
-    """Parse one YAML document under the limits above; every failure is one ``InputError`` line."""
+def _check_unique_keys(root) -> None:
+    """Refuse a mapping that gives one key twice. YAML requires unique keys (YAML 1.2.2 section 3.2.1.1,
+    https://yaml.org/spec/1.2.2/#3211-nodes: "the content of a mapping node is an unordered set of key/value node
+    pairs, with the restriction that each of the keys is unique"); PyYAML keeps the last value instead, so one of
+    the two values the file gives would be dropped without a word. Merge keys (``<<``) are not checked."""
+    import yaml
+
+    seen_nodes: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: dict[tuple[str, str], int] = {}
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    ident = (k.tag, k.value)
+                    if ident in keys:
+                        line = k.start_mark.line + 1
+                        where = f"on line {line}" if line == keys[ident] else f"on lines {keys[ident]} and {line}"
+                        raise InputError(f"key '{str(k.value)[:60]}' is given twice in one mapping ({where}); give it"
+                                         " once")
+                    keys[ident] = k.start_mark.line + 1
+                stack.extend((k, v))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+
+
+def load_yaml_limited(text: str, *, what: str, unique_keys: bool = False) -> Any:
+    """Parse one YAML document under the limits above; every failure is one ``InputError`` line. ``unique_keys``:
+    refuse a key given twice in one mapping (trainfit's own files; importers read a file as its framework does)."""
     import yaml
 
     if len(text) > MAX_BYTES:
@@ -145,6 +181,8 @@ def load_yaml_limited(text: str, *, what: str) -> Any:
         if node is None:
             return None
         _expanded_size(node)
+        if unique_keys:
+            _check_unique_keys(node)
         return loader.construct_document(node)
     except InputError as exc:
         raise InputError(f"{what}: {exc}") from None
@@ -166,8 +204,18 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
-def load_json_limited(text: str, *, what: str) -> Any:
-    """Parse JSON under the size and depth limits, refusing NaN and Infinity (and numbers that overflow to them)."""
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:  # RFC 8259 section 4: "The names within an object SHOULD be unique"; json keeps the last
+            raise ValueError(f"key '{k[:60]}' is given twice in one object; give it once")
+        out[k] = v
+    return out
+
+
+def load_json_limited(text: str, *, what: str, unique_keys: bool = False) -> Any:
+    """Parse JSON under the size and depth limits, refusing NaN and Infinity (and numbers that overflow to them);
+    ``unique_keys``: refuse a key given twice in one object (trainfit's own files)."""
     if len(text) > MAX_BYTES:
         raise InputError(f"{what}: more than {MAX_BYTES // 2**20} MiB of JSON")
 
@@ -178,7 +226,8 @@ def load_json_limited(text: str, *, what: str) -> Any:
         return v
 
     try:
-        data = json.loads(text, parse_constant=_reject_constant, parse_float=finite)
+        data = json.loads(text, parse_constant=_reject_constant, parse_float=finite,
+                          object_pairs_hook=_unique_pairs if unique_keys else None)
     except RecursionError:
         raise InputError(f"{what}: nested too deeply to read (limit {MAX_DEPTH} levels)") from None
     except json.JSONDecodeError as exc:
@@ -212,9 +261,9 @@ def load_mapping_file(path: Path, *, what: str) -> dict[str, Any]:
     of which JSON is a subset. An empty file is an empty mapping."""
     text = read_text_limited(path, what=what)
     if Path(path).suffix.lower() == ".json":
-        data = load_json_limited(text, what=f"{what}: '{path}'")
+        data = load_json_limited(text, what=f"{what}: '{path}'", unique_keys=True)
     else:
-        data = load_yaml_limited(text, what=f"{what}: '{path}'")
+        data = load_yaml_limited(text, what=f"{what}: '{path}'", unique_keys=True)
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -38,6 +38,20 @@ def _bad(target: str, why: str) -> InputError:
     return InputError(f"--from {target}: {why}")
 
 
+def _offload_device(target: str, key: str, v: Any) -> bool:
+    """Whether a DeepSpeed offload ``device`` offloads to host memory: ``cpu`` yes, ``none`` (or absent) no. DeepSpeed
+    also takes ``nvme`` (ZeRO-Infinity: the states paged to NVMe through host buffers,
+    deepspeed/runtime/zero/offload_config.py ``OffloadDeviceEnum`` @v0.16.4), which the card has no field for: it was
+    read as host-memory offload, a plan of other host RAM and transfers; now refused, as is any other value."""
+    if v is None or (isinstance(v, str) and v.strip().lower() == "none"):
+        return False
+    if isinstance(v, str) and v.strip().lower() == "cpu":
+        return True
+    if isinstance(v, str) and v.strip().lower() == "nvme":
+        raise _bad(target, f"{key}: nvme (ZeRO-Infinity's NVMe offload) has no card field; allowed: none, cpu")
+    raise _bad(target, f"{key}: {v!r}; allowed: none, cpu")
+
+
 def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
     """A number from the file, refused in one line when it is not one."""
     if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and isinstance(v, float) and not v.is_integer()):
@@ -185,9 +199,11 @@ def read_deepspeed(text: str) -> Imported:
         notes.append("hardware: a DeepSpeed config holds the world size only; read as one node (--set hardware.nodes=N)")
     set_dotted(d, "parallel.strategy", strategy)
     off = "none"
-    if isinstance(zero.get("offload_optimizer"), dict) and zero["offload_optimizer"].get("device", "none") != "none":
+    if isinstance(zero.get("offload_optimizer"), dict) and _offload_device(
+            t, "zero_optimization.offload_optimizer.device", zero["offload_optimizer"].get("device", "none")):
         off = "optimizer"
-    if isinstance(zero.get("offload_param"), dict) and zero["offload_param"].get("device", "none") != "none":
+    if isinstance(zero.get("offload_param"), dict) and _offload_device(
+            t, "zero_optimization.offload_param.device", zero["offload_param"].get("device", "none")):
         off = "params_and_optimizer"
     set_dotted(d, "parallel.offload", off)
     _zero_settings(t, zero, d)
@@ -279,9 +295,9 @@ def read_accelerate(text: str) -> Imported:
             raise _bad(t, f"deepspeed_config.zero_stage: {stage}; allowed: 0, 1, 2, 3")
         set_dotted(d, "parallel.strategy", _DS_STRATEGY[stage])
         off = "none"
-        if ds.get("offload_optimizer_device", "none") not in ("none", None):
+        if _offload_device(t, "deepspeed_config.offload_optimizer_device", ds.get("offload_optimizer_device", "none")):
             off = "optimizer"
-        if ds.get("offload_param_device", "none") not in ("none", None):
+        if _offload_device(t, "deepspeed_config.offload_param_device", ds.get("offload_param_device", "none")):
             off = "params_and_optimizer"
         set_dotted(d, "parallel.offload", off)
         if "gradient_accumulation_steps" in ds:

@@ -66,3 +66,19 @@ def test_a_log_prob_token_budget_without_an_update_budget_is_a_fixed_update_spli
 def test_other_frameworks_keep_the_share_spread():
     # the split in batch order and _balance_batch are verl's code; an OpenRLHF card stating its log-prob count is not
     assert not fixed_update_micro_batches(load_card_dict(_verl(preset="openrlhf")), packed=True)
+
+
+def test_the_verl_importers_card_takes_it():
+    # read_verl writes no preset: the card it writes for actor.use_dynamic_bsz false + log_prob_use_dynamic_bsz true
+    from trainfit.export.importers import import_text
+
+    script = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=256"
+              " data.max_prompt_length=512 data.max_response_length=1024 actor_rollout_ref.model.path=Qwen/Qwen2.5-7B"
+              " actor_rollout_ref.actor.ppo_mini_batch_size=64 actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8"
+              " actor_rollout_ref.actor.use_dynamic_bsz=False actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=True"
+              " actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=16384 actor_rollout_ref.rollout.n=5"
+              " actor_rollout_ref.model.use_remove_padding=True trainer.n_gpus_per_node=8 trainer.nnodes=1\n")
+    d = import_text(script, "verl").card
+    assert d.get("preset") is None and d["rollout"]["logprob_max_tokens_per_micro_batch"] == 16384
+    d["hardware"] = {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}
+    assert fixed_update_micro_batches(load_card_dict(d), packed=True)

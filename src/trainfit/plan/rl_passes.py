@@ -684,10 +684,10 @@ def fixed_update_micro_batches(card: RunCard, *, packed: bool) -> bool:
     A log-prob token budget (``rollout.logprob_max_tokens_per_micro_batch``) with no update budget says the same:
     verl's importer writes that card for ``actor.use_dynamic_bsz: false`` with ``log_prob_use_dynamic_bsz: true``,
     whose update micro-batches are the fixed count. Packed sequences only (padded ones are all one length); the
-    verl preset only (the split and ``_balance_batch`` cited above are verl's)."""
+    verl preset, or none as the verl importer writes it (the split and ``_balance_batch`` cited above are verl's)."""
     ro = card.rollout
     stated = ro.logprob_micro_batch_size is not None or ro.logprob_max_tokens_per_micro_batch is not None
-    return packed and card.preset == "verl" and ro.max_tokens_per_micro_batch is None and stated
+    return packed and card.preset in (None, "verl") and ro.max_tokens_per_micro_batch is None and stated
 
 
 def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch, *, train_gpus: int,

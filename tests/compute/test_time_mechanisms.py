@@ -170,7 +170,10 @@ def test_fsdp_on_nvlink_hides_most_collectives_but_not_on_a_4090_without_p2p():
     par = Parallel(strategy="fsdp", ranks=8, gpus_per_node=8)
     nv = _step(parallel=par)
     comm = next(p for p in nv.phases if p.name == "communication")
-    assert comm.terms["total"] > 5 * comm.seconds
+    # hidden but for a fifth; the compute beside them runs at the HBM bandwidth they leave it, which shows as
+    # their share of HBM of the hidden seconds (collectives.hbm_contention_exposed)
+    share = coll.NCCL_HBM_PASSES * H200.intra_node_bus_bytes_per_s / H200.hbm_bytes_per_s
+    assert comm.seconds < comm.terms["total"] * (0.2 + share)
     slow = _step(parallel=par, rates=RTX4090)
     comm4090 = next(p for p in slow.phases if p.name == "communication")
     assert comm4090.bound == "communication" and comm4090.seconds > 0.5 * comm4090.terms["total"]

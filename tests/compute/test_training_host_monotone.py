@@ -1,5 +1,5 @@
-"""More host time on the forward must never shorten the training step. It does on these cards: a strict xfail, the
-reproduction of an open defect of ``compute.training.train_step_time``.
+"""More host time on the forward must never shorten the training step. It did on these cards (a defect of
+``compute.training.train_step_time``, fixed by 3 below with ``collectives.hbm_contention_exposed``).
 
 Qwen3-30B-A3B, 64 MI300X (8 nodes), FSDP, gradient checkpointing, one micro-batch a step, LoRA or QLoRA: 0.035 s
 more host time on the layers' forward (no more device work, where a Python hook's would go:
@@ -56,9 +56,14 @@ Tried, not committed (numbers on ``benchmarks/step_times.py``, against its media
    0.13 by 0.01: fit-half training median 10.43, 9.68, **9.21**, 9.33, 9.47, 9.47, 10.12, 10.44, 11.12 %) picks
    0.07, which leaves pretrain at 8.62 % and all rows at 10.38 %: no spread keeps the medians.
 
-Open: the clean fix is 3; it waits for what the double count stood for on the short pretrain rows with exposed
-data-parallel traffic (their traffic at scale, or compute slowed by the collectives it overlaps, which
-``SLOWEST_RANK_SIGMA``'s docstring names) to be modelled, so that dropping it does not cost the pretrain median."""
+Taken: 3, with what the double count stood for modelled: the compute that hides the data-parallel collectives
+runs at the HBM bandwidth they leave it (``collectives.hbm_contention_exposed``: 3 passes a bus byte, NVIDIA/nccl
+issue #1428). Against the medians before 3 (1,466 rows; all rows / fit half / held-out half): 10.15 -> 9.91 /
+10.30 -> 10.04 / 9.90 -> 9.82 %; pretrain 8.13 -> 8.24 %, SFT full 8.35 -> 8.21 %, LoRA 9.44 -> 9.31 %, RL step
+14.67 -> 14.97 %; InternEvo 7B 1,024 A100 -20.4 -> -24.4 %, NeMo Mixtral 8x7B 64 B200 -8.1 -> -12.8 %, UPS 8.86B
+64 nodes -6.9 -> -12.0 % (not recovered: their missing cost is not this one). Not taken:
+Lee et al.'s average slowdown (arXiv 2507.03114v1) in its place, all rows 10.13 %, held-out half 10.11 %, SFT full
+8.75 % (``hbm_contention_exposed``'s docstring)."""
 
 from __future__ import annotations
 

@@ -1190,13 +1190,14 @@ def train_step_time(
                     fp8_gather, layers=layers, hbm_bytes_per_s=rates.hbm_bytes_per_s) if fp8_gather is not None else 0.0,
             )
             comm = coll.exposed_sharded(**sharded)
+            wire = coll.exposed_sharded(**{**sharded, "latency_s": 0.0})
             if not parallel.overlap_comm and st == "zero3":
                 comm = coll.reductions_on_compute_stream(overlapped=comm,
                                                          gathers_only=coll.exposed_sharded_gathers(**sharded))
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             dense = trained_params - expert_params
-            comm = coll.exposed_data_parallel(
+            dp_kw = dict(
                 grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
                 bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=ranks, eranks=eranks),
                 backward_s=bwd_window_s,
@@ -1212,6 +1213,8 @@ def train_step_time(
                                                                  trained=adapter is None or adapter.saved_embedding),
                 **zero1_group_of(parallel, rates, ranks=ranks, bus_bytes_per_s=bus)._asdict(),
             )
+            comm = coll.exposed_data_parallel(**dp_kw)
+            wire = coll.exposed_data_parallel(**{**dp_kw, "latency_s": 0.0})
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
                 # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice
                 # (collectives.nanotron_zero1_gather_copies_seconds); its Llama holds 3 tensors a layer fewer than the
@@ -1229,6 +1232,18 @@ def train_step_time(
                              f" {max(1.0, trained_tensors - 3 * layers):.0f} slice copies add {copies_s:.3f} s")
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)
+        # the compute that hides the collectives runs slower beside them: they take a share of its HBM bandwidth
+        # (collectives.hbm_contention_exposed), over the step's windows. Where they run at several rates (HSDP's
+        # replica all-reduces, the routed experts' own group) the hidden seconds are not split by group: the
+        # slowest group's rate, the least HBM a hidden second takes
+        buses = [bus]
+        if hsdp is not None and hsdp.replicas > 1:
+            buses.append(hsdp.replica_bus_bytes_per_s)
+        if expert_params > 0 and eranks > 1:
+            buses.append(_expert_bus(rates, parallel, eranks))
+        comm = coll.hbm_contention_exposed(comm=comm, compute_s=(fwd_window_s + bwd_window_s) * micro_steps,
+                                           bus_bytes_per_s=min(buses), hbm_bytes_per_s=rates.hbm_bytes_per_s,
+                                           hidden_wire_s=max(0.0, wire.total_s - wire.exposed_s))
         if launch_blocking:
             # CUDA_LAUNCH_BLOCKING=1: each NCCL launch returns when its collective has finished, so the backward's
             # next kernel waits for every reduction (and a gather for its forward): nothing is hidden

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from trainfit.compute import collectives as coll
+from trainfit.compute import training
 from trainfit.compute.training import fsdp2_copy_seconds
 from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
@@ -59,9 +60,15 @@ def _phase_s(plan, name: str) -> float:
     return next(p.seconds for p in plan.time.phases if p.name == name)
 
 
-def test_a_stage_reduce_scatters_once_a_step():
+def test_a_stage_reduce_scatters_once_a_step(monkeypatch):
     """Llama-3.1-8B, PP 2, FSDP2: 16 micro-batches' exposed collectives were 16x one micro-batch's (0.011 -> 0.178 s);
-    the reduce-scatters now run once, so the step's communication grows only by the per-micro-batch gathers."""
+    the reduce-scatters now run once, so the step's communication grows only by the per-micro-batch gathers (the
+    compute slowed beside the hidden gathers, ``collectives.hbm_contention_exposed``, grows with their count and is
+    left out here)."""
+    real = coll.hbm_contention_exposed
+    monkeypatch.setattr(coll, "hbm_contention_exposed", lambda **kw: real(**{**kw, "passes": 0.0}))
+    training.train_step_time.cache_clear()
     one, many = make_plan(_card(1)), make_plan(_card(16))
+    training.train_step_time.cache_clear()
     c1, c16 = _phase_s(one, "communication"), _phase_s(many, "communication")
     assert c16 < 2 * c1

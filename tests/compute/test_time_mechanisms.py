@@ -17,7 +17,7 @@ from trainfit.compute.gemm import gemm_bound, gemm_seconds, wave_efficiency
 from trainfit.compute.inventory import Adapter, step_inventory
 from trainfit.compute.optimizer_time import optimizer_seconds
 from trainfit.compute.rates import GemmPoint, default_rates
-from trainfit.compute.training import OptimizerSpec, Parallel, lockstep_wait_seconds, train_step_time
+from trainfit.compute.training import OptimizerSpec, Parallel, lockstep_flow_shop, lockstep_wait_seconds, train_step_time
 from trainfit.memory.params import linear_groups
 
 H200 = default_rates(resolve_gpu("h200"))
@@ -170,7 +170,10 @@ def test_fsdp_on_nvlink_hides_most_collectives_but_not_on_a_4090_without_p2p():
     par = Parallel(strategy="fsdp", ranks=8, gpus_per_node=8)
     nv = _step(parallel=par)
     comm = next(p for p in nv.phases if p.name == "communication")
-    assert comm.terms["total"] > 5 * comm.seconds
+    # hidden but for a fifth; the compute beside them runs at the HBM bandwidth they leave it, which shows as
+    # their share of HBM of the hidden seconds (collectives.hbm_contention_exposed)
+    share = coll.NCCL_HBM_PASSES * H200.intra_node_bus_bytes_per_s / H200.hbm_bytes_per_s
+    assert comm.seconds < comm.terms["total"] * (0.2 + share)
     slow = _step(parallel=par, rates=RTX4090)
     comm4090 = next(p for p in slow.phases if p.name == "communication")
     assert comm4090.bound == "communication" and comm4090.seconds > 0.5 * comm4090.terms["total"]
@@ -262,7 +265,14 @@ def test_the_slowest_of_r_gpus_sets_the_pace():
                  if p.name in ("forward", "backward"))
     compute = sum(p.seconds for p in eight.phases if p.name in ("forward", "backward"))
     assert device < compute
-    assert wait.seconds == pytest.approx(max(0.0, device * (1 + coll.slowest_rank_excess(ranks=8)) - compute))
+    # the last micro-step's passes in order on the slowest GPU (training.lockstep_flow_shop): the forward's slack
+    # does not absorb the backward's wait
+    fwd, bwd = (next(p for p in eight.phases if p.name == n) for n in ("forward", "backward"))
+    e = coll.slowest_rank_excess(ranks=8)
+    line = [(p.terms["gemm"] + p.terms["attention"] + p.terms["memory_bound"]) * (1 + e) for p in (fwd, bwd)]
+    flow = lockstep_flow_shop(paced_s=(fwd.seconds, bwd.seconds), line_s=tuple(line), micro_steps=1)
+    assert wait.seconds == pytest.approx(flow.micro_step_s - compute)
+    assert wait.seconds >= max(0.0, device * (1 + e) - compute)
     assert wait.seconds < coll.slowest_rank_excess(ranks=8) * device
 
 

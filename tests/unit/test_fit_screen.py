@@ -38,9 +38,14 @@ def _spy(monkeypatch) -> dict[str, int]:
         seen["replays"] += 1
         return replay_fsdp(*a, **k)
 
-    replay_fsdp = stream_pools.fsdp_replayed_overhead
+    def counted_zero(*a, **k):
+        seen["replays"] += 1
+        return replay_zero(*a, **k)
+
+    replay_fsdp, replay_zero = stream_pools.fsdp_replayed_overhead, stream_pools.zero_replayed_overhead
     monkeypatch.setattr(alloc_sequence, "replayed_overhead", counted)
     monkeypatch.setattr(stream_pools, "fsdp_replayed_overhead", counted_fsdp)  # FSDP's per-stream replay
+    monkeypatch.setattr(stream_pools, "zero_replayed_overhead", counted_zero)  # DeepSpeed ZeRO's per-stream replay
     monkeypatch.setattr(fit_search, "_replayed", watched)
     return seen
 

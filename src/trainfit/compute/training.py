@@ -1077,7 +1077,7 @@ def train_step_time(
     both = (coll.lockstep_excess(ranks=world, data_ranks=parallel.ranks, work_cv=work_cv)
             if excess and work_cv > 0 and parallel.ranks > 1 else excess)
     mpc = ModelParallelComm()
-    tp_raw = host_ep = device_ep = 0.0
+    tp_raw = tp_fwd_raw = host_ep = device_ep = 0.0
     ep_overlapped = False
     if mp.active:
         def mp_comm(f: PassTime, b: PassTime, blocking: bool) -> ModelParallelComm:
@@ -1113,14 +1113,37 @@ def train_step_time(
     (ep_gpu, speed, uneven), ep_host = gpu_timeline_exposed_s(
         paced_s=paced + mpc.tensor_s, device_s=device + tp_raw,
         terms_s=(device_ep, device * excess, device * (both - excess)), host_extra_s=host_ep)
+    # That pooled budget holds for the micro-steps whose next forward the host queues while the GPU still runs the
+    # backward; the last one ends on its own passes' timeline: the backward's share of the slowest GPU's extra device
+    # time is not spent in the forward's idle GPU time (lockstep_flow_shop, a flow shop over the passes in order: the
+    # forward, the recompute with the backward, the overlapped all-to-alls' remainder). What that tail adds beyond the
+    # pooled budget goes to the slowest GPU's wait (to the all-to-alls when the GPUs have no spread)
+    dev_fwd = fwd.gemm_s + fwd.attention_s + fwd.memory_s
+    timeline = lockstep_flow_shop(
+        paced_s=(fwd.seconds - fwd.sync_s + mpc.tensor_forward_s,
+                 rec.seconds + bwd.seconds - rec.sync_s - bwd.sync_s + mpc.tensor_s - mpc.tensor_forward_s,
+                 host_ep if ep_overlapped else 0.0),
+        line_s=(dev_fwd * (1.0 + both) + tp_fwd_raw, (device - dev_fwd) * (1.0 + both) + tp_raw - tp_fwd_raw,
+                device_ep if ep_overlapped else 0.0),
+        micro_steps=micro_steps)
+    tail_s = max(0.0, timeline.micro_step_s - (paced + mpc.tensor_s + ep_gpu + ep_host + speed + uneven))
+    if tail_s:
+        if speed + uneven > 0:
+            f = (speed + uneven + tail_s) / (speed + uneven)
+            speed, uneven = speed * f, uneven * f
+        elif excess:
+            speed, uneven = speed + tail_s * excess / both, uneven + tail_s * (both - excess) / both
+        else:
+            ep_host += tail_s
     if ep_overlapped:
         mpc = replace(mpc, expert_s=ep_gpu + ep_host)
     # the data-parallel collectives (FSDP / ZeRO-3 gathers and reduce-scatters, DDP / ZeRO-1/2 bucket reductions) run
     # on their own process group's stream beside the compute stream, whose time includes the TP collectives it waits
-    # on: each pass's window is its paced time plus its exposed TP collectives (data_parallel_window_s)
-    fwd_window_s = data_parallel_window_s(paced_s=fwd.seconds, tensor_parallel_exposed_s=mpc.tensor_forward_s)
-    bwd_window_s = data_parallel_window_s(paced_s=bwd.seconds + rec.seconds,
-                                          tensor_parallel_exposed_s=mpc.tensor_s - mpc.tensor_forward_s)
+    # on and, on the slowest GPU, which sets the lockstep pace, its extra device time: each pass's window is the time
+    # it holds that GPU's compute stream (lockstep_flow_shop; with no wait, its paced time plus its exposed TP
+    # collectives, data_parallel_window_s), its syncs' round trips added
+    fwd_window_s = timeline.windows_s[0] + fwd.sync_s
+    bwd_window_s = timeline.windows_s[1] + rec.sync_s + bwd.sync_s
     # communication
     crosses = ranks > parallel.gpus_per_node if hsdp is None else hsdp.shard_crosses_nodes
     bus = data_ring_bus_bytes_per_s(parallel, rates, ranks=ranks) if hsdp is None else hsdp.shard_bus_bytes_per_s
@@ -1167,13 +1190,14 @@ def train_step_time(
                     fp8_gather, layers=layers, hbm_bytes_per_s=rates.hbm_bytes_per_s) if fp8_gather is not None else 0.0,
             )
             comm = coll.exposed_sharded(**sharded)
+            wire = coll.exposed_sharded(**{**sharded, "latency_s": 0.0})
             if not parallel.overlap_comm and st == "zero3":
                 comm = coll.reductions_on_compute_stream(overlapped=comm,
                                                          gathers_only=coll.exposed_sharded_gathers(**sharded))
         else:
             stage = {"ddp": 0, "zero1": 1, "zero2": 2}.get(st, 0)
             dense = trained_params - expert_params
-            comm = coll.exposed_data_parallel(
+            dp_kw = dict(
                 grad_bytes=dense * optimizer.grad_bytes, weight_bytes=dense * optimizer.weight_bytes, ranks=ranks,
                 bus_bytes_per_s=bus, **_nccl_groups(parallel, rates, group=ranks, eranks=eranks),
                 backward_s=bwd_window_s,
@@ -1189,6 +1213,8 @@ def train_step_time(
                                                                  trained=adapter is None or adapter.saved_embedding),
                 **zero1_group_of(parallel, rates, ranks=ranks, bus_bytes_per_s=bus)._asdict(),
             )
+            comm = coll.exposed_data_parallel(**dp_kw)
+            wire = coll.exposed_data_parallel(**{**dp_kw, "latency_s": 0.0})
             if parallel.grad_reduce_after_backward and stage == 1 and ranks > 1:
                 # nanotron's ZeRO-1 step copies the gathered parameters back slice by slice
                 # (collectives.nanotron_zero1_gather_copies_seconds); its Llama holds 3 tensors a layer fewer than the
@@ -1206,6 +1232,18 @@ def train_step_time(
                              f" {max(1.0, trained_tensors - 3 * layers):.0f} slice copies add {copies_s:.3f} s")
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)
+        # the compute that hides the collectives runs slower beside them: they take a share of its HBM bandwidth
+        # (collectives.hbm_contention_exposed), over the step's windows. Where they run at several rates (HSDP's
+        # replica all-reduces, the routed experts' own group) the hidden seconds are not split by group: the
+        # slowest group's rate, the least HBM a hidden second takes
+        buses = [bus]
+        if hsdp is not None and hsdp.replicas > 1:
+            buses.append(hsdp.replica_bus_bytes_per_s)
+        if expert_params > 0 and eranks > 1:
+            buses.append(_expert_bus(rates, parallel, eranks))
+        comm = coll.hbm_contention_exposed(comm=comm, compute_s=(fwd_window_s + bwd_window_s) * micro_steps,
+                                           bus_bytes_per_s=min(buses), hbm_bytes_per_s=rates.hbm_bytes_per_s,
+                                           hidden_wire_s=max(0.0, wire.total_s - wire.exposed_s))
         if launch_blocking:
             # CUDA_LAUNCH_BLOCKING=1: each NCCL launch returns when its collective has finished, so the backward's
             # next kernel waits for every reduction (and a gather for its forward): nothing is hidden
@@ -1549,6 +1587,54 @@ def gpu_timeline_exposed_s(*, paced_s: float, device_s: float, terms_s: tuple[fl
         out.append(new - edge)
         edge = new
     return tuple(out), max(0.0, paced_s + max(0.0, host_extra_s) - edge)
+
+
+@dataclass(frozen=True, slots=True)
+class LockstepTimeline:
+    """A step's micro-steps on the slowest GPU's timeline (``lockstep_flow_shop``): the mean seconds of a micro-step,
+    and of each pass the mean seconds it holds that GPU's compute stream a micro-step (its data-parallel window)."""
+
+    micro_step_s: float
+    windows_s: tuple[float, ...]
+
+
+def lockstep_flow_shop(*, paced_s: tuple[float, ...], line_s: tuple[float, ...], micro_steps: int) -> LockstepTimeline:
+    """The slowest GPU's timeline over a step of ``micro_steps`` micro-steps, each the passes ``paced_s`` / ``line_s``
+    in order (the forward, then the recompute with the backward, ...): pass ``k`` takes ``paced_s[k]`` of host-paced
+    time (the larger of its host and device time on one GPU, its exposed TP collectives included) and ``line_s[k]``
+    of the slowest GPU's device work (its device time with its TP collectives, times ``1 + excess``,
+    ``lockstep_wait_seconds``). The ranks run in lockstep, so that GPU sets the pace; its kernels of a pass cannot
+    start before the host has queued the passes before it, and the host queues the next micro-step's forward while
+    it still runs the previous backward: a two-machine flow shop whose jobs keep their order (S. M. Johnson, Naval
+    Research Logistics Quarterly 1(1), 1954; the fluid bound ``sequenced`` uses). With ``c_k`` the running sum of
+    ``paced - line`` over one micro-step's passes and ``C_k`` its running maximum (``c_0 = C_0 = 0``), the step ends
+    at::
+
+        (m - 1) · max(Σ paced, Σ line) + Σ line + max_k c_k
+
+    the last micro-step's tail (no slack of an earlier pass absorbs a later pass's extra device time: in a
+    one-micro-batch step the backward's wait is not spent in the forward's idle GPU time) plus ``m - 1`` micro-steps
+    of one pooled budget (``gpu_timeline_exposed_s``). Each pass's window is the time between the slowest GPU
+    finishing the previous pass and finishing it: ``line_k + C_k - C_{k-1}`` in the first micro-step and
+    ``line_k + K_k - K_{k-1}`` in every later one (``K_k = max(c_last + C_k, C_last)``, ``K_0 = C_last``); the mean
+    of each over the micro-steps is returned, and the windows sum to the micro-step. A pass with no wait keeps its
+    paced time; a waiting pass's window holds its wait (that GPU's compute stream is busy for it). Every finish time
+    is non-decreasing in each pass's paced seconds and each window's increase is no more than the step's, so a
+    term that one window hides second for second never shortens the step."""
+    if len(paced_s) != len(line_s):
+        raise ValueError("lockstep_flow_shop: paced_s and line_s must have one entry a pass")
+    c, top, prefix = 0.0, 0.0, [0.0]
+    for p, l in zip(paced_s, line_s):
+        c += p - l
+        top = max(top, c)
+        prefix.append(top)
+    last, top_all = c, prefix[-1]
+    steady = [top_all] + [max(last + t, top_all) for t in prefix[1:]]
+    first = [l + prefix[k + 1] - prefix[k] for k, l in enumerate(line_s)]
+    later = [l + steady[k + 1] - steady[k] for k, l in enumerate(line_s)]
+    m = max(1, micro_steps)
+    windows = tuple((f + (m - 1) * s) / m for f, s in zip(first, later))
+    return LockstepTimeline(sum(windows), windows)
 
 
 def token_scan_seconds(*, syncs: float, rates: DeviceRates) -> float:

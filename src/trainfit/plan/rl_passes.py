@@ -121,7 +121,7 @@ taken: charging the hidden collectives' bytes to the HBM beside the compute (NCC
 #1428: 2-3 passes a byte), added to the step in full: DTensor 8B updates -16.5 -> -8.4 % and -20.6 -> -13.0 %,
 actor-update median 20.6 -> 18.9 %, but it moves 735 training rows (fit half 9.91 -> 9.42 %, held-out half 9.61 ->
 9.73 %, SFT full 7.3 -> 7.5 %): a GEMM-bound compute does not wait on HBM, so the full charge is an upper bound, and
-what share of it a step pays is not published. Checked and not the cause: NeMo RL's ``SequencePackingLossWrapper``
+what share of it a step pays is not published. Taken since 2026-12-05 in another form, with the step's flow-shop timeline (``compute.training.lockstep_flow_shop``): the hidden seconds' compute slowed by the HBM share of 3 passes a byte, each span capped by its fluid bound (``compute.collectives.hbm_contention_exposed``; all rows 10.15 -> 9.91 %, fit half 10.30 -> 10.04 %, held-out half 9.90 -> 9.82 %, DTensor 8B update -16.5 -> -8.4 %). Checked and not the cause: NeMo RL's ``SequencePackingLossWrapper``
 runs the loss one packed sequence at a time (nemo_rl/algorithms/loss_functions.py l.621-698, same commit), two
 ``.item()`` a sequence there and eight in ``ClippedPGLossFn`` (mult_prob_error, probs_ratio, probs_ratio_clamped, loss,
 kl, sampling_importance_ratio, num_valid_samples, approx_entropy) beside about 55 small kernels: at 15 us a kernel and

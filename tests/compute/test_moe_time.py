@@ -420,3 +420,34 @@ def test_a_trained_router_slows_an_expert_parallel_step_and_leaves_memory_alone(
     a = make_plan(load_card_dict({**_router_card(one), **hw}))
     b = make_plan(load_card_dict({**_router_card({**one, "moe_router_load": "balanced"}), **hw}))
     assert a.step_seconds == b.step_seconds
+
+
+# --- review fixes: where the busiest-rank factor applies and where it does not --------------------------------------
+
+_A2A_KW = dict(hidden=2048, q_dim=4096, kv_dim=512, layers=4, attention_layers=4, moe_layers=4, top_k=8, tp=1, cp=1,
+               ulysses=False, ep=8, pp=1, recompute=False, tp_bus_bytes_per_s=1e11, cp_bus_bytes_per_s=1e11,
+               ep_bus_bytes_per_s=1e11, pp_bytes_per_s=1e11, experts=128, ep_ranks_per_node=8,
+               ep_nic_bytes_per_s=4e10, ep_nvlink_bytes_per_s=1.5e11)
+
+
+def test_the_allgather_dispatcher_takes_no_factor():
+    # the all-gather / reduce-scatter move every rank's rows whatever the routing (moe_dispatch.allgather_dispatch):
+    # the busiest rank's wait is in its scaled expert GEMMs, not its collectives
+    from trainfit.spec.enums import MoeDispatcher
+
+    kw = dict(_A2A_KW, tokens=4096, moe_dispatcher=MoeDispatcher.ALLGATHER)
+    assert model_parallel_comm(ep_load_factor=1.58, **kw).expert_s == model_parallel_comm(**kw).expert_s
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "deepep"])
+def test_the_factor_scales_the_dispatch_bytes_not_the_fixed_latency(dispatcher):
+    # the busiest rank's receive: factor x the bytes, NCCL's latency once; so the factor equals the same dispatch of
+    # factor x the tokens (the count exchange does not depend on the tokens), and less than factor x the time
+    from trainfit.spec.enums import MoeDispatcher
+
+    kw = dict(_A2A_KW, moe_dispatcher=MoeDispatcher(dispatcher))
+    for tokens in (64, 4096):  # latency-bound and bandwidth-bound
+        busy = model_parallel_comm(tokens=tokens, ep_load_factor=2.0, **kw).expert_s
+        assert busy == pytest.approx(model_parallel_comm(tokens=2 * tokens, **kw).expert_s)
+    small = model_parallel_comm(tokens=64, **kw).expert_s
+    assert model_parallel_comm(tokens=64, ep_load_factor=2.0, **kw).expert_s < 2.0 * small

@@ -451,3 +451,28 @@ def test_the_factor_scales_the_dispatch_bytes_not_the_fixed_latency(dispatcher):
         assert busy == pytest.approx(model_parallel_comm(tokens=2 * tokens, **kw).expert_s)
     small = model_parallel_comm(tokens=64, **kw).expert_s
     assert model_parallel_comm(tokens=64, ep_load_factor=2.0, **kw).expert_s < 2.0 * small
+
+def test_the_factor_scales_the_expert_side_elementwise_work_of_the_received_rows():
+    # the expert activation, Megatron's chunk sorts and padding / split-gate-up terms run on the rows a rank receives;
+    # the router and the send-side permute stay on the rank's own tokens
+    kw = dict(micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    shard = rank_spec(MOE, tp=1, pp=1, ep=8, etp=1)
+    base = step_inventory(shard, **kw)
+    busy = step_inventory(shard, expert_load_factor=1.333, **kw)
+    assert busy.layers_forward.memory_bytes > base.layers_forward.memory_bytes
+    assert busy.layers_backward.memory_bytes > base.layers_backward.memory_bytes
+    n_moe = MOE.num_layers
+    rows = 4096 * MOE.moe.experts_per_token
+    # the forward's extra bytes: the SwiGLU over the extra rows plus the two chunk sorts (each reads and writes them)
+    extra_rows = rows * 0.333
+    from trainfit.compute.inventory import SWIGLU_BYTES
+
+    want = (SWIGLU_BYTES * extra_rows * MOE.moe.expert_intermediate_size
+            + mt.chunk_sort_bytes(rows=extra_rows, hidden=MOE.hidden_size, local_experts=shard.moe.num_experts, ep=8))
+    assert busy.layers_forward.memory_bytes - base.layers_forward.memory_bytes == pytest.approx(want * n_moe, rel=1e-6)
+    # padded grouped GEMMs (torchtitan) and the split gate/up input-gradient sum scale too
+    pad = dict(kw, expert_padding=True)
+    assert (step_inventory(shard, expert_load_factor=1.333, **pad).layers_backward.memory_bytes
+            - step_inventory(shard, **pad).layers_backward.memory_bytes) > (
+        busy.layers_backward.memory_bytes - base.layers_backward.memory_bytes)
+

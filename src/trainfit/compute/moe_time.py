@@ -1041,19 +1041,22 @@ def sigmoid_router_work(*, tokens: float, hidden: int) -> MoeLayerWork:
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
                    expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
                    load_balancing: MoeLoadBalancing | None = None, group_sigmoid_router: bool = False,
-                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:
+                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+                   expert_load_factor: float = 1.0) -> MoeLayerWork:
     """What one MoE layer adds per pass on a rank routing ``tokens`` (its shard: ``expert_token_shards``) to
     ``top_k`` of ``experts`` (``local_experts`` of them on this rank): the routing-score traffic, the chunk
     sorts (all-to-all dispatcher only), the dispatcher's kernels and, with a load-balancing loss
     (``load_balancing`` aux_loss / seq_aux_loss), its scores' traffic and its kernels (``aux_loss_kernels``);
     ``group_sigmoid_router``: the unfused sigmoid, group-limited router's extra kernels
-    (``GROUP_SIGMOID_ROUTER_KERNELS``) (module docstring)."""
+    (``GROUP_SIGMOID_ROUTER_KERNELS``); ``expert_load_factor``: the chunk sorts run over the rows this rank receives,
+    the busiest rank's under a trained router (``busiest_rank_load_factor``; the routing scores stay the rank's own
+    tokens') (module docstring)."""
     aux_loss = load_balancing not in (None, MoeLoadBalancing.NONE)
     aux_fk, aux_bk = aux_loss_kernels(load_balancing)
     if group_sigmoid_router:
         aux_fk, aux_bk = aux_fk + GROUP_SIGMOID_ROUTER_KERNELS[0], aux_bk + GROUP_SIGMOID_ROUTER_KERNELS[1]
     rows = tokens * top_k
-    sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
+    sort = chunk_sort_bytes(rows=rows * expert_load_factor, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
                             dispatcher=dispatcher)
     fwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
                         aux_loss=aux_loss) + sort

@@ -1,14 +1,19 @@
 """parallel.moe_router_load in the plan: where the busiest-rank factor applies (``plan.time.ep_load_factor_of``), the
-note that says so (``plan.time.router_load_note``), and the memory note (``plan.stages.model_parallel_notes``)."""
+note that says so (``plan.time.router_load_note``), the memory note (``plan.stages.model_parallel_notes``) and the
+refusal on a dense model (``plan.dense_model_refusal``)."""
 
 from __future__ import annotations
 
+import pytest
+
 from trainfit.catalog.models import from_catalog
-from trainfit.plan import make_plan
+from trainfit.errors import CardError
+from trainfit.plan import check_model_options, dense_model_refusal, make_plan
 from trainfit.plan.time import ep_load_factor_of, router_load_note
 from trainfit.spec.card import load_card_dict
 
 MOE = from_catalog("Qwen/Qwen3-30B-A3B")
+DENSE = from_catalog("Qwen/Qwen3-8B")
 
 
 def _card(model="Qwen/Qwen3-30B-A3B", ep=16, **par):
@@ -47,3 +52,12 @@ def test_memory_note_names_the_busiest_rank_and_memory_numbers_stay():
     assert not any("under a trained router" in a for a in balanced.assumptions)
     assert trained.peak == balanced.peak
 
+
+def test_balanced_is_refused_on_a_dense_model_in_one_line():
+    card = _card(model="Qwen/Qwen3-8B", ep=1, moe_router_load="balanced")
+    msg = dense_model_refusal(card, DENSE)
+    assert msg == ("parallel.moe_router_load: 'balanced' forces an MoE router's balance; Qwen/Qwen3-8B is dense;"
+                   " allowed for it: trained")
+    with pytest.raises(CardError, match="parallel.moe_router_load"):
+        check_model_options(card)
+    assert dense_model_refusal(_card(model="Qwen/Qwen3-8B", ep=1), DENSE) is None

@@ -641,7 +641,8 @@ class ParallelSection(_Section):
                                            " token drop at capacity factor 1: every rank routes the mean). Priced for"
                                            " qwen3_moe only (the one published spread; other families time balanced);"
                                            " its checks cover EP 4 and 8, larger EP extrapolates. No effect with"
-                                           " expert_parallel 1 or moe_routing consecutive; memory is unchanged.")
+                                           " expert_parallel 1 or moe_routing consecutive; balanced is refused on a"
+                                           " dense model; memory is unchanged.")
     moe_launch: MoeLaunch | None = Field(None, description="fused (Megatron-Core's router and dispatcher captured"
                                          " in CUDA graphs or fused: their launches priced like the other fused"
                                          " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"

@@ -452,6 +452,7 @@ def test_the_factor_scales_the_dispatch_bytes_not_the_fixed_latency(dispatcher):
     small = model_parallel_comm(tokens=64, **kw).expert_s
     assert model_parallel_comm(tokens=64, ep_load_factor=2.0, **kw).expert_s < 2.0 * small
 
+
 def test_the_factor_scales_the_expert_side_elementwise_work_of_the_received_rows():
     # the expert activation, Megatron's chunk sorts and padding / split-gate-up terms run on the rows a rank receives;
     # the router and the send-side permute stay on the rank's own tokens
@@ -476,3 +477,23 @@ def test_the_factor_scales_the_expert_side_elementwise_work_of_the_received_rows
             - step_inventory(shard, **pad).layers_backward.memory_bytes) > (
         busy.layers_backward.memory_bytes - base.layers_backward.memory_bytes)
 
+
+def test_the_benchmark_plans_xtuner_load_imbalance_rows_trained_and_a_stated_value_wins():
+    from step_times_module import load_step_times
+
+    st = load_step_times("step_times_router_load")
+    guide = {"repo": "InternLM/xtuner", "path": "docs/en/benchmark/megatron_moe_benchmark.md"}
+    forced = {"source": {**guide, "section": "... / Trying Different EP Settings"}, "parallel": {}}
+    imbalance = {"source": {**guide, "section": "... / EP Load Imbalance"}, "parallel": {}}
+    assert st.balanced_routing_reason(forced).startswith("XTuner's Megatron benchmark")
+    assert st.balanced_routing_reason(imbalance) is None
+    # an entry's own value wins over its source's
+    assert st.balanced_routing_reason({**forced, "parallel": {"moe_router_load": "trained"}}) is None
+    assert st.balanced_routing_reason({**imbalance, "parallel": {"moe_router_load": "balanced"}}) == \
+        "the entry states it"
+    rows = [e for e in st.load_entries(st.TRAIN_DATA)
+            if "EP Load Imbalance" in str((e.get("source") or {}).get("section"))]
+    assert len(rows) == 4
+    for e in rows:
+        assert st.balanced_routing_reason(e) is None
+        assert "routing's imbalance" not in e.get("card_cannot_state", "")

@@ -536,13 +536,30 @@ FORCED_BALANCE_SOURCES = (
 )
 """Sources whose MoE runs route balanced by construction (the card's ``parallel.moe_router_load`` balanced): each key's
 strings must all occur in the entry's source (repository or URL, path, section)."""
+TRAINED_ROUTER_SECTIONS = (
+    ("InternLM/xtuner", "megatron_moe_benchmark", "EP Load Imbalance"),
+)
+"""Sections of a ``FORCED_BALANCE_SOURCES`` source whose rows run without the forced balance: XTuner's "EP Load
+Imbalance" rows set --moe-expert-capacity-factor with the router's own choice, against the forced balancing of every
+other row of that guide (docs/en/benchmark/megatron_moe_benchmark.md @4b10fa3ed3e68f921a209c362c6711108f1bed81)."""
 
 
 def forced_balance_reason(e: dict[str, Any]) -> str | None:
     """Why the entry's run routes balanced by construction, or None (a trained router: the card's default)."""
     src = e.get("source") or {}
     where = " ".join(str(src.get(k) or "") for k in ("repo", "url", "path", "section"))
+    if any(all(k in where for k in keys) for keys in TRAINED_ROUTER_SECTIONS):
+        return None
     return next((why for keys, why in FORCED_BALANCE_SOURCES if all(k in where for k in keys)), None)
+
+
+def balanced_routing_reason(e: dict[str, Any]) -> str | None:
+    """Why the entry is planned ``parallel.moe_router_load`` balanced, or None (trained): a value the entry states
+    wins over its source's (``forced_balance_reason``)."""
+    stated = (e.get("parallel") or {}).get("moe_router_load")
+    if stated is not None:
+        return "the entry states it" if stated == "balanced" else None
+    return forced_balance_reason(e)
 
 
 def model_is_moe(model: Any) -> bool:
@@ -1552,12 +1569,12 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     mp, n = model_parallel_section(e["parallel"], num_layers=model_layers(model), framework=e["framework"],
                                    shape=e.get("model_config"))
     notes += n
-    balanced = e["parallel"].get("moe_router_load") == "balanced" or forced_balance_reason(e)
-    if balanced and model_is_moe(model):
+    balanced_why = balanced_routing_reason(e)
+    if balanced_why and model_is_moe(model):
         # routed balanced by construction: every EP rank the mean (compute.moe_time.busiest_rank_load_factor not
         # applied); otherwise the card's default, a trained router on real tokens
         mp["moe_router_load"] = "balanced"
-        notes.append(f"parallel.moe_router_load balanced: {forced_balance_reason(e) or 'the entry states it'}")
+        notes.append(f"parallel.moe_router_load balanced: {balanced_why}")
     if e["framework"] == "nanotron":
         # nanotron's tensor-parallel linears, embedding and loss (spec/enums.py TensorParallelImpl: Megatron-Core's in
         # memory, per-op in time), not torch's DTensor plan

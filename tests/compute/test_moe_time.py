@@ -420,3 +420,80 @@ def test_a_trained_router_slows_an_expert_parallel_step_and_leaves_memory_alone(
     a = make_plan(load_card_dict({**_router_card(one), **hw}))
     b = make_plan(load_card_dict({**_router_card({**one, "moe_router_load": "balanced"}), **hw}))
     assert a.step_seconds == b.step_seconds
+
+
+# --- review fixes: where the busiest-rank factor applies and where it does not --------------------------------------
+
+_A2A_KW = dict(hidden=2048, q_dim=4096, kv_dim=512, layers=4, attention_layers=4, moe_layers=4, top_k=8, tp=1, cp=1,
+               ulysses=False, ep=8, pp=1, recompute=False, tp_bus_bytes_per_s=1e11, cp_bus_bytes_per_s=1e11,
+               ep_bus_bytes_per_s=1e11, pp_bytes_per_s=1e11, experts=128, ep_ranks_per_node=8,
+               ep_nic_bytes_per_s=4e10, ep_nvlink_bytes_per_s=1.5e11)
+
+
+def test_the_allgather_dispatcher_takes_no_factor():
+    # the all-gather / reduce-scatter move every rank's rows whatever the routing (moe_dispatch.allgather_dispatch):
+    # the busiest rank's wait is in its scaled expert GEMMs, not its collectives
+    from trainfit.spec.enums import MoeDispatcher
+
+    kw = dict(_A2A_KW, tokens=4096, moe_dispatcher=MoeDispatcher.ALLGATHER)
+    assert model_parallel_comm(ep_load_factor=1.58, **kw).expert_s == model_parallel_comm(**kw).expert_s
+
+
+@pytest.mark.parametrize("dispatcher", ["alltoall", "deepep"])
+def test_the_factor_scales_the_dispatch_bytes_not_the_fixed_latency(dispatcher):
+    # the busiest rank's receive: factor x the bytes, NCCL's latency once; so the factor equals the same dispatch of
+    # factor x the tokens (the count exchange does not depend on the tokens), and less than factor x the time
+    from trainfit.spec.enums import MoeDispatcher
+
+    kw = dict(_A2A_KW, moe_dispatcher=MoeDispatcher(dispatcher))
+    for tokens in (64, 4096):  # latency-bound and bandwidth-bound
+        busy = model_parallel_comm(tokens=tokens, ep_load_factor=2.0, **kw).expert_s
+        assert busy == pytest.approx(model_parallel_comm(tokens=2 * tokens, **kw).expert_s)
+    small = model_parallel_comm(tokens=64, **kw).expert_s
+    assert model_parallel_comm(tokens=64, ep_load_factor=2.0, **kw).expert_s < 2.0 * small
+
+
+def test_the_factor_scales_the_expert_side_elementwise_work_of_the_received_rows():
+    # the expert activation, Megatron's chunk sorts and padding / split-gate-up terms run on the rows a rank receives;
+    # the router and the send-side permute stay on the rank's own tokens
+    kw = dict(micro_batch_size=1, seq_len=4096, expert_parallel=8)
+    shard = rank_spec(MOE, tp=1, pp=1, ep=8, etp=1)
+    base = step_inventory(shard, **kw)
+    busy = step_inventory(shard, expert_load_factor=1.333, **kw)
+    assert busy.layers_forward.memory_bytes > base.layers_forward.memory_bytes
+    assert busy.layers_backward.memory_bytes > base.layers_backward.memory_bytes
+    n_moe = MOE.num_layers
+    rows = 4096 * MOE.moe.experts_per_token
+    # the forward's extra bytes: the SwiGLU over the extra rows plus the two chunk sorts (each reads and writes them)
+    extra_rows = rows * 0.333
+    from trainfit.compute.inventory import SWIGLU_BYTES
+
+    want = (SWIGLU_BYTES * extra_rows * MOE.moe.expert_intermediate_size
+            + mt.chunk_sort_bytes(rows=extra_rows, hidden=MOE.hidden_size, local_experts=shard.moe.num_experts, ep=8))
+    assert busy.layers_forward.memory_bytes - base.layers_forward.memory_bytes == pytest.approx(want * n_moe, rel=1e-6)
+    # padded grouped GEMMs (torchtitan) and the split gate/up input-gradient sum scale too
+    pad = dict(kw, expert_padding=True)
+    assert (step_inventory(shard, expert_load_factor=1.333, **pad).layers_backward.memory_bytes
+            - step_inventory(shard, **pad).layers_backward.memory_bytes) > (
+        busy.layers_backward.memory_bytes - base.layers_backward.memory_bytes)
+
+
+def test_the_benchmark_plans_xtuner_load_imbalance_rows_trained_and_a_stated_value_wins():
+    from step_times_module import load_step_times
+
+    st = load_step_times("step_times_router_load")
+    guide = {"repo": "InternLM/xtuner", "path": "docs/en/benchmark/megatron_moe_benchmark.md"}
+    forced = {"source": {**guide, "section": "... / Trying Different EP Settings"}, "parallel": {}}
+    imbalance = {"source": {**guide, "section": "... / EP Load Imbalance"}, "parallel": {}}
+    assert st.balanced_routing_reason(forced).startswith("XTuner's Megatron benchmark")
+    assert st.balanced_routing_reason(imbalance) is None
+    # an entry's own value wins over its source's
+    assert st.balanced_routing_reason({**forced, "parallel": {"moe_router_load": "trained"}}) is None
+    assert st.balanced_routing_reason({**imbalance, "parallel": {"moe_router_load": "balanced"}}) == \
+        "the entry states it"
+    rows = [e for e in st.load_entries(st.TRAIN_DATA)
+            if "EP Load Imbalance" in str((e.get("source") or {}).get("section"))]
+    assert len(rows) == 4
+    for e in rows:
+        assert st.balanced_routing_reason(e) is None
+        assert "routing's imbalance" not in e.get("card_cannot_state", "")

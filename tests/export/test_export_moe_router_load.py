@@ -66,3 +66,33 @@ def test_force_load_balancing_reads_as_balanced():
     key = "    +actor_rollout_ref.actor.megatron.override_transformer_config.moe_router_force_load_balancing=True \\\n"
     assert import_text(VERL.format(extra=key), "verl").card["parallel"]["moe_router_load"] == "balanced"
     assert "moe_router_load" not in import_text(VERL.format(extra=""), "verl").card["parallel"]
+
+
+@pytest.mark.parametrize("value", ["1", "0", "1.0", "2"])
+def test_force_load_balancing_takes_booleans_only(value):
+    # 1 == True and 0 == False: a membership test read =1 as balanced and =0 as trained; both are refused by type
+    key = ("    +actor_rollout_ref.actor.megatron.override_transformer_config.moe_router_force_load_balancing="
+           f"{value} \\\n")
+    with pytest.raises(TrainfitError, match="moe_router_force_load_balancing: .*; allowed: true, false"):
+        import_text(VERL.format(extra=key), "verl")
+    on = "    model_overrides:\n      moe_router_force_load_balancing: {}\n"
+    with pytest.raises(TrainfitError, match="moe_router_force_load_balancing: .*; allowed: true, false"):
+        import_text(NEMO.format(extra=on.format(value)), "nemo-rl")
+
+
+def test_the_sibling_overlap_flags_take_booleans_only():
+    key = "    +actor_rollout_ref.actor.megatron.override_transformer_config.tp_comm_overlap=1 \\\n"
+    with pytest.raises(TrainfitError, match="tp_comm_overlap: 1; allowed: true, false"):
+        import_text(VERL.format(extra=key), "verl")
+
+
+def test_force_load_balancing_on_a_dense_model_is_noted_not_read():
+    key = "    +actor_rollout_ref.actor.megatron.override_transformer_config.moe_router_force_load_balancing=True \\\n"
+    dense = import_text(VERL.format(extra=key).replace("Qwen/Qwen3-30B-A3B", "Qwen/Qwen2.5-7B"), "verl")
+    assert "moe_router_load" not in dense.card["parallel"]
+    assert any(n.endswith("moe_router_force_load_balancing True: Qwen/Qwen2.5-7B has no routed experts; not read")
+               for n in dense.notes)
+    on = "    model_overrides:\n      moe_router_force_load_balancing: true\n"
+    dense = import_text(NEMO.format(extra=on).replace("Qwen/Qwen3-30B-A3B", "Qwen/Qwen2.5-7B"), "nemo-rl")
+    assert "moe_router_load" not in dense.card["parallel"]
+    assert any("has no routed experts; not read" in n for n in dense.notes)

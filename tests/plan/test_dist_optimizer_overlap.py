@@ -62,13 +62,15 @@ def _moe(parallel: dict, nodes: int = 2) -> dict:
 
 
 def test_allgather_dispatcher_moves_every_token_to_every_rank():
-    card = load_card_dict(_moe({"expert_parallel": 16, "moe_dispatcher": "allgather"}))
+    # the same routing for both (balanced: the mean rank's bytes); a trained router below
+    bal = {"moe_router_load": "balanced"}
+    card = load_card_dict(_moe({"expert_parallel": 16, "moe_dispatcher": "allgather", **bal}))
     assert card.parallel.moe_dispatcher is MoeDispatcher.ALLGATHER
     gather = make_plan(card).time_parts["expert_parallel"]
-    a2a = make_plan(load_card_dict(_moe({"expert_parallel": 16}))).time_parts["expert_parallel"]
+    a2a = make_plan(load_card_dict(_moe({"expert_parallel": 16, **bal}))).time_parts["expert_parallel"]
     # inside one node (ep 8, top-k 8) both move 7 rows per token over NVLink
-    one_gather = make_plan(load_card_dict(_moe({"expert_parallel": 8, "moe_dispatcher": "allgather"}, 1)))
-    one_a2a = make_plan(load_card_dict(_moe({"expert_parallel": 8}, 1)))
+    one_gather = make_plan(load_card_dict(_moe({"expert_parallel": 8, "moe_dispatcher": "allgather", **bal}, 1)))
+    one_a2a = make_plan(load_card_dict(_moe({"expert_parallel": 8, **bal}, 1)))
     # (the same bytes; the ring all-gather / reduce-scatter pay 7 ring steps of latency where NCCL's grouped
     # send / receive all-to-all pays one p2p round: collectives.grouped_p2p_latency_s)
     one_g, one_a = one_gather.time_parts["expert_parallel"], one_a2a.time_parts["expert_parallel"]
@@ -76,6 +78,12 @@ def test_allgather_dispatcher_moves_every_token_to_every_rank():
     # across two nodes the all-to-all's cross-node rows (half of 8 per token) leave through each GPU's own NIC,
     # while the all-gather's ring enters the other node once per NCCL channel, over all 8 NICs of a node
     assert gather < a2a
+    # a trained router: the all-to-all waits for the busiest rank's larger receive; the all-gather moves every rank's
+    # rows whatever the routing (compute.model_parallel.model_parallel_comm)
+    trained_gather = make_plan(load_card_dict(_moe({"expert_parallel": 8, "moe_dispatcher": "allgather"}, 1)))
+    trained_a2a = make_plan(load_card_dict(_moe({"expert_parallel": 8}, 1)))
+    assert trained_gather.time_parts["expert_parallel"] == one_g
+    assert trained_a2a.time_parts["expert_parallel"] > one_a
 
 
 def test_allgather_refuses_the_ep_overlap():

@@ -1561,8 +1561,11 @@ def step_inventory(
     them once after the parameter all-gather, 0 on GPUs with non-TN fp8 GEMMs); ``expert_parallel``: the EP size (``spec`` holds
     the rank's ``E / ep`` experts; the router scores all ``E``); ``expert_token_shards``: the tokens a routed layer
     sees are ``1 / expert_token_shards`` of the rank's (sequence-parallel shard: ``moe_time.expert_token_shards``);
-    ``expert_load_factor``: the busiest EP rank's routed rows over the mean's, which every rank's expert GEMMs wait
-    for (``moe_time.busiest_rank_load_factor``; 1: balanced routing);
+    ``expert_load_factor``: the busiest EP rank's routed rows over the mean's, which every rank waits for: its expert
+    GEMMs and the expert-side elementwise work on the rows it receives (activation, chunk sorts, Megatron's and
+    Automodel's eager expert loops, torchtitan's padding, the split gate/up input-gradient sum); the router, the
+    send-side permute and the un-permute after the combine stay on the rank's own tokens
+    (``moe_time.busiest_rank_load_factor``; 1: balanced routing);
     ``grouped_gemm``: the routed experts run as one grouped GEMM per projection (transformers v5 ``grouped_mm``,
     Megatron-Core ``TEGroupedMLP``), else one GEMM per local expert (Megatron-Core ``SequentialMLP``);
     ``moe_dispatcher``: the EP dispatcher (the all-to-all one sorts the received rows by local expert and back,
@@ -2098,6 +2101,10 @@ def step_inventory(
         n_moe = sum(1 for i in range(layers) if moe.is_moe_layer(i))
         t_moe = t / expert_token_shards
         rows = t_moe * moe.experts_per_token
+        # the rows the local experts receive on the busiest EP rank under a trained router: every rank waits for its
+        # expert-side work at each layer (moe_time.busiest_rank_load_factor); the router, the send-side permute and
+        # the un-permute after the combine act on the rank's own routed rows
+        rows_busy = rows * expert_load_factor
         experts = moe_time.router_experts(local_experts=moe.num_experts, ep=expert_parallel)
         fwd.append(Gemm("router", t_moe, experts, h, n_moe))
         part("moe", gemm=fwd[-1], kernels=n_moe)
@@ -2117,6 +2124,7 @@ def step_inventory(
         work = moe_time.moe_layer_work(tokens=t_moe, hidden=h, experts=experts, local_experts=moe.num_experts,
                                        top_k=moe.experts_per_token, ep=expert_parallel,
                                        score_dtype_bytes=4.0 if moe.router_fp32 else 2.0, dispatcher=moe_dispatcher,
+                                       expert_load_factor=expert_load_factor,
                                        # the unfused router's load-balancing loss and DeepSeek-V3's sigmoid,
                                        # group-limited routing (moe_time "Router aux-loss ops")
                                        load_balancing=moe_load_balancing if megatron_eager_router else None,
@@ -2136,11 +2144,11 @@ def step_inventory(
             fq_b, bq_b = fq_b + sig.forward_bytes * n_moe, bq_b + sig.backward_bytes * n_moe
             fq_k += sig.forward_kernels * n_moe
             part("moe", bytes_=sig.forward_bytes * n_moe, kernels=sig.forward_kernels * n_moe)
-        fwd_bytes += (SWIGLU_BYTES * rows * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
-        part("moe", bytes_=work.forward_bytes * n_moe + (SWIGLU_BYTES * rows * moe.expert_intermediate_size
+        fwd_bytes += (SWIGLU_BYTES * rows_busy * moe.expert_intermediate_size + 4 * 2.0 * rows * h) * n_moe
+        part("moe", bytes_=work.forward_bytes * n_moe + (SWIGLU_BYTES * rows_busy * moe.expert_intermediate_size
                                                          + 4 * 2.0 * rows * h) * n_moe,
              kernels=work.forward_kernels * n_moe)
-        part("moe_act", bytes_=SWIGLU_BYTES * rows * moe.expert_intermediate_size * n_moe,
+        part("moe_act", bytes_=SWIGLU_BYTES * rows_busy * moe.expert_intermediate_size * n_moe,
              kernels=SWIGLU_KERNELS * n_moe)
         hf_grouped = not (megatron_experts or expert_streams or expert_loop) and expert_parallel == 1 and (
             moe_dispatcher is MoeDispatcher.ALLTOALL)  # transformers' own experts, or torchtitan's grouped_padded
@@ -2148,7 +2156,8 @@ def step_inventory(
         # activation: nemo_automodel/components/moe/layers.py quick_geglu_deepep, @torch.compile
         if moe.clamped_glu and hf_grouped:
             # gpt-oss's experts on grouped_mm (transformers v5, torchtitan): the clamped GLU, the bias gathers and adds
-            g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows, hidden=h, expert_width=moe.expert_intermediate_size,
+            g_b, g_s, g_k = hf_clamped_glu_extra(rows=rows_busy, hidden=h,
+                                                 expert_width=moe.expert_intermediate_size,
                                                  expert_bias=moe.expert_bias)
             fwd_bytes, strided, fwd_k = fwd_bytes + g_b * n_moe, strided + g_s * n_moe, fwd_k + g_k * n_moe
             part("moe", bytes_=g_b * n_moe, kernels=g_k * n_moe, strided_=g_s * n_moe)
@@ -2156,16 +2165,17 @@ def step_inventory(
         if megatron_experts and not expert_loop and not fused_expert_mlp:  # gpt-oss under Megatron-Core: eager
         # clamp and bias loop (Transformer Engine's op fuser, fused_expert_mlp, runs neither)
             layer_eager = moe_time.megatron_expert_elementwise(
-                rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
+                rows=rows_busy, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 clamped_glu=moe.clamped_glu, expert_bias=moe.expert_bias)
             if moe.expert_bias:  # the bias loop in float32 on the flex dispatcher's probabilities (moe_dispatch)
-                xf, xb, xfk, xbk = bias_loop_fp32_probs_extra(dispatcher=moe_dispatcher, rows=rows, hidden=h,
-                                                              local_experts=moe.num_experts)
+                xf, xb, xfk, xbk = bias_loop_fp32_probs_extra(dispatcher=moe_dispatcher, rows=rows_busy,
+                                                              hidden=h, local_experts=moe.num_experts)
                 layer_eager = moe_time.MoeLayerWork(layer_eager.forward_bytes + xf, layer_eager.backward_bytes + xb,
                                                     layer_eager.forward_kernels + xfk,
                                                     layer_eager.backward_kernels + xbk)
             if moe.clamped_glu:  # the moe_act recompute re-runs the clamp with the activation (moe_time docstring)
-                clamp = moe_time.megatron_clamp_recompute_work(rows=rows, expert_width=moe.expert_intermediate_size)
+                clamp = moe_time.megatron_clamp_recompute_work(rows=rows_busy,
+                                                               expert_width=moe.expert_intermediate_size)
                 geglu_syncs = QUICK_GEGLU_FORWARD_SYNCS * n_moe  # the offset's blocking copy, each forward
                 part("moe_act", bytes_=clamp.forward_bytes * n_moe, kernels=clamp.forward_kernels * n_moe,
                      eager_bytes=clamp.forward_bytes * n_moe,
@@ -2173,18 +2183,18 @@ def step_inventory(
         elif expert_streams and not expert_loop and moe.expert_bias:
             # gpt-oss under NeMo Automodel's GroupedExpertsDeepEP: the per-expert bias loops after both grouped GEMMs
             layer_eager = moe_time.automodel_expert_bias_elementwise(
-                rows=rows, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
+                rows=rows_busy, hidden=h, expert_width=moe.expert_intermediate_size, local_experts=moe.num_experts,
                 probs_grad=expert_bias_probs_grad)
         if expert_padding and not expert_loop:  # torchtitan's padded grouped_mm wrapper (moe_time.EXPERT_PADDING_*)
-            pad = moe_time.expert_padding_work(rows=rows, hidden=h)
+            pad = moe_time.expert_padding_work(rows=rows_busy, hidden=h)
             fq_b, bq_b = fq_b + pad.forward_bytes * n_moe, bq_b + pad.backward_bytes * n_moe
             fq_k, bq_k = fq_k + pad.forward_kernels * n_moe, bq_k + pad.backward_kernels * n_moe
             part("moe", bytes_=pad.forward_bytes * n_moe, kernels=pad.forward_kernels * n_moe)
             # the gather's gradient: ATen's accumulating index_put, eager under compile too, at its measured rate
-            pad_index_b = moe_time.expert_padding_index_backward_bytes(rows=rows, hidden=h) * n_moe
+            pad_index_b = moe_time.expert_padding_index_backward_bytes(rows=rows_busy, hidden=h) * n_moe
             bq_b += pad_index_b
         if split_gate_up:  # w1's and w3's input gradients of the same rows summed by autograd
-            bq_b += moe_time.split_gate_up_dx_sum_bytes(rows=rows, hidden=h) * n_moe
+            bq_b += moe_time.split_gate_up_dx_sum_bytes(rows=rows_busy, hidden=h) * n_moe
             bq_k += n_moe  # one add a layer (SPLIT_GATE_UP_DX_SUM_BYTES)
         if moe.routing_weights_fp32 and not (megatron_experts or expert_streams or expert_loop):
             # transformers' grouped_mm combine in fp32 (Mixtral's uncast routing weights), outside the factors

@@ -93,7 +93,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainfit.compute import collectives as coll
-from trainfit.compute.moe_dispatch import allgather_dispatch, ep_dispatch_bytes, ep_dispatch_seconds
+from trainfit.compute.moe_dispatch import EpDispatchBytes, allgather_dispatch, ep_dispatch_bytes, ep_dispatch_seconds
 from trainfit.compute.moe_time import count_exchange_seconds
 from trainfit.spec.enums import MoeDispatcher, MoeRouting
 
@@ -147,11 +147,12 @@ def model_parallel_comm(
     ``ep_comm_overlap``: the all-to-alls of a forward hide behind another micro-batch's backward and vice versa
     (``compute_forward_s`` / ``compute_backward_s``: the stage's passes, one micro-step; ``micro_steps`` per step:
     ``ep_overlap_exposed``; module docstring); ``moe_routing``: the router's pick, for DeepEP's per-node rows
-    (``moe_dispatch.ep_dispatch_bytes``); ``ep_load_factor``: every EP rank waits at each dispatch and combine for
-    the busiest rank's rows, that factor times the mean rank's (``moe_time.busiest_rank_load_factor``; 1: balanced
-    routing); ``moe_dispatcher`` ALLGATHER: a ring all-gather (dispatch) and
-    reduce-scatter (combine) over the ``etp·ep`` ranks at ``ep_ring_bus_bytes_per_s`` (default the all-to-all's rate)
-    (``moe_dispatch.allgather_dispatch``), no token-count exchange; ``tp_nodes``: the nodes one TP group spans. The TP
+    (``moe_dispatch.ep_dispatch_bytes``); ``ep_load_factor``: every EP rank waits at each all-to-all or DeepEP
+    dispatch and combine for the busiest rank's rows, that factor times the mean rank's bytes (the fixed latency
+    unscaled; ``moe_time.busiest_rank_load_factor``; 1: balanced routing); the all-gather dispatcher's collectives
+    move every rank's rows whatever the routing and take no factor; ``moe_dispatcher`` ALLGATHER: a ring all-gather
+    (dispatch) and reduce-scatter (combine) over the ``etp·ep`` ranks at ``ep_ring_bus_bytes_per_s`` (default the
+    all-to-all's rate) (``moe_dispatch.allgather_dispatch``), no token-count exchange; ``tp_nodes``: the nodes one TP group spans. The TP
     all-reduce, the EP all-to-all, DeepEP's dispatch latency, the all-gather dispatcher and the count exchange take
     NCCL's tuner latencies over their group's nodes (``collectives.nccl_collective_seconds``,
     ``grouped_p2p_latency_s``); so do the Ulysses all-to-all (grouped p2p over the ``cp_nodes`` the CP group spans),
@@ -253,15 +254,20 @@ def model_parallel_comm(
                 dispatcher=moe_dispatcher, tokens=routed, hidden=hidden, top_k=top_k, experts=experts, ep=ep,
                 ranks_per_node=ep_ranks_per_node, groups=moe_groups, groups_per_token=moe_groups_per_token,
                 dtype_bytes=dtype_bytes, routing=moe_routing)
+            # a trained router: the dispatch ends when the busiest rank's larger receive has arrived (its bytes,
+            # not the fixed latency, grow with the factor)
+            traffic = EpDispatchBytes(traffic.nic_bytes * ep_load_factor, traffic.nvlink_bytes * ep_load_factor)
             one = ep_dispatch_seconds(traffic=traffic, nic_bytes_per_s=ep_nic_bytes_per_s,
                                       nvlink_bytes_per_s=ep_nvlink_bytes_per_s,
                                       latency_s=coll.grouped_p2p_latency_s(ranks=ep, nodes=ep_nodes))
         else:
-            buf = routed * top_k * hidden * dtype_bytes
+            # a trained router: the all-to-all ends when the busiest rank's larger receive has arrived: its bytes
+            # scale, NCCL's fixed latency does not
+            buf = routed * top_k * hidden * dtype_bytes * ep_load_factor
             one = coll.all_to_all_seconds(total_bytes=buf, ranks=ep, bus_bytes_per_s=ep_bus_bytes_per_s,
                                           nodes=ep_nodes)
-        # a trained router: the collective ends when the busiest rank's larger receive has arrived
-        one *= ep_load_factor
+        # the all-gather dispatcher gathers and reduce-scatters every rank's rows whatever the routing: no factor on
+        # its collectives (the busiest rank's wait is in its scaled expert GEMMs, inventory.step_inventory)
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
             ep=ep, experts=experts, bus_bytes_per_s=ep_bus_bytes_per_s, nodes=ep_nodes)

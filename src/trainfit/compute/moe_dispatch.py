@@ -63,8 +63,9 @@ transposes (the all-gather's gradient is a reduce-scatter and vice versa), the s
 Not modelled: FP8 dispatch (DeepSeek-V3 dispatches FP8; the rows here are the activation dtype), the SMs the
 kernels take from the GEMMs, and for the all-gather dispatcher a router dtype above the activations' (NeMo RL's
 ``moe_router_dtype: fp64``): the card does not state it, so the combine is planned in the activation dtype. The bytes
-here are the mean rank's; a trained router's busiest rank scales the timed exchange in
-``model_parallel.model_parallel_comm`` (``moe_time.busiest_rank_load_factor``).
+here are the mean rank's; a trained router's busiest rank scales the all-to-all's and DeepEP's bytes (not their fixed
+latency) in ``model_parallel.model_parallel_comm`` (``moe_time.busiest_rank_load_factor``); the all-gather
+dispatcher's collectives move every rank's rows whatever the routing and are not scaled.
 
 Checked and not taken (issue #12, 2026-12-04): the cross-node dispatch as the reason why Megatron-Bridge's
 Qwen3-30B-A3B on 16 H100 (2 nodes) is planned 17-28 % too fast on every release (e.g.

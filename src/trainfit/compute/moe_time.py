@@ -521,14 +521,19 @@ serialised passes bound every sync's cost at ms-swift's Megatron row -55% -> -50
 **Busiest-rank load of a trained router (2026-12-05): priced for Qwen3-MoE.** With dropless routing the EP
 all-to-all is a collective, so at every MoE layer each rank waits for the rank whose local experts drew the most
 tokens: its expert GEMMs and its larger receive. The card's ``parallel.moe_router_load`` (``trained``, the default, or
-``balanced``) scales the routed rows of the expert GEMMs (``inventory.step_inventory``'s ``expert_load_factor``) and
-each EP dispatch and combine (``model_parallel.model_parallel_comm``'s ``ep_load_factor``) by
+``balanced``) scales the routed rows of the expert GEMMs and the expert-side elementwise work on the received rows
+(``inventory.step_inventory``'s ``expert_load_factor``) and the bytes of each all-to-all or DeepEP dispatch and
+combine, not their fixed latency, nor the all-gather dispatcher's collectives, which move every rank's rows whatever
+the routing (``model_parallel.model_parallel_comm``'s ``ep_load_factor``), by
 ``busiest_rank_load_factor``: ``1 + CV·√(ep/E)·z(ep)``, the expected busiest of ``ep`` ranks each summing ``E / ep``
 experts whose loads spread with coefficient of variation CV (independent experts, normal approximation, ``z`` by
 Blom). The only published per-expert spread of a trained router on real tokens found is Qwen3-30B-A3B's
 (``TRAINED_ROUTER_EXPERT_LOAD_CV``: load-balancing loss 1.87 on DCLM, CV ≈ 0.93), so the factor applies to the
 ``qwen3_moe`` family (1.17 at EP 4, 1.33 at EP 8, 1.58 at EP 16 of 128 experts); other families stay timed balanced
-under either value. EP 1 has no factor. Memory is unchanged: the busiest rank's larger activations are a memory
+under either value. EP 1 has no factor, nor ``parallel.moe_routing`` consecutive (NeMo Automodel's
+``FakeBalancedGate``, balanced by construction: ``plan.time.ep_load_factor_of``). The plan says when the factor
+applies and whether the EP is beyond the checks below (``TRAINED_ROUTER_CHECKED_EP``), and notes that memory is
+planned at the mean rank's rows (``plan.stages.model_parallel_notes``). Memory is unchanged: the busiest rank's larger activations are a memory
 question not taken here. Benchmark rows whose source routes balanced by construction are planned ``balanced``
 (``benchmarks/step_times.py`` ``FORCED_BALANCE_SOURCES``: Megatron-Bridge's performance tables and the verification
 card's performance item, DGX Cloud 25.05 and NeMo 25.02 / 25.04 token drop at capacity factor 1, NeMo Automodel's
@@ -631,8 +636,23 @@ load-balancing loss of 1.87, scaled so that 1.0 is balance as Megatron-LM report
 (https://github.com/mlc-ai/pith-train/issues/79, the maintainers' reply of 2026-07-29; the scaling:
 https://github.com/mlc-ai/pith-train/pull/14). The switch loss is ``E·Σ f_i·P_i``; with the mean probabilities
 following the loads (``P_i ≈ f_i``) it is ``E·Σ f_i² = 1 + CV²``, so CV = √0.87 ≈ 0.93. Softer probabilities than
-loads make the loss understate the spread, so this is a low estimate. No other family's spread is published: those
-are timed balanced (module docstring, "Busiest-rank load of a trained router")."""
+loads make the loss understate the spread, which pushes the true CV above 0.93. Two readings push it the other way.
+(a) The same reply says "enforced balancing usually sits around 1.0 to 1.2": if a forced-balance run itself reads
+up to 1.2 (finite batches: sampling noise on top of the even routing), the spread a trained router adds over it is
+√(1.87 − 1.2) ≈ 0.82 to √(1.87 − 1.0) ≈ 0.93, so 0.93 is the top of that range. (b) The figure is one checkpoint's,
+Qwen3-30B-A3B on DCLM, applied to the whole ``qwen3_moe`` family (Qwen3-235B-A22B has the same 128 experts, top 8,
+but its own router); no other Qwen3-MoE size's figure is published, so the direction of that error is unknown
+(Megatron-MoE-ModelZoo's 235B forced-balance gain is about three times what the factor gives, module docstring
+check (2), which points upward there). Neither reading is applied: the value stays the one the loss gives. No other
+family's spread is published: those are timed balanced (module docstring, "Busiest-rank load of a trained
+router")."""
+TRAINED_ROUTER_CHECKED_EP = (4, 8)
+"""The expert-parallel sizes the busiest-rank factor's published checks cover: EP 4 (mlc-ai/pith-train issue #79,
+https://github.com/mlc-ai/pith-train/issues/79, Qwen3-30B-A3B PP2-EP4, trained 17.5k vs force-balanced 18.20k
+tokens/s/GPU) and EP 8 (NVIDIA/Megatron-MoE-ModelZoo best_practice/qwen3/readme.md
+@020b8136b3bc6f47e4143849f54e400cf0f71e8a, Qwen3-235B-A22B EP 8, forced balance vs dropless). Beyond EP 8 the factor
+(1.58 at EP 16, 1.96 at EP 32, 2.54 at EP 64 of 128 experts) is the order-statistics form extrapolated; the plan says
+so in its note (``plan.time.router_load_note``)."""
 EXPERT_PROJECTIONS = 2
 """fc1 (gate and up fused) and fc2 per expert."""
 DISPATCH_PREPROCESS_KERNELS = 7
@@ -1041,19 +1061,22 @@ def sigmoid_router_work(*, tokens: float, hidden: int) -> MoeLayerWork:
 def moe_layer_work(*, tokens: float, hidden: int, experts: int, local_experts: int, top_k: int, ep: int,
                    expert_tp: int = 1, score_dtype_bytes: float = 4.0, act_dtype_bytes: float = 2.0,
                    load_balancing: MoeLoadBalancing | None = None, group_sigmoid_router: bool = False,
-                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL) -> MoeLayerWork:
+                   dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL,
+                   expert_load_factor: float = 1.0) -> MoeLayerWork:
     """What one MoE layer adds per pass on a rank routing ``tokens`` (its shard: ``expert_token_shards``) to
     ``top_k`` of ``experts`` (``local_experts`` of them on this rank): the routing-score traffic, the chunk
     sorts (all-to-all dispatcher only), the dispatcher's kernels and, with a load-balancing loss
     (``load_balancing`` aux_loss / seq_aux_loss), its scores' traffic and its kernels (``aux_loss_kernels``);
     ``group_sigmoid_router``: the unfused sigmoid, group-limited router's extra kernels
-    (``GROUP_SIGMOID_ROUTER_KERNELS``) (module docstring)."""
+    (``GROUP_SIGMOID_ROUTER_KERNELS``); ``expert_load_factor``: the chunk sorts run over the rows this rank receives,
+    the busiest rank's under a trained router (``busiest_rank_load_factor``; the routing scores stay the rank's own
+    tokens') (module docstring)."""
     aux_loss = load_balancing not in (None, MoeLoadBalancing.NONE)
     aux_fk, aux_bk = aux_loss_kernels(load_balancing)
     if group_sigmoid_router:
         aux_fk, aux_bk = aux_fk + GROUP_SIGMOID_ROUTER_KERNELS[0], aux_bk + GROUP_SIGMOID_ROUTER_KERNELS[1]
     rows = tokens * top_k
-    sort = chunk_sort_bytes(rows=rows, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
+    sort = chunk_sort_bytes(rows=rows * expert_load_factor, hidden=hidden, local_experts=local_experts, ep=ep, dtype_bytes=act_dtype_bytes,
                             dispatcher=dispatcher)
     fwd = routing_bytes(tokens=tokens, experts=experts, top_k=top_k, score_dtype_bytes=score_dtype_bytes,
                         aux_loss=aux_loss) + sort

@@ -1064,12 +1064,15 @@ def _nemo_rl_load_balancing(t: str, where: str, value: Any, model: str | None, p
     par["moe_load_balancing"] = value
 
 
-def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
+def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any], model: str | None,
+                     notes: list[str]) -> None:
     """The Megatron-Core-only card ``parallel`` keys from a TransformerConfig-like mapping (verl's
     override_transformer_config, NeMo RL's megatron_cfg and its model_overrides): every Megatron-Core run is
     tensor_parallel_impl megatron; ``pipeline_model_parallel_layout``, ``moe_token_dispatcher_type`` /
     ``moe_enable_deepep``, ``overlap_moe_expert_parallel_comm``, ``tp_comm_overlap`` and
-    ``moe_router_force_load_balancing`` (``moe_router_load`` balanced) are read back."""
+    ``moe_router_force_load_balancing`` (``moe_router_load`` balanced) are read back. The flags take booleans only
+    (1 / 0 are refused, not read as true / false). ``model`` a catalog model without experts: the force-balance key is
+    noted, not read (it has no router)."""
     from trainfit.export.parallel import dispatcher_from_megatron, layout_from_megatron
 
     par["tensor_parallel_impl"] = "megatron"
@@ -1084,7 +1087,7 @@ def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
     for key, card_key in (("overlap_moe_expert_parallel_comm", "moe_comm_overlap"),
                           ("tp_comm_overlap", "tp_comm_overlap")):
         v = get(key)
-        if v not in (None, True, False):
+        if not (v is None or isinstance(v, bool)):  # by type: 1 == True and 0 == False would pass a membership test
             raise _bad(t, f"{where}.{key}: {v!r}; allowed: true, false")
         if v:
             par[card_key] = True
@@ -1092,8 +1095,14 @@ def _megatron_extras(t: str, where: str, get: Any, par: dict[str, Any]) -> None:
     # parallel.moe_router_load balanced; NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py
     # moe_router_force_load_balancing @d12f6c8c9aff51e166d872fd70151687a8e3f375)
     v = get("moe_router_force_load_balancing")
-    if v not in (None, True, False):
+    if not (v is None or isinstance(v, bool)):
         raise _bad(t, f"{where}.moe_router_force_load_balancing: {v!r}; allowed: true, false")
+    if v and model is not None:
+        from trainfit.catalog.models import catalog_ids, from_catalog
+
+        if model in catalog_ids() and from_catalog(model).moe is None:
+            notes.append(f"{where}.moe_router_force_load_balancing {v}: {model} has no routed experts; not read")
+            return
     if v:
         par["moe_router_load"] = "balanced"
 
@@ -1130,7 +1139,8 @@ def _verl_megatron(t: str, M: str, get: Any, d: dict[str, Any], notes: list[str]
         n = get(f"{M}.override_transformer_config.{key}")
         if n is not None:
             par[field] = _num(t, f"{M}.override_transformer_config.{key}", n)
-    _megatron_extras(t, f"{M}.override_transformer_config", lambda k: get(f"{M}.override_transformer_config.{k}"), par)
+    _megatron_extras(t, f"{M}.override_transformer_config", lambda k: get(f"{M}.override_transformer_config.{k}"), par,
+                     d.get("model"), notes)
     # deallocate_pipeline_outputs / moe_router_fusion as the file sets them; unset, Megatron-Core's defaults (both
     # false): verl's config converter leaves deallocate_pipeline_outputs commented out
     # (verl/models/mcore/config_converter.py l.374 @1dda039b6c6311889a9c9a26040677e1254814f9)
@@ -1687,7 +1697,7 @@ def read_nemo_rl(text: str) -> Imported:
             v = overrides.get(k) if v is None else v
             return text_value(f"{M}.{k}", v) if isinstance(v, str) else v
 
-        _megatron_extras(t, M, mega_key, par)
+        _megatron_extras(t, M, mega_key, par, d.get("model"), notes)
         _nemo_rl_load_balancing(t, M, get(f"{M}.moe_router_load_balancing_type"), d.get("model"), par, notes)
         # NeMo RL builds its model with Megatron-Bridge's AutoBridge and overrides neither key unless the file does
         # (nemo_rl/models/megatron/setup.py l.608-609, l.662-670 @7ea279abfbeb698b092856d0dab61e7cf39bc909): the

@@ -32,7 +32,7 @@ from trainfit.plan.time import step_time_of
 from trainfit.plan.walk import dpo_logits, walk_rl, walk_sft_like
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
-    Attention, ExpertAdapters, KbitPrepare, Method, MoeExpertMlp, MoeExperts, Scope, Strategy,
+    Attention, ExpertAdapters, KbitPrepare, Method, MoeExpertMlp, MoeExperts, MoeRouterLoad, Scope, Strategy,
 )
 
 __all__ = [
@@ -135,7 +135,7 @@ def bf16_layers_refusal(card: RunCard, spec: ModelSpec) -> str | None:
 
 def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     """One line when the card sets an MoE-only option (``parallel.moe_launch``, ``parallel.moe_load_balancing``,
-    ``lora.expert_adapters`` other than merged, ``parallel.moe_experts: loop_v5``, ``parallel.moe_experts_hit``) and
+    ``parallel.moe_router_load`` balanced, ``lora.expert_adapters`` other than merged, ``parallel.moe_experts: loop_v5``, ``parallel.moe_experts_hit``) and
     ``spec`` is dense, or ``loop_v5`` on gpt-oss, or ``parallel.moe_expert_mlp: te_ops`` on experts whose activation
     Transformer Engine's op fuser does not fuse; else None. It depends on the model alone, so no searched knob can
     lift it."""
@@ -174,6 +174,9 @@ def dense_model_refusal(card: RunCard, spec: ModelSpec) -> str | None:
     if card.lora.expert_adapters is not ExpertAdapters.MERGED:
         return (f"lora.expert_adapters: '{card.lora.expert_adapters.value}' prices the adapters of routed experts;"
                 f" {spec.name} is dense; allowed for it: merged")
+    if card.parallel.moe_router_load is not MoeRouterLoad.TRAINED:
+        return (f"parallel.moe_router_load: '{card.parallel.moe_router_load.value}' forces an MoE router's balance;"
+                f" {spec.name} is dense; allowed for it: trained")
     return None
 
 
@@ -206,7 +209,8 @@ def check_model_options(card: RunCard) -> None:
     if (card.parallel.moe_launch is None and card.parallel.moe_load_balancing is None
             and card.parallel.moe_expert_mlp is None
             and card.lora.expert_adapters is ExpertAdapters.MERGED
-            and card.parallel.moe_experts is not MoeExperts.LOOP_V5 and card.parallel.moe_experts_hit is None):
+            and card.parallel.moe_experts is not MoeExperts.LOOP_V5 and card.parallel.moe_experts_hit is None
+            and card.parallel.moe_router_load is MoeRouterLoad.TRAINED):
         return
     if (why := dense_model_refusal(card, model_spec_of(card))) is not None:
         from trainfit.errors import CardError

@@ -101,6 +101,13 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
     if layout.ep > 1:
         notes.append(f"expert parallel {layout.ep}: experts/{layout.ep} per rank, dropless routing with balanced load"
                      " (T x top_k token rows per rank), dispatch/combine all-to-all buffers T x top_k x hidden in and out")
+        from trainfit.plan.time import ep_load_factor_of
+
+        factor = ep_load_factor_of(card, spec)
+        if factor > 1.0:  # the time prices the busiest rank's rows (plan.time.router_load_note); memory does not
+            notes.append(f"expert parallel {layout.ep} under a trained router (parallel.moe_router_load trained): the"
+                         f" busiest rank receives about x{factor:.2f} the mean's routed rows, and holds that much more"
+                         " of the routed experts' activations and all-to-all buffers; memory is planned at the mean")
     return notes
 
 

@@ -48,7 +48,7 @@ from trainfit.spec.card import RunCard, pin_before
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
-from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, Nf4ComputeDtype, Offload, Padding, RolloutEngine
+from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, MoeRouting, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, RefPlacement, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
@@ -695,8 +695,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
         ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
         # a trained router on real tokens: every rank waits for the busiest one (compute.moe_time)
-        ep_load_factor=moe_time.trained_router_load_factor(family=spec.family, ep=ep, experts=spec.moe.num_experts)
-        if spec.moe is not None and par.moe_router_load is MoeRouterLoad.TRAINED else 1.0,
+        ep_load_factor=ep_load_factor_of(card, spec),
         # the all-gather dispatcher's ring over the expert tensor x expert parallel ranks (compute.moe_dispatch)
         ep_ring_bus_bytes_per_s=bus(ep * par.expert_tensor_parallel),
     )
@@ -1056,7 +1055,7 @@ def training_time(
                 if a2a else None)
     walk_note = zero3_reuse_walk_note(card, shard)
     notes = tuple(n for n in (packed_note, padding_note, kernel_note, rope_note, a2a_note, walk_note,
-                              fused_router_load_balancing_note(card)) if n)
+                              fused_router_load_balancing_note(card), router_load_note(card, spec)) if n)
     return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 
@@ -1091,6 +1090,38 @@ def a2a_thd_sequences_of(card: RunCard, *, micro_batch_size: int, seq_len: int) 
             or par.context_parallel_kind is not ContextParallelKind.ULYSSES or not b.packed_sample_tokens):
         return 0.0
     return micro_batch_size * seq_len / b.packed_sample_tokens
+
+
+def ep_load_factor_of(card: RunCard, spec: ModelSpec) -> float:
+    """The busiest expert-parallel rank's routed rows over the mean rank's for the card
+    (``compute.moe_time.trained_router_load_factor``): 1 for a dense model, expert parallel 1, a card that routes
+    balanced by construction (``parallel.moe_router_load`` balanced, or ``parallel.moe_routing`` consecutive: NeMo
+    Automodel's ``FakeBalancedGate`` gives every expert the same count, nemo_automodel/components/moe/layers.py
+    @01926a5c443b7979463c73341bf64adf79de638e) or a family without a published spread."""
+    par = card.parallel
+    if (spec.moe is None or par.expert_parallel <= 1 or par.moe_router_load is not MoeRouterLoad.TRAINED
+            or par.moe_routing is MoeRouting.CONSECUTIVE):
+        return 1.0
+    return moe_time.trained_router_load_factor(family=spec.family, ep=par.expert_parallel,
+                                               experts=spec.moe.num_experts)
+
+
+def router_load_note(card: RunCard, spec: ModelSpec) -> str | None:
+    """The plan's note when a trained router's busiest-rank factor applies (``ep_load_factor_of`` above 1): the
+    factor, where it comes from, the expert-parallel sizes its checks cover and how to time a forced-balance run.
+    None otherwise."""
+    f = ep_load_factor_of(card, spec)
+    if f <= 1.0:
+        return None
+    ep = card.parallel.expert_parallel
+    covered = max(moe_time.TRAINED_ROUTER_CHECKED_EP)
+    beyond = (f"; EP {ep} lies beyond the expert-parallel sizes its published checks cover (EP"
+              f" {' and '.join(str(e) for e in moe_time.TRAINED_ROUTER_CHECKED_EP)}): the order-statistics form is"
+              " extrapolated there") if ep > covered else ""
+    return (f"trained router (parallel.moe_router_load trained): every rank waits for the busiest of {ep} EP ranks,"
+            f" its routed expert work and dispatch bytes x{f:.2f} ({spec.family}'s published per-expert load spread,"
+            f" CV {moe_time.TRAINED_ROUTER_EXPERT_LOAD_CV[spec.family]:.2f}, compute.moe_time"
+            f".busiest_rank_load_factor){beyond}; set balanced for a forced-balance run")
 
 
 def fused_router_load_balancing_note(card: RunCard) -> str | None:

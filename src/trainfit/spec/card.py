@@ -633,17 +633,22 @@ class ParallelSection(_Section):
                                    " moe_a2a_overlap): the combined 1F1B schedule hides a micro-batch's expert-parallel"
                                    " all-to-alls behind another's compute; needs expert_parallel > 1, no full"
                                    " recompute and, with pipeline_parallel > 1, virtual_stages > 1.")
-    moe_routing: MoeRouting = Field(MoeRouting.UNIFORM, description="uniform (each token's experts drawn at random: a"
-                                    " balanced router, Megatron-Core moe_router_force_load_balancing) | consecutive"
-                                    " (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .. i*k+k-1); sets"
-                                    " how many nodes and GPUs a DeepEP dispatch reaches per token.")
+    moe_routing: MoeRouting = Field(MoeRouting.UNIFORM, description="uniform (each token's experts spread as if drawn"
+                                    " at random: a trained router's or Megatron-Core moe_router_force_load_balancing's"
+                                    " pick; how unevenly a trained router loads the ranks is moe_router_load) |"
+                                    " consecutive (NeMo Automodel's FakeBalancedGate: token i takes experts i*k .."
+                                    " i*k+k-1, balanced by construction whatever moe_router_load says); sets how many"
+                                    " nodes and GPUs a DeepEP dispatch reaches per token.")
     moe_router_load: MoeRouterLoad = Field(MoeRouterLoad.TRAINED, description="trained (the model's router on real"
                                            " tokens, dropless: each expert-parallel rank waits at every MoE layer for"
                                            " the busiest one, its expert GEMMs and all-to-all rows scaled by"
                                            " compute.moe_time.busiest_rank_load_factor) | balanced (Megatron-Core"
                                            " moe_router_force_load_balancing, NeMo Automodel's FakeBalancedGate, or"
-                                           " token drop at capacity factor 1: every rank routes the mean). No effect"
-                                           " with expert_parallel 1; memory is unchanged.")
+                                           " token drop at capacity factor 1: every rank routes the mean). Priced for"
+                                           " qwen3_moe only (the one published spread; other families time balanced);"
+                                           " its checks cover EP 4 and 8, larger EP extrapolates. No effect with"
+                                           " expert_parallel 1 or moe_routing consecutive; balanced is refused on a"
+                                           " dense model; memory is unchanged.")
     moe_launch: MoeLaunch | None = Field(None, description="fused (Megatron-Core's router and dispatcher captured"
                                          " in CUDA graphs or fused: their launches priced like the other fused"
                                          " work) | eager (cuda_graph_impl none and moe_router_fusion false: each"

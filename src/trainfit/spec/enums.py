@@ -747,8 +747,10 @@ class MoeRouting(StrEnum):
     """Which experts a token's router picks, for the dispatch volume (``compute.moe_dispatch``)."""
 
     UNIFORM = "uniform"
-    """The ``k`` experts drawn uniformly (within the chosen groups under group-limited routing): a trained router
-    under load balance, or Megatron-Core ``moe_router_force_load_balancing`` (random logits, router.py)."""
+    """The ``k`` experts spread as if drawn uniformly (within the chosen groups under group-limited routing), for
+    the nodes and GPUs a dispatch reaches: a trained router's pick, or Megatron-Core
+    ``moe_router_force_load_balancing`` (random logits, router.py). How unevenly a trained router loads the ranks is
+    ``MoeRouterLoad``."""
     CONSECUTIVE = "consecutive"
     """Token ``i`` takes experts ``i·k .. i·k + k − 1`` (mod ``E``): NeMo Automodel's ``FakeBalancedGate``
     (nemo_automodel/components/moe/layers.py @01926a5c443b7979463c73341bf64adf79de638e), used by its benchmarks."""

@@ -106,9 +106,9 @@ def test_numpy_booleans_count_as_booleans_and_numpy_integers_do_not():
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
-    ({"tokens": "8"}, "tokens: a whole number >= 1, got '8'"),
-    ({"tokens": 4096.5}, "tokens: a whole number >= 1"),
-    ({"batch": True}, "batch: a whole number >= 1, got True"),
+    ({"tokens": "8"}, "tokens: a whole number from 1 to 10,000,000, got '8'"),
+    ({"tokens": 4096.5}, "tokens: a whole number from 1 to 10,000,000"),
+    ({"batch": True}, "batch: a whole number from 1 to 1,000,000, got True"),
     ({"gpu": None}, "gpu: a string, got NoneType"),
     ({"kv_dtype": 1}, "kv_dtype: a string, got int"),
     ({"tokens": 0}, "tokens: must be 1 to 10,000,000, got 0"),

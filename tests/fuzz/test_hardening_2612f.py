@@ -124,3 +124,138 @@ def test_an_explicit_key_overrides_a_merged_one(tmp_path):
     from trainfit.spec.card import read_card_file
 
     assert read_card_file(path)["hardware"] == {"gpu": "a100-80gb", "gpus_per_node": 4}
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. Path arguments: check/record --audit echoed an over-long path twice (714 characters, "an `trainfit audit`"),
+# diagnose --log and calibrate FILE echoed it whole, audit added a second error for an unusable checkpoint path,
+# accept recorded a missing card and ended a missing --model in a traceback.
+LONG = "a" * 300
+
+
+@pytest.mark.parametrize("argv, what", [
+    (["check", "--audit", "{long}"], "--audit:"),
+    (["record", "--audit", "{long}", "--out", "{tmp}/r.yaml"], "--audit:"),
+    (["diagnose", "--log", "{long}"], "--log:"),
+    (["calibrate", "{long}", "--dry-run"], "calibrate:"),
+    (["accept", "{long}"], "card:"),
+    (["accept", "--model", "{long}"], "--model:"),
+])
+def test_an_over_long_path_is_refused_shortly(tmp_path, argv, what):
+    long = str(tmp_path / LONG)
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-8B\n")
+    argv = [a.replace("{long}", long).replace("{tmp}", str(tmp_path)) for a in argv]
+    if argv[0] in ("check", "record"):
+        argv.insert(1, str(card))
+    run = run_cli(argv)
+    check_run(run, codes=(2,))
+    assert what in run.stderr and "file name too long" in run.stderr, run.stderr
+    assert len(run.stderr) < 300 and run.stderr.count("characters)") == 1, run.stderr
+
+
+@pytest.mark.parametrize("argv, fragment", [(["accept", "{tmp}/nope.yaml"], "card: no such file"),
+                                            (["accept", "--model", "{tmp}/nope"], "--model: no such folder or file")])
+def test_accept_refuses_a_missing_path(tmp_path, argv, fragment):
+    run = run_cli([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    check_run(run, codes=(2,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_check_audit_that_is_not_a_report_names_it_once(tmp_path):
+    card, audit = tmp_path / "card.yaml", tmp_path / "audit.json"
+    card.write_text("model: Qwen/Qwen3-8B\n")
+    audit.write_text("[1, 2]")
+    run = run_cli(["check", str(card), "--audit", str(audit)])
+    check_run(run, codes=(2,))
+    assert "is not a `trainfit audit --json` report" in run.stderr, run.stderr
+
+
+def test_audit_says_an_unusable_checkpoint_path_once(tmp_path):
+    from trainfit.preflight.audit import run_audit
+
+    report = run_audit(checkpoint_path=str(tmp_path / LONG), timeout_s=5)
+    disk = [e for e in report.errors if e.startswith("disk: checkpoint path")]
+    assert len(disk) == 1 and "file name too long" in disk[0] and len(disk[0]) < 300, disk
+
+
+def test_a_model_folder_that_cannot_be_searched_is_said_so(tmp_path, monkeypatch):
+    import trainfit.fsio
+    from trainfit.catalog.models import resolve_model
+    from trainfit.errors import TrainfitError
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    real = trainfit.fsio.lookup_error
+    monkeypatch.setattr(trainfit.fsio, "lookup_error",  # as for a user without search permission (tests run as root)
+                        lambda p: "permission denied" if str(p).startswith(str(folder)) else real(p))
+    with pytest.raises(TrainfitError, match=r"model: cannot read '.*my-model.*' \(permission denied\)"):
+        resolve_model(str(folder))
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. $TRAINFIT_CALIBRATION naming a folder or a path through a file planned silently while --calibration refuses
+# both. A file not there yet is still no calibration: `trainfit calibrate` writes it there, and the help says "when
+# it exists".
+@pytest.mark.parametrize("where, fragment", [("folder", "is a directory"), ("file/cal.json", "passes through the file")])
+def test_the_calibration_variable_is_checked_as_the_option_is(tmp_path, monkeypatch, where, fragment):
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / where))
+    run = run_cli(["plan"])
+    check_run(run, codes=(2,))
+    assert run.stderr.startswith("trainfit: error: $TRAINFIT_CALIBRATION:") and fragment in run.stderr, run.stderr
+
+
+def test_a_calibration_variable_naming_a_file_not_written_yet_plans(tmp_path, monkeypatch):
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(tmp_path / "later.json"))
+    check_run(run_cli(["plan"]), codes=(0,))
+
+
+# ------------------------------------------------------------------------------------------------
+# 9. A JSON key given twice was called "not valid JSON"; calibrate read records without the duplicate-key check.
+def test_a_duplicate_json_key_is_not_called_invalid(tmp_path):
+    path = tmp_path / "card.json"
+    path.write_text('{"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "h100", "gpu": "a100-80gb"}}')
+    run = run_cli(["plan", str(path)])
+    check_run(run, codes=(2,))
+    assert "key 'gpu' is given twice in one object" in run.stderr and "not valid JSON" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("name, text", [("rec.json", '{"gpu": "h100", "gpu": "a100"}'),
+                                        ("rec.yaml", "gpu: h100\ngpu: a100\n")])
+def test_calibrate_refuses_a_duplicate_key(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    run = run_cli(["calibrate", str(path), "--dry-run"])
+    check_run(run, codes=(2,))
+    assert "key 'gpu' is given twice" in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 10. /api/fit named the card's gpu field (with a gpu_memory_gib hint) for an unknown price key, and 'price' for bad
+# price text: the prices[...] key is named.
+@pytest.mark.parametrize("prices, fragment", [({"nope": "1USD"}, "prices['nope']: not a GPU catalog id"),
+                                              ({"rtx4090": "abc"}, "prices['rtx4090']: price 'abc'")])
+def test_serve_fit_names_the_price_key(prices, fragment):
+    from trainfit.serve.worker import call
+
+    status, payload = call("fit", {"card": {}, "gpus": ["rtx4090"], "prices": prices})
+    assert status == 400 and payload["error"].startswith(fragment), payload
+    assert "gpu_memory_gib" not in payload["error"]
+
+
+def test_trace_says_a_model_folder_that_cannot_be_searched(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    import trainfit.fsio
+    from trainfit.cli.trace_cmd import hf_config_for
+    from trainfit.errors import TrainfitError
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    real = trainfit.fsio.lookup_error
+    monkeypatch.setattr(trainfit.fsio, "lookup_error",
+                        lambda p: "permission denied" if str(p).startswith(str(folder / "config")) else real(p))
+    with pytest.raises(TrainfitError, match=r"model: cannot read '.*my-model/config.json' \(permission denied\)"):
+        hf_config_for(SimpleNamespace(model=str(folder)))

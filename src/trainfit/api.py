@@ -269,10 +269,10 @@ def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm
     from trainfit.size import model_size
 
     counts = {}
-    for name, value in (("tokens", tokens), ("batch", batch)):
+    for name, value, top in (("tokens", tokens, "10,000,000"), ("batch", batch, "1,000,000")):  # size.model_size's limits
         # as fit's max_gpus: a whole number (a NumPy integer too), never a bool, a float or a numeric string
         if isinstance(value, bool) or not isinstance(value, Integral):
-            raise CardError(f"{name}: a whole number >= 1, got {value!r}")
+            raise CardError(f"{name}: a whole number from 1 to {top}, got {repr(value)[:40]}")
         counts[name] = operator.index(value)
     for name, value in (("gpu", gpu), ("kv_dtype", kv_dtype)):  # model: resolve_model says what it takes
         if not isinstance(value, str):

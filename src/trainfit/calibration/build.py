@@ -73,24 +73,42 @@ class CalibrateResult:
 
 def read_input(path: Path) -> Any:
     """JSON or YAML content of one input file; CardError when unreadable."""
+    from trainfit.fsio import _short, lookup_error
+
+    shown = _short(str(path))
+    reason = lookup_error(path)
+    if reason is not None:
+        raise CardError(f"calibrate: cannot read '{shown}' ({reason})")
     try:
         text = path.read_text()
     except FileNotFoundError:
-        raise CardError(f"calibrate: no such file '{path}'") from None
+        raise CardError(f"calibrate: no such file '{shown}'") from None
     except OSError as exc:
-        raise CardError(f"calibrate: cannot read '{path}' ({exc.strerror or exc})") from None
+        raise CardError(f"calibrate: cannot read '{shown}' ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
-        raise CardError(f"calibrate: '{path}' is not UTF-8 text (byte {exc.start}); allowed: JSON or YAML files") from None
-    try:
-        return json.loads(text)
-    except ValueError:
-        pass
-    import yaml
+        raise CardError(f"calibrate: '{shown}' is not UTF-8 text (byte {exc.start}); allowed: JSON or YAML files") from None
+    from trainfit.errors import InputError
+    from trainfit.spec.safe_yaml import _DuplicateKey, _check_depth, _duplicate_at, _unique_pairs, load_yaml_limited
 
+    try:  # a key given twice and deep nesting refused as compare refuses them; NaN/Infinity (a failed measurement
+        # point in a GPU output file) stay readable and are judged by the section checks
+        data = json.loads(text, object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as exc:
+        raise CardError(f"calibrate: '{shown}': {_duplicate_at(text) or exc}") from None
+    except RecursionError:
+        raise CardError(f"calibrate: '{shown}': nested too deeply to read") from None
+    except ValueError:
+        data = None
+        is_json = False
+    else:
+        is_json = True
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise CardError(f"calibrate: '{path}' is neither JSON nor YAML ({str(exc).splitlines()[0]})") from None
+        if is_json:
+            _check_depth(data, what=f"calibrate: '{shown}'")
+            return data
+        return load_yaml_limited(text, what=f"calibrate: '{shown}'", unique_keys=True)
+    except InputError as exc:  # alias bombs, depth, duplicate keys, syntax: one line
+        raise CardError(str(exc).replace("not valid YAML", "neither JSON nor YAML")) from None
 
 
 def input_kind(data: Any, where: str) -> str:

@@ -212,15 +212,27 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
         if reason is not None:
             raise CardError(f"--calibration: cannot read '{_short(str(p))}' ({reason})")
         if p.is_dir():
-            raise CardError(f"--calibration: '{p}' is a directory; give a calibration file (JSON)")
+            raise CardError(f"--calibration: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
         if not p.is_file():
-            raise CardError(f"--calibration: no such file '{p}'")
+            raise CardError(f"--calibration: no such file '{_short(str(p))}'")
         return p
     p = default_calibration_path()
+    env = bool(os.environ.get(ENV_VAR))
     reason = lookup_error(p)
     if reason is not None:  # the user's own setting: refused, not passed over
-        where = f"${ENV_VAR}" if os.environ.get(ENV_VAR) else "the default calibration path"
-        raise CardError(f"{where}: cannot read '{_short(str(p))}' ({reason})")
+        if env:
+            raise CardError(f"${ENV_VAR}: cannot read '{_short(str(p))}' ({reason})")
+        raise CardError(f"the default calibration path '{_short(str(p))}' cannot be read ({reason}); set"
+                        f" ${ENV_VAR} or pass --calibration")
+    if env:
+        # the variable names the file `trainfit calibrate` writes: not there yet is no calibration (the help says
+        # "when it exists"); a folder, or a path through a file, can never hold one and is refused as --calibration is
+        if p.is_dir():
+            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
+        through = next((q for q in p.parents if lookup_error(q) is None and q.exists() and not q.is_dir()), None)
+        if through is not None:
+            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' passes through the file '{_short(str(through))}'; give"
+                            " a calibration file (JSON)")
     return p if p.is_file() else None
 
 

@@ -127,7 +127,12 @@ def hf_config_of(model_id: str) -> dict[str, Any]:
 
 
 def from_config_path(path: Path) -> ModelSpec:
+    from trainfit.fsio import _short, lookup_error
+
     cfg_path = path / "config.json" if path.is_dir() else path
+    reason = lookup_error(cfg_path)
+    if reason is not None:  # a model folder the user cannot search (EACCES)
+        raise ConfigError(f"model: cannot read '{_short(str(cfg_path))}' ({reason})")
     if not cfg_path.is_file():
         raise ConfigError(f"model: no config.json at '{path}'")
     from trainfit.errors import InputError
@@ -192,10 +197,13 @@ def resolve_model(model: str | dict[str, Any], *, revision: str | None = None) -
                           " config.json or model folder, or a Hugging Face repo id")
     if _entry_by_id(model) is not None or model in _index():
         return from_catalog(model)
-    from trainfit.fsio import lookup_error
+    from trainfit.fsio import _short, lookup_error
 
     path = Path(model).expanduser()
-    if lookup_error(path) is None and path.exists():  # a name the OS cannot look up is no local path
+    reason = lookup_error(path)
+    if reason == "permission denied":  # a folder on the way the user cannot search: a local path, unreadable
+        raise ConfigError(f"model: cannot read '{_short(str(path))}' (permission denied)")
+    if reason is None and path.exists():  # a name the OS cannot look up is no local path
         return from_config_path(path)
     hub = _from_hf_hub(model, revision)
     if hub is not None:

@@ -45,11 +45,24 @@ def accept(
         raise typer.BadParameter("--device must be cpu or cuda")
     if engine not in ("auto", "hf", "vllm"):
         raise typer.BadParameter("--engine must be auto, hf or vllm")
+    from trainfit.errors import InputError, TrainfitError
+    from trainfit.fsio import _short, lookup_error
+
+    # the paths first, in one line each: a missing card was recorded as given, a missing --model ended in a traceback
+    for what, p, kind in (("card", card, "file"), ("--model", model, "folder or file")):
+        if p is None:
+            continue
+        reason = lookup_error(p)
+        if reason is not None:
+            raise InputError(f"{what}: cannot read '{_short(str(p))}' ({reason})")
+        if not p.exists():
+            raise InputError(f"{what}: no such {kind} '{_short(str(p))}'")
+    if card is not None and card.is_dir():
+        raise InputError(f"card: '{_short(str(card))}' is a directory; give a run card file")
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     from trainfit.accept.run import run_accept
-    from trainfit.errors import TrainfitError
 
     import importlib.util
 

@@ -18,12 +18,15 @@ def load_audit(path: Path):
     from trainfit.errors import TrainfitError
     from trainfit.preflight.audit import AuditReport
 
+    from trainfit.fsio import _short
+    from trainfit.spec.safe_yaml import read_text_limited
+
+    text = read_text_limited(path, what="--audit")  # one line for a missing, unreadable or over-long path
     try:
-        return AuditReport.from_dict(json.loads(path.read_text()))
-    except FileNotFoundError:
-        raise TrainfitError(f"--audit: no such file '{path}'") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TrainfitError(f"--audit: '{path}' is not an `trainfit audit --json` report ({type(exc).__name__}: {exc})") from None
+        return AuditReport.from_dict(json.loads(text))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise TrainfitError(f"--audit: '{_short(str(path))}' is not a `trainfit audit --json` report"
+                            f" ({type(exc).__name__}: {str(exc)[:120]})") from None
 
 
 def check(

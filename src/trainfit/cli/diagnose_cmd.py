@@ -30,10 +30,16 @@ def diagnose(
         elif str(log) == "-":
             text, source = sys.stdin.read(), "stdin"
         else:
+            from trainfit.fsio import _short, lookup_error
+
+            shown = _short(str(log))
+            reason = lookup_error(log)
+            if reason is not None:
+                raise TrainfitError(f"--log: cannot read '{shown}' ({reason})")
             try:
-                text, source = log.read_text(errors="replace"), f"'{log}'"
+                text, source = log.read_text(errors="replace"), f"'{shown}'"
             except OSError as exc:
-                raise TrainfitError(f"--log: cannot read '{log}' ({exc.strerror or exc})") from None
+                raise TrainfitError(f"--log: cannot read '{shown}' ({exc.strerror or exc})") from None
         result = diagnose_log(text, run_card, source=source)
     elif symptom is not None:
         result = diagnose_symptom(symptom, run_card)

@@ -25,7 +25,7 @@ def import_(
     import yaml
 
     from trainfit.cli.common import finite_json, parse_set
-    from trainfit.export.importers import import_text
+    from trainfit.export.importers import import_text, missing_required
     from trainfit.fsio import check_output_path, write_text_atomic
     from trainfit.spec.card import load_card_dict
     from trainfit.spec.dotted import set_dotted
@@ -47,6 +47,7 @@ def import_(
         data = merge_under(_base_for(read_card_file(base), data), data)
     for item in set_:
         set_dotted(data, *parse_set(item))
+    missing_required(imported, data)  # a model name the shell fills in: refused unless --set/--base gave it
     card = load_card_dict(data)  # validated: the card plans as written
     body = card.model_dump(mode="json", exclude_unset=True)
     if json_:

@@ -202,6 +202,11 @@ def hf_config_for(card) -> dict[str, Any]:
     path = Path(m).expanduser()
     local = lookup_error(path) is None  # a name the OS cannot look up is no local path
     cfg = path / "config.json" if local and path.is_dir() else path
+    reason = lookup_error(path) or (lookup_error(cfg) if local else None)
+    if reason == "permission denied":  # a model folder the user cannot search is a local path, unreadable
+        from trainfit.fsio import _short
+
+        raise TraceCardError(f"model: cannot read '{_short(str(cfg))}' (permission denied)")
     if local and lookup_error(cfg) is None and cfg.is_file():
         return _buildable(_read_config(cfg), str(cfg))
     from trainfit.catalog.models import near_model_hint

@@ -32,24 +32,46 @@ class Imported:
     target: str
     card: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    required: dict[str, str] = field(default_factory=dict)
+    """Card fields the file names but the shell fills in when the script runs (``model: $MODEL_PATH``): card key ->
+    the file's key and word. Left out of ``card``; ``trainfit import`` refuses the card unless ``--set``/``--base``
+    gives them (``missing_required``)."""
+
+
+def missing_required(imported: Imported, data: dict[str, Any]) -> None:
+    """Refuse, in one line, a card that still lacks a field the file left to the shell (``Imported.required``) after
+    ``--base`` and ``--set`` were applied to ``data``."""
+    for key, why in imported.required.items():
+        node: Any = data
+        for part in key.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            raise _bad(imported.target, f"{why}: pass --set {key}=ID or write the value")
 
 
 def _bad(target: str, why: str) -> InputError:
     return InputError(f"--from {target}: {why}")
 
 
-def _offload_device(target: str, key: str, v: Any) -> bool:
+def _offload_device(target: str, key: str, v: Any, *, read: bool = True) -> bool:
     """Whether a DeepSpeed offload ``device`` offloads to host memory: ``cpu`` yes, ``none`` (or absent) no. DeepSpeed
-    also takes ``nvme`` (ZeRO-Infinity: the states paged to NVMe through host buffers,
-    deepspeed/runtime/zero/offload_config.py ``OffloadDeviceEnum`` @v0.16.4), which the card has no field for: it was
-    read as host-memory offload, a plan of other host RAM and transfers; now refused, as is any other value."""
-    if v is None or (isinstance(v, str) and v.strip().lower() == "none"):
+    also takes ``nvme`` (ZeRO-Infinity: the states paged to NVMe through host buffers), which the card has no field
+    for: refused when ``read``. The names are ``OffloadDeviceEnum``'s values, compared as written (deepspeedai/DeepSpeed
+    deepspeed/runtime/zero/offload_config.py l.14-18 @cf44300453eb0af79ed84ed8f1cb49d57478bd76, v0.19.5): 'CPU' is
+    refused there and here. ``read`` False (a setting DeepSpeed ignores at this stage): only checked."""
+    if v is None or v == "none":
         return False
-    if isinstance(v, str) and v.strip().lower() == "cpu":
-        return True
-    if isinstance(v, str) and v.strip().lower() == "nvme":
-        raise _bad(target, f"{key}: nvme (ZeRO-Infinity's NVMe offload) has no card field; allowed: none, cpu")
-    raise _bad(target, f"{key}: {v!r}; allowed: none, cpu")
+    if v == "cpu":
+        return read
+    if v == "nvme":
+        if read:
+            raise _bad(target, f"{key}: nvme (ZeRO-Infinity's NVMe offload) has no card field; allowed: none, cpu")
+        return False
+    raise _bad(target, f"{key}: {str(v)[:40]!r}; allowed: none, cpu (DeepSpeed also takes nvme)")
+
+
+_HF_AUTO_TARGETS = ("deepspeed", "trl")
+"""Importers whose files the Hugging Face Trainer reads, filling 'auto' values (``HfTrainerDeepSpeedConfig``)."""
 
 
 def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
@@ -61,9 +83,12 @@ def _num(target: str, key: str, v: Any, kind: type = int) -> Any:
         except (TypeError, ValueError):
             v = None
         if v is None:
+            # the Trainer fills 'auto' in a DeepSpeed JSON or its own arguments; verl's or accelerate's 'auto' is no
+            # such value
             hint = ("; 'auto' is filled in by the Hugging Face Trainer at run time: write the number"
-                    if given == "auto" else "")
-            raise _bad(target, f"{key}: expected a number, got {str(given)[:60]!r}{hint}")
+                    if given == "auto" and target in _HF_AUTO_TARGETS else "")
+            shown = "null" if given is None else repr(str(given)[:60])
+            raise _bad(target, f"{key}: expected a number, got {shown}{hint}")
     return kind(v)
 
 
@@ -161,6 +186,43 @@ def _zero_settings(t: str, zero: dict[str, Any], d: dict[str, Any]) -> None:
             set_dotted(d, f"deepspeed.{k}", zero[k])
 
 
+_DEPRECATED_OFFLOAD = {"cpu_offload": "offload_optimizer", "cpu_offload_param": "offload_param"}
+"""DeepSpeed's deprecated ZeRO switches and the block each still turns on: ``cpu_offload: true`` is
+``offload_optimizer: {device: cpu}``, ``cpu_offload_param: true`` is ``offload_param: {device: cpu}``, and giving a
+switch with its block is refused (deepspeedai/DeepSpeed deepspeed/runtime/zero/config.py l.181-213 and
+runtime/config_utils.py ``_process_deprecated_field`` l.60-90 @cf44300453eb0af79ed84ed8f1cb49d57478bd76, v0.19.5)."""
+
+
+def _zero_offload(t: str, zero: dict[str, Any], stage: int, notes: list[str],
+                  keys: tuple[str, str] = ("zero_optimization.offload_optimizer.device",
+                                           "zero_optimization.offload_param.device")) -> str:
+    """The card's ``parallel.offload`` from ``zero_optimization``. ``offload_param`` acts at ZeRO stage 3 only: the
+    engine passes ``offload_param_config`` in its stage-3 branches alone (deepspeedai/DeepSpeed deepspeed/runtime/
+    engine.py l.2389-2409 and l.2457 @cf44300453eb0af79ed84ed8f1cb49d57478bd76, v0.19.5; config.py: "Valid only with
+    stage 3"), so below it the block is checked and said, not planned. ``keys``: the file's names of the two devices."""
+    blocks: dict[str, Any] = {}
+    for old, new in _DEPRECATED_OFFLOAD.items():
+        v = zero.get(old)
+        if v is not None and not isinstance(v, bool):
+            raise _bad(t, f"zero_optimization.{old}: {str(v)[:40]!r}; allowed: true, false")
+        if v is not None and zero.get(new) is not None:
+            raise _bad(t, f"zero_optimization.{old} and zero_optimization.{new}: give one; DeepSpeed refuses both"
+                          f" ({old} is the deprecated form of {new})")
+        blocks[new] = {"device": "cpu"} if v else zero.get(new)
+    for name, block in blocks.items():
+        if block is not None and not isinstance(block, dict):
+            raise _bad(t, f"zero_optimization.{name}: expected an object")
+    opt, par = blocks["offload_optimizer"] or {}, blocks["offload_param"] or {}
+    off = "optimizer" if _offload_device(t, keys[0], opt.get("device", "none")) else "none"
+    param_here = _offload_device(t, keys[1], par.get("device", "none"), read=stage == 3)
+    if stage == 3 and param_here:
+        off = "params_and_optimizer"
+    elif stage != 3 and par.get("device", "none") != "none":
+        notes.append(f"{keys[1]} {str(par['device'])[:40]}: DeepSpeed offloads parameters at ZeRO stage 3 only; at stage"
+                     f" {stage} it is ignored and not planned")
+    return off
+
+
 def read_deepspeed(text: str) -> Imported:
     t = "deepspeed"
     from trainfit.spec.safe_yaml import load_json_limited
@@ -198,14 +260,7 @@ def read_deepspeed(text: str) -> Imported:
         set_dotted(d, "hardware.nodes", 1)
         notes.append("hardware: a DeepSpeed config holds the world size only; read as one node (--set hardware.nodes=N)")
     set_dotted(d, "parallel.strategy", strategy)
-    off = "none"
-    if isinstance(zero.get("offload_optimizer"), dict) and _offload_device(
-            t, "zero_optimization.offload_optimizer.device", zero["offload_optimizer"].get("device", "none")):
-        off = "optimizer"
-    if isinstance(zero.get("offload_param"), dict) and _offload_device(
-            t, "zero_optimization.offload_param.device", zero["offload_param"].get("device", "none")):
-        off = "params_and_optimizer"
-    set_dotted(d, "parallel.offload", off)
+    set_dotted(d, "parallel.offload", _zero_offload(t, zero, stage, notes))
     _zero_settings(t, zero, d)
     compute = "fp32"
     if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
@@ -242,10 +297,14 @@ _ACCELERATE_KEYS = frozenset({
     "tp_config", "ipex_config",
 })
 """Top-level keys ``accelerate launch --config_file`` loads for a local machine: the fields of ``BaseConfig`` and
-``ClusterConfig`` (huggingface/accelerate src/accelerate/commands/config/config_args.py l.76-81, l.179-226
-@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83). Its ``from_yaml_file`` refuses any other key (l.154-159) and
-``process_config`` a file without ``distributed_type`` (l.109-110), so ``trainfit import`` does too, instead of
-planning a card of defaults for a file accelerate would not run (a DeepSpeed JSON given as ``--from accelerate``)."""
+``ClusterConfig`` (huggingface/accelerate src/accelerate/commands/config/config_args.py l.76-81, l.179-217
+@16cb6eb80dd9aa8b4df1a63ef57863e455d53b83). ``process_config`` refuses a file without ``distributed_type``
+(l.109-110), so ``trainfit import`` does too, instead of planning a card of defaults for a file accelerate would not
+run (a DeepSpeed JSON given as ``--from accelerate``). Its ``from_yaml_file`` also refuses a key it has no field for
+(l.154-159), but a newer accelerate adds fields: such a key is listed in a note as not read. The old keys ``fp16``
+and ``dynamo_backend`` are converted as ``process_config`` converts them (l.113-119): ``fp16: true`` is
+``mixed_precision: fp16`` unless mixed_precision is given, ``dynamo_backend: X`` is ``dynamo_config: {dynamo_backend:
+X}`` (``{}`` for NO)."""
 
 
 def read_accelerate(text: str) -> Imported:
@@ -256,15 +315,23 @@ def read_accelerate(text: str) -> Imported:
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a mapping")
     unknown = sorted(str(k) for k in cfg if k not in _ACCELERATE_KEYS)
-    if unknown and str(cfg.get("compute_environment", "LOCAL_MACHINE")) == "LOCAL_MACHINE":
-        raise _bad(t, f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown[:5])}"
-                      f"{' ...' if len(unknown) > 5 else ''}: accelerate refuses them (is this an accelerate config?"
-                      " a DeepSpeed JSON imports with --from deepspeed)")
+    listed = f"{', '.join(unknown[:5])}{' ...' if len(unknown) > 5 else ''}"[:200]
     if "distributed_type" not in cfg:
         raise _bad(t, "distributed_type: missing; accelerate refuses a config file without it; allowed: NO,"
-                      " MULTI_GPU, DEEPSPEED, FSDP")
+                      " MULTI_GPU, DEEPSPEED, FSDP" + (f" (keys {listed}: is this an accelerate config? a DeepSpeed"
+                                                       " JSON imports with --from deepspeed)" if unknown else ""))
     d: dict[str, Any] = {}
     notes: list[str] = []
+    if unknown:  # a key a newer accelerate added, or a typo: said, not read (this reader knows the keys above)
+        notes.append(f"key{'s' if len(unknown) > 1 else ''} {listed}: not an accelerate config key this reader knows;"
+                     " not read")
+    cfg = dict(cfg)
+    if "mixed_precision" not in cfg:  # process_config: the old fp16 switch is mixed_precision fp16
+        cfg["mixed_precision"] = "fp16" if _switch(t, "fp16", cfg.get("fp16"), False) else "no"
+    cfg.pop("fp16", None)
+    if "dynamo_backend" in cfg:  # process_config: the old key becomes dynamo_config
+        backend = cfg.pop("dynamo_backend")
+        cfg["dynamo_config"] = {} if str(backend).upper() == "NO" else {"dynamo_backend": backend}
     machines = _num(t, "num_machines", cfg.get("num_machines", 1))
     procs = _num(t, "num_processes", cfg.get("num_processes", 1))
     if machines < 1 or procs < 1:
@@ -294,12 +361,11 @@ def read_accelerate(text: str) -> Imported:
         if stage not in _DS_STRATEGY:
             raise _bad(t, f"deepspeed_config.zero_stage: {stage}; allowed: 0, 1, 2, 3")
         set_dotted(d, "parallel.strategy", _DS_STRATEGY[stage])
-        off = "none"
-        if _offload_device(t, "deepspeed_config.offload_optimizer_device", ds.get("offload_optimizer_device", "none")):
-            off = "optimizer"
-        if _offload_device(t, "deepspeed_config.offload_param_device", ds.get("offload_param_device", "none")):
-            off = "params_and_optimizer"
-        set_dotted(d, "parallel.offload", off)
+        # accelerate's DeepSpeedPlugin writes both devices into zero_optimization; DeepSpeed reads them as above
+        set_dotted(d, "parallel.offload", _zero_offload(t, {
+            "offload_optimizer": {"device": ds.get("offload_optimizer_device", "none")},
+            "offload_param": {"device": ds.get("offload_param_device", "none")}}, stage, notes,
+            ("deepspeed_config.offload_optimizer_device", "deepspeed_config.offload_param_device")))
         if "gradient_accumulation_steps" in ds:
             set_dotted(d, "batch.grad_accum", _num(t, "gradient_accumulation_steps", ds["gradient_accumulation_steps"]))
         _deepspeed_precision(d, stage, compute)
@@ -703,7 +769,10 @@ def _mark_expansions(text: str) -> str:
             quote = "" if quote else c
         elif c == "`":
             c = _BACKTICK
-        elif c == "$" and i + 1 < n and (text[i + 1].isalnum() or text[i + 1] in "_({@*#?$!-'\""):
+        elif c == "$" and i + 1 < n and (text[i + 1].isalnum() or text[i + 1] in "_({@*#?$!-" or (
+                text[i + 1] in "'\"" and quote != '"')):
+            # inside double quotes a $ before a quote is literal ("cost$", "$"): $'...' and $"..." are quoting forms
+            # only outside them (GNU Bash manual 3.1.2.3-3.1.2.5, https://www.gnu.org/software/bash/manual/bash.html#Quoting)
             c = _DOLLAR
         out.append(c)
         i += 1
@@ -727,9 +796,13 @@ def _shell_argv(text: str, target: str) -> list[str]:
     return argv
 
 
+def _expanded_why(key: str, word: str) -> str:
+    return (f"{key}: {word[:80]!r} is expanded by the shell when the script runs (a variable, $(...) or backticks);"
+            " trainfit import runs nothing, so the value is unknown")
+
+
 def _expanded_refusal(target: str, key: str, word: str) -> InputError:
-    return _bad(target, f"{key}: {word[:80]!r} is expanded by the shell when the script runs (a variable, $(...) or"
-                        " backticks); trainfit import runs nothing, so the value is unknown: write the value itself")
+    return _bad(target, f"{_expanded_why(key, word)}: write the value itself")
 
 
 class _CheckedRead(dict):
@@ -740,6 +813,7 @@ class _CheckedRead(dict):
         super().__init__()
         self.target = target
         self.expanded: dict[str, str] = {}
+        self.extra_expanded: list[str] = []
 
     def _check(self, key: Any) -> None:
         if key in self.expanded:
@@ -752,6 +826,15 @@ class _CheckedRead(dict):
     def __getitem__(self, key: Any) -> Any:
         self._check(key)
         return super().__getitem__(key)
+
+    def name_or_required(self, key: Any, card_key: str, required: dict[str, str]) -> Any:
+        """The value of a key naming a model: an expanded one is not refused here but recorded in ``required`` under
+        ``card_key`` (``--set`` can give it) and read as None; the expanded word is returned as a ``ShellExpanded``
+        so that two keys holding the same word (``$MODEL_PATH`` for actor and critic) can be told equal."""
+        if key in self.expanded:
+            required[card_key] = _expanded_why(str(key), self.expanded[key])
+            return ShellExpanded(self.expanded[key])
+        return super().get(key)
 
 
 def read_verl(text: str) -> Imported:
@@ -784,8 +867,10 @@ def read_verl(text: str) -> Imported:
     def flag(k: str, default: bool = False) -> bool:
         return _switch(t, k, get(k), default)
 
-    if get(f"{P}.path") is not None:
-        d["model"] = str(get(f"{P}.path"))
+    required: dict[str, str] = {}
+    actor_path = o.name_or_required(f"{P}.path", "model", required)
+    if actor_path is not None and not isinstance(actor_path, ShellExpanded):
+        d["model"] = str(actor_path)
     set_dotted(d, "parallel.gradient_checkpointing", flag(f"{P}.enable_gradient_checkpointing", True))
     if flag(f"{P}.enable_activation_offload"):
         set_dotted(d, "parallel.activation_offload", True)
@@ -897,7 +982,7 @@ def read_verl(text: str) -> Imported:
             set_dotted(d, "batch.seq_len", _num(t, "data.max_length", get("data.max_length")))
         if not mega and not get(f"{E}.wrap_policy.min_num_params", 0):  # get_fsdp_wrap_policy's LoRA policy needs 0
             _adapter_units_as_framework(t, d, notes)
-        return Imported(t, d, notes)
+        return Imported(t, d, notes, required)
     A = "actor_rollout_ref"
     estimator = get("algorithm.adv_estimator", "gae")
     if not isinstance(estimator, str) or estimator not in VERL_ESTIMATORS:
@@ -988,11 +1073,19 @@ def read_verl(text: str) -> Imported:
         set_dotted(d, "roles.reference", ref)
     else:
         set_dotted(d, "roles.reference", "none")
-    if get("critic.model.path") is not None and d["method"] == "ppo":
-        c = str(get("critic.model.path"))
-        set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
-    if flag("reward.reward_model.enable") and get("reward.reward_model.model_path") is not None:
-        set_dotted(d, "roles.reward_model", str(get("reward.reward_model.model_path")))
+    critic_path = o.name_or_required("critic.model.path", "roles.critic", required) if d["method"] == "ppo" else None
+    if critic_path is not None:
+        if isinstance(critic_path, ShellExpanded) and critic_path == actor_path:
+            # the same expanded word as the actor's path: the same model whatever the shell fills in
+            required.pop("roles.critic")
+            set_dotted(d, "roles.critic", "same_as_actor")
+        elif not isinstance(critic_path, ShellExpanded):
+            c = str(critic_path)
+            set_dotted(d, "roles.critic", "same_as_actor" if c == d.get("model") else c)
+    if flag("reward.reward_model.enable"):
+        rm_path = o.name_or_required("reward.reward_model.model_path", "roles.reward_model", required)
+        if rm_path is not None and not isinstance(rm_path, ShellExpanded):
+            set_dotted(d, "roles.reward_model", str(rm_path))
     has_critic = d.get("roles", {}).get("critic") is not None
     critic_dyn = flag("critic.use_dynamic_bsz", dyn)  # verl: ${actor.use_dynamic_bsz} unless set
     if has_critic and critic_dyn != dyn:
@@ -1037,7 +1130,7 @@ def read_verl(text: str) -> Imported:
     notes.append(_prompt_mean_note(ro.get("prompt_len")))
     if not mega and not get(f"{E}.wrap_policy.min_num_params", 0):  # get_fsdp_wrap_policy's LoRA policy needs 0
         _adapter_units_as_framework(t, d, notes)
-    return Imported(t, d, notes)
+    return Imported(t, d, notes, required)
 
 
 def _nemo_rl_load_balancing(t: str, where: str, value: Any, model: str | None, par: dict[str, Any],
@@ -1222,7 +1315,9 @@ OPENRLHF_ESTIMATORS = ("gae", "reinforce", "rloo", "reinforce_baseline", "group_
 _ORLHF_SCRIPT = {"train_sft": "sft", "train_dpo": "dpo", "train_rm": "rm", "train_ppo_ray": "ppo"}
 
 
-def _openrlhf_flags(argv: list[str]) -> dict[str, list[str]]:
+def _openrlhf_flags(argv: list[str]) -> _CheckedRead:
+    """The script's dotted flags and the words after each; an expanded word that starts a flag's value makes that
+    flag's value unknown (``expanded``), one anywhere else is listed in ``extra_expanded``."""
     out = _CheckedRead("openrlhf")
     cur: str | None = None
     for tok in argv:
@@ -1238,6 +1333,12 @@ def _openrlhf_flags(argv: list[str]) -> dict[str, list[str]]:
                 out[tok] = []
                 out.expanded.pop(tok, None)
                 cur = tok
+        elif isinstance(tok, ShellExpanded) and (cur is None or dict.__getitem__(out, cur)):
+            # a word the shell expands that is not a flag's first value (a trailing ``$EXTRA_ARGS``): what it holds
+            # is unknown, so it is said and not read; blamed on the flag before it, ``--ds.zero_stage 2 $EXTRA_ARGS``
+            # was refused as an expanded zero stage
+            out.extra_expanded.append(tok)
+            cur = None
         elif cur is not None:
             dict.__getitem__(out, cur).append(tok)
             if isinstance(tok, ShellExpanded):
@@ -1287,8 +1388,17 @@ def read_openrlhf(text: str) -> Imported:
             notes.append(f"--algo.advantage.estimator {est}: critic-free like group_norm; planned as grpo (no critic,"
                          " --rollout.n_samples_per_prompt generations per prompt)")
     d["method"] = method
-    model = one("--actor.model_name_or_path") if rl else one("--model.model_name_or_path")
-    if model is not None:
+    required: dict[str, str] = {}
+
+    def named(k: str, card_key: str) -> Any:
+        """A model name: an expanded one is recorded as required (``--set`` gives it), not refused."""
+        return fl.name_or_required(k, card_key, required) if k in fl.expanded else one(k)
+
+    if fl.extra_expanded:
+        words = " ".join(fl.extra_expanded)
+        notes.append(f"{words[:60]!r}: expanded by the shell when the script runs; the arguments it holds are not read")
+    model = named("--actor.model_name_or_path", "model") if rl else named("--model.model_name_or_path", "model")
+    if model is not None and not isinstance(model, ShellExpanded):
         d["model"] = model
     stage = one("--ds.zero_stage", int, 2)
     if stage not in _DS_STRATEGY:
@@ -1397,11 +1507,17 @@ def read_openrlhf(text: str) -> Imported:
             set_dotted(d, "roles.reference", "cpu" if "--ref.offload" in fl else "gpu")
         else:
             set_dotted(d, "roles.reference", "none")
-        critic = one("--critic.model_name_or_path")
-        if critic is not None and method == "ppo":
+        critic = named("--critic.model_name_or_path", "roles.critic") if method == "ppo" else None
+        if isinstance(critic, ShellExpanded) and critic == model:
+            required.pop("roles.critic")  # the actor's expanded word: the same model whatever the shell fills in
+            set_dotted(d, "roles.critic", "same_as_actor")
+        elif critic is not None and not isinstance(critic, ShellExpanded):
             set_dotted(d, "roles.critic", "same_as_actor" if critic == model else critic)
-        rm = one("--reward.model_name_or_path")
-        set_dotted(d, "roles.reward_model", rm if rm is not None else "rule")
+        rm = named("--reward.model_name_or_path", "roles.reward_model")
+        if rm is None:
+            set_dotted(d, "roles.reward_model", "rule")
+        elif not isinstance(rm, ShellExpanded):
+            set_dotted(d, "roles.reward_model", rm)
     if "--train.batch_size" in fl:
         # openrlhf/utils/deepspeed/deepspeed.py: the batch counts sequences over the dp ranks of the (dp, sp, tp) mesh
         ga = _ratio(one("--train.batch_size", int), mb * max(1, train_world // (ring * tp)))
@@ -1409,7 +1525,7 @@ def read_openrlhf(text: str) -> Imported:
             notes.append("--train.batch_size is not a multiple of micro-batch x training GPUs; batch.grad_accum left at 1")
         else:
             set_dotted(d, "batch.grad_accum", ga)
-    return Imported(t, d, notes)
+    return Imported(t, d, notes, required)
 
 
 # -- torchtitan -----------------------------------------------------------------------------------

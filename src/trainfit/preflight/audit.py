@@ -397,8 +397,8 @@ def run_audit(*, checkpoint_path: str | os.PathLike = ".", timeout_s: float = 10
     except OSError as exc:
         errors.append(f"disk: cannot stat {probe}: {exc.strerror or exc}")
     writable = reason is None and probe.is_dir() and os.access(probe, os.W_OK | os.X_OK)
-    if not writable:
-        errors.append(f"disk: checkpoint path '{ckpt}' is not writable (checked {probe})")
+    if not writable and reason is None:  # an unusable path is said once, above
+        errors.append(f"disk: checkpoint path '{_short(str(ckpt))}' is not writable (checked {_short(str(probe))})")
 
     try:
         usable = len(os.sched_getaffinity(0))

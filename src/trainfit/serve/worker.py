@@ -143,9 +143,16 @@ def fit_payload(body: Any) -> dict[str, Any]:
     named_as: dict[str, str] = {}
     prices = {}
     for g, text in prices_in.items():
-        gid = resolve_gpu(g.strip()).id
-        add_priced_kind(named_as, gid, searched=ids, where=f"prices[{g!r}]", search_arg="gpus")
-        prices[gid] = parse_price(text.strip())
+        where = f"prices[{g[:40]!r}]"  # the price table's key named, not the card's gpu field
+        try:
+            gid = resolve_gpu(g.strip()).id
+        except TrainfitError:
+            raise CardError(f"{where}: not a GPU catalog id; allowed: the kinds searched ({', '.join(ids)})") from None
+        add_priced_kind(named_as, gid, searched=ids, where=where, search_arg="gpus")
+        try:
+            prices[gid] = parse_price(text.strip())
+        except CardError as exc:
+            raise CardError(f"{where}: {str(exc)[:300]}") from None
     result = fit(data, gpus=ids, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned))
     rows = fit_rows(result)
     svg = fit_svg(rows)

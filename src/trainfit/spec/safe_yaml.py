@@ -40,21 +40,22 @@ def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> s
     reason = lookup_error(p)
     if reason is not None:
         raise InputError(f"{what}: cannot read '{_short(str(path))}' ({reason})")
+    shown = _short(str(path))
     if p.is_dir():
-        raise InputError(f"{what}: '{path}' is a directory; give a file")
+        raise InputError(f"{what}: '{shown}' is a directory; give a file")
     if not p.is_file():
-        raise InputError(f"{what}: no such file '{path}'")
+        raise InputError(f"{what}: no such file '{shown}'")
     try:
         with open(p, "rb") as f:
             raw = f.read(max_bytes + 1)
     except OSError as exc:
-        raise InputError(f"{what}: cannot read '{path}' ({exc.strerror or type(exc).__name__})") from exc
+        raise InputError(f"{what}: cannot read '{shown}' ({exc.strerror or type(exc).__name__})") from exc
     if len(raw) > max_bytes:
-        raise InputError(f"{what}: '{path}' is larger than {max_bytes // 2**20} MiB; this is not a card")
+        raise InputError(f"{what}: '{shown}' is larger than {max_bytes // 2**20} MiB; this is not a card")
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{what}: '{path}' is not UTF-8 text (byte {exc.start})") from exc
+        raise InputError(f"{what}: '{shown}' is not UTF-8 text (byte {exc.start})") from exc
 
 
 def _loader_class():
@@ -204,13 +205,44 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming a key twice."""
+
+
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in pairs:
         if k in out:  # RFC 8259 section 4: "The names within an object SHOULD be unique"; json keeps the last
-            raise ValueError(f"key '{k[:60]}' is given twice in one object; give it once")
+            raise _DuplicateKey(f"key '{k[:60]}' is given twice in one object; give it once")
         out[k] = v
     return out
+
+
+def _duplicate_at(text: str) -> str | None:
+    """The duplicate-key message with the character offset of the object holding it, found by json's pure-Python
+    scanner (run only once a key was found twice); None if that fails."""
+    from json import decoder, scanner
+
+    def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):  # noqa: ANN001
+        pairs, end = decoder.JSONObject(s_and_end, strict, scan_once, None, list, memo)
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(f"key '{k[:60]}' is given twice in one object (the object at character"
+                                    f" {s_and_end[1] - 1}); give it once")
+            seen.add(k)
+        return dict(pairs), end
+
+    dec = json.JSONDecoder()
+    dec.parse_object = parse_object
+    dec.scan_once = scanner.py_make_scanner(dec)
+    try:
+        dec.decode(text)
+    except _DuplicateKey as exc:
+        return str(exc)
+    except (ValueError, RecursionError):
+        return None
+    return None
 
 
 def load_json_limited(text: str, *, what: str, unique_keys: bool = False) -> Any:
@@ -232,6 +264,8 @@ def load_json_limited(text: str, *, what: str, unique_keys: bool = False) -> Any
         raise InputError(f"{what}: nested too deeply to read (limit {MAX_DEPTH} levels)") from None
     except json.JSONDecodeError as exc:
         raise InputError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from None
+    except _DuplicateKey as exc:  # valid JSON that trainfit's own files refuse: not called invalid
+        raise InputError(f"{what}: {_duplicate_at(text) or exc}") from None
     except ValueError as exc:
         raise InputError(f"{what}: not valid JSON ({exc})") from None
     _check_depth(data, what=what)

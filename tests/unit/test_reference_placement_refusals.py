@@ -36,4 +36,5 @@ def test_a_host_offloaded_dpo_reference_is_refused():
     msg = _refusal({**DPO, "scope": "full", "parallel": {"strategy": "zero3"}, "roles": {"reference": "cpu"}})
     assert "not planned for method dpo" in msg
     assert msg.rstrip().endswith("allowed: gpu, none, precomputed, host_swap")
-    assert _refusal({**DPO, "scope": "lora", "roles": {"reference": "cpu"}}).rstrip().endswith("host_swap, lora_disabled")
+    lora = _refusal({**DPO, "scope": "lora", "roles": {"reference": "cpu"}})
+    assert lora.rstrip().endswith("host_swap, lora_disabled")

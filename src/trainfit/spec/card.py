@@ -462,7 +462,8 @@ def _check_reference_placement(card: "RunCard") -> None:
     if ref is None:
         return
     dpo = card.method is Method.DPO
-    allowed = [p.value for p in RefPlacement if p is not RefPlacement.LORA_DISABLED and not (dpo and p is RefPlacement.CPU)]
+    allowed = [p.value for p in RefPlacement
+               if p is not RefPlacement.LORA_DISABLED and not (dpo and p is RefPlacement.CPU)]
     if ref is RefPlacement.LORA_DISABLED and card.scope is Scope.FULL:
         raise ValueError("roles.reference: lora_disabled needs a PEFT scope (lora, qlora, dora, ia3, prompt_tuning);"
                          f" allowed with scope full: {', '.join(allowed)}")

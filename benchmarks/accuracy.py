@@ -51,7 +51,8 @@ signed -4.7 %, 23 beyond 15 %); nothing below is modelled, each for the reason g
   not low where both apply. The fitted-share under-plan is the model-parallel pretraining runs (nanotron TP / PP,
   torchtitan 405B), and it does not follow the activations the share leaves out: nanotron runs of 29-38 GiB
   planned activations measure from 6.9 GiB below the plan (624) to 9.2 GiB above it (608): over-planned 615, 616,
-  619, 624, under-planned 608, 610, 612, 618, 622, 625, 626; and 607 and 611 (one per-rank layout at DP 32 and 16, one plan) measured 63.39 and 66.88 GiB. A share of the
+  619, 624, under-planned 608, 610, 612, 618, 622, 625, 626; and 607 and 611 (one per-rank layout at DP 32 and 16,
+  one plan) measured 63.39 and 66.88 GiB. A share of the
   planned activations added to reserved, fitted on the even ids of the 38 (median 0.161, per point -0.18 to 1.21),
   takes the odd ids (20) from 5.2 % to 7.1 % median |error| (signed -5.1 % to -0.5 %): not modelled.
 * Lengths varying from batch to batch, an allocator mechanism of about half the gap where it was tried: torchtune's

@@ -826,8 +826,11 @@ calls ``loss.backward()``, so the shifted fp32 copy stays bound through the whol
 full_finetune_single_device.py l.403-430, lora_finetune_distributed.py l.537-560, full_finetune_distributed.py
 l.440-465; @0217d44c2e1e372b34628767745c1f6538086a81 lora_finetune_single_device.py l.460-469,
 full_finetune_single_device.py l.416-426, lora_finetune_distributed.py l.553-563, full_finetune_distributed.py
-l.478-488). torchtune dropped it on 2024-07-28 (``del logits``, "free logits otherwise it peaks backward memory",
-commit 8a98fbaa34d229362affded73afb9a2807b52223, PR #1235), after every point below and before points 1-8 and 22-30.
+l.478-488). torchtune dropped it (``del logits``, "free logits otherwise it peaks backward memory") from
+lora_finetune_distributed.py on 2024-06-04 (commit cb3ed29d7fd2a80e09c44c7d6fd2cac3075861c4, PR #1046) and from
+lora_finetune_single_device.py, full_finetune_single_device.py and full_finetune_distributed.py on 2024-07-28 (commit
+8a98fbaa34d229362affded73afb9a2807b52223, PR #1235, which did not touch lora_finetune_distributed.py): both after every
+point below and before points 1-8 and 22-30.
 Planned as ``loop.kept_output_dtype: fp32`` (4 B per logit through backward, the loss on that copy). Not planned: the
 copy holds s - 1 positions (the plan: s), and ``log_softmax`` over dim 1 of the transposed view makes a contiguous
 4 B-per-logit copy for its forward only."""
@@ -836,7 +839,8 @@ _TT_KEPT_LOGITS_POINTS = (9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 31,
 for _pid in _TT_KEPT_LOGITS_POINTS:
     POINTS[_pid]["card"]["loop"] = dict(_TT_KEPT_LOGITS_LOOP)
     POINTS[_pid]["notes"] += (" Loop: the recipe keeps the shifted fp32 logits bound through backward (del logits came"
-                              " in 2024-07) -> loop.keeps_output_through_backward, kept_output_dtype fp32.")
+                              " in 2024-06 to lora_finetune_distributed, 2024-07 to the other recipes)"
+                              " -> loop.keeps_output_through_backward, kept_output_dtype fp32.")
 
 # ---- PEFT method_comparison MetaMathQA, more runs of the harness of points 43-49 (published_memory_points_qwen_torchao_peft.json)
 

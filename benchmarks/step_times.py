@@ -727,16 +727,17 @@ def pipeline_layout_of(dims: dict[str, Any], *, pp: int, vpp: int, num_layers: i
 
 MEGATRON_FRAMEWORKS = ("ms-swift-megatron", "megatron", "megatron-bridge", "nemo")
 HF_TRAINER_FRAMEWORKS = ("hf-trainer", "fms-hf-tuning", "trl", "ms-swift-deepspeed")
+"""Frameworks whose training loop is transformers' Trainer (fms-hf-tuning through TRL's SFTTrainer, TRL's trainers
+subclass it, ms-swift's swift sft), where a model loaded with torch_dtype float16 runs in float16: entries whose
+``precision.fp16_source`` plans the card's own ``precision.compute: fp16`` (as do ``DEEPSPEED_FP16_FRAMEWORKS``')."""
 DEEPSPEED_FP16_FRAMEWORKS = ("deepspeed-chat",)
 """Frameworks whose own DeepSpeed config turns on fp16 mixed precision (DeepSpeed-Chat's ``get_train_ds_config``:
 ``"fp16": {"enabled": True, ...}``, deepspeedai/DeepSpeedExamples applications/DeepSpeed-Chat/training/utils/
 ds_utils.py l.37-40 @3a77097a7b6ce67b78ea7c05129b90915cfebbb0): the module runs in fp16 with DeepSpeed's fp32 master
-copy; an entry's ``precision.fp16_source`` plans the card's ``precision.compute: fp16``."""
+copy; an entry's ``precision.fp16_source`` plans the card's ``precision.compute: fp16``, and its
+``precision.master_weights`` (with ``master_weights_source``) the card's master copy."""
 PREF_METHODS = ("dpo", "rm")
 """The card methods a training entry's ``method`` may name besides the default ``sft``."""
-"""Frameworks whose training loop is transformers' Trainer (fms-hf-tuning through TRL's SFTTrainer, TRL's trainers
-subclass it, ms-swift's swift sft), where a model loaded with torch_dtype float16 runs in float16: the only entries
-whose ``precision.fp16_source`` plans the card's own ``precision.compute: fp16``."""
 """Megatron-LM's ``--recompute-granularity selective`` recomputes the attention core only."""
 
 
@@ -1703,9 +1704,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(NANOTRON_FP32_MASTER)
     if fp16_card:
         card["precision"]["compute"] = "fp16"
-    if e["precision"].get("master_weights"):
+    if e["precision"].get("master_weights") and e["framework"] in DEEPSPEED_FP16_FRAMEWORKS:
         # the fp32 master copy the entry's optimizer keeps beside fp16 weights (DeepSpeed's FP16_Optimizer), cited in
-        # precision.master_weights_source
+        # precision.master_weights_source; other frameworks' stated master copy is planned from their optimizer_impl
+        # (NeMo's apex_distributed: plan.terms.zero_master_states), not passed through
         card["precision"]["master_weights"] = e["precision"]["master_weights"]
         notes.append(f"master weights {e['precision']['master_weights']} (precision.master_weights): "
                      f"{e['precision'].get('master_weights_source') or 'the entry recipe'}")
@@ -1865,9 +1867,27 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["batch"]["packed_rope_loop"] = True
         notes.append("batch.packed_rope_loop: RoPE per packed sample (apply_rope_fusion False: "
                      f"{e['batch'].get('packed_rope_loop_source', 'the entry recipe')})")
+    if e.get("reference") is not None:
+        # where a DPO entry's reference runs (TRL's precompute_ref_log_probs: precomputed): the card's roles.reference,
+        # the same value pref_rule_seconds reads for the rule's reference forward
+        card.setdefault("roles", {})["reference"] = entry_reference(e, method)
+        notes.append(f"roles.reference {e['reference']} (the entry's reference)")
     if kind == "pretrain":
         notes.append("pretraining planned as full-scope SFT (same step)")
     return card, notes
+
+
+def entry_reference(e: dict[str, Any], method: str) -> str:
+    """A training entry's ``reference``, checked: read for method dpo only, one of ``RefPlacement``'s values."""
+    from trainfit.spec.enums import RefPlacement
+
+    ref = e["reference"]
+    allowed = [p.value for p in RefPlacement]
+    if method != "dpo":
+        raise ValueError(f"{e.get('id', '?')}: reference is read for method dpo only (method {method}); drop it")
+    if ref not in allowed:
+        raise ValueError(f"{e.get('id', '?')}: reference {ref!r} is not allowed; allowed: {', '.join(allowed)}")
+    return ref
 
 
 # ---------------------------------------------------------------- RL entries -> cards

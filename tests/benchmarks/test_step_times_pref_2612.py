@@ -80,3 +80,51 @@ def test_an_unknown_method_is_refused() -> None:
     e = dict(ENTRIES["dschat-step2-rm-opt-350m-v100-32gb-16g-zero0"], method="ppo")
     with pytest.raises(st.Unmapped, match="method 'ppo'"):
         st.map_train(e)
+
+
+def _dpo_entry(**over):
+    e = dict(ENTRIES["dschat-step2-rm-opt-350m-rtx-a6000-1g-e2e"], method="dpo", id="dpo-probe")
+    return {**e, **over}
+
+
+def test_a_dpo_entrys_reference_reaches_the_card_and_the_rule() -> None:
+    card, notes = st.map_train(_dpo_entry(reference="precomputed"))
+    assert card["roles"]["reference"] == "precomputed"
+    assert any("roles.reference precomputed" in n for n in notes)
+    st.validate(card)
+    assert "roles" not in st.map_train(_dpo_entry())[0]  # unstated: the method's default placement
+
+
+@pytest.mark.parametrize(("over", "why"), [
+    (dict(reference="offloaded"), "reference 'offloaded' is not allowed; allowed: gpu, cpu, none"),
+    (dict(method="rm", reference="precomputed"), "reference is read for method dpo only"),
+])
+def test_a_reference_the_card_cannot_take_is_refused_in_one_line(over, why) -> None:
+    with pytest.raises(ValueError, match=why) as e:
+        st.map_train(_dpo_entry(**over))
+    assert "\n" not in str(e.value)
+
+
+def test_master_weights_pass_through_only_for_deepspeed_fp16_frameworks() -> None:
+    nemo = [e for e in st.load_entries(st.TRAIN_DATA) if e["id"] == "nemo-h100-nemotron-340b-pretrain-fp8-2407"]
+    assert nemo and nemo[0]["precision"]["master_weights"] == "none"
+    card, notes = st.map_train(nemo[0])
+    assert "master_weights" not in card["precision"]
+    assert not any("(precision.master_weights)" in n for n in notes)
+    rm, _ = st.map_train(ENTRIES["dschat-step2-rm-opt-350m-rtx-a6000-1g-e2e"])
+    assert rm["precision"]["master_weights"] == "fp32"
+
+
+def test_the_framework_lists_keep_their_own_docstrings() -> None:
+    import ast
+
+    tree = ast.parse(Path(st.__file__).read_text())
+    body = tree.body
+    docs = {}
+    for i, node in enumerate(body[:-1]):
+        nxt = body[i + 1]
+        if isinstance(node, ast.Assign) and isinstance(nxt, ast.Expr) and isinstance(nxt.value, ast.Constant):
+            docs[node.targets[0].id] = nxt.value.value
+    assert "transformers' Trainer" in docs["HF_TRAINER_FRAMEWORKS"] and "the only" not in docs["HF_TRAINER_FRAMEWORKS"]
+    assert "DeepSpeed config" in docs["DEEPSPEED_FP16_FRAMEWORKS"]
+    assert docs["PREF_METHODS"].startswith("The card methods")

@@ -33,3 +33,10 @@ def test_placements_with_a_reference_in_the_step_keep_it():
     assert "reference_forward" in _plan().time_parts  # full scope: a separate reference on the GPU
     lora = make_plan(load_card_dict({**BASE, "scope": "lora"}))  # the adapter-disabled policy
     assert "reference_forward" in lora.time_parts
+
+
+def test_precomputed_reference_states_that_its_one_time_pass_is_outside_the_step():
+    pre, gpu = _plan(reference="precomputed"), _plan(reference="gpu")
+    line = "one-time reference pass over the dataset"
+    assert any(line in a for a in pre.assumptions)
+    assert not any(line in a for a in gpu.assumptions)

@@ -842,9 +842,10 @@ def _sync_spike(mech: WeightSync, spec: ModelSpec, *, bucket_bytes: float = SYNC
 
 
 def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weights_divisor: int) -> tuple[float, float]:
-    """(reference weights resident, transient of the live reference pass) for DPO."""
+    """(reference weights resident, transient of the live reference pass) for DPO (``roles.reference: cpu`` is refused
+    for DPO by the card, ``spec.card._check_reference_placement``)."""
     place = reference_placement(card)
-    if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED, RefPlacement.CPU):
+    if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):
         return 0.0, 0.0
     # host_swap (NeMo RL DPO): the reference pass runs on the policy's own storage, no weights of its own
     weights = frozen_weights(spec, card, divisor=weights_divisor) if place is RefPlacement.GPU else 0.0

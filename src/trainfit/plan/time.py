@@ -1489,7 +1489,10 @@ DPO_NO_REFERENCE_PASS = (RefPlacement.PRECOMPUTED, RefPlacement.NONE)
 inputs["ref_rejected_logps"]``, else the no-grad reference forward; huggingface/trl trl/trainer/dpo_trainer.py
 l.959-963, l.1364-1378 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), the placement the TRL export writes as
 ``precompute_ref_log_probs=True`` (``export.trl``); ``none``: no reference at all (as the memory walk,
-``methods.rl.dpo_reference_pass``, and the RL passes, ``plan.rl_passes``, already treat both)."""
+``methods.rl.dpo_reference_pass``, and the RL passes, ``plan.rl_passes``, already treat both). ``cpu`` (a host-offloaded
+reference) is refused for DPO by the card (``spec.card._check_reference_placement``), so neither walk nor time plans it.
+With ``precomputed`` the one-time reference pass over the dataset is outside the step time (an assumption line says
+so)."""
 
 
 def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:
@@ -1517,4 +1520,8 @@ def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, 
     # micro-batch
     tokens = float(mbs * card.batch.seq_len * card.batch.grad_accum * max(1, world // card.parallel.model_parallel))
     total = sum(p.seconds for p in phases)
-    return StepTiming(total, tokens, tuple(phases), t.assumptions)
+    assumptions = t.assumptions
+    if card.method is Method.DPO and reference_placement(card) is RefPlacement.PRECOMPUTED:
+        assumptions += ("DPO reference precomputed: the one-time reference pass over the dataset before training"
+                        " (TRL's precompute_ref_log_probs) is not in the step time",)
+    return StepTiming(total, tokens, tuple(phases), assumptions)

@@ -33,6 +33,28 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
     return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
 
 
+def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[str, float]:
+    """What the DPO policy step holds when its live reference pass runs: TRL runs the policy's concatenated forward
+    and its log-softmax first and the no-grad reference forward after it, inside the same ``_compute_loss``
+    (``outputs = model(**model_kwargs)``, ``per_token_logps = selective_log_softmax(shift_logits, ...)``, then
+    ``with torch.no_grad(): ... ref_outputs = self.ref_model(...)``; huggingface/trl trl/trainer/dpo_trainer.py
+    l.1340-1382 @f2cd57710ae345ea6428ae95363267fcf38a3dc8; the same order in v0.12.0's ``get_batch_loss_metrics``,
+    ``self.concatenated_forward(model, batch)`` before ``self.compute_ref_log_probs(batch)``, l.1323-1330
+    @14ef1aba152fddbc5a58f3a8a712b6e509e7e69d). So the policy's persistent state, its held gradients, its saved
+    activations and, on the full logits, ``outputs.logits`` with the log-softmax rows saved for backward
+    (``dpo_logits``: its forward peak, the row transients being one row) are all alive under the reference's
+    transient; a chunked loss keeps only what it retains. The layer transients of the policy's last layer and the
+    gathered unit of the last FSDP unit are gone by then (the root unit stays)."""
+    comps = {k: v for k, v in forward.components.items() if k in PERSISTENT}
+    for k in ("gradients", "activations", "pipeline_buffers"):
+        if k in forward.components:
+            comps[k] = forward.components[k]
+    comps["logits"] = terms.logits.retained if chunked else terms.logits.forward_peak
+    if terms.fsdp_root_unit + terms.fsdp_all_gathered:
+        comps["fsdp_buffers"] = terms.fsdp_root_unit + terms.fsdp_all_gathered
+    return comps
+
+
 def sft_like_sharding(card: RunCard, spec: ModelSpec):
     """(layout, its notes, sharding) of an SFT-like step: the model-parallel layout ``prepare`` gives and how the
     parameters are sharded over it; ``walk_sft_like`` walks them, ``fit_search.screen_time_row`` times them."""
@@ -89,11 +111,13 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
                 state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=sharding.weights_divisor),
                 gpus_per_node=card.hardware.gpus_per_node)
-        base = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT}
-        extra = [PhasePeak(Phase.REF_LOGPROB, base | {"reference_weights": ref_w, "logprob_pass": ref_tr}, "reference log-probs")]
-        peaks = [peaks[0]] + (extra if ref_tr else []) + [
+        held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
+        extra = [PhasePeak(Phase.REF_LOGPROB, held | {"reference_weights": ref_w, "logprob_pass": ref_tr},
+                           "reference log-probs (after the policy's forward)")]
+        peaks = [peaks[0]] + [
             PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
         ]
+        peaks = peaks[:2] + (extra if ref_tr else []) + peaks[2:]
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
                            terms=terms if card.method is Method.SFT else None)

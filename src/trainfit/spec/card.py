@@ -447,6 +447,32 @@ def rl_group_sizes(*, gpus_per_node: int, nodes: int, split: bool, rollout_nodes
     return world - rollout, rollout
 
 
+def _check_reference_placement(card: "RunCard") -> None:
+    """``roles.reference`` values the plan cannot honour, refused in one line each.
+
+    ``lora_disabled`` is the policy with its adapter disabled (PEFT's ``disable_adapter``): a full-weight policy has
+    no adapter, and planning it would hold no reference at all. ``cpu`` for DPO: OpenRLHF's DPO with ``--ref.offload``
+    builds its reference under a ZeRO-3 config with ``offload_param`` to pinned host memory
+    (``ds_config=strategy.get_ds_eval_config(offload=args.ref.offload)``, openrlhf/cli/train_dpo.py l.42-52;
+    ``get_eval_ds_config``'s ``"offload_param": {"device": "cpu" if offload else "none", "pin_memory": True}``,
+    openrlhf/utils/deepspeed/deepspeed_utils.py l.78-99; OpenRLHF/OpenRLHF @3c3be6234e0cb353e76bb8019947db9dfe99fca7),
+    its parameters fetched to the GPU in every step's reference forward; the DPO walk and step time do not plan that
+    (no host weights, no fetch), so the card is refused rather than planned as a GPU reference."""
+    ref = card.roles.reference
+    if ref is None:
+        return
+    dpo = card.method is Method.DPO
+    allowed = [p.value for p in RefPlacement
+               if p is not RefPlacement.LORA_DISABLED and not (dpo and p is RefPlacement.CPU)]
+    if ref is RefPlacement.LORA_DISABLED and card.scope is Scope.FULL:
+        raise ValueError("roles.reference: lora_disabled needs a PEFT scope (lora, qlora, dora, ia3, prompt_tuning);"
+                         f" allowed with scope full: {', '.join(allowed)}")
+    if dpo and ref is RefPlacement.CPU:
+        peft = "" if card.scope is Scope.FULL else ", lora_disabled"
+        raise ValueError("roles.reference: cpu (a host-offloaded reference streamed every step) is not planned for"
+                         f" method dpo; allowed: {', '.join(allowed)}{peft}")
+
+
 def _check_hsdp_shard_size(par: "ParallelSection", *, train_gpus: int) -> None:
     """``parallel.hsdp_shard_size``: read with strategy hsdp only, and a divisor of the data x context ranks (torch's
     ``init_device_mesh`` needs ``replicate x shard`` = the data-parallel ranks; verl's ``create_device_mesh`` builds
@@ -1600,6 +1626,7 @@ class RunCard(_Section):
             # methods.roles.reward_model: a frozen reward model is loaded by ppo and grpo only
             raise ValueError(f"roles.reward_model: a reward model is read by methods ppo and grpo only; method"
                              f" {self.method.value} has none, allowed: rule or none (got {self.roles.reward_model!r})")
+        _check_reference_placement(self)
         ro = self.rollout
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:
             raise ValueError("rollout.placement: engine deepspeed_hybrid generates on the training GPUs; allowed: colocate")

@@ -29,8 +29,9 @@ full depth the same way:
     per-token log-probs as above (with grad; ``temperature`` 1: no division), summed per sequence,
     the sigmoid loss ``-logsigmoid(beta * ((c - c_ref) - (r - r_ref))).mean()`` against
     precomputed reference log-probs, or, with ``dpo_reference``, a live reference pass traced
-    first (phase ``ref_logprob``: a no-grad ``logprob`` pass over the same batch, on a frozen bf16
-    copy for scope ``full`` or on the policy with ``disable_adapter()`` for LoRA).
+    after the policy's forward with its outputs kept, as TRL's ``_compute_loss`` runs it (phase ``ref_logprob``:
+    a no-grad ``logprob`` pass over the same batch, on a frozen bf16 copy for scope ``full`` or on the policy with
+    ``disable_adapter()`` for LoRA).
 
 One untracked warm-up step creates the optimizer states first (steady state), as for SFT.
 """
@@ -101,7 +102,11 @@ def _autocast(req: TraceRequest):  # noqa: ANN202
 
 def dpo_loss(model: Any, ids: torch.Tensor, ref: tuple[torch.Tensor, torch.Tensor], beta: float) -> torch.Tensor:
     """DPO sigmoid loss over the concatenated [chosen; rejected] batch."""
-    logps = per_token_logps(model, ids, None).sum(dim=1)
+    return _dpo_sigmoid(per_token_logps(model, ids, None).sum(dim=1), ref, beta)
+
+
+def _dpo_sigmoid(logps: torch.Tensor, ref: tuple[torch.Tensor, torch.Tensor], beta: float) -> torch.Tensor:
+    """The sigmoid loss on the policy's summed log-probs of [chosen; rejected] and the reference's."""
     chosen, rejected = logps.chunk(2, dim=0)
     ref_chosen, ref_rejected = ref
     logits = (chosen - ref_chosen) - (rejected - ref_rejected)
@@ -191,17 +196,24 @@ def run_depth(
 
 
 def _traced_dpo(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> None:  # noqa: ANN001
-    if req.dpo_reference:
-        with tr.phase("ref_logprob"), torch.no_grad(), _ref_context(req, model), _autocast(req):
-            logps = per_token_logps(ref_model if ref_model is not None else model, ids, None).sum(dim=1)
-            ref_logps = logps.chunk(2, dim=0)
-            tr.tag(ref_logps, "activations")
-            del logps
+    """TRL's ``_compute_loss`` order: the policy's concatenated forward and its log-softmax, with ``outputs`` kept,
+    then (live reference) the no-grad reference forward, then the loss; ``outputs`` dies when the function returns,
+    before the backward (huggingface/trl trl/trainer/dpo_trainer.py l.1340-1382
+    @f2cd57710ae345ea6428ae95363267fcf38a3dc8)."""
     grads = [p for p in model.parameters() if p.requires_grad]
     with tr.phase("forward"):
         with _autocast(req):
-            loss = dpo_loss(model, ids, ref_logps, req.dpo_beta)
+            outputs = model(input_ids=ids)
+            logps = selective_log_softmax(outputs.logits[:, :-1, :], ids[:, 1:]).sum(dim=1)
         tr.mark_activations()
+    if req.dpo_reference:
+        with tr.phase("ref_logprob"), torch.no_grad(), _ref_context(req, model), _autocast(req):
+            ref = per_token_logps(ref_model if ref_model is not None else model, ids, None).sum(dim=1)
+            ref_logps = ref.chunk(2, dim=0)
+            tr.tag(ref_logps, "activations")
+            del ref
+    loss = _dpo_sigmoid(logps, ref_logps, req.dpo_beta)
+    del outputs, logps
     progress("backward", 0.65)
     with tr.phase("backward"):
         loss.backward()
@@ -226,7 +238,7 @@ def pass_notes(req: TraceRequest) -> list[str]:
             " (TRL get_reward), no vocabulary logits"
         ]
     ref = (
-        "live reference pass first (phase ref_logprob; "
+        "live reference pass after the policy's forward (phase ref_logprob; "
         + ("frozen bf16 copy resident)" if req.scope == "full" else "policy with its adapter disabled)")
         if req.dpo_reference
         else "reference log-probs precomputed"

@@ -119,11 +119,11 @@ class TraceRequest:
     ``value`` (no-grad forward of a scalar-head model, TRL's ``get_reward``: backbone + ``score``;
     phase ``value``) or ``dpo_step`` (policy step over ``2 * micro_batch_size`` sequences, chosen and
     rejected concatenated, DPO sigmoid loss on the sequence log-probs; phases forward, backward,
-    optimizer_step, and ``ref_logprob`` first when ``dpo_reference``). See ``trainfit.trace.rl_passes``."""
+    optimizer_step, and ``ref_logprob`` after forward when ``dpo_reference``). See ``trainfit.trace.rl_passes``."""
     temperature: float = 1.0
     """``logprob``: the sampling temperature the logits are divided by (TRL divides unconditionally)."""
     dpo_reference: bool = False
-    """``dpo_step``: True runs a live reference forward (no grad) before the policy step (phase
+    """``dpo_step``: True runs a live reference forward (no grad) after the policy's forward, as TRL does (phase
     ``ref_logprob``): a frozen bf16 copy of the model for scope ``full``, the policy with its adapter
     disabled for LoRA. False: reference log-probs are precomputed (inputs)."""
     dpo_beta: float = 0.1
@@ -240,7 +240,7 @@ class TraceRequest:
     def phase_names(self) -> tuple[str, ...]:
         """The phases this request reports, in order."""
         if self.pass_kind == "dpo_step" and self.dpo_reference:
-            return ("ref_logprob",) + PHASES
+            return PHASES[:1] + ("ref_logprob",) + PHASES[1:]
         return PASS_PHASES[self.pass_kind]
 
 

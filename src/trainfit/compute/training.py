@@ -1241,17 +1241,22 @@ def train_step_time(
             buses.append(hsdp.replica_bus_bytes_per_s)
         if expert_params > 0 and eranks > 1:
             buses.append(_expert_bus(rates, parallel, eranks))
+        before_contention_s = comm.exposed_s
         comm = coll.hbm_contention_exposed(comm=comm, compute_s=(fwd_window_s + bwd_window_s) * micro_steps,
                                            bus_bytes_per_s=min(buses), hbm_bytes_per_s=rates.hbm_bytes_per_s,
                                            hidden_wire_s=max(0.0, wire.total_s - wire.exposed_s))
+        contention_s = comm.exposed_s - before_contention_s
         if launch_blocking:
             # CUDA_LAUNCH_BLOCKING=1: each NCCL launch returns when its collective has finished, so the backward's
             # next kernel waits for every reduction (and a gather for its forward): nothing is hidden
             # (launch_blocking_syncs cites the CUDA programming guide's text)
             comm = coll.CommTime(comm.total_s, comm.total_s)
+            contention_s = 0.0
         notes.append(f"collectives at {bus / 1e9:.0f} GB/s bus bandwidth ({'crossing nodes' if crosses else 'in a node'}"
                      f"{intra_link_text(rates)});"
-                     f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute")
+                     f" {comm.total_s:.3f} s in all, {comm.exposed_s:.3f} s not hidden by compute"
+                     + (f" ({contention_s:.3f} s of it the compute beside them slowed by their HBM traffic,"
+                        " collectives.hbm_contention_exposed)" if contention_s > 5e-4 else ""))
         if hsdp is not None and hsdp.replicas > 1:
             where = "through the NICs" if hsdp.replica_crosses_nodes else "over NVLink"
             notes.append(f"hsdp: shard groups of {hsdp.shard} ranks"

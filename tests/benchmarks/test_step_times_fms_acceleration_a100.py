@@ -103,7 +103,9 @@ def test_mixtral_qlora_row_pays_every_experts_dequantisation() -> None:
     row's forward carries the 45.1e9 expert weights' dequantisation on top of the LoRA twin's: by hand, 2.53125 B per
     weight (0.5 packed + 1/32 absmax read, 2 bf16 written) x (45,097,156,608 expert + 1,342,177,280 attention weights)
     = 117,549,563,904 B at the A100's rate (0.06 s), where it carried only the attention's
-    before (2026-12-04: 3.967 s planned against the LoRA twin's 3.961 s; now 4.140 s, published 5.185 s)."""
+    before (2026-12-04: 3.967 s planned against the LoRA twin's 3.961 s; then 4.140 s, published 5.185 s). Since the
+    hidden collectives' HBM contention (2026-12-05) the LoRA twin's bf16 gathers slow its compute more than QLoRA's
+    packed ones (exposed communication 0.379 s against 0.100 s): 4.205 s against 4.119 s."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.rates import default_rates
 
@@ -115,7 +117,7 @@ def test_mixtral_qlora_row_pays_every_experts_dequantisation() -> None:
     fwd = {k: p.phase_terms["forward"]["memory_bound"] for k, p in planned.items()}
     rate = default_rates(resolve_gpu("a100-80gb")).hbm_bytes_per_s
     assert fwd["qlora"] - fwd["lora"] == pytest.approx(117_549_563_904 / rate, rel=0.05)
-    assert planned["qlora"].step_s > planned["lora"].step_s + 0.1
+    assert planned["qlora"].step_s > planned["lora"].step_s + 0.05
 
 
 @pytest.mark.parametrize("row_id", sorted(r for r in ALL if ALL[r].get("fused_kernels")))

@@ -112,12 +112,14 @@ def test_an_rl_violation_under_preemption_is_unexplained():
 
 
 def test_a_launch_bound_lora_behind_the_expert_stacks_is_named():
-    # Qwen3-30B-A3B LoRA on 16 H100s, zero3, 1 x 2048: 1.76x of full. The launch test misses it (the stacks' weight
-    # traffic makes the LoRA backward memory-bound), bf16 adapters and attention-only targets each remove less than
-    # half; attention-only LoRA is itself launch-bound over full, and the two shares together exceed half
+    # Qwen3-30B-A3B LoRA on 16 H100s, zero3, 1 x 2048: 1.76x of full until 2026-12-05, when the launch test missed it
+    # (the stacks' weight traffic made the LoRA backward memory-bound) and the behind-the-stacks cause named it. Since
+    # the hidden collectives' HBM contention (collectives.hbm_contention_exposed) slows full fine-tuning's step more
+    # (1.061 s) than LoRA's (1.689 s), the excess is 1.59x and the adapters' launch growth (0.325 s) is more than half
+    # of it: the plain launch cause names it now, and the full grid has no behind-the-stacks case left
     kw = dict(gpu="h100-sxm", model="Qwen/Qwen3-30B-A3B", n=16, strategy="zero3", mb=1, seq=2048)
     full, lora = inv.card(**kw), inv.card(**kw, scope="lora")
     (_, ra), (_, rb) = inv.plan_one(inv.key(full)), inv.plan_one(inv.key(lora))
     assert rb["step_s"] > ra["step_s"] * (1 + inv.LORA_EXCESS)
-    assert inv.launch_s(rb) - inv.launch_s(ra) < 0.5 * (rb["step_s"] - ra["step_s"])
-    assert inv.cause("lora", full, lora, ra, rb) == inv.LAUNCH_BEHIND_STACK_CAUSE
+    assert inv.launch_s(rb) - inv.launch_s(ra) >= 0.5 * (rb["step_s"] - ra["step_s"])
+    assert inv.cause("lora", full, lora, ra, rb) == inv.LAUNCH_CAUSE

@@ -1397,6 +1397,17 @@ def read_openrlhf(text: str) -> Imported:
     if fl.extra_expanded:
         words = " ".join(fl.extra_expanded)
         notes.append(f"{words[:60]!r}: expanded by the shell when the script runs; the arguments it holds are not read")
+    at = next(i for i, a in enumerate(argv) if str(a).startswith("openrlhf.cli."))
+    undotted = sorted({str(a).split("=", 1)[0] for a in argv[at + 1:]
+                       if str(a).startswith("--") and "." not in str(a).split("=", 1)[0]})
+    if undotted:
+        # the script's own options are dotted (--ds.zero_stage, --actor.model_name_or_path, --train.micro_batch_size:
+        # openrlhf/cli/train_ppo_ray.py @3c3be6234e0cb353e76bb8019947db9dfe99fca7); OpenRLHF before them spelled the
+        # same settings undotted (--zero_stage, --pretrain, --micro_train_batch_size): such a script's card would
+        # otherwise carry the defaults in place of what it gave, with nothing said
+        listed = ", ".join(undotted[:12]) + (f" and {len(undotted) - 12} more" if len(undotted) > 12 else "")
+        notes.append(f"not read: {listed} (undotted options, as OpenRLHF spelled them before its 0.11 grouped flags such"
+                     " as --ds.zero_stage); the card keeps its defaults for them: --set the fields they meant")
     model = named("--actor.model_name_or_path", "model") if rl else named("--model.model_name_or_path", "model")
     if model is not None and not isinstance(model, ShellExpanded):
         d["model"] = model

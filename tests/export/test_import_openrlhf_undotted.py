@@ -22,3 +22,13 @@ def test_dotted_options_and_the_launchers_own_say_nothing():
     imported = read_openrlhf(new)
     assert not any("not read:" in n for n in imported.notes)
     assert imported.card["parallel"]["strategy"] == "zero3"
+
+
+def test_an_undotted_option_ends_the_list_before_it():
+    # --ds.lora.target_modules takes several words; a later undotted option and its value were read as two more
+    # target modules
+    script = ("deepspeed --module openrlhf.cli.train_sft --model.model_name_or_path Qwen/Qwen2.5-7B"
+              " --ds.lora.rank 16 --ds.lora.target_modules q_proj v_proj --seed 42\n")
+    imported = read_openrlhf(script)
+    assert imported.card["lora"]["targets"] == ["q_proj", "v_proj"]
+    assert any("not read: --seed" in n for n in imported.notes)

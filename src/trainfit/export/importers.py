@@ -814,6 +814,7 @@ class _CheckedRead(dict):
         self.target = target
         self.expanded: dict[str, str] = {}
         self.extra_expanded: list[str] = []
+        self.undotted: set[str] = set()
 
     def _check(self, key: Any) -> None:
         if key in self.expanded:
@@ -1317,11 +1318,20 @@ _ORLHF_SCRIPT = {"train_sft": "sft", "train_dpo": "dpo", "train_rm": "rm", "trai
 
 def _openrlhf_flags(argv: list[str]) -> _CheckedRead:
     """The script's dotted flags and the words after each; an expanded word that starts a flag's value makes that
-    flag's value unknown (``expanded``), one anywhere else is listed in ``extra_expanded``."""
+    flag's value unknown (``expanded``), one anywhere else is listed in ``extra_expanded``. An undotted option after
+    the ``openrlhf.cli.*`` module (OpenRLHF's spelling before its 0.11 grouped flags) is listed in ``undotted`` and
+    ends the flag before it: its words are not that flag's values."""
     out = _CheckedRead("openrlhf")
     cur: str | None = None
+    after_module = False
     for tok in argv:
-        if tok.startswith("--") and "." in tok.split("=", 1)[0]:
+        if str(tok).startswith("openrlhf.cli."):
+            after_module = True
+        if tok.startswith("--") and "." not in tok.split("=", 1)[0]:
+            if after_module:
+                out.undotted.add(tok.split("=", 1)[0])
+            cur = None
+        elif tok.startswith("--") and "." in tok.split("=", 1)[0]:
             if "=" in tok:
                 k, v = tok.split("=", 1)
                 out[k] = [v]
@@ -1397,9 +1407,7 @@ def read_openrlhf(text: str) -> Imported:
     if fl.extra_expanded:
         words = " ".join(fl.extra_expanded)
         notes.append(f"{words[:60]!r}: expanded by the shell when the script runs; the arguments it holds are not read")
-    at = next(i for i, a in enumerate(argv) if str(a).startswith("openrlhf.cli."))
-    undotted = sorted({str(a).split("=", 1)[0] for a in argv[at + 1:]
-                       if str(a).startswith("--") and "." not in str(a).split("=", 1)[0]})
+    undotted = sorted(fl.undotted)
     if undotted:
         # the script's own options are dotted (--ds.zero_stage, --actor.model_name_or_path, --train.micro_batch_size:
         # openrlhf/cli/train_ppo_ray.py @3c3be6234e0cb353e76bb8019947db9dfe99fca7); OpenRLHF before them spelled the

@@ -114,10 +114,8 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
         extra = [PhasePeak(Phase.REF_LOGPROB, held | {"reference_weights": ref_w, "logprob_pass": ref_tr},
                            "reference log-probs (after the policy's forward)")]
-        peaks = [peaks[0]] + [
-            PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]
-        ]
-        peaks = peaks[:2] + (extra if ref_tr else []) + peaks[2:]
+        rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
+        peaks = [peaks[0], rest[0]] + (extra if ref_tr else []) + rest[1:]
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
                            terms=terms if card.method is Method.SFT else None)

@@ -219,6 +219,25 @@ written at 02fb7cdb, where the same rows read H100 -24.6%, GB200 -32.5%, GB200 /
 No measurement of the learnable sink's cost inside cuDNN (Transformer Engine's ``softmax_type`` "learnable") was found;
 its forward adds one logit per query row, not modelled. FP8 attention on the windowed layers is another kernel
 (``_FP8_WINDOW_ATTENTION_POINTS``).
+Which kernel runs the sinks, re-checked 2026-12-05 (null result, nothing changed). Transformer Engine disables
+FlashAttention for any ``softmax_type`` other than "vanilla" and keeps its cuDNN FusedAttention and the unfused
+PyTorch path (NVIDIA/TransformerEngine transformer_engine/pytorch/attention/dot_product_attention/utils.py l.719-754
+@366798ef8a0a00d8f2c1650d11e7e623d7c33e26, v2.14.1); the fused backend takes a learnable softmax from cuDNN 9.13.1 on
+(transformer_engine/common/fused_attn/fused_attn.cpp l.460-465 there; l.370-375 at v2.9,
+70f536662ae10a62a54f4ed1ba92e3314c5cfd69), with the ``thd`` (packed) layout from cuDNN 9.18, and drops it only in
+deterministic mode (utils.py l.1073-1082). The NeMo containers of the scored Megatron-Bridge rows ship cuDNN 9.13.1
+(25.11), 9.18.0 (26.02), 9.20.0 (26.04) and 9.21.1 (26.06) (NVIDIA-NeMo/Megatron-Bridge
+docs/releases/software-versions.md @067f987df03b8355b03192d88d70f1709fedf51a), and no gpt-oss recipe there sets
+deterministic mode (the performance scripts set ``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0`` only under their opt-in
+``--deterministic``, scripts/performance/perf_plugins.py l.294 @v0.4.0), so every one of them runs the cuDNN kernel
+this module prices; no unfused fallback is hidden in them. The family bias stays (benchmarks/step_times.py on the tree
+of 2026-12-05): the 26 gpt-oss-120b BF16 pre-training rows of the Megatron-Bridge tables miss by a median of -22 %
+(H100 -21 %, B200 -24 %, B300 -28 %, GB200 -24 %, GB300 -12 %) and its 7 MXFP8 rows by -8 %, while the other families'
+BF16 rows of the same tables (18 dense, 2 DeepSeek, 2 Qwen3-235B-A22B, all on GB200 / GB300) sit at medians of +8, +9
+and +17 %; but on H100 the Qwen3-30B-A3B FP8 rows miss by -27 % as well, and on B200 / B300 the Qwen3-235B-A22B MXFP8
+rows by -25 / -30 %, so only the GB200 / GB300 gap (about 30 points) is the family's alone. The cudnn-frontend gpt-oss
+benchmark (benchmark/sdpa_benchmark_training/configs/gpt_oss.py @0c08141252f411a4c9f1ce9fd067c046a2ca2237: window 128,
+head dim 64, no sink) still times no sink column, so the sink's own cost in cuDNN remains unpriced.
 
 The transformers models with a ``sliding_window`` (Phi-3, Mistral, Mixtral on every layer; Gemma-3 on its local
 layers; ``memory.attention.WINDOW_MASK_FAMILIES``), per ``attn_implementation``, from ``kv_length >= sliding_window``
@@ -901,7 +920,29 @@ def sink_eager_score_work(*, seq_len: float, dtype_bytes: float = 2.0) -> SinkSc
     on S' run well below what their bytes at the streaming or the non-vectorised rate give: the generic cat moved about
     0.65 TB/s, the softmax over rows of ``s + 1`` elements about 0.73 TB/s, and ``P·V`` on the sliced probabilities
     (row stride ``s + 1``, not 16-byte aligned) ran on CUTLASS's ``align1`` SM75 kernel at about 78 TFLOP/s; no
-    published rate for those kernels on this card was found, so they keep the rates here."""
+    published rate for those kernels on this card was found, so they keep the rates here.
+
+    Re-checked 2026-12-05 (null result, nothing changed), what pricing them would do. Per kernel, that profile (torch
+    2.11.0, transformers 5.24.0, one H200, 24 layers, 2,048 tokens, checkpointing: 24 forward + 24 recompute calls)
+    against the plan's rates (``hbm_bytes_per_s`` 4.32 TB/s, the non-vectorised loop at
+    ``training.STRIDED_BANDWIDTH_SHARE`` of it, ``gemm.gemm_seconds``): the sink cat 1.61 ms a call (0.67 TB/s; 144
+    calls and 79.0 ms in all, 96 of them the small rotary cats) against 0.54 ms planned, +51 ms; the forward softmax
+    (``cunn_SoftMaxForwardReg``, 48 calls, 70.2 ms) 1.46 ms against 0.25 ms, +58 ms; ``P·V`` on the ``align1`` kernel
+    (48 calls, 21.0 ms) 0.44 ms against 0.13 ms (260 TFLOP/s planned), +15 ms; the softmax backward (24 calls,
+    17.9 ms, 2.16 TB/s) 0.75 ms against 0.37 ms, +9 ms. Together 133 ms of the row's 178 ms shortfall (planned 0.405 s,
+    measured 0.583 s, of which the GPU was busy 0.571 s). A diagnostic plan with exactly those seconds added as forward
+    and backward bytes (not committed) reads 0.495 s, -30.5 % -> -15.1 %: the kernels are most of the miss, but their
+    rates here would be read off this row's own profile, and the row is in the held-out half
+    (``benchmarks/step_times.py`` ``half_of``), so no rate is set from it. Published figures for the generic cat are
+    for other cards and element sizes: vLLM pull request #34917 (https://github.com/vllm-project/vllm/pull/34917, B300,
+    ``torch.cat`` of a non-contiguous bf16 input, 8,192 tokens: 3,101.8 us against 355.2 us for a vectorised kernel,
+    about 0.8 TB/s) and #29710 (https://github.com/vllm-project/vllm/pull/29710, an fp8 cat with an expanded input,
+    3.16 -> 1.61 ms by a broadcast copy; card not stated): the same order as the 0.67 TB/s here, not a Hopper rate.
+    No published measurement of PyTorch's softmax on unaligned rows of 2,049 elements, or of cuBLAS's ``align1``
+    fallback for a 4,098-byte leading dimension, on Hopper was found. The set's deepseek-ai/DeepSeek-V2-Lite row
+    (LoRA, SDPA, 4,096 tokens, -34.1 %) is not this mechanism: it has no sink and no eager attention; after its GEMMs,
+    its profile's largest entries are device-to-device memcpys (398 calls, 55.9 ms) and copy kernels, not followed
+    here."""
     r = (seq_len + 1.0) / seq_len
     e = dtype_bytes / 2.0  # the table's 2-byte elements at the model's dtype
     scale, mask, cat = 4.0, 4.0, 2.0 + 2.0 * r

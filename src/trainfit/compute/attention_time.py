@@ -237,7 +237,12 @@ BF16 rows of the same tables (18 dense, 2 DeepSeek, 2 Qwen3-235B-A22B, all on GB
 and +17 %; but on H100 the Qwen3-30B-A3B FP8 rows miss by -27 % as well, and on B200 / B300 the Qwen3-235B-A22B MXFP8
 rows by -25 / -30 %, so only the GB200 / GB300 gap (about 30 points) is the family's alone. The cudnn-frontend gpt-oss
 benchmark (benchmark/sdpa_benchmark_training/configs/gpt_oss.py @0c08141252f411a4c9f1ce9fd067c046a2ca2237: window 128,
-head dim 64, no sink) still times no sink column, so the sink's own cost in cuDNN remains unpriced.
+head dim 64, no sink) still times no sink column, so the sink's own cost in cuDNN remains unpriced. NeMo Automodel's
+H100 benchmark rows show the same family gap without Megatron-Core: gpt-oss-20b -17 % with FlexAttention
+(examples/llm_benchmark/gpt_oss/gptoss_20b_te_deepep.yaml ``attn: flex``) and gpt-oss-120b -13 % with Transformer
+Engine's attention (gptoss_120b_te_deepep.yaml ``attn: te``, both @2861c4143cd335539213b1b6d0c890cb17682444), against
++14 % for Qwen3-30B-A3B in the same table; two different attention kernels missing alike does not point at the
+attention kernel.
 
 The transformers models with a ``sliding_window`` (Phi-3, Mistral, Mixtral on every layer; Gemma-3 on its local
 layers; ``memory.attention.WINDOW_MASK_FAMILIES``), per ``attn_implementation``, from ``kv_length >= sliding_window``

@@ -1,5 +1,5 @@
 """benchmarks/step_times.py, the out-of-sample RL rows of published_rl_times_firstcontact_2612d.json: published RL
-steps not scored before (verl's GRPO-LoRA baseline logs for Qwen2.5-7B to 72B on GSM8K and on GSM8K + MATH, the
+steps not scored before (verl's GRPO-LoRA baseline logs for Qwen2.5-3B to 72B on GSM8K and on GSM8K + MATH, the
 baseline arm of verl pull request #7833) and the points whose configuration the card cannot state, each with its
 reason. Every row cites its source, its figures are the quoted ones, its note records the first-contact error, every
 scored row maps to a card that validates, and a verl entry's ``train.lora`` maps to a LoRA card whose reference is
@@ -21,6 +21,7 @@ DATA = REPO / "benchmarks" / "data" / "published_rl_times_firstcontact_2612d.jso
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 VERL_DATA = {
     # id: (rollout TP, gpu_memory_utilization, step timer, testing, save_checkpoint)
+    "verldata-grpo-lora-qwen25-3b-gsm8k-2g": (2, 0.1, 917.561, 825.724, 12.781),
     "verldata-grpo-lora-qwen25-7b-gsm8k-8g": (2, 0.2, 543.077, 489.311, 8.902),
     "verldata-grpo-lora-qwen25-14b-gsm8k-8g": (8, 0.25, 1061.115, 955.943, 16.366),
     "verldata-grpo-lora-qwen25-32b-gsm8k-8g": (8, 0.3, 1417.525, 1266.720, 34.056),
@@ -39,7 +40,7 @@ def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
     assert DATA in st.data_files(st.RL_DATA)
     everything = st.load_entries(st.RL_DATA)
     loaded = [e["id"] for e in everything if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 11
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 12
     others = {e["id"] for e in everything if e["_file"] != DATA.name}
     assert not others & set(ROWS)
     assert SCORED <= set(ROWS)
@@ -75,6 +76,9 @@ def test_verl_log_step_is_the_step_timer_less_validation_and_checkpoint(row_id: 
     assert m["step_s"] == pytest.approx(step - testing - save, abs=1e-3)
     assert sum(v for v in m["phases_s"].values() if v) == pytest.approx(m["step_s"], abs=0.02)
     assert f"tensor_model_parallel_size={tp}'" in e["quote"] and f"gpu_memory_utilization={gmu}'" in e["quote"]
+    gpus = 2 if row_id.endswith("-2g") else 8
+    assert f"'trainer.n_gpus_per_node={gpus}'" in e["quote"] and e["gpus"] == gpus == e["rollout"]["rollout_gpus"]
+    assert e["train"]["micro_batch_size"] == 64 // gpus == e["train"]["log_prob_micro_batch_size_per_gpu"]
     assert e["rollout"]["tp"] == tp and e["rollout"]["gpu_memory_utilization"] == gmu
     assert "lora_rank=32" in e["quote"] and e["train"]["lora"] == {"rank": 32, "alpha": 32, "targets": "all-linear"}
 

@@ -2701,6 +2701,17 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
+    if tr.get("lora") and e["framework"] == "verl":
+        # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
+        # / target_modules); verl computes the reference log-probs on the actor with its adapters disabled
+        # (verl/workers/fsdp_workers.py compute_ref_log_prob l.723-726 sets meta_info is_lora, compute_log_prob
+        # l.680-690 runs under disable_adapter(); verl/trainer/ppo/ray_trainer.py l.322-323 ref_in_actor: no reference
+        # worker when lora_rank > 0), verl-project/verl @7dc3ee7476c9af1042636f44bca9e412d1de1a6d (2025-06-18)
+        card["scope"] = "lora"
+        card["lora"] = lora_section(tr["lora"], e["framework"])
+        card["roles"] = {**card.get("roles", {}), "reference": "lora_disabled"}
+        notes.append(f"actor LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on"
+                     f" {tr['lora'].get('targets', 'all-linear')}; reference = the actor with its adapters disabled")
     if e["framework"] == "verl" and tr.get("strategy") in ("fsdp", "fsdp2"):
         # verl's FSDP worker builds torch.optim.AdamW without fused= (volcengine/verl verl/workers/fsdp_workers.py
         # _build_model_optimizer @8e7780f5ee2021cc06c248b7cf87cf31200a38fd and @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1;

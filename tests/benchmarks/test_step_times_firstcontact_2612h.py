@@ -1,8 +1,9 @@
 """benchmarks/step_times.py, the out-of-sample rows of published_train_times_firstcontact_2612h.json: DeepSpeed-Chat's
 step-1 SFT log (OPT-1.3B, ZeRO-2 fp16 on 16 V100-32GB), EasyContext's speed table (continued pretraining of
-Llama-2-7B to 64K-512K tokens on 8 A100, ZeRO-3 with CPU offload, zigzag ring attention) and, not representable,
-a NeMo RL issue's Qwen3-30B-A3B SFT timings (sample lengths unpublished) and a SkyRL pull request's packed SFT
-benchmark (GPU unstated). Each row cites its source and quotes it, its note records the first-contact error, and
+Llama-2-7B to 64K-512K tokens on 8 A100, ZeRO-3 with CPU offload, zigzag ring attention), ms-swift example scripts'
+seconds per iteration (Qwen2.5-7B packed 16K full fine-tuning on 4 A100 and 4 H20, QwQ-32B LoRA at 512K with Ulysses
+8 and ZeRO-3 offload) and, not representable, a NeMo RL issue's Qwen3-30B-A3B SFT timings (sample lengths
+unpublished), a SkyRL pull request's packed SFT benchmark and an ms-swift cached-dataset script (GPU unstated). Each row cites its source and quotes it, its note records the first-contact error, and
 the step the row holds is the one its quote gives."""
 
 from __future__ import annotations
@@ -21,19 +22,23 @@ DATA = REPO / "benchmarks" / "data" / "published_train_times_firstcontact_2612h.
 HEX40 = re.compile(r"^[0-9a-f]{40}$")
 SOURCES = {"deepspeedai/DeepSpeedExamples": {"applications/DeepSpeed-Chat/training/step1_supervised_finetuning/"
                                              "training_log_output/opt-1.3b-globalBatchSize128.log"},
-           "jzhang38/EasyContext": {"README.md"}}
+           "jzhang38/EasyContext": {"README.md"},
+           "modelscope/ms-swift": {"examples/train/long_text/liger_kernel.sh", "examples/train/fa3/transformers.sh",
+                                   "examples/train/long_text/sequence_parallel_512k.sh",
+                                   "examples/train/cached_dataset/sft.sh"}}
 URLS = {"https://github.com/NVIDIA-NeMo/RL/issues/966", "https://github.com/NovaSky-AI/SkyRL/pull/1734"}
 
 st = load_step_times("trainfit_bench_step_times_firstcontact_2612h")
 ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 EASYCONTEXT = sorted(i for i in ROWS if i.startswith("easycontext-"))
+MSSWIFT = sorted(i for i in ROWS if i.startswith("msswift-") and not ROWS[i].get("card_cannot_state"))
 
 
 def test_file_is_loaded_whole() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 9
-    assert sum(bool(e.get("card_cannot_state")) for e in ROWS.values()) == 4
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 14
+    assert sum(bool(e.get("card_cannot_state")) for e in ROWS.values()) == 5
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))
@@ -83,3 +88,16 @@ def test_rows_without_lengths_or_gpu_stay_not_representable(row_id: str) -> None
     assert got.value.status == "not_representable"
     reason = got.value.reasons[0]
     assert ("lengths are not published" in reason) if row_id.startswith("nemorl-") else ("GPU is not stated" in reason)
+
+
+@pytest.mark.parametrize("row_id", MSSWIFT)
+def test_msswift_step_is_the_commented_seconds_per_iteration(row_id: str) -> None:
+    # the HF Trainer's tqdm counts optimizer steps: 's/it' is one step of micro-batch 1 x grad accumulation
+    e = ROWS[row_id]
+    s = e["measured"]["value"]
+    assert f"{s:g}s/it" in e["quote"] and e["measured"]["also"]["s_per_it"] == s
+    card, _ = st.map_train(e)
+    st.validate(card)
+    assert card["parallel"]["strategy"] == "zero3" and e["batch"]["packed"] and e["parallel"]["overlap_comm"] is False
+    uly = e["parallel"].get("sequence_parallel_ulysses", 1)
+    assert e["batch"]["global_batch_size"] == e["gpus"] // uly * e["batch"]["grad_accum"]

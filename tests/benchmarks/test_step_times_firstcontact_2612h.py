@@ -2,7 +2,7 @@
 step-1 SFT log (OPT-1.3B, ZeRO-2 fp16 on 16 V100-32GB), EasyContext's speed table (continued pretraining of
 Llama-2-7B to 64K-512K tokens on 8 A100, ZeRO-3 with CPU offload, zigzag ring attention), ms-swift example scripts'
 seconds per iteration (Qwen2.5-7B packed 16K full fine-tuning on 4 A100 and 4 H20, QwQ-32B LoRA at 512K with Ulysses
-8 and ZeRO-3 offload) and, not representable, a NeMo RL issue's Qwen3-30B-A3B SFT timings (sample lengths
+8 and ZeRO-3 offload, Qwen2.5-7B packed 16K / 64K with Ulysses 4) and, not representable, a NeMo RL issue's Qwen3-30B-A3B SFT timings (sample lengths
 unpublished), a SkyRL pull request's packed SFT benchmark and an ms-swift cached-dataset script (GPU unstated). Each row cites its source and quotes it, its note records the first-contact error, and
 the step the row holds is the one its quote gives."""
 
@@ -25,6 +25,7 @@ SOURCES = {"deepspeedai/DeepSpeedExamples": {"applications/DeepSpeed-Chat/traini
            "jzhang38/EasyContext": {"README.md"},
            "modelscope/ms-swift": {"examples/train/long_text/liger_kernel.sh", "examples/train/fa3/transformers.sh",
                                    "examples/train/long_text/sequence_parallel_512k.sh",
+                                   "examples/train/long_text/sequence_parallel.sh",
                                    "examples/train/cached_dataset/sft.sh"}}
 URLS = {"https://github.com/NVIDIA-NeMo/RL/issues/966", "https://github.com/NovaSky-AI/SkyRL/pull/1734"}
 
@@ -37,7 +38,7 @@ MSSWIFT = sorted(i for i in ROWS if i.startswith("msswift-") and not ROWS[i].get
 def test_file_is_loaded_whole() -> None:
     assert DATA in st.data_files(st.TRAIN_DATA)
     loaded = [e["id"] for e in st.load_entries(st.TRAIN_DATA) if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 14
+    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 16
     assert sum(bool(e.get("card_cannot_state")) for e in ROWS.values()) == 5
 
 
@@ -101,3 +102,19 @@ def test_msswift_step_is_the_commented_seconds_per_iteration(row_id: str) -> Non
     assert card["parallel"]["strategy"] == "zero3" and e["batch"]["packed"] and e["parallel"]["overlap_comm"] is False
     uly = e["parallel"].get("sequence_parallel_ulysses", 1)
     assert e["batch"]["global_batch_size"] == e["gpus"] // uly * e["batch"]["grad_accum"]
+
+
+ULYSSES = sorted(i for i in MSSWIFT if ROWS[i]["parallel"].get("sequence_parallel_ulysses", 1) > 1)
+
+
+@pytest.mark.parametrize("row_id", ULYSSES)
+def test_ulysses_ranks_are_not_data_parallel_ranks(row_id: str) -> None:
+    # Ulysses splits one sequence over its ranks (DeepSpeed-Ulysses, arXiv:2309.14509 section 3): the grad
+    # accumulation derived from the global batch divides by GPUs / Ulysses ranks, and so do the rule's tokens
+    e = ROWS[row_id]
+    card, notes = st.map_train(e)
+    assert card["batch"]["grad_accum"] == e["batch"]["grad_accum"] and not any("from the global batch" in n for n in notes)
+    assert card["parallel"]["context_parallel_kind"] == "ulysses"
+    unpublished = {**e, "batch": {**e["batch"], "global_batch_size": None}}
+    assert st.train_tokens_per_step(unpublished) == st.train_tokens_per_step(e) == (
+        e["batch"]["global_batch_size"] * e["batch"]["seq_len"])

@@ -976,7 +976,7 @@ def train_tokens_per_step(e: dict[str, Any]) -> float:
     b, p = e["batch"], e["parallel"]
     if b.get("global_batch_size"):
         return float(b["global_batch_size"] * b["seq_len"])
-    model_parallel = (p.get("tp") or 1) * (p.get("pp") or 1) * (p.get("cp") or 1)
+    model_parallel = (p.get("tp") or 1) * (p.get("pp") or 1) * (p.get("cp") or 1) * (p.get("sequence_parallel_ulysses") or 1)
     dp = max(1, e["gpus"] // model_parallel)
     return float(b["micro_batch_size"] * b["seq_len"] * (b.get("grad_accum") or 1) * dp)
 
@@ -1508,7 +1508,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         raise Unmapped("skipped", ["micro-batch size not published (with pipeline stages the bubble depends on it)"])
     b = dict(e["batch"])
     dims = e["parallel"]
-    dp = max(1, e["gpus"] // ((dims.get("tp") or 1) * (dims.get("pp") or 1) * (dims.get("cp") or 1)))
+    # Ulysses ranks split one sequence (DeepSpeed-Ulysses, arXiv:2309.14509 section 3): like ring context parallel
+    # they are not data-parallel ranks
+    dp = max(1, e["gpus"] // ((dims.get("tp") or 1) * (dims.get("pp") or 1) * (dims.get("cp") or 1)
+                              * (dims.get("sequence_parallel_ulysses") or 1)))
     if b.get("global_batch_size") and b.get("micro_batch_size"):
         ga = max(1, round(b["global_batch_size"] / (b["micro_batch_size"] * dp)))
         if ga != (b.get("grad_accum") or 1):

@@ -1339,7 +1339,7 @@ def grad_dtype_of(e: dict[str, Any]) -> tuple[str | None, str | None]:
         return "fp32", PRIME_RL_FP32_PRECISION
     if fw == "torchtitan" and not (e.get("precision") or {}).get("weights"):
         return "fp32", TORCHTITAN_FP32_PRECISION
-    if fw == "megatron" and compute == "bf16":
+    if fw == "megatron" and compute in ("bf16", "fp8"):  # Megatron-LM FP8 runs with --bf16 (the rule keys on it)
         return "fp32", MEGATRON_LM_FP32_GRADS
     if fw == "megatron" and compute == "fp16":
         return "bf16", ("fp16 gradients all-reduced by torch DDP, planned as bf16 (2 B): accumulate_allreduce_grads_in_fp32"

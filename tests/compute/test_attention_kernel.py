@@ -189,3 +189,42 @@ def test_triton_fa_architectures_and_card():
     plan = make_plan(load_card_dict(_card(attention_kernel="triton_fa")))
     assert plan.step_seconds > make_plan(load_card_dict(_card())).step_seconds
     assert any("attention kernel triton_fa" in a for a in plan.assumptions)
+
+
+# -- FlashAttention-1 in CUDA (flash-attn 0.x / 1.x) -------------------------------------------------------------------
+
+def _fwd_bwd_tflops(rates, kernel, seq):
+    t = (attention_seconds(forward_flops=1e13, seq_len=seq, rates=rates, backward=False, kernel=kernel)
+         + attention_seconds(forward_flops=1e13, seq_len=seq, rates=rates, backward=True, kernel=kernel))
+    return 3.5e13 / t / 1e12
+
+
+def test_fa1_on_a100_matches_the_fa2_papers_flashattention_bars():
+    """Dao 2023 Fig. 4(d): A100, causal, head dim 128, forward + backward: FlashAttention (CUDA) 83 TFLOP/s at 16k
+    and 69 at 2k, against FlashAttention-2's 189 and 155 (the fa2 rates give 177 at 16k; fa1 keeps the ratio)."""
+    assert _fwd_bwd_tflops(A100, "fa1", 2048) == pytest.approx(69, rel=0.03)
+    assert _fwd_bwd_tflops(A100, "fa1", 16384) / _fwd_bwd_tflops(A100, "fa2", 16384) == pytest.approx(83 / 189, rel=0.03)
+    assert _fwd_bwd_tflops(A100, "fa1", 2048) / _fwd_bwd_tflops(A100, "fa2", 2048) == pytest.approx(69 / 155, rel=0.03)
+    assert kernel_rated(kernel="fa1", compute_capability="8.0")
+
+
+def test_fa1_on_hopper_at_its_h100_standing_against_fa2():
+    """Fig. 7(d), H100 SXM5, causal head dim 128 at 16k: FlashAttention 137, FlashAttention-2 328 TFLOP/s."""
+    assert _fwd_bwd_tflops(H100, "fa1", 16384) / _fwd_bwd_tflops(H100, "fa2", 16384) == pytest.approx(137 / 328, rel=0.05)
+
+
+def test_fa1_is_refused_on_blackwell():
+    assert kernel_runs_on(kernel="fa1", compute_capability="8.0")
+    assert not kernel_runs_on(kernel="fa1", compute_capability="10.0")
+    card = {**_card(), "hardware": {"gpu": "b200", "gpus_per_node": 8}, "attention": "flash", "attention_kernel": "fa1"}
+    with pytest.raises(CardError, match="attention_kernel: 'fa1' runs on Ampere and Hopper"):
+        make_plan(load_card_dict(card))
+
+
+def test_fa1_card_plans_slower_than_fa2_on_a100():
+    card = {**_card(), "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8}, "attention": "flash",
+            "batch": {"micro_batch_size": 1, "seq_len": 8192}}
+    fa2 = make_plan(load_card_dict({**card, "attention_kernel": "fa2"}))
+    fa1 = make_plan(load_card_dict({**card, "attention_kernel": "fa1"}))
+    assert fa1.step_seconds > fa2.step_seconds
+    assert any("attention kernel fa1 (FlashAttention-1, CUDA)" in a for a in fa1.assumptions)

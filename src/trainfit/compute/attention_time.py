@@ -125,6 +125,17 @@ triton_fa sm90 0.32  0.14   1.00         assumed, no published figure: Fig. 7 (H
                                          328 = 0.42 on H100 (Fig. 7(d)); the rates above give about 130 TFLOP/s
                                          forward + backward there, just under FlashAttention's 137, as the
                                          kernel's header says of A100 ("slightly slower")
+fa1     sm8x  0.35   0.27   1.00         FlashAttention (version 1, CUDA). Dao 2023, "FlashAttention-2",
+                                         arXiv:2307.08691, Fig. 4(d), A100 80GB SXM4, forward + backward,
+                                         causal, head dim 128, "FlashAttention" bars: 55 / 62 / 69 / 76 / 80
+                                         / 83 TFLOP/s at 512 / 1k / 2k / 4k / 8k / 16k against
+                                         FlashAttention-2's 99 / 133 / 155 / 173 / 182 / 189 (the triton_fa
+                                         row's figures): 83 / 189 = 0.44 of the fa2 sm8x rates, the panel
+                                         drawing forward + backward only, so both phases take the ratio
+                                         (0.80 / 0.62 x 0.44); head dim: no table read, 1.00
+fa1     sm90  0.19   0.14   1.00         the same paper's Fig. 7(d), H100 SXM5, causal, head dim 128 at 16k,
+                                         forward + backward: FlashAttention 137, FlashAttention-2 328: 0.42
+                                         of the fa2 sm90 rates (0.45 / 0.34 x 0.42); head dim: no table read
 ======  ====  =====  =====  ===========  =====================================================================
 
 ``triton_fa`` is the Triton FlashAttention (the FlashAttention-1 algorithm) of Dao-AILab/flash-attention
@@ -353,10 +364,13 @@ _KERNEL_RATES = {
     ("cudnn", "9"): (0.68, 0.65, (0.67, 0.67)),
     ("triton_fa", "8"): (0.57, 0.25, (1.0, 1.0)),
     ("triton_fa", "9"): (0.32, 0.14, (1.0, 1.0)),
+    ("fa1", "8"): (0.35, 0.27, (1.0, 1.0)),
+    ("fa1", "9"): (0.19, 0.14, (1.0, 1.0)),
 }
-_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",), "triton_fa": ("8", "9")}
+_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",), "triton_fa": ("8", "9"), "fa1": ("8", "9")}
 KERNEL_ARCH_TEXT = {"fa3": "Hopper (compute capability 9.x)", "fa4": "Blackwell (compute capability 10.x)",
-                    "triton_fa": "Ampere and Hopper (compute capability 8.x, 9.x)"}
+                    "triton_fa": "Ampere and Hopper (compute capability 8.x, 9.x)",
+                    "fa1": "Ampere and Hopper (compute capability 8.x, 9.x)"}
 """Kernels built for some architectures only (module docstring); the others run everywhere this plans."""
 
 
@@ -376,7 +390,7 @@ def kernel_rated(*, kernel: str, compute_capability: str | None) -> bool:
 
 
 KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "fa4": "FlashAttention-4", "cudnn": "cuDNN",
-                "triton_fa": "FlashAttention in Triton, flash_attn_triton.py"}
+                "triton_fa": "FlashAttention in Triton, flash_attn_triton.py", "fa1": "FlashAttention-1, CUDA"}
 
 
 def kernels_allowed(*, compute_capability: str | None) -> list[str]:

@@ -1550,8 +1550,9 @@ class RunCard(_Section):
     batch: BatchSection = Field(default_factory=_fresh(BatchSection))
     attention: Attention = Attention.SDPA
     attention_kernel: AttentionKernel = Field(
-        AttentionKernel.AUTO, description="auto | fa2 | fa3 | fa4 | cudnn | triton_fa: the fused kernel that runs"
-        " attention flash or sdpa (FlashAttention-2/3/4, cuDNN, FlashAttention in Triton); auto: the architecture's"
+        AttentionKernel.AUTO, description="auto | fa2 | fa3 | fa4 | cudnn | triton_fa | fa1: the fused kernel that"
+        " runs attention flash or sdpa (FlashAttention-2/3/4, cuDNN, FlashAttention in Triton, FlashAttention-1 in"
+        " CUDA); auto: the architecture's"
         " default rates (FlashAttention-2's)")
     loss: LossSection = Field(default_factory=_fresh(LossSection))
     deepspeed: DeepSpeedSection = Field(default_factory=_fresh(DeepSpeedSection))

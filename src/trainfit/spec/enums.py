@@ -290,6 +290,8 @@ class AttentionKernel(StrEnum):
     * ``triton_fa``: the Triton FlashAttention of flash-attention's ``flash_attn/flash_attn_triton.py`` (the
       FlashAttention-1 algorithm; llm-foundry ``attn_impl: triton``), built on a December 2022 pre-MLIR Triton:
       Ampere and Hopper only, not a PyTorch SDPA backend.
+    * ``fa1``: FlashAttention (version 1) in CUDA, the ``flash_attn_cuda`` extension of the ``flash-attn`` 0.x / 1.x
+      packages (``flash_attn_unpadded_*_func``), before FlashAttention-2 (2.0, July 2023): Ampere and Hopper only here.
     """
 
     AUTO = "auto"
@@ -298,6 +300,7 @@ class AttentionKernel(StrEnum):
     FA4 = "fa4"
     CUDNN = "cudnn"
     TRITON_FA = "triton_fa"
+    FA1 = "fa1"
 
 
 class TaskKind(StrEnum):

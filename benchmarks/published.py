@@ -1251,8 +1251,16 @@ def _litgpt_hub_card(p: dict[str, Any]) -> dict[str, Any]:
     prec: dict[str, Any] = {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
                             "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
     mbs = int(p["micro_batch_size"])
+    # Lit-GPT's GPT keeps lm_head and the embedding as two parameters (litgpt/model.py l.25, l.28 @5895df10, no tying),
+    # and convert_hf_checkpoint copies a tied checkpoint's embedding into lm_head (litgpt/scripts/convert_hf_checkpoint.py
+    # l.176-177): a tied family (Gemma) trains an untied head
+    from trainfit.catalog.models import hf_config_of, resolve_model  # noqa: PLC0415
+
+    model: Any = p["hf_id"]
+    if resolve_model(p["hf_id"]).tie_word_embeddings:
+        model = {"id": p["hf_id"], "config": {**hf_config_of(p["hf_id"]), "tie_word_embeddings": False}}
     card: dict[str, Any] = {
-        "model": p["hf_id"], "scope": "full",
+        "model": model, "scope": "full",
         "hardware": {"gpu": "a10g", "gpus_per_node": 1},
         "parallel": {"strategy": "single", "gradient_checkpointing": False},
         "batch": {"micro_batch_size": mbs, "seq_len": 512, "grad_accum": int(lg["global_batch_size"]) // mbs},

@@ -52,3 +52,13 @@ def test_litgpt_card_matches_the_yaml(p: dict) -> None:
     if "lora_r" in lg:
         assert card.lora.rank == lg["lora_r"] and card.lora.dropout == lg["lora_dropout"]
         assert ("lm_head" in card.lora.targets) == ("head" in lg["lora_flags"])
+
+
+def test_litgpt_gemma_trains_an_untied_head() -> None:
+    """Lit-GPT's GPT has lm_head and the embedding as two parameters, and its converter copies Gemma's tied embedding
+    into lm_head: the config-hub Gemma rows plan an untied head (one more 256,000 x 2,048 matrix than HF's tied model),
+    the untied families keep the catalog id."""
+    gemma = P.POINTS[2601]["card"]["model"]
+    assert gemma["id"] == "google/gemma-2b" and gemma["config"]["tie_word_embeddings"] is False
+    untied = P.plan_point(2601).params_total
+    assert untied - 2_506_172_416 == 256_000 * 2_048 and P.POINTS[2603]["card"]["model"] == "meta-llama/Llama-2-7b-hf"

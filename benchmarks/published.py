@@ -1044,7 +1044,10 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     What is left after the two mechanisms these rows exposed (``memory.fsdp_no_sync``, ``memory.bnb_saved_input``) and
     the loop's logits kept through backward (``loop.keeps_output_through_backward``, 2 B per logit, ``_litgpt_card``):
     the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.3 %, #814 -6.4 %, #816 -3.9 %: about 0.9 GB per 1304-token
-    sample of Llama-2-7B, ~22 kB per token per layer) and the QLoRA rows ~10 % low. Measured on this CPU (torch
+    sample of Llama-2-7B, ~22 kB per token per layer). The QLoRA rows, ~10 % low with the kept inputs in the layers'
+    saved sets, are within 1 % once the previous micro-batch's inputs, which MatMul4Bit keeps as ctx attributes and the
+    loop's still-bound output keeps alive, are counted at the next loss (``bnb_saved_input.graph_held_input_bytes``);
+    their peak is then that loss, not the backward. Measured on this CPU (torch
     2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
     model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a
     layer saves 9,820 B per token where trainfit's transformers/PEFT layer saves 8,792 B (+4h bytes, h = 256). Two
@@ -1225,6 +1228,137 @@ def _train_entry_mappings() -> dict[int, dict[str, Any]]:
     return out
 
 
+# ---- first-contact points (published_memory_points_firstcontact_2612.json, ids 2601+, sources there)
+#
+# Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
+# LitGPT's config-hub table (ids 2601-2614): litgpt finetune lora / full of the commit the row was added in, with the
+# row's config_hub/finetune/<model>/<method>.yaml; the same loop as the resource tables' finetune/lora.py
+# (``_litgpt_card``: lm_head in 128-token chunks kept through backward, bf16 chunks scored without an fp32 copy, torch
+# AdamW foreach, bitsandbytes PagedAdamW under a bnb quantisation, no checkpointing on one device); litgpt/finetune/full.py
+# computes the whole logits (``model(input_ids)``) and scores them with the same chunked_cross_entropy. The lora_*
+# flags name litgpt's fused qkv rows and its MLP and head, mapped to the HF module names trainfit plans.
+
+_LITGPT_FLAG_TARGETS = {"query": ("q_proj",), "key": ("k_proj",), "value": ("v_proj",), "projection": ("o_proj",),
+                        "mlp": ("gate_proj", "up_proj", "down_proj"), "head": ("lm_head",)}
+_LITGPT_FLAG_TARGETS_PHI3 = {"query": ("qkv_proj",), "key": ("qkv_proj",), "value": ("qkv_proj",),
+                             "projection": ("o_proj",), "mlp": ("gate_up_proj", "down_proj"), "head": ("lm_head",)}
+
+
+def _litgpt_hub_card(p: dict[str, Any]) -> dict[str, Any]:
+    """The card of a LitGPT config-hub row (one A10G, bf16-true, the row's yaml)."""
+    lg = p["litgpt"]
+    quant = lg.get("quantize")
+    prec: dict[str, Any] = {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                            "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"}
+    mbs = int(p["micro_batch_size"])
+    # Lit-GPT's GPT keeps lm_head and the embedding as two parameters (litgpt/model.py l.25, l.28 @5895df10, no tying),
+    # and convert_hf_checkpoint copies a tied checkpoint's embedding into lm_head (litgpt/scripts/convert_hf_checkpoint.py
+    # l.176-177): a tied family (Gemma) trains an untied head
+    from trainfit.catalog.models import hf_config_of, resolve_model  # noqa: PLC0415
+
+    model: Any = p["hf_id"]
+    if resolve_model(p["hf_id"]).tie_word_embeddings:
+        model = {"id": p["hf_id"], "config": {**hf_config_of(p["hf_id"]), "tie_word_embeddings": False}}
+    card: dict[str, Any] = {
+        "model": model, "scope": "full",
+        "hardware": {"gpu": "a10g", "gpus_per_node": 1},
+        "parallel": {"strategy": "single", "gradient_checkpointing": False},
+        "batch": {"micro_batch_size": mbs, "seq_len": 512, "grad_accum": int(lg["global_batch_size"]) // mbs},
+        "loss": {"upcast": False}, "loop": {"keeps_output_through_backward": True},
+    }
+    if "lora_r" in lg:
+        names = _LITGPT_FLAG_TARGETS_PHI3 if "Phi-3" in p["hf_id"] else _LITGPT_FLAG_TARGETS
+        targets = list(dict.fromkeys(t for f in lg["lora_flags"] for t in names[f]))
+        card["scope"] = "qlora" if quant else "lora"
+        card["lora"] = {"rank": int(lg["lora_r"]), "alpha": lg["lora_alpha"], "targets": targets,
+                        "dropout": lg["lora_dropout"], "adapter_dtype": "bf16"}
+        if quant:
+            card["lora"]["double_quant"] = quant.endswith("-dq")
+            prec.update(weights="nf4", optimizer="paged_adamw", optimizer_states="fp32")
+            card["software"] = {"bitsandbytes": "0.42.0"}  # litgpt's pyproject.toml pin at both commits
+    card["precision"] = prec
+    return card
+
+
+_FC_HF_LORA = {"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.1}
+"""peft examples/sft run_peft_*.sh: --lora_r 8 --lora_alpha 16 --lora_dropout 0.1 --lora_target_modules all-linear."""
+
+
+def _fc_hf_card(model: str, *, scope: str, gpus: int, gpu: str, strategy: str, mbs: int, seq: int, accum: int,
+                **extra: Any) -> dict[str, Any]:
+    """An HF Trainer (TRL SFTTrainer) PEFT run of the first-contact points: packed sequences of ``seq`` tokens,
+    gradient checkpointing, torch AdamW."""
+    card: dict[str, Any] = {
+        "model": model, "scope": scope, "lora": dict(_FC_HF_LORA),
+        "precision": {"compute": "bf16", "optimizer": "adamw", "optimizer_impl": "foreach"},
+        "hardware": {"gpu": gpu, "gpus_per_node": gpus},
+        "parallel": {"strategy": strategy, "gradient_checkpointing": True},
+        "batch": {"micro_batch_size": mbs, "seq_len": seq, "grad_accum": accum},
+    }
+    for k, v in extra.items():
+        card[k] = {**card.get(k, {}), **v} if isinstance(v, dict) else v
+    return card
+
+
+_FC_CARDS: dict[int, dict[str, Any]] = {
+    # peft aa2ca83c examples/sft/utils.py loads the unquantised model without torch_dtype (fp32); DeepSpeed's zero.Init
+    # under the accelerate config's bf16 partitions it in bf16 (fp32 master of the trainable adapters in the optimizer)
+    2615: _fc_hf_card("meta-llama/Llama-2-70b-hf", scope="lora", gpus=8, gpu="h100-sxm", strategy="zero3", mbs=8,
+                      seq=2048, accum=4, attention="flash",
+                      precision={"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32"}),
+    # FSDP1 with accelerate's MixedPrecision(bf16): the fp32 flat parameters stay fp32 in their shards, gathered in bf16
+    2616: _fc_hf_card("meta-llama/Llama-2-70b-hf", scope="lora", gpus=8, gpu="h100-sxm", strategy="fsdp", mbs=8,
+                      seq=2048, accum=4, attention="flash",
+                      parallel={"fsdp_version": "fsdp1"},
+                      precision={"weights": "fp32", "master_weights": "none", "optimizer_states": "fp32"}),
+    2617: _fc_hf_card("meta-llama/Llama-2-70b-hf", scope="qlora", gpus=2, gpu="a100-40gb", strategy="zero3", mbs=2,
+                      seq=2048, accum=2, attention="flash", lora={"double_quant": True},
+                      precision={"weights": "nf4", "master_weights": "fp32", "optimizer_states": "fp32"}),
+    2618: _fc_hf_card("meta-llama/Llama-2-70b-hf", scope="qlora", gpus=2, gpu="rtx4090", strategy="fsdp", mbs=2,
+                      seq=2048, accum=2, attention="flash", lora={"double_quant": True},
+                      parallel={"fsdp_version": "fsdp1", "offload": "params_and_optimizer"},
+                      precision={"weights": "nf4", "master_weights": "none", "optimizer_states": "fp32"}),
+    2619: _fc_hf_card("meta-llama/Llama-2-70b-hf", scope="qlora", gpus=2, gpu="h100-sxm", strategy="fsdp", mbs=2,
+                      seq=2048, accum=2, attention="flash", lora={"double_quant": True},
+                      parallel={"fsdp_version": "fsdp1"},
+                      precision={"weights": "nf4", "master_weights": "none", "optimizer_states": "fp32"}),
+    2620: _fc_hf_card("meta-llama/Meta-Llama-3-70B", scope="qlora", gpus=4, gpu="a10g", strategy="fsdp", mbs=1,
+                      seq=3072, accum=2, lora={"rank": 16, "alpha": 8, "dropout": 0.05, "double_quant": True},
+                      parallel={"fsdp_version": "fsdp1", "offload": "params_and_optimizer"},
+                      precision={"weights": "nf4", "master_weights": "none", "optimizer_states": "fp32"}),
+}
+
+
+def _firstcontact_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the first-contact points: LitGPT rows from their yaml, the others from ``_FC_CARDS``."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612.json"
+    if not path.is_file():
+        return {}
+    metric_of = {"allocated": "allocated", "device": "device", "reserved": "reserved"}
+    out: dict[int, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        metric = metric_of[p["mem_metric"].split(" ")[0].rstrip(":")]
+        card = _litgpt_hub_card(p) if "litgpt" in p else _FC_CARDS[p["id"]]
+        extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
+        if "litgpt" in p:
+            extra["approx_seq"] = True
+        try:
+            from trainfit.errors import CardError  # noqa: PLC0415
+            from trainfit.plan import make_plan  # noqa: PLC0415
+            from trainfit.spec.card import load_card_dict  # noqa: PLC0415
+
+            make_plan(load_card_dict(card))
+        except (ValueError, CardError) as exc:
+            out[p["id"]] = {"card": None, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"],
+                            "unsupported": "trainfit refuses the card: " + str(exc).splitlines()[0][:300], **extra}
+            continue
+        out[p["id"]] = {"card": card, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"], **extra}
+    return out
+
+
+POINTS.update(_firstcontact_mappings())
+
+
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
@@ -1245,8 +1379,11 @@ ambiguous, since no header says how it was read."""
 MEMORY_POINTS_LITGPT = ROOT / "benchmarks" / "data" / "published_memory_points_litgpt.json"
 """Lit-GPT's resource tables (ids 801+, mapped by ``_litgpt_mappings``): max_memory_allocated of finetune/lora.py runs on
 A100-SXM4-40GB, and the out-of-memory cells as fit verdicts."""
+MEMORY_POINTS_FIRSTCONTACT = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612.json"
+"""Published peak-memory measurements scored on first contact (ids 2601+, mapped by ``_firstcontact_mappings``): LitGPT's
+config-hub table and PEFT / HF Trainer DeepSpeed and FSDP runs of Llama 70B; each note records the first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
-                      MEMORY_POINTS_LITGPT)
+                      MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT)
 
 POINTS.update(_train_entry_mappings())
 

@@ -73,3 +73,34 @@ def test_old_pins_forward_dequantisation_adds_no_saved_input_and_one_absmax() ->
     assert forward_transient("0.41.1") == absmax + base
     assert forward_transient("0.45.0") == absmax + base + rows * 8192 * 2
     assert forward_transient(None) == 2 * absmax + base + rows * 8192 * 2
+
+
+def _phases(pin: str | None, *, keeps_output: bool, checkpointing: bool = False) -> dict:
+    card = _card(pin)
+    card["loop"] = {"keeps_output_through_backward": keeps_output}
+    card["parallel"]["gradient_checkpointing"] = checkpointing
+    return {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}
+
+
+def test_graph_held_input_bytes_is_the_kept_inputs_of_every_layer() -> None:
+    from trainfit.memory.bnb_saved_input import graph_held_input_bytes
+
+    kw = {"saved_per_layer": (10, 12, 12), "plain_per_layer": (7, 8, 8)}
+    assert graph_held_input_bytes(**kw, loop_keeps_graph=True, gradient_checkpointing=False) == 11.0
+    assert graph_held_input_bytes(**kw, loop_keeps_graph=False, gradient_checkpointing=False) == 0.0
+    assert graph_held_input_bytes(**kw, loop_keeps_graph=True, gradient_checkpointing=True) == 0.0
+
+
+def test_a_loop_holding_its_output_keeps_the_previous_inputs_into_the_next_forward() -> None:
+    # MatMul4Bit keeps its input as a ctx attribute (not save_for_backward): the backward does not free it, so a loop
+    # that keeps its output bound until the next micro-batch's forward returns holds the previous micro-batch's inputs
+    # at the next loss and through the optimizer step: 32 layers x (the MLP norm's output H + the gated product I)
+    held = 32 * T * (H + I) * 2
+    old = _phases("0.41.1", keeps_output=True)
+    assert old["forward"].components["graph_held_inputs"] == held
+    assert old["optimizer_step"].components["graph_held_inputs"] == held
+    assert "graph_held_inputs" not in old["backward"].components  # the backward's own inputs are the activations
+    # a fixed pin (0.43.2+ stores (None, B)), a loop that drops its output, or checkpointed layers: nothing held
+    for phases in (_phases("0.45.0", keeps_output=True), _phases("0.41.1", keeps_output=False),
+                   _phases("0.41.1", keeps_output=True, checkpointing=True)):
+        assert all("graph_held_inputs" not in p.components for p in phases.values())

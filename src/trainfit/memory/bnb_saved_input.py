@@ -17,11 +17,23 @@ takes the gated product; o_proj's input is a view of SDPA's saved output unless 
 adapter in the compute dtype, whose lora_A saves the same tensor, adds nothing more.
 
 Checked on the published LitGPT QLoRA rows on this pin (benchmarks/data/published_memory_points_litgpt.json, ids 812,
-813, 817, 818): their planned peak is the same bytes with this accounting as with the earlier per-layer sum (every
-frozen input added, attention from layer 1, MLP always), -11.2 / -11.5 / -10.2 / -10.5 %: their adapters run LoRA
-dropout 0.05 (benchmarks/published.py ``_LITGPT_LORA``), so lora_A saves its own dropout output and shares no input
-with the frozen base (the earlier sum double counted only inputs a dropout-free compute-dtype adapter saves), and
-their peak is in backward, where the forward dequantisation moment (``memory.nf4_dequant``) does not reach.
+813, 817, 818): with the kept inputs in the layers' saved sets alone they were planned -10.6 / -10.8 / -9.8 / -10.1 %;
+with the previous micro-batch's inputs the loop's graph still holds at the next loss (``graph_held_input_bytes``, below)
+-0.5 / -0.6 / +0.2 / +0.2 %. Their adapters run LoRA dropout 0.05 (benchmarks/published.py ``_LITGPT_LORA``), so
+lora_A saves its own dropout output and shares no input with the frozen base.
+
+Held across micro-batches (``graph_held_input_bytes``)
+    ``ctx.tensors = (A, B)`` is an attribute of the autograd node, not ``ctx.save_for_backward``: PyTorch frees a node's
+    saved tensors once its backward has run (``retain_graph`` false), but an attribute lives as long as the node, that
+    is as long as anything refers to the graph. A loop that keeps the model's output (or the loss) bound after
+    ``backward()``, rebinding it only when the next micro-batch's forward returns (``loop.keeps_output_through_backward``:
+    Lit-GPT's ``logits = model(input_ids, lm_head_chunk_size=128)`` ... ``loss = chunked_cross_entropy(...)``,
+    Lightning-AI/litgpt litgpt/finetune/lora.py l.276-280 @5895df1004c3d05ef69f7aeffcfee757dbc42d58), keeps every
+    MatMul4Bit input of the previous micro-batch alive through the optimizer step and the next forward, until the new
+    loss is bound. A CPU check of the lifetime (torch 2.13): ``benchmarks/bnb_ctx_attribute_lifetime.py`` (an input
+    stored as a ctx attribute is still alive after ``backward()`` while the loss is bound, freed when it is dropped;
+    the same input through ``save_for_backward`` is freed by the backward). Under activation checkpointing the layers'
+    inputs are what is saved, and the recompute's nodes are not the step's graph: not counted there.
 """
 
 from __future__ import annotations
@@ -46,3 +58,15 @@ def saves_input(bitsandbytes_version: str | None) -> bool:
         return True
     m = re.fullmatch(r"(?:==)?\s*v?(\d+)\.(\d+)\.(\d+)", str(bitsandbytes_version).strip())
     return m is not None and tuple(int(x) for x in m.groups()) < FIXED_IN
+
+
+def graph_held_input_bytes(*, saved_per_layer: tuple[int, ...] | list[int], plain_per_layer: tuple[int, ...] | list[int],
+                           loop_keeps_graph: bool, gradient_checkpointing: bool) -> float:
+    """Bytes of the previous micro-batch's MatMul4Bit inputs still alive at the next forward's loss and through the
+    optimizer step: the kept inputs of every layer (``saved_per_layer``, the layers' saved bytes counting them, less
+    ``plain_per_layer``, the same layers without them), when the loop keeps the graph bound until the next forward
+    returns (``loop_keeps_graph``) and the layers are not checkpointed (module docstring, "Held across micro-batches");
+    else 0."""
+    if not loop_keeps_graph or gradient_checkpointing:
+        return 0.0
+    return float(sum(max(0, a - b) for a, b in zip(saved_per_layer, plain_per_layer, strict=True)))

@@ -159,6 +159,10 @@ class StepTerms:
     """Offload: GPU staging / in-flight transfer buffers alive through backward."""
     kept_output: float = 0.0
     """loop.keeps_output_through_backward: the model output's logits, alive from the loss to the end of backward."""
+    graph_held_inputs: float = 0.0
+    """bitsandbytes before 0.43.2 under a loop that keeps its output bound into the next micro-batch: the previous
+    micro-batch's MatMul4Bit inputs, attributes of a graph still referenced, alive through the optimizer step and the
+    next forward up to its loss (``trainfit.memory.bnb_saved_input.graph_held_input_bytes``)."""
     kept_output_fp32: bool = False
     """loop.kept_output_dtype fp32: the kept logits are the fp32 copy the loss reads (the compute-dtype logits are
     freed before the log-softmax; ``trainfit.memory.alloc_sequence``)."""
@@ -238,6 +242,8 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         "logits": t.logits.forward_peak,
         "fsdp_buffers": t.fsdp_root_unit + t.fsdp_all_gathered + _last_unit(t) + t.gathered_forward,
     }
+    if t.graph_held_inputs:
+        comps["graph_held_inputs"] = t.graph_held_inputs
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
     loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
@@ -383,6 +389,7 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
         "gradients": t.grad_buffer if t.grad_buffer else (
             t.grads_total if t.optimizer_step_grads is None else t.optimizer_step_grads),
         "optimizer_temporaries": t.optimizer_temporaries,
+        **({"graph_held_inputs": t.graph_held_inputs} if t.graph_held_inputs else {}),
     }
     if not (t.zero_step_cast or t.zero_step_fp32_grad):
         return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")

@@ -712,8 +712,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     # bitsandbytes before 0.43.2: each frozen 4-bit linear keeps its input for the backward (memory.bnb_saved_input),
     # counted in the layers' saved sets (memory.activations._linear)
     bnb_saves = bnb_saves_matmul_input(card, spec)
-    act = activation_bytes(
-        spec,
+    act_kw = dict(
         micro_batch_size=card.batch.micro_batch_size,
         seq_len=seq_len,
         attention=card.attention,
@@ -728,9 +727,15 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         hf_sdpa=hf_sdpa_of(card),
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
-        frozen_saves_input=bnb_saves,
         fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
     )
+    act = activation_bytes(spec, **act_kw, frozen_saves_input=bnb_saves)
+    # the previous micro-batch's MatMul4Bit inputs, kept by a graph the loop still holds (memory.bnb_saved_input)
+    holds_graph = bnb_saves and card.loop.keeps_output_through_backward
+    graph_held = bnb_saved_input.graph_held_input_bytes(
+        saved_per_layer=act.per_layer,
+        plain_per_layer=activation_bytes(spec, **act_kw).per_layer if holds_graph else act.per_layer,
+        loop_keeps_graph=holds_graph, gradient_checkpointing=card.parallel.checkpoints_layers)
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                                          hidden_size=spec.hidden_size, stream_bytes=act_dtype)
@@ -988,6 +993,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         ),
         in_backward_step=in_bwd,
         kept_output=_kept_output(card, spec, act_dtype, seq_len),
+        graph_held_inputs=graph_held,
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
         **fsdp,
         **zero_terms,

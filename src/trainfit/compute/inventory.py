@@ -1159,19 +1159,21 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     the plan prices that run's host at 0.799 s (18,030 kernels at the per-kernel rates: -1.3 %) and this one's at
     0.432 s (9,711 kernels) beside 0.449 s of device time, so the fluid ``max`` reads 0.535 s. The two run about the
     same kernels per MoE layer and forward in the inventory (97 and 101) and the same grouped_mm, PEFT and checkpoint
-    paths, yet take 30 against 17 ms of wall per layer and step. Not MLA's copies: per layer (the
-    fake-tensor trace of 2 layers at 4,096 tokens: the query ``cat`` 25 MB, ``expand_kv``'s two ``copy_`` 21 MB, a
-    ``clone`` 17 MB, the complex rotary product 19 MB) they move about 0.08 GB a forward, 20 us; with the
-    recompute and a backward of 2.2x that, about 2 ms a step, and the weight copies above are device time the
-    forward's host already hides. No host-device sync was found on the path (the CPU dispatch of a small DeepSeek-V2
-    and Qwen3-MoE under the same LoRA holds no ``_local_scalar_dense``, ``nonzero`` or ``item``; the experts'
-    ``histc`` gets its bounds), and pytorch aten/src/ATen/native/cudnn/MHA.cpp caches cuDNN's SDPA graphs per shape
-    and stride. The host cost of the layers themselves, on CPU with tiny tensors (benchmarks/moe_layer_host_cpu.py,
-    checkpointed, one thread of the shared VM at load 7-11, three runs): DeepSeek-V2 forward 5.8 / 8.3 / 7.1 ms a
-    layer against Qwen3-MoE's 2.9 / 8.0 / 6.2, backward with its recompute 8.2 / 15.1 / 10.9 against 7.6 / 14.0 /
-    13.2, on 172 against 156 dispatched ops forward and 552 against 520 backward: no host gap of the needed 1.8x
-    shows there. Fully serialised, host plus device, the plan would read about 0.88 s (+9 %); nothing here says which
-    host work or wait makes up the 0.28 s, so no term is added."""
+    paths (this run's experts are transformers' grouped_mm, not DeepseekV2Experts' per-expert index_add loop: the
+    profile's top ten hold torch._grouped_mm's CUTLASS grouped kernels, 104 + 52 + 52 launches, multiples of the 26
+    MoE layers), yet take 30 against 17 ms of wall per layer and step. Not MLA's copies: per layer (the fake-tensor
+    trace of 2 layers at 4,096 tokens: the query ``cat`` 25 MB, ``expand_kv``'s two ``copy_`` 21 MB, a ``clone`` 17
+    MB, the complex rotary product 19 MB) they move about 0.08 GB a forward, 20 us; with the recompute and a backward
+    of 2.2x that, about 2 ms a step, and the weight copies above are device time the forward's host already hides. No
+    host-device sync was found on the path (the CPU dispatch of a small DeepSeek-V2 and Qwen3-MoE under the same LoRA
+    holds no ``_local_scalar_dense``, ``nonzero`` or ``item``; the experts' ``histc`` gets its bounds), and pytorch
+    aten/src/ATen/native/cudnn/MHA.cpp caches cuDNN's SDPA graphs per shape and stride. The host cost of the layers
+    themselves, on CPU with tiny tensors (benchmarks/moe_layer_host_cpu.py, checkpointed, one thread of the shared VM
+    at load 7-11, three runs): DeepSeek-V2 forward 5.8 / 8.3 / 7.1 ms a layer against Qwen3-MoE's 2.9 / 8.0 / 6.2,
+    backward with its recompute 8.2 / 15.1 / 10.9 against 7.6 / 14.0 / 13.2, on 172 against 156 dispatched ops
+    forward and 552 against 520 backward: no host gap of the needed 1.8x shows there. Fully serialised, host plus
+    device, the plan would read about 0.88 s (+9 %); nothing here says which host work or wait makes up the 0.28 s,
+    so no term is added."""
     fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
     bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
            Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),

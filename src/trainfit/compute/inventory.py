@@ -1106,14 +1106,31 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     (1,924 + 962 GFLOP a layer) and the two ``bmm`` per stack backward. Their weight-sized bytes stay the merge's
     (6 B per weight forward, 8 backward).
 
-    Checked on the H200 profiles of benchmarks/results/gpu_raw/heldout4.json, not modelled. (a) Every run with LoRA on
-    the expert stacks launches ``Memcpy DtoD`` copies whose time follows the stacks' bytes: 109 ms (963 copies) for
-    Qwen3-30B-A3B at 512 tokens, 56 ms (398) for DeepSeek-V2-Lite, 171 ms (451) for Mixtral-8x7B, about 1.9 ms per GB
-    of expert weights and layer in all three (some 16 B per expert weight a step at the card's streaming rate), and
-    none in the top kernels of gpt-oss-20b or Qwen1.5-MoE, whose experts PEFT does not wrap. The fake-tensor trace has
-    no weight-sized copy (its merge reads W and writes W' once per evaluation), so their origin is not known here;
-    the inventory's weight-sized charge (6 + 2.2 x 6 + 8 B per weight over forward and backward, against the trace's
-    4 per ``baddbmm`` and 6 in the backward GEMMs) stands in for them. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
+    Checked on the H200 profiles of benchmarks/results/gpu_raw/heldout4.json, not modelled. (a) The ``Memcpy DtoD``
+    copies of every run with LoRA on the expert stacks are the merge's own: ``baddbmm``'s structured meta function
+    copies ``self`` (W) into the output before the GEMM runs with beta = 1 (pytorch/pytorch
+    aten/src/ATen/native/LinearAlgebra.cpp @b1b76f614d5f1899f8f49518836a504ff05bf847 ``common_checks_baddbmm_bmm``:
+    ``if (beta.toComplexDouble() != 0.0) result.copy_(self);``), a same-dtype contiguous copy that CUDA runs as a
+    device-to-device ``cudaMemcpyAsync``, below the dispatcher level the fake-tensor trace sees (its merge reads W
+    and writes W' once per evaluation). benchmarks/peft_merge_copies.py counts them from the config: one copy and one
+    ``nvjet_..._badd_...`` GEMM per stack and evaluation, 2 evaluations per forward (the check and the cached one), 4
+    per checkpointed step: 384 / 208 / 256 predicted for Qwen3-30B-A3B / DeepSeek-V2-Lite / Mixtral-8x7B, exactly the
+    profiles' ``badd`` GEMM counts (their ``Memcpy DtoD`` counts, 963 / 398 / 451, add small copies). Each moves 4 B
+    per stack weight: the copies reach 4.24 / 4.12 / 4.22 TB/s if all their time is the merge's (the card's streaming
+    rate), the ``badd`` GEMMs, which read and write the whole output, 2.59 / 2.59 / 2.55 TB/s. Per forward pass (or
+    recompute) that is 16 B moved per stack weight, in the time of 21.7 B at the streaming rate, 72 ms a pass for
+    DeepSeek-V2-Lite, where the inventory charges 10 B (6 B here and the two merges' 2 B output through the GEMM
+    roof), 33 ms; in the backward it charges 8 + 2.2 x 6 B a weight, 71 ms, where the profiles' backward has only the
+    weight-gradient GEMMs priced below. Over a checkpointed step the two agree within 10 % (DeepSeek-V2-Lite: 137 ms
+    charged, 145 ms of merge kernels measured). Moving the charge to where the kernels run (diagnostic, not kept:
+    copy 4 B a weight and evaluation at the streaming rate, the ``badd`` GEMM's 4 B at 0.60 of it, nothing
+    weight-sized in the backward; 2026-12-05, benchmarks/step_times.py on this tree) brings the plans' device time to
+    the profiles' busy time (Qwen3-30B-A3B at 8,192 tokens 1.510 s against 1.510, Mixtral-8x7B 1.457 against 1.456),
+    leaves every subset median and the count beyond 50 % unchanged, and moves the step errors away where the miss is
+    on the host: DeepSeek-V2-Lite -34.1 -> -38.2 % (its forward is host-bound, so the forward's added device time is
+    hidden while the backward's removed time is not), Mixtral-8x7B's eager loop -18.2 -> -20.3 %, Mixtral-8x7B at
+    4,096 tokens -1.9 -> -0.8 %, Qwen3-30B-A3B -0.5 -> -0.4 / +2.2 -> +2.6 / -33.8 -> -34.0 %. The inventory's
+    weight-sized charge stays as it is. (b) DeepSeek-V2-Lite (LoRA, 4,096 tokens,
     checkpointed) is host-paced: 0.50 s of kernels in a 0.81 s step, 13,959 kernels, 58 us of wall each against
     Qwen3-30B-A3B's 33.5 us at 512 tokens on the same grouped_mm and PEFT paths. transformers 5.24.0
     models/deepseek_v2/modeling_deepseek_v2.py (router: fp32 softmax and greedy top-k, ``n_group`` 1; MLA with the
@@ -1135,7 +1152,28 @@ def peft_merged_expert_gemms(*, name: str, in_features: int, out_features: int, 
     op; CUDA implementations that launch several kernels per op on this path: ``sort`` of the 24,576 int64 expert ids
     (cub radix sort), the three ``index_put`` with accumulate of the index gathers' backward (sorted), ``cumsum`` /
     ``histc``, and cuDNN SDPA's own calls. The profile lists only its ten largest kernels (3,276 launches), so which of
-    them make up the 3,800 is not known here, and no per-op launch count is taken from it. Remaining: -34 %."""
+    them make up the 3,800 is not known here, and no per-op launch count is taken from it. Remaining: -34 %.
+
+    Re-checked 2026-12-05, what is missing is host time, not device time. The step's device is idle 38 % of it
+    (0.503 s of kernels in 0.811 s; benchmarks/peft_merge_copies.py), as Qwen3-30B-A3B's at 512 tokens is (39 %), but
+    the plan prices that run's host at 0.799 s (18,030 kernels at the per-kernel rates: -1.3 %) and this one's at
+    0.432 s (9,711 kernels) beside 0.449 s of device time, so the fluid ``max`` reads 0.535 s. The two run about the
+    same kernels per MoE layer and forward in the inventory (97 and 101) and the same grouped_mm, PEFT and checkpoint
+    paths (this run's experts are transformers' grouped_mm, not DeepseekV2Experts' per-expert index_add loop: the
+    profile's top ten hold torch._grouped_mm's CUTLASS grouped kernels, 104 + 52 + 52 launches, multiples of the 26
+    MoE layers), yet take 30 against 17 ms of wall per layer and step. Not MLA's copies: per layer (the fake-tensor
+    trace of 2 layers at 4,096 tokens: the query ``cat`` 25 MB, ``expand_kv``'s two ``copy_`` 21 MB, a ``clone`` 17
+    MB, the complex rotary product 19 MB) they move about 0.08 GB a forward, 20 us; with the recompute and a backward
+    of 2.2x that, about 2 ms a step, and the weight copies above are device time the forward's host already hides. No
+    host-device sync was found on the path (the CPU dispatch of a small DeepSeek-V2 and Qwen3-MoE under the same LoRA
+    holds no ``_local_scalar_dense``, ``nonzero`` or ``item``; the experts' ``histc`` gets its bounds), and pytorch
+    aten/src/ATen/native/cudnn/MHA.cpp caches cuDNN's SDPA graphs per shape and stride. The host cost of the layers
+    themselves, on CPU with tiny tensors (benchmarks/moe_layer_host_cpu.py, checkpointed, one thread of the shared VM
+    at load 7-11, three runs): DeepSeek-V2 forward 5.8 / 8.3 / 7.1 ms a layer against Qwen3-MoE's 2.9 / 8.0 / 6.2,
+    backward with its recompute 8.2 / 15.1 / 10.9 against 7.6 / 14.0 / 13.2, on 172 against 156 dispatched ops
+    forward and 552 against 520 backward: no host gap of the needed 1.8x shows there. Fully serialised, host plus
+    device, the plan would read about 0.88 s (+9 %); nothing here says which host work or wait makes up the 0.28 s,
+    so no term is added."""
     fwd = [Gemm(name + ".BA.check", out_features, in_features, rank, count, experts)]
     bwd = [Gemm(name + ".dW", in_features, out_features, rows, count, experts, 2.0, False, experts > 1),
            Gemm(name + ".BA.dB", out_features, rank, in_features, count, experts),

@@ -166,12 +166,28 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         decode_attention_rows=(fa3_decode_query_rows(spec, compute_capability=r.compute_capability,
                                                      one_mma_wg=vllm_fa3_one_mma_wg(card))
                                if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),
+        engine_lora=engine_serves_adapter(card),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     # each call is its own engine batch, waiting for its longest completion: the calls add up (generation_calls)
     return rl_phase("generation", calls * g.total_s, bound, prefill=calls * g.prefill_s, decode=calls * g.decode_s,
                   long_tail=calls * g.tail_s, tp_all_reduce=calls * g.tp_comm_s,
                   preemption_recompute=calls * g.preemption_recompute_s)
+
+
+def engine_serves_adapter(card: RunCard) -> bool:
+    """True when the rollout engine generates through the policy's LoRA adapter unmerged, so every decode step also runs
+    the punica kernels of its LoRA-wrapped linears (``compute.decode_step.engine_lora_kernels``): verl with a LoRA
+    actor and vLLM starts the engine with ``enable_lora`` (``max_loras`` 1, ``max_lora_rank`` the actor's rank) when
+    ``lora_rank`` > 0 (verl-project/verl verl/workers/fsdp_workers.py l.417 @7dc3ee7476c9af1042636f44bca9e412d1de1a6d)
+    and, after the first sync of the base weights, hands it only the adapter, generating with a ``TensorLoRARequest``
+    (verl/workers/sharding_manager/fsdp_vllm.py ``update_params`` l.253-265, same commit). False for the other
+    frameworks (their engine is planned on the plain model, as it is when the adapter is merged into the weights
+    sent) and for engines other than vLLM."""
+    from trainfit.plan.resolve import trainable_spec
+
+    return (card.preset == "verl" and card.rollout.engine is RolloutEngine.VLLM
+            and trainable_spec(card).lora is not None)
 
 
 def generation_calls(card: RunCard) -> int:

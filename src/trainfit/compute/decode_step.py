@@ -809,6 +809,25 @@ def sglang_cuda_graph_max_batch(*, release: tuple[int, int, int] | None, gpu_mem
 DECODE_KERNELS_PER_LAYER = 10
 """Kernels one eager decoder layer launches: input norm, QKV GEMM, rotary, KV-cache write, attention,
 O GEMM, fused add+norm, gate/up GEMM, SiLU-and-mul, down GEMM (vLLM's Llama/Qwen layers)."""
+LORA_ENGINE_KERNELS_PER_LINEAR = 3
+"""Kernels vLLM's punica path adds to every LoRA-wrapped linear of a step when the engine serves an adapter unmerged
+(``enable_lora``): ``BaseLinearLayerWithLoRA.apply`` runs the base GEMM, then ``PunicaWrapperGPU.add_lora_linear``
+allocates its fp32 rank buffer (``torch.empty``, no kernel) and calls ``add_shrink`` -> ``lora_shrink`` and
+``add_expand`` -> ``lora_expand``, one Triton kernel each for all of the linear's packed slices
+(vllm-project/vllm vllm/lora/punica_wrapper/punica_gpu.py ``add_lora_linear`` @010c9386c45da59ad29905c19c06e58affe0ab1e),
+and ``lora_shrink`` zeroes that buffer first (``output_tensor.zero_()`` before ``_lora_shrink_kernel``,
+vllm/lora/ops/triton_ops/lora_shrink_op.py @00bd1493b3e82d6c13c68ee8a0e1c5a96707e190): zero + shrink + expand. The
+releases of mid-2025 built the buffer with ``torch.zeros`` in ``add_lora_linear`` instead, the same three kernels."""
+LORA_ENGINE_ATTENTION_LINEARS = 2
+"""LoRA-wrapped linears of a decoder layer's attention in vLLM: the packed ``qkv_proj`` (``MergedQKVParallelLinearWithLoRA``)
+and ``o_proj`` (``RowParallelLinearWithLoRA``). vLLM wraps every supported linear of the model once LoRA is enabled,
+whichever modules the adapter targets (an untargeted slice runs with zero weights): the GEMMs that
+``DECODE_KERNELS_PER_LAYER`` counts, read at vllm-project/vllm vllm/lora/punica_wrapper/punica_gpu.py
+@010c9386c45da59ad29905c19c06e58affe0ab1e (one ``add_lora_linear`` per wrapped linear)."""
+LORA_ENGINE_MLP_LINEARS = 2
+"""LoRA-wrapped linears of a dense MLP in vLLM: the packed ``gate_up_proj`` (``MergedColumnParallelLinearWithLoRA``) and
+``down_proj`` (``RowParallelLinearWithLoRA``), the MLP GEMMs of ``DECODE_KERNELS_PER_LAYER``, each one
+``add_lora_linear`` (vllm-project/vllm vllm/lora/punica_wrapper/punica_gpu.py @010c9386c45da59ad29905c19c06e58affe0ab1e)."""
 MOE_EXTRA_KERNELS = 4
 """A routed-expert MLP launches 7 kernels where the dense one launches 3: the router GEMM, the top-k selection, then
 vLLM's ``fused_experts_impl`` (vllm-project/vllm ``vllm/model_executor/layers/fused_moe/fused_moe.py``
@@ -1075,7 +1094,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 cumulative_outputs: bool | None = None, overlap_schedule: bool = False,
                 cuda_graph_max_batch: int | None = None,
                 eager_s_per_kernel: float | None = None,
-                decode_attention_rows: int = 0) -> _StepModel:
+                decode_attention_rows: int = 0, engine_lora: bool = False) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -1088,7 +1107,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     ``cuda_graph_max_batch``: under ``cuda_graphs`` the largest batch replayed as a graph, a larger one runs eagerly
     (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
     of an eager step (None: vLLM's for ``spec``, ``eager_s_per_kernel_of(rates, spec=spec,
-    engine_generation=engine_generation)``)."""
+    engine_generation=engine_generation)``). ``engine_lora``: the engine serves a LoRA adapter unmerged, its wrapped
+    linears' punica kernels launched and gapped like the others (``decode_kernels``)."""
     if eager_s_per_kernel is None:
         eager_s_per_kernel = eager_s_per_kernel_of(rates, spec=spec, engine_generation=str(engine_generation))
     if engine_s_per_step is None:
@@ -1108,7 +1128,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     flops = rates.matmul_flops_per_s * tp
     lin_flops = (linear_flops_per_s or rates.matmul_flops_per_s) * tp
     n_ar = 2 * spec.num_layers if tp > 1 else 0
-    kernels = decode_kernels(spec, tp=tp)
+    kernels = decode_kernels(spec, tp=tp, engine_lora=engine_lora)
     experts, miss = routed_expert_bytes(spec, weight_bytes=weight_bytes, bytes_per_param=expert_bytes_per_param)
     moe_hbm = fused_moe_read_bytes_per_s(rates, expert_bytes_per_param=expert_bytes_per_param)
     rank = rank_weight_bytes(spec, tp=tp, weight_bytes=weight_bytes) if rank_bytes is None else rank_bytes
@@ -1146,12 +1166,25 @@ def fused_moe_read_bytes_per_s(rates: DeviceRates, *, expert_bytes_per_param: fl
     return min(rates.hbm_bytes_per_s, untuned)
 
 
-def decode_kernels(spec: ModelSpec, *, tp: int) -> int:
+def engine_lora_kernels(spec: ModelSpec) -> int:
+    """Kernels an engine serving a LoRA adapter unmerged adds to one decode step (``LORA_ENGINE_KERNELS_PER_LINEAR``
+    on each LoRA-wrapped linear): the attention's two wrapped linears (QKV, O) on every layer and the MLP's two
+    (gate/up, down) on every layer with a dense MLP; a routed-expert MLP's experts are not counted (a lower bound)."""
+    moe = spec.moe
+    dense_mlp = sum(1 for i in range(spec.num_layers)
+                    if moe is None or moe.num_experts <= 1 or not moe.is_moe_layer(i))
+    linears = LORA_ENGINE_ATTENTION_LINEARS * spec.num_layers + LORA_ENGINE_MLP_LINEARS * dense_mlp
+    return LORA_ENGINE_KERNELS_PER_LINEAR * linears
+
+
+def decode_kernels(spec: ModelSpec, *, tp: int, engine_lora: bool = False) -> int:
     """Kernels one eager decode step launches: per layer ``DECODE_KERNELS_PER_LAYER``, two all-reduces at
     ``tp`` > 1, ``MLA_EXTRA_KERNELS`` with latent attention; per Gated DeltaNet layer ``GDN_EXTRA_KERNELS``; per
-    routed-expert layer ``MOE_EXTRA_KERNELS``, and ``SHARED_EXPERT_KERNELS`` with a shared expert."""
+    routed-expert layer ``MOE_EXTRA_KERNELS``, and ``SHARED_EXPERT_KERNELS`` with a shared expert; with
+    ``engine_lora`` (the engine runs a LoRA adapter unmerged, vLLM ``enable_lora``) the punica kernels of its
+    LoRA-wrapped linears, ``engine_lora_kernels``."""
     per_layer = DECODE_KERNELS_PER_LAYER + (2 if tp > 1 else 0) + (MLA_EXTRA_KERNELS if spec.mla is not None else 0)
-    total = spec.num_layers * per_layer
+    total = spec.num_layers * per_layer + (engine_lora_kernels(spec) if engine_lora else 0)
     if spec.linear_attention is not None:
         total += spec.num_linear_attention_layers * GDN_EXTRA_KERNELS
     moe = spec.moe

@@ -120,6 +120,7 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
     _step_model,
     decode_kernels,
     decode_step_seconds,
+    engine_lora_kernels,
     routed_expert_bytes,
     tp_all_reduce,
 )
@@ -230,6 +231,7 @@ def generation_time(
     cuda_graph_max_batch: int | None = None,
     eager_s_per_kernel: float | None = None,
     decode_attention_rows: int = 0,
+    engine_lora: bool = False,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -263,6 +265,8 @@ def generation_time(
     passes the engine's, ``eager_s_per_kernel_of(rates, engine, spec=spec, engine_generation=...)``).
     ``decode_attention_rows``: query rows per KV head the engine's decode attention kernel computes for each token of
     context (``decode_step.fa3_decode_query_rows``: vLLM's FlashAttention-3 tile on Hopper; 0: the query heads alone).
+    ``engine_lora``: the engine serves a LoRA adapter unmerged (vLLM ``enable_lora`` with a LoRA request): every
+    decode step also launches the punica kernels of its LoRA-wrapped linears (``decode_step.engine_lora_kernels``).
     ``engines`` > 1: the decode is the slowest engine's, the one holding the batch's longest response (module
     docstring, "The slowest engine"); ``response_len_mean_used`` and ``generated_tokens`` stay the typical engine's.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
@@ -305,7 +309,8 @@ def generation_time(
                        expert_bytes_per_param=expert_bytes_per_param, linear_flops_per_s=linear_flops_per_s,
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
                        overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
-                       eager_s_per_kernel=eager_s_per_kernel, decode_attention_rows=decode_attention_rows)
+                       eager_s_per_kernel=eager_s_per_kernel, decode_attention_rows=decode_attention_rows,
+                       engine_lora=engine_lora)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
@@ -330,7 +335,7 @@ def generation_time(
                          kind=_shape(response_len_shape, response_len_max, response_len_mean)[0], mean=mean,
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
-                         streaming=streaming, peak=dec.peak)
+                         streaming=streaming, peak=dec.peak, engine_lora=engine_lora)
     host_work = (f"engine core host work per decode step ({step.engine * 1e3:.1f} ms + {step.engine_seq * 1e6:.0f} us "
                  "per running sequence: scheduler, input preparation, sampling, output processing)")
     notes += ((f"{host_work}: SGLang's overlap scheduler runs the per-step part and the launch beside the GPU step "
@@ -376,7 +381,8 @@ def generation_time(
 
 
 def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top, response_len_max, groups, chunk,
-                 engine_s, cuda_graphs, prefix_sharing, streaming=False, peak=0.0) -> tuple[str, ...]:
+                 engine_s, cuda_graphs, prefix_sharing, streaming=False, peak=0.0,
+                 engine_lora=False) -> tuple[str, ...]:
     order = (f"fully asynchronous: the engine streams, its slots refilled from later steps' prompts; the step's "
              f"tokens at the steady state of {peak:.0f} running sequences (max_num_seqs and KV capacity), no long "
              "tail (partial rollouts carry unfinished sequences over)") if streaming else (
@@ -390,8 +396,10 @@ def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top
         order,
         f"decode step = max(max(weights+KV read, FLOPs) + TP all-reduce, launch) + {engine_s * 1e3:.1f} ms engine",
         "CUDA graphs: one launch per step" if cuda_graphs
-        else f"eager: {decode_kernels(spec, tp=tp)} kernels launched per step "
-             f"({DECODE_KERNELS_PER_LAYER} per layer, more for Gated DeltaNet / MoE / latent attention)",
+        else f"eager: {decode_kernels(spec, tp=tp, engine_lora=engine_lora)} kernels launched per step "
+             f"({DECODE_KERNELS_PER_LAYER} per layer, more for Gated DeltaNet / MoE / latent attention"
+             + (f"; {engine_lora_kernels(spec)} of them the LoRA adapter's punica shrink/expand kernels"
+                if engine_lora else "") + ")",
         "prefill added to decode (chunked prefill could hide part of it)"
         + ("; shared by the samples of a prompt" if prefix_sharing else ""),
         "preemption: recompute (prefill of prompt + generated tokens again), once per modelled preemption (a lower "

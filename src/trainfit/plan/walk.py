@@ -55,6 +55,85 @@ def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[
     return comps
 
 
+def dpo_rank_reference(card: RunCard, spec: ModelSpec, terms, *, layout, stage, sharding) -> tuple[float, float]:
+    """(reference weights resident, transient of the live reference pass) on one model-parallel rank of a DPO step
+    (``card``: the step card, micro-batch already chosen+rejected), the rank of pipeline stage ``stage``.
+
+    The frozen reference is laid out like the policy (the policy's tp/pp/ep shard and its data-parallel sharding,
+    dense and expert parameters each by their own divisor: ``plan.ranks.rank_weight_share``): a ``gpu`` reference
+    holds that share of the model's weights on the rank, in the frozen dtype (``methods.rl.frozen_weights``); ``lora_disabled`` (the policy with its adapters off) and ``host_swap`` (NeMo RL's
+    reference swapped into the policy's own parameters) hold none of their own.
+
+    Its no-grad forward on the rank runs the same per-op forward-only model as one GPU's
+    (``methods.rl.forward_only_transient``) on the rank's shard spec cut to the stage's layers (heads, MLP and
+    vocabulary divided by tp, experts by ep; ``seq / cp`` tokens), its decoder layer's transient at least the
+    context/expert-parallel buffers the policy's forward holds (``comm_forward_transient``); the head and log-probs
+    only on the last stage, over the rank's vocabulary shard, where the frameworks compute the token log-probs with
+    the vocabulary-parallel kernel their loss uses (NeMo RL's ``DistributedLogprob`` over the local logits,
+    NVIDIA-NeMo/RL nemo_rl/distributed/model_utils.py @7ea279abfbeb698b092856d0dab61e7cf39bc909), so its peak is the
+    rank's own loss-region forward peak (``terms.logits``) over the same tokens. The gathered FSDP units are added as on
+    one GPU. Not traced under tensor parallel (the trace runs train steps only there): the layer term is the
+    single-GPU model run on the shard spec."""
+    from trainfit.memory.parallel import shard_spec
+    from trainfit.methods.rl import _gathered, forward_only_transient, frozen_weights
+    from trainfit.plan.ranks import rank_weight_share, stage_spec
+
+    place = reference_placement_of(card)
+    if place in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):
+        return 0.0, 0.0
+    weights = 0.0
+    if place is RefPlacement.GPU:
+        weights = frozen_weights(spec, card, divisor=1) * rank_weight_share(card, spec, sharding, layout, stage)
+    sspec = stage_spec(shard_spec(spec, layout.tp, layout.etp), stage)
+    layer = forward_only_transient(sspec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
+                                   chunked=True, gathered_units=0.0, divides_by_temperature=False)
+    layer = max(layer, terms.comm_forward_transient)
+    head = terms.logits.forward_peak if stage.last else 0.0
+    return weights, max(layer, head) + _gathered(terms)
+
+
+def reference_placement_of(card: RunCard) -> RefPlacement:
+    from trainfit.methods.roles import reference_placement
+
+    return reference_placement(card)
+
+
+def dpo_rank_peaks(card: RunCard, spec: ModelSpec, terms, peaks: list[PhasePeak], *, layout, stage,
+                   sharding) -> list[PhasePeak]:
+    """A model-parallel rank's DPO phases: the policy's (``peaks``, from ``terms``) with the reference's weights in
+    every phase and its pass (``dpo_rank_reference``) where the framework runs it.
+
+    * ``host_swap`` (NeMo RL, its Megatron and DTensor workers): ``add_ref_logprobs_to_data`` computes the reference
+      log-probs of the whole global batch (``policy.get_reference_policy_logprobs``, under ``use_reference_model``)
+      before ``policy.train`` runs the step on it (NVIDIA-NeMo/RL nemo_rl/algorithms/dpo.py l.314-343, l.586-596;
+      nemo_rl/models/policy/workers/megatron_policy_worker.py l.1145-1160, l.1971-1997
+      @7ea279abfbeb698b092856d0dab61e7cf39bc909). So the pass runs before the forward, beside the persistent state
+      only: weights (the reference's values in the policy's storage), optimizer states and a preallocated gradient
+      buffer (Megatron-Core's), no saved activations, no logits.
+    * ``gpu`` / ``lora_disabled`` (TRL; OpenRLHF's DPO trainer, whose ring attention and DeepSpeed tensor parallel
+      split the sequence or the layers): the policy's concatenated forward first, then the no-grad reference forward
+      in the same step (``chosen_logps, ... = self.concatenated_forward(self.model, ...)`` then ``with torch.no_grad():
+      ... self.concatenated_forward(self.ref_model, ...)``, OpenRLHF/OpenRLHF openrlhf/trainer/dpo_trainer.py
+      l.157-163 @3c3be6234e0cb353e76bb8019947db9dfe99fca7; TRL: ``dpo_held_after_forward``), so it holds what the
+      policy's forward left (``dpo_held_after_forward``). Neither framework runs a pipeline schedule, and
+      ``plan.stages.prepare`` refuses these placements under pipeline parallel."""
+    ref_w, ref_tr = dpo_rank_reference(card, spec, terms, layout=layout, stage=stage, sharding=sharding)
+    rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
+    if not ref_tr:
+        return [peaks[0]] + rest
+    pass_ = {"reference_weights": ref_w, "logprob_pass": ref_tr}
+    if reference_placement_of(card) is RefPlacement.HOST_SWAP:
+        held = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT and k != "gradients"}
+        buffer = (terms.grads_total if terms.grads_preallocated and not terms.grad_buffer else 0.0) + terms.grad_buffer
+        if buffer:
+            held["gradients"] = buffer
+        ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (the whole batch, before the step)")
+        return [peaks[0], ref] + rest
+    held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
+    ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (after the policy's forward)")
+    return [peaks[0], rest[0], ref] + rest[1:]
+
+
 def sft_like_sharding(card: RunCard, spec: ModelSpec):
     """(layout, its notes, sharding) of an SFT-like step: the model-parallel layout ``prepare`` gives and how the
     parameters are sharded over it; ``walk_sft_like`` walks them, ``fit_search.screen_time_row`` times them."""
@@ -71,6 +150,32 @@ def sft_like_sharding(card: RunCard, spec: ModelSpec):
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
     return layout, par_notes, sharding
+
+
+def dpo_model_parallel_host(card: RunCard, spec: ModelSpec, layout, sharding, ranks) -> tuple[dict[str, float], list[str]]:
+    """Host RAM and notes of a model-parallel DPO plan: NeMo RL's pinned reference and saved policy copy (``host_swap``,
+    ``compute.reference_swap``) of the worst rank's share, as the one-GPU walk counts them."""
+    from trainfit.memory.pipeline import stage_of
+    from trainfit.plan.ranks import rank_weight_share
+
+    place = reference_placement_of(card)
+    host = dict(ranks.host)
+    notes = [f"DPO reference: {place.value}"
+             + {RefPlacement.HOST_SWAP: ", its log-probs computed for the whole batch before the step, on each rank's"
+                                        " shard (NeMo RL)",
+                RefPlacement.GPU: ", a frozen copy laid out like the policy (its tp/pp/ep shard on each rank), its"
+                                  " pass after the policy's forward",
+                RefPlacement.LORA_DISABLED: ", the policy with its adapters off, its pass after the policy's forward",
+                }.get(place, "")]
+    if place is RefPlacement.HOST_SWAP:
+        from trainfit.compute.reference_swap import reference_swap_host_bytes
+        from trainfit.methods.rl import reference_swap_state_bytes
+
+        share = rank_weight_share(card, spec, sharding, layout, stage_of(layout, spec.num_layers, ranks.coords.pp))
+        host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
+            state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=1 / share),
+            gpus_per_node=card.hardware.gpus_per_node)
+    return host, notes
 
 
 def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
@@ -90,7 +195,11 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if not layout.trivial:
         ranks = walk_stages(step_card, step_spec, gpu, sharding, layout)
         groups = (GroupPlan("all", sharding.world_size, ranks.phases),)
-        return sharding, groups, ranks.host, par_notes + notes, None, ranks
+        host = ranks.host
+        if card.method is Method.DPO:
+            host, more = dpo_model_parallel_host(card, spec, layout, sharding, ranks)
+            notes += more
+        return sharding, groups, host, par_notes + notes, None, ranks
     terms, host, more = step_terms(step_card, step_spec, sharding)
     if card.method is Method.DPO and not card.loss.chunked:
         terms = replace(terms, logits=dpo_logits(step_card, spec))

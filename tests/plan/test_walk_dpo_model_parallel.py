@@ -99,3 +99,15 @@ def test_pipeline_with_a_reference_run_after_the_forward_is_refused(scope, ref):
     with pytest.raises(CardError, match=r"^roles\.reference: .* allowed with pipeline parallel: host_swap \(NeMo RL\),"
                                         r" precomputed, none$"):
         _plan(**card)
+
+
+def test_tensor_parallel_policy_holds_its_saved_log_softmax_and_output_logits_under_the_reference_pass():
+    """Under loss_parallel the policy keeps 4 B per local logit for backward and its bf16 output logits (2 B) while the
+    reference runs (the traced DPO step, trainfit.trace.dpo_tensor_parallel), not the loss's 14 B forward peak."""
+    plan = _plan(model="Qwen/Qwen3-8B", scope="full", parallel={"tensor_parallel": 2, "strategy": "ddp"})
+    comps, _ = _phases(plan)
+    b = plan.card.batch
+    local_logits = 2 * b.micro_batch_size * b.seq_len * (plan.spec.vocab_size // 2)
+    assert comps["ref_logprob"]["logits"] == 6 * local_logits
+    # the reference's own no-grad pass peaks as the loss region does in forward (no FSDP units gathered under DDP)
+    assert comps["ref_logprob"]["logprob_pass"] == comps["forward"]["logits"] == 14 * local_logits

@@ -26,9 +26,12 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
     bf16 logits): E = (chosen+rejected) x s x V bf16 logits and E' = the same over s-1 positions,
     whose per-row log-softmax outputs are saved for backward. Measured against the fake-tensor
     trace (tests/trace/test_grid_rl.py): forward and backward peak at 2E + 2E' bytes."""
+    return _dpo_logits_of(step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size)
+
+
+def _dpo_logits_of(b: int, s: int, v: int):
     from trainfit.memory.logits import LogitsBytes
 
-    b, s, v = step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size
     e, e_shift = b * s * v, b * (s - 1) * v
     return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
 
@@ -68,12 +71,13 @@ def dpo_rank_reference(card: RunCard, spec: ModelSpec, terms, *, layout, stage, 
     (``methods.rl.forward_only_transient``) on the rank's shard spec cut to the stage's layers (heads, MLP and
     vocabulary divided by tp, experts by ep; ``seq / cp`` tokens), its decoder layer's transient at least the
     context/expert-parallel buffers the policy's forward holds (``comm_forward_transient``); the head and log-probs
-    only on the last stage, over the rank's vocabulary shard, where the frameworks compute the token log-probs with
-    the vocabulary-parallel kernel their loss uses (NeMo RL's ``DistributedLogprob`` over the local logits,
-    NVIDIA-NeMo/RL nemo_rl/distributed/model_utils.py @7ea279abfbeb698b092856d0dab61e7cf39bc909), so its peak is the
-    rank's own loss-region forward peak (``terms.logits``) over the same tokens. The gathered FSDP units are added as on
-    one GPU. Not traced under tensor parallel (the trace runs train steps only there): the layer term is the
-    single-GPU model run on the shard spec."""
+    only on the last stage. Over a vocabulary shard (tensor parallel, and NeMo RL's workers at any tp) the token
+    log-probs are taken with the vocabulary-parallel kernel the loss uses (``loss_parallel``'s cross-entropy;
+    NeMo RL's ``DistributedLogprob`` over the local logits, NVIDIA-NeMo/RL nemo_rl/distributed/model_utils.py
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909), and the no-grad pass peaks as the rank's own loss region does in
+    forward (``terms.logits.forward_peak``, 14 B per local logit under ``loss_parallel``: the fake-tensor trace of the
+    step, ``trainfit.trace.dpo_tensor_parallel``, within 0.03%); over a whole head (tp 1) TRL's row-wise log-softmax
+    as on one GPU. The gathered FSDP units are added as on one GPU."""
     from trainfit.memory.parallel import shard_spec
     from trainfit.methods.rl import _gathered, forward_only_transient, frozen_weights
     from trainfit.plan.ranks import rank_weight_share, stage_spec
@@ -85,11 +89,16 @@ def dpo_rank_reference(card: RunCard, spec: ModelSpec, terms, *, layout, stage, 
     if place is RefPlacement.GPU:
         weights = frozen_weights(spec, card, divisor=1) * rank_weight_share(card, spec, sharding, layout, stage)
     sspec = stage_spec(shard_spec(spec, layout.tp, layout.etp), stage)
-    layer = forward_only_transient(sspec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len // layout.cp,
-                                   chunked=True, gathered_units=0.0, divides_by_temperature=False)
-    layer = max(layer, terms.comm_forward_transient)
-    head = terms.logits.forward_peak if stage.last else 0.0
-    return weights, max(layer, head) + _gathered(terms)
+    tokens = {"sequences": card.batch.micro_batch_size, "seq_len": card.batch.seq_len // layout.cp}
+    if stage.last and layout.tp == 1 and place is not RefPlacement.HOST_SWAP:
+        # a whole head: TRL's (OpenRLHF's) log-probs as on one GPU (methods.rl.dpo_reference_pass)
+        own = forward_only_transient(sspec, **tokens, chunked=card.loss.chunked, gathered_units=0.0,
+                                     divides_by_temperature=False, kernel=card.loss.kernel.value)
+        head = 0.0
+    else:  # the decoder layer's only; the vocabulary-parallel log-probs peak as the rank's loss region does
+        own = forward_only_transient(sspec, **tokens, chunked=True, gathered_units=0.0, divides_by_temperature=False)
+        head = terms.logits.forward_peak if stage.last else 0.0
+    return weights, max(own, terms.comm_forward_transient, head) + _gathered(terms)
 
 
 def reference_placement_of(card: RunCard) -> RefPlacement:
@@ -130,8 +139,44 @@ def dpo_rank_peaks(card: RunCard, spec: ModelSpec, terms, peaks: list[PhasePeak]
         ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (the whole batch, before the step)")
         return [peaks[0], ref] + rest
     held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
+    if "logits" in held and layout.tp > 1:
+        held["logits"] = dpo_rank_held_logits(card, spec, terms, layout=layout, stage=stage)
     ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (after the policy's forward)")
     return [peaks[0], rest[0], ref] + rest[1:]
+
+
+def dpo_rank_held_logits(card: RunCard, spec: ModelSpec, terms, *, layout, stage) -> float:
+    """Logit bytes a tensor-parallel rank's policy holds while its reference pass runs (TRL's order): what the
+    vocabulary-parallel log-probs saved for backward (``terms.logits.retained``: under ``loss_parallel`` the fp32
+    log-softmax, 4 B per local logit) and the model output's own logits, which ``outputs`` keeps alive until the
+    loss (one compute-dtype value per local logit: ``b x seq / cp`` tokens over the rank's ``V / tp`` vocabulary).
+    Measured on the fake-tensor trace of the step (``trainfit.trace.dpo_tensor_parallel``): 6 B per local logit in
+    bf16, where the loss's forward peak (14 B) had been counted. A chunked loss keeps only what it retains; a stage
+    without the head holds none."""
+    from trainfit.memory.parallel import shard_spec
+    from trainfit.plan.resolve import model_dtype
+    from trainfit.spec.enums import ComputeDtype
+
+    if card.loss.chunked or not stage.last or spec.head_outputs is not None:
+        return terms.logits.retained
+    a = 4 if model_dtype(card) is ComputeDtype.FP32 else 2
+    local_logits = card.batch.micro_batch_size * (card.batch.seq_len // layout.cp) * shard_spec(
+        spec, layout.tp, layout.etp).vocab_size
+    return terms.logits.retained + a * local_logits
+
+
+def dpo_rank_terms(card: RunCard, spec: ModelSpec, terms, *, layout, stage):
+    """A DPO rank's step terms: without tensor parallel the last stage's head is whole, and TRL's (and OpenRLHF's)
+    sequence log-probs run on it as on one GPU (``dpo_logits``, over the rank's ``seq / cp`` tokens); under tensor
+    parallel the vocabulary-parallel loss region of ``terms`` stands (the negative token cross-entropy, traced:
+    ``trainfit.trace.dpo_tensor_parallel``), and so it does for NeMo RL's host swap, whose Megatron and DTensor
+    workers take the token log-probs with their vocabulary-parallel kernel at any tp (``DistributedLogprob``,
+    nemo_rl/distributed/model_utils.py @7ea279abfbeb698b092856d0dab61e7cf39bc909)."""
+    if (layout.tp > 1 or not stage.last or card.loss.chunked or spec.head_outputs is not None
+            or reference_placement_of(card) is RefPlacement.HOST_SWAP):
+        return terms
+    return replace(terms, logits=_dpo_logits_of(card.batch.micro_batch_size, card.batch.seq_len // layout.cp,
+                                                spec.vocab_size))
 
 
 def sft_like_sharding(card: RunCard, spec: ModelSpec):

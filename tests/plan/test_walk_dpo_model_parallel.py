@@ -111,3 +111,20 @@ def test_tensor_parallel_policy_holds_its_saved_log_softmax_and_output_logits_un
     assert comps["ref_logprob"]["logits"] == 6 * local_logits
     # the reference's own no-grad pass peaks as the loss region does in forward (no FSDP units gathered under DDP)
     assert comps["ref_logprob"]["logprob_pass"] == comps["forward"]["logits"] == 14 * local_logits
+
+
+def test_one_gpu_host_swap_also_runs_the_reference_before_the_step():
+    """NeMo RL's order holds on a trivial layout too (plan.walk.dpo_reference_phases): Qwen3-8B DPO LoRA on one H100,
+    2 x 2 sequences of 2,048 tokens, planned 26.29 GiB with TRL's order, 22.82 GiB with the reference first."""
+    card = {"model": "Qwen/Qwen3-8B", "method": "dpo", "scope": "lora", "hardware": {"gpu": "h100", "gpus_per_node": 1},
+            "batch": {"micro_batch_size": 2, "seq_len": 2048}}
+    trl = make_plan(load_card_dict(card))
+    swap = make_plan(load_card_dict(card | {"roles": {"reference": "host_swap"}}))
+    assert [p.phase.value for p in trl.phases] == ["load", "forward", "ref_logprob", "backward", "optimizer_step"]
+    assert [p.phase.value for p in swap.phases] == ["load", "ref_logprob", "forward", "backward", "optimizer_step"]
+    ref = {p.phase.value: p for p in swap.phases}["ref_logprob"]
+    assert "activations" not in ref.components and "logits" not in ref.components
+    assert ref.components["logprob_pass"] == {p.phase.value: p for p in trl.phases}["ref_logprob"].components[
+        "logprob_pass"]
+    assert max(p.allocated for p in swap.phases) / 2**30 == pytest.approx(22.82, abs=0.01)
+    assert max(p.allocated for p in trl.phases) / 2**30 == pytest.approx(26.29, abs=0.01)

@@ -127,6 +127,17 @@ def dpo_rank_peaks(card: RunCard, spec: ModelSpec, terms, peaks: list[PhasePeak]
       policy's forward left (``dpo_held_after_forward``). Neither framework runs a pipeline schedule, and
       ``plan.stages.prepare`` refuses these placements under pipeline parallel."""
     ref_w, ref_tr = dpo_rank_reference(card, spec, terms, layout=layout, stage=stage, sharding=sharding)
+    held_logits = dpo_rank_held_logits(card, spec, terms, layout=layout, stage=stage) if layout.tp > 1 else None
+    return dpo_reference_phases(card, terms, peaks, ref_w=ref_w, ref_tr=ref_tr, held_logits=held_logits)
+
+
+def dpo_reference_phases(card: RunCard, terms, peaks: list[PhasePeak], *, ref_w: float, ref_tr: float,
+                         held_logits: float | None = None) -> list[PhasePeak]:
+    """The policy's phases (``peaks``: load, forward, backward, optimizer step) with the reference's weights in every
+    phase after load and its pass (``ref_tr``, none: no phase) where the framework runs it: before the forward, beside
+    the persistent state only, for NeMo RL's host swap (its whole-batch reference log-probs before ``policy.train``;
+    ``dpo_rank_peaks``), after the forward, beside what it left (``dpo_held_after_forward``; ``held_logits``: the logit
+    bytes a vocabulary-parallel rank holds there), for TRL and OpenRLHF."""
     rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
     if not ref_tr:
         return [peaks[0]] + rest
@@ -139,8 +150,8 @@ def dpo_rank_peaks(card: RunCard, spec: ModelSpec, terms, peaks: list[PhasePeak]
         ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (the whole batch, before the step)")
         return [peaks[0], ref] + rest
     held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
-    if "logits" in held and layout.tp > 1:
-        held["logits"] = dpo_rank_held_logits(card, spec, terms, layout=layout, stage=stage)
+    if "logits" in held and held_logits is not None:
+        held["logits"] = held_logits
     ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (after the policy's forward)")
     return [peaks[0], rest[0], ref] + rest[1:]
 
@@ -265,11 +276,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
                 state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=sharding.weights_divisor),
                 gpus_per_node=card.hardware.gpus_per_node)
-        held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
-        extra = [PhasePeak(Phase.REF_LOGPROB, held | {"reference_weights": ref_w, "logprob_pass": ref_tr},
-                           "reference log-probs (after the policy's forward)")]
-        rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
-        peaks = [peaks[0], rest[0]] + (extra if ref_tr else []) + rest[1:]
+        peaks = dpo_reference_phases(card, terms, peaks, ref_w=ref_w, ref_tr=ref_tr)
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
                            terms=terms if card.method is Method.SFT else None)

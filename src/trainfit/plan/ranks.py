@@ -134,7 +134,8 @@ def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: S
                       lora_per_layer=per)
 
 
-def rank_weight_share(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout, stage: Stage) -> float:
+def rank_weight_share(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout,
+                      stage: Stage) -> float:
     """Fraction of the model's parameters one rank of pipeline stage ``stage`` keeps resident: its tp/pp/ep shard
     (``rank_params``) under the data-parallel sharding of the weights (dense and expert divisors, ``_term_divisors``),
     as ``rank_terms`` counts the policy's ``weights``: what a frozen copy laid out like the policy holds there."""

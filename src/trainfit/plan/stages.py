@@ -131,7 +131,7 @@ def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding
         def peaks_of(terms: StepTerms, stage=stage) -> list[PhasePeak]:  # noqa: ANN001
             if card.method is not Method.DPO:
                 return step_peaks(terms)
-            from trainfit.plan.walk import dpo_rank_peaks, dpo_rank_terms  # the reference's weights and pass (DPO)
+            from trainfit.plan.dpo_ranks import dpo_rank_peaks, dpo_rank_terms  # the reference's weights and pass
 
             terms = dpo_rank_terms(card, spec, terms, layout=layout, stage=stage)
             return dpo_rank_peaks(card, spec, terms, step_peaks(terms), layout=layout, stage=stage, sharding=sharding)

@@ -26,6 +26,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
 from trainfit.trace.patches import torch_threads, unpacked_batches
+from trainfit.trace.rl_passes import _dpo_sigmoid
 from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
 from trainfit.trace.types import TraceRequest
 
@@ -55,7 +56,6 @@ def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Calla
     from trainfit.trace import tensor_parallel
     from trainfit.trace.fsdp import fake_process_group
     from trainfit.trace.regions import LayerRegions
-    from trainfit.trace.rl_passes import _dpo_sigmoid
     from trainfit.trace.tracker import FastTracker
 
     progress("build", 0.0)
@@ -130,8 +130,6 @@ def _traced_step(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> No
             ref_logps = ref.chunk(2, dim=0)
             tr.tag(ref_logps, "activations")
             del ref
-    from trainfit.trace.rl_passes import _dpo_sigmoid
-
     loss = _dpo_sigmoid(logps, ref_logps, req.dpo_beta)
     del outputs, logps
     progress("backward", 0.65)

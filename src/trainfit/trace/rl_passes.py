@@ -122,12 +122,7 @@ def _ref_context(req: TraceRequest, model: Any):  # noqa: ANN202
 def run_depth(
     req: TraceRequest, depth: int, *, window: int = 1, progress: Callable[[str, float], None]
 ) -> DepthRun:
-    """Build ``depth`` layers and trace the pass of ``req.pass_kind`` per phase (the DPO step under tensor parallel:
-    ``trainfit.trace.dpo_tensor_parallel``)."""
-    if req.tensor_parallel > 1:
-        from trainfit.trace.dpo_tensor_parallel import run_depth as tensor_parallel_dpo
-
-        return tensor_parallel_dpo(req, depth, window=window, progress=progress)
+    """Build ``depth`` layers and trace the pass of ``req.pass_kind`` per phase."""
     from trainfit.trace.regions import LayerRegions
     from trainfit.trace.tracker import FastTracker
 

@@ -1,4 +1,4 @@
-"""DPO under tensor, expert and pipeline parallel (``plan.walk.dpo_rank_peaks``): the frozen reference's weights on
+"""DPO under tensor, expert and pipeline parallel (``plan.dpo_ranks.dpo_rank_peaks``): the frozen reference's weights on
 each rank laid out like the policy, and its log-prob pass where the framework runs it (after the policy's forward for
 TRL / OpenRLHF, before the step for NeMo RL's host swap). Before this the card was refused."""
 

@@ -128,3 +128,15 @@ def test_one_gpu_host_swap_also_runs_the_reference_before_the_step():
         "logprob_pass"]
     assert max(p.allocated for p in swap.phases) / 2**30 == pytest.approx(22.82, abs=0.01)
     assert max(p.allocated for p in trl.phases) / 2**30 == pytest.approx(26.29, abs=0.01)
+
+
+def test_context_parallel_dpo_runs_trl_log_probs_on_its_sequence_share():
+    """Ring attention over 2 ranks (OpenRLHF's DPO): the reference is sharded as on one GPU group (FSDP over the data x
+    context ranks), and the policy's whole-vocabulary log-probs (TRL's row-wise, dpo_logits) cover seq / 2 tokens."""
+    card = {"model": "Qwen/Qwen3-8B", "scope": "full", "batch": {"seq_len": 8192}}
+    one, _ = _phases(_plan(**card))
+    ring, order = _phases(_plan(**card, parallel={"context_parallel": 2}))
+    assert order == ["load", "forward", "ref_logprob", "backward", "optimizer_step"]
+    assert ring["ref_logprob"]["reference_weights"] == pytest.approx(one["ref_logprob"]["reference_weights"])
+    assert ring["ref_logprob"]["logits"] == pytest.approx(one["ref_logprob"]["logits"] / 2, rel=1e-3)
+    assert 0 < ring["ref_logprob"]["logprob_pass"] < one["ref_logprob"]["logprob_pass"]

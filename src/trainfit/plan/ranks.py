@@ -134,6 +134,19 @@ def rank_params(spec: ModelSpec, ss: ModelSpec, layout: ParallelLayout, stage: S
                       lora_per_layer=per)
 
 
+def rank_weight_share(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout,
+                      stage: Stage) -> float:
+    """Fraction of the model's parameters one rank of pipeline stage ``stage`` keeps resident: its tp/pp/ep shard
+    (``rank_params``) under the data-parallel sharding of the weights (dense and expert divisors, ``_term_divisors``),
+    as ``rank_terms`` counts the policy's ``weights``: what a frozen copy laid out like the policy holds there."""
+    ss = shard_spec(spec, layout.tp, layout.etp)
+    rp = rank_params(spec, ss, layout, stage, card)
+    total = param_breakdown(spec).total * count_scale(spec)
+    if not total:
+        return 0.0
+    return count_scale(ss) * _term_divisors(sharding.weights_divisor, layout).of(rp.dense, rp.expert) / total
+
+
 def stage_spec(ss: ModelSpec, stage: Stage) -> ModelSpec:
     """The shard spec cut to the stage's layers (for per-layer counts of its own); its windowed layers renumbered
     to the stage's, as ``plan.time`` does for its shard."""

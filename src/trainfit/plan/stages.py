@@ -127,10 +127,19 @@ def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding
     for s in range(layout.pp):
         stage = stage_of(layout, spec.num_layers, s)
         runs = [rank_terms(card, spec, sharding, layout, stage, later=later) for later in scenarios]
-        peaks = step_peaks(runs[0][0])
+
+        def peaks_of(terms: StepTerms, stage=stage) -> list[PhasePeak]:  # noqa: ANN001
+            if card.method is not Method.DPO:
+                return step_peaks(terms)
+            from trainfit.plan.dpo_ranks import dpo_rank_peaks, dpo_rank_terms  # the reference's weights and pass
+
+            terms = dpo_rank_terms(card, spec, terms, layout=layout, stage=stage)
+            return dpo_rank_peaks(card, spec, terms, step_peaks(terms), layout=layout, stage=stage, sharding=sharding)
+
+        peaks = peaks_of(runs[0][0])
         for terms, _ in runs[1:]:
-            peaks = _merge(peaks, step_peaks(terms))
-        heavier = max(runs, key=lambda r: max(p.allocated for p in step_peaks(r[0])))
+            peaks = _merge(peaks, peaks_of(terms))
+        heavier = max(runs, key=lambda r: max(p.allocated for p in peaks_of(r[0])))
         phases = phase_results(peaks, spec=stage_spec(ss, stage), sharding=sharding, card=card,
                                capacity=gpu.memory_bytes, at_least=max(step_max_transient(t) for t, _ in runs),
                                compute_capability=gpu.compute_capability)
@@ -161,9 +170,15 @@ def prepare(card: RunCard, spec: ModelSpec, train_gpus: int, seq_len: int) -> tu
     layout = layout_of(card, train_gpus)
     if layout.trivial:
         return layout, []
-    if card.method is Method.DPO:
-        raise CardError("method: dpo with tensor, context, pipeline or expert parallel is not modelled;"
-                        " allowed with them: sft, rm, ppo, grpo")
+    if card.method is Method.DPO and layout.pp > 1:
+        from trainfit.methods.roles import reference_placement
+        from trainfit.spec.enums import RefPlacement
+
+        place = reference_placement(card)
+        if place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
+            raise CardError(f"roles.reference: {place.value} with method dpo and pipeline_parallel {layout.pp} is not"
+                            " planned (TRL and OpenRLHF, which run it after the policy's forward, have no pipeline"
+                            " schedule); allowed with pipeline parallel: host_swap (NeMo RL), precomputed, none")
     if layout.cp > 1 and runs_eager(spec.family, card.attention):
         raise CardError("attention: context parallel needs a fused attention kernel; allowed with it: sdpa, flash")
     notes = check_layout(card, spec, layout, seq_len)

@@ -26,9 +26,12 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
     bf16 logits): E = (chosen+rejected) x s x V bf16 logits and E' = the same over s-1 positions,
     whose per-row log-softmax outputs are saved for backward. Measured against the fake-tensor
     trace (tests/trace/test_grid_rl.py): forward and backward peak at 2E + 2E' bytes."""
+    return dpo_logits_of(step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size)
+
+
+def dpo_logits_of(b: int, s: int, v: int):
     from trainfit.memory.logits import LogitsBytes
 
-    b, s, v = step_card.batch.micro_batch_size, step_card.batch.seq_len, spec.vocab_size
     e, e_shift = b * s * v, b * (s - 1) * v
     return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
 
@@ -55,6 +58,45 @@ def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[
     return comps
 
 
+
+
+def reference_placement_of(card: RunCard) -> RefPlacement:
+    from trainfit.methods.roles import reference_placement
+
+    return reference_placement(card)
+
+
+
+
+def dpo_reference_phases(card: RunCard, terms, peaks: list[PhasePeak], *, ref_w: float, ref_tr: float,
+                         held_logits: float | None = None) -> list[PhasePeak]:
+    """The policy's phases (``peaks``: load, forward, backward, optimizer step) with the reference's weights in every
+    phase after load and its pass (``ref_tr``, none: no phase) where the framework runs it: before the forward, beside
+    the persistent state only, for NeMo RL's host swap (its whole-batch reference log-probs before ``policy.train``;
+    ``dpo_rank_peaks``), after the forward, beside what it left (``dpo_held_after_forward``; ``held_logits``: the logit
+    bytes a vocabulary-parallel rank holds there), for TRL and OpenRLHF."""
+    rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
+    if not ref_tr:
+        return [peaks[0]] + rest
+    pass_ = {"reference_weights": ref_w, "logprob_pass": ref_tr}
+    if reference_placement_of(card) is RefPlacement.HOST_SWAP:
+        held = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT and k != "gradients"}
+        buffer = (terms.grads_total if terms.grads_preallocated and not terms.grad_buffer else 0.0) + terms.grad_buffer
+        if buffer:
+            held["gradients"] = buffer
+        ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (the whole batch, before the step)")
+        return [peaks[0], ref] + rest
+    held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
+    if "logits" in held and held_logits is not None:
+        held["logits"] = held_logits
+    ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (after the policy's forward)")
+    return [peaks[0], rest[0], ref] + rest[1:]
+
+
+
+
+
+
 def sft_like_sharding(card: RunCard, spec: ModelSpec):
     """(layout, its notes, sharding) of an SFT-like step: the model-parallel layout ``prepare`` gives and how the
     parameters are sharded over it; ``walk_sft_like`` walks them, ``fit_search.screen_time_row`` times them."""
@@ -71,6 +113,8 @@ def sft_like_sharding(card: RunCard, spec: ModelSpec):
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
     return layout, par_notes, sharding
+
+
 
 
 def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
@@ -90,7 +134,13 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if not layout.trivial:
         ranks = walk_stages(step_card, step_spec, gpu, sharding, layout)
         groups = (GroupPlan("all", sharding.world_size, ranks.phases),)
-        return sharding, groups, ranks.host, par_notes + notes, None, ranks
+        host = ranks.host
+        if card.method is Method.DPO:
+            from trainfit.plan.dpo_ranks import dpo_model_parallel_host
+
+            host, more = dpo_model_parallel_host(card, spec, layout, sharding, ranks)
+            notes += more
+        return sharding, groups, host, par_notes + notes, None, ranks
     terms, host, more = step_terms(step_card, step_spec, sharding)
     if card.method is Method.DPO and not card.loss.chunked:
         terms = replace(terms, logits=dpo_logits(step_card, spec))
@@ -111,11 +161,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
                 state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=sharding.weights_divisor),
                 gpus_per_node=card.hardware.gpus_per_node)
-        held = dpo_held_after_forward(terms, peaks[1], chunked=card.loss.chunked)
-        extra = [PhasePeak(Phase.REF_LOGPROB, held | {"reference_weights": ref_w, "logprob_pass": ref_tr},
-                           "reference log-probs (after the policy's forward)")]
-        rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
-        peaks = [peaks[0], rest[0]] + (extra if ref_tr else []) + rest[1:]
+        peaks = dpo_reference_phases(card, terms, peaks, ref_w=ref_w, ref_tr=ref_tr)
     phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
                            terms=terms if card.method is Method.SFT else None)

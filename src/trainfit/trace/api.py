@@ -71,6 +71,8 @@ def _trace_step(req: TraceRequest, progress: Progress | None, context_parallel: 
     from trainfit.trace import extrapolate
     if req.pass_kind == "train_step":
         from trainfit.trace.step import one_trace_supported, run_depth, run_depth_pair
+    elif req.tensor_parallel > 1:  # the DPO step under tensor parallel
+        from trainfit.trace.dpo_tensor_parallel import run_depth
     else:
         from trainfit.trace.rl_passes import run_depth
 

@@ -193,8 +193,12 @@ class TraceRequest:
             raise TraceUnsupported("trace: sequence_parallel needs tensor_parallel > 1")
         if self.sequence_parallel and self.seq_len % self.tensor_parallel:
             raise TraceUnsupported(f"trace: sequence_parallel needs seq_len divisible by {self.tensor_parallel}")
-        if self.tensor_parallel > 1 and (self.pass_kind != "train_step" or self.replay_allocator):
-            raise TraceUnsupported("trace: tensor_parallel traces the train step only (no RL passes, no --reserved)")
+        if self.tensor_parallel > 1 and (self.pass_kind not in ("train_step", "dpo_step") or self.replay_allocator):
+            raise TraceUnsupported("trace: tensor_parallel traces the train step and the DPO step only (no other RL"
+                                   " passes, no --reserved)")
+        if self.tensor_parallel > 1 and self.pass_kind == "dpo_step" and self.world_size != self.tensor_parallel:
+            raise TraceUnsupported(f"trace: the DPO step under tensor_parallel {self.tensor_parallel} is traced on one"
+                                   f" tensor-parallel group (world_size {self.tensor_parallel}, no FSDP)")
         if self.layers is not None and self.layers < 1:
             raise TraceUnsupported(f"trace: layers must be >= 1 or None, got {self.layers}")
         if self.kept_output_dtype not in ("compute", "fp32"):
@@ -202,7 +206,7 @@ class TraceRequest:
         if self.kept_output_dtype == "fp32" and (not self.keep_outputs or self.tensor_parallel > 1):
             raise TraceUnsupported("trace: kept_output_dtype fp32 needs keep_outputs (a train step, tensor_parallel 1)")
         if self.pass_kind != "train_step":
-            if self.world_size > 1:
+            if self.world_size > 1 and not (self.pass_kind == "dpo_step" and self.world_size == self.tensor_parallel):
                 raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced on one rank only (world_size 1)")
             if self.mode != "fast":
                 raise TraceUnsupported(f"trace: pass_kind '{self.pass_kind}' is traced in mode 'fast' only")

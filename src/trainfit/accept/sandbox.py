@@ -14,8 +14,8 @@ Design (the candidate cannot change how it is scored, see what scores it, or out
   - a root filesystem built on an empty tmpfs that holds only the interpreter and system
     libraries (read-only), the workspace at ``/ws`` (read-only), and private, empty, size-limited
     ``/tmp``, ``/var/tmp`` and ``/dev/shm``. The trainfit package (where the sealed hidden tasks
-    live) is covered by an empty mount even where it sits inside a mounted tree; the grader's
-    directory is not in the jail at all;
+    live) is covered by an empty mount even where it sits inside a mounted tree, and so is any
+    other trainfit installed in those trees' site directories; the grader's directory is not in the jail at all;
   - a fresh uid per candidate (as root), no new privileges, ``setrlimit`` on CPU, address space,
     processes and file size; a timeout per call;
   - the worker's parent is the PID namespace's init. When grading ends the launcher kills that init
@@ -310,6 +310,11 @@ for line in rf:
 #: Read-only system trees the interpreter may need; symlinks among them (merged /usr) are recreated.
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("/etc/ld.so.cache",)
+#: Where an interpreter under a read-only tree keeps installed packages (CPython's ``sysconfig`` purelib and
+#: platlib schemes, Debian's ``dist-packages`` and ``/usr/local``): another trainfit installed there is covered
+#: too, since its sealed tasks open with the key every copy ships.
+_SITE_DIRS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
+              "lib64/python3*/site-packages", "local/lib/python3*/site-packages", "local/lib/python3*/dist-packages")
 DONE_FD_ENV = "TRAINFIT_SANDBOX_DONE_FD"
 """Set by ``grade`` for its pytest run: a pipe end every launcher holds until its namespace is empty."""
 
@@ -348,8 +353,24 @@ def _jail_plan() -> _JailPlan:
     from trainfit.accept.tasks import sealed_path
 
     masks.add(os.path.realpath(os.path.dirname(sealed_path())))
+    masks.update(_installed_copies(tuple(ro_dirs)))
     return _JailPlan(python=python, ro_dirs=tuple(ro_dirs), links=tuple(links), ro_files=ro_files,
                      masks=tuple(sorted(masks)))
+
+
+def _installed_copies(ro_dirs: tuple[str, ...]) -> set[str]:
+    """Every other trainfit package (plain or inside an unzipped egg) in the site directories of the read-only
+    trees: the grader may run from a checkout while a copy is installed into the interpreter's own prefix."""
+    import glob
+
+    found = set()
+    for root in ro_dirs:
+        for pattern in _SITE_DIRS:
+            for site in glob.glob(os.path.join(glob.escape(root), pattern)):
+                for pkg in (os.path.join(site, "trainfit"), *glob.glob(os.path.join(glob.escape(site), "trainfit-*.egg", "trainfit"))):
+                    if os.path.isdir(pkg):  # a link to a copy elsewhere in the trees: its target is covered
+                        found.add(os.path.realpath(pkg))
+    return found
 
 
 def _sandbox_uid() -> int | None:

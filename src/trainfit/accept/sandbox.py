@@ -62,6 +62,8 @@ MAX_NAME_BYTES = 255
 MAX_PATH_DEPTH = 16
 MAX_FILE_BYTES = 1 * _MIB
 MAX_PATCH_BYTES = 4 * _MIB
+MAX_REPLY_BYTES = 1 * _MIB
+"""Longest reply line a candidate call may write (its JSON value and the newline)."""
 
 
 class PatchRejected(ValueError):
@@ -424,7 +426,7 @@ class Candidate:
 
     def setup_error(self) -> str | None:
         """The launcher's one-line reason when it exited because the jail could not be built."""
-        if self.proc.poll() != SETUP_FAILED_EXIT:
+        if self.proc.poll() != SETUP_FAILED_EXIT or self._err.closed:
             return None
         self._err.seek(0)
         lines = self._err.read()[-2000:].decode(errors="replace").strip().splitlines()
@@ -440,15 +442,30 @@ class Candidate:
             self.proc.stdin.flush()
         except OSError as exc:
             raise CandidateError(self.setup_error() or f"candidate process is gone: {exc}") from None
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.limits.call_timeout_s)
-        if not ready:
-            self.close()
-            raise CandidateError(f"{fn} timed out after {self.limits.call_timeout_s} s")
-        line = self.proc.stdout.readline(1 << 20)
+        # the whole reply, not only its first byte, must arrive within the call's time: a candidate that writes
+        # part of a line and sleeps would otherwise hold the grader until the run's own timeout; past the bound
+        # on its length, or with anything after its newline, the candidate is ended too (no later call can
+        # read a reply written for an earlier one)
+        fd, line = self.proc.stdout.fileno(), b""
+        deadline = time.monotonic() + self.limits.call_timeout_s
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise CandidateError(f"{fn} timed out after {self.limits.call_timeout_s} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            line += chunk
+            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
+                self.close()
+                raise CandidateError(f"{fn}: the reply is not one line of at most {MAX_REPLY_BYTES} bytes")
         try:
             resp = json.loads(line)
-        except ValueError:
-            raise CandidateError(self.setup_error() or "candidate died or wrote garbage") from None
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+            why = self.setup_error() or "candidate died or wrote garbage"
+            self.close()
+            raise CandidateError(why) from None
         if not isinstance(resp, dict) or not resp.get("ok"):
             raise CandidateError(str(resp.get("error") if isinstance(resp, dict) else resp))
         return resp["value"]

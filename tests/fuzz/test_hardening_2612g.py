@@ -76,3 +76,10 @@ def test_calibrate_refuses_an_input_past_its_bound(tmp_path, monkeypatch):
     run = run_cli(["plan", "--calibration", str(big)])
     check_run(run, codes=(2,))
     assert "is larger than" in run.stderr, run.stderr
+
+
+def test_diagnose_refuses_a_pipe_as_its_log_and_points_to_stdin(fifo):
+    """Before: a named pipe read as --log hung until a writer came, /dev/zero never ended."""
+    run = run_cli(["diagnose", "--log", str(fifo)])
+    check_run(run, codes=(2,))
+    assert f"--log: '{fifo}' is a named pipe, not a file; give a log file, or '-' to read stdin" in run.stderr, run.stderr

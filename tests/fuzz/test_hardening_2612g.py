@@ -83,3 +83,27 @@ def test_diagnose_refuses_a_pipe_as_its_log_and_points_to_stdin(fifo):
     run = run_cli(["diagnose", "--log", str(fifo)])
     check_run(run, codes=(2,))
     assert f"--log: '{fifo}' is a named pipe, not a file; give a log file, or '-' to read stdin" in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. A config.json's tie_word_embeddings was read as Python truth on the gated decoders (Llama, Qwen, Mistral, ...):
+#    the text "false" planned a tied head, one vocab x hidden matrix fewer (155.6M of the parameters here), silently.
+_CFG = {"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 1024, "intermediate_size": 3072,
+        "num_hidden_layers": 4, "num_attention_heads": 16, "num_key_value_heads": 8, "vocab_size": 151936, "head_dim": 128}
+
+
+@pytest.mark.parametrize("value", ["false", "no", 0])
+def test_tie_word_embeddings_that_is_not_a_boolean_is_refused(tmp_path, value):
+    import json
+
+    (tmp_path / "config.json").write_text(json.dumps({**_CFG, "tie_word_embeddings": value}))
+    run = run_cli(["size", str(tmp_path)])
+    check_run(run, codes=(2,))
+    assert "config.json field 'tie_word_embeddings' must be true or false" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("value, tied", [(True, True), (False, False), (None, False)])
+def test_tie_word_embeddings_booleans_and_null_still_read(value, tied):
+    from trainfit.catalog.hf_config import spec_from_hf_config
+
+    assert spec_from_hf_config({**_CFG, "tie_word_embeddings": value}, name="x", source="t").tie_word_embeddings is tied

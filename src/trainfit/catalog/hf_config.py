@@ -218,7 +218,7 @@ def spec_from_hf_config(
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
     tie_default = family in ("gemma", "gemma2", "gemma3_text", "opt", "smollm3")
-    tie = bool(dec.get("tie_word_embeddings", tie_default))
+    tie = _flag(dec, "tie_word_embeddings", name, default=tie_default)  # "false" as text is not a tied head
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
 

@@ -107,3 +107,68 @@ def test_tie_word_embeddings_booleans_and_null_still_read(value, tied):
     from trainfit.catalog.hf_config import spec_from_hf_config
 
     assert spec_from_hf_config({**_CFG, "tie_word_embeddings": value}, name="x", source="t").tie_word_embeddings is tied
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. The Python API took arguments of the wrong type into the core: calibration={...} or True raised
+#    AttributeError, budget=5 AttributeError, price_table=5 and tokens="1e9" TypeError; tokens=True and
+#    global_batch=True planned one token / one sequence; trace(layers=True) reached transformers' own validation;
+#    size(Path(...)) refused the local path its message offers. A global batch too large to split was refused as
+#    batch.grad_accum, a field the user never gave.
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"calibration": {"x": 1}}, "calibration: a path, a Calibration"),
+    ({"calibration": True}, "calibration: a path, a Calibration"),
+])
+def test_plan_api_refuses_a_calibration_of_the_wrong_type(kwargs, fragment):
+    import trainfit
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match=fragment):
+        trainfit.plan(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"budget": 5}, "budget: a string"),
+    ({"market": 5}, "market: a string"),
+    ({"price_table": 5}, "price_table: a path"),
+    ({"tokens": "1e9"}, "tokens: a number of tokens"),
+    ({"tokens": True}, "tokens: a number of tokens"),
+    ({"global_batch": True}, "global_batch: a whole number"),
+    ({"global_batch": 64.0}, "global_batch: a whole number"),
+    ({"calibration": 5}, "calibration: a path, a Calibration"),
+])
+def test_fit_api_refuses_arguments_of_the_wrong_type(kwargs, fragment):
+    import trainfit
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match=fragment):
+        trainfit.fit(gpus=["a100-80gb"], max_gpus=2, **kwargs)
+
+
+def test_trace_api_refuses_a_boolean_layer_count():
+    import trainfit
+    from trainfit.errors import TrainfitError
+
+    with pytest.raises(TrainfitError, match="layers must be a whole number >= 1 or None, got True"):
+        trainfit.trace(layers=True)
+
+
+def test_size_api_reads_a_local_path_given_as_a_path(tmp_path):
+    import json
+    from pathlib import Path
+
+    import trainfit
+
+    (tmp_path / "config.json").write_text(json.dumps(_CFG))
+    assert trainfit.size(Path(tmp_path)).params_total == trainfit.size(str(tmp_path)).params_total > 0
+
+
+def test_a_global_batch_too_large_to_split_names_the_global_batch():
+    import trainfit
+    from trainfit.errors import CardError
+
+    run = run_cli(["fit", "--gpu", "a100-80gb", "--max-gpus", "2", "--global-batch", "1000000000000"])
+    check_run(run, codes=(2,))
+    assert "--global-batch: 1,000,000,000,000 sequences per step" in run.stderr, run.stderr
+    with pytest.raises(CardError, match="^global_batch: 1,000,000,000,000 sequences per step"):
+        trainfit.fit(gpus=["a100-80gb"], max_gpus=2, global_batch=10**12)

@@ -172,3 +172,20 @@ def test_a_global_batch_too_large_to_split_names_the_global_batch():
     assert "--global-batch: 1,000,000,000,000 sequences per step" in run.stderr, run.stderr
     with pytest.raises(CardError, match="^global_batch: 1,000,000,000,000 sequences per step"):
         trainfit.fit(gpus=["a100-80gb"], max_gpus=2, global_batch=10**12)
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. roles.reference precomputed (DPO's reference log-probs of a fixed dataset) was taken by ppo and grpo and planned
+#    as no reference at all ("reference (frozen, precomputed, 0 GPUs)"), though their reference scores each step's
+#    freshly generated responses.
+@pytest.mark.parametrize("method", ["grpo", "ppo"])
+def test_a_precomputed_reference_is_refused_for_on_policy_rl(method):
+    run = run_cli(["plan", "--method", method, "--set", "roles.reference=precomputed"])
+    check_run(run, codes=(2,))
+    assert f"roles.reference: precomputed is DPO's" in run.stderr and f"method {method} scores" in run.stderr, run.stderr
+    assert "allowed: gpu, cpu, none, host_swap" in run.stderr, run.stderr
+
+
+def test_a_precomputed_reference_still_plans_for_dpo():
+    run = run_cli(["plan", "--method", "dpo", "--set", "roles.reference=precomputed"])
+    check_run(run, codes=(0,))

@@ -189,3 +189,20 @@ def test_a_precomputed_reference_is_refused_for_on_policy_rl(method):
 def test_a_precomputed_reference_still_plans_for_dpo():
     run = run_cli(["plan", "--method", "dpo", "--set", "roles.reference=precomputed"])
     check_run(run, codes=(0,))
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. `trainfit serve --host ''` listened on every interface (0.0.0.0) of an API without authentication, its warning
+#    naming no address ("listening on ;").
+@pytest.mark.parametrize("host", ["", "  "])
+def test_serve_refuses_an_empty_host(host, monkeypatch):
+    from trainfit.errors import TrainfitError
+    from trainfit.serve import app
+
+    def no_server(*args, **kwargs):  # without the check the command would listen and serve for ever
+        raise TrainfitError("make_server was reached")
+
+    monkeypatch.setattr(app, "make_server", no_server)
+    run = run_cli(["serve", "--host", host, "--port", "0", "--quiet"])
+    check_run(run, codes=(2,))
+    assert "--host: " in run.stderr and "would listen on every interface" in run.stderr, run.stderr

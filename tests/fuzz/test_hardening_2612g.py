@@ -206,3 +206,34 @@ def test_serve_refuses_an_empty_host(host, monkeypatch):
     run = run_cli(["serve", "--host", host, "--port", "0", "--quiet"])
     check_run(run, codes=(2,))
     assert "--host: " in run.stderr and "would listen on every interface" in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. --from deepspeed read files DeepSpeed itself refuses, and planned a partial optimizer offload as a full one: a key
+#    given twice kept its last value (stage 3 then 2 imported as zero2), bf16 and fp16 both enabled imported as bf16,
+#    offload_optimizer.ratio 2.0 or -0.5 imported, and ratio 0.3 (70% of the optimizer states stay on the GPU) was
+#    planned as every state on the host, with no note.
+@pytest.mark.parametrize("text, fragment", [
+    ('{"zero_optimization": {"stage": 3, "stage": 2}}', "key 'stage' is given twice in one object"),
+    ('{"bf16": {"enabled": true}, "fp16": {"enabled": true}}', "bf16.enabled and fp16.enabled are both true"),
+    ('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 2.0}}}',
+     "zero_optimization.offload_optimizer.ratio: '2.0'; allowed: a share from 0 to 1"),
+    ('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": true}}}',
+     "zero_optimization.offload_optimizer.ratio: 'True'; allowed: a share from 0 to 1"),
+])
+def test_deepspeed_import_refuses_what_deepspeed_refuses(tmp_path, text, fragment):
+    path = tmp_path / "ds.json"
+    path.write_text(text)
+    out = tmp_path / "card.yaml"
+    run = run_cli(["import", str(path), "--from", "deepspeed", "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert fragment in run.stderr, run.stderr
+
+
+def test_deepspeed_partial_optimizer_offload_is_said():
+    from trainfit.export.importers import read_deepspeed
+
+    imp = read_deepspeed('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 0.3}}}')
+    assert [n for n in imp.notes if n.startswith("zero_optimization.offload_optimizer.ratio 0.3:") and "(70%)" in n]
+    full = read_deepspeed('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1}}}')
+    assert not [n for n in full.notes if "ratio" in n]

@@ -237,3 +237,17 @@ def test_deepspeed_partial_optimizer_offload_is_said():
     assert [n for n in imp.notes if n.startswith("zero_optimization.offload_optimizer.ratio 0.3:") and "(70%)" in n]
     full = read_deepspeed('{"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "ratio": 1}}}')
     assert not [n for n in full.notes if "ratio" in n]
+
+
+def test_nemo_rl_import_refuses_a_key_given_twice_as_omegaconf_does(tmp_path):
+    """Before: the second gpus_per_node (2) silently replaced the first (8); OmegaConf.load refuses the file."""
+    from trainfit.export import export
+    from trainfit.spec.card import load_card_dict
+
+    text = export(load_card_dict({"method": "grpo"}), "nemo-rl").text
+    line = next(ln for ln in text.splitlines() if ln.strip().startswith("gpus_per_node:"))
+    path = tmp_path / "grpo.yaml"
+    path.write_text(text.replace(line, line + "\n" + line.split(":")[0] + ": 2", 1))
+    run = run_cli(["import", str(path), "--from", "nemo-rl"])
+    check_run(run, codes=(2,))
+    assert "--from nemo-rl: key 'gpus_per_node' is given twice in one mapping" in run.stderr, run.stderr

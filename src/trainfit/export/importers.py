@@ -1781,7 +1781,9 @@ def read_nemo_rl(text: str) -> Imported:
     from trainfit.spec.safe_yaml import load_yaml_limited
 
     t = "nemo-rl"
-    cfg = load_yaml_limited(text, what="--from nemo-rl")
+    # OmegaConf.load refuses a key given twice in one mapping ("found duplicate key", the mapping constructor of
+    # get_yaml_loader, omry/omegaconf omegaconf/_utils.py @189a9bf3b9017f8970f338415be995b419238826): so does this
+    cfg = load_yaml_limited(text, what="--from nemo-rl", unique_keys=True)
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a mapping")
     base = str(cfg.get("defaults", "")).rsplit("/", 1)[-1]

@@ -251,3 +251,33 @@ def test_nemo_rl_import_refuses_a_key_given_twice_as_omegaconf_does(tmp_path):
     run = run_cli(["import", str(path), "--from", "nemo-rl"])
     check_run(run, codes=(2,))
     assert "--from nemo-rl: key 'gpus_per_node' is given twice in one mapping" in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. `trainfit accept` took any existing --model path and a card that is a pipe: a card file or a pipe as --model ended
+#    in transformers' OSError traceback after 3 s of imports; --device cuda on a machine without CUDA ended in torch's
+#    AssertionError ("Torch not compiled with CUDA enabled") after building the model.
+@pytest.mark.parametrize("what", ["file", "fifo", "folder"])
+def test_accept_refuses_a_model_that_is_not_a_checkpoint_folder(tmp_path, fifo, what):
+    model = {"file": tmp_path / "card.yaml", "fifo": fifo, "folder": tmp_path / "empty"}[what]
+    if what == "file":
+        model.write_text("model: Qwen/Qwen3-8B\n")
+    elif what == "folder":
+        model.mkdir()
+    run = run_cli(["accept", "--model", str(model)])
+    check_run(run, codes=(2,))
+    assert "is not a checkpoint folder (no config.json in it)" in run.stderr, run.stderr
+
+
+def test_accept_refuses_a_card_that_is_a_pipe(fifo):
+    run = run_cli(["accept", str(fifo)])
+    check_run(run, codes=(2,))
+    assert f"card: '{fifo}' is a named pipe, not a file" in run.stderr, run.stderr
+
+
+def test_accept_refuses_cuda_where_torch_sees_none(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    run = run_cli(["accept", "--device", "cuda"])
+    check_run(run, codes=(2,))
+    assert "--device cuda: torch sees no CUDA device on this machine" in run.stderr, run.stderr

@@ -281,3 +281,37 @@ def test_accept_refuses_cuda_where_torch_sees_none(monkeypatch):
     run = run_cli(["accept", "--device", "cuda"])
     check_run(run, codes=(2,))
     assert "--device cuda: torch sees no CUDA device on this machine" in run.stderr, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 8. trainfit.watch checked its record path only when the run ended: a folder raised OutputError, a path through a
+#    file FileExistsError and a pipe with no reader hung finish() for ever, each after the whole training run (before
+#    the user's own save); negative or NaN margins and a zero horizon were taken.
+@pytest.mark.parametrize("what, fragment", [("dir", "is a directory; give a file path"),
+                                            ("through", "passes through the file"),
+                                            ("fifo", "is a named pipe, not a file")])
+def test_watch_refuses_a_record_path_it_could_not_write_when_the_run_starts(tmp_path, fifo, what, fragment):
+    from trainfit.errors import OutputError
+    from trainfit.watch.core import Watch
+
+    (tmp_path / "a-file").write_text("x")
+    record = {"dir": tmp_path, "through": tmp_path / "a-file" / "r.yaml", "fifo": fifo}[what]
+    with pytest.raises(OutputError, match=fragment):
+        Watch({"model": "Qwen/Qwen3-8B"}, record=record, device="cpu", memory=False)
+
+
+def test_watch_still_creates_the_record_folders_it_is_given(tmp_path):
+    from trainfit.watch.core import Watch
+
+    w = Watch({"model": "Qwen/Qwen3-8B"}, record=tmp_path / "new" / "r.yaml", device="cpu", memory=False)
+    assert w.record_path == tmp_path / "new" / "r.yaml"
+
+
+@pytest.mark.parametrize("kwargs", [{"memory_margin": -1}, {"time_margin": float("nan")}, {"horizon_steps": 0},
+                                    {"memory_margin": "x"}, {"time_margin": True}, {"memory_margin": float("inf")}])
+def test_watch_refuses_margins_and_horizons_out_of_range(kwargs):
+    from trainfit.errors import CardError
+    from trainfit.watch.core import Watch
+
+    with pytest.raises(CardError, match=f"watch: {next(iter(kwargs))} must be a number"):
+        Watch({"model": "Qwen/Qwen3-8B"}, device="cpu", memory=False, **kwargs)

@@ -315,3 +315,14 @@ def test_watch_refuses_margins_and_horizons_out_of_range(kwargs):
 
     with pytest.raises(CardError, match=f"watch: {next(iter(kwargs))} must be a number"):
         Watch({"model": "Qwen/Qwen3-8B"}, device="cpu", memory=False, **kwargs)
+
+
+@pytest.mark.parametrize("key", ["attention_bias", "mlp_bias"])
+def test_bias_switches_that_are_not_booleans_are_refused(key):
+    """Before: "false" as text planned biases on every projection, silently."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"config.json field '{key}' must be true or false"):
+        spec_from_hf_config({**_CFG, key: "false"}, name="x", source="t")
+    assert spec_from_hf_config({**_CFG, key: None}, name="x", source="t") == spec_from_hf_config(_CFG, name="x", source="t")

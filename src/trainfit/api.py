@@ -19,6 +19,7 @@ Importing this module (or ``trainfit``) imports no torch; the planning path neve
 from __future__ import annotations
 
 import operator
+import os
 from numbers import Integral
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
@@ -77,8 +78,15 @@ def load_card(card: Any = None, overrides: Mapping[str, Any] | None = None) -> R
 
 def _calibration(calibration: Any):
     """A ``Calibration``: given one, read a path, or find the user's file as the CLI does (None)."""
-    if calibration is not None and not isinstance(calibration, (str, Path)):
+    from trainfit.calibration import Calibration
+
+    if isinstance(calibration, Calibration):
         return calibration
+    if calibration is not None and not isinstance(calibration, (str, os.PathLike)):
+        from trainfit.errors import CardError
+
+        raise CardError(f"calibration: a path, a Calibration (trainfit.calibration.load_calibration) or None, got"
+                        f" {type(calibration).__name__} {str(calibration)[:40]!r}")
     from trainfit.calibration import load_found_calibration
 
     return load_found_calibration(None if calibration is None else Path(calibration))
@@ -140,6 +148,16 @@ def fit(
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, Integral):  # a NumPy integer is a whole number too
         raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
     max_gpus = operator.index(max_gpus)
+    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, Integral)):
+        raise CardError(f"global_batch: a whole number of sequences per optimizer step >= 1, got {global_batch!r}")
+    if global_batch is not None:
+        global_batch = operator.index(global_batch)
+    for name, value in (("budget", budget), ("market", market)):
+        if value is not None and not isinstance(value, str):
+            raise CardError(f"{name}: a string ({'an amount with a currency, e.g. 300CNY' if name == 'budget' else 'a market of the price table, e.g. cn-rental'}),"
+                            f" got {type(value).__name__} {str(value)[:40]!r}")
+    if price_table is not None and not isinstance(price_table, (str, os.PathLike)):
+        raise CardError(f"price_table: a path to a price table file, got {type(price_table).__name__} {str(price_table)[:40]!r}")
     if prices is not None and not isinstance(prices, Mapping):
         raise CardError(f"prices: a mapping of GPU id to a price, e.g. {{'rtx4090': '1.98CNY'}}, got {str(prices)[:60]!r}")
     kinds = [resolve_gpu(g).id for g in gpus]
@@ -192,8 +210,13 @@ def fit(
         if isinstance(p, str):
             p = named_price(source, p) or parse_price(p)
         table[gid] = for_gpu(p, gid)
-    return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
-                      global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+    try:
+        return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
+                          global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+    except CardError as exc:  # the command line's flag named as this function's argument
+        if str(exc).startswith("--global-batch:"):
+            raise CardError("global_batch:" + str(exc).removeprefix("--global-batch:")) from None
+        raise
 
 
 GOAL_ARGUMENTS = {"--steps": "steps", "--tokens": "tokens", "--deadline": "deadline_s", "--budget": "budget"}
@@ -246,6 +269,11 @@ def trace(card: Any = None, *, overrides: Mapping[str, Any] | None = None, layer
     from trainfit.errors import TrainfitError
     from trainfit.plan import make_plan
 
+    if layers is not None and (isinstance(layers, bool) or not isinstance(layers, Integral) or layers < 1):
+        raise TrainfitError(f"trace: layers must be a whole number >= 1 or None, got {layers!r}")
+    if layers is not None:
+        layers = operator.index(layers)
+
     run_card = load_card(card, overrides)
     kwargs = trace_request_kwargs(run_card, hf_config_for(run_card), layouts=True)
     layout = {k: kwargs.pop(k) for k in ("context_parallel", "context_parallel_kind", "expert_parallel") if k in kwargs}
@@ -277,6 +305,8 @@ def size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h100-sxm
     for name, value in (("gpu", gpu), ("kv_dtype", kv_dtype)):  # model: resolve_model says what it takes
         if not isinstance(value, str):
             raise CardError(f"{name}: a string, got {type(value).__name__} {str(value)[:40]!r}")
+    if isinstance(model, os.PathLike):  # a local config.json or model folder, as a pathlib.Path
+        model = os.fspath(model)
     try:
         return model_size(model, gpu=gpu, kv_dtype=kv_dtype, **counts)
     except CardError as exc:  # the command line's flags named as this function's arguments

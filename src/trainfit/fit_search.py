@@ -645,6 +645,13 @@ def fit(
         if not refusals:  # the time-first screen counts refusals without their lines: plan one job a cell for them
             sample = list({idx: (idx, knobs) for idx, knobs in jobs}.values())
             refusals = _job_rows(bases, sample, fallback, calibration, True)[3]
+        if global_batch is not None and len(refusals) == 1 and next(iter(refusals)).startswith("batch.grad_accum:"):
+            # the accumulation steps came from --global-batch, not from the card: name what the user gave
+            from trainfit.errors import CardError
+
+            raise CardError(f"--global-batch: {global_batch:,} sequences per step split into more accumulation"
+                                " steps than batch.grad_accum allows (1,000,000) on every layout searched; allowed: a"
+                                " global batch of at most 1,000,000 x micro-batch x data-parallel ranks")
         _refused(evaluated, refusals)  # raises: an empty table would say nothing
     rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}

@@ -44,6 +44,25 @@ def lookup_error(path: PathLike) -> str | None:
     return None
 
 
+def special_file(path: PathLike) -> str | None:
+    """What ``path`` is when it exists but is neither a regular file nor a folder ("a named pipe", "a device",
+    "a socket"), else None. Read as an input, a pipe with no writer blocks forever and ``/dev/zero`` never
+    ends: such a path is refused by name, not called missing."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
 def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
     """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
     p = Path(path)

@@ -18,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from math import ceil, inf
-from numbers import Integral
+from numbers import Integral, Real
 from typing import Any
 
 from trainfit.errors import CardError
@@ -56,6 +56,8 @@ class Goal:
         if self.steps is not None and not 1 <= self.steps <= MAX_RUN_STEPS:
             got = str(self.steps) if len(str(self.steps)) <= 24 else f"a {len(str(self.steps))}-digit number"
             raise CardError(f"--steps: must be in 1..{MAX_RUN_STEPS:,}, got {got}")
+        if self.tokens is not None and (isinstance(self.tokens, bool) or not isinstance(self.tokens, Real)):
+            raise CardError(f"--tokens: a number of tokens > 0, got {str(self.tokens)[:40]!r}")
         if self.tokens is not None and not 0 < self.tokens <= MAX_RUN_TOKENS:  # also refuses nan and inf
             raise CardError(f"--tokens: must be a finite number > 0 and at most {MAX_RUN_TOKENS:.0e}, got {self.tokens:.4g}")
         if self.steps is not None and self.tokens is not None:

@@ -14,8 +14,8 @@ Design (the candidate cannot change how it is scored, see what scores it, or out
   - a root filesystem built on an empty tmpfs that holds only the interpreter and system
     libraries (read-only), the workspace at ``/ws`` (read-only), and private, empty, size-limited
     ``/tmp``, ``/var/tmp`` and ``/dev/shm``. The trainfit package (where the sealed hidden tasks
-    live) is covered by an empty mount even where it sits inside a mounted tree; the grader's
-    directory is not in the jail at all;
+    live) is covered by an empty mount even where it sits inside a mounted tree, and so is any
+    other trainfit installed in those trees' site directories; the grader's directory is not in the jail at all;
   - a fresh uid per candidate (as root), no new privileges, ``setrlimit`` on CPU, address space,
     processes and file size; a timeout per call;
   - the worker's parent is the PID namespace's init. When grading ends the launcher kills that init
@@ -62,6 +62,8 @@ MAX_NAME_BYTES = 255
 MAX_PATH_DEPTH = 16
 MAX_FILE_BYTES = 1 * _MIB
 MAX_PATCH_BYTES = 4 * _MIB
+MAX_REPLY_BYTES = 1 * _MIB
+"""Longest reply line a candidate call may write (its JSON value and the newline)."""
 
 
 class PatchRejected(ValueError):
@@ -310,6 +312,11 @@ for line in rf:
 #: Read-only system trees the interpreter may need; symlinks among them (merged /usr) are recreated.
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _SYSTEM_FILES = ("/etc/ld.so.cache",)
+#: Where an interpreter under a read-only tree keeps installed packages (CPython's ``sysconfig`` purelib and
+#: platlib schemes, Debian's ``dist-packages`` and ``/usr/local``): another trainfit installed there is covered
+#: too, since its sealed tasks open with the key every copy ships.
+_SITE_DIRS = ("lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
+              "lib64/python3*/site-packages", "local/lib/python3*/site-packages", "local/lib/python3*/dist-packages")
 DONE_FD_ENV = "TRAINFIT_SANDBOX_DONE_FD"
 """Set by ``grade`` for its pytest run: a pipe end every launcher holds until its namespace is empty."""
 
@@ -348,8 +355,24 @@ def _jail_plan() -> _JailPlan:
     from trainfit.accept.tasks import sealed_path
 
     masks.add(os.path.realpath(os.path.dirname(sealed_path())))
+    masks.update(_installed_copies(tuple(ro_dirs)))
     return _JailPlan(python=python, ro_dirs=tuple(ro_dirs), links=tuple(links), ro_files=ro_files,
                      masks=tuple(sorted(masks)))
+
+
+def _installed_copies(ro_dirs: tuple[str, ...]) -> set[str]:
+    """Every other trainfit package (plain or inside an unzipped egg) in the site directories of the read-only
+    trees: the grader may run from a checkout while a copy is installed into the interpreter's own prefix."""
+    import glob
+
+    found = set()
+    for root in ro_dirs:
+        for pattern in _SITE_DIRS:
+            for site in glob.glob(os.path.join(glob.escape(root), pattern)):
+                for pkg in (os.path.join(site, "trainfit"), *glob.glob(os.path.join(glob.escape(site), "trainfit-*.egg", "trainfit"))):
+                    if os.path.isdir(pkg):  # a link to a copy elsewhere in the trees: its target is covered
+                        found.add(os.path.realpath(pkg))
+    return found
 
 
 def _sandbox_uid() -> int | None:
@@ -403,7 +426,7 @@ class Candidate:
 
     def setup_error(self) -> str | None:
         """The launcher's one-line reason when it exited because the jail could not be built."""
-        if self.proc.poll() != SETUP_FAILED_EXIT:
+        if self.proc.poll() != SETUP_FAILED_EXIT or self._err.closed:
             return None
         self._err.seek(0)
         lines = self._err.read()[-2000:].decode(errors="replace").strip().splitlines()
@@ -419,15 +442,30 @@ class Candidate:
             self.proc.stdin.flush()
         except OSError as exc:
             raise CandidateError(self.setup_error() or f"candidate process is gone: {exc}") from None
-        ready, _, _ = select.select([self.proc.stdout], [], [], self.limits.call_timeout_s)
-        if not ready:
-            self.close()
-            raise CandidateError(f"{fn} timed out after {self.limits.call_timeout_s} s")
-        line = self.proc.stdout.readline(1 << 20)
+        # the whole reply, not only its first byte, must arrive within the call's time: a candidate that writes
+        # part of a line and sleeps would otherwise hold the grader until the run's own timeout; past the bound
+        # on its length, or with anything after its newline, the candidate is ended too (no later call can
+        # read a reply written for an earlier one)
+        fd, line = self.proc.stdout.fileno(), b""
+        deadline = time.monotonic() + self.limits.call_timeout_s
+        while not line.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                raise CandidateError(f"{fn} timed out after {self.limits.call_timeout_s} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                break
+            line += chunk
+            if len(line) > MAX_REPLY_BYTES or b"\n" in line[:-1]:
+                self.close()
+                raise CandidateError(f"{fn}: the reply is not one line of at most {MAX_REPLY_BYTES} bytes")
         try:
             resp = json.loads(line)
-        except ValueError:
-            raise CandidateError(self.setup_error() or "candidate died or wrote garbage") from None
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
+            why = self.setup_error() or "candidate died or wrote garbage"
+            self.close()
+            raise CandidateError(why) from None
         if not isinstance(resp, dict) or not resp.get("ok"):
             raise CandidateError(str(resp.get("error") if isinstance(resp, dict) else resp))
         return resp["value"]

@@ -26,7 +26,7 @@ from typing import Any
 
 from trainfit.calibration.apply import rates_for
 from trainfit.calibration.file import (
-    FORMAT_KEY, Calibration, calibration_from_dict, calibration_to_dict, load_calibration, make_calibration,
+    FORMAT_KEY, MAX_INPUT_BYTES, Calibration, calibration_from_dict, calibration_to_dict, load_calibration, make_calibration,
     save_calibration,
 )
 from trainfit.calibration.engine import PHASES_KEY, EngineFit, fit_engine, median_generation_error
@@ -73,14 +73,22 @@ class CalibrateResult:
 
 def read_input(path: Path) -> Any:
     """JSON or YAML content of one input file; CardError when unreadable."""
-    from trainfit.fsio import _short, lookup_error
+    from trainfit.fsio import _short, lookup_error, special_file
 
     shown = _short(str(path))
     reason = lookup_error(path)
     if reason is not None:
         raise CardError(f"calibrate: cannot read '{shown}' ({reason})")
+    kind = special_file(path)
+    if kind is not None:  # a pipe with no writer would block forever, /dev/zero never end
+        raise CardError(f"calibrate: '{shown}' is {kind}, not a file; allowed: JSON or YAML files")
     try:
-        text = path.read_text()
+        with open(path, "rb") as f:
+            raw = f.read(MAX_INPUT_BYTES + 1)
+        if len(raw) > MAX_INPUT_BYTES:
+            raise CardError(f"calibrate: '{shown}' is larger than {MAX_INPUT_BYTES // 2**20} MiB; allowed: a"
+                            " `gpu_calibrate.py time` output, a calibration file or run records")
+        text = raw.decode()
     except FileNotFoundError:
         raise CardError(f"calibrate: no such file '{shown}'") from None
     except OSError as exc:

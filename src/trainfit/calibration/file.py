@@ -151,11 +151,25 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
             "notes": list(cal.notes)}
 
 
+MAX_INPUT_BYTES = 64 * 2**20
+"""Largest calibrate input read (64 MiB: a GPU output or a calibration file is well under 1 MiB, a run record a few KB)."""
+
+
 def load_calibration(path: str | Path) -> Calibration:
     """Read and validate a calibration file; CardError (one line) when missing or malformed."""
+    from trainfit.fsio import special_file
+
     p = Path(path)
+    kind = special_file(p)
+    if kind is not None:  # a pipe with no writer would block forever, /dev/zero never end
+        raise CardError(f"calibration: '{p}' is {kind}, not a file; a calibration file is JSON")
     try:
-        text = p.read_text()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_INPUT_BYTES + 1)
+        if len(raw) > MAX_INPUT_BYTES:
+            raise CardError(f"calibration: '{p}' is larger than {MAX_INPUT_BYTES // 2**20} MiB; a calibration file"
+                            " is JSON of a few KB")
+        text = raw.decode()
     except FileNotFoundError:
         raise CardError(f"calibration: no such file '{p}'") from None
     except OSError as exc:
@@ -204,7 +218,7 @@ def default_calibration_path() -> Path:
 
 def find_calibration(explicit: str | Path | None) -> Path | None:
     """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
-    from trainfit.fsio import _short, lookup_error
+    from trainfit.fsio import _short, lookup_error, special_file
 
     if explicit is not None:
         p = Path(explicit).expanduser()
@@ -213,6 +227,9 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
             raise CardError(f"--calibration: cannot read '{_short(str(p))}' ({reason})")
         if p.is_dir():
             raise CardError(f"--calibration: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
+        kind = special_file(p)
+        if kind is not None:
+            raise CardError(f"--calibration: '{_short(str(p))}' is {kind}, not a file; give a calibration file (JSON)")
         if not p.is_file():
             raise CardError(f"--calibration: no such file '{_short(str(p))}'")
         return p
@@ -229,6 +246,9 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
         # "when it exists"); a folder, or a path through a file, can never hold one and is refused as --calibration is
         if p.is_dir():
             raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
+        kind = special_file(p)
+        if kind is not None:  # not passed over as "not written yet": it exists
+            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is {kind}, not a file; give a calibration file (JSON)")
         through = next((q for q in p.parents if lookup_error(q) is None and q.exists() and not q.is_dir()), None)
         if through is not None:
             raise CardError(f"${ENV_VAR}: '{_short(str(p))}' passes through the file '{_short(str(through))}'; give"

@@ -218,7 +218,7 @@ def spec_from_hf_config(
         # the expanded keys: every head has its own qk_nope + qk_rope key and a v_head_dim value
         head_dim, kv_heads = mla.qk_head_dim, heads
     tie_default = family in ("gemma", "gemma2", "gemma3_text", "opt", "smollm3")
-    tie = bool(dec.get("tie_word_embeddings", tie_default))
+    tie = _truth(dec, "tie_word_embeddings", name, default=tie_default)  # "false" as text is not a tied head
     sliding = _int(dec, "sliding_window", name, most=1_000_000_000, default=None, zero_is_none=True)
     max_pos = _int(dec, "max_position_embeddings", name, most=1_000_000_000, default=None)
 
@@ -287,16 +287,16 @@ def spec_from_hf_config(
     opt = family == "opt"
     extra: dict[str, Any] = {}
     if opt:
-        bias = bool(dec.get("enable_bias", True))
-        affine = bool(dec.get("layer_norm_elementwise_affine", True))
-        pre = bool(dec.get("do_layer_norm_before", True))
+        bias = _truth(dec, "enable_bias", name, default=True)
+        affine = _truth(dec, "layer_norm_elementwise_affine", name, default=True)
+        pre = _truth(dec, "do_layer_norm_before", name, default=True)
         proj = _int(dec, "word_embed_proj_dim", name, most=1_000_000, default=hidden)
         if max_pos is None:
             raise ConfigError(f"{name}: config.json is missing required field 'max_position_embeddings' (OPT learns"
                               " its positions)")
         extra = dict(attention_bias=bias, o_proj_bias=bias, mlp_bias=bias, mlp_gated=False, norm_bias=affine,
                      norms_per_layer=2 if affine else 0, pre_norm=pre,
-                     final_norm=affine and pre and not bool(dec.get("_remove_final_layer_norm", False)),
+                     final_norm=affine and pre and not _truth(dec, "_remove_final_layer_norm", name, default=False),
                      learned_positions=max_pos + 2, layer_norm=True, rotary=False,
                      dropout=_dropout(dec, name), embed_proj_dim=proj if proj != hidden else None,
                      hidden_act=str(dec.get("activation_function") or "relu"))
@@ -370,10 +370,10 @@ def spec_from_hf_config(
         vocab_size=vocab,
         tie_word_embeddings=tie,
         **({} if opt else dict(
-            attention_bias=family in _QKV_BIAS_ALWAYS or bool(dec.get("attention_bias", family == "glm4")),
+            attention_bias=family in _QKV_BIAS_ALWAYS or _truth(dec, "attention_bias", name, default=family == "glm4"),
             o_proj_bias=(family not in _QKV_BIAS_ALWAYS and family not in _O_PROJ_NO_BIAS
-                         and bool(dec.get("attention_bias", False))),
-            mlp_bias=bool(dec.get("mlp_bias", False)),
+                         and _truth(dec, "attention_bias", name, default=False)),
+            mlp_bias=_truth(dec, "mlp_bias", name, default=False),
             norms_per_layer=4 if family in ("gemma2", "gemma3_text", "glm4") else 2,
             hidden_act=_gemma_act(dec) if family == "gemma" else
             str(dec.get("hidden_act") or dec.get("hidden_activation") or "silu"),
@@ -708,6 +708,18 @@ def _gpt_oss_moe(dec: dict[str, Any], name: str, width: int) -> MoeSpec:
 
 
 # ------------------------------------------------------------------ non-gated GELU decoders (counted only)
+
+
+def _truth(cfg: dict[str, Any], key: str, where: str, *, default: bool) -> bool:
+    """A true/false switch the modelling code tests by its truth (``if config.tie_word_embeddings:``, ``bias=config.
+    attention_bias``): ``default`` when absent, False when null (None is falsy there too), refused when text or a
+    number, which transformers would take by its truth ("false" is a true string)."""
+    value = cfg.get(key, default)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where}: config.json field '{key}' must be true or false, got {str(value)[:40]!r}")
+    return value
 
 
 def _flag(cfg: dict[str, Any], key: str, where: str, *, default: Any = _MISSING, shown: str = "") -> bool:

@@ -59,6 +59,14 @@ def accept(
             raise InputError(f"{what}: no such {kind} '{_short(str(p))}'")
     if card is not None and card.is_dir():
         raise InputError(f"card: '{_short(str(card))}' is a directory; give a run card file")
+    from trainfit.fsio import special_file
+
+    if card is not None and (kind := special_file(card)) is not None:
+        raise InputError(f"card: '{_short(str(card))}' is {kind}, not a file; give a run card file")
+    if model is not None and not (model.is_dir() and (model / "config.json").is_file()):
+        # transformers' from_pretrained reads a checkpoint folder; a file (a card, a pipe) ended in its OSError
+        raise InputError(f"--model: '{_short(str(model))}' is not a checkpoint folder (no config.json in it); give the"
+                         " folder a save_pretrained wrote")
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -73,6 +81,12 @@ def accept(
             f" ({', '.join(ACCEPT_MODULES)}): pip install -c constraints.txt -e '.[accept]'"
         )
 
+    if device == "cuda":
+        import torch
+
+        if not torch.cuda.is_available():  # else the update fails deep in torch ("Torch not compiled with CUDA")
+            raise TrainfitError("--device cuda: torch sees no CUDA device on this machine"
+                                f" (torch {torch.__version__}, torch.cuda.is_available() is False); allowed here: cpu")
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as bar:

@@ -30,12 +30,15 @@ def diagnose(
         elif str(log) == "-":
             text, source = sys.stdin.read(), "stdin"
         else:
-            from trainfit.fsio import _short, lookup_error
+            from trainfit.fsio import _short, lookup_error, special_file
 
             shown = _short(str(log))
             reason = lookup_error(log)
             if reason is not None:
                 raise TrainfitError(f"--log: cannot read '{shown}' ({reason})")
+            kind = special_file(log)
+            if kind is not None:  # a pipe with no writer would block for ever, /dev/zero never end
+                raise TrainfitError(f"--log: '{shown}' is {kind}, not a file; give a log file, or '-' to read stdin")
             try:
                 text, source = log.read_text(errors="replace"), f"'{shown}'"
             except OSError as exc:

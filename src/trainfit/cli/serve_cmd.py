@@ -19,6 +19,9 @@ def serve(
 
     if not 0 <= port <= 65535:
         raise TrainfitError(f"--port: must be 0..65535, got {port}")
+    if not host.strip():  # the socket layer reads an empty address as every interface, with no authentication
+        raise TrainfitError(f"--host: {host!r} is no address (it would listen on every interface); allowed: an address,"
+                            " e.g. 127.0.0.1 (this machine only) or 0.0.0.0 (every interface, said explicitly)")
     try:
         srv = make_server(host, port, quiet=quiet)
     except OSError as exc:

@@ -214,6 +214,18 @@ def _zero_offload(t: str, zero: dict[str, Any], stage: int, notes: list[str],
             raise _bad(t, f"zero_optimization.{name}: expected an object")
     opt, par = blocks["offload_optimizer"] or {}, blocks["offload_param"] or {}
     off = "optimizer" if _offload_device(t, keys[0], opt.get("device", "none")) else "none"
+    ratio = opt.get("ratio")
+    if ratio is not None:
+        # DeepSpeedZeroOffloadOptimizerConfig.ratio: Field(1.0, ge=0.0, le=1.0), "Percentage of offloaded optimizer
+        # states to CPU Adam. Only valid with ZeRO Stage 3." (deepspeedai/DeepSpeed deepspeed/runtime/zero/
+        # offload_config.py, tag v0.19.8): a partial offload keeps the rest on the GPU, which the card does not plan
+        where = keys[0].rsplit(".", 1)[0] + ".ratio"
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 <= ratio <= 1:
+            raise _bad(t, f"{where}: {str(ratio)[:40]!r}; allowed: a share from 0 to 1 (DeepSpeed refuses others)")
+        if off != "none" and ratio < 1:
+            notes.append(f"{where} {ratio:g}: DeepSpeed offloads that share of the optimizer states and keeps the rest"
+                         f" ({1 - ratio:.0%}) on the GPU; the card plans them all on the host, so the GPU memory is"
+                         " planned low")
     param_here = _offload_device(t, keys[1], par.get("device", "none"), read=stage == 3)
     if stage == 3 and param_here:
         off = "params_and_optimizer"
@@ -227,7 +239,9 @@ def read_deepspeed(text: str) -> Imported:
     t = "deepspeed"
     from trainfit.spec.safe_yaml import load_json_limited
 
-    cfg = load_json_limited(text, what="--from deepspeed")
+    # DeepSpeed refuses a key given twice ("Duplicate keys in DeepSpeed config", runtime/config_utils.py
+    # dict_raise_error_on_duplicate_keys, the object_pairs_hook of DeepSpeedConfig's json.load, tag v0.19.8)
+    cfg = load_json_limited(text, what="--from deepspeed", unique_keys=True)
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a JSON object")
     d: dict[str, Any] = {}
@@ -263,6 +277,10 @@ def read_deepspeed(text: str) -> Imported:
     set_dotted(d, "parallel.offload", _zero_offload(t, zero, stage, notes))
     _zero_settings(t, zero, d)
     compute = "fp32"
+    if all(isinstance(cfg.get(k), dict) and cfg[k].get("enabled") is True for k in ("bf16", "fp16")):
+        # DeepSpeedConfig: assert not (fp16 and bf16 enabled), 'bfloat16 and fp16 modes cannot be simultaneously
+        # enabled' (deepspeed/runtime/config.py, tag v0.19.8)
+        raise _bad(t, "bf16.enabled and fp16.enabled are both true; DeepSpeed refuses both at once; allowed: one of them")
     if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
         compute = "bf16"
     elif isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled"):
@@ -1763,7 +1781,9 @@ def read_nemo_rl(text: str) -> Imported:
     from trainfit.spec.safe_yaml import load_yaml_limited
 
     t = "nemo-rl"
-    cfg = load_yaml_limited(text, what="--from nemo-rl")
+    # OmegaConf.load refuses a key given twice in one mapping ("found duplicate key", the mapping constructor of
+    # get_yaml_loader, omry/omegaconf omegaconf/_utils.py @189a9bf3b9017f8970f338415be995b419238826): so does this
+    cfg = load_yaml_limited(text, what="--from nemo-rl", unique_keys=True)
     if not isinstance(cfg, dict):
         raise _bad(t, "the file must hold a mapping")
     base = str(cfg.get("defaults", "")).rsplit("/", 1)[-1]

@@ -467,6 +467,14 @@ def _check_reference_placement(card: "RunCard") -> None:
     if ref is RefPlacement.LORA_DISABLED and card.scope is Scope.FULL:
         raise ValueError("roles.reference: lora_disabled needs a PEFT scope (lora, qlora, dora, ia3, prompt_tuning);"
                          f" allowed with scope full: {', '.join(allowed)}")
+    if ref is RefPlacement.PRECOMPUTED and card.method in (Method.PPO, Method.GRPO):
+        # DPO's reference scores a fixed preference set, once before training; PPO and GRPO score the responses each
+        # step generates, which exist only after that step's rollout (methods.rl plans no reference pass for it)
+        rl = [p for p in allowed if p != RefPlacement.PRECOMPUTED.value]
+        peft = "" if card.scope is Scope.FULL else ", lora_disabled"
+        raise ValueError(f"roles.reference: precomputed is DPO's (reference log-probs of a fixed dataset, computed once);"
+                         f" method {card.method.value} scores the responses each step generates; allowed:"
+                         f" {', '.join(rl)}{peft}")
     if dpo and ref is RefPlacement.CPU:
         peft = "" if card.scope is Scope.FULL else ", lora_disabled"
         raise ValueError("roles.reference: cpu (a host-offloaded reference streamed every step) is not planned for"

@@ -34,7 +34,7 @@ class YamlSyntaxError(InputError):
 
 def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> str:
     """The file's text, refusing a missing file, a folder, more than ``max_bytes`` or invalid UTF-8."""
-    from trainfit.fsio import _short, lookup_error
+    from trainfit.fsio import _short, lookup_error, special_file
 
     p = Path(path)
     reason = lookup_error(p)
@@ -43,6 +43,9 @@ def read_text_limited(path: Path, *, what: str, max_bytes: int = MAX_BYTES) -> s
     shown = _short(str(path))
     if p.is_dir():
         raise InputError(f"{what}: '{shown}' is a directory; give a file")
+    kind = special_file(p)
+    if kind is not None:
+        raise InputError(f"{what}: '{shown}' is {kind}, not a file; give a file")
     if not p.is_file():
         raise InputError(f"{what}: no such file '{shown}'")
     try:

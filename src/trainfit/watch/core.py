@@ -82,11 +82,14 @@ class Watch:
         from trainfit.calibration import load_found_calibration
         from trainfit.plan import make_plan
 
+        _check_numbers(memory_margin=memory_margin, time_margin=time_margin, horizon_steps=horizon_steps)
+        self.record_path = Path(record) if record is not None else None
+        if self.record_path is not None:  # refused now, not when the run ends and the record is written
+            _check_record_path(self.record_path)
         self.card = _as_card(card)
         self.calibration = load_found_calibration(calibration)
         self.plan = make_plan(self.card, calibration=self.calibration)
         self.planned: dict[str, Planned] = planned_phases(self.plan)
-        self.record_path = Path(record) if record is not None else None
         self.memory_margin, self.time_margin, self.horizon_steps = memory_margin, time_margin, horizon_steps
         self.device, self.model, self.optimizer, self.log_fn, self.memory = device, model, optimizer, log_fn, memory
         self.probe: Any = None
@@ -382,6 +385,42 @@ class Watch:
             self.record_path.parent.mkdir(parents=True, exist_ok=True)
             write_record(data, self.record_path, force=True)
         return data
+
+
+def _check_numbers(**values: Any) -> None:
+    """The margins (finite shares, 0 or more) and the forecast horizon (steps, more than 0): numbers, not booleans."""
+    import math
+    from numbers import Real
+
+    from trainfit.errors import CardError
+
+    for name, v in values.items():
+        horizon = name == "horizon_steps"  # inf: forecast however far off the crossing is
+        if isinstance(v, bool) or not isinstance(v, Real) or math.isnan(v) or v < 0 or (horizon and v == 0) or (
+                not horizon and math.isinf(v)):
+            raise CardError(f"watch: {name} must be a number, {'more than 0' if horizon else 'finite and 0 or more'};"
+                            f" got {str(v)[:40]!r}")
+
+
+def _check_record_path(path: Path) -> None:
+    """A record path ``finish`` can write at the end of the run (its missing folders are created then): not a folder,
+    a pipe or a device (a pipe with no reader would block the end of the run), nor a path through a file."""
+    from trainfit.errors import OutputError
+    from trainfit.fsio import _short, lookup_error, special_file
+
+    shown = _short(str(path))
+    for q in (path, *path.parents):
+        reason = lookup_error(q)
+        if reason is not None:
+            raise OutputError(f"record: cannot use '{shown}' ({reason})")
+    if path.is_dir():
+        raise OutputError(f"record: '{shown}' is a directory; give a file path")
+    kind = special_file(path)
+    if kind is not None:
+        raise OutputError(f"record: '{shown}' is {kind}, not a file; give a file path (written when the run ends)")
+    through = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
+    if through is not None:
+        raise OutputError(f"record: '{shown}' passes through the file '{_short(str(through))}'; give a file path")
 
 
 def _planned_dict(p: Planned | None) -> dict[str, Any]:

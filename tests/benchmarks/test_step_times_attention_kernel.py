@@ -63,7 +63,9 @@ def test_only_those_rows_state_a_kernel():
                 or (i.startswith("te-llama-tutorial-") and "-hf-" in i and k == "fa2")
                 # FlagPerf's Megatron rows off Hopper (TE on sm80, FlagScale's flash-attn) and flash-attn 0.2.2's GPT
                 or (i.startswith("flagperf-") and k == "fa2")
-                or (i.startswith("flash-attn-training-") and k == "fa1")), i
+                or (i.startswith("flash-attn-training-") and k == "fa1")
+                # EasyContext's flash-attn ring / data-parallel runs and ms-swift's --attn_impl flash_attn / fa3 scripts
+                or (i.startswith(("easycontext-", "msswift-")) and k in ("fa2", "fa3"))), i
 
 
 def test_llm_foundry_rows_without_attn_impl_run_triton():

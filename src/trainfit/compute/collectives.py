@@ -675,23 +675,40 @@ def group_nodes(*, ranks: int, ranks_per_node: int) -> int:
 # a reduce-scatter then an all-gather, each rank reading ``(n−1)/n`` of the buffer twice) behind two barriers.
 # Time = stage latency + bytes each rank reads / read rate. Constants: least squares over the 18 points of the
 # published H100 table of vLLM's kernel (sgl-project/sglang PR #2904, 2025-01-15, "unit test performance in H100",
-# tp 2/4/8 x 512 B-1 MiB, eager, input copied into the IPC buffer): one stage 8.7 us + reads at 61 GB/s (worst point
-# 1.3 us off), two stages 16.0 us + reads at 64 GB/s (1.3 us off). The rate is the kernel's (36 blocks), far under
-# NVLink's, and is taken for other NVLink cards too; a PCIe pair runs at the smaller of it and the bus.
+# tp 2/4/8, eager, input copied into the IPC buffer). The table's "data size" is a count of float32 elements, not
+# bytes: the script behind it, ``sgl-kernel/tests/test_trt_reduce.py`` @4fd490c1e43a607265f29626cba9342ca05e1c4e
+# (``test_sizes = [512, 4096, 32768, 262144, 524288, 1048576, 2097152]``, world sizes 2, 4, 8: the table's rows),
+# times ``torch.randint(1, 16, (sz,), dtype=torch.float32)``, so its buffers are 2 KiB-4 MiB. Which kernel each point
+# ran follows from its bytes (one stage: every two-GPU point, and below 512 / 256 KiB at 4 / 8 GPUs; 12 points; two
+# stages: 1-4 MiB at 4 and 8 GPUs; 6 points). One joint fit: one stage 8.8 us, two stages 14.9 us, reads at
+# 244.5 GB/s (worst point 1.7 us off). The rate is the kernel's (36 blocks) and is taken for other NVLink cards too
+# (capped at the card's bus); a PCIe pair runs at the smaller of it and the bus.
+#
+# The first fit read the sizes as bytes: the same latencies, but reads at 62 GB/s, 4x slow, which priced the custom
+# kernel above NCCL's tuner from ~64 KiB on 2 and 4 GPUs and from ~512 KiB on 8 (a 4 MiB buffer: 117 us on 4 H100
+# against NCCL's 44 us), the reverse of why vLLM ships it. Checked against vLLM's own in-graph benchmark
+# (``benchmarks/kernels/benchmark_device_communicators.py``: ten all-reduces captured in a CUDA graph, replayed),
+# H100, 6 GPUs, bf16 (vllm-project/vllm PR #24111, 2025-09-02, read 2026-12-05): 0.5 / 4 MiB two-stage 15 / 37 us,
+# this fit 18.5 / 43.5 us (the eager figures hold the input copy and launches a graph replay does not: an upper
+# bound; the first fit 30.1 / 128.8 us); 4 GPUs (vllm-project/vllm PR #24532, 2025-09-09, read 2026-12-05):
+# two-stage 17 / 42 us, this fit 18.1 / 40.6 us (the first fit 28.7 / 117.5 us).
 CUSTOM_AR_WORLD_SIZES = (2, 4, 6, 8)
 """``CustomAllreduce._SUPPORTED_WORLD_SIZES`` (vllm ``vllm/distributed/device_communicators/custom_all_reduce.py``
 @00d618aab60448acdf3fac3e9c4e2e22d0c6c753)."""
 CUSTOM_AR_MAX_BYTES = 8192 * 1024
 """``CustomAllreduce(max_size=8192 * 1024)``: ``should_custom_ar`` takes buffers strictly under 8 MiB (vllm
 ``vllm/distributed/device_communicators/custom_all_reduce.py`` @00d618aab60448acdf3fac3e9c4e2e22d0c6c753)."""
-CUSTOM_AR_ONE_STAGE_LATENCY_S = 8.7e-6
-"""One-stage latency: least squares over the published H100 table of vLLM's kernel
-(https://github.com/sgl-project/sglang/pull/2904, 2025-01-15; comment above)."""
-CUSTOM_AR_TWO_STAGE_LATENCY_S = 16.0e-6
-"""Two-stage latency, the same fit to https://github.com/sgl-project/sglang/pull/2904's H100 table."""
-CUSTOM_AR_READ_BYTES_PER_S = 62e9
-"""Bytes per second one rank of the custom kernel reads from its peers (the one- and two-stage fits: 61 and 64 GB/s,
-to https://github.com/sgl-project/sglang/pull/2904's H100 table)."""
+CUSTOM_AR_ONE_STAGE_LATENCY_S = 8.8e-6
+"""One-stage latency: least squares over the published H100 table of vLLM's kernel, its sizes float32 elements
+(https://github.com/sgl-project/sglang/pull/2904, 2025-01-15; sgl-project/sglang
+sgl-kernel/tests/test_trt_reduce.py @4fd490c1e43a607265f29626cba9342ca05e1c4e; comment above)."""
+CUSTOM_AR_TWO_STAGE_LATENCY_S = 14.9e-6
+"""Two-stage latency, the same fit to https://github.com/sgl-project/sglang/pull/2904's H100 table (sizes float32
+elements, sgl-project/sglang sgl-kernel/tests/test_trt_reduce.py @4fd490c1e43a607265f29626cba9342ca05e1c4e)."""
+CUSTOM_AR_READ_BYTES_PER_S = 244.5e9
+"""Bytes per second one rank of the custom kernel reads from its peers (the joint fit of both kernels to
+https://github.com/sgl-project/sglang/pull/2904's H100 table, its sizes float32 elements: sgl-project/sglang
+sgl-kernel/tests/test_trt_reduce.py @4fd490c1e43a607265f29626cba9342ca05e1c4e; read as bytes it gave 62 GB/s)."""
 
 
 def custom_all_reduce_seconds(*, total_bytes: float, ranks: int, full_nvlink: bool = True,

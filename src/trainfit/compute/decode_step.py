@@ -56,6 +56,40 @@ fitted custom all-reduce figures are eager (they include that copy), so a slight
 torch / NCCL symmetric-memory all-reduce that newer vLLM versions put in front of the custom one for some sizes
 on Hopper/Blackwell (``all_reduce_utils.py`` ``should_nccl_symm_mem_allreduce``, off unless enabled), NVLS.
 
+**Custom all-reduce off** (``tp_all_reduce(custom_all_reduce=False)``). An engine built with
+``disable_custom_all_reduce=True`` all-reduces every buffer through NCCL (vLLM's ``PyNcclCommunicator``, captured
+into the decode graphs). verl builds every vLLM rollout so, and has since vLLM entered through its own wrapper:
+the synchronous SPMD rollout (``vllm_rollout_spmd.py``: ``LLM(..., distributed_executor_backend=
+"external_launcher", disable_custom_all_reduce=True)``, volcengine/verl v0.2.0.post2
+fb532783ad3176b4f2a1acbe4f75a5d695b4e0b4 l.100, v0.4.1 8d9e350ea58c7ad4b50dd14d9dcb50577242c55f l.157, v0.5.0
+8fdc4d3f202f41461f4de9f42a637228e342668b l.173, v0.6.1 d62da4950573d7a4b7ef2362337952e7ab59e78d l.239), the async
+server (``vllm_async_server.py``: v0.4.1 l.174, v0.5.0 l.253, v0.6.1 l.230, v0.7.0
+f9c855f7cf04d603c9546bc01776c74806a879c1 l.306), and, before vLLM 0.7, verl's patched vLLM 0.5.4 / 0.6.3, whose
+``parallel_state.py`` builds the tensor-parallel group with ``use_custom_allreduce=False`` ("TODO: check why True is
+not work in Ray trainer", v0.3.0.post1 ``verl/third_party/vllm/vllm_v_0_6_3/parallel_state.py`` l.144). verl's main
+dropped the flag from the async server on 2026-01-27 (6a671a377a440ffdf0fc6bb8aa965dc37f3311f1, after v0.7.0), so a
+later release runs vLLM's default, the custom kernel (``plan.rl_generation.engine_custom_all_reduce``).
+
+NCCL's side was checked on the same in-graph benchmark as the custom kernel (``collectives``' custom all-reduce
+comment: vLLM's ``benchmark_device_communicators.py``, ten all-reduces in a CUDA graph, bf16): ``pynccl`` on 6 H100
+reads 23 / 25 / 32 / 43 / 47 / 53 us for 0.5 / 1 / 1.5 / 2 / 3 / 4 MiB (vllm-project/vllm PR #24111, 2025-09-02),
+``nccl_all_reduce_choices`` 18.8 / 25.0 / 31.2 / 37.4 / 48.4 / 53.5 us; on 4 GPUs (PR #24532, 2025-09-09) 21 / 23 /
+25 / 28 / 33 / 39 us against 15.8 / 21.4 / 26.9 / 32.5 / 39.3 / 43.9 us. Eager, 8 H20, 4-4096 B: 12.5-16.7 us
+against 15.0 us (``collectives`` module docstring). So NCCL's small-buffer latency in the tuner's terms is not low
+but for the smallest in-graph point (0.5 MiB, 18-25 % under); nothing is changed there. What made NCCL plan cheaper
+than the custom kernel for decode-sized buffers was the custom kernel's first fit (read rate 4x slow, the published
+sizes taken as bytes where they count float32 elements); with the refit, the plan's times for one all-reduce (us):
+
+    buffer   TP 2 / 4 / 8: custom, first fit -> refit      NCCL (tuner), H100; A100 where it differs
+    8 KiB    8.8 / 9.1 / 9.6 -> 8.8 / 8.9 / 9.0            7.9 / 10.3 / 15.1
+    64 KiB   9.8 / 11.9 / 16.1 -> 9.1 / 9.6 / 10.7         8.3 / 10.9 / 15.8; 8.3 / 11.0 / 15.9
+    512 KiB  17.2 / 28.7 / 30.8 -> 10.9 / 18.1 / 18.7      11.5 / 15.8 / 21.5; 12.1 / 16.6 / 22.4
+    4 MiB    76.4 / 117.5 / 134.4 -> 26.0 / 40.6 / 44.9   26.5 / 43.9 / 62.2; 32.2 / 53.1 / 72.9
+
+The custom kernel's figures are eager (an upper bound in a graph); the tuner's NCCL figures carry no launch (a graph
+replay's), and an eager NCCL call also pays its host launch, which the eager step's per-kernel launch prices as any
+other kernel's.
+
 **An engine across hosts** (``TpLink``, ``tp_link``): a tensor-parallel group larger than the rollout GPUs of one
 node (vLLM multi-node tensor parallel over Ray; NeMo RL runs DeepSeek-V3 at TP 32 on 8-GPU nodes) all-reduces
 through NCCL over the NIC: its ring runs at the NICs of the group's GPUs in one node in parallel
@@ -392,7 +426,7 @@ xfails, with the rows each moves). verl's synchronous rollout (``vllm_rollout_sp
 @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1 lines 141-164) also runs the engine in-process
 (``distributed_executor_backend="external_launcher"``, which vLLM 0.8.3
 answers with ``VLLM_ENABLE_V1_MULTIPROCESSING=0``, ``vllm/config.py`` lines 1556-1559), all-reduces through NCCL
-(``disable_custom_all_reduce=True``) and asks for ``logprobs=0`` (one ``Logprob`` per token in the frontend); the
+(``disable_custom_all_reduce=True``; planned so, "Custom all-reduce off" above) and asks for ``logprobs=0`` (one ``Logprob`` per token in the frontend); the
 measured 8.3 ms step leaves no room for the in-process ``FRONTEND_S_PER_STEP`` fitted on NeMo RL rows. The
 play-verl rows' engine runs in-process in fact (the logs' verl e0d035cd4 builds ``vllm.LLM`` with
 ``external_launcher``, ``vllm_rollout_spmd.py`` line 131), yet ``benchmarks/step_times.py`` maps them multi-process
@@ -949,9 +983,11 @@ class TpAllReduce:
 
 
 def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
-                  latency_s: float | None = None) -> TpAllReduce:
+                  latency_s: float | None = None, custom_all_reduce: bool = True) -> TpAllReduce:
     """The all-reduce of a ``tp``-GPU engine (module docstring). ``latency_s``: a measured latency replaces the
-    model with the ring/Simple formula (``collectives.all_reduce_seconds``): that whole latency plus the wire time."""
+    model with the ring/Simple formula (``collectives.all_reduce_seconds``): that whole latency plus the wire time.
+    ``custom_all_reduce`` False: the engine was built with ``disable_custom_all_reduce=True`` (verl's vLLM rollouts,
+    module docstring, "Custom all-reduce off"), so every buffer goes through NCCL's tuner."""
     if tp <= 1:
         return TpAllReduce()
     inf = float("inf")
@@ -962,7 +998,7 @@ def tp_all_reduce(*, rates: DeviceRates, tp: int, link: TpLink | None = None,
         return TpAllReduce(((0.0, inf, fixed, per_byte),), "ring")
     intra = collectives.IntraLink.of(nvlink=rates.nvlink)
     nodes = 1 if link is None else link.nodes
-    custom = (link is None and tp in collectives.CUSTOM_AR_WORLD_SIZES and rates.p2p
+    custom = (custom_all_reduce and link is None and tp in collectives.CUSTOM_AR_WORLD_SIZES and rates.p2p
               and (tp == 2 or rates.nvlink))
     top = collectives.CUSTOM_AR_MAX_BYTES if custom else 0.0
     pieces = [(top, inf, c.latency_s, 1.0 / c.alg_bytes_per_s)
@@ -1094,7 +1130,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 cumulative_outputs: bool | None = None, overlap_schedule: bool = False,
                 cuda_graph_max_batch: int | None = None,
                 eager_s_per_kernel: float | None = None,
-                decode_attention_rows: int = 0, engine_lora: bool = False) -> _StepModel:
+                decode_attention_rows: int = 0, engine_lora: bool = False,
+                custom_all_reduce: bool = True) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -1108,7 +1145,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     (None: every batch; ``sglang_cuda_graph_max_batch``). ``eager_s_per_kernel``: the host's cost per kernel
     of an eager step (None: vLLM's for ``spec``, ``eager_s_per_kernel_of(rates, spec=spec,
     engine_generation=engine_generation)``). ``engine_lora``: the engine serves a LoRA adapter unmerged, its wrapped
-    linears' punica kernels launched and gapped like the others (``decode_kernels``)."""
+    linears' punica kernels launched and gapped like the others (``decode_kernels``). ``custom_all_reduce`` False:
+    the engine runs with vLLM's custom all-reduce disabled, every all-reduce through NCCL (``tp_all_reduce``)."""
     if eager_s_per_kernel is None:
         eager_s_per_kernel = eager_s_per_kernel_of(rates, spec=spec, engine_generation=str(engine_generation))
     if engine_s_per_step is None:
@@ -1142,7 +1180,8 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         bw0=(rank - experts / tp) / hbm, bw_experts=experts / tp / moe_hbm, expert_miss=miss, bw_ctx=kv_bytes_per_token / tp / hbm, bw_seq=(kv_bytes_per_token / tp + state) / hbm,
         fl_seq=2 * matmul_params / lin_flops, fl_ctx=4.0 * attention_query_dim * spec.num_full_attention_layers / flops,
         ar_per_step=n_ar, ar_bytes_seq=spec.hidden_size * ACTIVATION_BYTES,
-        ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s),
+        ar=tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s,
+                         custom_all_reduce=custom_all_reduce),
         launch=(rates.host_s_per_forward_kernel if cuda_graphs
                 else eager_s_per_kernel * kernels),
         kernel_gaps=(kernels - n_ar) * GRAPH_KERNEL_GAP_S,

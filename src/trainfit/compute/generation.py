@@ -68,8 +68,11 @@ planned against the ``rollout/gen`` timer, engine-only figures against the table
   depth quantisation of ``gemm`` at 512 sequences) 550 / 888 / 585 s; NCCL in place of vLLM's custom all-reduce
   (verl builds the engine with ``disable_custom_all_reduce=True``, volcengine/verl
   ``verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`` l.174 @2633140a73be8b6c244910c3fbbd021a43920344)
-  503 / 792 / 521 s, shorter still; a share of the responses at the 20,480 cap (1-8 %, the rest exponential at the
-  remaining mean) 529-571 / 791-831 / 638-667 s; the ``shifted_exponential`` shape 400 / 768 / 436 s.
+  503 / 792 / 521 s, shorter still (since applied to every verl vLLM engine, ``decode_step`` "Custom all-reduce off";
+  it was shorter because the custom kernel's first fit read its published sizes as bytes, 4x slow; refit, the two
+  kernels are within ~20 % of each other at these decode buffers, and the three 32B generation rows read 1.5-2.2
+  points further under, ``benchmarks/step_times.py`` 2026-12-05); a share of the responses at the 20,480 cap
+  (1-8 %, the rest exponential at the remaining mean) 529-571 / 791-831 / 638-667 s; the ``shifted_exponential`` shape 400 / 768 / 436 s.
 * *Every modelled cost serialised.* One engine's decode summed with nothing overlapped (20,480 steps of launch,
   engine constant, weight read and kernel gaps; every generated token's matmuls, KV write and host work; every
   context token's KV read and padded attention at the longest-tailed lengths a mean and a cap allow, mass at 0 and at
@@ -170,12 +173,13 @@ class GenerationTime:
 def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates, tp: int, sequences: float,
                     context_tokens: float, context_tokens_sq: float | None = None,
                     tp_all_reduce_latency_s: float | None = None, link: TpLink | None = None,
-                    linear_flops_per_s: float | None = None) -> tuple[float, float]:
+                    linear_flops_per_s: float | None = None, custom_all_reduce: bool = True) -> tuple[float, float]:
     """(seconds, of which tensor-parallel all-reduce) to prefill ``sequences`` prompts holding
     ``context_tokens`` tokens in all; causal attention costs ``2·c²·q_dim`` per layer for a context
     of ``c`` (``context_tokens_sq`` = Σ c², default every sequence the same length). ``linear_flops_per_s``: the
     rate of the ``2·N`` matmuls (an fp8 engine's blend, ``rollout.quantization``; None: the bf16 matmul rate);
-    attention stays at the bf16 rate."""
+    attention stays at the bf16 rate. ``custom_all_reduce`` False: every all-reduce through NCCL
+    (``decode_step.tp_all_reduce``)."""
     if sequences <= 0 or context_tokens <= 0:
         return 0.0, 0.0
     sq = context_tokens ** 2 / sequences if context_tokens_sq is None else context_tokens_sq
@@ -184,7 +188,8 @@ def prefill_seconds(*, spec: ModelSpec, matmul_params: float, rates: DeviceRates
     if tp == 1:
         return compute, 0.0
     passes = ceil(context_tokens / PREFILL_TOKENS_PER_PASS)
-    ar = tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s)
+    ar = tp_all_reduce(rates=rates, tp=tp, link=link, latency_s=tp_all_reduce_latency_s,
+                       custom_all_reduce=custom_all_reduce)
     per_pass = ar.seconds(context_tokens / passes * spec.hidden_size * ACTIVATION_BYTES)
     comm = 2 * spec.num_layers * passes * per_pass
     return compute + comm, comm
@@ -232,6 +237,7 @@ def generation_time(
     eager_s_per_kernel: float | None = None,
     decode_attention_rows: int = 0,
     engine_lora: bool = False,
+    custom_all_reduce: bool = True,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -267,6 +273,8 @@ def generation_time(
     context (``decode_step.fa3_decode_query_rows``: vLLM's FlashAttention-3 tile on Hopper; 0: the query heads alone).
     ``engine_lora``: the engine serves a LoRA adapter unmerged (vLLM ``enable_lora`` with a LoRA request): every
     decode step also launches the punica kernels of its LoRA-wrapped linears (``decode_step.engine_lora_kernels``).
+    ``custom_all_reduce`` False: the engine was built with vLLM's custom all-reduce disabled (verl), its decode and
+    prefill all-reduces all through NCCL (``decode_step.tp_all_reduce``, module docstring "Custom all-reduce off").
     ``engines`` > 1: the decode is the slowest engine's, the one holding the batch's longest response (module
     docstring, "The slowest engine"); ``response_len_mean_used`` and ``generated_tokens`` stay the typical engine's.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
@@ -310,7 +318,7 @@ def generation_time(
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
                        overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
                        eager_s_per_kernel=eager_s_per_kernel, decode_attention_rows=decode_attention_rows,
-                       engine_lora=engine_lora)
+                       engine_lora=engine_lora, custom_all_reduce=custom_all_reduce)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,
@@ -321,7 +329,8 @@ def generation_time(
                                state_tokens=state_tokens_per_seq)
     prefilled = ceil(seqs / samples_per_prompt) if prefix_sharing else seqs
     common = dict(spec=spec, matmul_params=matmul_params, rates=rates, tp=tp,
-                  tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link, linear_flops_per_s=linear_flops_per_s)
+                  tp_all_reduce_latency_s=tp_all_reduce_latency_s, link=tp_link, linear_flops_per_s=linear_flops_per_s,
+                  custom_all_reduce=custom_all_reduce)
     prefill, prefill_comm = prefill_seconds(sequences=prefilled, context_tokens=prefilled * prompt, **common)
     # a preempted sequence re-prefills at most its whole context (prompt + longest response): the fluid
     # bookkeeping of readmitted sequences can overstate the context it carries, so bound it here

@@ -167,12 +167,39 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
                                                      one_mma_wg=vllm_fa3_one_mma_wg(card))
                                if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),
         engine_lora=engine_serves_adapter(card),
+        custom_all_reduce=engine_custom_all_reduce(card),
     )
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     # each call is its own engine batch, waiting for its longest completion: the calls add up (generation_calls)
     return rl_phase("generation", calls * g.total_s, bound, prefill=calls * g.prefill_s, decode=calls * g.decode_s,
                   long_tail=calls * g.tail_s, tp_all_reduce=calls * g.tp_comm_s,
                   preemption_recompute=calls * g.preemption_recompute_s)
+
+
+VERL_CUSTOM_ALL_REDUCE_SINCE = (0, 8)
+"""The first verl minor release that can build its vLLM engine with vLLM's custom all-reduce on: verl's main dropped
+``"disable_custom_all_reduce": True`` from the async server's engine arguments on 2026-01-27 (volcengine/verl
+6a671a377a440ffdf0fc6bb8aa965dc37f3311f1, #5052), after v0.7.0 (f9c855f7cf04d603c9546bc01776c74806a879c1,
+2026-01-05, ``verl/workers/rollout/vllm_rollout/vllm_async_server.py`` l.306 still passes it). No 0.7.x patch
+release was read, so 0.8 is taken as the first to carry the change."""
+
+
+def engine_custom_all_reduce(card: RunCard) -> bool:
+    """Whether the rollout engine runs vLLM's custom all-reduce where vLLM would (``compute.decode_step.tp_all_reduce``;
+    its module docstring, "Custom all-reduce off"): False for verl with vLLM, whose every vLLM rollout up to v0.7.0
+    builds the engine with ``disable_custom_all_reduce=True`` (the SPMD ``external_launcher`` rollout, v0.2.0.post2
+    ``verl/workers/rollout/vllm_rollout/vllm_rollout_spmd.py`` l.100 @fb532783ad3176b4f2a1acbe4f75a5d695b4e0b4 to
+    v0.6.1 l.239 @d62da4950573d7a4b7ef2362337952e7ab59e78d; the async server from v0.4.1 l.174
+    @8d9e350ea58c7ad4b50dd14d9dcb50577242c55f to v0.7.0 l.306) or, on its patched vLLM 0.5.4 / 0.6.3, a
+    tensor-parallel group with ``use_custom_allreduce=False`` (v0.3.0.post1
+    ``verl/third_party/vllm/vllm_v_0_6_3/parallel_state.py`` l.144), unless ``software.verl`` pins a release from
+    ``VERL_CUSTOM_ALL_REDUCE_SINCE`` on; an unpinned card is planned at the newest release read, v0.7.0. True for
+    every other framework and engine (vLLM's default; SGLang's custom all-reduce is not modelled apart)."""
+    if card.preset != "verl" or card.rollout.engine is not RolloutEngine.VLLM:
+        return True
+    from trainfit.spec.card import pin_at_least
+
+    return pin_at_least((card.software.model_extra or {}).get("verl"), VERL_CUSTOM_ALL_REDUCE_SINCE)
 
 
 def engine_serves_adapter(card: RunCard) -> bool:

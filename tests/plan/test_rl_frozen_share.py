@@ -84,3 +84,17 @@ def test_offloaded_reference_brought_in_for_its_pass_is_the_actor_shard():
     """SkyRL's host-offloaded reference, brought to the GPU for its own pass, as the actor's layout shards it."""
     comps = _components(_plan(preset="skyrl", roles={"reference": "cpu"}, strategy="fsdp", expert_parallel=4))
     assert comps["ref_logprob"]["reference_weights"] == pytest.approx(comps["actor_forward"]["weights"], rel=1e-12)
+
+
+def test_reward_model_of_another_depth_splits_its_own_layers_over_the_pipeline():
+    """The card's per-stage split counts the actor's layers (36 for Qwen3-8B); a 28-layer reward model on that grid
+    splits its own layers evenly: the actor's worst (last) stage rank holds layers 14-27, the final norm and the
+    tied embedding's copy as the head. (It raised IndexError when the actor's split was applied to it.)"""
+    from dataclasses import replace
+
+    plan = _plan(model="Qwen/Qwen3-8B", method="ppo", roles={"reward_model": "Qwen/Qwen3-0.6B"}, strategy="zero1",
+                 pipeline_parallel=2, pipeline_layout=[10, 26])
+    rm = replace(resolve_model("Qwen/Qwen3-0.6B"), head_outputs=1)
+    pb = param_breakdown(rm)
+    last_stage = sum(pb.per_layer[14:28]) + (pb.lm_head or pb.embedding) + rm.hidden_size
+    assert _components(plan)["load"]["reward_model_weights"] == pytest.approx(BF16 * last_stage, rel=1e-12)

@@ -406,7 +406,12 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
 
         rm_spec = reward_spec_of(card)
         if rm_spec is not None:  # its own architecture on the actor's grid (a dense one holds no experts to split)
-            reward_divisor = 1.0 / frozen_share(actor_card, rm_spec, sharding, layout, ranks.coords.pp)
+            rm_layout = layout
+            if rm_spec.num_layers != spec.num_layers:  # the card's per-stage split counts the actor's layers: the
+                # reward model's own layers evenly over the pipeline ranks
+                rm_layout = replace(layout, stage_layout=None, first_stage_layers=None, last_stage_layers=None,
+                                    virtual_stages=1)
+            reward_divisor = 1.0 / frozen_share(actor_card, rm_spec, sharding, rm_layout, ranks.coords.pp)
     groups, summary, host2, notes2 = rl_groups(
         card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
         weights_divisor=frozen_divisor, reward_divisor=reward_divisor,

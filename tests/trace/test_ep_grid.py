@@ -72,3 +72,22 @@ def test_ep_expert_heavy_forward_holds_the_dispatch_rows() -> None:
     planned, traced = _plan_and_trace(case)
     fwd = traced.phase("forward").peak_bytes
     assert abs(planned["forward"] - fwd) / fwd < 0.02
+
+
+def test_rl_reference_under_expert_parallel_holds_the_traced_rank_parameters() -> None:
+    """A GRPO reference laid out like the actor (``plan.stages.frozen_share``) on the traced expert-parallel rank:
+    its bf16 weights are the traced rank's parameters to the byte (dense whole, ``1 / ep`` of the experts)."""
+    from trainfit.accuracy.grid import EP_GRID
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+    from trainfit.trace.expert_parallel import trace_expert_parallel
+    from trainfit.trace.types import TraceRequest
+
+    case = EP_GRID[0]
+    card = case.card() | {"method": "grpo", "roles": {"reference": "gpu", "kl_coef": 0.001},
+                          "rollout": {"prompts_per_step": 4, "num_generations": 2, "prompt_len": 256,
+                                      "response_len": 256}}
+    (group,) = make_plan(load_card_dict(card)).groups
+    traced = trace_expert_parallel(TraceRequest(**case.trace_kwargs()), expert_parallel=case.expert_parallel)
+    for p in group.phases:
+        assert p.components["reference_weights"] == 2 * traced.params_total, p.phase.value

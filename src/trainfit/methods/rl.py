@@ -527,9 +527,14 @@ def rl_groups(
     *,
     critic_spec: ModelSpec | None,
     gpu_memory: float,
-    weights_divisor: int,
+    weights_divisor: float,
+    reward_divisor: float | None = None,
 ) -> tuple[list[GroupPhases], RolloutSummary, dict[str, float], list[str]]:
-    """Per-group phase peaks of one PPO/GRPO step, the rollout summary, host RAM and notes."""
+    """Per-group phase peaks of one PPO/GRPO step, the rollout summary, host RAM and notes.
+
+    ``weights_divisor``: the policy's parameters over a frozen copy's bytes on one training GPU (the reference's,
+    laid out like the actor: under model parallel ``1 / plan.stages.frozen_share``); ``reward_divisor``: the reward
+    model's own (its architecture on the actor's grid), None: ``weights_divisor``."""
     notes: list[str] = []
     host: dict[str, float] = {}
     ro = card.rollout
@@ -578,12 +583,10 @@ def rl_groups(
         host["reference_weights"], host["reference_swap_policy_copy"] = reference_swap_host_bytes(
             state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=weights_divisor),
             gpus_per_node=min(card.hardware.gpus_per_node, train_gpus))
-    rm_id = reward_model(card)
-    rm_spec = None
+    rm_spec = reward_spec_of(card)
     rm_w = 0.0
-    if rm_id is not None:
-        rm_spec = replace(resolve_role_model(rm_id, field="roles.reward_model"), head_outputs=1)
-        rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor)
+    if rm_spec is not None:
+        rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor if reward_divisor is None else reward_divisor)
     critic_keep = _persistent(critic) if critic is not None else 0.0  # its gradient buffer added below
 
     # the engine
@@ -755,7 +758,7 @@ def rl_groups(
         f"rollout: {ro.engine.value}, {ro.placement.value}, tensor parallel {ro.tensor_parallel},"
         f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
     )
-    notes.append(f"reference: {ref_place.value}; reward: {rm_id or card.roles.reward_model}")
+    notes.append(f"reference: {ref_place.value}; reward: {reward_model(card) or card.roles.reward_model}")
     notes.append(f"weight sync: {mech.value} ({why})")
     return groups, summary, host, notes
 
@@ -856,6 +859,14 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
         gathered_units=_gathered(actor), divides_by_temperature=False, kernel=card.loss.kernel.value,
     )
     return weights, tr
+
+
+def reward_spec_of(card: RunCard) -> ModelSpec | None:
+    """The card's reward model (``roles.reward_model``) as a one-output sequence classifier; None without one."""
+    name = reward_model(card)
+    if name is None:
+        return None
+    return replace(resolve_role_model(name, field="roles.reward_model"), head_outputs=1)
 
 
 def critic_spec_of(card: RunCard, actor_spec: ModelSpec) -> ModelSpec | None:

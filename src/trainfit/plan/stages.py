@@ -16,7 +16,6 @@ from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
 from trainfit.memory.attention import runs_eager
 from trainfit.memory.parallel import ParallelLayout, RankCoords, check_layout, layout_of, shard_spec
-from trainfit.memory.params import param_breakdown
 from trainfit.memory.phases import PhasePeak, StepTerms, step_max_transient, step_peaks
 from trainfit.memory.sharding import Sharding, make_sharding
 from trainfit.plan.overheads import phase_results
@@ -151,18 +150,33 @@ def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding
     return RankPlan(best.coords, best.phases, best.terms, best.host, tuple(by_stage))
 
 
-def frozen_share(card: RunCard, spec: ModelSpec, layout: ParallelLayout, stage: int) -> float:
-    """Fraction of the model's parameters pipeline rank ``stage``'s (tp 0, ep 0) rank holds: what a frozen copy
-    laid out like the actor (verl's and NeMo RL's Megatron reference policy: the actor's tp/pp/ep) keeps on it."""
-    total = param_breakdown(spec).total
-    if layout.trivial or not total:
-        return 1.0
-    from trainfit.memory.pipeline import stage_of
-    from trainfit.plan.ranks import rank_params
+def frozen_share(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: ParallelLayout, stage: int) -> float:
+    """Fraction of ``spec``'s parameters that one rank of pipeline rank ``stage`` keeps resident in a frozen copy
+    laid out like the actor: its tp/pp/ep shard under the actor's data-parallel sharding of the weights, dense and
+    routed-expert parameters each by their own divisor (``plan.ranks.rank_weight_share``, as ``rank_terms`` counts
+    the policy's ``weights``; under FSDP with expert parallel the experts shard over the expert-data ranks only).
 
-    rp = rank_params(spec, shard_spec(spec, layout.tp, layout.etp), layout, stage_of(layout, spec.num_layers, stage),
-                     card)
-    return min(1.0, (rp.dense + rp.expert) / total)
+    The frameworks that run a frozen copy under model parallel build it on the actor's process grid:
+    * verl's Megatron workers initialise one ``mpu`` grid from ``actor.megatron`` (tensor, pipeline, context, expert
+      and expert-tensor sizes) for the actor and the reference alike, and build the reference as a Megatron model
+      with ``wrap_with_ddp=False`` (no gradient buffer, weights whole over the data-parallel ranks), volcengine/verl
+      verl/workers/megatron_workers.py l.283-294, l.445-458 @b178a3cd56f58b2d502255daba591e92833930a7; a colocated
+      ``RewardModelWorker`` shares that process and its grid ("Workers for different model share the same process.
+      Therefore, we only require one distribute initialization", l.1306-1330), so a reward model is its own
+      architecture's shard on the actor's grid (``spec`` the reward model's: its own layers and experts);
+    * NeMo RL's Megatron worker keeps the reference as a state dict of the policy's own model
+      (``setup_reference_model_state``) and swaps it into the policy's parameters (``use_reference_model``),
+      NVIDIA-NeMo/RL nemo_rl/models/policy/workers/megatron_policy_worker.py l.570-580, l.1971-1997
+      @7ea279abfbeb698b092856d0dab61e7cf39bc909: the policy's shard, byte for byte.
+    The dense data-parallel divisor applied to the experts too (as this function did before) planned Qwen3-30B-A3B's
+    reference under FSDP with EP 4 on 8 GPUs at 2.05 GiB per rank beside the policy's 7.11 GiB shard."""
+    if layout.trivial:
+        return 1.0 / max(1, sharding.weights_divisor)
+    from trainfit.memory.pipeline import stage_of
+    from trainfit.plan.ranks import rank_weight_share
+
+    share = rank_weight_share(card, spec, sharding, layout, stage_of(layout, spec.num_layers, stage))
+    return share or 1.0  # a model without parameters: nothing to divide
 
 
 def prepare(card: RunCard, spec: ModelSpec, train_gpus: int, seq_len: int) -> tuple[ParallelLayout, list[str]]:

@@ -395,14 +395,26 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         notes.append(f"RL with model parallelism: the training group's phases are those of the actor's worst rank"
                      f" {ranks.coords}; frozen passes reuse its shard")
     frozen_divisor: float = sharding.weights_divisor
+    reward_divisor: float | None = None
     if ranks is not None:
-        # frozen copies (reference, reward model) are laid out like the actor: the worst rank's share of them
+        # frozen copies (reference, reward model) are laid out like the actor: the worst rank's resident share of
+        # each, dense and expert parameters by their own divisors (plan.stages.frozen_share)
         from trainfit.plan.stages import frozen_share
 
-        frozen_divisor = sharding.weights_divisor / frozen_share(actor_card, spec, layout, ranks.coords.pp)
+        frozen_divisor = 1.0 / frozen_share(actor_card, spec, sharding, layout, ranks.coords.pp)
+        from trainfit.methods.rl import reward_spec_of
+
+        rm_spec = reward_spec_of(card)
+        if rm_spec is not None:  # its own architecture on the actor's grid (a dense one holds no experts to split)
+            rm_layout = layout
+            if rm_spec.num_layers != spec.num_layers:  # the card's per-stage split counts the actor's layers: the
+                # reward model's own layers evenly over the pipeline ranks
+                rm_layout = replace(layout, stage_layout=None, first_stage_layers=None, last_stage_layers=None,
+                                    virtual_stages=1)
+            reward_divisor = 1.0 / frozen_share(actor_card, rm_spec, sharding, rm_layout, ranks.coords.pp)
     groups, summary, host2, notes2 = rl_groups(
         card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
-        weights_divisor=frozen_divisor,
+        weights_divisor=frozen_divisor, reward_divisor=reward_divisor,
     )
     host.update(host2)
     if critic_offload is not card.parallel.offload and card.rollout.placement.value != "colocate":

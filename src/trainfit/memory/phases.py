@@ -163,6 +163,10 @@ class StepTerms:
     """bitsandbytes before 0.43.2 under a loop that keeps its output bound into the next micro-batch: the previous
     micro-batch's MatMul4Bit inputs, attributes of a graph still referenced, alive through the optimizer step and the
     next forward up to its loss (``trainfit.memory.bnb_saved_input.graph_held_input_bytes``)."""
+    ctx_held_inputs: float = 0.0
+    """bitsandbytes before 0.43.2 under a non-reentrant checkpoint: this micro-batch's MatMul4Bit inputs, attributes of
+    the first forward's graph nodes (its saved-tensor hooks see only ``save_for_backward``), alive beside the
+    checkpointed inputs from the loss to the end of backward (``trainfit.memory.bnb_saved_input.ctx_held_input_bytes``)."""
     kept_output_fp32: bool = False
     """loop.kept_output_dtype fp32: the kept logits are the fp32 copy the loss reads (the compute-dtype logits are
     freed before the log-softmax; ``trainfit.memory.alloc_sequence``)."""
@@ -244,6 +248,8 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     }
     if t.graph_held_inputs:
         comps["graph_held_inputs"] = t.graph_held_inputs
+    if t.ctx_held_inputs:
+        comps["ctx_held_inputs"] = t.ctx_held_inputs
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
     loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
@@ -275,6 +281,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         base = base | {"offload_staging": t.offload_staging}
     if t.kept_output:
         base = base | {"kept_output": t.kept_output}
+    if t.ctx_held_inputs:
+        base = base | {"ctx_held_inputs": t.ctx_held_inputs}
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
     layers = len(act.per_layer)
     emb = act.checkpointed_embedding if ckpt else act.embedding

@@ -1070,7 +1070,8 @@ class LoopSection(_Section):
         " at the last saved tensor. None: the default of the card's own settings (plan.checkpointing: Megatron-Core"
         " layers and the llamafactory presets re-entrant; transformers' layers by the HF Trainer re-entrant on a"
         " software.transformers pin before 5, unless a TRL run from 0.27 on; TRL with an adapter under ZeRO-3"
-        " re-entrant; else non-re-entrant). Time only.")
+        " re-entrant; else non-re-entrant). Time, and the memory of a software.bitsandbytes pin before 0.43.2 (its"
+        " MatMul4Bit inputs stay alive under a non-re-entrant checkpoint: memory.bnb_saved_input).")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:
@@ -1185,12 +1186,14 @@ class SoftwareSection(_Section):
     @model_validator(mode="before")
     @classmethod
     def _pins_only(cls, v: Any) -> Any:
-        """Any package name is allowed, but only a version pin: a section or list here is a misplaced key."""
+        """Any package name is allowed, but only a version pin: a section or list here is a misplaced key, and a
+        boolean (``bitsandbytes: true``) names no release."""
         if isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(x, (dict, list)):
+                if isinstance(x, (dict, list, bool)):
+                    what = "section" if isinstance(x, dict) else "list" if isinstance(x, list) else f"boolean ({x})"
                     raise ValueError(f"software.{k}: a package version like '2.5.1' or '>=4.45', got a"
-                                     f" {'section' if isinstance(x, dict) else 'list'}; software holds version pins only")
+                                     f" {what}; software holds version pins only")
         return v
 
 

@@ -1023,7 +1023,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
 def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -> float:
     """``out = model(...); out.loss.backward()``: the output object holds the logits (compute dtype, as
-    lm_head returns them) from the loss until the loop drops it after backward. ``loop.kept_output_dtype: fp32``:
+    lm_head returns them) from the loss until the loop rebinds it when the next micro-batch's forward returns, so
+    through backward and the optimizer step (``memory.phases.StepTerms.kept_output``): Lit-GPT binds ``logits`` and
+    ``loss`` in its loop body and steps the optimizer before the next ``logits = model(...)`` rebinds them
+    (Lightning-AI/litgpt litgpt/finetune/lora.py l.268-285 @5895df1004c3d05ef69f7aeffcfee757dbc42d58), as torchtune's
+    recipes of 2024-04 do (pytorch/torchtune recipes/lora_finetune_single_device.py l.447-475
+    @fef3ed10dc9efe9e35b118e4397e84c680c0a737) and PEFT's MetaMathQA harness (``outputs = model(**batch, ...)`` then
+    ``grad_scaler.step(optimizer)``, huggingface/peft method_comparison/MetaMathQA/run.py l.277-285
+    @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40). PEFT's model computes the loss inside its forward, so there the
+    previous logits are still bound at the next loss too: not counted (the next forward counts them beside its new
+    output only). ``loop.kept_output_dtype: fp32``:
     the loop holds an fp32 copy instead (prime-rl's SFT trainer: ``forward`` returns
     ``cast_float_and_contiguous(out)``, PrimeIntellect-ai/prime-rl src/prime_rl/trainer/model.py l.481-494 and
     models/layers/lm_head.py l.21-32 @d8f290ef0358a804f1912bd29ea1b37cc56894b4; sft/train.py l.246-272 keeps ``out``

@@ -1034,7 +1034,12 @@ class LoopSection(_Section):
     """How the training loop holds tensors (custom loops differ from the HF Trainer's)."""
 
     keeps_output_through_backward: bool = Field(
-        False, description="The loop keeps the model output (its logits) alive through backward: out = model(...); out.loss.backward().")
+        False, description="The loop keeps the model output (its logits, and the loss with its autograd graph) bound"
+        " from the loss until the next micro-batch's forward returns: out = model(...); out.loss.backward();"
+        " optimizer.step() in one loop body, rebound only by the next out = model(...) (Lit-GPT's finetune scripts,"
+        " torchtune's recipes before 2024-06, PEFT's MetaMathQA run.py). The logits are held through backward and the"
+        " optimizer step and beside the next forward's output; with a software.bitsandbytes pin before 0.43.2 the"
+        " previous micro-batch's MatMul4Bit inputs to the next loss.")
     kept_output_dtype: KeptOutputDtype = Field(
         KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
         " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"

@@ -1289,7 +1289,10 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if accumulate and t.accumulation_transient:
             e.frees(e.allocs([int(t.accumulation_transient)]))
         e.frees(emb)
-        while kept_out:  # the loop drops the output after backward
+        # the replay drops the output after backward, as the H200 calibration harness's warm-up does; a card's loop
+        # that keeps it bound into the optimizer step (loop.keeps_output_through_backward) is held there by the phase
+        # walk (memory.phases.StepTerms.kept_output), not by this replay
+        while kept_out:
             e.free(kept_out.pop())
         if hook:
             hook("backward_end", -1, e, grads)

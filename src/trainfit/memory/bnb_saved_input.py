@@ -55,6 +55,10 @@ Checkpointed layers
     node is recorded and nothing is kept; the recompute inside ``CheckpointFunction.backward`` keeps them in its
     layer's saved set while that layer's backward runs. ``plan.checkpointing.checkpoint_reentrant`` says which one
     a card runs. CPU check of both (torch 2.13): ``benchmarks/bnb_ctx_attribute_lifetime.py``.
+
+Not modelled: without checkpointing, the backward walk frees each layer's kept inputs with its saved set, where the
+attributes keep them until the graph is dropped (at the end of backward, or later under the loop above); the walk's
+first point, the start of backward, holds them all either way.
 """
 
 from __future__ import annotations

@@ -1045,8 +1045,8 @@ def _litgpt_mappings() -> dict[int, dict[str, Any]]:
     the loop's logits kept through backward (``loop.keeps_output_through_backward``, 2 B per logit, ``_litgpt_card``):
     the one-GPU bf16 LoRA rows stay 4-7 % low (#811 -4.3 %, #814 -6.4 %, #816 -3.9 %: about 0.9 GB per 1304-token
     sample of Llama-2-7B, ~22 kB per token per layer). The QLoRA rows, ~10 % low with the kept inputs in the layers'
-    saved sets, are within 1 % once the previous micro-batch's inputs, which MatMul4Bit keeps as ctx attributes and the
-    loop's still-bound output keeps alive, are counted at the next loss (``bnb_saved_input.graph_held_input_bytes``);
+    saved sets, are +1.9 to +2.6 % once the previous micro-batch's inputs, which MatMul4Bit keeps as ctx attributes and
+    the loop's still-bound output keeps alive, are counted at the next loss (``bnb_saved_input.graph_held_input_bytes``);
     their peak is then that loss, not the backward. Measured on this CPU (torch
     2.13.0, saved_tensors_hooks, storages deduplicated, parameters excluded) with Lit-GPT's own lit_gpt/lora.py and
     model.py of 8641822 on a 256-wide Llama layer (4 heads, I 688, LoRA r8 on q,v, no dropout, 512 tokens, bf16): a

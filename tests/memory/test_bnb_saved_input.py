@@ -3,6 +3,8 @@ once per distinct input that needs a gradient and is not saved already (hand-com
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from trainfit.memory.bnb_saved_input import saves_input
@@ -10,11 +12,27 @@ from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 
-@pytest.mark.parametrize(("pin", "keeps"), [("0.41.1", True), ("==0.40.2", True), ("0.43.1", True), ("0.43.0", True),
-                                            ("0.43.2", False), ("0.45.0", False), ("0.50.2", False), (None, False),
-                                            (">=0.41", False)])
+@pytest.mark.parametrize(("pin", "keeps"), [
+    ("0.41.1", True), ("==0.40.2", True), ("0.43.1", True), ("0.43.0", True), ("v0.41.1", True),
+    ("0.43.1.post1", True), ("0.43.1+cu121", True), ("<0.43.2", True), ("<=0.43.1", True), ("<0.43", True),
+    ("~=0.41.1", True), ("0.41", True), ("0.41.*", True), (">=0.40,<0.43.2", True),
+    ("0.43.2", False), ("0.45.0", False), ("0.50.2", False), (None, False), (">=0.41", False),
+    ("0.43.2.post1", False), ("<=0.43.2", False), ("<0.44", False), ("~=0.41", False), ("~=0.43.0", False),
+    ("0.43", False), ("main", False), ("8de5fb44", False)])
 def test_versions(pin: str | None, keeps: bool) -> None:
+    # every release the pin admits must keep the input: an upper bound at or below 0.43.2 (exclusive), a compatible
+    # release inside an old series, a post release of an old one
     assert saves_input(pin) is keeps
+
+
+def test_a_boolean_bitsandbytes_pin_is_refused_like_a_list() -> None:
+    from trainfit.errors import CardError
+
+    for value, what in ((True, "boolean (True)"), (["0.41.1"], "list")):
+        card = _card(None)
+        card["software"] = {"bitsandbytes": value}
+        with pytest.raises((CardError, ValueError), match=f"software.bitsandbytes: .*got a {re.escape(what)}"):
+            load_card_dict(card)
 
 
 def _card(pin: str | None, targets: tuple[str, ...] = ("q_proj", "v_proj")) -> dict:
@@ -75,32 +93,89 @@ def test_old_pins_forward_dequantisation_adds_no_saved_input_and_one_absmax() ->
     assert forward_transient(None) == 2 * absmax + base + rows * 8192 * 2
 
 
-def _phases(pin: str | None, *, keeps_output: bool, checkpointing: bool = False) -> dict:
+def _phases(pin: str | None, *, keeps_output: bool, checkpointing: bool = False,
+            reentrant: bool | None = None) -> dict:
     card = _card(pin)
     card["loop"] = {"keeps_output_through_backward": keeps_output}
+    if reentrant is not None:
+        card["loop"]["checkpoint_reentrant"] = reentrant
     card["parallel"]["gradient_checkpointing"] = checkpointing
     return {p.phase.value: p for p in make_plan(load_card_dict(card)).phases}
 
 
-def test_graph_held_input_bytes_is_the_kept_inputs_of_every_layer() -> None:
-    from trainfit.memory.bnb_saved_input import graph_held_input_bytes
+def test_kept_input_bytes_are_every_distinct_input_that_needs_a_gradient() -> None:
+    from trainfit.memory.bnb_saved_input import kept_input_bytes_per_layer
 
-    kw = {"saved_per_layer": (10, 12, 12), "plain_per_layer": (7, 8, 8)}
-    assert graph_held_input_bytes(**kw, loop_keeps_graph=True, gradient_checkpointing=False) == 11.0
-    assert graph_held_input_bytes(**kw, loop_keeps_graph=False, gradient_checkpointing=False) == 0.0
-    assert graph_held_input_bytes(**kw, loop_keeps_graph=True, gradient_checkpointing=True) == 0.0
+    linears = {"q_proj": 8, "k_proj": 8, "v_proj": 8, "o_proj": 6, "gate_proj": 8, "up_proj": 8, "down_proj": 20}
+    kw = {"layers": 3, "linears": linears, "tokens": 5, "dtype_bytes": 2}
+    # q/v adapted: layer 0's attention input needs no gradient; o_proj's (6), the MLP's (8) and down's (20) do; from
+    # layer 1 on all four distinct inputs (8 + 6 + 8 + 20)
+    assert kept_input_bytes_per_layer(**kw, adapted=frozenset({"q_proj", "v_proj"})) == (340.0, 420.0, 420.0)
+    # MLP adapters only: layer 0 keeps down_proj's input alone
+    assert kept_input_bytes_per_layer(**kw, adapted=frozenset({"gate_proj", "up_proj"})) == (200.0, 420.0, 420.0)
+    # fused projections read one input each
+    fused = {"qkv_proj": 8, "o_proj": 6, "gate_up_proj": 8, "down_proj": 20}
+    assert kept_input_bytes_per_layer(**dict(kw, linears=fused), adapted=frozenset({"qkv_proj"})) == (
+        340.0, 420.0, 420.0)
+
+
+def test_held_bytes_follow_the_checkpoint_kind() -> None:
+    from trainfit.memory.bnb_saved_input import ctx_held_input_bytes, graph_held_input_bytes
+
+    kept, none, every, first_two = (10.0, 12.0, 12.0), (False,) * 3, (True,) * 3, (True, True, False)
+    # the current micro-batch's graph: only a non-reentrant checkpoint's layers hold them beside the checkpointed inputs
+    assert ctx_held_input_bytes(kept_per_layer=kept, checkpointed=every, reentrant=False) == 34.0
+    assert ctx_held_input_bytes(kept_per_layer=kept, checkpointed=first_two, reentrant=False) == 22.0
+    assert ctx_held_input_bytes(kept_per_layer=kept, checkpointed=every, reentrant=True) == 0.0
+    assert ctx_held_input_bytes(kept_per_layer=kept, checkpointed=none, reentrant=False) == 0.0
+    # carried into the next forward by a loop that holds its output: every layer the first forward recorded
+    held = {"kept_per_layer": kept, "loop_keeps_graph": True}
+    assert graph_held_input_bytes(**held, checkpointed=none, reentrant=False) == 34.0
+    assert graph_held_input_bytes(**held, checkpointed=every, reentrant=False) == 34.0
+    assert graph_held_input_bytes(**held, checkpointed=every, reentrant=True) == 0.0
+    assert graph_held_input_bytes(**held, checkpointed=first_two, reentrant=True) == 12.0
+    assert graph_held_input_bytes(**dict(held, loop_keeps_graph=False), checkpointed=none, reentrant=False) == 0.0
+
+
+# Llama-2-7B, q/v adapters: layer 0 keeps o_proj's, the MLP norm's and down_proj's inputs, later layers the attention
+# norm's too (32 layers, one sequence of T tokens, bf16)
+KEPT = (H + H + I) * T * 2 + 31 * (H + H + H + I) * T * 2
 
 
 def test_a_loop_holding_its_output_keeps_the_previous_inputs_into_the_next_forward() -> None:
     # MatMul4Bit keeps its input as a ctx attribute (not save_for_backward): the backward does not free it, so a loop
-    # that keeps its output bound until the next micro-batch's forward returns holds the previous micro-batch's inputs
-    # at the next loss and through the optimizer step: 32 layers x (the MLP norm's output H + the gated product I)
-    held = 32 * T * (H + I) * 2
+    # that keeps its output bound until the next micro-batch's forward returns holds every distinct input of the
+    # previous micro-batch at the next loss and through the optimizer step, those lora_A's and SDPA's saved sets
+    # shared too (their save_for_backward copies are released by the backward)
     old = _phases("0.41.1", keeps_output=True)
-    assert old["forward"].components["graph_held_inputs"] == held
-    assert old["optimizer_step"].components["graph_held_inputs"] == held
+    assert old["forward"].components["graph_held_inputs"] == KEPT
+    assert old["optimizer_step"].components["graph_held_inputs"] == KEPT
     assert "graph_held_inputs" not in old["backward"].components  # the backward's own inputs are the activations
-    # a fixed pin (0.43.2+ stores (None, B)), a loop that drops its output, or checkpointed layers: nothing held
+    # a fixed pin (0.43.2+ stores (None, B)), a loop that drops its output, or a reentrant checkpoint: nothing held
     for phases in (_phases("0.45.0", keeps_output=True), _phases("0.41.1", keeps_output=False),
-                   _phases("0.41.1", keeps_output=True, checkpointing=True)):
+                   _phases("0.41.1", keeps_output=True, checkpointing=True, reentrant=True)):
         assert all("graph_held_inputs" not in p.components for p in phases.values())
+
+
+def test_a_non_reentrant_checkpoint_keeps_the_inputs_from_the_forward_to_the_end_of_backward() -> None:
+    # non-reentrant: the first forward records MatMul4Bit's nodes (the checkpoint's hooks only see save_for_backward),
+    # so every layer's inputs stay beside the checkpointed ones at the loss and through the backward; 0.45.0 and a
+    # reentrant checkpoint (no-grad first forward) keep none. Before this, both kinds planned the same peak
+    new = _phases("0.45.0", keeps_output=False, checkpointing=True, reentrant=False)
+    old = _phases("0.41.1", keeps_output=False, checkpointing=True, reentrant=False)
+    reentrant = _phases("0.41.1", keeps_output=False, checkpointing=True, reentrant=True)
+    assert old["forward"].components["ctx_held_inputs"] == KEPT
+    assert old["backward"].components["ctx_held_inputs"] == KEPT
+    assert old["forward"].allocated - new["forward"].allocated == KEPT
+    assert old["backward"].allocated - new["backward"].allocated == pytest.approx(KEPT, rel=1e-3)
+    assert all("ctx_held_inputs" not in p.components for p in reentrant.values())
+    assert reentrant["forward"].allocated == new["forward"].allocated
+    assert make_plan(load_card_dict(_card("0.41.1") | {
+        "parallel": {"strategy": "single", "gradient_checkpointing": True},
+        "loop": {"checkpoint_reentrant": False}})).peak.allocated > make_plan(load_card_dict(_card("0.41.1") | {
+            "parallel": {"strategy": "single", "gradient_checkpointing": True},
+            "loop": {"checkpoint_reentrant": True}})).peak.allocated
+    # a loop that holds its output carries them into the next forward as well: both micro-batches' at its loss
+    held = _phases("0.41.1", keeps_output=True, checkpointing=True, reentrant=False)
+    assert held["forward"].components["ctx_held_inputs"] == held["forward"].components["graph_held_inputs"] == KEPT
+    assert held["optimizer_step"].components["graph_held_inputs"] == KEPT

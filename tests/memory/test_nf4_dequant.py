@@ -98,3 +98,16 @@ def test_checkpointed_forward_subtracts_no_adapter_copy():
     no_grad = nf4_dequant.forward_gemm_bytes(in_features=cfg["intermediate_size"], out_features=cfg["hidden_size"],
                                              rows=128, compute_dtype_bytes=2)
     assert fwd.components["activation_transients"] == no_grad
+
+
+def test_a_non_reentrant_first_forward_counts_the_down_proj_input_as_held() -> None:
+    # bitsandbytes before 0.43.2 under a non-reentrant checkpoint: the first forward's MatMul4Bit keeps the down_proj
+    # input on its recorded node (memory.bnb_saved_input.ctx_held_input_bytes), so the moment does not count it again
+    from trainfit.catalog.models import resolve_model
+    from trainfit.memory.nf4_dequant import layer_moments
+
+    spec = resolve_model("meta-llama/Llama-2-7b-hf")
+    kw = {"rows": 512, "compute_dtype_bytes": 2, "adapted": frozenset({"down_proj"})}
+    _, free, _ = layer_moments(spec, **kw)
+    _, held, _ = layer_moments(spec, **kw, first_forward_holds_input=True)
+    assert free - held == 512 * spec.intermediate_size * 2

@@ -300,12 +300,30 @@ def trace(
                             **layout)
     from trainfit.report.trace_report import render_trace, trace_to_dict
 
+    note = bnb_kept_input_note(run_card)
     if json_:
-        print_json(trace_to_dict(result, plan))
+        print_json(trace_to_dict(result, plan) | ({"notes": [note]} if note else {}))
         return
     from rich.console import Console
 
-    render_trace(result, plan, Console(width=140))
+    console = Console(width=140)
+    render_trace(result, plan, console)
+    if note:
+        console.print(f"note: {note}", highlight=False)
+
+
+def bnb_kept_input_note(card) -> str | None:
+    """The line a QLoRA trace prints for a ``software.bitsandbytes`` pin before 0.43.2: the trace runs the installed
+    bitsandbytes, whose MatMul4Bit drops its input, so only the plan counts the inputs the pinned one keeps
+    (``memory.bnb_saved_input``). None for any other card."""
+    from trainfit.memory.bnb_saved_input import saves_input
+
+    pin = (card.software.model_extra or {}).get("bitsandbytes")
+    if card.scope is not Scope.QLORA or not saves_input(str(pin) if pin is not None else None):
+        return None
+    return (f"software.bitsandbytes {pin} keeps each frozen 4-bit linear's input (MatMul4Bit before 0.43.2); the"
+            " installed bitsandbytes the trace runs keeps none, so the plan counts those inputs and the trace cannot"
+            " show them")
 
 
 def _model_name(card, hf_config: dict[str, Any]) -> str:

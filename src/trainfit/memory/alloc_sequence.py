@@ -176,7 +176,7 @@ def supported(t: StepTerms) -> bool:
                 or t.comm_forward_transient or t.layer_forward_transient or t.zero_ipg_buckets
                 or t.zero_step_grads or t.zero_step_cast or t.zero_step_fp32_grad or t.zero_persistent_params
                 or t.grads_preallocated or t.grad_buffer or t.gathered_forward or t.gathered_backward or t.offload_staging
-                or t.paged_optimizer_states or t.graph_held_inputs)
+                or t.paged_optimizer_states or t.graph_held_inputs or t.ctx_held_inputs)
 
 
 def _split(total: float, weights: tuple[int, ...] | list[int]) -> list[int]:
@@ -1289,7 +1289,10 @@ def step_sequence(t: StepTerms, shape: SequenceShape, *, workspace: tuple[int, .
         if accumulate and t.accumulation_transient:
             e.frees(e.allocs([int(t.accumulation_transient)]))
         e.frees(emb)
-        while kept_out:  # the loop drops the output after backward
+        # the replay drops the output after backward, as the H200 calibration harness's warm-up does; a card's loop
+        # that keeps it bound into the optimizer step (loop.keeps_output_through_backward) is held there by the phase
+        # walk (memory.phases.StepTerms.kept_output), not by this replay
+        while kept_out:
             e.free(kept_out.pop())
         if hook:
             hook("backward_end", -1, e, grads)

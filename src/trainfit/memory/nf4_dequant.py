@@ -85,8 +85,8 @@ def backward_gemm_bytes(*, in_features: int, out_features: int, rows: int, compu
 
 def layer_moments(spec: ModelSpec, *, rows: int, compute_dtype_bytes: int, double_quant: bool = True,
                   adapted: frozenset[str] = frozenset(), adapter_dtype_bytes: int = 4,
-                  bitsandbytes_version: str | None = None, base_saves_input: bool = False
-                  ) -> tuple[float, float, float]:
+                  bitsandbytes_version: str | None = None, base_saves_input: bool = False,
+                  first_forward_holds_input: bool = False) -> tuple[float, float, float]:
     """(forward, forward without grad, backward) moments of a decoder layer's MLP output projection (``in`` the intermediate size, ``out``
     the hidden size; the largest linear when no group has that shape): the last 4-bit GEMM of the layer's forward,
     when all the layer saves but that projection's adapter input is there, and the first of its backward, before
@@ -97,7 +97,9 @@ def layer_moments(spec: ModelSpec, *, rows: int, compute_dtype_bytes: int, doubl
     ``bitsandbytes_version``: the card's ``software.bitsandbytes`` pin (the forward's absmax copies);
     ``base_saves_input``: MatMul4Bit keeps its input and the layer's saved set counts it
     (``memory.bnb_saved_input``). A checkpointed layer's first forward runs without grad: its adapter saves no input
-    copy to subtract, and MatMul4Bit keeps nothing (the second moment)."""
+    copy to subtract, and MatMul4Bit keeps nothing (the second moment), unless ``first_forward_holds_input``: a
+    non-reentrant checkpoint's first forward records the graph, whose MatMul4Bit nodes keep their inputs, counted
+    beside the checkpointed inputs (``memory.bnb_saved_input.ctx_held_input_bytes``)."""
     groups = [g for g in linear_groups(spec) if not g.is_fused_experts and not g.routed]
     if not groups:
         return 0.0, 0.0, 0.0
@@ -108,5 +110,6 @@ def layer_moments(spec: ModelSpec, *, rows: int, compute_dtype_bytes: int, doubl
               adapter_input_bytes=adapter_dtype_bytes if g.name in adapted else 0)
     fwd = dict(kw, input_saved=base_saves_input,
                absmax_copies=forward_absmax_copies(bitsandbytes_version))
-    return (forward_gemm_bytes(**fwd), forward_gemm_bytes(**dict(fwd, adapter_input_bytes=0, input_saved=False)),
+    return (forward_gemm_bytes(**fwd),
+            forward_gemm_bytes(**dict(fwd, adapter_input_bytes=0, input_saved=first_forward_holds_input)),
             backward_gemm_bytes(**kw))

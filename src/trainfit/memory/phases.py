@@ -158,11 +158,18 @@ class StepTerms:
     offload_staging: float = 0.0
     """Offload: GPU staging / in-flight transfer buffers alive through backward."""
     kept_output: float = 0.0
-    """loop.keeps_output_through_backward: the model output's logits, alive from the loss to the end of backward."""
+    """loop.keeps_output_through_backward: the model output's logits, which the loop keeps bound from the loss until
+    the next micro-batch's forward returns its own: through backward and the optimizer step, and in the next forward
+    beside the new output when the model returns it (``forward_peak``)."""
     graph_held_inputs: float = 0.0
-    """bitsandbytes before 0.43.2 under a loop that keeps its output bound into the next micro-batch: the previous
-    micro-batch's MatMul4Bit inputs, attributes of a graph still referenced, alive through the optimizer step and the
-    next forward up to its loss (``trainfit.memory.bnb_saved_input.graph_held_input_bytes``)."""
+    """bitsandbytes before 0.43.2 under the same loop (loop.keeps_output_through_backward: its output and loss bound
+    until the next micro-batch's forward returns): the previous micro-batch's MatMul4Bit inputs, attributes of the
+    graph the loss still references, alive through the optimizer step and the next forward up to its loss
+    (``trainfit.memory.bnb_saved_input.graph_held_input_bytes``)."""
+    ctx_held_inputs: float = 0.0
+    """bitsandbytes before 0.43.2 under a non-reentrant checkpoint: this micro-batch's MatMul4Bit inputs, attributes of
+    the first forward's graph nodes (its saved-tensor hooks see only ``save_for_backward``), alive beside the
+    checkpointed inputs from the loss to the end of backward (``trainfit.memory.bnb_saved_input.ctx_held_input_bytes``)."""
     kept_output_fp32: bool = False
     """loop.kept_output_dtype fp32: the kept logits are the fp32 copy the loss reads (the compute-dtype logits are
     freed before the log-softmax; ``trainfit.memory.alloc_sequence``)."""
@@ -244,9 +251,15 @@ def forward_peak(t: StepTerms) -> PhasePeak:
     }
     if t.graph_held_inputs:
         comps["graph_held_inputs"] = t.graph_held_inputs
+    if t.ctx_held_inputs:
+        comps["ctx_held_inputs"] = t.ctx_held_inputs
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
     loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
+    if t.kept_output and t.kept_output > t.logits.forward_peak - t.kept_output:
+        # the loop rebinds its output when the model returns: the new logits made, the previous micro-batch's still bound
+        returned = dict(comps, logits=t.kept_output, kept_output=t.kept_output)
+        loss_point = PhasePeak(Phase.FORWARD, returned, "the model's output returned (the previous one still bound)")
     if t.adapter_forward_transient > max(t.logits.forward_peak, t.attention_forward_transient,
                                          t.layer_forward_transient, t.comm_forward_transient):
         adapter = dict(comps, logits=0.0, activation_transients=t.adapter_forward_transient)
@@ -275,6 +288,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         base = base | {"offload_staging": t.offload_staging}
     if t.kept_output:
         base = base | {"kept_output": t.kept_output}
+    if t.ctx_held_inputs:
+        base = base | {"ctx_held_inputs": t.ctx_held_inputs}
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
     layers = len(act.per_layer)
     emb = act.checkpointed_embedding if ckpt else act.embedding
@@ -389,17 +404,20 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
         "gradients": t.grad_buffer if t.grad_buffer else (
             t.grads_total if t.optimizer_step_grads is None else t.optimizer_step_grads),
         "optimizer_temporaries": t.optimizer_temporaries,
-        **({"graph_held_inputs": t.graph_held_inputs} if t.graph_held_inputs else {}),
     }
+    # what a loop that keeps its output bound until the next forward still holds
+    held = (({"kept_output": t.kept_output} if t.kept_output else {})
+            | ({"graph_held_inputs": t.graph_held_inputs} if t.graph_held_inputs else {}))
+    comps |= held
     if not (t.zero_step_cast or t.zero_step_fp32_grad):
         return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")
     # DeepSpeed ZeRO: the partition is flattened and cast to fp32 (both alive beside the gradient
     # partition), then the optimizer steps the fp32 gradient (stage 1-2 freed the partition first)
     cast = _persistent(t) | {"gradients": t.zero_step_grads, "zero_step_buffers": t.zero_step_cast,
-                             "optimizer_temporaries": 0.0}
+                             "optimizer_temporaries": 0.0} | held
     step = _persistent(t) | {"gradients": t.zero_step_grads if t.zero_step_keeps_grads else 0.0,
                              "zero_step_buffers": t.zero_step_fp32_grad,
-                             "optimizer_temporaries": t.optimizer_temporaries}
+                             "optimizer_temporaries": t.optimizer_temporaries} | held
     if sum(cast.values()) >= sum(step.values()):
         return PhasePeak(Phase.OPTIMIZER_STEP, cast, "gradient partition cast to fp32 (DeepSpeed ZeRO step)")
     return PhasePeak(Phase.OPTIMIZER_STEP, step, "optimizer.step() on the fp32 partition")

@@ -1,7 +1,8 @@
 """Which activation checkpoint a card's full recompute runs: re-entrant (the whole layer re-runs in the backward and
-its first forward runs under ``torch.no_grad``) or torch's non-re-entrant one. Time only: the step-time model reads
-it (``compute.training.train_step_time``: ``recompute_whole_layer`` and the no-grad forward's host rate); memory
-counts the non-re-entrant checkpoint's saved tensors either way.
+its first forward runs under ``torch.no_grad``) or torch's non-re-entrant one. The step-time model reads it
+(``compute.training.train_step_time``: ``recompute_whole_layer`` and the no-grad forward's host rate); memory counts
+the non-re-entrant checkpoint's saved tensors either way, except bitsandbytes before 0.43.2, whose MatMul4Bit inputs
+the non-re-entrant checkpoint's recorded first forward keeps (``memory.bnb_saved_input``).
 
 The card says so itself (``loop.checkpoint_reentrant``), or its own settings decide:
 

@@ -730,12 +730,29 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
     )
     act = activation_bytes(spec, **act_kw, frozen_saves_input=bnb_saves)
-    # the previous micro-batch's MatMul4Bit inputs, kept by a graph the loop still holds (memory.bnb_saved_input)
-    holds_graph = bnb_saves and card.loop.keeps_output_through_backward
-    graph_held = bnb_saved_input.graph_held_input_bytes(
-        saved_per_layer=act.per_layer,
-        plain_per_layer=activation_bytes(spec, **act_kw).per_layer if holds_graph else act.per_layer,
-        loop_keeps_graph=holds_graph, gradient_checkpointing=card.parallel.checkpoints_layers)
+    bnb_ctx_held, graph_held, bnb_graph_ckpt = 0.0, 0.0, False
+    if bnb_saves:
+        # the kept inputs are ctx attributes: the first forward's graph holds them under a non-reentrant checkpoint
+        # too (from each layer's forward to the end of backward, the recompute's own freed with it), and a loop that
+        # keeps its output bound holds them into the next forward (memory.bnb_saved_input)
+        from trainfit.plan.checkpointing import checkpoint_reentrant  # noqa: PLC0415 - it imports this module
+
+        ckpt_on = card.parallel.checkpointed_layers(spec.num_layers) or (
+            (card.parallel.checkpoints_layers,) * spec.num_layers)
+        reentrant = card.parallel.checkpoints_layers and checkpoint_reentrant(card)
+        kept_in = bnb_saved_input.kept_input_bytes_per_layer(
+            layers=spec.num_layers, linears={g.name: g.in_features for g in linear_groups(spec)},
+            adapted=frozenset(g.name for g in targeted_groups(spec, trainable.lora)),
+            tokens=card.batch.micro_batch_size * seq_len, dtype_bytes=act_dtype)
+        bnb_graph_ckpt = card.parallel.checkpoints_layers and not reentrant
+        if bnb_graph_ckpt:
+            plain = activation_bytes(spec, **act_kw).per_layer
+            act = replace(act, per_layer=tuple(p if c else a for a, p, c in zip(act.per_layer, plain, ckpt_on)))
+        bnb_ctx_held = bnb_saved_input.ctx_held_input_bytes(kept_per_layer=kept_in, checkpointed=ckpt_on,
+                                                             reentrant=reentrant)
+        graph_held = bnb_saved_input.graph_held_input_bytes(
+            kept_per_layer=kept_in, checkpointed=ckpt_on, reentrant=reentrant,
+            loop_keeps_graph=card.loop.keeps_output_through_backward)
     if kbit:  # the recipe's fp32 residual stream: each checkpointed layer saves fp32 hidden states
         extra = kbit_upcast.checkpoint_input_extra_bytes(tokens=card.batch.micro_batch_size * seq_len,
                                                          hidden_size=spec.hidden_size, stream_bytes=act_dtype)
@@ -836,7 +853,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
             spec, rows=tokens, compute_dtype_bytes=act_dtype, double_quant=card.lora.double_quant,
             adapted=frozenset(g.name for g in targeted_groups(spec, trainable.lora)),
             adapter_dtype_bytes=trainable.lora.adapter_dtype_bytes,
-            bitsandbytes_version=str(pin) if pin is not None else None, base_saves_input=bnb_saves)
+            bitsandbytes_version=str(pin) if pin is not None else None,
+            base_saves_input=bnb_saves and not bnb_graph_ckpt, first_forward_holds_input=bnb_graph_ckpt)
         on = (subset or (True,) * len(transient)) if card.parallel.checkpoints_layers else (False,) * len(transient)
         transient = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(transient, on))
         other = tuple(max(x, bwd, fwd if c else 0.0) for x, c in zip(other, on))
@@ -994,6 +1012,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         in_backward_step=in_bwd,
         kept_output=_kept_output(card, spec, act_dtype, seq_len),
         graph_held_inputs=graph_held,
+        ctx_held_inputs=bnb_ctx_held,
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
         **fsdp,
         **zero_terms,
@@ -1004,7 +1023,16 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
 
 def _kept_output(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -> float:
     """``out = model(...); out.loss.backward()``: the output object holds the logits (compute dtype, as
-    lm_head returns them) from the loss until the loop drops it after backward. ``loop.kept_output_dtype: fp32``:
+    lm_head returns them) from the loss until the loop rebinds it when the next micro-batch's forward returns, so
+    through backward and the optimizer step (``memory.phases.StepTerms.kept_output``): Lit-GPT binds ``logits`` and
+    ``loss`` in its loop body and steps the optimizer before the next ``logits = model(...)`` rebinds them
+    (Lightning-AI/litgpt litgpt/finetune/lora.py l.268-285 @5895df1004c3d05ef69f7aeffcfee757dbc42d58), as torchtune's
+    recipes of 2024-04 do (pytorch/torchtune recipes/lora_finetune_single_device.py l.447-475
+    @fef3ed10dc9efe9e35b118e4397e84c680c0a737) and PEFT's MetaMathQA harness (``outputs = model(**batch, ...)`` then
+    ``grad_scaler.step(optimizer)``, huggingface/peft method_comparison/MetaMathQA/run.py l.277-285
+    @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40). PEFT's model computes the loss inside its forward, so there the
+    previous logits are still bound at the next loss too: not counted (the next forward counts them beside its new
+    output only). ``loop.kept_output_dtype: fp32``:
     the loop holds an fp32 copy instead (prime-rl's SFT trainer: ``forward`` returns
     ``cast_float_and_contiguous(out)``, PrimeIntellect-ai/prime-rl src/prime_rl/trainer/model.py l.481-494 and
     models/layers/lm_head.py l.21-32 @d8f290ef0358a804f1912bd29ea1b37cc56894b4; sft/train.py l.246-272 keeps ``out``

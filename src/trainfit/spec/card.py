@@ -1042,7 +1042,12 @@ class LoopSection(_Section):
     """How the training loop holds tensors (custom loops differ from the HF Trainer's)."""
 
     keeps_output_through_backward: bool = Field(
-        False, description="The loop keeps the model output (its logits) alive through backward: out = model(...); out.loss.backward().")
+        False, description="The loop keeps the model output (its logits, and the loss with its autograd graph) bound"
+        " from the loss until the next micro-batch's forward returns: out = model(...); out.loss.backward();"
+        " optimizer.step() in one loop body, rebound only by the next out = model(...) (Lit-GPT's finetune scripts,"
+        " torchtune's recipes before 2024-06, PEFT's MetaMathQA run.py). The logits are held through backward and the"
+        " optimizer step and beside the next forward's output; with a software.bitsandbytes pin before 0.43.2 the"
+        " previous micro-batch's MatMul4Bit inputs to the next loss.")
     kept_output_dtype: KeptOutputDtype = Field(
         KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
         " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"
@@ -1078,7 +1083,8 @@ class LoopSection(_Section):
         " at the last saved tensor. None: the default of the card's own settings (plan.checkpointing: Megatron-Core"
         " layers and the llamafactory presets re-entrant; transformers' layers by the HF Trainer re-entrant on a"
         " software.transformers pin before 5, unless a TRL run from 0.27 on; TRL with an adapter under ZeRO-3"
-        " re-entrant; else non-re-entrant). Time only.")
+        " re-entrant; else non-re-entrant). Time, and the memory of a software.bitsandbytes pin before 0.43.2 (its"
+        " MatMul4Bit inputs stay alive under a non-re-entrant checkpoint: memory.bnb_saved_input).")
 
     @model_validator(mode="after")
     def _dtype_needs_kept(self) -> LoopSection:
@@ -1193,12 +1199,14 @@ class SoftwareSection(_Section):
     @model_validator(mode="before")
     @classmethod
     def _pins_only(cls, v: Any) -> Any:
-        """Any package name is allowed, but only a version pin: a section or list here is a misplaced key."""
+        """Any package name is allowed, but only a version pin: a section or list here is a misplaced key, and a
+        boolean (``bitsandbytes: true``) names no release."""
         if isinstance(v, dict):
             for k, x in v.items():
-                if isinstance(x, (dict, list)):
+                if isinstance(x, (dict, list, bool)):
+                    what = "section" if isinstance(x, dict) else "list" if isinstance(x, list) else f"boolean ({x})"
                     raise ValueError(f"software.{k}: a package version like '2.5.1' or '>=4.45', got a"
-                                     f" {'section' if isinstance(x, dict) else 'list'}; software holds version pins only")
+                                     f" {what}; software holds version pins only")
         return v
 
 

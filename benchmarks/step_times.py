@@ -2704,6 +2704,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
+    if tr.get("lora") and e["framework"] != "verl":
+        # only verl's LoRA actor is mapped (its reference with adapters disabled, its engine serving the adapter):
+        # without this the card would plan the run as full fine-tuning
+        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's LoRA actor is mapped"
+                                   " (adapters, reference and engine path); not planned as full fine-tuning"])
     if tr.get("lora") and e["framework"] == "verl":
         # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
         # / target_modules); verl computes the reference log-probs on the actor with its adapters disabled

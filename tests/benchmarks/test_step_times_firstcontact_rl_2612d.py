@@ -134,3 +134,14 @@ def test_lora_on_another_framework_is_not_planned_as_full_fine_tuning() -> None:
     with pytest.raises(st.Unmapped) as got:
         st.map_rl(e)
     assert got.value.status == "skipped" and "train.lora on a openrlhf RL entry" in got.value.reasons[0]
+
+
+@pytest.mark.parametrize("row_id", ["verldata-grpo-lora-qwen25-32b-gsm8k-8g", "verldata-grpo-lora-qwen25-72b-gsm8k-8g",
+                                    "verldata-grpo-lora-qwen25-32b-gsm8k-math-8g"])
+def test_large_lora_rows_fit_with_an_adapter_only_sync(row_id: str) -> None:
+    """The runs ran: with layered_summon the trainer gathers one decoder layer (fp32) to collect the adapter, not a
+    merged bf16 copy of the whole model (61 GiB on the 32B), so the plan fits."""
+    card, notes = st.map_rl(ROWS[row_id])
+    assert card["rollout"]["layered_summon"] is True and "verl rollout.layered_summon true" in notes
+    planned = st.plan_card(card)
+    assert planned.fits and planned.engine_fits

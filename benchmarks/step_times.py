@@ -2704,6 +2704,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
+    if tr.get("lora") and e["framework"] != "verl":
+        # only verl's LoRA actor is mapped (its reference with adapters disabled, its engine serving the adapter):
+        # without this the card would plan the run as full fine-tuning
+        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's LoRA actor is mapped"
+                                   " (adapters, reference and engine path); not planned as full fine-tuning"])
     if tr.get("lora") and e["framework"] == "verl":
         # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
         # / target_modules); verl computes the reference log-probs on the actor with its adapters disabled
@@ -2715,6 +2720,11 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["roles"] = {**card.get("roles", {}), "reference": "lora_disabled"}
         notes.append(f"actor LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on"
                      f" {tr['lora'].get('targets', 'all-linear')}; reference = the actor with its adapters disabled")
+        if e["rollout"].get("layered_summon") is not None:
+            # actor_rollout_ref.rollout.layered_summon as the launch line sets it: the adapter handed to vLLM is
+            # collected one decoder layer at a time (verl/utils/fsdp_utils.py layered_summon_lora_params, same commit)
+            card["rollout"]["layered_summon"] = bool(e["rollout"]["layered_summon"])
+            notes.append(f"verl rollout.layered_summon {str(card['rollout']['layered_summon']).lower()}")
     if e["framework"] == "verl" and tr.get("strategy") in ("fsdp", "fsdp2"):
         # verl's FSDP worker builds torch.optim.AdamW without fused= (volcengine/verl verl/workers/fsdp_workers.py
         # _build_model_optimizer @8e7780f5ee2021cc06c248b7cf87cf31200a38fd and @2c8b2b995f36a7cd159b5a9beb5d5ed37cae0fc1;

@@ -124,3 +124,24 @@ def test_pr7833_baseline_is_the_published_sum_over_five_steps() -> None:
     assert patched["measured"]["step_s"] == pytest.approx(416.8 / 5, abs=1e-3)
     for key in ("dynamic_bsz / max_token_len_per_gpu", "log_prob_max_token_len_per_gpu"):
         assert e["train"][key] == 16384
+
+
+def test_lora_on_another_framework_is_not_planned_as_full_fine_tuning() -> None:
+    """train.lora is mapped for verl only: another framework's RL entry with it is skipped with its reason, never
+    planned as full fine-tuning."""
+    e = json.loads(json.dumps(ROWS["verldata-grpo-lora-qwen25-7b-gsm8k-8g"]))
+    e["framework"] = "openrlhf"
+    with pytest.raises(st.Unmapped) as got:
+        st.map_rl(e)
+    assert got.value.status == "skipped" and "train.lora on a openrlhf RL entry" in got.value.reasons[0]
+
+
+@pytest.mark.parametrize("row_id", ["verldata-grpo-lora-qwen25-32b-gsm8k-8g", "verldata-grpo-lora-qwen25-72b-gsm8k-8g",
+                                    "verldata-grpo-lora-qwen25-32b-gsm8k-math-8g"])
+def test_large_lora_rows_fit_with_an_adapter_only_sync(row_id: str) -> None:
+    """The runs ran: with layered_summon the trainer gathers one decoder layer (fp32) to collect the adapter, not a
+    merged bf16 copy of the whole model (61 GiB on the 32B), so the plan fits."""
+    card, notes = st.map_rl(ROWS[row_id])
+    assert card["rollout"]["layered_summon"] is True and "verl rollout.layered_summon true" in notes
+    planned = st.plan_card(card)
+    assert planned.fits and planned.engine_fits

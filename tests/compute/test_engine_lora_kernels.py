@@ -56,3 +56,10 @@ def test_an_eager_step_pays_the_adapters_launches():
 def test_under_cuda_graphs_only_the_gaps_grow():
     base, lora = _gen(False, cuda_graphs=True), _gen(True, cuda_graphs=True)
     assert base.decode_s < lora.decode_s < 1.2 * base.decode_s
+
+
+def test_under_cuda_graphs_the_assumption_names_the_adapters_gaps():
+    line = next(a for a in _gen(True, cuda_graphs=True).assumptions if a.startswith("CUDA graphs"))
+    assert f"{28 * 4 * 3} punica" in line and "kernel gaps" in line
+    assert next(a for a in _gen(False, cuda_graphs=True).assumptions
+                if a.startswith("CUDA graphs")) == "CUDA graphs: one launch per step"

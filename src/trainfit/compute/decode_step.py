@@ -851,13 +851,23 @@ allocates its fp32 rank buffer (``torch.empty``, no kernel) and calls ``add_shri
 (vllm-project/vllm vllm/lora/punica_wrapper/punica_gpu.py ``add_lora_linear`` @010c9386c45da59ad29905c19c06e58affe0ab1e),
 and ``lora_shrink`` zeroes that buffer first (``output_tensor.zero_()`` before ``_lora_shrink_kernel``,
 vllm/lora/ops/triton_ops/lora_shrink_op.py @00bd1493b3e82d6c13c68ee8a0e1c5a96707e190): zero + shrink + expand. The
-releases of mid-2025 built the buffer with ``torch.zeros`` in ``add_lora_linear`` instead, the same three kernels."""
+releases of mid-2025 built the buffer with ``torch.zeros`` in ``add_lora_linear`` instead, the same three kernels.
+The count holds for the releases whose punica wrapper calls ``lora_shrink`` / ``lora_expand``, one launch over all
+of a linear's packed slices. Older wrappers ran the shrink and the expand per slice: vLLM's punica CUDA path zeroes a
+buffer and runs two ``dispatch_bgmv`` kernels for every slice (``add_lora`` / ``add_lora_slice``, vllm-project/vllm
+vllm/lora/punica.py @e93b266ee03f3118752f69b52311c13a9f808453), called once per slice of a packed QKV (3) or
+gate/up (2) linear by ``add_lora_packed_nslice`` (vllm/lora/layers.py @fb82bf149526911a296c35c90ebae28e58554a8a), so a
+dense layer launched 21 such kernels where this count gives 12: on those releases the count is low."""
 LORA_ENGINE_ATTENTION_LINEARS = 2
 """LoRA-wrapped linears of a decoder layer's attention in vLLM: the packed ``qkv_proj`` (``MergedQKVParallelLinearWithLoRA``)
 and ``o_proj`` (``RowParallelLinearWithLoRA``). vLLM wraps every supported linear of the model once LoRA is enabled,
 whichever modules the adapter targets (an untargeted slice runs with zero weights): the GEMMs that
 ``DECODE_KERNELS_PER_LAYER`` counts, read at vllm-project/vllm vllm/lora/punica_wrapper/punica_gpu.py
-@010c9386c45da59ad29905c19c06e58affe0ab1e (one ``add_lora_linear`` per wrapped linear)."""
+@010c9386c45da59ad29905c19c06e58affe0ab1e (one ``add_lora_linear`` per wrapped linear). A lower bound for latent
+(MLA) and linear attention: their layers hold more projections than QKV and O (DeepSeek's ``q_a_proj``, ``q_b_proj``,
+``kv_a_proj_with_mqa``, ``kv_b_proj``, ``o_proj``: ``memory.params._mla_linears``; a Gated DeltaNet layer's input
+projections and ``out_proj``: ``memory.params._linear_attention_linears``), each one ``add_lora_linear`` where vLLM's
+model lists it among its LoRA modules, and two are counted."""
 LORA_ENGINE_MLP_LINEARS = 2
 """LoRA-wrapped linears of a dense MLP in vLLM: the packed ``gate_up_proj`` (``MergedColumnParallelLinearWithLoRA``) and
 ``down_proj`` (``RowParallelLinearWithLoRA``), the MLP GEMMs of ``DECODE_KERNELS_PER_LAYER``, each one

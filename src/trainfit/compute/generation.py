@@ -404,7 +404,9 @@ def _assumptions(*, spec, engines, tp, seqs, max_num_seqs, kv, kind, mean, l_top
         f"{groups} length groups" + ("" if streaming else f", chunks of {chunk:.3g} steps"),
         order,
         f"decode step = max(max(weights+KV read, FLOPs) + TP all-reduce, launch) + {engine_s * 1e3:.1f} ms engine",
-        "CUDA graphs: one launch per step" if cuda_graphs
+        ("CUDA graphs: one launch per step"
+         + (f"; the LoRA adapter's {engine_lora_kernels(spec)} punica shrink/expand kernels replay in the graph and"
+            " add their kernel gaps (decode_step.GRAPH_KERNEL_GAP_S each)" if engine_lora else "")) if cuda_graphs
         else f"eager: {decode_kernels(spec, tp=tp, engine_lora=engine_lora)} kernels launched per step "
              f"({DECODE_KERNELS_PER_LAYER} per layer, more for Gated DeltaNet / MoE / latent attention"
              + (f"; {engine_lora_kernels(spec)} of them the LoRA adapter's punica shrink/expand kernels"

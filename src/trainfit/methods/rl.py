@@ -440,7 +440,53 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
     )
     from trainfit.rollout.quantization import card_engine_rank_bytes
 
-    return _engine_memory(spec, gpu_memory, cfg, card_engine_rank_bytes(card, spec)), demand, instances
+    rank = card_engine_rank_bytes(card, spec)
+    if slots := engine_adapter_slot_bytes(card, spec):
+        # vLLM's adapter slots are allocated with the model (memory.engine_lora): the KV cache is sized after both
+        from trainfit.rollout.vllm import weights_per_gpu_bytes
+
+        rank = (weights_per_gpu_bytes(spec, tp=cfg.tp, weights=cfg.weights, compute=cfg.dtype)
+                if rank is None else rank) + slots
+    return _engine_memory(spec, gpu_memory, cfg, rank), demand, instances
+
+
+def serves_adapter(card: RunCard) -> bool:
+    """The engine generates through the actor's LoRA adapter unmerged (``plan.rl_generation.engine_serves_adapter``)."""
+    from trainfit.plan.rl_generation import engine_serves_adapter  # late: plan imports methods
+
+    return engine_serves_adapter(card)
+
+
+def engine_adapter_slot_bytes(card: RunCard, spec: ModelSpec) -> float:
+    """Bytes of the adapter slots each engine rank allocates when it serves the actor's adapter (verl: one slot of
+    the actor's rank, ``memory.engine_lora.VERL_ENGINE_MAX_LORAS``; ``engine_lora_slot_bytes``); 0 otherwise."""
+    if not serves_adapter(card):
+        return 0.0
+    from trainfit.memory.engine_lora import VERL_ENGINE_MAX_LORAS, engine_lora_slot_bytes
+
+    return engine_lora_slot_bytes(spec, max_lora_rank=card.lora.rank, max_loras=VERL_ENGINE_MAX_LORAS,
+                                  tp=card.rollout.tensor_parallel)
+
+
+def adapter_sync_spike(card: RunCard, spec: ModelSpec) -> float | None:
+    """Bytes a trainer rank holds beyond its shards while verl collects the adapter it hands the engine
+    (``memory.engine_lora.adapter_summon_peak_bytes``: one decoder layer's FSDP unit under ``rollout.layered_summon``,
+    else the whole actor, in the trainer's dtype); None when the engine does not serve the adapter (the weights are
+    sent merged, ``_sync_spike``)."""
+    if not serves_adapter(card):
+        return None
+    from trainfit.memory.engine_lora import adapter_summon_peak_bytes
+    from trainfit.memory.lora import lora_trainable_params
+    from trainfit.memory.params import param_breakdown
+    from trainfit.plan.resolve import trainable_spec  # late: plan imports methods
+    from trainfit.units import BYTES_PER_DTYPE
+
+    pb = param_breakdown(spec)
+    scale = count_scale(spec)
+    return adapter_summon_peak_bytes(
+        largest_layer_params=pb.largest_layer * scale, decoder_params=sum(pb.per_layer) * scale,
+        adapter_params=lora_trainable_params(spec, trainable_spec(card).lora), num_layers=spec.num_layers,
+        trainer_bytes_per_param=BYTES_PER_DTYPE[card.weights_dtype.value], layered=card.rollout.layered_summon)
 
 
 def _generated_prompts(card: RunCard) -> int:
@@ -733,7 +779,17 @@ def rl_groups(
             peaks.append(PhasePeak(cnames[p.phase], comps, p.at))
     mech, why = effective_weight_sync(card, actor)
     bucket = sync_bucket_bytes(card)
-    spike = _sync_spike(mech, spec, bucket_bytes=bucket)
+    adapter_spike = adapter_sync_spike(card, spec)
+    spike = _sync_spike(mech, spec, bucket_bytes=bucket) if adapter_spike is None else adapter_spike
+    sync_kind = mech.value
+    if adapter_spike is not None:
+        layered = card.rollout.layered_summon
+        sync_kind = "adapter-only"
+        why = ("the engine serves the LoRA adapter unmerged: after the first sync verl hands vLLM only the adapter"
+               " (add_lora of a TensorLoRARequest), collected " + ("one decoder layer at a time" if layered else
+                                                                   "from the whole actor gathered at once")
+               + f" (rollout.layered_summon {str(layered).lower()}); vLLM's adapter slots"
+               f" {engine_adapter_slot_bytes(card, spec) / GIB:.2f} GiB per engine rank")
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike} | grads(GradBufferPhase.WEIGHT_SYNC)
     from trainfit.rollout.quantization import card_refit_cast_peak_bytes
 
@@ -743,7 +799,7 @@ def rl_groups(
         sync = _without(sync, offloaded_components(off_mode, sending_weights=True))
         sync[ENGINE] = engine_sync
         sync |= cast
-    peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{mech.value} sync to the rollout engine"))
+    peaks.append(PhasePeak(Phase.WEIGHT_SYNC, sync, f"{sync_kind} sync to the rollout engine"))
     groups = [GroupPhases("train" if not colocate else "all", train_gpus, tuple(peaks))]
     if not colocate:
         rpeaks = (
@@ -759,7 +815,7 @@ def rl_groups(
         f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
     )
     notes.append(f"reference: {ref_place.value}; reward: {reward_model(card) or card.roles.reward_model}")
-    notes.append(f"weight sync: {mech.value} ({why})")
+    notes.append(f"weight sync: {sync_kind} ({why})")
     return groups, summary, host, notes
 
 

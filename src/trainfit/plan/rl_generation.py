@@ -208,7 +208,10 @@ def engine_serves_adapter(card: RunCard) -> bool:
     actor and vLLM starts the engine with ``enable_lora`` (``max_loras`` 1, ``max_lora_rank`` the actor's rank) when
     ``lora_rank`` > 0 (verl-project/verl verl/workers/fsdp_workers.py l.417 @7dc3ee7476c9af1042636f44bca9e412d1de1a6d)
     and, after the first sync of the base weights, hands it only the adapter, generating with a ``TensorLoRARequest``
-    (verl/workers/sharding_manager/fsdp_vllm.py ``update_params`` l.253-265, same commit). False for the other
+    (verl/workers/sharding_manager/fsdp_vllm.py ``update_params`` l.253-265, same commit). The weight sync is then
+    planned adapter-only (time: ``plan.rl_sync`` ``_adapter_sync_phase``; the trainer's peak:
+    ``methods.rl.adapter_sync_spike``, one decoder layer under ``rollout.layered_summon``) and the engine holds its
+    adapter slots beside its weights (``methods.rl.engine_adapter_slot_bytes``). False for the other
     frameworks (their engine is planned on the plain model, as it is when the adapter is merged into the weights
     sent) and for engines other than vLLM.
 

@@ -81,6 +81,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     ro = card.rollout
     if ro.weight_transport is not WeightTransport.FRAMEWORK:
         return _transport_sync_phase(card, spec, gpu, sharding, rollout, r)
+    from trainfit.plan.rl_generation import engine_serves_adapter
+
+    if engine_serves_adapter(card):
+        return _adapter_sync_phase(card, spec, sharding, rollout, r, gpu)
     chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
     fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
@@ -175,6 +179,42 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         if fs.sglang_tensor_requests else 0.0,
     )
     return _weight_sync_phase(hf_gather_per_call(t, calls=ro.generation_calls if ro.engine is RolloutEngine.HF else 1))
+
+
+def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, rollout, r: DeviceRates,
+                        gpu: GpuSpec) -> PhaseTime:
+    """The sync of an engine that serves the actor's LoRA adapter unmerged (``plan.rl_generation.
+    engine_serves_adapter``): only the adapter reaches the engine (``compute.adapter_sync``), collected from every
+    decoder layer's FSDP unit gathered in the trainer's dtype (``card.weights_dtype``), copied to host memory
+    (pageable) and loaded into each engine rank's slot (``memory.engine_lora.engine_lora_slot_bytes`` at one slot)."""
+    from trainfit.compute.adapter_sync import adapter_sync_seconds
+    from trainfit.memory.engine_lora import engine_lora_slot_bytes
+    from trainfit.memory.lora import lora_trainable_params, targeted_groups
+    from trainfit.memory.params import param_breakdown
+    from trainfit.memory.weights import count_scale
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.units import BYTES_PER_DTYPE
+
+    ro = card.rollout
+    train_gpus, _ = group_sizes(card)
+    sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    shard_ranks = (hsdp_shard_of(card, sharding) or train_gpus) if sharded else 1
+    lora = trainable_spec(card).lora
+    adapter_params = lora_trainable_params(spec, lora)
+    per_param = BYTES_PER_DTYPE[card.weights_dtype.value]
+    decoder_params = sum(param_breakdown(spec).per_layer) * count_scale(spec)
+    pageable = host_copy_rates(card, r, gpu)[1]
+    engine_pinned = host_copy_rates(card, r, gpu, gpus_per_node=rollout_nodes(card)[1])[0]
+    t = adapter_sync_seconds(
+        summoned_bytes=(decoder_params + adapter_params) * per_param,
+        # one unit per decoder layer and one per adapter tensor (A and B of every wrapped linear)
+        summon_units=spec.num_layers + 2 * sum(g.count * g.experts for g in targeted_groups(spec, lora)),
+        adapter_bytes=adapter_params * per_param,
+        engine_rank_adapter_bytes=engine_lora_slot_bytes(spec, max_lora_rank=lora.rank, max_loras=1,
+                                                         tp=ro.tensor_parallel),
+        train_shards=shard_ranks, rates=r, gpus_per_node=train_nodes(card)[1],
+        nic_bytes_per_s=nic_bytes_per_s(card), d2h_bytes_per_s=pageable, h2d_bytes_per_s=engine_pinned)
+    return _weight_sync_phase(t)
 
 
 def hf_gather_per_call(t: SyncTime, *, calls: int) -> SyncTime:

@@ -1346,6 +1346,13 @@ class RolloutSection(_Section):
         " (compute.sync.framework_sync_mechanism). Each bucket is one broadcast and one engine load; the count of"
         " buckets sets the per-bucket cost. Memory: the bucket the trainer's source rank fills before each broadcast and"
         " each engine rank receives (methods.rl.sync_bucket_bytes; null: the plan's 1 GiB, SYNC_BUCKET_BYTES).")
+    layered_summon: bool = Field(
+        False, description="verl with a LoRA actor and vLLM (actor_rollout_ref.rollout.layered_summon): the adapter"
+        " is collected for the engine one decoder layer at a time (each layer's FSDP unit gathered, its LoRA tensors"
+        " copied to host memory, the unit freed); false, verl's default: the whole actor gathered at once"
+        " (FSDP.summon_full_params on the root), in the trainer's dtype. Memory and time of the weight sync"
+        " (memory.engine_lora.adapter_summon_peak_bytes, compute.adapter_sync). Only with preset verl, a LoRA scope"
+        " and engine vllm.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
@@ -2081,6 +2088,10 @@ def _check_weight_transport(card: "RunCard") -> None:
                                                   or ro.weight_sync is not WeightSync.BUCKETED):
         raise ValueError("rollout.weight_sync_bucket_mib: the bucket of the preset's own bucketed path (weight_sync"
                          " bucketed, weight_transport framework) only; allowed otherwise: null")
+    if ro.layered_summon and (card.preset != "verl" or ro.engine is not RolloutEngine.VLLM
+                              or card.scope not in (Scope.LORA, Scope.QLORA)):
+        raise ValueError("rollout.layered_summon: verl's LoRA actor into vLLM only (preset verl, scope lora or"
+                         " qlora, engine vllm); allowed otherwise: false")
     verl = (card.software.model_extra or {}).get("verl")
     if ro.weight_sync_relays and verl_multi_sender_default(verl) is False:
         raise ValueError(f"rollout.weight_sync_relays: true needs verl's multi_sender (8de5fb44, first in the 0.10"

@@ -2845,6 +2845,8 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
     eff = int(ro.get("prompt_len_mean") or ro["prompt_len"]) + int(planned_response_mean(ro, e["model"]))
     padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]), prompt_len_mean=None,
                      response_len_mean=ro["response_len"])
+    for key in ("response_clip_ratio", "response_len_batch_max"):  # the real lengths' shape; every one padded here
+        padded_ro.pop(key, None)
     # a card with verl's token budget (map_rl): the padded and critic cards keep the budget as the count of
     # sequences it holds packed (the real tokens rearrange_micro_batches counts), each then padded or the critic's
     batch = dict(card["batch"])

@@ -79,6 +79,31 @@ run 6 of 36 (30 refused), 35.3 against 8.7; its PPO run 420 of 420, 71.1 against
 share sets is a rough one (high on the tight-cap short-answer runs, the cap's mass a mix of the body's tail and
 runaways elsewhere); the longest response, where published, is the reading that moves the step.
 
+Measured (``benchmarks/step_times.py``, against the tree of fb33b925). The verl-data GRPO-LoRA GSM8K rows
+(``published_rl_times_firstcontact_2612d.json``: Qwen2.5-3B, 7B, 14B, 32B, 72B; one step each, the lengths that
+step's) with their logged clip ratio 0 and longest 811 / 749 / 633 / 689 / 639: generation +8.1 / +39.5 / +19.7 /
++23.0 / +28.2 % -> -11.7 / +4.1 / -22.2 / -14.2 / -16.6 % (mean |error| 23.7 -> 13.8 %), their steps 14.2 -> 13.3 %
+mean |error|, their log-prob and update passes 32.5 -> 33.9 % and 25.4 -> 26.5 % (the narrower spread of lengths;
+the LoRA passes are planned 4-50 % short already; 14B's log-prob -48.5 -> -50.0 %); the generation subset's median
+19.7 -> 17.8 % (fit half 22.7 -> 19.3 %, held out 18.0 -> 17.8 %), RL step 15.3 -> 14.9 %, log-prob and update
+unchanged, all rows 10.13 -> 10.13 % (60 -> 61 beyond 50 %). The TP-2 engine (7B) lands at +4 %; the TP-8 ones
+fall to -14..-22 %: with the cap the plan's tail had covered a per-step cost the TP-8 eager engine misses.
+
+Checked, not kept on the benchmark rows:
+
+* the clip ratio above 0 beside the mean on the GSM8K + MATH rows of that file (0.444 / 0.166 / 0.044 at a 512 cap,
+  Qwen2.5-7B / 14B / 32B): generation unchanged (the cap binds either way), every pass shorter (the floor narrows the
+  spread): log-prob -35.8 / -36.6 / -25.3 -> -37.3 / -39.3 / -30.4 %, update -32.9 / -35.6 / -4.6 -> -34.4 / -37.2 /
+  -10.5 %, steps -9.7 / -31.5 / -22.7 -> -10.2 / -31.9 / -24.0 %; with the floor above the logged shortest (above)
+  the narrower spread is the bias, so those rows keep the default shape;
+* the mean over the logged steps of the batch's longest on rows whose times are means over steps (play-verl
+  Qwen2-7B min 869.6 and recommended 1,010.5, the MI300X deepseek-llm-7b GRPO 649.8 and PPO 452.4, each over the
+  row's own steps of ``rl_response_length_steps.json``) and the 0.5B GRPO run's mean clip ratio 0.16992: generation
+  +24.6 -> +12.1 % (MI300X GRPO) but -7.5 -> -17.6 % (Qwen2-7B min) and -0.2 -> -5.6 % (MI300X PPO), the 0.5B
+  log-prob -40.8 -> -47.5 %; these rows' mean |error| 19.7 -> 20.6 %, all rows 10.20 -> 10.22 %. Per step the
+  longest is the cap in 28-91 % of these runs' steps and far below it in the rest, so one truncation at the mean
+  longest does not stand for the steps; not set.
+
 **No published mean** (``default_response_mean``): a model's response length is a property of the
 model and the task, not of the maximum the run allows. The default is the same truncated
 exponential with its *natural* scale ``θ`` (the mean the model would have with no limit) taken from

@@ -86,8 +86,9 @@ step's) with their logged clip ratio 0 and longest 811 / 749 / 633 / 689 / 639: 
 mean |error|, their log-prob and update passes 32.5 -> 33.9 % and 25.4 -> 26.5 % (the narrower spread of lengths;
 the LoRA passes are planned 4-50 % short already; 14B's log-prob -48.5 -> -50.0 %); the generation subset's median
 19.7 -> 17.8 % (fit half 22.7 -> 19.3 %, held out 18.0 -> 17.8 %), RL step 15.3 -> 14.9 %, log-prob and update
-unchanged, all rows 10.13 -> 10.13 % (60 -> 61 beyond 50 %). The TP-2 engine (7B) lands at +4 %; the TP-8 ones
-fall to -14..-22 %: with the cap the plan's tail had covered a per-step cost the TP-8 eager engine misses.
+unchanged, all rows 10.13 -> 10.13 % (60 -> 61 beyond 50 %). The 7B's four TP-2 engines land at +4 %, the 3B's one
+TP-2 engine at -12 %, the TP-8 engines (14B-72B) at -14..-22 %: the cap's tail had hidden a per-step cost the plan
+misses on those eager vLLM v0 LoRA engines (not established here: the longest is read, the step price is not).
 
 Checked, not kept on the benchmark rows:
 

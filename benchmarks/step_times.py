@@ -2241,6 +2241,16 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                          f" {'sequences' if e['framework'] == 'nemo-rl' else 'prompts'})")
     if resp_mean:
         out["response_len_mean"] = min(resp_mean, resp_max)
+        # the source's share cut at the cap and the batch's longest response beside the mean (verl's
+        # response_length/clip_ratio and response_length/max, quoted in data.response_lengths_source): the length
+        # distribution that honours them (compute.response_lengths.fit_published_lengths)
+        if d.get("response_clip_ratio") is not None and d.get("response_len_mean"):  # a published mean, not a derived one
+            out["response_clip_ratio"] = float(d["response_clip_ratio"])
+        if d.get("response_len_batch_max") and d.get("response_len_mean"):
+            out["response_len_batch_max"] = int(round(d["response_len_batch_max"]))
+        if "response_clip_ratio" in out or "response_len_batch_max" in out:
+            notes.append(f"published beside the mean: clip ratio {d.get('response_clip_ratio')}, batch's longest"
+                         f" response {d.get('response_len_batch_max')} ({d['response_lengths_source']})")
     if d.get("length_profile") and not resp_mean:  # the task's length profile, as the entry's source states its
         # dataset; a published mean replaces it (the card refuses a profile next to a mean)
         out["length_profile"] = d["length_profile"]
@@ -2845,6 +2855,8 @@ def role_pass_cards(e: dict[str, Any], card: dict[str, Any]) -> list[tuple[tuple
     eff = int(ro.get("prompt_len_mean") or ro["prompt_len"]) + int(planned_response_mean(ro, e["model"]))
     padded_ro = dict(ro, prompt_len=int(d.get("prompt_len_max") or ro["prompt_len"]), prompt_len_mean=None,
                      response_len_mean=ro["response_len"])
+    for key in ("response_clip_ratio", "response_len_batch_max"):  # the real lengths' shape; every one padded here
+        padded_ro.pop(key, None)
     # a card with verl's token budget (map_rl): the padded and critic cards keep the budget as the count of
     # sequences it holds packed (the real tokens rearrange_micro_batches counts), each then padded or the critic's
     batch = dict(card["batch"])
@@ -3697,6 +3709,8 @@ def implied_sequence_tokens(e: dict[str, Any], quantity: str, published: float) 
         x = copy.deepcopy(e)
         x["data"]["prompt_len_mean"] = IMPLIED_PROMPT
         x["data"]["response_len_mean"] = max(1.0, length - IMPLIED_PROMPT)
+        for key in ("response_clip_ratio", "response_len_batch_max"):  # published beside the real mean, not this one
+            x["data"].pop(key, None)
         try:
             card, _ = map_rl(x)
             return phase_seconds(plan_card(card), quantity)[0]

@@ -62,7 +62,7 @@ def test_the_card_refuses_a_one_token_cap_next_to_a_ratio_in_one_line():
     assert "\n" not in str(err.value).strip()
 
 
-def test_the_refusal_next_to_a_mean_writes_null_as_cards_do():
+def test_the_refusal_names_the_profile_and_shape_it_cannot_take():
     with pytest.raises(CardError) as err:
         load_card_dict(_card(response_clip_ratio=0.3, length_profile="cot"))
-    assert "response_len_mean is null" in str(err.value) and "None" not in str(err.value)
+    assert "length_profile 'cot'" in str(err.value) and "None" not in str(err.value)

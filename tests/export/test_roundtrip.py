@@ -395,9 +395,9 @@ ROLLOUT_FIELDS_NOT_DRAWN = frozenset({
     "engine_multiprocess", "engine_outputs", "generated_prompts_per_step", "generation_calls", "logprob_max_tokens_per_micro_batch",
     "logprob_micro_batch_size", "max_num_batched_tokens", "max_num_seqs", "max_tokens_per_micro_batch", "mini_batches",
     "nodes", "packed_logprob_row_tokens", "packed_row_tokens", "packed_sequences", "recompute_old_logprobs",
-    "response_clip_ratio", "response_len_mean", "response_len_shape", "reward_seconds_per_sample", "reward_workers", "sglang_overlap_schedule",
-    "layered_summon", "tp_gather_partition_size", "trainer_offload", "vllm_engine", "weight_sync_bucket_mib",
-    "weight_sync_relays",
+    "response_clip_ratio", "response_len_batch_max", "response_len_mean", "response_len_shape", "reward_seconds_per_sample",
+    "reward_workers", "sglang_overlap_schedule", "layered_summon", "tp_gather_partition_size", "trainer_offload",
+    "vllm_engine", "weight_sync_bucket_mib", "weight_sync_relays",
     "weight_transport",
 })
 # drawn only on a vLLM fp8 card on H100 (two nested draws): 200 derandomized examples need not reach it

@@ -130,7 +130,7 @@ from trainfit.compute.decode_step import (  # noqa: F401 - re-exported
 from trainfit.compute.rates import DeviceRates
 from trainfit.compute.response_lengths import (
     DEFAULT_QUANTILES,
-    _shape,
+    fit_published_lengths,
     response_length_groups,
     slowest_engine_length_groups,
 )
@@ -213,6 +213,8 @@ def generation_time(
     engines: int = 1,
     response_len_mean: float | None = None,
     response_len_shape: ResponseShape | str | None = None,
+    response_clip_ratio: float | None = None,
+    response_len_longest: float | None = None,
     kv_capacity_tokens: float | None = None,
     cuda_graphs: bool = True,
     prefix_sharing: bool = True,
@@ -291,14 +293,16 @@ def generation_time(
         raise CardError(f"generation: weight_bytes must be > 0 and kv_bytes_per_token >= 0, "
                         f"got {weight_bytes}, {kv_bytes_per_token}")
     seqs = ceil(prompts * samples_per_prompt / engines)
+    published = dict(clip_ratio=response_clip_ratio, longest_tokens=response_len_longest)
     typical = response_length_groups(shape=response_len_shape, response_len_max=response_len_max,
-                                     response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles)
+                                     response_len_mean=response_len_mean, sequences=seqs, quantiles=quantiles,
+                                     **published)
     mean = sum(length * share for length, share in typical)
     # the phase waits for the engine holding the batch's longest response (module docstring, "The slowest engine");
     # a fully asynchronous rollout streams with no tail, so its engines' draws are the typical ones
     groups = typical if streaming else slowest_engine_length_groups(
         shape=response_len_shape, response_len_max=response_len_max, response_len_mean=response_len_mean,
-        sequences=seqs, engines=engines, quantiles=quantiles)
+        sequences=seqs, engines=engines, quantiles=quantiles, **published)
     l_top = max(length for length, _ in groups)
     if kv_capacity_tokens is not None and prompt_len + l_top + state_tokens_per_seq > kv_capacity_tokens:
         raise CardError(f"generation: one sequence needs {prompt_len + l_top + state_tokens_per_seq:.0f} KV tokens"
@@ -341,7 +345,8 @@ def generation_time(
                                                 context_tokens_sq=re_ctx2, **common)
     parts = (dec.bandwidth_s, dec.compute_s, dec.launch_s)
     notes = _assumptions(spec=spec, engines=engines, tp=tp, seqs=seqs, max_num_seqs=max_num_seqs, kv=kv_capacity_tokens,
-                         kind=_shape(response_len_shape, response_len_max, response_len_mean)[0], mean=mean,
+                         kind=fit_published_lengths(shape=response_len_shape, response_len_max=response_len_max,
+                                                    response_len_mean=response_len_mean, **published).kind, mean=mean,
                          l_top=l_top, response_len_max=response_len_max, groups=len(groups), chunk=chunk,
                          engine_s=engine_s_per_step, cuda_graphs=cuda_graphs, prefix_sharing=prefix_sharing,
                          streaming=streaming, peak=dec.peak, engine_lora=engine_lora)

@@ -52,6 +52,59 @@ The floor was read from one short-answer run at a tight cap (0.5B GSM8K, cap 1.3
 floors are 0.16-0.35 of their means, and no run with a chain-of-thought profile logs its shortest response, so the
 floor of the ``COT`` / ``LONG_COT`` rows (NeMo RL's 70B, the DAPO rows) is unmeasured.
 
+**Published clip ratio and longest response** (``fit_published_lengths``; ``rollout.response_clip_ratio`` and
+``rollout.response_len_batch_max`` beside ``rollout.response_len_mean``). verl logs, for the whole batch of every
+step, ``response_length/mean``, ``/max``, ``/min`` and ``/clip_ratio`` (the share whose length equals the cap); the
+step's generation waits for the engine holding its longest response. Where a run publishes them beside the mean:
+
+* the batch's longest ``M`` below the cap: the card's shape with that mean, truncated at ``M`` instead of at
+  ``response_len`` (no response of the batch ran longer), so the slowest engine's longest is ``M``, not the cap the
+  exponential's tail reaches with thousands of draws. A reading, no fit. verl-data's GRPO-LoRA GSM8K steps (Qwen2.5-3B
+  to 72B, 320 responses, cap 1,024, eric-haibin-lin/verl-data gsm8k/ logs @cc499463f18599e4a604e893f20872db68435928
+  and @bf76dddc4e0119693632a147abab27f303dd2c13) log longest 633-811 at means 240-304 with a clip ratio of 0, where
+  the exponential's expected longest of the 320 is the cap (about 6.3x the mean untruncated);
+* a clip ratio ``c`` above 0: the exponential above a floor ``f``, ``f + min(Exp(θ), max − f)``, with ``θ`` and
+  ``f`` solved so the mass at the cap is ``c`` and the mean is the mean (no parameter fitted); refused when ``f``
+  would fall below one token (the share is above what the plain exponential of that mean cuts: the cap's mass is
+  then runaway sequences the exponential family does not hold);
+* a clip ratio of 0 alone: nothing changes (a response cut nowhere still lets the tail reach just under the cap).
+
+Checked against every logged step of ``benchmarks/data/rl_response_length_steps.json`` with a clip ratio above 0
+(no parameter fitted, so both halves are held out; the floor plus ``θ/N`` is the expected shortest of the step's
+``N``, logged as ``response_length/min``): fit half, play-verl Qwen2.5-0.5B GRPO (cap 192), 435 of 435 steps solved,
+expected shortest 97.7 against 61.2 logged (median ratio 1.53); held out, play-verl Qwen2.5-0.5B PPO 45 of 45,
+125.0 against 28.5 (3.13); Qwen2-7B min 30 of 62 solved (32 refused: one to three runaway responses at the cap),
+12.0 against 57.5 (0.11); Qwen2-7B recommended 43 of 43, 47.9 against 38.9 (1.08); the MI300X deepseek-llm-7b GRPO
+run 6 of 36 (30 refused), 35.3 against 8.7; its PPO run 420 of 420, 71.1 against 47.5 (1.47). So the floor the
+share sets is a rough one (high on the tight-cap short-answer runs, the cap's mass a mix of the body's tail and
+runaways elsewhere); the longest response, where published, is the reading that moves the step.
+
+Measured (``benchmarks/step_times.py``, against the tree of fb33b925). The verl-data GRPO-LoRA GSM8K rows
+(``published_rl_times_firstcontact_2612d.json``: Qwen2.5-3B, 7B, 14B, 32B, 72B; one step each, the lengths that
+step's) with their logged clip ratio 0 and longest 811 / 749 / 633 / 689 / 639: generation +8.1 / +39.5 / +19.7 /
++23.0 / +28.2 % -> -11.7 / +4.1 / -22.2 / -14.2 / -16.6 % (mean |error| 23.7 -> 13.8 %), their steps 14.2 -> 13.3 %
+mean |error|, their log-prob and update passes 32.5 -> 33.9 % and 25.4 -> 26.5 % (the narrower spread of lengths;
+the LoRA passes are planned 4-50 % short already; 14B's log-prob -48.5 -> -50.0 %); the generation subset's median
+19.7 -> 17.8 % (fit half 22.7 -> 19.3 %, held out 18.0 -> 17.8 %), RL step 15.3 -> 14.9 %, log-prob and update
+unchanged, all rows 10.13 -> 10.13 % (60 -> 61 beyond 50 %). The 7B's four TP-2 engines land at +4 %, the 3B's one
+TP-2 engine at -12 %, the TP-8 engines (14B-72B) at -14..-22 %: the cap's tail had hidden a per-step cost the plan
+misses on those eager vLLM v0 LoRA engines (not established here: the longest is read, the step price is not).
+
+Checked, not kept on the benchmark rows:
+
+* the clip ratio above 0 beside the mean on the GSM8K + MATH rows of that file (0.444 / 0.166 / 0.044 at a 512 cap,
+  Qwen2.5-7B / 14B / 32B): generation unchanged (the cap binds either way), every pass shorter (the floor narrows the
+  spread): log-prob -35.8 / -36.6 / -25.3 -> -37.3 / -39.3 / -30.4 %, update -32.9 / -35.6 / -4.6 -> -34.4 / -37.2 /
+  -10.5 %, steps -9.7 / -31.5 / -22.7 -> -10.2 / -31.9 / -24.0 %; with the floor above the logged shortest (above)
+  the narrower spread is the bias, so those rows keep the default shape;
+* the mean over the logged steps of the batch's longest on rows whose times are means over steps (play-verl
+  Qwen2-7B min 869.6 and recommended 1,010.5, the MI300X deepseek-llm-7b GRPO 649.8 and PPO 452.4, each over the
+  row's own steps of ``rl_response_length_steps.json``) and the 0.5B GRPO run's mean clip ratio 0.16992: generation
+  +24.6 -> +12.1 % (MI300X GRPO) but -7.5 -> -17.6 % (Qwen2-7B min) and -0.2 -> -5.6 % (MI300X PPO), the 0.5B
+  log-prob -40.8 -> -47.5 %; these rows' mean |error| 19.7 -> 20.6 %, all rows 10.20 -> 10.22 %. Per step the
+  longest is the cap in 28-91 % of these runs' steps and far below it in the rest, so one truncation at the mean
+  longest does not stand for the steps; not set.
+
 **No published mean** (``default_response_mean``): a model's response length is a property of the
 model and the task, not of the maximum the run allows. The default is the same truncated
 exponential with its *natural* scale ``θ`` (the mean the model would have with no limit) taken from
@@ -222,34 +275,41 @@ def default_response_mean(*, response_len_max: float, profile: LengthProfile = C
 
 def response_length_groups(
     *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
-    sequences: int, quantiles: int = DEFAULT_QUANTILES,
+    sequences: int, quantiles: int = DEFAULT_QUANTILES, clip_ratio: float | None = None,
+    longest_tokens: float | None = None,
 ) -> tuple[tuple[float, float], ...]:
     """``(length, share)`` groups standing for ``sequences`` draws, shares summing to 1.
 
     Bins of equal probability, the top one split into 1, 1, 2, 4, ... sequences (from the top) so
     the longest of ``sequences`` is its own group; each group's length is the conditional mean of
     its bin, so the shares average exactly to the distribution's mean.
+    ``clip_ratio`` / ``longest_tokens``: the published share cut at the cap and the batch's longest response beside
+    the mean (module docstring, "Published clip ratio and longest response"; ``fit_published_lengths``).
     """
-    kind, mean, theta = _shape(shape, response_len_max, response_len_mean)
-    if kind is ResponseShape.FIXED:
-        return ((mean, 1.0),)
+    fit = fit_published_lengths(shape=shape, response_len_max=response_len_max,
+                                response_len_mean=response_len_mean, clip_ratio=clip_ratio,
+                                longest_tokens=longest_tokens)
+    if fit.kind is ResponseShape.FIXED:
+        return ((fit.mean_tokens, 1.0),)
     edges = _bin_edges(sequences, quantiles)
     groups = []
-    floor = _floor_tokens(kind, mean)
-    top = response_len_max - floor  # lengths are the floor + a draw on [0, max − floor]
+    cap, floor = fit.cap_tokens, fit.floor_tokens
+    top = cap - floor  # lengths are the floor + a draw on [0, cap − floor]
     for p0, p1 in pairwise(edges):
-        if kind is ResponseShape.UNIFORM:
-            lo = 2 * mean - response_len_max
-            length = lo + (response_len_max - lo) * (p0 + p1) / 2
+        if fit.kind is ResponseShape.UNIFORM:
+            lo = 2 * fit.mean_tokens - cap
+            length = lo + (cap - lo) * (p0 + p1) / 2
         else:
-            length = floor + (_exp_integral(p1, theta, top) - _exp_integral(p0, theta, top)) / (p1 - p0)
-        groups.append((min(length, response_len_max), p1 - p0))
+            length = floor + (_exp_integral(p1, fit.theta_tokens, top)
+                              - _exp_integral(p0, fit.theta_tokens, top)) / (p1 - p0)
+        groups.append((min(length, cap), p1 - p0))
     return tuple(groups)
 
 
 def slowest_engine_length_groups(
     *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
-    sequences: int, engines: int, quantiles: int = DEFAULT_QUANTILES,
+    sequences: int, engines: int, quantiles: int = DEFAULT_QUANTILES, clip_ratio: float | None = None,
+    longest_tokens: float | None = None,
 ) -> tuple[tuple[float, float], ...]:
     """``(length, share)`` groups for the ``sequences`` one engine of ``engines`` runs when it is the engine the
     phase waits for: ``response_length_groups`` of its ``sequences`` draws with its top group, one sequence, at the
@@ -262,20 +322,83 @@ def slowest_engine_length_groups(
     that response ends, so the expected phase is that engine's, whose longest is the top of ``engines x sequences``
     draws. Its other ``sequences - 1`` draws are the distribution's (the groups below the top keep their lengths and
     shares), so its mean rises by ``(batch longest - engine longest) / sequences``. ``engines`` 1 or a fixed length:
-    ``response_length_groups`` unchanged. Raises ``CardError`` for ``engines`` < 1 and as
-    ``response_length_groups`` does."""
+    ``response_length_groups`` unchanged. ``clip_ratio`` / ``longest_tokens`` as ``response_length_groups``.
+    Raises ``CardError`` for ``engines`` < 1 and as ``response_length_groups`` does."""
     if engines < 1:
         raise CardError(f"engines: must be >= 1, got {engines}")
-    own = response_length_groups(shape=shape, response_len_max=response_len_max,
-                                 response_len_mean=response_len_mean, sequences=sequences, quantiles=quantiles)
+    published = dict(shape=shape, response_len_max=response_len_max, response_len_mean=response_len_mean,
+                     quantiles=quantiles, clip_ratio=clip_ratio, longest_tokens=longest_tokens)
+    own = response_length_groups(sequences=sequences, **published)
     if engines == 1 or len(own) == 1:
         return own
-    batch = response_length_groups(shape=shape, response_len_max=response_len_max,
-                                   response_len_mean=response_len_mean, sequences=sequences * engines,
-                                   quantiles=quantiles)
+    batch = response_length_groups(sequences=sequences * engines, **published)
     longest = batch[-1][0]
     top_length, top_share = own[-1]
     return own[:-1] + ((max(top_length, longest), top_share),)
+
+
+@dataclass(frozen=True, slots=True)
+class LengthFit:
+    """The response-length distribution a card's inputs give: ``kind``; ``mean_tokens``; lengths
+    ``floor_tokens + min(Exp(theta_tokens), cap_tokens − floor_tokens)`` for the exponential kinds (``theta_tokens``
+    0 otherwise); ``cap_tokens``, the longest any response can be (``response_len_max``, or the published longest)."""
+
+    kind: ResponseShape
+    mean_tokens: float
+    theta_tokens: float
+    floor_tokens: float
+    cap_tokens: float
+
+
+def fit_published_lengths(
+    *, shape: ResponseShape | str | None, response_len_max: float, response_len_mean: float | None,
+    clip_ratio: float | None = None, longest_tokens: float | None = None,
+) -> LengthFit:
+    """The distribution for the card's shape, mean, published share cut at the cap (``clip_ratio``, verl's
+    ``response_length/clip_ratio``) and published longest response of the batch (``longest_tokens``, verl's
+    ``response_length/max``): module docstring, "Published clip ratio and longest response".
+
+    Without ``clip_ratio`` and ``longest_tokens`` (or without a mean): the card's shape as before. With a mean:
+    ``longest_tokens`` below the cap truncates the shape there instead of at ``response_len_max`` (no response of
+    the batch was longer); ``clip_ratio`` > 0 takes the exponential above a floor ``f`` whose mass at the cap is the
+    ratio and whose mean is the mean: ``θ = (max − f) / −ln(c)`` and ``mean = f + θ(1 − c)``, so with
+    ``a = (1 − c) / −ln(c)``, ``f = (mean − max·a) / (1 − a)``; ``clip_ratio`` 0 (none cut) changes nothing
+    without ``longest_tokens``. Raises ``CardError`` naming the field when they disagree: a ratio above the share
+    the plain exponential of that mean puts at the cap (the floor would fall below one token), a ratio above 0
+    with a longest below the cap, a longest below the mean or above ``response_len_max``."""
+    if response_len_max < 1:
+        raise CardError(f"response_len_max: must be >= 1, got {response_len_max}")
+    if response_len_mean is None or (clip_ratio is None and longest_tokens is None):
+        kind, mean, theta = _shape(shape, response_len_max, response_len_mean)
+        return LengthFit(kind, mean, theta, _floor_tokens(kind, mean), float(response_len_max))
+    cap = float(response_len_max)
+    if longest_tokens is not None:
+        if not response_len_mean <= longest_tokens <= response_len_max:
+            raise CardError(f"rollout.response_len_batch_max: {longest_tokens:g}; allowed: from response_len_mean"
+                            f" ({response_len_mean:g}) to response_len ({response_len_max:g})")
+        cap = float(longest_tokens)
+    if clip_ratio is not None and not 0.0 <= clip_ratio < 1.0:
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} is not a share; allowed: 0 to below 1")
+    if clip_ratio and cap < response_len_max:
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} of the responses cut at response_len"
+                        f" ({response_len_max:g}) but response_len_batch_max is {cap:g}; allowed with it: 0")
+    if not clip_ratio:
+        kind, mean, theta = _shape(shape, cap, response_len_mean)
+        return LengthFit(kind, mean, theta, _floor_tokens(kind, mean), cap)
+    kind, mean, _ = _shape(shape, cap, response_len_mean)
+    if kind not in (ResponseShape.EXPONENTIAL, ResponseShape.FIXED) or (
+            kind is ResponseShape.FIXED and shape is not None and ResponseShape(shape) is ResponseShape.FIXED):
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} with response_len_mean sets the exponential's"
+                        f" floor; response_len_shape is '{shape}'; allowed with it: exponential")
+    if kind is ResponseShape.FIXED:  # the mean at the cap: every response is cut
+        return LengthFit(kind, mean, 0.0, 1.0, cap)
+    a = (1.0 - clip_ratio) / -log(clip_ratio)
+    floor = (mean - cap * a) / (1.0 - a)
+    if floor < 1.0:
+        most = exp(-(cap - 1.0) / _solve_theta(mean - 1.0, cap - 1.0)) if mean < cap else 1.0
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} is more than the truncated exponential of mean"
+                        f" {mean:g} puts at response_len {cap:g}; allowed with that mean: 0 to {most:.4g}")
+    return LengthFit(ResponseShape.SHIFTED_EXPONENTIAL, mean, (cap - floor) / -log(clip_ratio), floor, cap)
 
 
 def _shape(shape, response_len_max, response_len_mean) -> tuple[ResponseShape, float, float]:

@@ -345,7 +345,8 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
                      " call; not written (the run is planned with one call, --set rollout.generation_calls=1)")
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
             or non_default(card, "rollout.length_profile") or ro.response_clip_ratio is not None:
-        notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_shape /"
+        notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_batch_max /"
+                     " rollout.response_len_shape /"
                      " rollout.length_profile: a property of the task, not a NeMo RL setting")
     ref = reference_placement(card)
     if ref not in (RefPlacement.NONE, RefPlacement.HOST_SWAP):

@@ -349,7 +349,8 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
                      " trainer's batches unpadded; the padded legacy workers are not exported")
     if ro.response_len_mean is not None or non_default(card, "rollout.response_len_shape") \
             or non_default(card, "rollout.length_profile") or ro.response_clip_ratio is not None:
-        notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_shape /"
+        notes.append("rollout.response_len_mean / rollout.response_clip_ratio / rollout.response_len_batch_max /"
+                     " rollout.response_len_shape /"
                      " rollout.length_profile: a property of the task, not a verl setting")
     if non_default(card, "rollout.reward_seconds_per_sample") or non_default(card, "rollout.reward_workers"):
         notes.append("rollout.reward_seconds_per_sample / reward_workers: set by your reward function, not a verl setting")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from trainfit.plan.rl_common import prompt_mean, response_mean
+from trainfit.plan.rl_common import prompt_mean, published_lengths, response_mean
 from trainfit.plan.time import verl_fsdp_workers
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import FSDP_STRATEGIES
@@ -169,7 +169,7 @@ def sequence_token_spread(card: RunCard, spec: ModelSpec | None = None) -> float
     ro = card.rollout
     mean = response_mean(card, spec)
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
-                                    response_len_mean=mean, sequences=4096)
+                                    response_len_mean=mean, sequences=4096, **published_lengths(card))
     return sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
 
 
@@ -256,7 +256,8 @@ def pipeline_packing(card: RunCard, *, row_tokens: int | None, sequences: int, p
         return None
     n = max(1, min(int(sequences), PACKING_SAMPLE_SEQUENCES))
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
-                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n)
+                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n,
+                                     **published_lengths(card))
     lengths = [prompt_tokens + length for length, share in groups for _ in range(max(1, round(share * n)))]
     dp = max(1, train_gpus // max(1, p.tensor_parallel * p.pipeline_parallel * p.context_parallel))
     rows, longest = pipeline_packed_rows(sequence_tokens=lengths, sequences=sequences, row_tokens=int(row_tokens),
@@ -299,7 +300,7 @@ def update_work_cv(card: RunCard, spec: ModelSpec, *, micro_batch_sequences: int
     ro = card.rollout
     mean = response_mean(card, spec)
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
-                                    response_len_mean=mean, sequences=4096)
+                                    response_len_mean=mean, sequences=4096, **published_lengths(card))
     spread = sum(w * (length - mean) ** 2 for length, w in groups) ** 0.5
     return micro_batch_token_cv(sequence_tokens_cv=spread / (prompt_mean(card) + mean), sequences=micro_batch_sequences)
 
@@ -362,7 +363,8 @@ def nemo_rl_dynamic_shape(card: RunCard, *, sequences: int, prompt_tokens: float
     total = max(1, int(sequences))
     n = min(total, PACKING_SAMPLE_SEQUENCES)  # representative lengths, each standing for total / n sequences
     groups = response_length_groups(shape=ro.response_len_shape, response_len_max=ro.response_len,
-                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n)
+                                     response_len_mean=response_mean_tokens, sequences=n, quantiles=n,
+                                     **published_lengths(card))
     lengths = [prompt_tokens + length for length, share in groups for _ in range(max(1, round(share * total)))]
     return nemo_rl_dynamic_micro_batches(sequence_tokens=lengths, data_parallel=data_parallel,
                                          budget_tokens=budget_tokens)

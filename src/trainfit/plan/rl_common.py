@@ -70,6 +70,17 @@ def response_mean(card: RunCard, spec: ModelSpec | None = None) -> float:
     return default_response_mean(response_len_max=ro.response_len, profile=length_profile(card, spec))
 
 
+def published_lengths(card: RunCard) -> dict[str, float | None]:
+    """The card's published share cut at the cap and batch's longest response beside its mean
+    (``rollout.response_clip_ratio``, ``rollout.response_len_batch_max``), as the keyword arguments
+    ``compute.response_lengths.response_length_groups`` takes them; none without a mean (the ratio then sets the
+    mean, ``response_mean``, and the default shape stands)."""
+    ro = card.rollout
+    if not ro.response_len_mean:
+        return {}
+    return {"clip_ratio": ro.response_clip_ratio, "longest_tokens": ro.response_len_batch_max}
+
+
 def length_profile(card: RunCard, spec: ModelSpec | None = None) -> LengthProfile:
     """The response-length profile a card without ``rollout.response_len_mean`` plans with
     (``compute.response_lengths.profile_named``)."""

@@ -21,6 +21,7 @@ from trainfit.plan.rl_common import (
     bf16_engine_weight_bytes,
     generated_prompts,
     prompt_mean,
+    published_lengths,
     response_mean,
     rl_phase,
 )
@@ -153,6 +154,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         prompts=ceil(generated_prompts(card) / calls),
         samples_per_prompt=ro.num_generations, prompt_len=ro.prompt_len, prompt_len_mean=prompt_mean(card),
         response_len_max=ro.response_len, response_len_mean=response_mean(card, spec), response_len_shape=ro.response_len_shape,
+        response_clip_ratio=published_lengths(card).get("clip_ratio"),
+        response_len_longest=published_lengths(card).get("longest_tokens"),
         weight_bytes=bf16_engine_weight_bytes(spec), kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel,
         max_num_seqs=ro.max_num_seqs, **_kv_pool(rollout),
         cuda_graphs=ro.cuda_graphs, engines=max(1, rollout.engine_instances),

@@ -1421,14 +1421,23 @@ class RolloutSection(_Section):
         " code-interpreter reasoning (ReTool-style), the response holding the model's turns and the interpreter's"
         " outputs, 6,530 (never picked by auto). The mean is the profile's truncated exponential clipped at"
         " response_len.")
-    response_clip_ratio: float | None = Field(None, gt=0.0, lt=1.0, description="Share of responses cut at"
+    response_clip_ratio: float | None = Field(None, ge=0.0, lt=1.0, description="Share of responses cut at"
         " response_len, as a run logs or publishes it (verl's response_length/clip_ratio; 'x % of samples hit the"
-        " cap'): sets the mean of the default exponential shape, 1 + θ(1 − share) with θ = (response_len − 1) /"
-        " −ln(share) (compute.response_lengths.clip_ratio_response_mean), where no mean is published. Likely low:"
-        " at a logged run's mean the exponential puts 1.8-3.1x the logged share at the cap (compute.response_lengths:"
-        " 0.529 against 0.170, 0.589 against 0.321), so a share read back through it gives too short a mean. Allowed:"
-        " above 0 and below 1, with response_len >= 2. Refused next to response_len_mean, a length_profile other than"
-        " auto and a response_len_shape other than exponential.")
+        " cap'). Without response_len_mean it sets the mean of the default exponential shape, 1 + θ(1 − share) with"
+        " θ = (response_len − 1) / −ln(share) (compute.response_lengths.clip_ratio_response_mean; likely low: at a"
+        " logged run's mean the exponential puts 1.8-3.1x the logged share at the cap). Beside response_len_mean it"
+        " sets the shape: above 0, the exponential above the floor that puts that share at the cap with that mean"
+        " (likely too narrow: that floor is above logged runs' shortest response);"
+        " 0, none cut (with response_len_batch_max below response_len; alone it changes nothing)"
+        " (compute.response_lengths.fit_published_lengths). Allowed: 0 (with response_len_mean) to below 1, with"
+        " response_len >= 2, length_profile auto and response_len_shape exponential; beside a mean, at most the share"
+        " the truncated exponential of that mean puts at the cap.")
+    response_len_batch_max: int | None = Field(None, ge=1, le=10_000_000, description="The longest response of the"
+        " step's batch, as a run logs it (verl's response_length/max): the response lengths end there instead of at"
+        " response_len, so the phase's slowest engine waits for it, not for the cap"
+        " (compute.response_lengths.fit_published_lengths). Allowed: from response_len_mean to response_len, with"
+        " response_len_mean and response_len_shape exponential; below response_len only with response_clip_ratio"
+        " null or 0.")
     response_len_shape: ResponseShape = Field(ResponseShape.EXPONENTIAL, description="Distribution of response lengths up to response_len: exponential (truncated, right-skewed) | shifted_exponential (the same above a floor of compute.response_lengths.SHORTEST_SHARE_OF_MEAN x the mean, read from a published run's length log) | uniform | fixed.")
     cuda_graphs: bool = Field(True, description="vLLM decodes with CUDA graphs (False: enforce_eager).")
     engine_multiprocess: bool = Field(True, description="vLLM's engine core runs in its own process, its frontend's per-step host work overlapped with the GPU (vLLM's default); False: VLLM_ENABLE_V1_MULTIPROCESSING=0 (NeMo RL), that work adds to every decode step.")
@@ -1462,6 +1471,43 @@ class RolloutSection(_Section):
     reward_seconds_per_sample: float = Field(0.0, ge=0, le=86400, description="Reward time per completion (sandboxed tests); 0 for a rule.")
     reward_workers: int = Field(1, ge=1, le=1_000_000, description="Completions graded in parallel.")
 
+    def _published_lengths_agree(self) -> None:
+        """rollout.response_clip_ratio and rollout.response_len_batch_max against the mean, shape and cap
+        (compute.response_lengths.fit_published_lengths)."""
+        ratio, longest, mean = self.response_clip_ratio, self.response_len_batch_max, self.response_len_mean
+        if ratio is not None and (self.length_profile is not LengthProfileName.AUTO
+                                  or self.response_len_shape is not ResponseShape.EXPONENTIAL):
+            raise ValueError(f"rollout.response_clip_ratio: {ratio} is read with the exponential shape; length_profile"
+                             f" '{self.length_profile.value}', response_len_shape '{self.response_len_shape.value}';"
+                             " allowed with it: length_profile auto, response_len_shape exponential")
+        if ratio == 0 and mean is None:
+            raise ValueError("rollout.response_clip_ratio: 0 (none cut) without response_len_mean sets no mean;"
+                             " allowed without a mean: above 0 and below 1")
+        if ratio is not None and self.response_len < 2:
+            # one token a response leaves no room below the cap: no exponential has a share there
+            raise ValueError(f"rollout.response_len: {self.response_len} with rollout.response_clip_ratio {ratio};"
+                             " allowed: >= 2")
+        if longest is not None and (mean is None or self.response_len_shape is not ResponseShape.EXPONENTIAL
+                                    or not mean <= longest <= self.response_len):
+            raise ValueError(f"rollout.response_len_batch_max: {longest} with response_len_mean {mean}, response_len"
+                             f" {self.response_len}, response_len_shape '{self.response_len_shape.value}'; allowed:"
+                             " from response_len_mean to response_len, with a mean and response_len_shape exponential")
+        if longest is not None and longest < self.response_len and ratio:
+            raise ValueError(f"rollout.response_len_batch_max: {longest} is below response_len {self.response_len}"
+                             f" while response_clip_ratio {ratio} of the responses reach it; allowed with it:"
+                             f" response_len_batch_max {self.response_len}, or response_clip_ratio 0 or null")
+        if longest is not None and longest == self.response_len and ratio == 0:
+            raise ValueError(f"rollout.response_len_batch_max: {longest} is response_len, yet response_clip_ratio is 0"
+                             f" (none cut); allowed with it: below {self.response_len}")
+        if ratio and mean is not None:
+            from trainfit.compute.response_lengths import fit_published_lengths
+
+            try:
+                fit_published_lengths(shape=self.response_len_shape, response_len_max=self.response_len,
+                                      response_len_mean=mean, clip_ratio=ratio, longest_tokens=longest)
+            except CardError as e:
+                raise ValueError(str(e)) from None
+
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:
         if self.vllm_engine is not VllmEngineGeneration.V1 and self.engine is not RolloutEngine.VLLM:
@@ -1479,20 +1525,7 @@ class RolloutSection(_Section):
             raise ValueError(f"rollout.length_profile: '{self.length_profile.value}' is only read without a mean;"
                              f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
                              " response_len_mean)")
-        if self.response_clip_ratio is not None and (
-                self.response_len_mean is not None or self.length_profile is not LengthProfileName.AUTO
-                or self.response_len_shape is not ResponseShape.EXPONENTIAL):
-            mean = "null" if self.response_len_mean is None else self.response_len_mean
-            raise ValueError(f"rollout.response_clip_ratio: {self.response_clip_ratio} sets the mean of the exponential"
-                             f" shape; response_len_mean is {mean}, length_profile"
-                             f" '{self.length_profile.value}', response_len_shape '{self.response_len_shape.value}';"
-                             " allowed with it: response_len_mean null, length_profile auto, response_len_shape"
-                             " exponential")
-        if self.response_clip_ratio is not None and self.response_len < 2:
-            # one token a response leaves no room below the cap: no exponential has a share there
-            # (compute.response_lengths.clip_ratio_response_mean)
-            raise ValueError(f"rollout.response_len: {self.response_len} with rollout.response_clip_ratio"
-                             f" {self.response_clip_ratio}; allowed: >= 2")
+        self._published_lengths_agree()
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")

@@ -1,0 +1,90 @@
+"""A run's published share cut at the cap and batch's longest response beside its mean
+(``rollout.response_clip_ratio``, ``rollout.response_len_batch_max``; verl's ``response_length/clip_ratio`` and
+``response_length/max``) set the length distribution (``compute.response_lengths.fit_published_lengths``)."""
+
+from __future__ import annotations
+
+from math import exp
+
+import pytest
+
+from trainfit.compute.response_lengths import (
+    fit_published_lengths,
+    response_length_groups,
+    slowest_engine_length_groups,
+)
+from trainfit.errors import CardError
+from trainfit.plan import make_plan
+from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import ResponseShape
+
+
+def _mean(groups):
+    return sum(length * share for length, share in groups)
+
+
+def test_a_share_at_the_cap_beside_the_mean_sets_the_floor_of_the_exponential():
+    # verl-data's Qwen2.5-14B GSM8K + MATH GRPO-LoRA step: mean 329.753 at a 512 cap, 0.166 cut
+    fit = fit_published_lengths(shape=None, response_len_max=512, response_len_mean=329.753, clip_ratio=0.166)
+    assert fit.kind is ResponseShape.SHIFTED_EXPONENTIAL
+    assert exp(-(512 - fit.floor_tokens) / fit.theta_tokens) == pytest.approx(0.166, rel=1e-9)
+    groups = response_length_groups(shape=None, response_len_max=512, response_len_mean=329.753, sequences=320,
+                                    clip_ratio=0.166)
+    assert _mean(groups) == pytest.approx(329.753, rel=1e-9)
+    assert sum(s for length, s in groups if length >= 512 - 1e-6) == pytest.approx(0.166, abs=1 / 64)  # 64 bins
+    # the plain exponential of that mean cuts more than twice as many
+    plain = response_length_groups(shape=None, response_len_max=512, response_len_mean=329.753, sequences=320)
+    assert sum(s for length, s in plain if length >= 512 - 1e-6) > 0.3
+
+
+def test_the_batchs_longest_ends_the_lengths_and_the_slowest_engine_waits_for_it_not_the_cap():
+    # verl-data's Qwen2.5-7B GSM8K GRPO-LoRA step: 320 responses on 4 engines, mean 268.55, longest 749, none cut
+    kw = dict(shape=None, response_len_max=1024, response_len_mean=268.55)
+    before = slowest_engine_length_groups(sequences=80, engines=4, **kw)
+    after = slowest_engine_length_groups(sequences=80, engines=4, clip_ratio=0.0, longest_tokens=749, **kw)
+    assert max(length for length, _ in before) == pytest.approx(1024)
+    assert max(length for length, _ in after) == pytest.approx(749)
+    assert _mean(response_length_groups(sequences=80, longest_tokens=749, **kw)) == pytest.approx(268.55, rel=1e-9)
+
+
+def test_a_ratio_of_zero_alone_changes_nothing():
+    kw = dict(shape=None, response_len_max=1024, response_len_mean=268.55, sequences=320)
+    assert response_length_groups(clip_ratio=0.0, **kw) == response_length_groups(**kw)
+
+
+@pytest.mark.parametrize(("kw", "field"), [
+    ({"clip_ratio": 0.444, "response_len_mean": 300.0}, "rollout.response_clip_ratio"),  # more than the mean allows
+    ({"clip_ratio": 0.1, "longest_tokens": 700}, "rollout.response_clip_ratio"),  # cut, yet none reached the cap
+    ({"longest_tokens": 200}, "rollout.response_len_batch_max"),  # below the mean
+])
+def test_disagreeing_published_lengths_are_refused_naming_the_field(kw, field):
+    args = {"shape": None, "response_len_max": 1024, "response_len_mean": 268.55, **kw}
+    with pytest.raises(CardError, match=field):
+        fit_published_lengths(**args)
+
+
+def _card(**rollout):
+    return {"model": "Qwen/Qwen2.5-7B-Instruct", "method": "grpo", "preset": "verl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "rollout": {"tensor_parallel": 2, "prompts_per_step": 64, "num_generations": 5, "prompt_len": 512,
+                        "response_len": 1024, "response_len_mean": 268, **rollout}}
+
+
+def test_the_plan_generates_faster_when_the_batchs_longest_is_below_the_cap():
+    gen = lambda card: {p.name: p.seconds for p in make_plan(load_card_dict(card)).time.phases}["generation"]  # noqa: E731
+    assert gen(_card(response_clip_ratio=0.0, response_len_batch_max=749)) < 0.85 * gen(_card())
+
+
+@pytest.mark.parametrize(("extra", "says"), [
+    ({"response_clip_ratio": 0.0, "response_len_mean": None}, "rollout.response_clip_ratio: 0 (none cut) without"),
+    ({"response_len_batch_max": 700, "response_clip_ratio": 0.1}, "rollout.response_len_batch_max: 700 is below"),
+    ({"response_len_batch_max": 1024, "response_clip_ratio": 0.0}, "rollout.response_len_batch_max: 1024 is"),
+    ({"response_len_batch_max": 2000}, "rollout.response_len_batch_max: 2000 with"),
+    ({"response_len_batch_max": 700, "response_len_mean": None}, "rollout.response_len_batch_max: 700 with"),
+    ({"response_clip_ratio": 0.5}, "rollout.response_clip_ratio: 0.5 is more than"),
+])
+def test_the_card_refuses_disagreeing_published_lengths_in_one_line(extra, says):
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card(**extra))
+    assert says in str(err.value)
+    assert "\n" not in str(err.value).strip()

@@ -3930,10 +3930,12 @@ def by_publication(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def reason_kind(reason: str) -> str:
-    """A reason with its particulars removed, for counting."""
-    if "not in the catalog" in reason:
+    """A reason with its particulars removed, for counting. Only the harness's own catalog misses (``resolve_model``:
+    'model <name> not in the catalog ...', ``resolve_gpu``: "GPU '<name>' not in the catalog ...") collapse to
+    their kind; any other reason that mentions the catalog (an entry's own ``card_cannot_state``) counts verbatim."""
+    if "not in the catalog" in reason and reason.startswith(("model ", "GPU ")):
         return reason.split(" ", 1)[0] + " not in the catalog" + (
-            " and no model_config in the entry" if reason.startswith("model") else "")
+            " and no model_config in the entry" if reason.startswith("model ") else "")
     m = re.match(r"(tensor|pipeline|context|expert|Ulysses sequence) parallel \d+$", reason)
     if m:
         return f"{m.group(1)} parallel > 1"

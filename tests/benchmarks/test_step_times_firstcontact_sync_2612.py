@@ -86,3 +86,14 @@ def test_sync_2612_unscored_row_is_not_representable_for_its_stated_reason(row_i
         st.map_rl(e)
     assert got.value.status == "not_representable"
     assert e["card_cannot_state"] in got.value.reasons
+
+
+def test_sync_2612_catalog_reason_of_an_entry_is_counted_verbatim() -> None:
+    # the Moonlight rows' own reason mentions the catalog; only the harness's catalog misses collapse to a kind
+    moonlight = ROWS["verl-pr2418-megatron-sglang-weight-update-moonlight16b-h20-8g-per-tensor"]["card_cannot_state"]
+    assert "not in the catalog" in moonlight and st.reason_kind(moonlight) == moonlight
+    assert st.counts([{"status": "not_representable", "reasons": [moonlight]}])["not_representable"]["reasons"] == {
+        moonlight: 1}
+    assert (st.reason_kind("model a/b not in the catalog and the entry has no model_config")
+            == "model not in the catalog and no model_config in the entry")
+    assert st.reason_kind("GPU 'other' not in the catalog (no peak FLOP/s or bandwidth)") == "GPU not in the catalog"

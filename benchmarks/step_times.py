@@ -225,8 +225,9 @@ def adapter_units_of(e: dict[str, Any], *, scope: str, version: str | None) -> t
     return True, f"parallel.fsdp_adapter_units: {FSDP1_ADAPTER_UNIT_FRAMEWORKS[e['framework']]}"
 
 
-CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
-# MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")  # miles / slime: their weight
+# sync (compute.sync MILES_BROADCAST / MILES_COLOCATED, SLIME_SAME), Ray trainer and old log-prob pass; skyrl: its
+# colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
 PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
                 "actor_update": "actor update"}

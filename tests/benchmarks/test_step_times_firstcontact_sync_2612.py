@@ -18,13 +18,12 @@ import trainfit
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_rl_times_firstcontact_sync_2612.json"
 SCORED = {
-    # id: (card preset, placement, rollout.weight_sync or None, published weight sync s, the figure as quoted); slime
-    # has no card preset in the harness (CARD_PRESETS): its card plans the fallback framework's colocated path
+    # id: (card preset, placement, rollout.weight_sync or None, published weight sync s, the figure as quoted)
     "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-per-param": ("skyrl", "colocate", "per_parameter", 67.0,
                                                                            "(67s -> 34s)"),
     "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-bucketed": ("skyrl", "colocate", None, 34.0,
                                                                           "(67s -> 34s)"),
-    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": (None, "colocate", None, 3.0, "~3.0 s/sync"),
+    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": ("slime", "colocate", None, 3.0, "~3.0 s/sync"),
     "trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g": ("trl", "split", None, 40.0, "~40s"),
 }
 NCCL_RESHARD = {  # NeMo RL pull request #2971's DGX-H100 table: suffix -> (low s, high s)
@@ -97,3 +96,4 @@ def test_sync_2612_catalog_reason_of_an_entry_is_counted_verbatim() -> None:
     assert (st.reason_kind("model a/b not in the catalog and the entry has no model_config")
             == "model not in the catalog and no model_config in the entry")
     assert st.reason_kind("GPU 'other' not in the catalog (no peak FLOP/s or bandwidth)") == "GPU not in the catalog"
+

@@ -2137,6 +2137,10 @@ ROLLOUT_TP_DEFAULTS_NOT_APPLIED: dict[str, str] = {
                       " @e468799f19423d7a045c726ff89a53086bc379fa), not applied: the hybrid engine gathers the whole"
                       " actor on every GPU beside its ZeRO-3 shards and the reference copy, with no memory share to"
                       " check a 1-GPU gather against, and the blog's benchmark settings are not its scripts'",
+    "slime": "slime's --rollout-num-gpus-per-engine default is 1 (THUDM/slime slime/utils/arguments.py l.57-60"
+             " @8a5397e251e62f965a59a5f9c1662fba8544cd84), not applied: slime sets no --sglang-mem-fraction-static"
+             " (SGLang computes its own from the card's memory) and the card's slime preset sets no share, so a"
+             " one-GPU engine cannot be checked against the share the card plans",
 }
 """Frameworks whose default rollout TP is known but not applied, and why (the note says so)."""
 

@@ -97,3 +97,36 @@ def test_sync_2612_catalog_reason_of_an_entry_is_counted_verbatim() -> None:
             == "model not in the catalog and no model_config in the entry")
     assert st.reason_kind("GPU 'other' not in the catalog (no peak FLOP/s or bandwidth)") == "GPU not in the catalog"
 
+
+# the rows' fit verdicts, as their notes state them: SkyRL's Megatron layout is not published (the card's default
+# layout holds the whole model on every L40S), TRL's server and slime's colocated engines at their frameworks' defaults
+FITS = {
+    "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-per-param": False,
+    "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-bucketed": False,
+    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": True,
+    "trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g": True,
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(FITS))
+def test_sync_2612_note_states_the_planned_fit_verdict(row_id: str) -> None:
+    from trainfit.plan import make_plan
+
+    e = ROWS[row_id]
+    card, _ = st.map_rl(e)
+    plan = make_plan(st.validate(card))
+    assert plan.fits is FITS[row_id]
+    before = e["note"].split("FIRST-CONTACT")[0]
+    assert ("Verdict: the plan fits" in before) is plan.fits
+    assert ("Verdict: the plan does not fit" in before) is not plan.fits
+
+
+def test_sync_2612_engines_take_their_frameworks_default_memory_settings() -> None:
+    trl, _ = st.map_rl(ROWS["trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g"])
+    assert trl["rollout"]["gpu_memory_utilization"] == 0.9  # trl vllm-serve's default
+    slime, _ = st.map_rl(ROWS["slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate"])
+    ro = slime["rollout"]  # slime --colocate: offload_train and offload_rollout; SGLang's own memory share on H200
+    assert (ro["trainer_offload"], ro["sleep_level"], ro["gpu_memory_utilization"]) == ("params_and_optimizer", 2, 0.906)
+    assert ro["tensor_parallel"] == 1  # slime's --rollout-num-gpus-per-engine default
+    reserved_mib = 512 + 1.5 * 8192 + 2 * 256 + 1024 * 1 / 8  # SGLang _handle_gpu_memory_settings, H200, TP 1
+    assert round(1 - reserved_mib / (139.8 * 1024), 3) == 0.906

@@ -225,8 +225,9 @@ def adapter_units_of(e: dict[str, Any], *, scope: str, version: str | None) -> t
     return True, f"parallel.fsdp_adapter_units: {FSDP1_ADAPTER_UNIT_FRAMEWORKS[e['framework']]}"
 
 
-CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "skyrl")  # miles: its weight sync (compute.sync
-# MILES_BROADCAST); skyrl: its colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")  # miles / slime: their weight
+# sync (compute.sync MILES_BROADCAST / MILES_COLOCATED, SLIME_SAME), Ray trainer and old log-prob pass; skyrl: its
+# colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
 PHASE_TITLES = {"generation": "generation", "weight_sync": "weight sync", "logprob": "log-prob passes",
                 "actor_update": "actor update"}
@@ -2136,6 +2137,10 @@ ROLLOUT_TP_DEFAULTS_NOT_APPLIED: dict[str, str] = {
                       " @e468799f19423d7a045c726ff89a53086bc379fa), not applied: the hybrid engine gathers the whole"
                       " actor on every GPU beside its ZeRO-3 shards and the reference copy, with no memory share to"
                       " check a 1-GPU gather against, and the blog's benchmark settings are not its scripts'",
+    "slime": "slime's --rollout-num-gpus-per-engine default is 1 (THUDM/slime slime/utils/arguments.py l.57-60"
+             " @8a5397e251e62f965a59a5f9c1662fba8544cd84), not applied: slime sets no --sglang-mem-fraction-static"
+             " (SGLang computes its own from the card's memory) and the card's slime preset sets no share, so a"
+             " one-GPU engine cannot be checked against the share the card plans",
 }
 """Frameworks whose default rollout TP is known but not applied, and why (the note says so)."""
 
@@ -3954,10 +3959,12 @@ def by_publication(rows: list[Row]) -> list[dict[str, Any]]:
 
 
 def reason_kind(reason: str) -> str:
-    """A reason with its particulars removed, for counting."""
-    if "not in the catalog" in reason:
+    """A reason with its particulars removed, for counting. Only the harness's own catalog misses (``resolve_model``:
+    'model <name> not in the catalog ...', ``resolve_gpu``: "GPU '<name>' not in the catalog ...") collapse to
+    their kind; any other reason that mentions the catalog (an entry's own ``card_cannot_state``) counts verbatim."""
+    if "not in the catalog" in reason and reason.startswith(("model ", "GPU ")):
         return reason.split(" ", 1)[0] + " not in the catalog" + (
-            " and no model_config in the entry" if reason.startswith("model") else "")
+            " and no model_config in the entry" if reason.startswith("model ") else "")
     m = re.match(r"(tensor|pipeline|context|expert|Ulysses sequence) parallel \d+$", reason)
     if m:
         return f"{m.group(1)} parallel > 1"

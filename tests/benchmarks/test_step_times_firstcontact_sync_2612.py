@@ -18,13 +18,12 @@ import trainfit
 REPO = Path(trainfit.__file__).resolve().parents[2]
 DATA = REPO / "benchmarks" / "data" / "published_rl_times_firstcontact_sync_2612.json"
 SCORED = {
-    # id: (card preset, placement, rollout.weight_sync or None, published weight sync s, the figure as quoted); slime
-    # has no card preset in the harness (CARD_PRESETS): its card plans the fallback framework's colocated path
+    # id: (card preset, placement, rollout.weight_sync or None, published weight sync s, the figure as quoted)
     "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-per-param": ("skyrl", "colocate", "per_parameter", 67.0,
                                                                            "(67s -> 34s)"),
     "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-bucketed": ("skyrl", "colocate", None, 34.0,
                                                                           "(67s -> 34s)"),
-    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": (None, "colocate", None, 3.0, "~3.0 s/sync"),
+    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": ("slime", "colocate", None, 3.0, "~3.0 s/sync"),
     "trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g": ("trl", "split", None, 40.0, "~40s"),
 }
 NCCL_RESHARD = {  # NeMo RL pull request #2971's DGX-H100 table: suffix -> (low s, high s)
@@ -86,3 +85,48 @@ def test_sync_2612_unscored_row_is_not_representable_for_its_stated_reason(row_i
         st.map_rl(e)
     assert got.value.status == "not_representable"
     assert e["card_cannot_state"] in got.value.reasons
+
+
+def test_sync_2612_catalog_reason_of_an_entry_is_counted_verbatim() -> None:
+    # the Moonlight rows' own reason mentions the catalog; only the harness's catalog misses collapse to a kind
+    moonlight = ROWS["verl-pr2418-megatron-sglang-weight-update-moonlight16b-h20-8g-per-tensor"]["card_cannot_state"]
+    assert "not in the catalog" in moonlight and st.reason_kind(moonlight) == moonlight
+    assert st.counts([{"status": "not_representable", "reasons": [moonlight]}])["not_representable"]["reasons"] == {
+        moonlight: 1}
+    assert (st.reason_kind("model a/b not in the catalog and the entry has no model_config")
+            == "model not in the catalog and no model_config in the entry")
+    assert st.reason_kind("GPU 'other' not in the catalog (no peak FLOP/s or bandwidth)") == "GPU not in the catalog"
+
+
+# the rows' fit verdicts, as their notes state them: SkyRL's Megatron layout is not published (the card's default
+# layout holds the whole model on every L40S), TRL's server and slime's colocated engines at their frameworks' defaults
+FITS = {
+    "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-per-param": False,
+    "skyrl-pr334-megatron-weight-sync-qwen15-moe-a27b-l40s-8g-bucketed": False,
+    "slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate": True,
+    "trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g": True,
+}
+
+
+@pytest.mark.parametrize("row_id", sorted(FITS))
+def test_sync_2612_note_states_the_planned_fit_verdict(row_id: str) -> None:
+    from trainfit.plan import make_plan
+
+    e = ROWS[row_id]
+    card, _ = st.map_rl(e)
+    plan = make_plan(st.validate(card))
+    assert plan.fits is FITS[row_id]
+    before = e["note"].split("FIRST-CONTACT")[0]
+    assert ("Verdict: the plan fits" in before) is plan.fits
+    assert ("Verdict: the plan does not fit" in before) is not plan.fits
+
+
+def test_sync_2612_engines_take_their_frameworks_default_memory_settings() -> None:
+    trl, _ = st.map_rl(ROWS["trl-issue3557-server-mode-weight-sync-qwen3-30b-a3b-h200-8g"])
+    assert trl["rollout"]["gpu_memory_utilization"] == 0.9  # trl vllm-serve's default
+    slime, _ = st.map_rl(ROWS["slime-vime175-weight-sync-loop-qwen3-30b-a3b-h200-8g-colocate"])
+    ro = slime["rollout"]  # slime --colocate: offload_train and offload_rollout; SGLang's own memory share on H200
+    assert (ro["trainer_offload"], ro["sleep_level"], ro["gpu_memory_utilization"]) == ("params_and_optimizer", 2, 0.906)
+    assert ro["tensor_parallel"] == 1  # slime's --rollout-num-gpus-per-engine default
+    reserved_mib = 512 + 1.5 * 8192 + 2 * 256 + 1024 * 1 / 8  # SGLang _handle_gpu_memory_settings, H200, TP 1
+    assert round(1 - reserved_mib / (139.8 * 1024), 3) == 0.906

@@ -300,14 +300,14 @@ def test_fa1_refused_where_its_head_dim_cannot_run(gpu, model, message):
 
 def test_fa1_head_dim_64_runs_faster_per_flop():
     """Dao 2023 Fig. 4(c) against 4(d), A100, causal, forward + backward, FlashAttention bars at 4k: 87 at head dim 64,
-    76 at 128; Fig. 7(c) / 7(d), H100: 138 / 126. FlashAttention-2's own head-dim factor is untouched."""
+    76 at 128; Fig. 7(c) / 7(d), H100: 138 / 126; FlashAttention-2 in the same A100 panels loses instead (156 / 173)."""
     for cc, ratio in (("8.0", 87 / 76), ("9.0", 138 / 126)):
         for backward in (False, True):
             at_64 = head_dim_efficiency(compute_capability=cc, head_dim=64, backward=backward, kernel="fa1")
             assert at_64 == pytest.approx(ratio, rel=0.01)
             assert head_dim_efficiency(compute_capability=cc, head_dim=96, backward=backward,
                                        kernel="fa1") == pytest.approx((at_64 + 1) / 2)
-    assert head_dim_efficiency(compute_capability="8.0", head_dim=64, backward=False, kernel="fa2") == 1.0
+    assert head_dim_efficiency(compute_capability="8.0", head_dim=64, backward=False, kernel="fa2") == 0.90
 
 
 def test_fa1_note_states_the_models_head_dim():

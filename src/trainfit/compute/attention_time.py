@@ -57,7 +57,12 @@ sm90       0.89   0.90   Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 
 sm100      0.67   0.67   Dao-AILab/flash-attention pull request #2605 (merged; read 2026-12-02), B200, FA4
                          forward, causal, seqlen 4096 batch 8: 708 / 1062 (2048: 561 / 899); no backward table by
                          head dim: the forward ratio
-others     1.00   1.00   not applied: no head-dim table for A100-class (sm80/86/89) or sm120 cards was read
+sm80/86/89 0.90   0.90   Dao 2023, "FlashAttention-2", arXiv:2307.08691, Fig. 4(c) / 4(d), A100 80GB SXM4, causal,
+                         forward + backward, FlashAttention-2 at 4k: 156 / 173 (16k: 171 / 189), read from the
+                         repository's copy, Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png
+                         @4f285b354796fb17df8636485b9a04df3ebbb7dc (v2.0.0); the forward-only and backward-only
+                         figures (Fig. 5, 6) were not read, so both phases take the forward + backward ratio
+others     1.00   1.00   not applied: no head-dim table for sm120 cards was read
 =========  =====  =====  ======================================================================================
 
 Stated kernel (``RunCard.attention_kernel``; ``auto`` keeps the tables above). The fused kernel a run used sets the
@@ -69,7 +74,7 @@ architecture. Rates as a fraction of the card's sustained matmul rate (H100 SXM 
 ======  ====  =====  =====  ===========  =====================================================================
 kernel  arch  fwd    bwd    hd 64 ratio  source (TFLOP/s, bf16)
 ======  ====  =====  =====  ===========  =====================================================================
-fa2     sm8x  0.80   0.62   1.00         the ``auto`` row (FlashAttention-2 paper)
+fa2     sm8x  0.80   0.62   0.90         the ``auto`` row (FlashAttention-2 paper)
 fa2     sm90  0.45   0.34   0.89 / 0.90  the ``auto`` row (FlashAttention-2 on H100 in the FlashAttention-3
                                          paper)
 fa2     sm100 0.20   0.19   1.00         forward: meta-pytorch/tritonbench pull request #171 (closed; read
@@ -376,14 +381,14 @@ WINDOW_MASK_KERNELS = 1
 """The conversion's kernels per masked SDPA call (``where``; torch 2.13)."""
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
 BASE_HEAD_DIM = 128
-_HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
+_HEAD_DIM_64 = {"8": (0.90, 0.90), "9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
 
 
 AUTO_KERNEL = "auto"
 # (kernel, major) -> (fwd, bwd, (fwd, bwd) at head dim 64 / at 128): the module docstring's stated-kernel table;
 # FlashAttention-2 on Ampere and Hopper is what the default rates above measure (one source for both)
 _KERNEL_RATES = {
-    ("fa2", "8"): (*_EFFICIENCY["8"], _HEAD_DIM_64.get("8", (1.0, 1.0))),
+    ("fa2", "8"): (*_EFFICIENCY["8"], _HEAD_DIM_64["8"]),
     ("fa2", "9"): (*_EFFICIENCY["9"], _HEAD_DIM_64["9"]),
     ("fa2", "10"): (0.20, 0.19, (1.0, 1.0)),
     ("fa3", "9"): (0.78, 0.71, (0.75, 0.75)),

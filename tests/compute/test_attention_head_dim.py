@@ -29,7 +29,12 @@ def test_head_dim_factor_follows_the_published_ratios():
     assert head_dim_efficiency(compute_capability="10.0", head_dim=64, backward=False) == 0.67
     assert head_dim_efficiency(compute_capability="10.0", head_dim=96, backward=False) == pytest.approx(0.835)
     assert head_dim_efficiency(compute_capability="10.0", head_dim=32, backward=False) == 0.67
-    assert head_dim_efficiency(compute_capability="8.0", head_dim=64, backward=False) == 1.0  # no table read
+    # A100 (sm8x): FlashAttention-2 causal forward + backward at 4k, head dim 64 / 128 = 156 / 173 (Dao 2023 Fig. 4)
+    for cc in ("8.0", "8.6", "8.9"):
+        for backward in (False, True):
+            assert head_dim_efficiency(compute_capability=cc, head_dim=64, backward=backward) == pytest.approx(
+                156 / 173, abs=0.005)
+    assert head_dim_efficiency(compute_capability="12.0", head_dim=64, backward=False) == 1.0  # no table read
 
 
 def test_head_dim_64_attention_is_slower_on_h100():

@@ -7,7 +7,8 @@ import pytest
 
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute.attention_time import (
-    attention_efficiency, attention_seconds, head_dim_efficiency, kernel_rated, kernel_runs_on,
+    attention_efficiency, attention_seconds, head_dim_efficiency, kernel_head_dim_runs, kernel_rated, kernel_runs_on,
+    kernels_allowed,
 )
 from trainfit.compute.rates import default_rates
 from trainfit.errors import CardError
@@ -217,7 +218,7 @@ def test_fa1_is_refused_on_blackwell():
     assert kernel_runs_on(kernel="fa1", compute_capability="8.0")
     assert not kernel_runs_on(kernel="fa1", compute_capability="10.0")
     card = {**_card(), "hardware": {"gpu": "b200", "gpus_per_node": 8}, "attention": "flash", "attention_kernel": "fa1"}
-    with pytest.raises(CardError, match="attention_kernel: 'fa1' runs on Ampere and Hopper"):
+    with pytest.raises(CardError, match="attention_kernel: 'fa1' runs on Turing, Ampere, Ada and Hopper"):
         make_plan(load_card_dict(card))
 
 
@@ -228,3 +229,91 @@ def test_fa1_card_plans_slower_than_fa2_on_a100():
     fa1 = make_plan(load_card_dict({**card, "attention_kernel": "fa1"}))
     assert fa1.step_seconds > fa2.step_seconds
     assert any("attention kernel fa1 (FlashAttention-1, CUDA)" in a for a in fa1.assumptions)
+
+
+# -- where FlashAttention-1 and -2 run (their READMEs and kernels' checks at v1.0.9 / v2.0.0) --------------------------
+
+def _small(gpu: str, model: str, **top) -> dict:
+    return {"model": model, "hardware": {"gpu": gpu, "gpus_per_node": 1},
+            "precision": {"compute": "fp16", "weights": "fp16"},
+            "batch": {"micro_batch_size": 1, "seq_len": 2048}, "attention": "flash", **top}
+
+
+def test_fa1_runs_on_turing_and_fa2_does_not():
+    """FlashAttention-1: "Turing, Ampere, Ada, or Hopper GPUs (e.g., H100, A100, RTX 3090, T4, RTX 2080)";
+    FlashAttention-2: "Ampere, Ada, or Hopper GPUs ... please use FlashAttention 1.x for Turing GPUs"."""
+    assert kernel_runs_on(kernel="fa1", compute_capability="7.5")
+    assert kernel_runs_on(kernel="fa1", compute_capability="8.9")
+    assert not kernel_runs_on(kernel="fa1", compute_capability="7.0")
+    for cc in ("7.0", "7.5"):
+        assert not kernel_runs_on(kernel="fa2", compute_capability=cc)
+    for cc in ("8.0", "8.6", "8.9", "9.0", "10.0", "12.0", None):
+        assert kernel_runs_on(kernel="fa2", compute_capability=cc)
+    assert kernels_allowed(compute_capability="7.5") == ["auto", "cudnn", "fa1"]
+    assert kernels_allowed(compute_capability="7.0") == ["auto", "cudnn"]
+    plan = make_plan(load_card_dict(_small("t4", "HuggingFaceTB/SmolLM2-135M", attention_kernel="fa1")))
+    assert any("attention kernel fa1: no published rate on compute capability 7.5" in a for a in plan.assumptions)
+
+
+@pytest.mark.parametrize("gpu, cc, allowed", [("t4", "7.5", "auto, cudnn, fa1"),
+                                               ("v100-sxm2-32gb", "7.0", "auto, cudnn")])
+def test_fa2_is_refused_on_volta_and_turing(gpu, cc, allowed):
+    with pytest.raises(CardError) as err:
+        load_card_dict(_small(gpu, "HuggingFaceTB/SmolLM2-135M", attention_kernel="fa2"))
+    assert str(err.value) == (f"attention_kernel: 'fa2' runs on Ampere, Ada, Hopper and later (compute capability 8.x"
+                              f" and above) only; {gpu} is {cc}; allowed there: {allowed}")
+    with pytest.raises(CardError, match="attention_kernel: 'fa2' runs on Ampere"):
+        load_card_dict(_small(gpu, "HuggingFaceTB/SmolLM2-135M", attention="sdpa", attention_kernel="fa2"))
+
+
+def test_fa1_head_dim_limits():
+    """fmha_api.cpp: head_size <= 128; backward above 64 only on is_sm80 || is_sm90 (8.0 / 9.0 exactly)."""
+    for cc in ("7.5", "8.0", "8.6", "8.9", "9.0"):
+        assert not kernel_head_dim_runs(kernel="fa1", compute_capability=cc, head_dim=256, backward=False)
+        assert kernel_head_dim_runs(kernel="fa1", compute_capability=cc, head_dim=64)
+        assert kernel_head_dim_runs(kernel="fa1", compute_capability=cc, head_dim=128, backward=False)
+    assert kernel_head_dim_runs(kernel="fa1", compute_capability="8.0", head_dim=128)
+    assert kernel_head_dim_runs(kernel="fa1", compute_capability="9.0", head_dim=96)
+    for cc in ("7.5", "8.6", "8.9"):
+        assert not kernel_head_dim_runs(kernel="fa1", compute_capability=cc, head_dim=80)
+    assert kernel_head_dim_runs(kernel="fa2", compute_capability="8.9", head_dim=256)
+
+
+@pytest.mark.parametrize("gpu, model, message", [
+    ("a100-80gb", "google/gemma-2b",
+     "attention_kernel: 'fa1' (FlashAttention-1, CUDA) runs head dims up to 128 only; the model's is 256 (a100-80gb);"
+     " allowed there: auto, fa2, cudnn, triton_fa"),
+    ("rtx4090", "Qwen/Qwen3-0.6B",
+     "attention_kernel: 'fa1' (FlashAttention-1, CUDA) trains head dims above 64 only on compute capability 8.0 / 9.0"
+     " (A100 / H100: its backward needs their shared memory); the model's head dim is 128 on compute capability 8.9"
+     " (rtx4090); allowed there: auto, fa2, cudnn, triton_fa"),
+    ("t4", "Qwen/Qwen3-0.6B",
+     "attention_kernel: 'fa1' (FlashAttention-1, CUDA) trains head dims above 64 only on compute capability 8.0 / 9.0"
+     " (A100 / H100: its backward needs their shared memory); the model's head dim is 128 on compute capability 7.5"
+     " (t4); allowed there: auto, cudnn"),
+])
+def test_fa1_refused_where_its_head_dim_cannot_run(gpu, model, message):
+    with pytest.raises(CardError) as err:
+        make_plan(load_card_dict(_small(gpu, model, attention_kernel="fa1")))
+    assert str(err.value) == message
+
+
+def test_fa1_head_dim_64_runs_faster_per_flop():
+    """Dao 2023 Fig. 4(c) against 4(d), A100, causal, forward + backward, FlashAttention bars at 4k: 87 at head dim 64,
+    76 at 128; Fig. 7(c) / 7(d), H100: 138 / 126; FlashAttention-2 in the same A100 panels loses instead (156 / 173)."""
+    for cc, ratio in (("8.0", 87 / 76), ("9.0", 138 / 126)):
+        for backward in (False, True):
+            at_64 = head_dim_efficiency(compute_capability=cc, head_dim=64, backward=backward, kernel="fa1")
+            assert at_64 == pytest.approx(ratio, rel=0.01)
+            assert head_dim_efficiency(compute_capability=cc, head_dim=96, backward=backward,
+                                       kernel="fa1") == pytest.approx((at_64 + 1) / 2)
+    assert head_dim_efficiency(compute_capability="8.0", head_dim=64, backward=False, kernel="fa2") == 0.90
+
+
+def test_fa1_note_states_the_models_head_dim():
+    card = _small("a100-80gb", "HuggingFaceTB/SmolLM2-135M", attention_kernel="fa1")
+    plan = make_plan(load_card_dict(card))
+    assert any("attention kernel fa1 (FlashAttention-1, CUDA): 0.40 / 0.31 of the matmul rate forward / backward at"
+               " head dim 64 on compute capability 8.0" in a for a in plan.assumptions)
+    fa2 = make_plan(load_card_dict({**card, "attention_kernel": "fa2"}))
+    assert any("at head dim 64 on compute capability 8.0" in a for a in fa2.assumptions)

@@ -57,7 +57,12 @@ sm90       0.89   0.90   Shah et al. 2024, "FlashAttention-3", arXiv:2407.08608 
 sm100      0.67   0.67   Dao-AILab/flash-attention pull request #2605 (merged; read 2026-12-02), B200, FA4
                          forward, causal, seqlen 4096 batch 8: 708 / 1062 (2048: 561 / 899); no backward table by
                          head dim: the forward ratio
-others     1.00   1.00   not applied: no head-dim table for A100-class (sm80/86/89) or sm120 cards was read
+sm80/86/89 0.90   0.90   Dao 2023, "FlashAttention-2", arXiv:2307.08691, Fig. 4(c) / 4(d), A100 80GB SXM4, causal,
+                         forward + backward, FlashAttention-2 at 4k: 156 / 173 (16k: 171 / 189), read from the
+                         repository's copy, Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png
+                         @4f285b354796fb17df8636485b9a04df3ebbb7dc (v2.0.0); the forward-only and backward-only
+                         figures (Fig. 5, 6) were not read, so both phases take the forward + backward ratio
+others     1.00   1.00   not applied: no head-dim table for sm120 cards was read
 =========  =====  =====  ======================================================================================
 
 Stated kernel (``RunCard.attention_kernel``; ``auto`` keeps the tables above). The fused kernel a run used sets the
@@ -69,7 +74,7 @@ architecture. Rates as a fraction of the card's sustained matmul rate (H100 SXM 
 ======  ====  =====  =====  ===========  =====================================================================
 kernel  arch  fwd    bwd    hd 64 ratio  source (TFLOP/s, bf16)
 ======  ====  =====  =====  ===========  =====================================================================
-fa2     sm8x  0.80   0.62   1.00         the ``auto`` row (FlashAttention-2 paper)
+fa2     sm8x  0.80   0.62   0.90         the ``auto`` row (FlashAttention-2 paper)
 fa2     sm90  0.45   0.34   0.89 / 0.90  the ``auto`` row (FlashAttention-2 on H100 in the FlashAttention-3
                                          paper)
 fa2     sm100 0.20   0.19   1.00         forward: meta-pytorch/tritonbench pull request #171 (closed; read
@@ -125,17 +130,30 @@ triton_fa sm90 0.32  0.14   1.00         assumed, no published figure: Fig. 7 (H
                                          328 = 0.42 on H100 (Fig. 7(d)); the rates above give about 130 TFLOP/s
                                          forward + backward there, just under FlashAttention's 137, as the
                                          kernel's header says of A100 ("slightly slower")
-fa1     sm8x  0.35   0.27   1.00         FlashAttention (version 1, CUDA). Dao 2023, "FlashAttention-2",
+fa1     sm8x  0.35   0.27   1.14         FlashAttention (version 1, CUDA). Dao 2023, "FlashAttention-2",
                                          arXiv:2307.08691, Fig. 4(d), A100 80GB SXM4, forward + backward,
                                          causal, head dim 128, "FlashAttention" bars: 55 / 62 / 69 / 76 / 80
                                          / 83 TFLOP/s at 512 / 1k / 2k / 4k / 8k / 16k against
                                          FlashAttention-2's 99 / 133 / 155 / 173 / 182 / 189 (the triton_fa
-                                         row's figures): 83 / 189 = 0.44 of the fa2 sm8x rates, the panel
-                                         drawing forward + backward only, so both phases take the ratio
-                                         (0.80 / 0.62 x 0.44); head dim: no table read, 1.00
-fa1     sm90  0.19   0.14   1.00         the same paper's Fig. 7(d), H100 SXM5, causal, head dim 128 at 16k,
+                                         row's figures): 83 / 189 = 0.44 of the fa2 sm8x rates. Per phase:
+                                         the paper's forward-only and backward-only figures (Fig. 5, 6) were
+                                         not read (their bars are drawn only in the paper's images, which
+                                         were not available), so both phases take the forward + backward
+                                         ratio (0.80 / 0.62 x 0.44). Head dim: Fig. 4(c), causal head dim 64,
+                                         the same bars: 58 / 70 / 77 / 87 / 92 / 97; 87 / 76 = 1.14 at 4k
+                                         (16k: 97 / 83 = 1.17), faster per FLOP at the narrower head (its
+                                         head-dim-128 kernels use smaller blocks: the v1.x README, "Speedup is
+                                         less than with the smaller head sizes, since we have to make the
+                                         block size smaller in the tiling"); forward + backward only, so both
+                                         phases take it. Read from the repository's copy of the figure,
+                                         Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png
+                                         @4f285b354796fb17df8636485b9a04df3ebbb7dc (v2.0.0)
+fa1     sm90  0.19   0.14   1.10         the same paper's Fig. 7(d), H100 SXM5, causal, head dim 128 at 16k,
                                          forward + backward: FlashAttention 137, FlashAttention-2 328: 0.42
-                                         of the fa2 sm90 rates (0.45 / 0.34 x 0.42); head dim: no table read
+                                         of the fa2 sm90 rates (0.45 / 0.34 x 0.42); head dim: Fig. 7(c),
+                                         causal head dim 64: 138 at 4k against 126 at head dim 128 = 1.10
+                                         (16k: 156 / 137 = 1.14); assets/flash2_h100_fwd_bwd_benchmark.png
+                                         at the same commit
 ======  ====  =====  =====  ===========  =====================================================================
 
 ``triton_fa`` is the Triton FlashAttention (the FlashAttention-1 algorithm) of Dao-AILab/flash-attention
@@ -159,9 +177,22 @@ capability 10 and above (and under SDPA, which does not dispatch to it).
 
 Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
 cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),
-none for cuDNN on Ampere. FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package),
-FlashAttention-4 for Blackwell (``flash_attn/cute``), the Triton FlashAttention for Ampere and Hopper:
-``kernel_runs_on`` refuses the others.
+none for cuDNN on Ampere, none for FlashAttention-1 on Turing (compute capability 7.5: the ``auto`` rates, said
+so). FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package), FlashAttention-4 for Blackwell
+(``flash_attn/cute``), the Triton FlashAttention for Ampere and Hopper: ``kernel_runs_on`` refuses the others.
+FlashAttention-2 has no Turing or Volta build: Dao-AILab/flash-attention README.md
+@4f285b354796fb17df8636485b9a04df3ebbb7dc (v2.0.0) l.59-62, "FlashAttention-2 currently supports: Ampere, Ada, or
+Hopper GPUs ... Support for Turing GPUs (T4, RTX 2080) is coming soon, please use FlashAttention 1.x for Turing GPUs
+for now", and its kernels check ``is_sm90 || is_sm8x`` ("FlashAttention only supports Ampere GPUs or newer",
+csrc/flash_attn/flash_api.cpp l.201 there); PyTorch SDPA's flash backend is that code. FlashAttention-1 (``fa1``)
+runs on Turing, Ampere, Ada and Hopper: README.md @6d48e14a6c2f551db96f0badc658a6279a929df3 (v1.0.9) l.72-76,
+"Turing, Ampere, Ada, or Hopper GPUs (e.g., H100, A100, RTX 3090, T4, RTX 2080)", "Head dimensions that are
+multiples of 8, up to 128 ... Head dim > 64 backward requires A100 or H100"; csrc/flash_attn/fmha_api.cpp there:
+``TORCH_CHECK(is_sm90 || is_sm8x || is_sm75)`` (l.211, 369), ``head_size <= 128`` (l.246, 415), and for
+``head_size > 64`` the backward's ``TORCH_CHECK(is_sm80 || is_sm90, ...)`` ("requires A100 or H100 GPUs as the
+implementation needs a large amount of shared memory", l.416-417), ``is_sm80`` and ``is_sm90`` being compute
+capability 8.0 and 9.0 exactly: ``kernel_head_dim_runs`` refuses the rest (a card trains, so its attention runs
+the backward).
 
 Short sequences fill fewer tiles and pay the softmax bookkeeping: ``seq / (seq + SEQ_HALF)`` with
 ``SEQ_HALF = 256`` (the same figures: half the long-sequence rate near 256-512 tokens).
@@ -319,6 +350,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from trainfit.compute.rates import DeviceRates
+from trainfit.spec.model import ModelSpec
 
 BACKWARD_FLOPS_FACTOR = 2.5
 """Attention backward FLOPs over the forward's (the recomputed Q·Kᵀ, dV, dP, dQ and dK against Q·Kᵀ and P·V: 5 / 2),
@@ -349,14 +381,14 @@ WINDOW_MASK_KERNELS = 1
 """The conversion's kernels per masked SDPA call (``where``; torch 2.13)."""
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
 BASE_HEAD_DIM = 128
-_HEAD_DIM_64 = {"9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
+_HEAD_DIM_64 = {"8": (0.90, 0.90), "9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
 
 
 AUTO_KERNEL = "auto"
 # (kernel, major) -> (fwd, bwd, (fwd, bwd) at head dim 64 / at 128): the module docstring's stated-kernel table;
 # FlashAttention-2 on Ampere and Hopper is what the default rates above measure (one source for both)
 _KERNEL_RATES = {
-    ("fa2", "8"): (*_EFFICIENCY["8"], _HEAD_DIM_64.get("8", (1.0, 1.0))),
+    ("fa2", "8"): (*_EFFICIENCY["8"], _HEAD_DIM_64["8"]),
     ("fa2", "9"): (*_EFFICIENCY["9"], _HEAD_DIM_64["9"]),
     ("fa2", "10"): (0.20, 0.19, (1.0, 1.0)),
     ("fa3", "9"): (0.78, 0.71, (0.75, 0.75)),
@@ -364,14 +396,28 @@ _KERNEL_RATES = {
     ("cudnn", "9"): (0.68, 0.65, (0.67, 0.67)),
     ("triton_fa", "8"): (0.57, 0.25, (1.0, 1.0)),
     ("triton_fa", "9"): (0.32, 0.14, (1.0, 1.0)),
-    ("fa1", "8"): (0.35, 0.27, (1.0, 1.0)),
-    ("fa1", "9"): (0.19, 0.14, (1.0, 1.0)),
+    ("fa1", "8"): (0.35, 0.27, (1.14, 1.14)),
+    ("fa1", "9"): (0.19, 0.14, (1.10, 1.10)),
 }
-_KERNEL_ARCH = {"fa3": ("9",), "fa4": ("10",), "triton_fa": ("8", "9"), "fa1": ("8", "9")}
-KERNEL_ARCH_TEXT = {"fa3": "Hopper (compute capability 9.x)", "fa4": "Blackwell (compute capability 10.x)",
+# architectures by major ("8") or exact compute capability ("7.5"); a kernel not listed runs everywhere this plans
+_KERNEL_ARCH = {"fa2": ("8", "9", "10", "11", "12"), "fa3": ("9",), "fa4": ("10",), "triton_fa": ("8", "9"),
+                "fa1": ("7.5", "8", "9")}
+KERNEL_ARCH_TEXT = {"fa2": "Ampere, Ada, Hopper and later (compute capability 8.x and above)",
+                    "fa3": "Hopper (compute capability 9.x)", "fa4": "Blackwell (compute capability 10.x)",
                     "triton_fa": "Ampere and Hopper (compute capability 8.x, 9.x)",
-                    "fa1": "Ampere and Hopper (compute capability 8.x, 9.x)"}
+                    "fa1": "Turing, Ampere, Ada and Hopper (compute capability 7.5, 8.x, 9.x)"}
 """Kernels built for some architectures only (module docstring); the others run everywhere this plans."""
+FA1_MAX_HEAD_DIM = 128
+"""FlashAttention-1's widest head: ``TORCH_CHECK((head_size % 8 == 0) && (head_size <= 128))`` in forward and backward
+(Dao-AILab/flash-attention csrc/flash_attn/fmha_api.cpp l.246, 415 @6d48e14a6c2f551db96f0badc658a6279a929df3, v1.0.9;
+its README.md l.75-76: "Head dimensions that are multiples of 8, up to 128")."""
+FA1_WIDE_BACKWARD_HEAD_DIM = 64
+"""Above this head dim FlashAttention-1's backward runs only on compute capability 8.0 and 9.0 (A100 / H100 class):
+``if (head_size > 64) TORCH_CHECK(is_sm80 || is_sm90, "FlashAttention backward for head dim > 64 requires A100 or H100
+GPUs as the implementation needs a large amount of shared memory.")`` (csrc/flash_attn/fmha_api.cpp l.416-417
+@6d48e14a6c2f551db96f0badc658a6279a929df3, v1.0.9)."""
+FA1_WIDE_BACKWARD_CCS = ("8.0", "9.0")
+"""``is_sm80`` and ``is_sm90`` of the same file (``dprops->major == 8 && dprops->minor == 0``, ``== 9 && == 0``)."""
 
 
 def _major(compute_capability: str | None) -> str:
@@ -379,9 +425,38 @@ def _major(compute_capability: str | None) -> str:
 
 
 def kernel_runs_on(*, kernel: str, compute_capability: str | None) -> bool:
-    """Whether ``kernel`` has a build for that architecture (``auto``, fa2 and cudnn: every one planned)."""
+    """Whether ``kernel`` has a build for that architecture (``auto`` and cudnn: every one planned)."""
     archs = _KERNEL_ARCH.get(kernel)
-    return archs is None or compute_capability is None or _major(compute_capability) in archs
+    return (archs is None or compute_capability is None or _major(compute_capability) in archs
+            or compute_capability in archs)
+
+
+def kernel_head_dim_runs(*, kernel: str, compute_capability: str | None, head_dim: int | None,
+                         backward: bool = True) -> bool:
+    """Whether ``kernel`` runs a head of ``head_dim`` (its backward too, with ``backward``) on that architecture:
+    FlashAttention-1 up to ``FA1_MAX_HEAD_DIM``, and its backward above ``FA1_WIDE_BACKWARD_HEAD_DIM`` only on
+    ``FA1_WIDE_BACKWARD_CCS``; every other kernel and an unknown head dim or architecture: True."""
+    if kernel != "fa1" or not head_dim:
+        return True
+    if head_dim > FA1_MAX_HEAD_DIM:
+        return False
+    wide_backward = backward and head_dim > FA1_WIDE_BACKWARD_HEAD_DIM
+    return not wide_backward or compute_capability is None or compute_capability in FA1_WIDE_BACKWARD_CCS
+
+
+def kernel_head_dim_of(spec: ModelSpec) -> int:
+    """The widest head the fused attention kernel runs: the query / key head of multi-head latent attention
+    (``qk_nope + qk_rope``), else ``head_dim``."""
+    return max(spec.head_dim, spec.mla.qk_head_dim if spec.mla else 0)
+
+
+def kernel_head_dim_text(*, kernel: str, compute_capability: str | None, head_dim: int) -> str:
+    """Why ``kernel_head_dim_runs`` refuses (for the refusal line)."""
+    if head_dim > FA1_MAX_HEAD_DIM:
+        return f"runs head dims up to {FA1_MAX_HEAD_DIM} only; the model's is {head_dim}"
+    return (f"trains head dims above {FA1_WIDE_BACKWARD_HEAD_DIM} only on compute capability"
+            f" {' / '.join(FA1_WIDE_BACKWARD_CCS)} (A100 / H100: its backward needs their shared memory); the model's"
+            f" head dim is {head_dim} on compute capability {compute_capability}")
 
 
 def kernel_rated(*, kernel: str, compute_capability: str | None) -> bool:
@@ -391,12 +466,16 @@ def kernel_rated(*, kernel: str, compute_capability: str | None) -> bool:
 
 KERNEL_NAMES = {"fa2": "FlashAttention-2", "fa3": "FlashAttention-3", "fa4": "FlashAttention-4", "cudnn": "cuDNN",
                 "triton_fa": "FlashAttention in Triton, flash_attn_triton.py", "fa1": "FlashAttention-1, CUDA"}
+_ALLOWED_ORDER = ("auto", "fa2", "cudnn", "fa3", "fa4", "triton_fa", "fa1")
 
 
-def kernels_allowed(*, compute_capability: str | None) -> list[str]:
-    """The ``attention_kernel`` values with a build for that architecture (for the refusals' "allowed there")."""
-    return ["auto", "fa2", "cudnn"] + [k for k in _KERNEL_ARCH if kernel_runs_on(kernel=k,
-                                                                                 compute_capability=compute_capability)]
+def kernels_allowed(*, compute_capability: str | None, head_dim: int | None = None, backward: bool = True) -> list[str]:
+    """The ``attention_kernel`` values with a build for that architecture (and, given ``head_dim``, that run the
+    model's head there), for the refusals' "allowed there"."""
+    return [k for k in _ALLOWED_ORDER
+            if kernel_runs_on(kernel=k, compute_capability=compute_capability)
+            and kernel_head_dim_runs(kernel=k, compute_capability=compute_capability, head_dim=head_dim,
+                                     backward=backward)]
 
 
 def kernel_rates(*, kernel: str, compute_capability: str | None) -> tuple[float, float]:

@@ -214,6 +214,7 @@ from __future__ import annotations
 from dataclasses import replace
 from math import ceil
 
+from trainfit.compute.attention_time import kernel_head_dim_of
 from trainfit.compute.inventory import VERL_ENTROPY_COMPILED_BYTES, VERL_ENTROPY_COMPILED_KERNELS
 from trainfit.compute.model_parallel import pipeline_bubble_micro_steps
 from trainfit.compute.moe_time import expert_token_shards
@@ -562,7 +563,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # resharded layers, NeMo RL's too (_fsdp_hooked_units)
             fsdp2_copies=p_.fsdp2,
             # the fused attention kernel the card states (compute.attention_time; its note is the actor's)
-            attention_kernel=attention_kernel_of(card, r, eager=eager)[0],
+            attention_kernel=attention_kernel_of(card, r, eager=eager, head_dim=kernel_head_dim_of(pspec),
+                                                 backward=False)[0],
             # NeMo RL Megatron's packed get_logprobs head (compute.inventory.NEMO_RL_PG_LOSS "megatron_logprob")
             nemo_rl_loss="megatron_logprob" if (nemo_rl_pg_loss_of(card) == "megatron" and packed
                                                 and p_.strategy not in FSDP_STRATEGIES) else "",

@@ -16,7 +16,8 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute.attention_time import (
-    AUTO_KERNEL, KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
+    AUTO_KERNEL, BASE_HEAD_DIM, KERNEL_ARCH_TEXT, KERNEL_NAMES, head_dim_efficiency, kernel_head_dim_of,
+    kernel_head_dim_runs, kernel_head_dim_text, kernel_rated, kernel_rates, kernel_runs_on, kernels_allowed,
     packed_attention_context,
 )
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
@@ -826,11 +827,14 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
                    " (compute.attention_time); every padded token still runs the GEMMs")
 
 
-def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tuple[str, str | None]:
+def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool, head_dim: int | None = None,
+                        backward: bool = True) -> tuple[str, str | None]:
     """(the fused attention kernel whose rates time the step, the plan's note) from ``card.attention_kernel``
     (``compute.attention_time`` module docstring). ``auto`` and eager attention: the architecture's default rates,
     no note. A kernel without a build for the card's architecture (FlashAttention-3 off Hopper, FlashAttention-4 off
-    Blackwell) is refused; a pair without a published rate takes the default, said so."""
+    Blackwell, FlashAttention-2 on Volta / Turing) or for the model's ``head_dim`` there (FlashAttention-1 above 128,
+    or training above 64 off compute capability 8.0 / 9.0; ``backward``: the pass trains) is refused; a pair without
+    a published rate takes the default, said so. The note states the rates at the model's head dim."""
     k = card.attention_kernel.value
     if k == AUTO_KERNEL or eager:
         return AUTO_KERNEL, None
@@ -838,12 +842,20 @@ def attention_kernel_of(card: RunCard, rates: DeviceRates, *, eager: bool) -> tu
     if not kernel_runs_on(kernel=k, compute_capability=cc):
         raise CardError(f"attention_kernel: '{k}' runs on {KERNEL_ARCH_TEXT[k]} only; {rates.gpu_id} is compute"
                         f" capability {cc}; allowed there: {', '.join(kernels_allowed(compute_capability=cc))}")
+    if not kernel_head_dim_runs(kernel=k, compute_capability=cc, head_dim=head_dim, backward=backward):
+        allowed = kernels_allowed(compute_capability=cc, head_dim=head_dim, backward=backward)
+        why = kernel_head_dim_text(kernel=k, compute_capability=cc, head_dim=head_dim)
+        raise CardError(f"attention_kernel: '{k}' ({KERNEL_NAMES[k]}) {why} ({rates.gpu_id}); allowed there:"
+                        f" {', '.join(allowed)}")
     if not kernel_rated(kernel=k, compute_capability=cc):
         return AUTO_KERNEL, (f"attention kernel {k}: no published rate on compute capability {cc}; timed at the"
                              " architecture's default fused-attention rates (compute.attention_time)")
     fwd, bwd = kernel_rates(kernel=k, compute_capability=cc)
-    return k, (f"attention kernel {k} ({KERNEL_NAMES[k]}): {fwd:.2f} / {bwd:.2f} of the matmul rate forward /"
-               f" backward at head dim 128 on compute capability {cc}, its published measurements"
+    hd = head_dim or BASE_HEAD_DIM
+    hd_f = head_dim_efficiency(compute_capability=cc, head_dim=hd, backward=False, kernel=k)
+    hd_b = head_dim_efficiency(compute_capability=cc, head_dim=hd, backward=True, kernel=k)
+    return k, (f"attention kernel {k} ({KERNEL_NAMES[k]}): {fwd * hd_f:.2f} / {bwd * hd_b:.2f} of the matmul rate"
+               f" forward / backward at head dim {hd} on compute capability {cc}, its published measurements"
                " (compute.attention_time)")
 
 
@@ -969,7 +981,7 @@ def training_time(
     packed_context, causal_skip, packed_note = packed_attention(card, eager=eager, seq_len=seq_len)
     padded_skip, padding_note = padding_mask_attention(card, eager=eager, seq_len=seq_len)
     causal_skip = causal_skip and padded_skip
-    kernel, kernel_note = attention_kernel_of(card, rates, eager=eager)
+    kernel, kernel_note = attention_kernel_of(card, rates, eager=eager, head_dim=kernel_head_dim_of(spec))
     rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     off_layers, off_bytes, off_rate = activation_offload_of(card, shard, rates, micro_batch_size=micro_batch_size,

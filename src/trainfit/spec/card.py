@@ -2185,7 +2185,9 @@ def _check_attention_kernel(card: "RunCard") -> None:
         raise ValueError(f"attention_kernel: '{k.value}' is not a PyTorch SDPA backend; allowed with attention sdpa:"
                          " auto, fa2, cudnn (or set attention: flash)")
     from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.compute.attention_time import KERNEL_ARCH_TEXT, kernel_runs_on, kernels_allowed
+    from trainfit.compute.attention_time import (
+        KERNEL_ARCH_TEXT, KERNEL_NAMES, kernel_head_dim_runs, kernel_head_dim_text, kernel_runs_on, kernels_allowed,
+    )
     from trainfit.errors import CatalogError
 
     try:
@@ -2196,6 +2198,30 @@ def _check_attention_kernel(card: "RunCard") -> None:
     if not kernel_runs_on(kernel=k.value, compute_capability=cc):
         raise ValueError(f"attention_kernel: '{k.value}' runs on {KERNEL_ARCH_TEXT[k.value]} only; {spec.id} is {cc};"
                          f" allowed there: {', '.join(kernels_allowed(compute_capability=cc))}")
+    head_dim = _catalog_head_dim(card) if k is AttentionKernel.FA1 else None  # the one kernel with head-dim limits
+    if head_dim and not kernel_head_dim_runs(kernel=k.value, compute_capability=cc, head_dim=head_dim):
+        why = kernel_head_dim_text(kernel=k.value, compute_capability=cc, head_dim=head_dim)
+        raise ValueError(f"attention_kernel: '{k.value}' ({KERNEL_NAMES[k.value]}) {why} ({spec.id}); allowed there:"
+                         f" {', '.join(kernels_allowed(compute_capability=cc, head_dim=head_dim))}")
+
+
+def _catalog_head_dim(card: "RunCard") -> int | None:
+    """The widest attention head of a catalog model or an inline config (``attention_time.kernel_head_dim_of``), read
+    without a hub look-up; None for anything else (the plan checks those: ``plan.time.attention_kernel_of``)."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.catalog.models import from_catalog
+    from trainfit.compute.attention_time import kernel_head_dim_of
+    from trainfit.errors import TrainfitError
+
+    m = card.model
+    try:
+        if isinstance(m, str):
+            return kernel_head_dim_of(from_catalog(m))
+        if m.config is not None:
+            return kernel_head_dim_of(spec_from_hf_config(m.config, name=m.id or "inline config", source="inline"))
+        return kernel_head_dim_of(from_catalog(m.id)) if m.id and m.params is None else None
+    except (TrainfitError, KeyError, TypeError, ValueError):
+        return None
 
 
 def _check_peft_variant(card: "RunCard") -> None:

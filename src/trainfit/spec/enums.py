@@ -282,7 +282,8 @@ class AttentionKernel(StrEnum):
 
     * ``auto``: not stated; the per-architecture default rates (FlashAttention-2's on Ampere and Hopper).
     * ``fa2``: FlashAttention-2 (the ``flash-attn`` 2.x package; transformers ``flash_attention_2``; PyTorch SDPA's
-      flash backend is its code). On Blackwell it runs its Ampere ``mma.sync`` kernels (no tcgen05 path).
+      flash backend is its code). Ampere (sm80) and later, no Volta or Turing build. On Blackwell it runs its Ampere
+      ``mma.sync`` kernels (no tcgen05 path).
     * ``fa3``: FlashAttention-3 (``flash_attn_interface`` from the repository's ``hopper/`` build; transformers
       ``flash_attention_3``): Hopper (sm90) only.
     * ``fa4``: FlashAttention-4 (the CuTe-DSL ``flash_attn.cute`` kernels): Blackwell (sm100).
@@ -291,7 +292,8 @@ class AttentionKernel(StrEnum):
       FlashAttention-1 algorithm; llm-foundry ``attn_impl: triton``), built on a December 2022 pre-MLIR Triton:
       Ampere and Hopper only, not a PyTorch SDPA backend.
     * ``fa1``: FlashAttention (version 1) in CUDA, the ``flash_attn_cuda`` extension of the ``flash-attn`` 0.x / 1.x
-      packages (``flash_attn_unpadded_*_func``), before FlashAttention-2 (2.0, July 2023): Ampere and Hopper only here.
+      packages (``flash_attn_unpadded_*_func``), before FlashAttention-2 (2.0, July 2023): Turing (sm75), Ampere,
+      Ada and Hopper; head dim up to 128, and its backward above head dim 64 only on sm80 / sm90 (A100 / H100).
     """
 
     AUTO = "auto"

@@ -39,7 +39,8 @@ def test_reference_pass_is_in_the_step_time_too():
     plan = _plan(model="Qwen/Qwen3-8B", scope="full", parallel={"tensor_parallel": 2})
     names = [p.name for p in plan.time.phases]
     assert names[0] == "reference_forward"
-    assert plan.time.phases[0].seconds == next(p.seconds for p in plan.time.phases if p.name == "forward")
+    # the policy's forward compute, and its share of the collectives (tests/plan/test_dpo_reference_pass_time.py)
+    assert plan.time.phases[0].seconds >= next(p.seconds for p in plan.time.phases if p.name == "forward")
 
 
 def test_expert_parallel_reference_is_the_policy_shard_with_expert_sharding():

@@ -32,7 +32,7 @@ def gathered_head(card: RunCard) -> bool:
     modeling_qwen3.py l.427, models/llama/modeling_llama.py l.414; the style is ``ColwiseParallel(input_layouts=
     Replicate(), output_layouts=Replicate())``, src/transformers/distributed/tensor_parallel.py l.603): every rank gets
     the full-vocabulary logits and TRL's row-wise log-softmax runs on them as on one GPU. OpenRLHF's DeepSpeed tensor
-    parallel (``deepspeed.tp_model_init`` in OpenRLHF/OpenRLHF openrlhf/utils/deepspeed/deepspeed.py
+    parallel (``deepspeed.tp_model_init`` in OpenRLHF/OpenRLHF openrlhf/utils/deepspeed/deepspeed.py l.390, l.467
     @3c3be6234e0cb353e76bb8019947db9dfe99fca7) is DeepSpeed's AutoTP, whose training mode replaces the head with a
     column-parallel ``LinearLayer(..., gather_output=True)`` (``training_column_lm_head``, deepspeed 0.19.8
     deepspeed/module_inject/auto_tp.py l.450-467): the same gathered logits. So the placements TRL runs

@@ -53,14 +53,17 @@ def gathered_head_bytes(*, sequences: int, seq_len: int, vocab_size: int, hidden
     vocabulary (``funcol.all_gather_single`` with ``gather_dim != 0``: ``all_gather_into_tensor`` then
     ``_maybe_view_chunk_cat``, a ``torch.cat`` unless the leading size is the group's, torch 2.13.0
     torch/distributed/_functional_collectives.py l.207-224; ``Shard._to_replicate_tensor``,
-    torch/distributed/tensor/placement_types.py l.594-617). So the shard, the gathered buffer and the whole logits are
-    alive together: ``L / tp + 2 L``, ``L = 2·T·V`` (the shard rounded up to whole vocabulary rows). Beside them the
-    head's input: under sequence parallel the final norm's sequence shard (``2·T/tp·h``), gathered for the head, and,
-    in a no-grad pass (``no_grad``: the reference's), the gathered input itself (``2·T·h``), which a training forward
-    saves for the head's weight gradient (its activations). Measured on the fake-tensor trace of the step
-    (``trainfit.trace.dpo_tensor_parallel``, tests/trace/test_dpo_model_parallel_trace.py: four layouts, tp 2 and 4,
-    with and without sequence parallel): the policy's forward and the reference's pass both peak here, above the
-    row-wise log-softmax (``dpo_logits``)."""
+    torch/distributed/tensor/placement_types.py l.594-617; transformers' ``ColwiseParallel`` redistributes its output
+    so, transformers 5.24.0 src/transformers/distributed/tensor_parallel.py l.212; DeepSpeed AutoTP's
+    ``GatherFromTensorParallelRegion`` likewise gathers into a dim-0 buffer, then joins the shards along the last dim
+    with ``torch.cat``, deepspeed 0.19.8 deepspeed/module_inject/layers.py l.318-356). So the shard, the gathered
+    buffer and the whole logits are alive together: ``L / tp + 2 L``, ``L = 2·T·V`` (the shard rounded up to whole
+    vocabulary rows). Beside them the head's input: under sequence parallel the final norm's sequence shard
+    (``2·T/tp·h``), gathered for the head, and, in a no-grad pass (``no_grad``: the reference's), the gathered input
+    itself (``2·T·h``), which a training forward saves for the head's weight gradient (its activations). Measured on
+    the fake-tensor trace of the step (``trainfit.trace.dpo_tensor_parallel``,
+    tests/trace/test_dpo_model_parallel_trace.py: four layouts, tp 2 and 4, with and without sequence parallel): the
+    policy's forward and the reference's pass both peak here, above the row-wise log-softmax (``dpo_logits``)."""
     tokens = sequences * seq_len
     logits = 2 * tokens * vocab_size
     shard = 2 * tokens * (-(-vocab_size // tp))

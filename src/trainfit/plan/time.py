@@ -888,7 +888,7 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
-    attention_span_factor: float = 1.0,
+    attention_span_factor: float = 1.0, forward_shares: bool = False,
 ):
     """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
@@ -898,7 +898,9 @@ def training_time(
     sequence. ``attention_span_factor``: the packed sequences' attention span over their mean length, ``1 + cv²``
     for lengths of relative spread ``cv`` (``compute.attention_time.packed_attention_context``; the RL passes,
     ``plan.rl_passes.packed_span_factor``): the causal span each query covers is ``attention_context`` (else the
-    sequence) times it; the sequence count the loss sees keeps the mean."""
+    sequence) times it; the sequence count the loss sees keeps the mean. ``forward_shares``: the phases also carry a
+    forward-only pass's share of the collectives (``compute.training.train_step_time``; DPO's reference forward,
+    ``reference_forward_of``)."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
@@ -1048,6 +1050,7 @@ def training_time(
         a2a_thd_sequences=a2a,
         te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
         launch_blocking=card.loop.launch_blocking,  # CUDA_LAUNCH_BLOCKING=1 (training.launch_blocking_syncs)
+        forward_shares=forward_shares,
     )
     rope_note = rope_loop_note(rope_samples)
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
@@ -1527,12 +1530,14 @@ def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, 
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
     per_node = nvlink_gpus_per_node(gpu.id, min(card.hardware.gpus_per_node, world), world)
-    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
-                      micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
-    phases = list(t.phases)
     from trainfit.methods.roles import reference_placement
 
-    if card.method is Method.DPO and reference_placement(card) not in DPO_NO_REFERENCE_PASS:
+    ref_pass = card.method is Method.DPO and reference_placement(card) not in DPO_NO_REFERENCE_PASS
+    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
+                      micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum,
+                      forward_shares=ref_pass)
+    phases = list(t.phases)
+    if ref_pass:
         phases.insert(0, reference_forward_of(t.phases))
         if reference_placement(card) is RefPlacement.HOST_SWAP:
             # NeMo RL DPO: get_reference_policy_logprobs once per global batch (dpo.py add_ref_logprobs_to_data

@@ -114,3 +114,23 @@ def test_te_backward_overlap_never_exposes_more_than_a_bf16_pass_pair(gemm_b: fl
     # with no GEMM to hide behind, the re-gather is a third collective per pair (1.5x the old backward, 1.25x the
     # micro-step), and an all-gather + reduce-scatter pays two latencies where the all-reduce paid one
     assert 0.0 <= sp.tensor_s <= 1.3 * model_parallel_comm(**kw).tensor_s + 1e-9
+
+
+def test_forward_shares_of_each_kind_for_a_forward_only_pass():
+    """DPO's reference forward pays each kind's forward share (plan.time.reference_forward_of): the ring exchange's
+    first forward, the Ulysses all-to-alls of one pass, the EP dispatch + combine (and counts) in full, and the
+    activation half of the pipeline sends."""
+    ring = model_parallel_comm(**dict(BASE, cp=2), tp=1, pp=1, recompute=False)
+    assert 0 < ring.context_forward_s < ring.context_s
+    uly = model_parallel_comm(**dict(BASE, cp=2, ulysses=True), tp=1, pp=1, recompute=True)
+    assert uly.context_forward_s == pytest.approx(uly.context_s / 3)  # forward, recompute, backward
+    moe = dict(BASE, moe_layers=20, top_k=8, ep=4, experts=64)
+    ep = model_parallel_comm(**moe, tp=1, pp=1, recompute=False)
+    assert ep.expert_forward_s > 0 and ep.expert_forward_s > ep.expert_s / 2  # the counts go with the forward
+    hidden = model_parallel_comm(**moe, tp=1, pp=2, recompute=False, ep_comm_overlap=True, compute_forward_s=1.0,
+                                 compute_backward_s=2.0, micro_steps=8)
+    assert hidden.expert_forward_s == pytest.approx(ep.expert_forward_s)  # a forward-only pass hides none
+    pp = model_parallel_comm(**BASE, tp=1, pp=4, recompute=False)
+    assert pp.pipeline_p2p_forward_s == pytest.approx(pp.pipeline_p2p_s / 2)
+    none = model_parallel_comm(**BASE, tp=8, pp=1, recompute=False)
+    assert (none.context_forward_s, none.expert_forward_s, none.pipeline_p2p_forward_s) == (0.0, 0.0, 0.0)

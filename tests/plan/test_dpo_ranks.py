@@ -39,7 +39,8 @@ def test_reference_pass_is_in_the_step_time_too():
     plan = _plan(model="Qwen/Qwen3-8B", scope="full", parallel={"tensor_parallel": 2})
     names = [p.name for p in plan.time.phases]
     assert names[0] == "reference_forward"
-    assert plan.time.phases[0].seconds == next(p.seconds for p in plan.time.phases if p.name == "forward")
+    # the policy's forward compute, and its share of the collectives (tests/plan/test_dpo_reference_pass_time.py)
+    assert plan.time.phases[0].seconds >= next(p.seconds for p in plan.time.phases if p.name == "forward")
 
 
 def test_expert_parallel_reference_is_the_policy_shard_with_expert_sharding():
@@ -101,16 +102,88 @@ def test_pipeline_with_a_reference_run_after_the_forward_is_refused(scope, ref):
         _plan(**card)
 
 
-def test_tensor_parallel_policy_holds_its_saved_log_softmax_and_output_logits_under_the_reference_pass():
-    """Under loss_parallel the policy keeps 4 B per local logit for backward and its bf16 output logits (2 B) while the
-    reference runs (the traced DPO step, trainfit.trace.dpo_tensor_parallel), not the loss's 14 B forward peak."""
+def test_tensor_parallel_trl_head_is_gathered_for_the_policy_and_the_reference():
+    """TRL (transformers' colwise_gather_output head) and OpenRLHF (DeepSpeed AutoTP's gather_output head) give every
+    tensor-parallel rank the whole vocabulary's logits: the policy holds TRL's row-wise log-probs over them under the
+    reference pass (dpo_logits, as on one GPU), and the forward and the reference pass peak at the head's gather
+    (the vocabulary shard, the all-gather buffer and the concatenated logits; the traced DPO step). Before, the plan
+    held 6 B and peaked at 14 B per local logit under loss_parallel, which neither framework runs."""
+    from trainfit.plan.dpo_ranks import gathered_head_bytes
+    from trainfit.plan.walk import dpo_logits_of
+
     plan = _plan(model="Qwen/Qwen3-8B", scope="full", parallel={"tensor_parallel": 2, "strategy": "ddp"})
+    comps, _ = _phases(plan)
+    b, s = 2 * plan.card.batch.micro_batch_size, plan.card.batch.seq_len
+    v, h = plan.spec.vocab_size, plan.spec.hidden_size
+    assert comps["ref_logprob"]["logits"] == dpo_logits_of(b, s, v).forward_peak
+    gather = {"sequences": b, "seq_len": s, "vocab_size": v, "hidden_size": h, "tp": 2, "sequence_parallel": False}
+    assert comps["forward"]["logits"] == gathered_head_bytes(**gather, no_grad=False) == 2 * b * s * (v // 2 + 2 * v)
+    # the reference's no-grad pass also holds the head's gathered input (no FSDP units under DDP)
+    assert comps["ref_logprob"]["logprob_pass"] == gathered_head_bytes(**gather, no_grad=True)
+    assert gathered_head_bytes(**gather, no_grad=True) - gathered_head_bytes(**gather, no_grad=False) == 2 * b * s * h
+    sp = gather | {"sequence_parallel": True}
+    assert gathered_head_bytes(**sp, no_grad=False) - gathered_head_bytes(**gather, no_grad=False) == b * s * h
+
+
+def test_host_swap_keeps_nemo_rl_vocabulary_parallel_log_probs():
+    """NeMo RL's DistributedLogprob works on the vocabulary shard: the host-swap pass peaks as the rank's loss region
+    does in forward (14 B per local logit under loss_parallel), with no gathered logits."""
+    plan = _plan(model="Qwen/Qwen3-8B", scope="full", roles={"reference": "host_swap"},
+                 parallel={"tensor_parallel": 2, "strategy": "ddp"})
     comps, _ = _phases(plan)
     b = plan.card.batch
     local_logits = 2 * b.micro_batch_size * b.seq_len * (plan.spec.vocab_size // 2)
-    assert comps["ref_logprob"]["logits"] == 6 * local_logits
-    # the reference's own no-grad pass peaks as the loss region does in forward (no FSDP units gathered under DDP)
     assert comps["ref_logprob"]["logprob_pass"] == comps["forward"]["logits"] == 14 * local_logits
+
+
+def test_llama_70b_lora_tp8_gains_the_gathered_logits():
+    """Llama-3.1-70B LoRA, TP 8 on 8 H100, 1 x 2,048 tokens (chosen+rejected): the whole 128,256-token vocabulary's
+    logits on each rank. The peak (reference pass) was 23.85 GiB allocated with vocabulary-sharded logits."""
+    plan = _plan(model="meta-llama/Llama-3.1-70B", scope="lora", parallel={"tensor_parallel": 8},
+                 batch={"micro_batch_size": 1, "seq_len": 2048})
+    peak = max(plan.phases, key=lambda p: p.allocated)
+    assert peak.phase.value == "ref_logprob"
+    assert peak.allocated / 2**30 == pytest.approx(26.72, abs=0.01)
+
+
+@pytest.mark.parametrize("impl", ["megatron", "nanotron"])
+def test_trl_order_reference_on_megatron_layers_is_refused(impl):
+    card = {"model": "Qwen/Qwen3-8B", "scope": "full", "parallel": {"tensor_parallel": 2, "tensor_parallel_impl": impl}}
+    with pytest.raises(CardError, match=rf"^roles\.reference: gpu with method dpo and parallel\.tensor_parallel_impl"
+                                        rf" {impl} is not planned .* allowed with it: host_swap \(NeMo RL\),"
+                                        r" precomputed, none; or parallel\.tensor_parallel_impl dtensor$"):
+        _plan(**card)
+    _plan(**card, roles={"reference": "host_swap"})  # NeMo RL's order is planned
+
+
+def test_fit_does_not_search_a_trl_order_reference_on_megatron_layers():
+    """fit searches tensor-parallel layouts on Megatron-Core where the card states no stack; a DPO reference run after
+    the policy's forward is refused there, so no such row is offered (host_swap keeps them)."""
+    from trainfit.fit_search import parallel_layouts
+
+    card = {"model": "Qwen/Qwen3-8B", "method": "dpo", "scope": "full", "batch": {"seq_len": 2048},
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8}}
+    pinned = frozenset({"model", "method", "scope"})
+    assert not [lay for lay in parallel_layouts(card, 8, pinned=pinned) if lay.megatron and lay.tp > 1]
+    swap = card | {"roles": {"reference": "host_swap"}}
+    swap_pinned = pinned | {"roles.reference"}
+    assert [lay for lay in parallel_layouts(swap, 8, pinned=swap_pinned) if lay.megatron and lay.tp > 1]
+
+
+def test_expert_parallel_trl_order_says_no_framework_runs_it():
+    plan = _plan(model="Qwen/Qwen3-30B-A3B", scope="full", parallel={"expert_parallel": 4})
+    assert any("no framework runs this order under expert parallel" in n for n in plan.assumptions)
+
+
+def test_one_gpu_and_model_parallel_notes_say_the_order_alike():
+    one = make_plan(load_card_dict({"model": "Qwen/Qwen3-8B", "method": "dpo", "scope": "full",
+                                    "hardware": {"gpu": "h100", "gpus_per_node": 1},
+                                    "roles": {"reference": "host_swap"}}))
+    split = _plan(model="Qwen/Qwen3-8B", scope="full", roles={"reference": "host_swap"},
+                  parallel={"tensor_parallel": 2})
+    said = "DPO reference: host_swap, its log-probs computed for the whole batch before the step"
+    assert said + " (NeMo RL)" in one.assumptions
+    assert any(n.startswith(said + ", on each rank's shard (NeMo RL)") for n in split.assumptions)
 
 
 def test_one_gpu_host_swap_also_runs_the_reference_before_the_step():

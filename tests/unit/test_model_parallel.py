@@ -62,7 +62,7 @@ def test_refusals_are_one_line(make, expected):
 def test_other_refusals():
     with pytest.raises(CardError, match="qlora|nf4"):
         make_plan(load_card_dict({"model": "Qwen/Qwen3-8B", "scope": "qlora", "parallel": {"tensor_parallel": 2}}))
-    # DPO is planned under tensor parallel (tests/plan/test_walk_dpo_model_parallel.py); a reference run after the
+    # DPO is planned under tensor parallel (tests/plan/test_dpo_ranks.py); a reference run after the
     # policy's forward has no pipeline schedule to follow
     with pytest.raises(CardError, match="roles.reference: gpu with method dpo and pipeline_parallel 2"):
         make_plan(load_card_dict({"model": "Qwen/Qwen3-8B", "method": "dpo", "parallel": {"pipeline_parallel": 2}}))

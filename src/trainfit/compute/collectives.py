@@ -105,6 +105,7 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from enum import Enum
 from math import ceil, gcd
@@ -914,6 +915,22 @@ def exposed_sharded(
     per_micro = fwd_exposed + bwd_exposed + root
     total = micro_steps * (layers * (ag + bwd_comm + ar) + root)
     return CommTime(total, micro_steps * per_micro)
+
+
+def exposed_forward_gathers(**sharded: Any) -> float:
+    """Exposed seconds of one micro-batch's forward all-gathers of the sharded layer units, ``exposed_sharded``'s
+    keyword arguments: the first unit's gather in full, each later one behind the layer before it (FSDP's forward
+    prefetch), ``ag + (layers - 1) · max(0, ag - layer_forward_s)``, as ``exposed_sharded`` prices a forward's. The
+    root unit, kept gathered after the forward, is not gathered again. What a second forward over the same units (or
+    over a frozen copy sharded like them) pays: DPO's reference forward (``plan.time.reference_forward_of``). Units
+    kept gathered after their forward (``reshard_after_forward`` False, or ``held_to_last_backward``) are not gathered
+    again: none."""
+    if not sharded.get("reshard_after_forward", True) or sharded.get("held_to_last_backward", False):
+        return 0.0
+    params = inspect.signature(sharded_unit_seconds).parameters
+    unit = sharded_unit_seconds(**{k: v for k, v in sharded.items() if k in params})
+    ag, layers = unit.all_gather_s, sharded["layers"]
+    return ag + (layers - 1) * max(0.0, ag - sharded["layer_forward_s"])
 
 
 SHARDED_GRADIENT_KEYWORDS = ("layer_grad_bytes", "root_grad_bytes", "expert_layer_grad_bytes",

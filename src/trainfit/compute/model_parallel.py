@@ -108,6 +108,13 @@ class ModelParallelComm:
     pipeline_p2p_s: float = 0.0
     tensor_forward_s: float = 0.0
     """Of ``tensor_s``, the first forward's (the rest: the recomputed forward's and the backward's)."""
+    context_forward_s: float = 0.0
+    """Of ``context_s``, the first forward's."""
+    expert_forward_s: float = 0.0
+    """A forward's dispatch and combine all-to-alls (and token-count exchange) exposed in full: what a forward-only
+    pass, with no other micro-batch's backward to hide them behind, pays (``ep_comm_overlap`` hides ``expert_s``'s)."""
+    pipeline_p2p_forward_s: float = 0.0
+    """Of ``pipeline_p2p_s``, the forward's activation sends (the rest: the gradients sent back)."""
 
     @property
     def total_s(self) -> float:
@@ -222,13 +229,14 @@ def model_parallel_comm(
         else:
             tensor = coll_passes * per_pass
             tensor_forward = per_pass
-    context = 0.0
+    context = context_forward = 0.0
     if cp > 1 and attention_layers:
         if ulysses:
             qkv = tokens * (2 * q_dim + 2 * kv_dim) * dtype_bytes
             one = coll.all_to_all_seconds(total_bytes=qkv, ranks=cp, bus_bytes_per_s=cp_bus_bytes_per_s,
                                           latency_s=latency_s, nodes=cp_nodes)
             context = coll_passes * attention_layers * one
+            context_forward = attention_layers * one
         else:
             block = 2 * tokens * kv_dim * dtype_bytes  # this rank's K and V
             step_s = p2p_send_latency_s(crosses_nodes=cp_nodes > 1) if latency_s is None else latency_s
@@ -237,7 +245,8 @@ def model_parallel_comm(
             exposed_f = max(0.0, fwd - attention_forward_s_per_layer)
             exposed_b = max(0.0, bwd - attention_backward_s_per_layer)
             context = attention_layers * ((passes - 1) * exposed_f + exposed_b)
-    expert = 0.0
+            context_forward = attention_layers * exposed_f
+    expert = expert_forward = 0.0
     if ep > 1 and moe_layers:
         # MoE with tp > 1 runs sequence parallel (Megatron requires it: module docstring): each rank routes its
         # 1/tp sequence shard, so its all-to-all carries tokens / tp of them
@@ -271,6 +280,7 @@ def model_parallel_comm(
         # the token-count all-gather before each forward (and recomputed forward) dispatch; backward reuses the counts
         counts = 0.0 if moe_dispatcher is MoeDispatcher.ALLGATHER else moe_layers * count_exchange_seconds(
             ep=ep, experts=experts, bus_bytes_per_s=ep_bus_bytes_per_s, nodes=ep_nodes)
+        expert_forward = 2 * moe_layers * one + counts  # dispatch + combine, the counts before each dispatch
         if ep_comm_overlap:
             expert = ep_overlap_exposed(
                 forward_a2a_s=2 * moe_layers * one + counts, backward_a2a_s=2 * moe_layers * one,
@@ -280,7 +290,7 @@ def model_parallel_comm(
             # expert_recompute: Megatron-Core's ``moe`` recompute re-runs the dispatch and combine (training.py)
             ep_passes = max(coll_passes, 3 if expert_recompute else 2)
             expert = 2 * ep_passes * moe_layers * one + (ep_passes - 1) * counts  # dispatch + combine
-    p2p = 0.0
+    p2p = p2p_forward = 0.0
     if pp > 1:
         # activation forward, its gradient back, from each of the rank's v chunks; half hidden (launch_blocking:
         # the host waits for each send, none hidden)
@@ -292,7 +302,10 @@ def model_parallel_comm(
                                            nodes=tp_nodes) if scatter else 0.0
         p2p = (1.0 if launch_blocking else 0.5) * 2 * max(1, virtual_stages) * (send / pp_bytes_per_s + send_s
                                                                                  + gather_s)
-    return ModelParallelComm(tensor, context, expert, p2p, tensor_forward_s=tensor_forward)
+        p2p_forward = p2p / 2  # the activations sent on; the other half, their gradients sent back
+    return ModelParallelComm(tensor, context, expert, p2p, tensor_forward_s=tensor_forward,
+                             context_forward_s=context_forward, expert_forward_s=expert_forward,
+                             pipeline_p2p_forward_s=p2p_forward)
 
 
 def host_slack_exposed_s(*, comm_s: float, device_s: float, paced_s: float) -> float:

@@ -745,8 +745,13 @@ def train_step_time(
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
     fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
+    forward_shares: bool = False,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
+
+    ``forward_shares``: the communication phases also carry what a forward-only pass over the same micro-steps pays
+    (each model-parallel kind's ``forward``, the FSDP units' ``forward_gathers``, the pipeline bubble's
+    ``forward_micro_step``): DPO's reference forward (``plan.time.reference_forward_of``).
 
     ``trained_params`` / ``trained_tensors``: the whole model's trained parameters and tensors;
     ``gathered_weight_bytes``: all weights in the dtype FSDP/ZeRO-3 gathers them in;
@@ -1383,18 +1388,27 @@ def train_step_time(
         _phase("backward", bwd.scaled(micro_steps)),
     ]
     if mp.active:
-        for name, secs in (("tensor_parallel", mpc.tensor_s), ("context_parallel", mpc.context_s),
-                           ("expert_parallel", mpc.expert_s), ("pipeline_p2p", mpc.pipeline_p2p_s)):
+        # each kind's forward share (``forward``): what a forward-only pass of the same micro-steps pays (DPO's
+        # reference forward, plan.time.reference_forward_of)
+        for name, secs, fwd_s in (("tensor_parallel", mpc.tensor_s, mpc.tensor_forward_s),
+                                  ("context_parallel", mpc.context_s, mpc.context_forward_s),
+                                  ("expert_parallel", mpc.expert_s, mpc.expert_forward_s),
+                                  ("pipeline_p2p", mpc.pipeline_p2p_s, mpc.pipeline_p2p_forward_s)):
             if secs:
-                phases.append(PhaseTime(name, secs * micro_steps, "communication", {}))
+                phases.append(PhaseTime(name, secs * micro_steps, "communication",
+                                        {"forward": fwd_s * micro_steps} if forward_shares else {}))
         bubble = pipeline_bubble_micro_steps(pp=mp.pp, virtual_stages=mp.virtual_stages)
         if bubble:
             # the idle slots last a whole micro-step of the timed stage, the slowest GPU's wait included: the bubble is
             # (p - 1) micro-batches' forward and backward time (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1), and the
             # stages run those micro-batches at the lockstep pace of the slowest GPU
             micro = fwd.seconds + rec.seconds + bwd.seconds + mpc.total_s + speed + uneven
+            # a forward-only schedule's micro-step: the forward and its collectives (forward_micro_step)
+            forward_micro = (fwd.seconds + mpc.tensor_forward_s + mpc.context_forward_s + mpc.expert_forward_s
+                             + mpc.pipeline_p2p_forward_s)
             phases.append(PhaseTime("pipeline_bubble", bubble * micro, "idle",
-                                    {"idle_micro_steps": bubble, "micro_step": micro}))
+                                    {"idle_micro_steps": bubble, "micro_step": micro}
+                                    | ({"forward_micro_step": forward_micro} if forward_shares else {})))
             notes.append(f"pipeline: {mp.pp} stages x {mp.virtual_stages} chunk(s), {micro_steps} micro-batches;"
                          f" the bubble idles {bubble:.2f} micro-steps; "
                          + ("the last stage (with the head) is timed" if head else
@@ -1432,7 +1446,12 @@ def train_step_time(
         notes.append(f"torchao float8 all-gather: the weight shards cast to fp8 before each all-gather (copy-in"
                      f" stream) and one amax pass + all-reduce after the optimizer step, {pre_s * 1e3:.2f} ms")
     if comm.exposed_s:
-        phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s}))
+        # ``forward_gathers``: the FSDP / ZeRO-3 units' forward all-gathers alone, the first exposed and each later one
+        # behind the layer before it (collectives.exposed_forward_gathers): a forward-only pass over the same units
+        # pays them again (DPO's reference forward, plan.time.reference_forward_of)
+        extra = ({"forward_gathers": micro_steps * coll.exposed_forward_gathers(**sharded)}
+                 if sharded and forward_shares else {})
+        phases.append(PhaseTime("communication", comm.exposed_s, "communication", {"total": comm.total_s} | extra))
     if mp.pp > 1 and spec.tie_word_embeddings and adapter is None:
         # the end stages' copies of the tied embedding: their gradients all-reduced after the data-parallel reduction
         # (model_parallel.tied_embedding_grad_sync_s); a frozen embedding (adapters) has none

@@ -179,20 +179,37 @@ def frozen_share(card: RunCard, spec: ModelSpec, sharding: Sharding, layout: Par
     return share or 1.0  # a model without parameters: nothing to divide
 
 
+def dpo_order_check(card: RunCard, layout: ParallelLayout) -> None:
+    """Refuse a DPO reference run after the policy's forward (``gpu``, ``lora_disabled``: TRL's and OpenRLHF's order,
+    ``plan.dpo_ranks.dpo_rank_peaks``) where neither framework runs: a pipeline schedule (neither has one), or
+    Megatron-Core's or nanotron's tensor-parallel layers (TRL runs transformers' ``tp_plan`` on torch's DTensor,
+    OpenRLHF DeepSpeed's AutoTP; the Megatron-Core DPO of NeMo RL scores the reference before the step, ``host_swap``).
+    ``trainfit fit`` drops what this refuses (``fit_search.parallel_layouts`` calls ``prepare``)."""
+    from trainfit.methods.roles import reference_placement
+    from trainfit.spec.enums import RefPlacement, TensorParallelImpl
+
+    place = reference_placement(card)
+    if place not in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
+        return
+    if layout.pp > 1:
+        raise CardError(f"roles.reference: {place.value} with method dpo and pipeline_parallel {layout.pp} is not"
+                        " planned (TRL and OpenRLHF, which run it after the policy's forward, have no pipeline"
+                        " schedule); allowed with pipeline parallel: host_swap (NeMo RL), precomputed, none")
+    impl = card.parallel.tensor_parallel_impl
+    if impl is not TensorParallelImpl.DTENSOR:
+        raise CardError(f"roles.reference: {place.value} with method dpo and parallel.tensor_parallel_impl {impl.value}"
+                        " is not planned (TRL and OpenRLHF, which run it after the policy's forward, use torch's or"
+                        " DeepSpeed's tensor parallel); allowed with it: host_swap (NeMo RL), precomputed, none; or"
+                        " parallel.tensor_parallel_impl dtensor")
+
+
 def prepare(card: RunCard, spec: ModelSpec, train_gpus: int, seq_len: int) -> tuple[ParallelLayout, list[str]]:
     """The card's layout, checked against the model (``CardError`` on what cannot be split)."""
     layout = layout_of(card, train_gpus)
     if layout.trivial:
         return layout, []
-    if card.method is Method.DPO and layout.pp > 1:
-        from trainfit.methods.roles import reference_placement
-        from trainfit.spec.enums import RefPlacement
-
-        place = reference_placement(card)
-        if place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
-            raise CardError(f"roles.reference: {place.value} with method dpo and pipeline_parallel {layout.pp} is not"
-                            " planned (TRL and OpenRLHF, which run it after the policy's forward, have no pipeline"
-                            " schedule); allowed with pipeline parallel: host_swap (NeMo RL), precomputed, none")
+    if card.method is Method.DPO:
+        dpo_order_check(card, layout)
     if layout.cp > 1 and runs_eager(spec.family, card.attention):
         raise CardError("attention: context parallel needs a fused attention kernel; allowed with it: sdpa, flash")
     notes = check_layout(card, spec, layout, seq_len)

@@ -900,7 +900,7 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
-    attention_span_factor: float = 1.0,
+    attention_span_factor: float = 1.0, forward_shares: bool = False,
 ):
     """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
@@ -910,7 +910,9 @@ def training_time(
     sequence. ``attention_span_factor``: the packed sequences' attention span over their mean length, ``1 + cv²``
     for lengths of relative spread ``cv`` (``compute.attention_time.packed_attention_context``; the RL passes,
     ``plan.rl_passes.packed_span_factor``): the causal span each query covers is ``attention_context`` (else the
-    sequence) times it; the sequence count the loss sees keeps the mean."""
+    sequence) times it; the sequence count the loss sees keeps the mean. ``forward_shares``: the phases also carry a
+    forward-only pass's share of the collectives (``compute.training.train_step_time``; DPO's reference forward,
+    ``reference_forward_of``)."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
@@ -1060,6 +1062,7 @@ def training_time(
         a2a_thd_sequences=a2a,
         te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
         launch_blocking=card.loop.launch_blocking,  # CUDA_LAUNCH_BLOCKING=1 (training.launch_blocking_syncs)
+        forward_shares=forward_shares,
     )
     rope_note = rope_loop_note(rope_samples)
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
@@ -1507,6 +1510,31 @@ With ``precomputed`` the one-time reference pass over the dataset is outside the
 so)."""
 
 
+def reference_forward_of(phases: tuple[PhaseTime, ...]) -> PhaseTime:
+    """DPO's reference forward over the step's micro-batches (``phases``: the policy's step, ``training_time``): the
+    policy's forward compute (the reference is the same model, laid out like it: ``plan.dpo_ranks``), its share of
+    the model-parallel collectives per micro-step (each communication phase's ``forward``: the tensor-parallel
+    all-reduces, the context-parallel exchange, the expert all-to-alls exposed in full, as a forward-only pass has no
+    other micro-batch's backward to hide them behind, and the pipeline's activation sends), the FSDP / ZeRO-3 units'
+    forward all-gathers again (``communication``'s ``forward_gathers``: the frozen copy's own shards, or the policy's
+    units resharded after its forward; the memory plan holds them, ``methods.rl._gathered``) and, under pipeline
+    parallel (NeMo RL's host swap: its Megatron worker scores the reference with ``forward_backward_func(...,
+    forward_only=True)``, NVIDIA-NeMo/RL nemo_rl/models/policy/workers/megatron_policy_worker.py ``get_logprobs``
+    l.1812-1887 @7ea279abfbeb698b092856d0dab61e7cf39bc909), the forward-only schedule's bubble: the training bubble's idle
+    micro-step slots, ``(p - 1) / v`` (Narayanan et al. 2021, arXiv:2104.04473 §2.2.1), each a forward micro-step
+    with its collectives (``pipeline_bubble``'s ``forward_micro_step``)."""
+    by = {p.name: p for p in phases}
+    fwd = by["forward"]
+    comm = {name: by[name].terms.get("forward", 0.0) for name in ("tensor_parallel", "context_parallel",
+                                                                     "expert_parallel", "pipeline_p2p") if name in by}
+    gathers = by["communication"].terms.get("forward_gathers", 0.0) if "communication" in by else 0.0
+    bubble = by.get("pipeline_bubble")
+    idle = bubble.terms["idle_micro_steps"] * bubble.terms["forward_micro_step"] if bubble is not None else 0.0
+    extra = {f"{name}_forward": secs for name, secs in comm.items() if secs}
+    extra |= {k: v for k, v in (("fsdp_forward_gathers", gathers), ("pipeline_forward_bubble", idle)) if v}
+    return PhaseTime("reference_forward", fwd.seconds + sum(extra.values()), fwd.bound, dict(fwd.terms) | extra)
+
+
 def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, r: DeviceRates) -> StepTiming:
     world = sharding.world_size
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
@@ -1514,14 +1542,15 @@ def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, 
     step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
     per_node = nvlink_gpus_per_node(gpu.id, min(card.hardware.gpus_per_node, world), world)
-    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
-                      micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum)
-    phases = list(t.phases)
     from trainfit.methods.roles import reference_placement
 
-    if card.method is Method.DPO and reference_placement(card) not in DPO_NO_REFERENCE_PASS:
-        fwd = next(p for p in t.phases if p.name == "forward")
-        phases.insert(0, replace(fwd, name="reference_forward"))
+    ref_pass = card.method is Method.DPO and reference_placement(card) not in DPO_NO_REFERENCE_PASS
+    t = training_time(card, step_spec, r, ranks=world, gpus_per_node=per_node,
+                      micro_batch_size=mbs, seq_len=_model_seq_len(card), micro_steps=card.batch.grad_accum,
+                      forward_shares=ref_pass)
+    phases = list(t.phases)
+    if ref_pass:
+        phases.insert(0, reference_forward_of(t.phases))
         if reference_placement(card) is RefPlacement.HOST_SWAP:
             # NeMo RL DPO: get_reference_policy_logprobs once per global batch (dpo.py add_ref_logprobs_to_data
             # @9dbd9adc95a10f5946cceb36e1d5b31e2429e470), the reference swapped in and the policy back around it

@@ -30,10 +30,15 @@ def dpo_logits(step_card: RunCard, spec: ModelSpec):
 
 
 def dpo_logits_of(b: int, s: int, v: int):
+    """``dpo_logits`` for ``b`` sequences (chosen+rejected) of ``s`` tokens over a ``v``-wide vocabulary: the bf16
+    logits E = b x s x v and the per-row log-softmax outputs over the s-1 scored positions E', forward and backward
+    peaking at 2E + 2E' bytes, 2E' retained for backward. A model-parallel rank with the whole vocabulary's logits
+    (``plan.dpo_ranks.dpo_rank_terms``) passes its own ``seq / cp`` tokens."""
     from trainfit.memory.logits import LogitsBytes
 
     e, e_shift = b * s * v, b * (s - 1) * v
-    return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift, backward_peak=2.0 * e + 2.0 * e_shift)
+    return LogitsBytes(forward_peak=2.0 * e + 2.0 * e_shift, retained=2.0 * e_shift,
+                       backward_peak=2.0 * e + 2.0 * e_shift)
 
 
 def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[str, float]:
@@ -58,14 +63,30 @@ def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[
     return comps
 
 
-
-
-def reference_placement_of(card: RunCard) -> RefPlacement:
+def dpo_reference_note(card: RunCard, layout=None) -> str:  # noqa: ANN001
+    """The plan's note on a DPO card's reference: its placement and where the step runs its pass, said the same way
+    for one GPU group and a model-parallel layout (``layout``: its tp/pp/ep shard on each rank). Under expert parallel
+    no framework runs the reference after the policy's forward (TRL and OpenRLHF have no expert parallel); the plan
+    then says that it plans TRL's order."""
     from trainfit.methods.roles import reference_placement
 
-    return reference_placement(card)
-
-
+    place = reference_placement(card)
+    split = layout is not None and not layout.trivial
+    order = {
+        RefPlacement.HOST_SWAP: ", its log-probs computed for the whole batch before the step"
+                                + (", on each rank's shard" if split else "") + " (NeMo RL)",
+        RefPlacement.GPU: ", a frozen copy" + (" laid out like the policy (its tp/pp/ep shard on each rank)" if split
+                                               else "") + ", its pass after the policy's forward (TRL, OpenRLHF)",
+        RefPlacement.LORA_DISABLED: ", the policy with its adapters off, its pass after the policy's forward (TRL,"
+                                    " OpenRLHF)",
+        RefPlacement.PRECOMPUTED: ", its log-probs computed once over the dataset before training (TRL's"
+                                  " precompute_ref_log_probs)",
+    }
+    note = f"DPO reference: {place.value}" + order.get(place, "")
+    if split and layout.ep > 1 and place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED):
+        note += ("; no framework runs this order under expert parallel (TRL and OpenRLHF have none): planned as TRL's,"
+                 " the whole vocabulary's logits on each rank")
+    return note
 
 
 def dpo_reference_phases(card: RunCard, terms, peaks: list[PhasePeak], *, ref_w: float, ref_tr: float,
@@ -74,12 +95,15 @@ def dpo_reference_phases(card: RunCard, terms, peaks: list[PhasePeak], *, ref_w:
     phase after load and its pass (``ref_tr``, none: no phase) where the framework runs it: before the forward, beside
     the persistent state only, for NeMo RL's host swap (its whole-batch reference log-probs before ``policy.train``;
     ``dpo_rank_peaks``), after the forward, beside what it left (``dpo_held_after_forward``; ``held_logits``: the logit
-    bytes a vocabulary-parallel rank holds there), for TRL and OpenRLHF."""
+    bytes held there where the forward's own peak had more, a tensor-parallel rank's head gather), for TRL and
+    OpenRLHF."""
+    from trainfit.methods.roles import reference_placement
+
     rest = [PhasePeak(p.phase, dict(p.components) | {"reference_weights": ref_w}, p.at) for p in peaks[1:]]
     if not ref_tr:
         return [peaks[0]] + rest
     pass_ = {"reference_weights": ref_w, "logprob_pass": ref_tr}
-    if reference_placement_of(card) is RefPlacement.HOST_SWAP:
+    if reference_placement(card) is RefPlacement.HOST_SWAP:
         held = {k: v for k, v in peaks[1].components.items() if k in PERSISTENT and k != "gradients"}
         buffer = (terms.grads_total if terms.grads_preallocated and not terms.grad_buffer else 0.0) + terms.grad_buffer
         if buffer:
@@ -91,10 +115,6 @@ def dpo_reference_phases(card: RunCard, terms, peaks: list[PhasePeak], *, ref_w:
         held["logits"] = held_logits
     ref = PhasePeak(Phase.REF_LOGPROB, held | pass_, "reference log-probs (after the policy's forward)")
     return [peaks[0], rest[0], ref] + rest[1:]
-
-
-
-
 
 
 def sft_like_sharding(card: RunCard, spec: ModelSpec):
@@ -113,8 +133,6 @@ def sft_like_sharding(card: RunCard, spec: ModelSpec):
     else:
         sharding = parallel_sharding(card, layout, train_gpus_per_node=card.hardware.gpus_per_node)
     return layout, par_notes, sharding
-
-
 
 
 def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
@@ -152,7 +170,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         from trainfit.methods.roles import reference_placement
 
         place = reference_placement(card)
-        notes.append(f"DPO reference: {place.value}")
+        notes.append(dpo_reference_note(card))
         if place is RefPlacement.HOST_SWAP:  # NeMo RL DPO: pinned reference + saved policy (compute.reference_swap)
             from trainfit.compute.reference_swap import reference_swap_host_bytes
             from trainfit.methods.rl import reference_swap_state_bytes

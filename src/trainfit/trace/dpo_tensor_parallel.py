@@ -1,16 +1,16 @@
 """The DPO step under tensor parallel on a fake process group (needs torch, transformers).
 
 The policy and a frozen bf16 reference copy each get torch's tensor-parallel plan (``trainfit.trace.tensor_parallel``:
-column/row-parallel decoder layers, a vocabulary-parallel embedding and a head whose output stays sharded on the
-vocabulary) on one ``tp`` mesh, under ``loss_parallel()``. The token log-probs of a vocabulary-sharded head are the
-negative per-token cross-entropy, computed with the ops transformers' own causal-LM loss runs (``ForCausalLMLoss``:
-``logits.float()``, labels shifted by padding, ``logits.view(-1, V)``; transformers 5.24.0
-src/transformers/loss/loss_utils.py l.51-72) and ``reduction="none"``, which ``loss_parallel`` supports (torch 2.13.0
-torch/distributed/tensor/parallel/loss.py: ``reduction="none"``, a per-sample loss replicated like the target), then
-summed per sequence. The step follows TRL's ``_compute_loss`` order (``trainfit.trace.rl_passes._traced_dpo``): the
-policy's concatenated forward and log-probs with ``outputs`` kept, the no-grad reference forward (phase
-``ref_logprob``), the sigmoid loss, backward, optimizer step. One rank per tensor-parallel group (no FSDP), scope
-full, mode fast.
+column/row-parallel decoder layers and a vocabulary-parallel embedding) on one ``tp`` mesh, with the head TRL runs
+under transformers' ``tp_plan``: column-parallel with its output gathered on every rank (``colwise_gather_output``,
+``parallelize(gather_head=True)``; ``plan.dpo_ranks.gathered_head``), so each rank holds the whole vocabulary's bf16
+logits and takes TRL's row-wise log-probs on them (``trainfit.trace.rl_passes.selective_log_softmax`` over
+``logits[:, :-1]``, summed per sequence), as one GPU does. The step follows TRL's ``_compute_loss`` order
+(``trainfit.trace.rl_passes._traced_dpo``): the policy's concatenated forward and log-probs with ``outputs`` kept,
+the no-grad reference forward (phase ``ref_logprob``), the sigmoid loss, backward, optimizer step. One rank per
+tensor-parallel group (no FSDP), scope full, mode fast. NeMo RL's vocabulary-parallel log-probs (``host_swap``) are
+not traced here: its reference runs before the step, and only its policy phases are compared
+(tests/trace/test_dpo_model_parallel_trace.py).
 
 One untracked warm-up step (against precomputed zero reference log-probs) creates the optimizer states first.
 """
@@ -21,37 +21,30 @@ import contextlib
 from typing import Any, Callable
 
 import torch
-import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
 from trainfit.trace.patches import torch_threads, unpacked_batches
-from trainfit.trace.rl_passes import _dpo_sigmoid
+from trainfit.trace.rl_passes import _dpo_sigmoid, selective_log_softmax
 from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
 from trainfit.trace.types import TraceRequest
 
 
-def vocab_parallel_logps(model: Any, ids: torch.Tensor) -> torch.Tensor:
-    """Summed token log-probs per sequence, ``(b,)``, over a head whose logits are sharded on the vocabulary."""
+def gathered_logps(model: Any, ids: torch.Tensor) -> torch.Tensor:
+    """Summed token log-probs per sequence, ``(b,)``, over a gathered head: TRL's ``selective_log_softmax`` on the
+    whole vocabulary's logits (the reference's no-grad pass: ``outputs`` not kept)."""
     pos = torch.arange(ids.shape[1]).unsqueeze(0)  # the whole sequence's positions (sequence parallel shards it)
     logits = model(input_ids=ids, position_ids=pos).logits
     return _logps_of(logits, ids)
 
 
 def _logps_of(logits: Any, ids: torch.Tensor) -> torch.Tensor:
-    vocab = logits.shape[-1]
-    flat = logits.float().view(-1, vocab)
-    labels = F.pad(ids, (0, 1), value=-100)[..., 1:].contiguous().view(-1)
-    nll = F.cross_entropy(flat, labels, ignore_index=-100, reduction="none")
-    if hasattr(nll, "to_local"):
-        nll = nll.to_local()  # replicated like the target: every rank holds the whole (b*s,) vector
-    return -nll.view(ids.shape).sum(dim=1)
+    return selective_log_softmax(logits[:, :-1, :], ids[:, 1:]).sum(dim=1)
 
 
 def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Callable[[str, float], None]) -> DepthRun:
     """Build ``depth`` layers of the policy and its reference, tensor-parallel, and trace the DPO step per phase."""
     from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.tensor.parallel import loss_parallel
 
     from trainfit.trace import tensor_parallel
     from trainfit.trace.fsdp import fake_process_group
@@ -70,25 +63,25 @@ def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Calla
         stack.enter_context(unpacked_batches())
         stack.enter_context(fake_process_group(req.world_size))
         mesh = init_device_mesh("cpu", (req.tensor_parallel,))  # outside fake mode: it reads its rank map
-        stack.enter_context(loss_parallel())
         stack.enter_context(FakeTensorMode())
         model = build.materialize_fake(meta)
         model.train()
         if req.gradient_checkpointing:
             build.enable_checkpointing(model)
-        tensor_parallel.parallelize(model, mesh, sequence_parallel=req.sequence_parallel)
+        tensor_parallel.parallelize(model, mesh, sequence_parallel=req.sequence_parallel, gather_head=True)
         ref_model = None
         if ref_meta is not None:
             ref_model = build.materialize_fake(ref_meta).eval()
             for p in ref_model.parameters():
                 p.requires_grad_(False)
-            tensor_parallel.parallelize(ref_model, mesh, sequence_parallel=req.sequence_parallel)
+            tensor_parallel.parallelize(ref_model, mesh, sequence_parallel=req.sequence_parallel,
+                                          gather_head=True)
         trained = [p for p in model.parameters() if p.requires_grad]
         opt = build.make_optimizer(req, tensor_parallel.param_groups(trained))
         ids = torch.randint(0, vocab, (2 * req.micro_batch_size, req.seq_len))
         zeros = tuple(torch.zeros(req.micro_batch_size) for _ in range(2))  # precomputed (inputs)
         progress("warm-up", 0.1)
-        loss = _dpo_sigmoid(vocab_parallel_logps(model, ids), zeros, req.dpo_beta)
+        loss = _dpo_sigmoid(gathered_logps(model, ids), zeros, req.dpo_beta)
         loss.backward()
         del loss
         opt.step()
@@ -117,7 +110,7 @@ def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Calla
 
 
 def _traced_step(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> None:  # noqa: ANN001
-    """TRL's ``_compute_loss`` order (``trainfit.trace.rl_passes._traced_dpo``) with vocabulary-parallel log-probs."""
+    """TRL's ``_compute_loss`` order (``trainfit.trace.rl_passes._traced_dpo``) on gathered logits."""
     grads = [p for p in model.parameters() if p.requires_grad]
     pos = torch.arange(ids.shape[1]).unsqueeze(0)
     with tr.phase("forward"):
@@ -126,7 +119,7 @@ def _traced_step(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> No
         tr.mark_activations()
     if ref_model is not None:
         with tr.phase("ref_logprob"), torch.no_grad():
-            ref = vocab_parallel_logps(ref_model, ids)
+            ref = gathered_logps(ref_model, ids)
             ref_logps = ref.chunk(2, dim=0)
             tr.tag(ref_logps, "activations")
             del ref

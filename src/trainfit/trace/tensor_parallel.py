@@ -47,8 +47,11 @@ def check(req: TraceRequest, model_type: str, tied: bool) -> None:
         raise TraceUnsupported("trace: tensor parallel is traced in mode 'fast' only")
 
 
-def parallelize(model: nn.Module, mesh: Any, *, sequence_parallel: bool) -> None:
-    """torch's tensor-parallel plan on the decoder layers, the embedding and the head."""
+def parallelize(model: nn.Module, mesh: Any, *, sequence_parallel: bool, gather_head: bool = False) -> None:
+    """torch's tensor-parallel plan on the decoder layers, the embedding and the head: the head's output sharded on
+    the vocabulary (``loss_parallel``'s input), or with ``gather_head`` replicated on every rank as transformers'
+    ``colwise_gather_output`` leaves it (``ColwiseParallel(output_layouts=Replicate())``, transformers 5.24.0
+    src/transformers/distributed/tensor_parallel.py l.603), a plain local tensor of the whole vocabulary."""
     from torch.distributed.tensor import Replicate, Shard
     from torch.distributed.tensor.parallel import (
         ColwiseParallel,
@@ -81,7 +84,8 @@ def parallelize(model: nn.Module, mesh: Any, *, sequence_parallel: bool) -> None
         parallelize_module(layer, mesh, plan)
     top: dict[str, Any] = {
         "model.embed_tokens": RowwiseParallel(input_layouts=Replicate(), output_layouts=out),
-        "lm_head": ColwiseParallel(input_layouts=out, output_layouts=Shard(-1), use_local_output=False),
+        "lm_head": (ColwiseParallel(input_layouts=out, output_layouts=Replicate(), use_local_output=True) if gather_head
+                    else ColwiseParallel(input_layouts=out, output_layouts=Shard(-1), use_local_output=False)),
     }
     if sp:
         top["model.norm"] = SequenceParallel(use_local_output=True)

@@ -52,6 +52,14 @@ def test_a_ratio_of_zero_alone_changes_nothing():
     assert response_length_groups(clip_ratio=0.0, **kw) == response_length_groups(**kw)
 
 
+@pytest.mark.parametrize("ratio", [0.9999999999999999, 0.9999999999999998, 1 - 1e-12, 1 - 1e-9, 0.999])
+@pytest.mark.parametrize("mean", [2.0, 300.0, 1000.0, 1023.0])
+def test_a_share_just_under_one_is_refused_in_one_line_not_divided_by_zero(ratio, mean):
+    # a = (1 − c)/−ln c rounds to 1.0 at c = 0.9999999999999999: the floor's (1 − a) was a division by zero
+    with pytest.raises(CardError, match=r"rollout.response_clip_ratio: .* allowed with that mean: 0 to "):
+        fit_published_lengths(shape=None, response_len_max=1024, response_len_mean=mean, clip_ratio=ratio)
+
+
 @pytest.mark.parametrize(("kw", "field"), [
     ({"clip_ratio": 0.444, "response_len_mean": 300.0}, "rollout.response_clip_ratio"),  # more than the mean allows
     ({"clip_ratio": 0.1, "longest_tokens": 700}, "rollout.response_clip_ratio"),  # cut, yet none reached the cap
@@ -82,9 +90,24 @@ def test_the_plan_generates_faster_when_the_batchs_longest_is_below_the_cap():
     ({"response_len_batch_max": 2000}, "rollout.response_len_batch_max: 2000 with"),
     ({"response_len_batch_max": 700, "response_len_mean": None}, "rollout.response_len_batch_max: 700 with"),
     ({"response_clip_ratio": 0.5}, "rollout.response_clip_ratio: 0.5 is more than"),
+    ({"response_clip_ratio": 0.9999999999999999, "response_len_mean": 1000},
+     "rollout.response_clip_ratio: 0.9999999999999999 is more than"),
 ])
 def test_the_card_refuses_disagreeing_published_lengths_in_one_line(extra, says):
     with pytest.raises(CardError) as err:
         load_card_dict(_card(**extra))
     assert says in str(err.value)
+    assert "\n" not in str(err.value).strip()
+
+
+def test_the_card_turns_an_arithmetic_error_of_the_solve_into_a_one_line_refusal(monkeypatch):
+    import trainfit.compute.response_lengths as lengths
+
+    def divide(**_):
+        return 1.0 / 0.0
+
+    monkeypatch.setattr(lengths, "fit_published_lengths", divide)
+    with pytest.raises(CardError) as err:
+        load_card_dict(_card(response_clip_ratio=0.2))
+    assert "rollout.response_clip_ratio: 0.2 beside response_len_mean 268" in str(err.value)
     assert "\n" not in str(err.value).strip()

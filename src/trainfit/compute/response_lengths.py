@@ -364,8 +364,9 @@ def fit_published_lengths(
     ratio and whose mean is the mean: ``θ = (max − f) / −ln(c)`` and ``mean = f + θ(1 − c)``, so with
     ``a = (1 − c) / −ln(c)``, ``f = (mean − max·a) / (1 − a)``; ``clip_ratio`` 0 (none cut) changes nothing
     without ``longest_tokens``. Raises ``CardError`` naming the field when they disagree: a ratio above the share
-    the plain exponential of that mean puts at the cap (the floor would fall below one token), a ratio above 0
-    with a longest below the cap, a longest below the mean or above ``response_len_max``."""
+    the plain exponential of that mean puts at the cap (the floor would fall below one token; ``a`` rounds to 1 for
+    a share just under 1), a ratio above 0 with a longest below the cap, a longest below the mean or above
+    ``response_len_max``."""
     if response_len_max < 1:
         raise CardError(f"response_len_max: must be >= 1, got {response_len_max}")
     if response_len_mean is None or (clip_ratio is None and longest_tokens is None):
@@ -392,12 +393,12 @@ def fit_published_lengths(
                         f" floor; response_len_shape is '{shape}'; allowed with it: exponential")
     if kind is ResponseShape.FIXED:  # the mean at the cap: every response is cut
         return LengthFit(kind, mean, 0.0, 1.0, cap)
-    a = (1.0 - clip_ratio) / -log(clip_ratio)
-    floor = (mean - cap * a) / (1.0 - a)
-    if floor < 1.0:
+    a = (1.0 - clip_ratio) / -log(clip_ratio)  # below 1 for every share in (0, 1); 1.0 once rounded near 1
+    if a * (cap - 1.0) > mean - 1.0:  # the floor (mean − cap·a)/(1 − a) below 1 token, tested without dividing
         most = exp(-(cap - 1.0) / _solve_theta(mean - 1.0, cap - 1.0)) if mean < cap else 1.0
-        raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} is more than the truncated exponential of mean"
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} is more than the truncated exponential of mean"
                         f" {mean:g} puts at response_len {cap:g}; allowed with that mean: 0 to {most:.4g}")
+    floor = (mean - cap * a) / (1.0 - a)  # 1 − a >= (cap − mean)/(cap − 1) > 0 here
     return LengthFit(ResponseShape.SHIFTED_EXPONENTIAL, mean, (cap - floor) / -log(clip_ratio), floor, cap)
 
 

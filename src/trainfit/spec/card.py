@@ -1507,6 +1507,11 @@ class RolloutSection(_Section):
                                       response_len_mean=mean, clip_ratio=ratio, longest_tokens=longest)
             except CardError as e:
                 raise ValueError(str(e)) from None
+            except ArithmeticError as e:  # a share the floating-point solve cannot hold: refused like one it can
+                raise ValueError(f"rollout.response_clip_ratio: {ratio} beside response_len_mean {mean} and"
+                                 f" response_len {self.response_len} gives no length distribution ({e}); allowed"
+                                 " with that mean: 0 to the share the truncated exponential of that mean puts at"
+                                 " the cap") from None
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:

@@ -144,6 +144,9 @@ def test_rollout_on_a_non_rl_card_is_named(method, warned, capsys):
 @pytest.mark.parametrize(("rollout", "expected"), [
     ({"response_len_mean": 1000, "response_clip_ratio": 0.9999999999999999},
      "rollout.response_clip_ratio: 0.9999999999999999 is more than the truncated exponential of mean 1000"),
+    ({"response_len_mean": 300, "response_clip_ratio": 0.0},
+     "rollout.response_clip_ratio: 0 (none cut) beside response_len_mean 300 needs rollout.response_len_batch_max"),
+    ({"response_len_mean": 1024, "response_clip_ratio": 0.5}, "response_len_mean 1024 is response_len"),
 ])
 def test_plan_refuses_contradicting_published_lengths_in_one_line(rollout, expected, tmp_path, capsys):
     # a share just under 1 used to end in a ZeroDivisionError traceback at card load

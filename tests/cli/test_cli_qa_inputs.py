@@ -139,3 +139,21 @@ def test_rollout_on_a_non_rl_card_is_named(method, warned, capsys):
     assert rc == 0
     warnings = json.loads(out)["warnings"]
     assert (f"rollout: read for methods ppo and grpo only; method {method} ignores it" in warnings) is warned
+
+
+@pytest.mark.parametrize(("rollout", "expected"), [
+    ({"response_len_mean": 1000, "response_clip_ratio": 0.9999999999999999},
+     "rollout.response_clip_ratio: 0.9999999999999999 is more than the truncated exponential of mean 1000"),
+    ({"response_len_mean": 300, "response_clip_ratio": 0.0},
+     "rollout.response_clip_ratio: 0 (none cut) beside response_len_mean 300 needs rollout.response_len_batch_max"),
+    ({"response_len_mean": 1024, "response_clip_ratio": 0.5}, "response_len_mean 1024 is response_len"),
+])
+def test_plan_refuses_contradicting_published_lengths_in_one_line(rollout, expected, tmp_path, capsys):
+    # a share just under 1 used to end in a ZeroDivisionError traceback at card load
+    card = {"model": "Qwen/Qwen2.5-7B-Instruct", "method": "grpo", "preset": "verl",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
+            "rollout": {"tensor_parallel": 2, "prompts_per_step": 64, "num_generations": 5, "prompt_len": 512,
+                        "response_len": 1024, **rollout}}
+    path = tmp_path / "card.json"
+    path.write_text(json.dumps(card))
+    _one_line_error(*run(["plan", str(path)], capsys), expected)

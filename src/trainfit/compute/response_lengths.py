@@ -67,7 +67,12 @@ step's generation waits for the engine holding its longest response. Where a run
   ``f`` solved so the mass at the cap is ``c`` and the mean is the mean (no parameter fitted); refused when ``f``
   would fall below one token (the share is above what the plain exponential of that mean cuts: the cap's mass is
   then runaway sequences the exponential family does not hold);
-* a clip ratio of 0 alone: nothing changes (a response cut nowhere still lets the tail reach just under the cap).
+* a clip ratio of 0 without the longest: refused. The plain exponential of the mean still puts its share at the cap
+  (3.7 % at mean 300, cap 1,024), and the floored exponential's limit as ``c`` falls to 0 is every response at the
+  mean (the floor rises to the mean, ``θ`` falls to 0: the longest of 320 is 626 tokens at ``c`` 1e-6, 306 at
+  1e-300), neither a reading of a run; the longest, which verl logs beside the share, says where the lengths end;
+* a mean at the cap with any share below 1 (every response cut means a share of 1), or a mean of one token with a
+  share above 0: refused.
 
 Checked against every logged step of ``benchmarks/data/rl_response_length_steps.json`` with a clip ratio above 0
 (no parameter fitted, so both halves are held out; the floor plus ``θ/N`` is the expected shortest of the step's
@@ -362,10 +367,11 @@ def fit_published_lengths(
     ``longest_tokens`` below the cap truncates the shape there instead of at ``response_len_max`` (no response of
     the batch was longer); ``clip_ratio`` > 0 takes the exponential above a floor ``f`` whose mass at the cap is the
     ratio and whose mean is the mean: ``θ = (max − f) / −ln(c)`` and ``mean = f + θ(1 − c)``, so with
-    ``a = (1 − c) / −ln(c)``, ``f = (mean − max·a) / (1 − a)``; ``clip_ratio`` 0 (none cut) changes nothing
-    without ``longest_tokens``. Raises ``CardError`` naming the field when they disagree: a ratio above the share
-    the plain exponential of that mean puts at the cap (the floor would fall below one token), a ratio above 0
-    with a longest below the cap, a longest below the mean or above ``response_len_max``."""
+    ``a = (1 − c) / −ln(c)``, ``f = (mean − max·a) / (1 − a)``. Raises ``CardError`` naming the field when they
+    disagree: a ratio above the share the plain exponential of that mean puts at the cap (the floor would fall below
+    one token; ``a`` rounds to 1 for a share just under 1), a ratio above 0 with a longest below the cap or with a
+    mean at the cap (or at one token), a ratio of 0 without ``longest_tokens`` (where the lengths end is unknown), a
+    longest below the mean or above ``response_len_max``."""
     if response_len_max < 1:
         raise CardError(f"response_len_max: must be >= 1, got {response_len_max}")
     if response_len_mean is None or (clip_ratio is None and longest_tokens is None):
@@ -382,6 +388,11 @@ def fit_published_lengths(
     if clip_ratio and cap < response_len_max:
         raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} of the responses cut at response_len"
                         f" ({response_len_max:g}) but response_len_batch_max is {cap:g}; allowed with it: 0")
+    if clip_ratio == 0 and longest_tokens is None:  # the exponential family's share -> 0 limit is the mean alone
+        raise CardError(f"rollout.response_clip_ratio: 0 (none cut) beside response_len_mean {response_len_mean:g}"
+                        " needs rollout.response_len_batch_max (where the lengths end); allowed with it:"
+                        f" response_len_batch_max from response_len_mean to below response_len ({response_len_max:g}),"
+                        " or response_clip_ratio above 0 or null")
     if not clip_ratio:
         kind, mean, theta = _shape(shape, cap, response_len_mean)
         return LengthFit(kind, mean, theta, _floor_tokens(kind, mean), cap)
@@ -390,14 +401,19 @@ def fit_published_lengths(
             kind is ResponseShape.FIXED and shape is not None and ResponseShape(shape) is ResponseShape.FIXED):
         raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} with response_len_mean sets the exponential's"
                         f" floor; response_len_shape is '{shape}'; allowed with it: exponential")
-    if kind is ResponseShape.FIXED:  # the mean at the cap: every response is cut
-        return LengthFit(kind, mean, 0.0, 1.0, cap)
-    a = (1.0 - clip_ratio) / -log(clip_ratio)
-    floor = (mean - cap * a) / (1.0 - a)
-    if floor < 1.0:
-        most = exp(-(cap - 1.0) / _solve_theta(mean - 1.0, cap - 1.0)) if mean < cap else 1.0
-        raise CardError(f"rollout.response_clip_ratio: {clip_ratio:g} is more than the truncated exponential of mean"
+    if kind is ResponseShape.FIXED and mean - 1.0 < cap - mean:  # every response one token: none reaches the cap
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} cut at response_len {cap:g}, yet"
+                        f" response_len_mean {mean:g} is one token a response; allowed with that mean: 0")
+    if kind is ResponseShape.FIXED:  # the mean at the cap: every response cut, a share of 1
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} of the responses cut, yet response_len_mean"
+                        f" {mean:g} is response_len (every response cut); allowed with that mean: none below 1"
+                        " (drop response_clip_ratio, or give a mean below response_len)")
+    a = (1.0 - clip_ratio) / -log(clip_ratio)  # below 1 for every share in (0, 1); 1.0 once rounded near 1
+    if a * (cap - 1.0) > mean - 1.0:  # the floor (mean − cap·a)/(1 − a) below 1 token, tested without dividing
+        most = exp(-(cap - 1.0) / _solve_theta(mean - 1.0, cap - 1.0))
+        raise CardError(f"rollout.response_clip_ratio: {clip_ratio} is more than the truncated exponential of mean"
                         f" {mean:g} puts at response_len {cap:g}; allowed with that mean: 0 to {most:.4g}")
+    floor = (mean - cap * a) / (1.0 - a)  # 1 − a >= (cap − mean)/(cap − 1) > 0 here
     return LengthFit(ResponseShape.SHIFTED_EXPONENTIAL, mean, (cap - floor) / -log(clip_ratio), floor, cap)
 
 

@@ -1428,10 +1428,11 @@ class RolloutSection(_Section):
         " logged run's mean the exponential puts 1.8-3.1x the logged share at the cap). Beside response_len_mean it"
         " sets the shape: above 0, the exponential above the floor that puts that share at the cap with that mean"
         " (likely too narrow: that floor is above logged runs' shortest response);"
-        " 0, none cut (with response_len_batch_max below response_len; alone it changes nothing)"
-        " (compute.response_lengths.fit_published_lengths). Allowed: 0 (with response_len_mean) to below 1, with"
-        " response_len >= 2, length_profile auto and response_len_shape exponential; beside a mean, at most the share"
-        " the truncated exponential of that mean puts at the cap.")
+        " 0, none cut (needs response_len_batch_max below response_len: where the lengths end)"
+        " (compute.response_lengths.fit_published_lengths). Allowed: 0 (with response_len_mean and"
+        " response_len_batch_max) to below 1, with response_len >= 2, length_profile auto and response_len_shape"
+        " exponential; beside a mean, at most the share the truncated exponential of that mean puts at the cap, and"
+        " none beside a mean equal to response_len (every response cut).")
     response_len_batch_max: int | None = Field(None, ge=1, le=10_000_000, description="The longest response of the"
         " step's batch, as a run logs it (verl's response_length/max): the response lengths end there instead of at"
         " response_len, so the phase's slowest engine waits for it, not for the cap"
@@ -1483,6 +1484,11 @@ class RolloutSection(_Section):
         if ratio == 0 and mean is None:
             raise ValueError("rollout.response_clip_ratio: 0 (none cut) without response_len_mean sets no mean;"
                              " allowed without a mean: above 0 and below 1")
+        if ratio == 0 and longest is None:
+            raise ValueError(f"rollout.response_clip_ratio: 0 (none cut) beside response_len_mean {mean} needs"
+                             " rollout.response_len_batch_max (where the lengths end); allowed with it:"
+                             f" response_len_batch_max from response_len_mean to below response_len"
+                             f" ({self.response_len}), or response_clip_ratio above 0 or null")
         if ratio is not None and self.response_len < 2:
             # one token a response leaves no room below the cap: no exponential has a share there
             raise ValueError(f"rollout.response_len: {self.response_len} with rollout.response_clip_ratio {ratio};"
@@ -1507,6 +1513,11 @@ class RolloutSection(_Section):
                                       response_len_mean=mean, clip_ratio=ratio, longest_tokens=longest)
             except CardError as e:
                 raise ValueError(str(e)) from None
+            except ArithmeticError as e:  # a share the floating-point solve cannot hold: refused like one it can
+                raise ValueError(f"rollout.response_clip_ratio: {ratio} beside response_len_mean {mean} and"
+                                 f" response_len {self.response_len} gives no length distribution ({e}); allowed"
+                                 " with that mean: 0 to the share the truncated exponential of that mean puts at"
+                                 " the cap") from None
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:

@@ -147,5 +147,9 @@ def test_fp32_kept_output_moves_plan_and_trace_alike(ckpt):
         traced = trace_step(TraceRequest(**(case.trace_kwargs() | {"keep_outputs": True, "kept_output_dtype": dt})))
         planned = {p.phase.value: p.tensor_bytes for p in plan.phases}
         residual[dt] = {p.name: planned[p.name] - p.peak_bytes for p in traced.phases}
+    # the traced step drops its output after backward (GROUND_TRUTH's loop); the flag's loops (Lit-GPT, torchtune
+    # 2024, PEFT's MetaMathQA, prime-rl) keep it bound through the optimizer step, which the plan counts
+    # (memory.phases.StepTerms.kept_output): there the fp32 copy adds its extra 2 B per logit over the bf16 one
+    extra = {"optimizer_step": case.micro_batch_size * case.seq_len * case.hf_config()["vocab_size"] * 2}
     for k, r in residual["compute"].items():
-        assert abs(residual["fp32"][k] - r) <= 4096, (k, residual)
+        assert abs(residual["fp32"][k] - r - extra.get(k, 0)) <= 4096, (k, residual)

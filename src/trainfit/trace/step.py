@@ -238,7 +238,9 @@ def steady_step(
     with phase("backward"):
         loss.backward()
         after_backward()
-    del out  # the loop drops what it kept after backward
+    del out  # the traced loop drops what it kept after backward (GROUND_TRUTH's step); the plan's
+    # loop.keeps_output_through_backward loops keep it bound through the optimizer step (memory.phases
+    # StepTerms.kept_output), so with that flag the plan's optimizer step exceeds the trace's by the kept output
     loss = None
     progress("optimizer", 0.85)
     with phase("optimizer_step"):

@@ -31,8 +31,21 @@ def test_slots_scale_with_max_loras_and_rank_and_shrink_with_tp() -> None:
         engine_lora_slot_bytes(spec, max_lora_rank=0, max_loras=1, tp=1)
 
 
+_SUMMON = {"largest_layer_params": 1e9, "decoder_params": 64e9, "adapter_params": 0.64e9, "num_layers": 64,
+           "trainer_bytes_per_param": 4.0}
+
+
 def test_layered_summon_holds_one_layer_the_whole_actor_otherwise() -> None:
-    kw = {"largest_layer_params": 1e9, "decoder_params": 64e9, "adapter_params": 0.64e9, "num_layers": 64,
-          "trainer_bytes_per_param": 4.0}
+    kw = _SUMMON | {"summons_base_units": True, "adapter_sharded": True}  # FSDP1
     assert adapter_summon_peak_bytes(**kw, layered=True) == pytest.approx((1e9 + 0.01e9) * 4)
     assert adapter_summon_peak_bytes(**kw, layered=False) == pytest.approx(64.64e9 * 4)
+
+
+def test_fsdp2_gathers_the_adapter_alone_an_unsharded_actor_nothing() -> None:
+    """FSDP2: verl's summon leaves the fully_shard DTensors sharded and full_tensor() gathers each adapter tensor
+    (verl fsdp_utils.py collect_lora_params @8a694930); an unsharded actor holds its adapter whole already."""
+    fsdp2 = _SUMMON | {"summons_base_units": False, "adapter_sharded": True}
+    assert adapter_summon_peak_bytes(**fsdp2, layered=False) == pytest.approx(0.64e9 * 4)
+    assert adapter_summon_peak_bytes(**fsdp2, layered=True) == pytest.approx(0.01e9 * 4)
+    unsharded = _SUMMON | {"summons_base_units": False, "adapter_sharded": False}
+    assert adapter_summon_peak_bytes(**unsharded, layered=False) == 0.0

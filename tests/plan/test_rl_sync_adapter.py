@@ -113,3 +113,22 @@ def test_an_unsharded_actor_gathers_nothing_in_memory_and_time(strategy: str) ->
     assert _sync_buffer(plan) == 0.0
     assert _sync(plan).terms["gather"] == 0.0
 
+
+def test_verl_lora_rollout_takes_no_full_weight_transport() -> None:
+    """verl's LoRA actor hands vLLM its adapter (add_lora); a checkpoint engine refits full weights, so the memory's
+    adapter summon and the time's full refit cannot both hold: the card refuses the pair in one line."""
+    card = _card(layered=False)
+    card["rollout"]["weight_transport"] = "checkpoint_engine"
+    with pytest.raises(CardError, match=r"rollout.weight_transport: checkpoint_engine .*allowed with preset verl,"
+                                        r" scope lora and engine vllm: framework"):
+        load_card_dict(card)
+    card["rollout"]["weight_transport"] = "framework"
+    load_card_dict(card)
+
+
+def test_verl_lora_rollout_refuses_qlora() -> None:
+    """verl's FSDP workers load no 4-bit base (no load_in_4bit / BitsAndBytesConfig in verl/workers at
+    7dc3ee74 or 1dda039b): scope qlora with verl's vLLM rollout is refused in one line naming the field."""
+    with pytest.raises(CardError, match=r"^scope: qlora .*allowed with preset verl and engine vllm: full, lora$"):
+        load_card_dict(_card(scope="qlora", layered=None))
+    load_card_dict(_card(scope="qlora", layered=None, preset="trl"))

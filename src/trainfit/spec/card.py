@@ -2121,10 +2121,20 @@ def _check_weight_transport(card: "RunCard") -> None:
                                                   or ro.weight_sync is not WeightSync.BUCKETED):
         raise ValueError("rollout.weight_sync_bucket_mib: the bucket of the preset's own bucketed path (weight_sync"
                          " bucketed, weight_transport framework) only; allowed otherwise: null")
+    verl_lora_rollout = (card.preset == "verl" and ro.engine is RolloutEngine.VLLM
+                         and card.method in (Method.PPO, Method.GRPO))
+    if verl_lora_rollout and card.scope is Scope.QLORA:
+        raise ValueError("scope: qlora has no verl actor (its FSDP workers load no 4-bit base: no load_in_4bit or"
+                         " BitsAndBytesConfig in verl/workers through 1dda039b) to serve vLLM; allowed with preset"
+                         " verl and engine vllm: full, lora")
     if ro.layered_summon and (card.preset != "verl" or ro.engine is not RolloutEngine.VLLM
-                              or card.scope not in (Scope.LORA, Scope.QLORA)):
-        raise ValueError("rollout.layered_summon: verl's LoRA actor into vLLM only (preset verl, scope lora or"
-                         " qlora, engine vllm); allowed otherwise: false")
+                              or card.scope is not Scope.LORA):
+        raise ValueError("rollout.layered_summon: verl's LoRA actor into vLLM only (preset verl, scope lora, engine"
+                         " vllm); allowed otherwise: false")
+    if verl_lora_rollout and card.scope is Scope.LORA and t is not WeightTransport.FRAMEWORK:
+        raise ValueError(f"rollout.weight_transport: {t.value} refits the full weights, but verl's LoRA actor hands"
+                         " vLLM its adapter alone (add_lora; verl's checkpoint engines carry no adapter); allowed with"
+                         " preset verl, scope lora and engine vllm: framework")
     verl = (card.software.model_extra or {}).get("verl")
     if ro.weight_sync_relays and verl_multi_sender_default(verl) is False:
         raise ValueError(f"rollout.weight_sync_relays: true needs verl's multi_sender (8de5fb44, first in the 0.10"

@@ -20,6 +20,17 @@ def test_slots_of_qwen25_32b_at_rank_32_tp_8_by_hand() -> None:
     assert 0.15e9 < engine_lora_slot_bytes(spec, max_lora_rank=r, max_loras=1, tp=tp) < 0.25e9
 
 
+def test_qwen25_7b_at_tp_8_keeps_one_kv_head_a_rank() -> None:
+    """4 KV heads over TP 8: vLLM's QKVParallelLinear replicates them (num_kv_head_replicas 2), so each rank's K and
+    V slices of the B slot are one head wide (128), not kv_dim / tp (64)."""
+    spec = resolve_model("Qwen/Qwen2.5-7B")
+    h, i, r, tp = 3584, 18944, 32, 8
+    q, head = 28 * 128, 128
+    per_layer = (3 * r * h + (q // tp + 2 * head) * r) + (r * q // tp + h * r) \
+        + (2 * r * h + 2 * i // tp * r) + (r * i // tp + h * r)
+    assert engine_lora_slot_bytes(spec, max_lora_rank=r, max_loras=1, tp=tp) == pytest.approx(28 * per_layer * 2)
+
+
 def test_slots_scale_with_max_loras_and_rank_and_shrink_with_tp() -> None:
     spec = resolve_model("Qwen/Qwen2.5-7B")
     one = engine_lora_slot_bytes(spec, max_lora_rank=16, max_loras=1, tp=1)

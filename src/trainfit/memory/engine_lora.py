@@ -48,9 +48,9 @@ def _attention_layers(spec: ModelSpec) -> int:
 def engine_lora_slot_bytes(spec: ModelSpec, *, max_lora_rank: int, max_loras: int, tp: int,
                            dtype_bytes: float = 2.0) -> float:
     """Bytes of the adapter slots one vLLM rank of ``tp`` allocates at start-up with ``enable_lora`` (module
-    docstring): per attention layer the packed QKV (three A slices of ``rank x hidden``, B of ``(q_dim + 2 kv_dim) / tp
-    x rank``) and O (A of ``rank x q_dim / tp``, B of ``hidden x rank``); per dense-MLP layer gate/up (two A slices of
-    ``rank x hidden``, B of ``2 intermediate / tp x rank``) and down (A of ``rank x intermediate / tp``, B of
+    docstring): per attention layer the packed QKV (three A slices of ``rank x hidden``, B of ``(q_dim / tp + 2
+    max(kv_heads / tp, 1) head_dim) x rank``: a rank keeps at least one KV head) and O (A of ``rank x q_dim / tp``, B
+    of ``hidden x rank``); per dense-MLP layer gate/up (two A slices of ``rank x hidden``, B of ``2 intermediate / tp x rank``) and down (A of ``rank x intermediate / tp``, B of
     ``hidden x rank``); times ``max_loras`` and ``dtype_bytes`` (the model dtype, bf16). Every supported linear is
     wrapped whichever modules the adapter targets. Qwen2.5-32B at rank 32, TP 8: 0.20 GB a rank.
 
@@ -58,7 +58,11 @@ def engine_lora_slot_bytes(spec: ModelSpec, *, max_lora_rank: int, max_loras: in
     if min(max_lora_rank, max_loras, tp) < 1:
         raise ValueError("engine LoRA slots: max_lora_rank, max_loras and tp must be >= 1")
     h, r = spec.hidden_size, max_lora_rank
-    qkv = 3 * r * h + (spec.q_dim + 2 * spec.kv_dim) / tp * r
+    # vLLM keeps at least one KV head a rank: past the KV heads, tp replicates them (QKVParallelLinear
+    # num_kv_head_replicas = tp / kv_heads, num_kv_heads 1; vllm-project/vllm vllm/model_executor/layers/linear.py
+    # l.1027-1045 @8c94938cfb92cc00b244ae4a933c5f60dbc1139f), and the LoRA wrapper sizes its K and V slices by it
+    kv_rank_dim = max(spec.num_kv_heads // tp, 1) * spec.head_dim
+    qkv = 3 * r * h + (spec.q_dim / tp + 2 * kv_rank_dim) * r
     o = r * spec.q_dim / tp + h * r
     gate_up = 2 * r * h + 2 * spec.intermediate_size / tp * r
     down = r * spec.intermediate_size / tp + h * r

@@ -389,6 +389,24 @@ def test_verl_preset_frees_vllm_like_verl():
     assert lora.rollout.sleep_level == 1 and "rollout.sleep_level" not in export(lora, "verl").lost
 
 
+def test_verl_layered_summon_round_trips_with_safetensors_load():
+    """actor_rollout_ref.rollout.layered_summon is verl's key (verl-0.9.1-keys.json), written with the
+    load_format=safetensors verl needs beside it, and read back; a file without that load format is refused."""
+    from trainfit.cli.common import load_card
+    from trainfit.errors import InputError
+    from trainfit.export.importers import import_text
+
+    card = load_card(None, {"method": "grpo", "scope": "lora", "rollout": {"layered_summon": True}}, ["preset=verl"])
+    e = export(card, "verl")
+    assert "actor_rollout_ref.rollout.layered_summon=True" in e.data["overrides"]
+    assert "actor_rollout_ref.rollout.load_format=safetensors" in e.data["overrides"]
+    assert "rollout.layered_summon" not in e.lost
+    assert read_back(card, e).rollout.layered_summon is True
+    without = e.text.replace("actor_rollout_ref.rollout.load_format=safetensors", "")
+    with pytest.raises(InputError, match=r"rollout.layered_summon: True .*allowed with it: safetensors$"):
+        import_text(without, "verl")
+
+
 # RunCard rollout fields the fuzz does not draw; a field added to the card lands in neither set and fails the test below
 ROLLOUT_FIELDS_NOT_DRAWN = frozenset({
     "async_mode", "controller_padded_batches", "critic_max_tokens_per_micro_batch", "cuda_graphs",

@@ -8,7 +8,9 @@ once (``rollout.load_format`` safetensors, or the first sync) and from then on h
 @7dc3ee7476c9af1042636f44bca9e412d1de1a6d: ``add_lora`` of a ``TensorLoRARequest`` whose ``lora_tensors`` are the
 collected adapter). Per sync, on every trainer rank (``__enter__`` l.101-189, same commit):
 
-* collect: ``FSDP.summon_full_params`` over each decoder layer's unit and its nested LoRA units
+* collect (an FSDP1 actor; under FSDP2 only the adapter's DTensors are gathered, one ``full_tensor()`` each, and an
+  unsharded actor gathers nothing: ``memory.engine_lora.adapter_summon_peak_bytes``): ``FSDP.summon_full_params``
+  over each decoder layer's unit and its nested LoRA units
   (``layered_summon_lora_params``, verl/utils/fsdp_utils.py l.464-496; the LoRA wrap policy makes each trainable
   leaf linear a unit of its own, ``get_fsdp_wrap_policy`` l.97-104), or over the whole actor at once without
   ``rollout.layered_summon`` (fsdp_vllm.py l.117). Either way every decoder unit is all-gathered, base weights
@@ -42,8 +44,8 @@ def adapter_sync_seconds(*, summoned_bytes: float, summon_units: int, adapter_by
         transfer = adapter_bytes / d2h_bytes_per_s                 (each trainer rank's ``.cpu()`` of the adapter)
                    + engine_rank_adapter_bytes / h2d_bytes_per_s   (each engine rank fills its slot)
 
-    ``summoned_bytes``: the decoder layers and the adapter in the trainer's dtype; ``summon_units``: the FSDP units
-    gathered (one per decoder layer and one per adapter tensor); ``adapter_bytes``: the adapter in the trainer's dtype;
+    ``summoned_bytes``: what is gathered in the trainer's dtype (FSDP1: the decoder layers and the adapter; FSDP2: the
+    adapter); ``summon_units``: the gathers (one per adapter tensor, and one per decoder layer under FSDP1); ``adapter_bytes``: the adapter in the trainer's dtype;
     ``engine_rank_adapter_bytes``: one engine rank's slot (the model dtype). The gather crosses nodes when
     ``train_shards`` exceeds ``gpus_per_node``. Raises ``CardError`` for non-positive sizes or rates."""
     if min(summoned_bytes, adapter_bytes, d2h_bytes_per_s, h2d_bytes_per_s) <= 0 or engine_rank_adapter_bytes < 0:
@@ -66,7 +68,8 @@ def adapter_sync_seconds(*, summoned_bytes: float, summon_units: int, adapter_by
         f"adapter only: {adapter_bytes / 1e9:.3g} GB of LoRA tensors to host memory ({to_host:.2f} s), each engine"
         f" rank's {engine_rank_adapter_bytes / 1e9:.3g} GB slot filled ({to_slots:.2f} s)",
         f"collected by {summon_units} FSDP unit gathers of {summoned_bytes / 1e9:.3g} GB over {train_shards} shard(s)"
-        f" ({gather:.2f} s): the base weights are gathered with the adapter",
+        f" ({gather:.2f} s)" + (": the base weights are gathered with the adapter" if summoned_bytes > adapter_bytes
+                                else ": the adapter alone"),
         "host cost per adapter tensor not priced (a lower bound)",
     )
     transfer = to_host + to_slots

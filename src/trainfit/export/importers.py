@@ -1041,6 +1041,12 @@ def read_verl(text: str) -> Imported:
         raise _bad(t, f"{A}.rollout.quantization: {quant!r}; allowed: fp8 (vLLM 128x128-block fp8), or unset")
     if quant == "fp8":
         ro["quantization"] = "fp8"
+    if flag(f"{A}.rollout.layered_summon"):  # verl refuses it under the default dummy load (export.verl)
+        fmt = get(f"{A}.rollout.load_format", "dummy")
+        if fmt != "safetensors":
+            raise _bad(t, f"{A}.rollout.layered_summon: True needs the base weights preloaded in vLLM, and"
+                          f" {A}.rollout.load_format is {fmt!r}; allowed with it: safetensors")
+        ro["layered_summon"] = True
     free = flag(f"{A}.rollout.free_cache_engine", True)
     ro["sleep_level"] = verl_sleep_level(RunCard(scope=Scope(scope)), free)
     ro["weight_sync"] = "bucketed"

@@ -315,6 +315,11 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         )
     if not ro.cuda_graphs:
         o.append(f"{A}.rollout.enforce_eager=True")
+    if ro.layered_summon:
+        # verl collects the adapter layer by layer only once the base weights are in vLLM: it raises "To use
+        # layered_summon, you must make sure base-model is preloaded in vllm, e.g. let rollout.load_format=safetensors"
+        # under the default dummy load (verl/utils/fsdp_utils.py collect_lora_params @1dda039b)
+        o += [f"{A}.rollout.layered_summon=True", f"{A}.rollout.load_format=safetensors"]
     if ro.quantization is RolloutQuantization.FP8:
         # verl b178a3cd verl/workers/config/rollout.py RolloutConfig.quantization ("fp8" | "torchao");
         # vllm_rollout/vllm_async_server.py: fp8 is vLLM's quant_method fp8 with 128x128 weight blocks and dynamic

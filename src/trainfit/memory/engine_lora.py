@@ -48,9 +48,9 @@ def _attention_layers(spec: ModelSpec) -> int:
 def engine_lora_slot_bytes(spec: ModelSpec, *, max_lora_rank: int, max_loras: int, tp: int,
                            dtype_bytes: float = 2.0) -> float:
     """Bytes of the adapter slots one vLLM rank of ``tp`` allocates at start-up with ``enable_lora`` (module
-    docstring): per attention layer the packed QKV (three A slices of ``rank x hidden``, B of ``(q_dim + 2 kv_dim) / tp
-    x rank``) and O (A of ``rank x q_dim / tp``, B of ``hidden x rank``); per dense-MLP layer gate/up (two A slices of
-    ``rank x hidden``, B of ``2 intermediate / tp x rank``) and down (A of ``rank x intermediate / tp``, B of
+    docstring): per attention layer the packed QKV (three A slices of ``rank x hidden``, B of ``(q_dim / tp + 2
+    max(kv_heads / tp, 1) head_dim) x rank``: a rank keeps at least one KV head) and O (A of ``rank x q_dim / tp``, B
+    of ``hidden x rank``); per dense-MLP layer gate/up (two A slices of ``rank x hidden``, B of ``2 intermediate / tp x rank``) and down (A of ``rank x intermediate / tp``, B of
     ``hidden x rank``); times ``max_loras`` and ``dtype_bytes`` (the model dtype, bf16). Every supported linear is
     wrapped whichever modules the adapter targets. Qwen2.5-32B at rank 32, TP 8: 0.20 GB a rank.
 
@@ -58,7 +58,11 @@ def engine_lora_slot_bytes(spec: ModelSpec, *, max_lora_rank: int, max_loras: in
     if min(max_lora_rank, max_loras, tp) < 1:
         raise ValueError("engine LoRA slots: max_lora_rank, max_loras and tp must be >= 1")
     h, r = spec.hidden_size, max_lora_rank
-    qkv = 3 * r * h + (spec.q_dim + 2 * spec.kv_dim) / tp * r
+    # vLLM keeps at least one KV head a rank: past the KV heads, tp replicates them (QKVParallelLinear
+    # num_kv_head_replicas = tp / kv_heads, num_kv_heads 1; vllm-project/vllm vllm/model_executor/layers/linear.py
+    # l.1027-1045 @8c94938cfb92cc00b244ae4a933c5f60dbc1139f), and the LoRA wrapper sizes its K and V slices by it
+    kv_rank_dim = max(spec.num_kv_heads // tp, 1) * spec.head_dim
+    qkv = 3 * r * h + (spec.q_dim / tp + 2 * kv_rank_dim) * r
     o = r * spec.q_dim / tp + h * r
     gate_up = 2 * r * h + 2 * spec.intermediate_size / tp * r
     down = r * spec.intermediate_size / tp + h * r
@@ -67,11 +71,23 @@ def engine_lora_slot_bytes(spec: ModelSpec, *, max_lora_rank: int, max_loras: in
 
 
 def adapter_summon_peak_bytes(*, largest_layer_params: float, decoder_params: float, adapter_params: float,
-                              num_layers: int, trainer_bytes_per_param: float, layered: bool) -> float:
-    """Bytes one FSDP1 trainer rank holds beyond its shards while verl collects a LoRA actor's adapter for the
-    engine: ``FSDP.summon_full_params`` unshards whole FSDP units, base weights included, in full precision (the
-    trainer's dtype: fp32 for verl's actor), and the adapter tensors are copied to host memory (``.cpu()``) before the
-    next unit is gathered.
+                              num_layers: int, trainer_bytes_per_param: float, layered: bool,
+                              summons_base_units: bool, adapter_sharded: bool) -> float:
+    """Bytes one trainer rank holds beyond its shards while verl collects a LoRA actor's adapter for the engine.
+
+    ``summons_base_units`` (an FSDP1 actor): ``FSDP.summon_full_params`` unshards whole FSDP units, base weights
+    included, in full precision (the trainer's dtype: fp32 for verl's actor), and the adapter tensors are copied to
+    host memory (``.cpu()``) before the next unit is gathered.
+
+    Otherwise only the adapter is gathered. FSDP2 (``adapter_sharded``): torch's ``FSDP.summon_full_params`` acts on
+    FSDP1 units only, so verl's summon leaves the ``fully_shard`` DTensors sharded and each adapter tensor is gathered
+    alone by ``param.full_tensor()`` before its ``.cpu()``; newer verl skips the summon outright under FSDP2
+    (``summon_ctx = FSDP.summon_full_params(...) if is_fsdp1 else nullcontext()``, "FSDP2 DTensor params all-gather
+    via param.full_tensor(); only FSDP1 needs the explicit summon context": verl-project/verl verl/utils/fsdp_utils.py
+    ``layered_summon_lora_params`` / ``collect_lora_params`` l.633-740 @8a694930275061f52ebd538c906ef8819af56dbd,
+    #6512; l.645-750 @1dda039b9c6311889a9c9a26040677e1254814f9): the adapter (its per-layer share under
+    ``layered``), an upper bound, as each tensor is freed after its copy. An unsharded actor (neither) holds its
+    adapter whole already and gathers nothing: 0.
 
     ``layered`` (verl ``rollout.layered_summon``): one decoder layer at a time, each with its nested LoRA units
     (``layered_summon_lora_params``, verl-project/verl verl/utils/fsdp_utils.py l.464-496
@@ -82,9 +98,14 @@ def adapter_summon_peak_bytes(*, largest_layer_params: float, decoder_params: fl
     and head are left out here, as the layered path leaves them out).
 
     ``decoder_params``: the decoder layers' parameters; ``adapter_params``: the adapter's (``num_layers`` share it
-    evenly). Raises ``ValueError`` for ``num_layers`` below 1."""
+    evenly). ``summons_base_units`` implies a sharded actor. Raises ``ValueError`` for ``num_layers`` below 1."""
     if num_layers < 1:
         raise ValueError("adapter summon: num_layers must be >= 1")
-    if layered:
-        return (largest_layer_params + adapter_params / num_layers) * trainer_bytes_per_param
-    return (decoder_params + adapter_params) * trainer_bytes_per_param
+    if summons_base_units:
+        base = largest_layer_params if layered else decoder_params
+    elif adapter_sharded:
+        base = 0.0
+    else:
+        return 0.0
+    adapter = adapter_params / num_layers if layered else adapter_params
+    return (base + adapter) * trainer_bytes_per_param

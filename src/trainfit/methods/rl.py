@@ -470,23 +470,27 @@ def engine_adapter_slot_bytes(card: RunCard, spec: ModelSpec) -> float:
 
 def adapter_sync_spike(card: RunCard, spec: ModelSpec) -> float | None:
     """Bytes a trainer rank holds beyond its shards while verl collects the adapter it hands the engine
-    (``memory.engine_lora.adapter_summon_peak_bytes``: one decoder layer's FSDP unit under ``rollout.layered_summon``,
-    else the whole actor, in the trainer's dtype); None when the engine does not serve the adapter (the weights are
-    sent merged, ``_sync_spike``)."""
+    (``memory.engine_lora.adapter_summon_peak_bytes``, in the trainer's dtype: FSDP1 unshards one decoder layer's
+    unit under ``rollout.layered_summon``, else the whole actor; FSDP2 gathers the adapter only; an unsharded actor
+    nothing; ``plan.rl_generation.adapter_collect_gathers``); None when the engine does not serve the adapter (the
+    weights are sent merged, ``_sync_spike``)."""
     if not serves_adapter(card):
         return None
     from trainfit.memory.engine_lora import adapter_summon_peak_bytes
     from trainfit.memory.lora import lora_trainable_params
     from trainfit.memory.params import param_breakdown
     from trainfit.plan.resolve import trainable_spec  # late: plan imports methods
+    from trainfit.plan.rl_generation import adapter_collect_gathers
     from trainfit.units import BYTES_PER_DTYPE
 
     pb = param_breakdown(spec)
     scale = count_scale(spec)
+    base_units, sharded = adapter_collect_gathers(card)
     return adapter_summon_peak_bytes(
         largest_layer_params=pb.largest_layer * scale, decoder_params=sum(pb.per_layer) * scale,
         adapter_params=lora_trainable_params(spec, trainable_spec(card).lora), num_layers=spec.num_layers,
-        trainer_bytes_per_param=BYTES_PER_DTYPE[card.weights_dtype.value], layered=card.rollout.layered_summon)
+        trainer_bytes_per_param=BYTES_PER_DTYPE[card.weights_dtype.value], layered=card.rollout.layered_summon,
+        summons_base_units=base_units, adapter_sharded=sharded)
 
 
 def _generated_prompts(card: RunCard) -> int:
@@ -785,10 +789,15 @@ def rl_groups(
     if adapter_spike is not None:
         layered = card.rollout.layered_summon
         sync_kind = "adapter-only"
+        from trainfit.plan.rl_generation import adapter_collect_gathers  # late: plan imports methods
+
+        base_units, sharded = adapter_collect_gathers(card)
+        collected = (("one decoder layer at a time" if layered else "from the whole actor gathered at once")
+                     + f" (rollout.layered_summon {str(layered).lower()})" if base_units
+                     else "by gathering the adapter's FSDP2 shards alone" if sharded
+                     else "from the unsharded actor, nothing gathered")
         why = ("the engine serves the LoRA adapter unmerged: after the first sync verl hands vLLM only the adapter"
-               " (add_lora of a TensorLoRARequest), collected " + ("one decoder layer at a time" if layered else
-                                                                   "from the whole actor gathered at once")
-               + f" (rollout.layered_summon {str(layered).lower()}); vLLM's adapter slots"
+               " (add_lora of a TensorLoRARequest), collected " + collected + "; vLLM's adapter slots"
                f" {engine_adapter_slot_bytes(card, spec) / GIB:.2f} GiB per engine rank")
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike} | grads(GradBufferPhase.WEIGHT_SYNC)
     from trainfit.rollout.quantization import card_refit_cast_peak_bytes

@@ -240,6 +240,16 @@ def engine_serves_adapter(card: RunCard) -> bool:
             and trainable_spec(card).lora is not None)
 
 
+def adapter_collect_gathers(card: RunCard) -> tuple[bool, bool]:
+    """How verl's trainer ranks gather the adapter they hand an engine that serves it (``engine_serves_adapter``), as
+    ``(summons_base_units, adapter_sharded)`` (``memory.engine_lora.adapter_summon_peak_bytes``, the memory and the
+    time alike): a sharded actor outside FSDP2 (FSDP1, and ZeRO-3 planned as it) unshards whole units, base weights
+    included; under FSDP2 (``parallel.fsdp_version``, the default) only the adapter's DTensors are gathered
+    (``param.full_tensor()``); an unsharded actor (single, ddp, zero1, zero2) gathers nothing."""
+    sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    return sharded and not card.parallel.fsdp2, sharded
+
+
 def generation_calls(card: RunCard) -> int:
     """Sequential generate calls per step (``rollout.generation_calls``), each on ``ceil(generated_prompts /
     calls)`` prompts and timed as a batch of its own that ends with its longest completion: TRL before 0.17 calls

@@ -185,7 +185,8 @@ def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, roll
                         gpu: GpuSpec) -> PhaseTime:
     """The sync of an engine that serves the actor's LoRA adapter unmerged (``plan.rl_generation.
     engine_serves_adapter``): only the adapter reaches the engine (``compute.adapter_sync``), collected from every
-    decoder layer's FSDP unit gathered in the trainer's dtype (``card.weights_dtype``), copied to host memory
+    decoder layer's FSDP1 unit gathered in the trainer's dtype (``card.weights_dtype``), or from the adapter's FSDP2
+    shards alone (``plan.rl_generation.adapter_collect_gathers``, as the memory plans it), copied to host memory
     (pageable) and loaded into each engine rank's slot (``memory.engine_lora.engine_lora_slot_bytes`` at one slot)."""
     from trainfit.compute.adapter_sync import adapter_sync_seconds
     from trainfit.memory.engine_lora import engine_lora_slot_bytes
@@ -195,20 +196,24 @@ def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, roll
     from trainfit.plan.resolve import trainable_spec
     from trainfit.units import BYTES_PER_DTYPE
 
+    from trainfit.plan.rl_generation import adapter_collect_gathers
+
     ro = card.rollout
     train_gpus, _ = group_sizes(card)
-    sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    base_units, sharded = adapter_collect_gathers(card)
     shard_ranks = (hsdp_shard_of(card, sharding) or train_gpus) if sharded else 1
     lora = trainable_spec(card).lora
     adapter_params = lora_trainable_params(spec, lora)
     per_param = BYTES_PER_DTYPE[card.weights_dtype.value]
-    decoder_params = sum(param_breakdown(spec).per_layer) * count_scale(spec)
+    # FSDP1 unshards every decoder unit with the adapter; FSDP2 gathers the adapter's DTensors alone (as the memory)
+    decoder_params = sum(param_breakdown(spec).per_layer) * count_scale(spec) if base_units else 0.0
+    adapter_tensors = 2 * sum(g.count * g.experts for g in targeted_groups(spec, lora))
     pageable = host_copy_rates(card, r, gpu)[1]
     engine_pinned = host_copy_rates(card, r, gpu, gpus_per_node=rollout_nodes(card)[1])[0]
     t = adapter_sync_seconds(
         summoned_bytes=(decoder_params + adapter_params) * per_param,
-        # one unit per decoder layer and one per adapter tensor (A and B of every wrapped linear)
-        summon_units=spec.num_layers + 2 * sum(g.count * g.experts for g in targeted_groups(spec, lora)),
+        # one unit per adapter tensor (A and B of every wrapped linear), and one per decoder layer under FSDP1
+        summon_units=(spec.num_layers if base_units else 0) + adapter_tensors,
         adapter_bytes=adapter_params * per_param,
         engine_rank_adapter_bytes=engine_lora_slot_bytes(spec, max_lora_rank=lora.rank, max_loras=1,
                                                          tp=ro.tensor_parallel),

@@ -1351,8 +1351,11 @@ class RolloutSection(_Section):
         " is collected for the engine one decoder layer at a time (each layer's FSDP unit gathered, its LoRA tensors"
         " copied to host memory, the unit freed); false, verl's default: the whole actor gathered at once"
         " (FSDP.summon_full_params on the root), in the trainer's dtype. Memory and time of the weight sync"
-        " (memory.engine_lora.adapter_summon_peak_bytes, compute.adapter_sync). Only with preset verl, a LoRA scope"
-        " and engine vllm.")
+        " (memory.engine_lora.adapter_summon_peak_bytes, compute.adapter_sync): an FSDP1 actor unshards those units,"
+        " base weights included; FSDP2 gathers the adapter's shards alone and an unsharded actor nothing, layered or"
+        " not. Only with scope lora and engine vllm, and planned under preset verl (with no preset, as an imported"
+        " verl file reads back, the key is kept). Exported with actor_rollout_ref.rollout.load_format=safetensors,"
+        " which verl needs with it.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"
         " fp8: 128x128-block fp8 linears and experts, re-quantized from the bf16 weights at every refit; the KV"
@@ -2132,10 +2135,21 @@ def _check_weight_transport(card: "RunCard") -> None:
                                                   or ro.weight_sync is not WeightSync.BUCKETED):
         raise ValueError("rollout.weight_sync_bucket_mib: the bucket of the preset's own bucketed path (weight_sync"
                          " bucketed, weight_transport framework) only; allowed otherwise: null")
-    if ro.layered_summon and (card.preset != "verl" or ro.engine is not RolloutEngine.VLLM
-                              or card.scope not in (Scope.LORA, Scope.QLORA)):
-        raise ValueError("rollout.layered_summon: verl's LoRA actor into vLLM only (preset verl, scope lora or"
-                         " qlora, engine vllm); allowed otherwise: false")
+    verl_lora_rollout = (card.preset == "verl" and ro.engine is RolloutEngine.VLLM
+                         and card.method in (Method.PPO, Method.GRPO))
+    if verl_lora_rollout and card.scope is Scope.QLORA:
+        raise ValueError("scope: qlora has no verl actor (its FSDP workers load no 4-bit base: no load_in_4bit or"
+                         " BitsAndBytesConfig in verl/workers through 1dda039b) to serve vLLM; allowed with preset"
+                         " verl and engine vllm: full, lora")
+    # no preset: a verl file read back by ``trainfit import`` (which writes no preset) keeps the key
+    if ro.layered_summon and (card.preset not in (None, "verl") or ro.engine is not RolloutEngine.VLLM
+                              or card.scope is not Scope.LORA):
+        raise ValueError("rollout.layered_summon: verl's LoRA actor into vLLM only (preset verl or none, scope lora,"
+                         " engine vllm); allowed otherwise: false")
+    if verl_lora_rollout and card.scope is Scope.LORA and t is not WeightTransport.FRAMEWORK:
+        raise ValueError(f"rollout.weight_transport: {t.value} refits the full weights, but verl's LoRA actor hands"
+                         " vLLM its adapter alone (add_lora; verl's checkpoint engines carry no adapter); allowed with"
+                         " preset verl, scope lora and engine vllm: framework")
     verl = (card.software.model_extra or {}).get("verl")
     if ro.weight_sync_relays and verl_multi_sender_default(verl) is False:
         raise ValueError(f"rollout.weight_sync_relays: true needs verl's multi_sender (8de5fb44, first in the 0.10"

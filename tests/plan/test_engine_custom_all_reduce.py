@@ -1,7 +1,7 @@
 """verl builds its vLLM engine with ``disable_custom_all_reduce=True`` (volcengine/verl ``vllm_rollout_spmd.py``
 v0.2.0.post2 to v0.6.1, ``vllm_async_server.py`` v0.4.1 to v0.7.0): the engine's tensor-parallel all-reduces all run
-through NCCL; other frameworks keep vLLM's custom kernel (``compute.decode_step`` module docstring, "Custom
-all-reduce off")."""
+through NCCL; a card that pins no release (none, ``main``, a commit) is planned at the newest, which keeps vLLM's
+custom kernel, as other frameworks do (``compute.decode_step`` module docstring, "Custom all-reduce off")."""
 
 from __future__ import annotations
 
@@ -30,10 +30,15 @@ def _card(preset: str = "verl", engine: str = "vllm", verl: str | None = None) -
 
 
 @pytest.mark.parametrize(("kw", "custom"), [
-    ({}, False),                                   # unpinned: the newest release read, v0.7.0
+    ({}, True),                                    # unpinned: the newest release, as the other verl gates read it
+    ({"verl": "main"}, True),                      # main dropped the flag on 2026-01-27 (6a671a377)
+    ({"verl": "6a671a377a440ffdf0fc6bb8aa965dc37f3311f1"}, True),   # a commit names no release
     ({"verl": "0.6.1"}, False),
     ({"verl": "0.7.0"}, False),
+    ({"verl": "<0.8"}, False),                     # every release before 0.8
+    ({"verl": "0.5.0.dev"}, False),
     ({"verl": "0.8.0"}, True),                     # after main dropped the flag (6a671a377, 2026-01-27)
+    ({"verl": ">=0.6"}, True),                     # a lower bound admits the newest release
     ({"preset": "openrlhf"}, True),
     ({"preset": "trl"}, True),
 ])
@@ -59,7 +64,7 @@ def test_verls_generation_pays_nccl_for_its_decode_all_reduces(monkeypatch):
         phase = next(ph for ph in make_plan(load_card_dict(card)).time.phases if ph.name == "generation")
         return phase.terms["tp_all_reduce"]
 
-    nccl = term(_card())
+    nccl = term(_card(verl="0.7.0"))
     monkeypatch.setattr("trainfit.plan.rl_generation.engine_custom_all_reduce", lambda card: True)
-    custom = term(_card())
+    custom = term(_card(verl="0.7.0"))
     assert nccl > 1.15 * custom > 0

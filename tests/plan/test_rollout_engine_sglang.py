@@ -59,9 +59,10 @@ def test_verl_sglang_loads_one_ipc_handle_per_tensor_same_buckets():
 def test_plan_differs_in_weight_sync_kv_pool_and_overlap_scheduler_only(monkeypatch):
     s = make_plan(_card("sglang"))
     off = make_plan(_card("sglang", sglang_overlap_schedule=False))
-    nccl = _phases(make_plan(_card("vllm")))
-    # verl builds its vLLM engine with the custom all-reduce off (NCCL), its SGLang engine with it on
+    # verl before 0.8 builds its vLLM engine with the custom all-reduce off (NCCL), its SGLang engine with it on
     # (plan.rl_generation.engine_custom_all_reduce): compared with the custom kernel on both
+    monkeypatch.setattr("trainfit.plan.rl_generation.engine_custom_all_reduce", lambda card: False)
+    nccl = _phases(make_plan(_card("vllm")))
     monkeypatch.setattr("trainfit.plan.rl_generation.engine_custom_all_reduce", lambda card: True)
     v = make_plan(_card("vllm"))
     pv, ps, po = _phases(v), _phases(s), _phases(off)

@@ -124,6 +124,48 @@ def _allowed(n: int) -> str:
     return ", ".join(map(str, divisors(n)))
 
 
+def tensor_split_refusal(spec: ModelSpec, *, tp: int) -> str | None:
+    """Why ``tp`` tensor-parallel ranks cannot split ``spec``'s attention, as the rest of a one-line refusal after its
+    field name (``{tp} does not divide ...; allowed: ...``); None when they can. Megatron-Core asserts the same:
+    attention heads and KV heads (or their replication when fewer than ``tp``) and the linear-attention heads
+    divide evenly over the tensor-parallel ranks. The actor's check (``check_layout``) and a frozen model laid out
+    on the actor's grid (``plan.walk``: the reward model) read it alike."""
+    if tp <= 1:
+        return None
+    name, heads, kv = spec.name, spec.num_attention_heads, spec.num_kv_heads
+    if spec.num_full_attention_layers:
+        if heads % tp:
+            return f"{tp} does not divide the {heads} attention heads of {name}; allowed: {_allowed(heads)}"
+        if kv >= tp and kv % tp:
+            return (f"{tp} does not divide the {kv} KV heads of {name}; allowed: {_allowed(kv)} or multiples of {kv}"
+                    f" dividing {heads}")
+        if kv < tp and tp % kv:
+            return (f"{tp} KV-head shards cannot replicate the {kv} KV heads of {name} evenly; allowed:"
+                    f" {_allowed(kv)} or multiples of {kv} dividing {heads}")
+    la = spec.linear_attention
+    if la is not None and spec.num_linear_attention_layers:
+        for what, n in (("linear-attention key heads", la.num_key_heads), ("linear-attention value heads", la.num_value_heads)):
+            if n % tp:
+                return f"{tp} does not divide the {n} {what} of {name}; allowed: {_allowed(n)}"
+    return None
+
+
+def expert_split_refusal(spec: ModelSpec, *, ep: int, etp: int) -> tuple[str, str] | None:
+    """Why ``ep`` expert-parallel and ``etp`` expert-tensor-parallel ranks cannot split ``spec``'s routed experts:
+    (the ``parallel`` field, the rest of the one-line refusal with its allowed values); None when they can, and for a
+    dense model (no experts to split; the actor's own card refuses ``ep`` > 1 on one in ``check_layout``)."""
+    moe = spec.moe
+    if moe is None:
+        return None
+    if moe.num_experts % ep:
+        return ("expert_parallel", f"{ep} does not divide the {moe.num_experts} experts of {spec.name}; allowed:"
+                                   f" {_allowed(moe.num_experts)}")
+    if moe.expert_intermediate_size % etp:
+        return ("expert_tensor_parallel", f"{etp} does not divide the expert width {moe.expert_intermediate_size} of"
+                                          f" {spec.name}; allowed: {_allowed(moe.expert_intermediate_size)}")
+    return None
+
+
 def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len: int) -> list[str]:
     """Refuse what cannot be split (``CardError``, one line) and return notes on what is replicated."""
     notes: list[str] = []
@@ -181,25 +223,11 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
         raise CardError(f"parallel.tensor_parallel: {tp} with {name}: transformers gathers its fused gate_up_proj output"
                         " to full width on every rank (GLM-4), so a rank's MLP is not a shard; tensor-parallel GLM-4 is"
                         " not modelled; allowed: 1")
-    if tp > 1 and spec.num_full_attention_layers:
-        if heads % tp:
-            raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {heads} attention heads of {name};"
-                            f" allowed: {_allowed(heads)}")
-        if kv >= tp and kv % tp:
-            raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {kv} KV heads of {name};"
-                            f" allowed: {_allowed(kv)} or multiples of {kv} dividing {heads}")
-        if kv < tp:
-            if tp % kv:
-                raise CardError(f"parallel.tensor_parallel: {tp} KV-head shards cannot replicate the {kv} KV heads of"
-                                f" {name} evenly; allowed: {_allowed(kv)} or multiples of {kv} dividing {heads}")
-            notes.append(f"tensor parallel {tp} > {kv} KV heads: each KV head is replicated on {tp // kv} ranks"
-                         " (Megatron-Core / vLLM GQA replication); k/v weights count one head per rank")
-    la = spec.linear_attention
-    if tp > 1 and la is not None and spec.num_linear_attention_layers:
-        for what, n in (("linear-attention key heads", la.num_key_heads), ("linear-attention value heads", la.num_value_heads)):
-            if n % tp:
-                raise CardError(f"parallel.tensor_parallel: {tp} does not divide the {n} {what} of {name};"
-                                f" allowed: {_allowed(n)}")
+    if (why := tensor_split_refusal(spec, tp=tp)) is not None:
+        raise CardError(f"parallel.tensor_parallel: {why}")
+    if tp > 1 and spec.num_full_attention_layers and kv < tp:
+        notes.append(f"tensor parallel {tp} > {kv} KV heads: each KV head is replicated on {tp // kv} ranks"
+                     " (Megatron-Core / vLLM GQA replication); k/v weights count one head per rank")
     if layout.cp > 1 and layout.cp_kind is ContextParallelKind.ULYSSES and spec.num_full_attention_layers:
         local = heads // tp
         if local % layout.cp:
@@ -220,13 +248,8 @@ def check_layout(card: RunCard, spec: ModelSpec, layout: ParallelLayout, seq_len
     moe = spec.moe
     if (layout.ep > 1 or layout.etp > 1) and moe is None:
         raise CardError(f"parallel.expert_parallel: {name} has no experts; allowed for a dense model: 1")
-    if moe is not None:
-        if moe.num_experts % layout.ep:
-            raise CardError(f"parallel.expert_parallel: {layout.ep} does not divide the {moe.num_experts} experts of"
-                            f" {name}; allowed: {_allowed(moe.num_experts)}")
-        if moe.expert_intermediate_size % layout.etp:
-            raise CardError(f"parallel.expert_tensor_parallel: {layout.etp} does not divide the expert width"
-                            f" {moe.expert_intermediate_size} of {name}")
+    if (why := expert_split_refusal(spec, ep=layout.ep, etp=layout.etp)) is not None:
+        raise CardError(f"parallel.{why[0]}: {why[1]}")
     if card.scope is Scope.QLORA or card.weights_dtype in (Dtype.NF4, Dtype.INT8, Dtype.FP8):
         raise CardError(f"precision.weights: {card.weights_dtype.value} weights with tensor, context, pipeline or expert"
                         " parallel are not modelled; allowed with them: bf16, fp16, fp32 (scope full or lora)")

@@ -195,14 +195,17 @@ def engine_custom_all_reduce(card: RunCard) -> bool:
     v0.6.1 l.239 @d62da4950573d7a4b7ef2362337952e7ab59e78d; the async server from v0.4.1 l.174
     @8d9e350ea58c7ad4b50dd14d9dcb50577242c55f to v0.7.0 l.306) or, on its patched vLLM 0.5.4 / 0.6.3, a
     tensor-parallel group with ``use_custom_allreduce=False`` (v0.3.0.post1
-    ``verl/third_party/vllm/vllm_v_0_6_3/parallel_state.py`` l.144), unless ``software.verl`` pins a release from
-    ``VERL_CUSTOM_ALL_REDUCE_SINCE`` on; an unpinned card is planned at the newest release read, v0.7.0. True for
-    every other framework and engine (vLLM's default; SGLang's custom all-reduce is not modelled apart)."""
+    ``verl/third_party/vllm/vllm_v_0_6_3/parallel_state.py`` l.144), where ``software.verl`` pins a release before
+    ``VERL_CUSTOM_ALL_REDUCE_SINCE`` (``spec.card.pin_before``: ``0.7.0``, ``<0.8``). No pin, a later release, a
+    lower bound, or a pin that names no release (a branch such as ``main``, which dropped the flag on 2026-01-27, or a
+    commit): the newest behaviour, vLLM's custom all-reduce (True), as the other verl version gates read an unpinned
+    card (``plan.rl_offload``). True for every other framework and engine (vLLM's default; SGLang's custom
+    all-reduce is not modelled apart)."""
     if card.preset != "verl" or card.rollout.engine is not RolloutEngine.VLLM:
         return True
-    from trainfit.spec.card import pin_at_least
+    from trainfit.spec.card import pin_before
 
-    return pin_at_least((card.software.model_extra or {}).get("verl"), VERL_CUSTOM_ALL_REDUCE_SINCE)
+    return not pin_before((card.software.model_extra or {}).get("verl"), VERL_CUSTOM_ALL_REDUCE_SINCE)
 
 
 def engine_serves_adapter(card: RunCard) -> bool:

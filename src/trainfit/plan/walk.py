@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.errors import CardError
+from trainfit.memory.parallel import ParallelLayout, expert_split_refusal, tensor_split_refusal
 from trainfit.memory.phases import PhasePeak, step_max_transient, step_peaks
 from trainfit.memory.sharding import make_sharding
 from trainfit.plan.overheads import PERSISTENT, phase_results
@@ -310,6 +311,18 @@ def rl_packed_row(card: RunCard) -> tuple[int, int, str] | None:
                     f" row of {row} tokens (NeMo RL sequence packing, plan.walk.rl_packed_row)")
 
 
+def check_grid_split(field: str, spec: ModelSpec, layout: ParallelLayout) -> None:
+    """Refuse, in one line naming ``field`` (``roles.reward_model``, ``roles.critic``), a model of its own laid out on
+    the actor's tensor- and expert-parallel grid that the grid cannot split evenly: the divisibility the actor gets
+    (``memory.parallel.tensor_split_refusal``, ``expert_split_refusal``; Megatron-Core refuses the same). Before, a
+    14-head reward model at tensor parallel 4 was planned with fractional head shards. A dense model on an
+    expert-parallel grid holds no experts to split and passes."""
+    if (why := tensor_split_refusal(spec, tp=layout.tp)) is not None:
+        raise CardError(f"{field}: the actor's parallel.tensor_parallel {why}")
+    if (ep := expert_split_refusal(spec, ep=layout.ep, etp=layout.etp)) is not None:
+        raise CardError(f"{field}: the actor's parallel.{ep[0]} {ep[1]}")
+
+
 def verl_fsdp_memory_card(card: RunCard) -> RunCard:
     """The card the RL memory walk reads. verl's FSDP workers never wrap the actor (or critic) with torch FSDP's CPU
     offload: under ``param_offload`` / ``optimizer_offload`` ``update_actor`` loads the shard and the optimizer state
@@ -405,6 +418,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             # the critic is split like the actor (the card's one layout): it must fit its own depth
             from trainfit.memory.parallel import check_layout
 
+            check_grid_split("roles.critic", cspec, layout)
             check_layout(critic_card, cspec, layout, critic_card.batch.seq_len)
         sharding = parallel_sharding(actor_card, layout, train_gpus_per_node=per_node)
         ranks = walk_stages(actor_card, spec, gpu, sharding, layout)
@@ -424,6 +438,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
 
         rm_spec = reward_spec_of(card)
         if rm_spec is not None:  # its own architecture on the actor's grid (a dense one holds no experts to split)
+            check_grid_split("roles.reward_model", rm_spec, layout)
             rm_layout = layout
             if rm_spec.num_layers != spec.num_layers:  # the card's per-stage split counts the actor's layers: the
                 # reward model's own layers evenly over the pipeline ranks

@@ -63,6 +63,14 @@ def special_file(path: PathLike) -> str | None:
     return None
 
 
+def is_devnull(path: PathLike) -> bool:
+    """Whether ``path`` is the null device (``os.devnull``, or a link to it): read, it is empty."""
+    try:
+        return os.path.samefile(path, os.devnull)
+    except (OSError, ValueError):
+        return False
+
+
 def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
     """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
     p = Path(path)

@@ -63,10 +63,6 @@ def _read_log(log: Path) -> tuple[str, str]:
         raise TrainfitError(f"--log: '{shown}' is {kind}, not a file; give a log file, or '-' to read stdin")
     try:
         raw = read_bytes_bounded(log, limit_bytes=MAX_LOG_CHARS)
-    except IsADirectoryError:
-        raise TrainfitError(f"--log: '{shown}' is a directory; give a log file, or '-' to read stdin") from None
-    except FileNotFoundError:
-        raise TrainfitError(f"--log: no such file '{shown}'") from None
     except OSError as exc:
         raise TrainfitError(f"--log: cannot read '{shown}' ({exc.strerror or exc})") from None
     if len(raw) > MAX_LOG_CHARS:

@@ -63,6 +63,52 @@ def special_file(path: PathLike) -> str | None:
     return None
 
 
+def is_devnull(path: PathLike) -> bool:
+    """Whether ``path`` is the null device (``os.devnull``, or a link to it): read, it is empty."""
+    try:
+        return os.path.samefile(path, os.devnull)
+    except (OSError, ValueError):
+        return False
+
+
+def read_once_refusal(path: PathLike) -> str | None:
+    """``special_file``'s answer for an input read once from start to end, or None when it may be read.
+
+    A named pipe passes (``<(...)`` in a shell is one), as do ``os.devnull`` (empty) and ``/dev/stdin``;
+    other devices (``/dev/zero`` never ends) and sockets are refused by name."""
+    kind = special_file(path)
+    if kind is None or kind == "a named pipe" or is_devnull(path):
+        return None
+    try:
+        if os.path.exists("/dev/stdin") and os.path.samefile(path, "/dev/stdin"):
+            return None
+    except (OSError, ValueError):
+        pass
+    return kind
+
+
+def read_bytes_bounded(path: PathLike, *, limit_bytes: int) -> bytes:
+    """At most ``limit_bytes + 1`` bytes of ``path`` (one more than allowed: the caller tells "too large" apart).
+
+    Opened with O_NONBLOCK, so a named pipe with no writer does not block the open; reads then block as ``cat``
+    does, and a pipe whose writer never came reads as empty (end of file) instead of waiting for ever.
+    Raises OSError as ``open`` does."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        left = limit_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
     """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
     p = Path(path)

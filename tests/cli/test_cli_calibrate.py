@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -231,3 +233,44 @@ def test_the_fragmentation_fit_recovers_the_share_and_the_held_out_check(tmp_pat
     out2 = tmp_path / "cal2.json"
     assert main(["calibrate", str(fit), "--held-out", str(low), "--out", str(out2)]) == 2
     assert "fragmentation share 0.3" in capsys.readouterr().err and not out2.exists()
+
+
+def _fifo_with_writer(path, data: bytes) -> threading.Thread:
+    """A named pipe whose writer is present before the reader opens it (O_RDWR: Linux opens it without waiting)
+    and, on a thread, sends ``data`` (under the 64 KiB pipe buffer) after 0.2 s and closes."""
+    os.mkfifo(path)
+    fd = os.open(path, os.O_RDWR)
+
+    def write():
+        time.sleep(0.2)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    t = threading.Thread(target=write, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_named_pipe_is_read_as_an_input(here, capsys):
+    """Process substitution, ``trainfit calibrate <(ssh host cat gpu_time.json)``: was refused as 'a named pipe'."""
+    t = _fifo_with_writer(here / "in.fifo", FIXTURE.read_bytes())
+    assert main(["calibrate", "in.fifo", "--gpu", "h200", "--dry-run", "--json"]) == 0
+    t.join()
+    out, _ = capsys.readouterr()
+    assert json.loads(out)["inputs"] == [{"path": "in.fifo", "kind": "gpu_output"}]
+
+
+def test_a_named_pipe_past_the_bound_or_without_writer_is_one_line(here, capsys, monkeypatch):
+    from trainfit.calibration import build
+
+    monkeypatch.setattr(build, "MAX_INPUT_BYTES", 1000)
+    t = _fifo_with_writer(here / "big.fifo", b"[" + b"0, " * 10_000 + b"0]")
+    assert main(["calibrate", "big.fifo", "--gpu", "h200", "--dry-run"]) == 2
+    t.join()
+    os.mkfifo(here / "idle.fifo")
+    assert main(["calibrate", "idle.fifo", "--gpu", "h200", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == ["trainfit: error: calibrate: 'big.fifo' is larger than 0 MiB; allowed: a"
+                                " `gpu_calibrate.py time` output, a calibration file or run records",
+                                "trainfit: error: calibrate: the named pipe 'idle.fifo' gave nothing to read (no"
+                                " writer); allowed: JSON or YAML files"]

@@ -155,7 +155,7 @@ def test_an_over_long_path_is_refused_shortly(tmp_path, argv, what):
 
 
 @pytest.mark.parametrize("argv, fragment", [(["accept", "{tmp}/nope.yaml"], "card: no such file"),
-                                            (["accept", "--model", "{tmp}/nope"], "--model: no such folder or file")])
+                                            (["accept", "--model", "{tmp}/nope"], "--model: no such checkpoint folder")])
 def test_accept_refuses_a_missing_path(tmp_path, argv, fragment):
     run = run_cli([a.replace("{tmp}", str(tmp_path)) for a in argv])
     check_run(run, codes=(2,))

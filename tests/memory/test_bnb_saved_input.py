@@ -25,6 +25,15 @@ def test_versions(pin: str | None, keeps: bool) -> None:
     assert saves_input(pin) is keeps
 
 
+@pytest.mark.parametrize(("pin", "keeps"), [
+    # PEP 440 order: '<0.43.2.post1' admits 0.43.2; '==0.43' is 0.43.0; '0.43.1-1' is 0.43.1.post1; four-part releases
+    ("<0.43.2.post1", False), ("==0.43", True), ("0.43.1-1", True), ("<0.43.1.5", True),
+    ("==0.43.1.*", True), ("==0.43.*", False), ("~=0.43.1.5", True), ("0.42.post3", True), ("== 0.43.1", True),
+    ("1!0.41", False), ("~=1", False), ("<0.41.*", False), ("0.41.x", False), ("<0.43.2rc1", True)])
+def test_versions_in_pep440_order(pin: str, keeps: bool) -> None:
+    assert saves_input(pin) is keeps
+
+
 def test_a_boolean_bitsandbytes_pin_is_refused_like_a_list() -> None:
     from trainfit.errors import CardError
 

@@ -132,6 +132,20 @@ def test_find_calibration(monkeypatch, tmp_path):
     assert find_calibration(str(tmp_path / "explicit.json")) == tmp_path / "explicit.json"
 
 
+def test_the_variable_naming_the_null_device_is_no_calibration(monkeypatch, tmp_path):
+    """``TRAINFIT_CALIBRATION=/dev/null`` switches a default calibration file off; other devices stay refused."""
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", os.devnull)
+    assert find_calibration(None) is None
+    link = tmp_path / "null-link"
+    link.symlink_to(os.devnull)
+    monkeypatch.setenv("TRAINFIT_CALIBRATION", str(link))
+    assert find_calibration(None) is None
+    if os.path.exists("/dev/zero"):
+        monkeypatch.setenv("TRAINFIT_CALIBRATION", "/dev/zero")
+        with pytest.raises(CardError, match=r"\$TRAINFIT_CALIBRATION: '/dev/zero' is a device, not a file"):
+            find_calibration(None)
+
+
 def test_conftest_hides_the_users_default_file():
     assert not default_calibration_path().exists()
     assert find_calibration(None) is None

@@ -91,3 +91,29 @@ def test_unencodable_text(tmp_path):
     with pytest.raises(OutputError, match="cannot be encoded"):
         write_text_atomic(tmp_path / "o.txt", "\udcff")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_read_once_refusal_lets_pipes_and_the_null_device_through(tmp_path):
+    from trainfit.fsio import read_once_refusal
+
+    (tmp_path / "f").write_text("x")
+    os.mkfifo(tmp_path / "p")
+    assert read_once_refusal(tmp_path / "f") is None
+    assert read_once_refusal(tmp_path / "p") is None
+    assert read_once_refusal(os.devnull) is None
+    if os.path.exists("/dev/zero"):
+        assert read_once_refusal("/dev/zero") == "a device"
+
+
+def test_read_bytes_bounded_stops_one_past_the_bound_and_never_waits_for_a_writer(tmp_path):
+    import time
+
+    from trainfit.fsio import read_bytes_bounded
+
+    (tmp_path / "f").write_bytes(b"x" * 100)
+    assert read_bytes_bounded(tmp_path / "f", limit_bytes=10) == b"x" * 11
+    assert read_bytes_bounded(tmp_path / "f", limit_bytes=100) == b"x" * 100
+    os.mkfifo(tmp_path / "p")
+    start = time.monotonic()
+    assert read_bytes_bounded(tmp_path / "p", limit_bytes=10) == b""
+    assert time.monotonic() - start < 5

@@ -73,21 +73,23 @@ class CalibrateResult:
 
 def read_input(path: Path) -> Any:
     """JSON or YAML content of one input file; CardError when unreadable."""
-    from trainfit.fsio import _short, lookup_error, special_file
+    from trainfit.fsio import _short, lookup_error, read_bytes_bounded, read_once_refusal, special_file
 
     shown = _short(str(path))
     reason = lookup_error(path)
     if reason is not None:
         raise CardError(f"calibrate: cannot read '{shown}' ({reason})")
-    kind = special_file(path)
-    if kind is not None:  # a pipe with no writer would block forever, /dev/zero never end
+    kind = read_once_refusal(path)  # a named pipe (`<(...)`) is read once, bounded; /dev/zero never ends
+    if kind is not None:
         raise CardError(f"calibrate: '{shown}' is {kind}, not a file; allowed: JSON or YAML files")
     try:
-        with open(path, "rb") as f:
-            raw = f.read(MAX_INPUT_BYTES + 1)
+        raw = read_bytes_bounded(path, limit_bytes=MAX_INPUT_BYTES)
         if len(raw) > MAX_INPUT_BYTES:
             raise CardError(f"calibrate: '{shown}' is larger than {MAX_INPUT_BYTES // 2**20} MiB; allowed: a"
                             " `gpu_calibrate.py time` output, a calibration file or run records")
+        if not raw and special_file(path) == "a named pipe":
+            raise CardError(f"calibrate: the named pipe '{shown}' gave nothing to read (no writer); allowed: JSON or"
+                            " YAML files")
         text = raw.decode()
     except FileNotFoundError:
         raise CardError(f"calibrate: no such file '{shown}'") from None

@@ -217,8 +217,9 @@ def default_calibration_path() -> Path:
 
 
 def find_calibration(explicit: str | Path | None) -> Path | None:
-    """The explicit path (CardError if it does not exist), else the default path if it exists, else None."""
-    from trainfit.fsio import _short, lookup_error, special_file
+    """The explicit path (CardError if it does not exist), else the default path if it exists, else None.
+    ``$TRAINFIT_CALIBRATION=/dev/null`` (``os.devnull``) is no calibration; any other device is refused."""
+    from trainfit.fsio import _short, is_devnull, lookup_error, special_file
 
     if explicit is not None:
         p = Path(explicit).expanduser()
@@ -246,6 +247,8 @@ def find_calibration(explicit: str | Path | None) -> Path | None:
         # "when it exists"); a folder, or a path through a file, can never hold one and is refused as --calibration is
         if p.is_dir():
             raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
+        if is_devnull(p):  # the way to switch a default calibration file off: no calibration
+            return None
         kind = special_file(p)
         if kind is not None:  # not passed over as "not written yet": it exists
             raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is {kind}, not a file; give a calibration file (JSON)")

@@ -710,28 +710,47 @@ def _gpt_oss_moe(dec: dict[str, Any], name: str, width: int) -> MoeSpec:
 # ------------------------------------------------------------------ non-gated GELU decoders (counted only)
 
 
+_ZERO_ONE = " (0 and 1 read as false and true)"
+
+
+def _bool_or_zero_one(value: Any) -> bool | None:
+    """``value`` as a switch: a JSON boolean, or the integer 0 or 1 (transformers tests it by its truth, and some
+    exported configs write the switch so); None for anything else (text: "false" is a true string; 2, 0.5)."""
+    if isinstance(value, bool):
+        return value
+    if type(value) is int and value in (0, 1):
+        return bool(value)
+    return None
+
+
 def _truth(cfg: dict[str, Any], key: str, where: str, *, default: bool) -> bool:
     """A true/false switch the modelling code tests by its truth (``if config.tie_word_embeddings:``, ``bias=config.
-    attention_bias``): ``default`` when absent, False when null (None is falsy there too), refused when text or a
-    number, which transformers would take by its truth ("false" is a true string)."""
+    attention_bias``): ``default`` when absent, False when null (None is falsy there too), 0 or 1 as false or true,
+    refused when text or another number, which transformers would take by its truth ("false" is a true string)."""
     value = cfg.get(key, default)
     if value is None:
         return False
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: config.json field '{key}' must be true or false, got {str(value)[:40]!r}")
-    return value
+    switch = _bool_or_zero_one(value)
+    if switch is None:
+        raise ConfigError(f"{where}: config.json field '{key}' must be true, false or null{_ZERO_ONE}, got"
+                          f" {str(value)[:40]!r}")
+    return switch
 
 
 def _flag(cfg: dict[str, Any], key: str, where: str, *, default: Any = _MISSING, shown: str = "") -> bool:
-    """A true/false config value; ``default`` when absent or null (required when no default)."""
+    """A true/false config value (0 or 1 as false or true); ``default`` when absent or null (required when no
+    default)."""
     value = cfg.get(key)
     if value is None:
         if default is _MISSING:
             raise ConfigError(f"{where}: config.json is missing required field '{shown or key}'")
         return bool(default)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: config.json field '{shown or key}' must be true or false, got {str(value)[:40]!r}")
-    return value
+    switch = _bool_or_zero_one(value)
+    if switch is None:
+        allowed = "true or false" if default is _MISSING else "true, false or null"
+        raise ConfigError(f"{where}: config.json field '{shown or key}' must be {allowed}{_ZERO_ONE}, got"
+                          f" {str(value)[:40]!r}")
+    return switch
 
 
 def _head_dim(hidden: int, heads: int, heads_key: str, hidden_key: str, where: str) -> int:

@@ -27,7 +27,7 @@ def check_lines(c: dict) -> str:
 
 def accept(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (recorded; the default loop ignores it).")] = None,
-    model: Annotated[Optional[Path], typer.Option("--model", help="Local checkpoint (default: tiny random Qwen3).")] = None,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Local checkpoint folder, holding the config.json a save_pretrained wrote (default: tiny random Qwen3).")] = None,
     device: Annotated[str, typer.Option("--device", help="cpu or cuda.")] = "cpu",
     nproc: Annotated[int, typer.Option(
         "--nproc", min=1, help="N >= 2 also re-runs update, generation sync and resume as N processes under "
@@ -49,7 +49,7 @@ def accept(
     from trainfit.fsio import _short, lookup_error
 
     # the paths first, in one line each: a missing card was recorded as given, a missing --model ended in a traceback
-    for what, p, kind in (("card", card, "file"), ("--model", model, "folder or file")):
+    for what, p, kind in (("card", card, "file"), ("--model", model, "checkpoint folder")):
         if p is None:
             continue
         reason = lookup_error(p)

@@ -10,6 +10,9 @@ import typer
 
 from trainfit.cli.common import load_card, print_json
 
+MAX_LOG_CHARS = 64 * 2**20
+"""Largest --log read (64 MiB, as calibrate's inputs): ``<(yes)`` or a runaway log still ends in one line."""
+
 
 def diagnose(
     symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
@@ -28,21 +31,12 @@ def diagnose(
         if message is not None:
             text, source = message, "--message"
         elif str(log) == "-":
-            text, source = sys.stdin.read(), "stdin"
+            text, source = sys.stdin.read(MAX_LOG_CHARS + 1), "stdin"
+            if len(text) > MAX_LOG_CHARS:
+                raise TrainfitError(f"--log: stdin is larger than {MAX_LOG_CHARS // 2**20} MiB; give the part of the"
+                                    " log that holds the OOM message")
         else:
-            from trainfit.fsio import _short, lookup_error, special_file
-
-            shown = _short(str(log))
-            reason = lookup_error(log)
-            if reason is not None:
-                raise TrainfitError(f"--log: cannot read '{shown}' ({reason})")
-            kind = special_file(log)
-            if kind is not None:  # a pipe with no writer would block for ever, /dev/zero never end
-                raise TrainfitError(f"--log: '{shown}' is {kind}, not a file; give a log file, or '-' to read stdin")
-            try:
-                text, source = log.read_text(errors="replace"), f"'{shown}'"
-            except OSError as exc:
-                raise TrainfitError(f"--log: cannot read '{shown}' ({exc.strerror or exc})") from None
+            text, source = _read_log(log)
         result = diagnose_log(text, run_card, source=source)
     elif symptom is not None:
         result = diagnose_symptom(symptom, run_card)
@@ -52,6 +46,32 @@ def diagnose(
         print_json(diagnosis_to_dict(result))
         return
     typer.echo(render(result))
+
+
+def _read_log(log: Path) -> tuple[str, str]:
+    """(text, source) of ``--log``: a file, a named pipe (``<(...)``), /dev/null or /dev/stdin, read up to
+    MAX_LOG_CHARS bytes; a pipe whose writer never came (it reads as empty, never blocks) is refused in one line."""
+    from trainfit.errors import TrainfitError
+    from trainfit.fsio import _short, lookup_error, read_bytes_bounded, read_once_refusal, special_file
+
+    shown = _short(str(log))
+    reason = lookup_error(log)
+    if reason is not None:
+        raise TrainfitError(f"--log: cannot read '{shown}' ({reason})")
+    kind = read_once_refusal(log)
+    if kind is not None:  # /dev/zero never ends
+        raise TrainfitError(f"--log: '{shown}' is {kind}, not a file; give a log file, or '-' to read stdin")
+    try:
+        raw = read_bytes_bounded(log, limit_bytes=MAX_LOG_CHARS)
+    except OSError as exc:
+        raise TrainfitError(f"--log: cannot read '{shown}' ({exc.strerror or exc})") from None
+    if len(raw) > MAX_LOG_CHARS:
+        raise TrainfitError(f"--log: '{shown}' is larger than {MAX_LOG_CHARS // 2**20} MiB; give the part of the log"
+                            " that holds the OOM message")
+    if not raw and special_file(log) == "a named pipe":
+        raise TrainfitError(f"--log: the named pipe '{shown}' gave nothing to read (no writer); give a log file,"
+                            " or '-' to read stdin")
+    return raw.decode(errors="replace"), f"'{shown}'"
 
 
 def diagnosis_to_dict(d) -> dict:

@@ -73,43 +73,89 @@ https://github.com/bitsandbytes-foundation/bitsandbytes/commit/9e75374104cec965d
 release tag that contains it is 0.43.2)."""
 
 
-_CLAUSE = re.compile(r"(==|<=|<|~=)?\s*v?(\d+)(?:\.(\d+|\*))?(?:\.(\d+|\*))?"
-                     r"(?:\.?(?:post|dev|a|b|rc)\d*)*(?:\+[0-9A-Za-z.]+)?")
-"""One clause of a version pin: an operator (none, ``==``, ``<``, ``<=``, ``~=``), one to three release numbers (a
-``*`` wildcard after ``==``), any pre-, post- or dev-release suffix (``0.43.1.post1``) and a local label."""
+_VERSION = re.compile(
+    r"v?(?:(?P<epoch>\d+)!)?(?P<release>\d+(?:\.\d+)*)"
+    r"(?:[-_.]?(?P<pre_l>alpha|beta|preview|pre|rc|a|b|c)[-_.]?(?P<pre_n>\d+)?)?"
+    r"(?:-(?P<post_n1>\d+)|[-_.]?(?P<post_l>post|rev|r)[-_.]?(?P<post_n2>\d+)?)?"
+    r"(?:[-_.]?(?P<dev_l>dev)[-_.]?(?P<dev_n>\d+)?)?"
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?", re.IGNORECASE)
+"""A PEP 440 version in any spelling it normalises: ``v0.43.1``, ``1!0.1``, ``0.43.1rc1``, ``0.43.1.post1``,
+``0.43.1-1`` (a post release), ``0.43.1.dev0``, ``0.43.1+cu121`` (the local label plays no part here)."""
+
+_PRE_RANK = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "preview": 2}
+"""Order of the pre-release phases, alpha before beta before release candidate, with the spellings PEP 440 normalises
+to them (https://peps.python.org/pep-0440/#pre-releases and #pre-release-spelling)."""
+
+_OPERATOR = re.compile(r"\s*(===|==|!=|<=|>=|~=|<|>)?\s*(.*?)\s*")
 
 
-def _admitted_below(clause: str) -> tuple[int, int, int] | None:
-    """An exclusive upper bound on the releases one pin clause admits (a release before it, or one of its post
-    releases), ignoring pre-releases; None when the clause admits releases without end (``>=``, ``>``, ``!=``) or is
-    no version (a branch, a commit). A bare ``0.41`` reads as that major.minor series, as ``spec.card.pin_before``
-    reads it; ``~=0.41.1`` is ``>=0.41.1, ==0.41.*`` (PEP 440 compatible release), ``~=0.41`` is ``>=0.41, ==0.*``."""
-    m = _CLAUSE.fullmatch(clause.strip())
-    if m is None:
+def _version_key(m: re.Match[str]) -> tuple:
+    """The PEP 440 order of a parsed version (packaging.version's ``_cmpkey``): epoch, the release without trailing
+    zeros (``0.43`` is ``0.43.0``), then a dev release before its pre-releases before the release before its posts."""
+    release = tuple(int(x) for x in m.group("release").split("."))
+    while len(release) > 1 and release[-1] == 0:
+        release = release[:-1]
+    post_n = m.group("post_n1") or m.group("post_n2")
+    has_post = post_n is not None or m.group("post_l") is not None
+    if m.group("pre_l") is not None:
+        pre = (0, _PRE_RANK[m.group("pre_l").lower()], int(m.group("pre_n") or 0))
+    else:
+        pre = (-1,) if m.group("dev_l") is not None and not has_post else (1,)
+    post = (0, int(post_n or 0)) if has_post else (-1,)
+    dev = (0, int(m.group("dev_n") or 0)) if m.group("dev_l") is not None else (1,)
+    return int(m.group("epoch") or 0), release, pre, post, dev
+
+
+def _release_key(release: tuple[int, ...]) -> tuple:
+    """``_version_key`` of a final release given as numbers."""
+    return _version_key(_VERSION.fullmatch(".".join(str(x) for x in release)))
+
+
+def _prefix_end_key(m: re.Match[str]) -> tuple | None:
+    """The first version after every one the release prefix of ``m`` matches (``0.41`` as in ``==0.41.*``: 0.42),
+    or None when ``m`` is more than a release (``==0.41rc1.*`` is no PEP 440 prefix)."""
+    if any(m.group(g) for g in ("pre_l", "post_n1", "post_l", "dev_l")):
         return None
-    op, major, minor, patch = m.group(1) or "==", int(m.group(2)), m.group(3), m.group(4)
-    if minor in (None, "*"):
-        return (major + 1, 0, 0) if op in ("==", "~=") or minor == "*" else (
-            (major, 0, 0) if op == "<" else (major, 0, 1))
-    if patch == "*" or (patch is None and op == "=="):
-        return major, int(minor) + 1, 0  # 0.41.* or the series 0.41
-    if op == "~=":
-        return (major + 1, 0, 0) if patch is None else (major, int(minor) + 1, 0)
-    release = (major, int(minor), int(patch or 0))
-    return release if op == "<" else release[:2] + (release[2] + 1,)
+    release = tuple(int(x) for x in m.group("release").split("."))
+    end = _release_key(release[:-1] + (release[-1] + 1,))
+    return (int(m.group("epoch") or 0),) + end[1:]
+
+
+def _clause_before(clause: str, fixed: tuple) -> bool:
+    """Whether every final or post release one pin clause admits sorts before ``fixed`` (a ``_version_key``) under
+    PEP 440: ``<V`` (V at or before it), ``<=V``, ``==V`` and ``===V`` (V before it; ``==0.43`` is 0.43.0),
+    ``==P.*`` and ``~=P.N`` (``>=P.N, ==P.*``: the release after the prefix P at or before it). A bare pin without
+    operator is a release, except one or two bare numbers (``0.41``), which read as that series (``0.41.*``), as
+    ``spec.card.pin_before`` reads them. ``>``, ``>=``, ``!=`` and anything that is no version: False."""
+    op, text = _OPERATOR.fullmatch(clause).groups()
+    wildcard = text.endswith(".*")
+    m = _VERSION.fullmatch(text[:-2] if wildcard else text)
+    if m is None or op in (">", ">=", "!="):
+        return False
+    series = op is None and not wildcard and _prefix_end_key(m) is not None and m.group("release").count(".") <= 1
+    if wildcard or series or op == "~=":
+        if op not in (None, "==", "~=") or (op == "~=" and (wildcard or "." not in m.group("release"))):
+            return False  # '<0.41.*' and '~=0.41.*' are no PEP 440 clause; '~=1' needs two release numbers
+        if op == "~=":
+            m = _VERSION.fullmatch(m.group("release").rsplit(".", 1)[0])
+        end = _prefix_end_key(m)
+        return end is not None and end <= fixed
+    key = _version_key(m)
+    return key <= fixed if op == "<" else key < fixed
 
 
 def saves_input(bitsandbytes_version: str | None) -> bool:
     """True for a ``software.bitsandbytes`` pin whose every admitted release keeps the input, before 0.43.2
-    (``FIXED_IN``): an exact release (``0.41.1``, ``==0.43.1``, ``0.43.1.post1``), a series before 0.43 (``0.41``,
-    ``0.41.*``), an upper bound that admits nothing from 0.43.2 on (``<0.43.2``, ``<=0.43.1``, ``<0.43``), a
-    compatible release inside an old series (``~=0.41.1``); with several comma-separated clauses, any one of them
-    so bounded. None, a lower bound alone (``>=0.41``), a wider range (``~=0.41``, ``<0.44``) or anything unparsable:
-    False (today's releases drop it)."""
+    (``FIXED_IN``), compared as PEP 440 orders versions (``_clause_before``; pre-releases are not counted): an exact
+    release (``0.41.1``, ``==0.43``, ``==0.43.1``, ``0.43.1.post1``, ``0.43.1-1``), a series before 0.43 (``0.41``,
+    ``0.41.*``), an upper bound that admits nothing from 0.43.2 on (``<0.43.2``, ``<=0.43.1``, ``<0.43``,
+    ``<0.43.1.5``), a compatible release inside an old series (``~=0.41.1``); with several comma-separated clauses,
+    any one of them so bounded. None, a lower bound alone (``>=0.41``), a wider range (``~=0.41``, ``<0.44``,
+    ``<0.43.2.post1``, which admits 0.43.2) or anything unparsable: False (today's releases drop it)."""
     if not bitsandbytes_version:
         return False
-    bounds = (_admitted_below(c) for c in str(bitsandbytes_version).split(","))
-    return any(b is not None and b <= FIXED_IN for b in bounds)
+    fixed = _release_key(FIXED_IN)
+    return any(_clause_before(c, fixed) for c in str(bitsandbytes_version).split(","))
 
 
 def kept_input_bytes_per_layer(*, layers: int, linears: dict[str, int], adapted: frozenset[str], tokens: int,

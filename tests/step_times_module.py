@@ -30,13 +30,28 @@ def load_step_times(name: str) -> ModuleType:
     return load_benchmark("step_times.py", name)
 
 
-def file_ids(st: ModuleType, base: Path, path: Path) -> tuple[set[str], set[str]]:
+def file_id_lists(st: ModuleType, base: Path, path: Path) -> tuple[list[str], list[str]]:
     """The ids the harness ``st`` loads from the data file ``path`` (one of ``base``'s family, picked up by
-    ``st.data_files``) and the ids of every other file of that family."""
+    ``st.data_files``), in load order with any repeats, and the ids of every other file of that family."""
     assert path in st.data_files(base)
     everything = st.load_entries(base)
-    loaded = {e["id"] for e in everything if e["_file"] == path.name}
-    return loaded, {e["id"] for e in everything if e["_file"] != path.name}
+    return ([e["id"] for e in everything if e["_file"] == path.name],
+            [e["id"] for e in everything if e["_file"] != path.name])
+
+
+def file_ids(st: ModuleType, base: Path, path: Path) -> tuple[set[str], set[str]]:
+    """``file_id_lists`` as sets."""
+    loaded, others = file_id_lists(st, base, path)
+    return set(loaded), set(others)
+
+
+def assert_file_loaded_whole(st: ModuleType, base: Path, path: Path, rows: dict, count: int, scored: set[str]) -> None:
+    """The harness loads every row of ``path`` once (``rows``: the file's rows by id, ``count`` of them), no other
+    file of ``base``'s family has their ids, and the ``scored`` ids are among them."""
+    loaded, others = file_id_lists(st, base, path)
+    assert sorted(loaded) == sorted(rows) and len(rows) == count
+    assert not set(others) & set(rows)
+    assert scored <= set(rows)
 
 
 def assert_fms_hf_tuning_card(e: dict, card: dict) -> None:

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from step_times_module import load_step_times
+from step_times_module import assert_file_loaded_whole, load_step_times
 
 import trainfit
 
@@ -31,13 +31,7 @@ ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())
 
 
 def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
-    assert DATA in st.data_files(st.RL_DATA)
-    everything = st.load_entries(st.RL_DATA)
-    loaded = [e["id"] for e in everything if e["_file"] == DATA.name]
-    assert sorted(loaded) == sorted(ROWS) and len(ROWS) == 17
-    others = {e["id"] for e in everything if e["_file"] != DATA.name}
-    assert not others & set(ROWS)
-    assert SCORED <= set(ROWS)
+    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, 17, SCORED)
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))

@@ -95,8 +95,8 @@ def test_megatron_state_trips_are_per_call_not_per_micro_batch() -> None:
     host once per timed call (volcengine/verl verl/workers/megatron_workers.py l.613-648 and l.728-747
     @62549582a71881fe861b09f8375e3aea80ac6754), so the plan's ``state_offload`` is the same for the offloaded TP 4
     rows with 2,048 fixed micro-batches and with about 290 token-budgeted ones, and the update timer's third of it
-    is a few seconds. The table's own TP 4 fixed pair, with and without offload (grpo_qwen2.5_7b.csv rows 7 and 8: update
-    300.2 / 300.7 s), shows the trips are not the ~190 s the fixed-micro-batch rows miss: the row without offload
+    is a few seconds. The table's own TP 4 fixed pair, with and without offload (grpo_qwen2.5_7b.csv rows 7 and 8:
+    update 300.2 / 300.7 s), shows the trips are not the ~190 s the fixed-micro-batch rows miss: the row without offload
     misses by as much as its offloaded twin. Fails if the trips are ever charged per micro-batch, or if a charge
     meant for the fixed-micro-batch miss lands on the offloaded rows only."""
     fixed_pub, fixed_plan, fixed_trips = _update("tp4-offload-mbs2-cudagraph")

@@ -215,8 +215,8 @@ and ``load_megatron_optimizer`` move the fp32 main parameters and Adam's two mom
 prices these trips (``plan.rl_offload``'s ``state_offload``): 9.5 s a step at TP 4, 18.2 s at TP 2 and at
 TP 2 x CP 2, a third of it in the update timer (3.2 / 6.1 s: benchmarks/step_times.py
 ``VERL_MEGATRON_OFFLOAD_SHARES``). The table bounds the trips' share itself. Its TP 4
-fixed pair differs in Offload (and in vLLM CUDA graphs, which the update does not run) and reads 300.2 s without
-offload, 300.7 s with it. Its token-budgeted TP 4 pair reads 102.0 s and 124.6 s (+22.6 s; the plan +3.2 s). The
+fixed pair (rows 7 and 8) differs in Offload and in 'Cuda graph', which the entries read as vLLM's (generation
+115.7 -> 84.8 s), and reads 300.2 s without offload, 300.7 s with it. Its token-budgeted TP 4 pair reads 102.0 s and 124.6 s (+22.6 s; the plan +3.2 s). The
 TP 4 fixed row without offload misses by as much as its offloaded twin (-62.8 / -61.8 %). At any PCIe rate these
 trips are not the constant: nothing to add.
 (h) the constant against the layout. The table's row 3 (TP 4 x CP 2, fixed micro-batches, no offload: update

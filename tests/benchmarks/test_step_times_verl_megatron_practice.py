@@ -77,3 +77,35 @@ def test_megatron_dapo_rows_are_not_representable_with_their_reason(eid: str) ->
         S.map_rl(ENTRIES[eid])
     assert exc.value.status == "not_representable"
     assert any("rounds per step not published" in r for r in exc.value.reasons)
+
+
+GRPO7B = "verlmp-grpo-qwen25-7b-instruct-math-h100-8g-megatron-"
+
+
+def _update(eid: str) -> tuple[float, float, float]:
+    """(published update s, planned update s without the state trips, planned ``state_offload`` s) of a GRPO 7B row."""
+    e = ENTRIES[GRPO7B + eid]
+    planned = S.plan_card(S.map_rl(e)[0])
+    return (e["measured"]["phases_s"]["actor_update"], planned.parts["time.actor_update"],
+            planned.parts.get("time.state_offload", 0.0))
+
+
+def test_megatron_state_trips_are_per_call_not_per_micro_batch() -> None:
+    """The null result in plan.rl_passes' docstring, (2)(g): verl's Megatron worker moves the trainer state to the
+    host once per timed call (volcengine/verl verl/workers/megatron_workers.py l.613-648 and l.728-747
+    @62549582a71881fe861b09f8375e3aea80ac6754), so the plan's ``state_offload`` is the same for the offloaded TP 4
+    rows with 2,048 fixed micro-batches and with about 290 token-budgeted ones, and the update timer's third of it
+    is a few seconds. The table's own TP 4 fixed pair, with and without offload (grpo_qwen2.5_7b.csv rows 7 and 8:
+    update 300.2 / 300.7 s), shows the trips are not the ~190 s the fixed-micro-batch rows miss: the row without offload
+    misses by as much as its offloaded twin. Fails if the trips are ever charged per micro-batch, or if a charge
+    meant for the fixed-micro-batch miss lands on the offloaded rows only."""
+    fixed_pub, fixed_plan, fixed_trips = _update("tp4-offload-mbs2-cudagraph")
+    budget_pub, budget_plan, budget_trips = _update("tp4-offload-dynbsz")
+    plain_pub, plain_plan, plain_trips = _update("tp4-mbs2")
+    assert plain_trips == 0.0 and fixed_trips > 0.0
+    assert fixed_trips == pytest.approx(budget_trips, rel=1e-9)
+    share = S.VERL_MEGATRON_OFFLOAD_SHARES["params_and_optimizer"]["actor_update"]
+    assert share * fixed_trips < 0.05 * (fixed_pub - fixed_plan)
+    assert abs(fixed_pub - plain_pub) < 1.0
+    with_trips = (fixed_plan + share * fixed_trips) / fixed_pub - 1
+    assert with_trips == pytest.approx(plain_plan / plain_pub - 1, abs=0.02)

@@ -204,6 +204,27 @@ taken: it does not reproduce the constant at either TP.
 dozen small kernels) and reads five ``.item()`` (l.330-333, 352), the syncs ``compute.te_host`` already bounds.
 (f) cuDNN graphs per micro-batch (varying batch and longest sequence): with that image's cuDNN 9.8 (>= 9.6) TE keys
 a ragged batch's graph by the quantised batch and token counts (``compute.te_host``), a handful of graphs a run.
+(g) the trainer state's trips to the host between phases (checked 2026-12-05): verl's Megatron worker moves it once
+per timed call, never per mini- or micro-batch. ``update_actor`` loads the parameters and the optimizer state before
+``update_policy`` and offloads them after it (volcengine/verl verl/workers/megatron_workers.py l.613-648
+@62549582a71881fe861b09f8375e3aea80ac6754); ``compute_log_prob`` loads the parameters without gradients (l.728-747).
+``offload_megatron_model_to_cpu`` copies each DDP buffer's ``param_data`` (the rank's bf16 shard) to pinned host
+memory and frees ``grad_data``; ``load_megatron_model_to_gpu`` copies it back and re-zeroes the gradients
+(verl/utils/megatron_utils.py l.322-381). ``offload_megatron_optimizer`` and ``load_megatron_optimizer`` move the
+fp32 main parameters and Adam's two moments (l.467-505). The plan already prices these trips (``plan.rl_offload``'s
+``state_offload``): 9.5 s a step at TP 4, 18.2 s at TP 2 and at TP 2 x CP 2, a third of it in the update timer (3.2
+/ 6.1 s: benchmarks/step_times.py ``VERL_MEGATRON_OFFLOAD_SHARES``). The table bounds the trips' share itself. Its
+TP 4 fixed pair (rows 7 and 8) differs in Offload and in 'Cuda graph', which the entries read as vLLM's (generation
+115.7 -> 84.8 s), and reads 300.2 s without offload, 300.7 s with it. Its token-budgeted TP 4 pair reads 102.0 s and
+124.6 s (+22.6 s; the plan +3.2 s). The TP 4 fixed row without offload misses by as much as its offloaded twin
+(-62.8 / -61.8 %). At any PCIe rate these trips are not the constant: nothing to add.
+(h) the constant against the layout. The table's row 3 (TP 4 x CP 2, fixed micro-batches, no offload: update 880.6
+s; not recorded as an entry, since it publishes no log-prob or throughput figure) was planned as a diagnostic, from
+the TP 4 fixed entry with CP 2: 263.4 s. That is (880.6 - 263.4) s / 4,096 micro-batches (DP 1) = 151 ms a
+micro-batch, against 92 ms at TP 4 (DP 2) and 129 ms at TP 2 (DP 4) and at TP 2 x CP 2 (DP 2). So CP 2 adds about 60
+ms a micro-batch at TP 4 and nothing at TP 2: the constant is not a function of the model-parallel size alone. Nor
+is it a wait between data-parallel ranks: row 3 has none and shows the largest constant. A profile of one 2-sequence
+micro-batch at TP 4 and TP 2 is what would name it.
 So the constant stays unexplained in the cited code; no per-micro-batch charge is made.
 
 Pure: no torch.

@@ -1459,10 +1459,37 @@ _BUCKETED = {
 }
 """The bucketed path where the card asks for it (``rollout.weight_sync: bucketed``) and it differs from the default."""
 
+SKYRL_MEGATRON_PACKED_IPC_SINCE = (0, 3)
+"""The first skyrl-train release whose Megatron worker packs each colocated bucket into one buffer with one CUDA-IPC
+handle: 0.3.0 (NovaSky-AI/SkyRL tag skyrl_train-v0.3.0, b2a08a0fc3f01f562d47db31a544a6fa1ce46bbe, 2025-12-03),
+the first to hold pull request #487 (8c7ba7ef20e0e842f0e45d394844800032d1c5db, 2025-11-21, "bucketed param gather +
+cuda ipc flattening"): skyrl-train/skyrl_train/workers/megatron/megatron_worker.py ``broadcast_to_inference_engines``
+packs each bucket (``"packed": True``) @b2a08a0fc3f01f562d47db31a544a6fa1ce46bbe. 0.2.0 (skyrl_train-v0.2.0,
+1ed499cce4df7ef21462969707b0476bc3c7e0c8) runs the loop of ``SKYRL_IPC_PER_TENSOR``."""
+SKYRL_FSDP_PACKED_IPC_SINCE = (0, 4)
+"""The first skyrl-train release whose FSDP worker packs each colocated bucket (``CudaIpcTransferStrategy``'s
+``send_chunks``, skyrl_train/weight_sync/cuda_ipc_strategy.py l.132-202 at skyrl_train-v0.4.0,
+332c7cbcc4f4fad20ca71d94c5bb33d84035da09, 2026-02-13). 0.3.0's FSDP worker still makes one handle per tensor
+(skyrl_train/workers/fsdp/fsdp_worker.py l.198-256, ``"packed": False``)."""
+SKYRL_IPC_PER_TENSOR = (
+    ("SkyRL's colocated path before its packed buffer (a software.skyrl-train pin before SKYRL_MEGATRON_PACKED_IPC_SINCE "
+     "for Megatron, SKYRL_FSDP_PACKED_IPC_SINCE for FSDP): per tensor the export's tensor cast to the engine's dtype "
+     "(cloned on Megatron), one CUDA-IPC handle (reduce_tensor), all_gather_object of the handles over every trainer "
+     "rank, torch.distributed.barrier() and torch.cuda.synchronize(); only the requests are batched, one "
+     "update_named_weights per 1 GB (weight_transfer_threshold_cuda_ipc_GB): S_PER_TENSOR_IPC per tensor"),
+    ("NovaSky-AI/SkyRL skyrl-train/skyrl_train/workers/megatron/megatron_worker.py broadcast_to_inference_engines "
+     "l.383-440 and skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py l.135-262 @1ed499cce4df7ef21462969707b0476bc3c7e0c8 "
+     "(skyrl_train-v0.2.0; the same Megatron loop l.369-426 @f53414abc0f83a74c42ddecbfd68c6dcd8dae5f7, pull request "
+     "#334), skyrl-train/skyrl_train/config/ppo_base_config.yaml l.172 (weight_transfer_threshold_cuda_ipc_GB 1.0)"))
+"""SkyRL's colocated sync in the releases before its packed CUDA-IPC buffer. ``S_PER_TENSOR_IPC`` is this loop's own
+measurement: pull request #487 took the Megatron sync of Qwen3-30B-A3B on 8 x H100 from 48 s with it to 6 s with
+the packed buffer (``S_PER_TENSOR_BUCKETED``)."""
+
 
 def framework_sync_mechanism(framework: str, placement: Placement | str,
                              weight_sync: WeightSync | str | None = None,
-                             engine: RolloutEngine | str = RolloutEngine.VLLM) -> FrameworkSync:
+                             engine: RolloutEngine | str = RolloutEngine.VLLM,
+                             ipc_handle_per_tensor: bool = False) -> FrameworkSync:
     """The sync a framework performs for a placement (``colocate``: trainer and engine share the
     GPUs; ``split``: separate GPUs), read from its source (``FrameworkSync.source``).
 
@@ -1470,6 +1497,9 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     path where it has one; ``bucketed``: its bucketed path); None: the framework's default.
     ``engine``: the rollout engine; verl's default paths into SGLang load one CUDA-IPC handle per tensor
     (``SGLANG_VERL_LOAD``); other frameworks keep their vLLM path (not read for SGLang).
+    ``ipc_handle_per_tensor``: SkyRL's colocated buckets as its releases before the packed buffer send them, one
+    CUDA-IPC handle per tensor (``SKYRL_IPC_PER_TENSOR``; the plan sets it from a ``software.skyrl-train`` pin). Its
+    per-parameter loop has a handle per tensor already and is kept; any other framework or placement is refused.
     """
     name = framework.lower().replace("_", "-").replace("nemo-rl", "nemo-rl").replace("nemorl", "nemo-rl")
     where = Placement("colocate" if str(placement) in ("colocated", "hybrid") else placement)
@@ -1487,6 +1517,11 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     fully_async_path = (name, where) in variant
     if fully_async_path:
         mech, bucket, per, reason, source = variant[(name, where)]
+    if ipc_handle_per_tensor and (name, where) != ("skyrl", Placement.COLOCATE):
+        raise CardError(f"weight sync: one CUDA-IPC handle per tensor is SkyRL's colocated path before its packed "
+                        f"buffer; allowed with framework skyrl and placement colocate, got {name} {where.value}")
+    if ipc_handle_per_tensor and not fully_async_path:
+        per, (reason, source) = S_PER_TENSOR_IPC, SKYRL_IPC_PER_TENSOR
     sglang_requests = RolloutEngine(engine) is RolloutEngine.SGLANG and name == "verl" and not fully_async_path
     if sglang_requests:
         per = S_PER_TENSOR_IPC

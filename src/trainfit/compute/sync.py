@@ -1344,7 +1344,22 @@ say how much of it is. Pipeline stages: each stage's source rank broadcasts its 
 (``_update_weight_implementation`` l.105-125 of broadcast.py, ``Lock`` actor at miles/ray/rollout/rollout_manager.py
 l.106 @748935dc7155d4990d02d62f6061c50ef8054051: "Serialize NCCL broadcasts"), so the stages' buckets go one after
 another and the plan sums them; only the stages' gathers and conversions, outside the lock, overlap. Both are the
-Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py) is not read."""
+Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py) is not read.
+
+The colocated cost per tensor (a null result, checked 2026-12-05). slime's colocated rows take SkyRL's lock-step
+``S_PER_TENSOR_BUCKETED`` (0.3 ms a tensor into vLLM, trainer and engine together). slime's own path into SGLang
+has two published engine-side splits, and they agree. The write-up's profile of one flattened 512 MB bucket of about
+160 tensors gives IPC open 3 ms, rebuild 5 ms, load_weights 12 ms and close 0.2 ms: 20 ms, 0.13 ms a tensor
+(hebiao064/hebiao064.github.io _posts/2025-08-27-rl-weight-sync.md section 4.3, @0cc99ee40c5451b1fc0cb8a15f4594a0c5402bad).
+vllm-project/vime issue #175 (2026-06-07) times slime's ``rayget`` (the engine's rebuild and load_weights) at
+2.47-2.53 s for 115 chunks of about 170 tensors: 22 ms a chunk, also 0.13 ms a tensor. Priced that way, the
+engine side of Qwen3-30B-A3B's 18,867 tensors is 114 x 3 ms + 18,867 x 17 ms / 160 = 2.3 s, with 0.06 s of copies.
+That gives 2.4 s. The vime row (3.0 s, loop only, its trainer-side ``build`` 0.47-0.92 s not priced) would move
++102 -> -20 %. But the write-up's own end state, 7 s on 8 H100 (scored at -13 %), would move to -66 %: its 7 s
+holds about 4.6 s beyond its engine-side profile, and the source does not split them (the Megatron gathers, the
+conversion, the serialization and the requests of an August 2025 slime). So the same swap that fixes one row
+breaks the other: the count within 2x stays the same. Not applied: the trainer side of slime's loop has no price
+that fits both releases."""
 
 SKYRL_COLOCATED = (
     ("colocate_all with weight_sync_backend nccl: CUDA IPC. Every trainer rank walks the exporter's 1 GiB buckets "

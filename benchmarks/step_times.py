@@ -2682,6 +2682,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["attention"] = "flash"
         notes.append("NeMo RL DTensor sequence packing: flash_attention_2, packed position_ids (a host sync in each "
                      "attention call, plan.time.packed_flash_syncs)")
+    if e.get("software"):
+        # the releases the entry's source says the run used (``software.value``, cited in ``software.source``), as
+        # map_train reads them: the card's software pins (a SkyRL release before its packed CUDA-IPC buffer,
+        # compute.sync.SKYRL_IPC_PER_TENSOR)
+        card["software"] = {**(card.get("software") or {}), **e["software"]["value"]}
+        notes.append("software: " + ", ".join(f"{k} {v}" for k, v in e["software"]["value"].items())
+                     + " (the entry's software)")
     if e["framework"] == "verl" and e.get("verl_version"):
         # the verl the row ran, where the entry states it: from 0.9 the FSDP engine exports uncast
         # (compute.sync.VERL_UNCAST_EXPORT_SINCE)

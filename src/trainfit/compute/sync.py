@@ -1344,7 +1344,22 @@ say how much of it is. Pipeline stages: each stage's source rank broadcasts its 
 (``_update_weight_implementation`` l.105-125 of broadcast.py, ``Lock`` actor at miles/ray/rollout/rollout_manager.py
 l.106 @748935dc7155d4990d02d62f6061c50ef8054051: "Serialize NCCL broadcasts"), so the stages' buckets go one after
 another and the plan sums them; only the stages' gathers and conversions, outside the lock, overlap. Both are the
-Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py) is not read."""
+Megatron backend's paths; miles' FSDP backend (miles/backends/fsdp_utils/update_weight_utils.py) is not read.
+
+The colocated cost per tensor (a null result, checked 2026-12-05). slime's colocated rows take SkyRL's lock-step
+``S_PER_TENSOR_BUCKETED`` (0.3 ms a tensor into vLLM, trainer and engine together). slime's own path into SGLang
+has two published engine-side splits, and they agree. The write-up's profile of one flattened 512 MB bucket of about
+160 tensors gives IPC open 3 ms, rebuild 5 ms, load_weights 12 ms and close 0.2 ms: 20 ms, 0.13 ms a tensor
+(hebiao064/hebiao064.github.io _posts/2025-08-27-rl-weight-sync.md section 4.3, @0cc99ee40c5451b1fc0cb8a15f4594a0c5402bad).
+vllm-project/vime issue #175 (2026-06-07) times slime's ``rayget`` (the engine's rebuild and load_weights) at
+2.47-2.53 s for 115 chunks of about 170 tensors: 22 ms a chunk, also 0.13 ms a tensor. Priced that way, the
+engine side of Qwen3-30B-A3B's 18,867 tensors is 114 x 3 ms + 18,867 x 17 ms / 160 = 2.3 s, with 0.06 s of copies.
+That gives 2.4 s. The vime row (3.0 s, loop only, its trainer-side ``build`` 0.47-0.92 s not priced) would move
++102 -> -20 %. But the write-up's own end state, 7 s on 8 H100 (scored at -13 %), would move to -66 %: its 7 s
+holds about 4.6 s beyond its engine-side profile, and the source does not split them (the Megatron gathers, the
+conversion, the serialization and the requests of an August 2025 slime). So the same swap that fixes one row
+breaks the other: the count within 2x stays the same. Not applied: the trainer side of slime's loop has no price
+that fits both releases."""
 
 SKYRL_COLOCATED = (
     ("colocate_all with weight_sync_backend nccl: CUDA IPC. Every trainer rank walks the exporter's 1 GiB buckets "
@@ -1459,10 +1474,37 @@ _BUCKETED = {
 }
 """The bucketed path where the card asks for it (``rollout.weight_sync: bucketed``) and it differs from the default."""
 
+SKYRL_MEGATRON_PACKED_IPC_SINCE = (0, 3)
+"""The first skyrl-train release whose Megatron worker packs each colocated bucket into one buffer with one CUDA-IPC
+handle: 0.3.0 (NovaSky-AI/SkyRL tag skyrl_train-v0.3.0, b2a08a0fc3f01f562d47db31a544a6fa1ce46bbe, 2025-12-03),
+the first to hold pull request #487 (8c7ba7ef20e0e842f0e45d394844800032d1c5db, 2025-11-21, "bucketed param gather +
+cuda ipc flattening"): skyrl-train/skyrl_train/workers/megatron/megatron_worker.py ``broadcast_to_inference_engines``
+packs each bucket (``"packed": True``) @b2a08a0fc3f01f562d47db31a544a6fa1ce46bbe. 0.2.0 (skyrl_train-v0.2.0,
+1ed499cce4df7ef21462969707b0476bc3c7e0c8) runs the loop of ``SKYRL_IPC_PER_TENSOR``."""
+SKYRL_FSDP_PACKED_IPC_SINCE = (0, 4)
+"""The first skyrl-train release whose FSDP worker packs each colocated bucket (``CudaIpcTransferStrategy``'s
+``send_chunks``, skyrl_train/weight_sync/cuda_ipc_strategy.py l.132-202 at skyrl_train-v0.4.0,
+332c7cbcc4f4fad20ca71d94c5bb33d84035da09, 2026-02-13). 0.3.0's FSDP worker still makes one handle per tensor
+(skyrl_train/workers/fsdp/fsdp_worker.py l.198-256, ``"packed": False``)."""
+SKYRL_IPC_PER_TENSOR = (
+    ("SkyRL's colocated path before its packed buffer (a software.skyrl-train pin before SKYRL_MEGATRON_PACKED_IPC_SINCE "
+     "for Megatron, SKYRL_FSDP_PACKED_IPC_SINCE for FSDP): per tensor the export's tensor cast to the engine's dtype "
+     "(cloned on Megatron), one CUDA-IPC handle (reduce_tensor), all_gather_object of the handles over every trainer "
+     "rank, torch.distributed.barrier() and torch.cuda.synchronize(); only the requests are batched, one "
+     "update_named_weights per 1 GB (weight_transfer_threshold_cuda_ipc_GB): S_PER_TENSOR_IPC per tensor"),
+    ("NovaSky-AI/SkyRL skyrl-train/skyrl_train/workers/megatron/megatron_worker.py broadcast_to_inference_engines "
+     "l.383-440 and skyrl-train/skyrl_train/workers/fsdp/fsdp_worker.py l.135-262 @1ed499cce4df7ef21462969707b0476bc3c7e0c8 "
+     "(skyrl_train-v0.2.0; the same Megatron loop l.369-426 @f53414abc0f83a74c42ddecbfd68c6dcd8dae5f7, pull request "
+     "#334), skyrl-train/skyrl_train/config/ppo_base_config.yaml l.172 (weight_transfer_threshold_cuda_ipc_GB 1.0)"))
+"""SkyRL's colocated sync in the releases before its packed CUDA-IPC buffer. ``S_PER_TENSOR_IPC`` is this loop's own
+measurement: pull request #487 took the Megatron sync of Qwen3-30B-A3B on 8 x H100 from 48 s with it to 6 s with
+the packed buffer (``S_PER_TENSOR_BUCKETED``)."""
+
 
 def framework_sync_mechanism(framework: str, placement: Placement | str,
                              weight_sync: WeightSync | str | None = None,
-                             engine: RolloutEngine | str = RolloutEngine.VLLM) -> FrameworkSync:
+                             engine: RolloutEngine | str = RolloutEngine.VLLM,
+                             ipc_handle_per_tensor: bool = False) -> FrameworkSync:
     """The sync a framework performs for a placement (``colocate``: trainer and engine share the
     GPUs; ``split``: separate GPUs), read from its source (``FrameworkSync.source``).
 
@@ -1470,6 +1512,9 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     path where it has one; ``bucketed``: its bucketed path); None: the framework's default.
     ``engine``: the rollout engine; verl's default paths into SGLang load one CUDA-IPC handle per tensor
     (``SGLANG_VERL_LOAD``); other frameworks keep their vLLM path (not read for SGLang).
+    ``ipc_handle_per_tensor``: SkyRL's colocated buckets as its releases before the packed buffer send them, one
+    CUDA-IPC handle per tensor (``SKYRL_IPC_PER_TENSOR``; the plan sets it from a ``software.skyrl-train`` pin). Its
+    per-parameter loop has a handle per tensor already and is kept; any other framework or placement is refused.
     """
     name = framework.lower().replace("_", "-").replace("nemo-rl", "nemo-rl").replace("nemorl", "nemo-rl")
     where = Placement("colocate" if str(placement) in ("colocated", "hybrid") else placement)
@@ -1487,6 +1532,11 @@ def framework_sync_mechanism(framework: str, placement: Placement | str,
     fully_async_path = (name, where) in variant
     if fully_async_path:
         mech, bucket, per, reason, source = variant[(name, where)]
+    if ipc_handle_per_tensor and (name, where) != ("skyrl", Placement.COLOCATE):
+        raise CardError(f"weight sync: one CUDA-IPC handle per tensor is SkyRL's colocated path before its packed "
+                        f"buffer; allowed with framework skyrl and placement colocate, got {name} {where.value}")
+    if ipc_handle_per_tensor and not fully_async_path:
+        per, (reason, source) = S_PER_TENSOR_IPC, SKYRL_IPC_PER_TENSOR
     sglang_requests = RolloutEngine(engine) is RolloutEngine.SGLANG and name == "verl" and not fully_async_path
     if sglang_requests:
         per = S_PER_TENSOR_IPC

@@ -63,6 +63,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     from trainfit.compute.sync import (
         DTENSOR_STRIDED_GRAPH_PLAN_SINCE,
         NEMO_RL_BRIDGE_SINCE,
+        SKYRL_FSDP_PACKED_IPC_SINCE,
+        SKYRL_MEGATRON_PACKED_IPC_SINCE,
         VERL_UNCAST_EXPORT_SINCE,
         SyncMechanism,
         export_staging_seconds,
@@ -86,8 +88,15 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     if engine_serves_adapter(card):
         return _adapter_sync_phase(card, spec, sharding, rollout, r, gpu)
     chosen = ro.weight_sync if "weight_sync" in ro.model_fields_set else None
-    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
     sharded = card.parallel.strategy.value in ("zero3", "fsdp", "hsdp", "fsdp_grad_op")
+    fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine)
+    # a card pinned to a SkyRL release before its packed CUDA-IPC buffer (``software.skyrl-train``: Megatron before
+    # 0.3, FSDP before 0.4) makes one handle per tensor in its colocated buckets (compute.sync.SKYRL_IPC_PER_TENSOR)
+    if fs.framework == "skyrl" and fs.placement is Placement.COLOCATE and pin_before(
+            (card.software.model_extra or {}).get("skyrl-train"),
+            SKYRL_FSDP_PACKED_IPC_SINCE if sharded else SKYRL_MEGATRON_PACKED_IPC_SINCE):
+        fs = framework_sync_mechanism(card.preset or "trl", ro.placement.value, chosen, engine=ro.engine,
+                                      ipc_handle_per_tensor=True)
     train_gpus, _ = group_sizes(card)
     p = card.parallel
     # the ranks a parameter is sharded over: HSDP's shard group, else every training GPU

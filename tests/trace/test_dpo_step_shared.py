@@ -40,8 +40,8 @@ TENSOR_PARALLEL = {  # GridCase("llama", ...) of trainfit.accuracy.grid, live re
 def _calls(module: str) -> tuple[set[str], set[str]]:
     """Names the module imports from ``trainfit.trace.dpo_step``, and the attribute calls and phase names it makes."""
     tree = ast.parse((TRACE / f"{module}.py").read_text())
-    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "trainfit.trace.dpo_step"
-                for a in n.names}
+    imported = {a.name for n in ast.walk(tree)
+                if isinstance(n, ast.ImportFrom) and n.module == "trainfit.trace.dpo_step" for a in n.names}
     made = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):

@@ -41,8 +41,8 @@ def test_a_named_pipe_is_refused_by_name_and_never_opened(tmp_path):
     fifo = tmp_path / "p"
     os.mkfifo(fifo)  # no writer: opening it to read would block this test for ever
     assert _refusal(fifo) == f"thing: '{fifo}' is a named pipe, not a file; give a thing file"
-    assert _refusal(fifo, special_hint=" (later)") == f"thing: '{fifo}' is a named pipe, not a file; give a thing file" \
-                                                       " (later)"
+    hinted = _refusal(fifo, special_hint=" (later)")
+    assert hinted == f"thing: '{fifo}' is a named pipe, not a file; give a thing file (later)"
 
 
 def test_a_socket_is_refused(tmp_path):

@@ -6,11 +6,11 @@ under transformers' ``tp_plan``: column-parallel with its output gathered on eve
 ``parallelize(gather_head=True)``; ``plan.dpo_ranks.gathered_head``), so each rank holds the whole vocabulary's bf16
 logits and takes TRL's row-wise log-probs on them (``trainfit.trace.rl_passes.selective_log_softmax`` over
 ``logits[:, :-1]``, summed per sequence), as one GPU does. The step follows TRL's ``_compute_loss`` order
-(``trainfit.trace.dpo_step.traced_dpo_step``, which the one-GPU trace runs too): the policy's concatenated forward and log-probs with ``outputs`` kept,
-the no-grad reference forward (phase ``ref_logprob``), the sigmoid loss, backward, optimizer step. One rank per
-tensor-parallel group (no FSDP), scope full, mode fast. NeMo RL's vocabulary-parallel log-probs (``host_swap``) are
-not traced here: its reference runs before the step, and only its policy phases are compared
-(tests/trace/test_dpo_model_parallel_trace.py).
+(``trainfit.trace.dpo_step.traced_dpo_step``, which the one-GPU trace runs too): the policy's concatenated forward
+and log-probs with ``outputs`` kept, the no-grad reference forward (phase ``ref_logprob``), the sigmoid loss,
+backward, optimizer step. One rank per tensor-parallel group (no FSDP), scope full, mode fast. NeMo RL's
+vocabulary-parallel log-probs (``host_swap``) are not traced here: its reference runs before the step, and only
+its policy phases are compared (tests/trace/test_dpo_model_parallel_trace.py).
 
 One untracked warm-up step (against precomputed zero reference log-probs) creates the optimizer states first.
 """

@@ -87,6 +87,40 @@ def read_once_refusal(path: PathLike) -> str | None:
     return kind
 
 
+def check_file_path(path: PathLike, *, what: str, error: type[Exception], give: str, lookup_verb: str = "read",
+                    special_hint: str = "", walk_parents: bool = False, must_exist: bool = False) -> Path:
+    """Refuse, as one line raised as ``error``, a path that can never be the regular file ``what`` names; else
+    ``Path(path)``. In this order:
+
+    * the OS cannot look it up (``lookup_error``; with ``walk_parents`` each folder above it too):
+      ``{what}: cannot {lookup_verb} '{path}' ({reason})``;
+    * a folder: ``{what}: '{path}' is a directory; give {give}``;
+    * a named pipe, a device (``os.devnull`` included: a caller that takes it as "nothing" asks ``is_devnull``
+      first) or a socket: ``{what}: '{path}' is {kind}, not a file; give {give}{special_hint}``;
+    * with ``must_exist``, anything but an existing regular file: ``{what}: no such file '{path}'``;
+    * a path through a file: ``{what}: '{path}' passes through the file '{file}'; give {give}``.
+
+    Without ``must_exist`` a path that does not exist yet passes (a file written later, or one that is optional).
+    Paths in messages are shortened (``_short``). Reads nothing: a pipe is never opened."""
+    p = Path(path)
+    shown = _short(str(p))
+    for q in (p, *p.parents) if walk_parents else (p,):
+        reason = lookup_error(q)
+        if reason is not None:
+            raise error(f"{what}: cannot {lookup_verb} '{shown}' ({reason})")
+    if p.is_dir():
+        raise error(f"{what}: '{shown}' is a directory; give {give}")
+    kind = special_file(p)
+    if kind is not None:
+        raise error(f"{what}: '{shown}' is {kind}, not a file; give {give}{special_hint}")
+    if must_exist and not p.is_file():
+        raise error(f"{what}: no such file '{shown}'")
+    through = next((q for q in p.parents if lookup_error(q) is None and q.exists() and not q.is_dir()), None)
+    if through is not None:
+        raise error(f"{what}: '{shown}' passes through the file '{_short(str(through))}'; give {give}")
+    return p
+
+
 def read_bytes_bounded(path: PathLike, *, limit_bytes: int) -> bytes:
     """At most ``limit_bytes + 1`` bytes of ``path`` (one more than allowed: the caller tells "too large" apart).
 

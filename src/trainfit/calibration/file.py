@@ -216,46 +216,31 @@ def default_calibration_path() -> Path:
     return Path(base) / "trainfit" / "calibration.json"
 
 
+_GIVE = "a calibration file (JSON)"
+"""What a refused calibration path's message asks for instead."""
+
+
 def find_calibration(explicit: str | Path | None) -> Path | None:
     """The explicit path (CardError if it does not exist), else the default path if it exists, else None.
     ``$TRAINFIT_CALIBRATION=/dev/null`` (``os.devnull``) is no calibration; any other device is refused."""
-    from trainfit.fsio import _short, is_devnull, lookup_error, special_file
+    from trainfit.fsio import _short, check_file_path, is_devnull, lookup_error
 
     if explicit is not None:
-        p = Path(explicit).expanduser()
-        reason = lookup_error(p)
-        if reason is not None:
-            raise CardError(f"--calibration: cannot read '{_short(str(p))}' ({reason})")
-        if p.is_dir():
-            raise CardError(f"--calibration: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
-        kind = special_file(p)
-        if kind is not None:
-            raise CardError(f"--calibration: '{_short(str(p))}' is {kind}, not a file; give a calibration file (JSON)")
-        if not p.is_file():
-            raise CardError(f"--calibration: no such file '{_short(str(p))}'")
-        return p
+        return check_file_path(Path(explicit).expanduser(), what="--calibration", error=CardError, give=_GIVE,
+                               must_exist=True)
     p = default_calibration_path()
-    env = bool(os.environ.get(ENV_VAR))
-    reason = lookup_error(p)
-    if reason is not None:  # the user's own setting: refused, not passed over
-        if env:
-            raise CardError(f"${ENV_VAR}: cannot read '{_short(str(p))}' ({reason})")
-        raise CardError(f"the default calibration path '{_short(str(p))}' cannot be read ({reason}); set"
-                        f" ${ENV_VAR} or pass --calibration")
-    if env:
+    if os.environ.get(ENV_VAR):
         # the variable names the file `trainfit calibrate` writes: not there yet is no calibration (the help says
-        # "when it exists"); a folder, or a path through a file, can never hold one and is refused as --calibration is
-        if p.is_dir():
-            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is a directory; give a calibration file (JSON)")
+        # "when it exists"); a folder, a pipe or a device, or a path through a file, can never hold one and is
+        # refused as --calibration is (the user's own setting: refused, not passed over)
         if is_devnull(p):  # the way to switch a default calibration file off: no calibration
             return None
-        kind = special_file(p)
-        if kind is not None:  # not passed over as "not written yet": it exists
-            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' is {kind}, not a file; give a calibration file (JSON)")
-        through = next((q for q in p.parents if lookup_error(q) is None and q.exists() and not q.is_dir()), None)
-        if through is not None:
-            raise CardError(f"${ENV_VAR}: '{_short(str(p))}' passes through the file '{_short(str(through))}'; give"
-                            " a calibration file (JSON)")
+        check_file_path(p, what=f"${ENV_VAR}", error=CardError, give=_GIVE)
+        return p if p.is_file() else None
+    reason = lookup_error(p)
+    if reason is not None:
+        raise CardError(f"the default calibration path '{_short(str(p))}' cannot be read ({reason}); set"
+                        f" ${ENV_VAR} or pass --calibration")
     return p if p.is_file() else None
 
 

@@ -6,11 +6,11 @@ under transformers' ``tp_plan``: column-parallel with its output gathered on eve
 ``parallelize(gather_head=True)``; ``plan.dpo_ranks.gathered_head``), so each rank holds the whole vocabulary's bf16
 logits and takes TRL's row-wise log-probs on them (``trainfit.trace.rl_passes.selective_log_softmax`` over
 ``logits[:, :-1]``, summed per sequence), as one GPU does. The step follows TRL's ``_compute_loss`` order
-(``trainfit.trace.rl_passes._traced_dpo``): the policy's concatenated forward and log-probs with ``outputs`` kept,
-the no-grad reference forward (phase ``ref_logprob``), the sigmoid loss, backward, optimizer step. One rank per
-tensor-parallel group (no FSDP), scope full, mode fast. NeMo RL's vocabulary-parallel log-probs (``host_swap``) are
-not traced here: its reference runs before the step, and only its policy phases are compared
-(tests/trace/test_dpo_model_parallel_trace.py).
+(``trainfit.trace.dpo_step.traced_dpo_step``, which the one-GPU trace runs too): the policy's concatenated forward
+and log-probs with ``outputs`` kept, the no-grad reference forward (phase ``ref_logprob``), the sigmoid loss,
+backward, optimizer step. One rank per tensor-parallel group (no FSDP), scope full, mode fast. NeMo RL's
+vocabulary-parallel log-probs (``host_swap``) are not traced here: its reference runs before the step, and only
+its policy phases are compared (tests/trace/test_dpo_model_parallel_trace.py).
 
 One untracked warm-up step (against precomputed zero reference log-probs) creates the optimizer states first.
 """
@@ -24,9 +24,10 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
+from trainfit.trace.dpo_step import depth_run, start_tracker, traced_dpo_step, warm_up_dpo
 from trainfit.trace.patches import torch_threads, unpacked_batches
-from trainfit.trace.rl_passes import _dpo_sigmoid, selective_log_softmax
-from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
+from trainfit.trace.rl_passes import selective_log_softmax
+from trainfit.trace.step import DepthRun, _vocab, region_namer
 from trainfit.trace.types import TraceRequest
 
 
@@ -48,8 +49,6 @@ def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Calla
 
     from trainfit.trace import tensor_parallel
     from trainfit.trace.fsdp import fake_process_group
-    from trainfit.trace.regions import LayerRegions
-    from trainfit.trace.tracker import FastTracker
 
     progress("build", 0.0)
     meta = build.build_meta(req, depth)
@@ -81,56 +80,32 @@ def run_depth(req: TraceRequest, depth: int, *, window: int = 1, progress: Calla
         ids = torch.randint(0, vocab, (2 * req.micro_batch_size, req.seq_len))
         zeros = tuple(torch.zeros(req.micro_batch_size) for _ in range(2))  # precomputed (inputs)
         progress("warm-up", 0.1)
-        loss = _dpo_sigmoid(gathered_logps(model, ids), zeros, req.dpo_beta)
-        loss.backward()
-        del loss
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        warm_up_dpo(opt=opt, summed_logps=lambda: gathered_logps(model, ids), ref_logps=zeros, beta=req.dpo_beta)
         progress("trace", 0.5)
-        regions = LayerRegions(build.decoder_layers(model))
-        if ref_model is not None:
-            regions.attach(build.decoder_layers(ref_model))
-        tr = FastTracker(regions)
-        tr.add_existing(model)
-        if ref_model is not None:
-            tr.add_existing(ref_model)
-        tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
-        tr.add_existing(ids, tag="activations")
-        if ref_model is None:
-            tr.add_existing(*zeros, tag="activations")
+        regions, tr = start_tracker(model=model, ref_model=ref_model, opt=opt, ids=ids,
+                                    precomputed_ref_logps=zeros if ref_model is None else None)
         with tensor_parallel.propagation_uncounted(tr), tr:
             _traced_step(req, model, ref_model, opt, ids, zeros, tr, progress)
         regions.remove()
-        phases = req.phase_names
-        peaks = {name: tr.phases[name].peak_bytes for name in phases}
-        bds = tr.breakdowns()
-        regs = tr.region_peaks(rename)
+        run = depth_run(req=req, depth=depth, tr=tr, rename=rename, params=params)
     progress("done", 1.0)
-    return DepthRun(depth, peaks, {n: bds[n] for n in phases}, {n: regs[n] for n in phases}, params=params)
+    return run
 
 
-def _traced_step(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> None:  # noqa: ANN001
-    """TRL's ``_compute_loss`` order (``trainfit.trace.rl_passes._traced_dpo``) on gathered logits."""
-    grads = [p for p in model.parameters() if p.requires_grad]
+def _traced_step(req, model, ref_model, opt, ids, zeros, tr, progress) -> None:  # noqa: ANN001
+    """The DPO step (``trainfit.trace.dpo_step.traced_dpo_step``) on gathered logits: the whole sequence's
+    positions passed (sequence parallel shards the activations, not the ids); the reference copy is resident."""
     pos = torch.arange(ids.shape[1]).unsqueeze(0)
-    with tr.phase("forward"):
+
+    def policy_forward() -> tuple[Any, torch.Tensor]:
         outputs = model(input_ids=ids, position_ids=pos)
-        logps = _logps_of(outputs.logits, ids)
-        tr.mark_activations()
-    if ref_model is not None:
-        with tr.phase("ref_logprob"), torch.no_grad():
-            ref = gathered_logps(ref_model, ids)
-            ref_logps = ref.chunk(2, dim=0)
-            tr.tag(ref_logps, "activations")
-            del ref
-    loss = _dpo_sigmoid(logps, ref_logps, req.dpo_beta)
-    del outputs, logps
-    progress("backward", 0.65)
-    with tr.phase("backward"):
-        loss.backward()
-        tr.tag([p.grad for p in grads if p.grad is not None], "gradients")
-    loss = None
-    progress("optimizer", 0.85)
-    with tr.phase("optimizer_step"):
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        return outputs, _logps_of(outputs.logits, ids)
+
+    traced_dpo_step(tr=tr, model=model, opt=opt, beta=req.dpo_beta, policy_forward=policy_forward,
+                    reference_logps=(lambda: _no_grad_logps(ref_model, ids)) if ref_model is not None else None,
+                    precomputed_ref_logps=zeros if ref_model is None else None, progress=progress)
+
+
+def _no_grad_logps(model: Any, ids: torch.Tensor) -> torch.Tensor:
+    with torch.no_grad():
+        return gathered_logps(model, ids)

@@ -31,7 +31,8 @@ full depth the same way:
     precomputed reference log-probs, or, with ``dpo_reference``, a live reference pass traced
     after the policy's forward with its outputs kept, as TRL's ``_compute_loss`` runs it (phase ``ref_logprob``:
     a no-grad ``logprob`` pass over the same batch, on a frozen bf16 copy for scope ``full`` or on the policy with
-    ``disable_adapter()`` for LoRA).
+    ``disable_adapter()`` for LoRA). The step itself (warm-up, tracker, phases, loss) is
+    ``trainfit.trace.dpo_step``'s, which the tensor-parallel DPO trace runs too.
 
 One untracked warm-up step creates the optimizer states first (steady state), as for SFT.
 """
@@ -46,9 +47,10 @@ import torch.nn.functional as F
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 from trainfit.trace import build
+from trainfit.trace.dpo_step import depth_run, start_tracker, traced_dpo_step, warm_up_dpo
 from trainfit.trace.kernels import linear_attention_kernels
 from trainfit.trace.patches import torch_threads, unpacked_batches
-from trainfit.trace.step import DepthRun, _opt_state_tensors, _vocab, region_namer
+from trainfit.trace.step import DepthRun, _vocab, region_namer
 from trainfit.trace.types import TraceRequest
 
 
@@ -100,19 +102,6 @@ def _autocast(req: TraceRequest):  # noqa: ANN202
     return contextlib.nullcontext()
 
 
-def dpo_loss(model: Any, ids: torch.Tensor, ref: tuple[torch.Tensor, torch.Tensor], beta: float) -> torch.Tensor:
-    """DPO sigmoid loss over the concatenated [chosen; rejected] batch."""
-    return _dpo_sigmoid(per_token_logps(model, ids, None).sum(dim=1), ref, beta)
-
-
-def _dpo_sigmoid(logps: torch.Tensor, ref: tuple[torch.Tensor, torch.Tensor], beta: float) -> torch.Tensor:
-    """The sigmoid loss on the policy's summed log-probs of [chosen; rejected] and the reference's."""
-    chosen, rejected = logps.chunk(2, dim=0)
-    ref_chosen, ref_rejected = ref
-    logits = (chosen - ref_chosen) - (rejected - ref_rejected)
-    return -F.logsigmoid(beta * logits).mean()
-
-
 def _ref_context(req: TraceRequest, model: Any):  # noqa: ANN202
     if req.scope != "full" and hasattr(model, "disable_adapter"):
         return model.disable_adapter()
@@ -123,9 +112,6 @@ def run_depth(
     req: TraceRequest, depth: int, *, window: int = 1, progress: Callable[[str, float], None]
 ) -> DepthRun:
     """Build ``depth`` layers and trace the pass of ``req.pass_kind`` per phase."""
-    from trainfit.trace.regions import LayerRegions
-    from trainfit.trace.tracker import FastTracker
-
     progress("build", 0.0)
     meta = build.build_meta(req, depth)
     params = build.count_params(meta)  # the trained model's (the reference copy is not counted)
@@ -154,27 +140,14 @@ def run_depth(
             opt = build.make_optimizer(req, [p for p in model.parameters() if p.requires_grad])
             ref_logps = tuple(torch.zeros(req.micro_batch_size) for _ in range(2))  # precomputed (inputs)
             progress("warm-up", 0.1)
-            with _autocast(req):
-                loss = dpo_loss(model, ids, ref_logps, req.dpo_beta)
-            loss.backward()
-            del loss
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            warm_up_dpo(opt=opt, summed_logps=lambda: per_token_logps(model, ids, None).sum(dim=1),
+                        ref_logps=ref_logps, beta=req.dpo_beta, loss_context=lambda: _autocast(req))
         else:
             model.eval()
         progress("trace", 0.5)
-        regions = LayerRegions(build.decoder_layers(model))
-        if ref_model is not None:
-            regions.attach(build.decoder_layers(ref_model))
-        tr = FastTracker(regions)
-        tr.add_existing(model)
-        if ref_model is not None:
-            tr.add_existing(ref_model)
-        if opt is not None:
-            tr.add_existing(*_opt_state_tensors(opt), tag="optimizer_states")
-        tr.add_existing(ids, tag="activations")
-        if ref_logps is not None and not req.dpo_reference:
-            tr.add_existing(*ref_logps, tag="activations")
+        precomputed = ref_logps if not req.dpo_reference else None
+        regions, tr = start_tracker(model=model, ref_model=ref_model, opt=opt, ids=ids,
+                                precomputed_ref_logps=precomputed)
         with tr:
             if req.pass_kind == "logprob":
                 with tr.phase("logprob"), torch.no_grad(), _autocast(req):
@@ -185,44 +158,31 @@ def run_depth(
                     out = value_pass(model, ids)
                 del out
             else:
-                _traced_dpo(req, model, ref_model, opt, ids, ref_logps, tr, progress)
+                _traced_dpo(req, model, ref_model, opt, ids, precomputed, tr, progress)
         regions.remove()
-        phases = req.phase_names
-        peaks = {name: tr.phases[name].peak_bytes for name in phases}
-        bds = tr.breakdowns()
-        regs = tr.region_peaks(rename)
+        run = depth_run(req=req, depth=depth, tr=tr, rename=rename, params=params)
     progress("done", 1.0)
-    return DepthRun(depth, peaks, {n: bds[n] for n in phases}, {n: regs[n] for n in phases}, params=params)
+    return run
 
 
-def _traced_dpo(req, model, ref_model, opt, ids, ref_logps, tr, progress) -> None:  # noqa: ANN001
-    """TRL's ``_compute_loss`` order: the policy's concatenated forward and its log-softmax, with ``outputs`` kept,
-    then (live reference) the no-grad reference forward, then the loss; ``outputs`` dies when the function returns,
-    before the backward (huggingface/trl trl/trainer/dpo_trainer.py l.1340-1382
-    @f2cd57710ae345ea6428ae95363267fcf38a3dc8)."""
-    grads = [p for p in model.parameters() if p.requires_grad]
-    with tr.phase("forward"):
+def _traced_dpo(req, model, ref_model, opt, ids, precomputed, tr, progress) -> None:  # noqa: ANN001
+    """One GPU's DPO step (``trainfit.trace.dpo_step.traced_dpo_step``): the policy's forward under the request's
+    autocast; the live reference on the frozen bf16 copy (scope ``full``) or on the policy with
+    ``disable_adapter()`` (LoRA)."""
+
+    def policy_forward() -> tuple[Any, torch.Tensor]:
         with _autocast(req):
             outputs = model(input_ids=ids)
             logps = selective_log_softmax(outputs.logits[:, :-1, :], ids[:, 1:]).sum(dim=1)
-        tr.mark_activations()
-    if req.dpo_reference:
-        with tr.phase("ref_logprob"), torch.no_grad(), _ref_context(req, model), _autocast(req):
-            ref = per_token_logps(ref_model if ref_model is not None else model, ids, None).sum(dim=1)
-            ref_logps = ref.chunk(2, dim=0)
-            tr.tag(ref_logps, "activations")
-            del ref
-    loss = _dpo_sigmoid(logps, ref_logps, req.dpo_beta)
-    del outputs, logps
-    progress("backward", 0.65)
-    with tr.phase("backward"):
-        loss.backward()
-        tr.tag([p.grad for p in grads if p.grad is not None], "gradients")
-    loss = None
-    progress("optimizer", 0.85)
-    with tr.phase("optimizer_step"):
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        return outputs, logps
+
+    def reference_logps() -> torch.Tensor:
+        with torch.no_grad(), _ref_context(req, model), _autocast(req):
+            return per_token_logps(ref_model if ref_model is not None else model, ids, None).sum(dim=1)
+
+    traced_dpo_step(tr=tr, model=model, opt=opt, beta=req.dpo_beta, policy_forward=policy_forward,
+                    reference_logps=reference_logps if req.dpo_reference else None,
+                    precomputed_ref_logps=precomputed, progress=progress)
 
 
 def pass_notes(req: TraceRequest) -> list[str]:

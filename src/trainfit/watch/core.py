@@ -404,23 +404,13 @@ def _check_numbers(**values: Any) -> None:
 
 def _check_record_path(path: Path) -> None:
     """A record path ``finish`` can write at the end of the run (its missing folders are created then): not a folder,
-    a pipe or a device (a pipe with no reader would block the end of the run), nor a path through a file."""
+    a pipe or a device (a pipe with no reader would block the end of the run), nor a path through a file; every
+    folder above it is looked up too (``trainfit.fsio.check_file_path``)."""
     from trainfit.errors import OutputError
-    from trainfit.fsio import _short, lookup_error, special_file
+    from trainfit.fsio import check_file_path
 
-    shown = _short(str(path))
-    for q in (path, *path.parents):
-        reason = lookup_error(q)
-        if reason is not None:
-            raise OutputError(f"record: cannot use '{shown}' ({reason})")
-    if path.is_dir():
-        raise OutputError(f"record: '{shown}' is a directory; give a file path")
-    kind = special_file(path)
-    if kind is not None:
-        raise OutputError(f"record: '{shown}' is {kind}, not a file; give a file path (written when the run ends)")
-    through = next((q for q in path.parents if q.exists() and not q.is_dir()), None)
-    if through is not None:
-        raise OutputError(f"record: '{shown}' passes through the file '{_short(str(through))}'; give a file path")
+    check_file_path(path, what="record", error=OutputError, give="a file path", lookup_verb="use",
+                    special_hint=" (written when the run ends)", walk_parents=True)
 
 
 def _planned_dict(p: Planned | None) -> dict[str, Any]:

@@ -105,7 +105,11 @@ def test_mixtral_qlora_row_pays_every_experts_dequantisation() -> None:
     = 117,549,563,904 B at the A100's rate (0.06 s), where it carried only the attention's
     before (2026-12-04: 3.967 s planned against the LoRA twin's 3.961 s; then 4.140 s, published 5.185 s). Since the
     hidden collectives' HBM contention (2026-12-05) the LoRA twin's bf16 gathers slow its compute more than QLoRA's
-    packed ones (exposed communication 0.379 s against 0.100 s): 4.205 s against 4.119 s."""
+    packed ones (exposed communication 0.379 s against 0.100 s): 4.205 s against 4.119 s. Since FSDP1's rate limiter
+    leaves the layer gathers unhidden with PEFT's adapter units (compute.collectives.rate_limiter_exposes_layer_gathers,
+    2026-12-05) the LoRA twin's 0.379 s of bf16 gathers are exposed in full (4.341 s against 4.264 s; published
+    5.185 s for QLoRA, 5.214 s for the LoRA twin): the dequantisation is checked on the step less its exposed
+    communication, 4.164 s against 3.963 s."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.rates import default_rates
 
@@ -117,7 +121,8 @@ def test_mixtral_qlora_row_pays_every_experts_dequantisation() -> None:
     fwd = {k: p.phase_terms["forward"]["memory_bound"] for k, p in planned.items()}
     rate = default_rates(resolve_gpu("a100-80gb")).hbm_bytes_per_s
     assert fwd["qlora"] - fwd["lora"] == pytest.approx(117_549_563_904 / rate, rel=0.05)
-    assert planned["qlora"].step_s > planned["lora"].step_s + 0.05
+    compute = {k: p.step_s - p.parts.get("communication", 0.0) for k, p in planned.items()}
+    assert compute["qlora"] > compute["lora"] + 0.05
 
 
 @pytest.mark.parametrize("row_id", sorted(r for r in ALL if ALL[r].get("fused_kernels")))

@@ -831,9 +831,13 @@ def exposed_sharded(
     replica_root_grad_bytes: float = 0.0, replica_ranks: int = 1, replica_bus_bytes_per_s: float | None = None,
     expert_layer_gathers: float = 1.0, replica_shares_link: bool = False, nodes: int = 1, expert_nodes: int = 1,
     replica_nodes: int = 1, intra_link: IntraLink | None = None, layer_gather_prep_s: float = 0.0,
-    held_to_last_backward: bool = False,
+    held_to_last_backward: bool = False, layer_gathers_hidden: bool = True,
 ) -> CommTime:
     """FSDP / ZeRO-3 / HSDP: per-layer gathers and reduce-scatters behind per-layer compute.
+
+    ``layer_gathers_hidden`` False: no layer compute hides a layer unit's all-gathers, forward or backward; each is
+    exposed in full (``rate_limiter_exposes_layer_gathers``: FSDP1's rate limiter with adapter units nested in every
+    layer). The reductions still run behind the backward as below.
 
     ``held_to_last_backward``: a pipeline stage under FSDP2 (``plan.fsdp_no_sync.pipeline_fsdp2_holds_unsharded``)
     gathers each unit once a step, behind its first micro-batch's forward, and keeps it (torchtitan's
@@ -909,6 +913,13 @@ def exposed_sharded(
         return CommTime(micro_steps * 2 * layers * ag + root_ag + reductions,
                         micro_steps * (fwd_gather + bwd_gather) + root_ag + reductions)
     bwd_comm = (ag if reshard_after_forward else 0.0) + rs
+    if not layer_gathers_hidden:
+        # each layer's gather waits for the compute before it to finish (rate_limiter_exposes_layer_gathers)
+        red = rs + ar if replica_shares_link else max(rs, ar)
+        fwd_exposed = layers * ag
+        bwd_exposed = layers * (bwd_comm - rs) + (layers - 1) * max(0.0, red - layer_backward_s) + rs + ar
+        total = micro_steps * (layers * (ag + bwd_comm + ar) + root)
+        return CommTime(total, micro_steps * (fwd_exposed + bwd_exposed + root))
     fwd_exposed = ag + (layers - 1) * max(0.0, ag - layer_forward_s)
     busy = bwd_comm + ar if replica_shares_link else max(bwd_comm, ar)
     bwd_exposed = (layers - 1) * max(0.0, busy - layer_backward_s) + rs + ar
@@ -930,6 +941,8 @@ def exposed_forward_gathers(**sharded: Any) -> float:
     params = inspect.signature(sharded_unit_seconds).parameters
     unit = sharded_unit_seconds(**{k: v for k, v in sharded.items() if k in params})
     ag, layers = unit.all_gather_s, sharded["layers"]
+    if not sharded.get("layer_gathers_hidden", True):  # rate_limiter_exposes_layer_gathers: none hidden
+        return layers * ag
     return ag + (layers - 1) * max(0.0, ag - sharded["layer_forward_s"])
 
 
@@ -1193,6 +1206,45 @@ def rate_limited_adapter_units_seconds(*, projections: tuple[tuple[float, float,
     work is left to the pass's ``max``). 0 when every projection outlasts its host work: the stretch is device-bound
     and the limiter costs nothing."""
     return sum(calls * max(0.0, host_s - device_s) for calls, device_s, host_s in projections)
+
+
+def rate_limiter_exposes_layer_gathers(*, adapter_units: bool, fsdp2: bool, reshard_after_forward: bool,
+                                       ranks: int) -> bool:
+    """Whether FSDP1's rate limiter leaves each decoder layer unit's all-gather without compute to hide behind: True
+    when PEFT's adapter linears are FSDP1 units of their own nested in every layer (``adapter_units``, the card's
+    ``parallel.fsdp_adapter_units``), the units reshard after forward (FULL_SHARD / HYBRID_SHARD) and more than one
+    rank shards them; ``exposed_sharded(layer_gathers_hidden=False)`` then prices every layer gather in full.
+
+    The code (pytorch/pytorch @cf30153c4c131c8164ee7798e5022d810682e2cb, the torch 2.13.0 wheel): every unit's unshard
+    first pops the oldest free event once two are queued and waits for it on the host (``_unshard`` l.297-303,
+    ``_limiter_utils.py`` l.15 ``_max_num_inflight_all_gathers = 2``, ``dequeue_if_needed`` l.21-25); every reshard
+    that frees, the post-forward one of a non-root FULL_SHARD unit included, records and queues one
+    (``_reshard`` l.320-326, ``_post_forward_reshard`` l.486-499). Forward: a layer's adapted projections queue two
+    frees each (``lora_A``, ``lora_B``), so when the host reaches the next layer's pre-forward unshard it waits for the
+    free event of the layer's last ``lora_A`` (``down_proj``'s, after that projection's frozen GEMM): the next
+    layer's all-gather is issued only as the layer's compute ends, and nothing is left to hide it (no forward
+    prefetch unless ``forward_prefetch``, ``_pre_forward_unshard`` l.411-434; off by default and in the runs this was
+    checked on). Backward: BACKWARD_PRE prefetches the unit before the current one in post-forward order
+    (``_get_handle_to_prefetch`` l.1239-1290, ``_exec_order_utils.py`` ``get_handle_to_backward_prefetch`` l.88-107),
+    and with adapter units the unit before a layer's first adapter is the previous layer, so the previous layer's
+    gather is issued from the pre-backward hook of that first adapter (``q_proj``'s ``lora_A``), the last of the
+    layer's backward (``_pre_backward_hook`` l.630-693), behind the limiter again. Without adapter units the queue
+    holds only layer frees and the unshard of layer ``i + 1`` waits for layer ``i - 1``'s: the gather overlaps layer
+    ``i`` (``exposed_sharded``'s default). Simplification: the little compute left after the waited-on event
+    (``down_proj``'s ``lora_B``, the residual add; ``q_proj``'s frozen input gradient and the norm's backward) is
+    not counted as hiding anything.
+
+    Which runs: Answer.AI's fsdp_qlora passes ``limit_all_gathers=True`` and no ``forward_prefetch``
+    (AnswerDotAI/fsdp_qlora train.py l.724-737 @e877dda5026dfd964cccdb92a4532da587cbdae0) with the adapter-unit policy;
+    accelerate's FSDP plugin turns the limiter on by default (``rate_limited_adapter_units_seconds``). Checked on the
+    benchmark's published rows (``benchmarks/step_times.md``, 2026-12-05): fsdp_qlora's two RTX 3090s without NVLink
+    publish LoRA (bf16 base) steps a nearly constant 2.9-3.0 s longer than QLoRA's at every batch size and length
+    (context 512 and 2,048 at batch 1, 2,048 at batch 4 and 6 against 4 and 10): additive, as an unhidden gather of
+    the extra 9-10 GB a rank receives per step is, where a hidden one would vanish behind batch 4's 7-8 s of compute.
+    The two RTX 4090s of the same note (full PCIe 4.0 x16 lanes, the 3090s' 'slow PCI lanes') show a smaller
+    LoRA-FSDP cost (about 0.5 s over the DDP rows) than the catalog's no-P2P bus rate gives the unhidden gathers
+    (1.7 s): planned here they run slower than published."""
+    return adapter_units and not fsdp2 and reshard_after_forward and ranks > 1
 
 
 SLOWEST_RANK_SIGMA = 0.08

@@ -1180,6 +1180,11 @@ def train_step_time(
                 # a pipeline stage under FSDP2: gathered once, reduce-scattered after its last backward
                 # (collectives.exposed_sharded held_to_last_backward)
                 held_to_last_backward=held,
+                # FSDP1's rate limiter with PEFT's adapter units in every layer: no layer compute hides a layer's
+                # gathers (collectives.rate_limiter_exposes_layer_gathers)
+                layer_gathers_hidden=not coll.rate_limiter_exposes_layer_gathers(
+                    adapter_units=parallel.fsdp_adapter_units and adapter is not None, fsdp2=parallel.fsdp2,
+                    reshard_after_forward=st in ("fsdp", "hsdp"), ranks=group),
                 expert_layer_weight_bytes=gathered_weight_bytes * expert_frac / layers,
                 expert_layer_grad_bytes=grad_bytes * expert_frac / layers, expert_ranks=eranks,
                 expert_bus_bytes_per_s=_expert_bus(rates, parallel, eranks),

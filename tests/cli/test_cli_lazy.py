@@ -1,6 +1,7 @@
 """The command registry: every command is listed by --help, a run imports only the command it invokes."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,12 +34,12 @@ def test_unknown_command_is_a_usage_error_with_a_suggestion(capsys):
 FORBIDDEN = ("torch", "numpy", "transformers", "peft", "trl", "accelerate", "deepspeed", "safetensors",
              "huggingface_hub", "scipy", "pandas", "typer", "click", "rich", "jinja2", "requests")
 # Modules in sys.modules after a cold `trainfit plan --json` (the interpreter's own included): 303 when this was
-# first set, 323 where the default card's parsed JSON cannot be kept (PYTHONDONTWRITEBYTECODE: PyYAML
-# parses it); 372 before (typer, click, the RL, ZeRO and model-parallel planner modules). Each module is CPU
-# time at every cold start (the guide's < 0.5 s): raise this only for a module the plan needs, never for one
-# it could import inside the function that uses it. Counted again on 2026-12-05 (commit 2776bbb7): 327 with the
-# parsed JSON kept, 347 without it, so under PYTHONDONTWRITEBYTECODE in a fresh checkout (no kept JSON yet) this
-# test fails; it passes once a run without that variable has kept the JSON.
+# first set, 372 before (typer, click, the RL, ZeRO and model-parallel planner modules); 327 on 2026-12-05 with the
+# default card's parsed JSON kept beside it, 347 where it cannot be kept yet (PyYAML parses the card). The count is
+# taken in the state every run after the first is in: the child runs without PYTHONDONTWRITEBYTECODE (under which
+# trainfit.cli.common keeps nothing) and once before the counted run, so the test does not depend on the caller's
+# environment or on test order. Each module is CPU time at every cold start (the guide's < 0.5 s): raise this only
+# for a module the plan needs, never for one it could import inside the function that uses it.
 PLAN_JSON_MODULE_BUDGET = 340
 
 
@@ -51,7 +52,9 @@ def _modules_after(argv: list[str]) -> list[str]:
         f"    assert main({argv!r}) == 0\n"
         "sys.stderr.write(json.dumps(sorted(sys.modules)))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)  # keeps the JSON
+    r = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
     return json.loads(r.stderr.strip().splitlines()[-1])
 
 

@@ -164,6 +164,11 @@ _OTHER_MATMUL_FRACTION = {
                   " (Kaggle, torch 2.6) TFLOP/s on three Tesla T4s: github.com/zzc0721/torch-performance-test-data"
                   " database.md @9d82827637262c4351e3f9483f96b8cff57a601f; the median, 41.93, is 64.5 % of the"
                   " datasheet's 65 (fp16, FP32 accumulate)"),
+    "rtx5090": (1.0, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 236.03, 242.18, 221.65 and 240.05"
+                     " TFLOP/s on four RTX 5090 32GB (l.28, l.45, l.88, l.103; the same lines give the card's fp32"
+                     " rate): github.com/zzc0721/torch-performance-test-data database.md"
+                     " @9d82827637262c4351e3f9483f96b8cff57a601f; mean 234.98, 112.2 % of the datasheet's 209.5"
+                     " (FP32 accumulate), held at the datasheet rate (a sustained rate is never planned above it)"),
     "rtx-pro-6000": (0.827, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 417.98 TFLOP/s on an RTX PRO 6000"
                             " Blackwell Workstation Edition (bare metal, torch 2.8.0) and 409.42 on a Server Edition"
                             " (docker): github.com/zzc0721/torch-performance-test-data database.md"
@@ -183,7 +188,10 @@ _OTHER_MATMUL_FRACTION = {
 }
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
 source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz;
-RTX 3090: 1,695 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %. The low-power
+RTX 3090: 1,695 MHz; RTX 5090: 2,407 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %.
+The RTX 5090 took the 80 % default until Unsloth's LoRA / QLoRA rows on it (Surogate's speed benchmark,
+published_train_times_firstcontact_2612j.json) planned +42 to +75 % at first contact, where the same rows on an H100
+planned -25 to +32 %: its bf16 lines in the database were read then (l.47 / l.99 "RTX 5090 D" are another card). The low-power
 data-center cards do the opposite: the L4 (72 W) and the T4 (70 W) are rated at a boost clock their board power does
 not sustain under a large matmul, and the same benchmark measures 58.6 % and 64.5 % of their datasheet rates. The
 same database measures an A100-PCIE-40GB at 234.14 TFLOP/s bf16 (75.0 %): the A100 PCIe entries keep the MAMF table's

@@ -130,3 +130,22 @@ def test_large_lora_rows_fit_with_an_adapter_only_sync(row_id: str) -> None:
     assert card["rollout"]["layered_summon"] is True and "verl rollout.layered_summon true" in notes
     planned = st.plan_card(card)
     assert planned.fits and planned.engine_fits
+
+
+def test_the_actor_offload_is_booked_in_the_timers_that_run_it() -> None:
+    """Model change after first contact: verl's FSDP worker moves the LoRA actor's parameter shard inside the timed
+    calls under param_offload (sharding manager, old-policy and reference compute_log_prob, update_actor), four trips
+    a step (plan.rl_offload.verl_lora_reference_trip); an entry stating train.offload without
+    rollout.trainer_offload books them 1 : 2 : 1 (VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE)."""
+    e = ROWS["verldata-grpo-lora-qwen25-7b-math-8g"]
+    assert not e["rollout"].get("trainer_offload") and e["train"]["offload"] == "params_and_optimizer"
+    shares = {q: st.offload_share(e, q, lora_reference=True) for q in ("generation", "logprob", "actor_update")}
+    assert shares == {"generation": 0.25, "logprob": 0.5, "actor_update": 0.25}
+    assert st.offload_share(e, "actor_update") == 0.6  # a full-weight actor's split, unchanged
+    rows = {r.quantity: r for r in st.rl_rows([dict(e)], [])}
+    card, _ = st.map_rl(e)
+    moved = st.plan_card(card).parts["time.state_offload"]
+    for q, share in shares.items():
+        assert "time.state_offload" in rows[q].parts_used
+        base, _ = st.phase_seconds(st.plan_card(card), q)
+        assert rows[q].trainfit_s >= base + share * moved - 1e-9

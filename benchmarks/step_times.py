@@ -3137,23 +3137,55 @@ VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB = {
 the two ``plan.rl_offload.trainer_state_offload_phase`` prices then (``w = weights * 2``)."""
 
 
-def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True) -> float:
+VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE = {
+    "params_and_optimizer": {"actor_update": 0.25, "logprob": 0.5, "generation": 0.25},
+}
+"""``VERL_FSDP_OFFLOAD_SHARES`` for a LoRA step whose reference pass is the actor with its adapters disabled
+(``plan.rl_offload.verl_lora_reference_trip``): the plan's ``state_offload`` then holds four trips of the parameter
+shard, one in each of ``generate_sequences`` (the sharding manager), the old-policy and the reference
+``compute_log_prob`` calls (both under the log-prob timers) and ``update_actor`` (verl-project/verl
+verl/workers/fsdp_workers.py l.604-607, l.632-636, l.683-684, l.715-716, l.723-727, sharding_manager/fsdp_vllm.py
+l.159-160, l.192-193 @7dc3ee7476c9af1042636f44bca9e412d1de1a6d): 1 : 2 : 1. The update's optimizer trip holds the
+adapter's AdamW moments alone (8 bytes for each of about 81 M adapter parameters for rank 32 on Qwen2.5-7B,
+against 2 to 4 bytes for each of 7.6 B parameters in a trip of the shard: 2 to 4 %), left in the split."""
+
+VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE_NO_OLD_LOGPROB = {
+    "params_and_optimizer": {"actor_update": 1 / 3, "logprob": 1 / 3, "generation": 1 / 3},
+}
+"""``VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE`` for a step with no old-policy pass: the sync's, the reference pass's
+and the update's trips, a third each."""
+
+
+def offload_share(e: dict[str, Any], phase: str, *, old_logprob: bool = True, lora_reference: bool = False) -> float:
     """The share of the plan's ``state_offload`` a published phase's timer covers (``VERL_FSDP_OFFLOAD_SHARES``,
     ``VERL_MEGATRON_OFFLOAD_SHARES``, or the entry's own ``timer_scope``; 0 for other frameworks, whose offload stays
     with the step's other work). ``old_logprob``: the card's step runs the old-policy pass
     (``methods.roles.old_logprob_pass``); without it the trainer's weights make two trips, not three
-    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``, ``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB``)."""
+    (``VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB``, ``VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB``).
+    ``lora_reference``: the card's reference pass is the actor's own with its adapters disabled on verl's FSDP worker
+    (``plan.rl_offload.verl_lora_reference_trip``), one more weights trip (``VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE``).
+    A verl FSDP entry that states ``train.offload`` and no ``rollout.trainer_offload`` is read at ``train.offload``:
+    the plan prices verl's actor offload from it then (``plan.rl_offload.verl_fsdp_actor_offload``), and verl runs
+    it inside the same timed calls."""
     scope = timer_scope(e, phase)
     if scope is not None:
         return float(scope.get("state_offload_share", 0.0))
     mode = (e.get("rollout") or {}).get("trainer_offload")
+    fsdp = e["train"].get("strategy") in ("fsdp", "fsdp2")
+    if e.get("framework") == "verl" and fsdp and not mode:
+        mode = e["train"].get("offload")
     if e.get("framework") != "verl" or not mode:
         return 0.0
     if e["train"].get("strategy") == "megatron":
         shares = VERL_MEGATRON_OFFLOAD_SHARES if old_logprob else VERL_MEGATRON_OFFLOAD_SHARES_NO_OLD_LOGPROB
         return shares.get(mode, {}).get(phase, 0.0)
-    if e["train"].get("strategy") not in ("fsdp", "fsdp2"):
+    if not fsdp:
         return 0.0
+    if lora_reference:
+        shares = (VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE if old_logprob
+                  else VERL_FSDP_OFFLOAD_SHARES_LORA_REFERENCE_NO_OLD_LOGPROB)
+        if mode in shares:
+            return shares[mode].get(phase, 0.0)
     shares = VERL_FSDP_OFFLOAD_SHARES if old_logprob else VERL_FSDP_OFFLOAD_SHARES_NO_OLD_LOGPROB
     return shares.get(mode, {}).get(phase, 0.0)
 
@@ -3644,7 +3676,11 @@ def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list
                                          f"({part:.2f} s), left out")
                     from trainfit.methods.roles import old_logprob_pass
 
-                    share = offload_share(e, q, old_logprob=old_logprob_pass(validate(card)))
+                    from trainfit.plan.rl_offload import verl_lora_reference_trip
+
+                    valid = validate(card)
+                    share = offload_share(e, q, old_logprob=old_logprob_pass(valid),
+                                          lora_reference=verl_lora_reference_trip(valid))
                     moved = planned.parts.get("time.state_offload")
                     if share and moved and row.trainfit_s is not None:
                         row.trainfit_s += share * moved

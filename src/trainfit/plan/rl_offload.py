@@ -597,6 +597,25 @@ def verl_fsdp_actor_offload(card: RunCard) -> Offload:
     return card.parallel.offload
 
 
+def verl_lora_reference_trip(card: RunCard) -> bool:
+    """Whether the step's reference pass makes its own round trip of the actor's parameter shard under verl's
+    ``param_offload``: verl's FSDP worker runs a LoRA card's reference as the actor with its adapters disabled, by
+    calling the actor's own ``compute_log_prob`` (``compute_ref_log_prob``: "if _is_lora, actor without lora applied
+    is the ref", verl-project/verl verl/workers/fsdp_workers.py l.723-727 @7dc3ee7476c9af1042636f44bca9e412d1de1a6d,
+    l.1041-1045 @b178a3cd56f58b2d502255daba591e92833930a7), and ``compute_log_prob`` loads the shard before its
+    forward and offloads it after (``load_fsdp_model_to_gpu`` l.683-684, ``offload_fsdp_model_to_cpu`` l.715-716
+    @7dc3ee74). So a LoRA step with a reference pass moves the weights four times a step (the sync's sharding
+    manager, the old-policy pass, the reference pass, the update), where a full-weight reference is its own module
+    with its own FSDP CPU offload (``methods.roles.reference_placement``). True for verl's FSDP workers, a reference
+    that is the actor with its adapters disabled, and a reference pass in the step (KL coefficient above 0)."""
+    from trainfit.methods.roles import kl_coef, reference_placement
+    from trainfit.plan.time import verl_fsdp_workers
+    from trainfit.spec.enums import RefPlacement
+
+    return (verl_fsdp_workers(card) and reference_placement(card) is RefPlacement.LORA_DISABLED
+            and kl_coef(card) > 0)
+
+
 def verl_export_stages_shard(card: RunCard) -> bool:
     """Whether the weight sync's export streams an offloaded FSDP shard back from host memory itself
     (``compute.sync.export_staging_seconds``, priced by ``plan.rl_sync.sync_phase``): verl's checkpoint engine on a
@@ -720,8 +739,11 @@ def trainer_state_offload_phase(card: RunCard, spec: ModelSpec, r: DeviceRates, 
                 card, spec, megatron_weight_bytes=weights, shard_ranks=shard_ranks), 0.0)
         elif mode is Offload.PARAMS_AND_OPTIMIZER:
             # the update and the sync, and the old-policy log-probs where the step has that pass; on a split
-            # placement the sync's trip is the export's staging (plan.rl_sync: compute.sync.export_staging_seconds)
-            w = weights * ((3 if old_logprob_pass(card) else 2) - (1 if split_actor else 0))
+            # placement the sync's trip is the export's staging (plan.rl_sync: compute.sync.export_staging_seconds);
+            # a LoRA reference pass on verl's FSDP worker is the actor's own compute_log_prob: one more trip
+            # (verl_lora_reference_trip)
+            trips = (3 if old_logprob_pass(card) else 2) + (1 if verl_lora_reference_trip(card) else 0)
+            w = weights * (trips - (1 if split_actor else 0))
             pageable = p.fsdp2 and not verl_fsdp2_pinned_weights(card)
             if not fsdp and verl_megatron_fresh_host_weights(card):
                 fresh_weights = w  # to the host into fresh pages, back from pinned (VERL_MEGATRON_PINNED_REUSE_SINCE)

@@ -124,7 +124,8 @@ from trainfit.compute.moe_dispatch import bias_loop_fp32_probs_extra
 from trainfit.compute.kbit_upcast import attention_input_cast, linear4bit_upcast_backward, linear4bit_upcast_forward
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
-    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
+    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, grouped_split_quantize_extra_kernels,
+    linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
@@ -1919,6 +1920,11 @@ def step_inventory(
                     weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
+                if megatron_experts and per_group and not fused_expert_mlp:
+                    # TE's GroupedLinear quantises each local expert's split on its own (current scaling, MXFP8,
+                    # block scaling): the kernels of the splits beyond the one the budget above counts
+                    xf_k, xb_k = grouped_split_quantize_extra_kernels(casts=casts, local_experts=g.experts)
+                    cf_k, cb_k = cf_k + xf_k * nq, cb_k + xb_k * nq
             bnb_loop = expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
                 nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops,
                 stacked=expert_loop_stacked)

@@ -616,6 +616,27 @@ per-micro-batch host gap of the worst rows (Megatron-Bridge's B300 Qwen3-235B-A2
 router, so nothing here reaches them; the gpt-oss cards route with no loss). Not measured: ``TEGroupedMLP``'s own
 ops (no Transformer Engine on this CPU; ``te_host`` prices its Python).
 
+**The grouped experts' per-split quantisation (2026-12-05).** Under fp8 current scaling, MXFP8 or block scaling,
+``TEGroupedMLP``'s ``GroupedLinear`` quantises its input (forward) and its output gradient (backward) one local expert's
+split at a time: ``tex.split_quantize`` fuses the splits only for delayed scaling, and otherwise calls each split's
+quantizer, three kernels a split under current scaling (amax, scale, cast) and one under MXFP8
+(``float8_casts.grouped_split_quantize_extra_kernels``, read in NVIDIA/TransformerEngine v2.16
+@4220403e831d29e93868f7793693ea83f6b8b05b; the opt-in grouped-tensor path of 2.17-2.18 is off by default). The plan
+had counted one linear's casts per grouped call; it now adds the (local experts - 1) splits' kernels, forward and
+backward, on Megatron-Core cards (``inventory.step_inventory``). No constant: the kernel counts are TE's, their host
+and device costs the plan's per-kernel rates. Effect (``benchmarks/step_times.py``, 50 rows, all Megatron-Bridge fp8 /
+MXFP8 MoE): the H100 FP8-CS Qwen3-30B-A3B rows 25.11 -64.3 -> -62.8%, 26.02 -65.3 -> -53.1%, 26.02.01 -23.1 -> -1.5%,
+26.04 / 26.04.01 / 26.06 -27.0 / -26.6 / -27.7 -> -17.2 / -16.6 / -17.9%; the B300 Qwen3-235B-A22B MXFP8 MBS 1 rows
+26.02 -56.1 -> -47.9% and 26.02.01 -52.9 -> -44.5% (the MBS 2 rows, device-bound, do not move); B200 Qwen3-30B-A3B
+MXFP8 25.11 -47.4 -> -25.9%, 26.02 -45.2 -> -22.7%; GB200 Qwen3-30B-A3B MXFP8 -13 to -14% -> -2 to -3%; GB200
+Qwen3-235B-A22B MXFP8 3 points further over (+0.2 -> +3.3% ... +4.6 -> +7.8%); the GB300 rows (device-bound) do not
+move. One row moves away far: Megatron-Bridge 25.09 B200 Qwen3-30B-A3B FP8 -0.8 -> +43.2%; its preset sets
+``cuda_graphs: true`` (Megatron-Core's per-layer CUDA graphs, which token drop's static shapes allow), which replays
+the layer's launches with no host cost, and no card field states it (the entry's ``checked``). All rows' median 10.20
+-> 9.97%, pretrain 8.19 -> 7.85%, fit half 10.51 -> 10.11%, held-out half 10.02 -> 9.92%, beyond 50% 65 -> 63; no
+H200 row moves. Still short: the 25.11 / 26.02 H100 and 26.02 / 26.02.01 B300 rows (the EP-overlap recipes, their
+entries' ``checked``), the gpt-oss verification cards (bf16: nothing quantised) and ms-swift's ZeRO-3 row.
+
 Pure Python: no torch import.
 """
 

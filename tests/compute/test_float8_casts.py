@@ -142,6 +142,10 @@ def test_megatron_grouped_experts_charge_each_split_quantize():
     assert current.layers_forward.kernels - delayed.layers_forward.kernels == pytest.approx(extra)
     assert current.layers_backward.kernels - delayed.layers_backward.kernels == pytest.approx(extra)
     assert current.layers_forward.memory_bytes == pytest.approx(delayed.layers_forward.memory_bytes)
+    # launched from split_quantize's C++ loop: unscaled by the compile factor, at the backward's host rate
+    assert current.layers_forward.bare_kernels - delayed.layers_forward.bare_kernels == pytest.approx(extra)
+    assert current.layers_forward.fused_kernels - delayed.layers_forward.fused_kernels == pytest.approx(extra)
+    assert current.layers_backward.fused_kernels - delayed.layers_backward.fused_kernels == pytest.approx(extra)
     # not Megatron-Core's TEGroupedMLP (transformers' grouped_mm under TE casts): nothing added
     plain = {k: v for k, v in kw.items() if k != "megatron_experts"}
     assert (step_inventory(shard, fp8_casts=fc.TE_CURRENT, **plain).layers_forward.kernels

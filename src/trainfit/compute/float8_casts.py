@@ -425,7 +425,11 @@ def grouped_split_quantize_extra_kernels(*, casts: CastTraffic, local_experts: f
     three kernels a split (the amax, the scale from it, the cast, which also writes the transpose), MXFP8 and block
     scaling one (``CastTraffic.split_quantize_kernels``). The per-call budget counts one split's worth, so each split
     beyond the first adds its quantizer's kernels, forward and backward alike; their bytes are the same rows either
-    way (already counted by volume). Unchanged through TE 2.18: ``GroupedLinear``'s grouped-tensor path with one
+    way (already counted by volume). The inventory launches them as bare kernels (``inventory.PassInventory.bare_kernels``):
+    ``split_quantize``'s C++ loop issues them with no Python or module call around each, so neither the compile
+    kernel factor nor the forward's per-op host rate (Python dispatch through transformers' modules) applies; the host
+    pays the backward's per-kernel rate (``rates.HOST_S_PER_BACKWARD_KERNEL``: the autograd engine's C++ launches)
+    either way. Unchanged through TE 2.18: ``GroupedLinear``'s grouped-tensor path with one
     ``group_quantize`` kernel is opt-in (``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM``, default 0, grouped_linear.py
     ``_is_grouped_tensor_path_supported`` @v2.17), and TE's fused op sequence (the card's ``moe_expert_mlp: te_ops``)
     is not this module. The weights are left out: with fp8 primary weights nothing casts them in the layer, and

@@ -98,3 +98,59 @@ def test_per_op_recompute_reruns_only_the_recomputed_linears_casts():
                for g in linear_groups(SPEC) if g.name in even)
     assert inv.recompute("op").fused_bytes == pytest.approx(want, rel=1e-12)
     assert inv.recompute("none").fused_bytes == inv.layers_forward.fused_bytes  # full recompute: everything again
+
+
+# Transformer Engine's GroupedLinear quantises each local expert's split on its own (compute.float8_casts
+# grouped_split_quantize_extra_kernels; NVIDIA/TransformerEngine @4220403e831d29e93868f7793693ea83f6b8b05b
+# transformer_engine/pytorch/csrc/extensions/cast.cpp l.394-440, quantizer.cpp l.877-924 and l.1681-1691)
+
+
+def test_split_quantize_kernels_by_recipe():
+    from trainfit.spec.enums import Fp4Recipe, Fp8Recipe
+
+    te = {r: fc.cast_traffic(transformer_engine=True, compiled=False, recipe=r) for r in
+          (Fp8Recipe.DELAYED, Fp8Recipe.CURRENT, Fp8Recipe.BLOCKWISE, Fp8Recipe.MXFP8, Fp4Recipe.NVFP4)}
+    # current scaling: amax, scale, cast per split; MXFP8 and block scaling: one quantize per split
+    assert te[Fp8Recipe.CURRENT] is fc.TE_CURRENT
+    assert fc.grouped_split_quantize_extra_kernels(casts=te[Fp8Recipe.CURRENT], local_experts=16) == (45.0, 45.0)
+    assert fc.grouped_split_quantize_extra_kernels(casts=te[Fp8Recipe.MXFP8], local_experts=16) == (15.0, 15.0)
+    assert fc.grouped_split_quantize_extra_kernels(casts=te[Fp8Recipe.BLOCKWISE], local_experts=8) == (7.0, 7.0)
+    # delayed scaling: one fused multi cast-transpose for all splits; NVFP4: the fused split quantize
+    assert fc.grouped_split_quantize_extra_kernels(casts=te[Fp8Recipe.DELAYED], local_experts=16) == (0.0, 0.0)
+    assert fc.grouped_split_quantize_extra_kernels(casts=te[Fp4Recipe.NVFP4], local_experts=16) == (0.0, 0.0)
+    # one local expert: the per-call budget is the whole quantisation
+    assert fc.grouped_split_quantize_extra_kernels(casts=fc.TE_CURRENT, local_experts=1) == (0.0, 0.0)
+    # the per-call budget itself is unchanged: current scaling keeps the per-tensor casts' bytes and kernels
+    assert fc.TE_CURRENT.input_forward_kernels == fc.TRANSFORMER_ENGINE.input_forward_kernels
+    assert fc.TE_CURRENT.backward_kernels == fc.TRANSFORMER_ENGINE.backward_kernels
+    assert fc.TE_CURRENT.input_forward_bytes == fc.TRANSFORMER_ENGINE.input_forward_bytes
+
+
+def test_megatron_grouped_experts_charge_each_split_quantize():
+    from trainfit.catalog.models import from_catalog
+    from trainfit.plan.time import rank_spec
+
+    moe = from_catalog("Qwen/Qwen3-30B-A3B")
+    shard = rank_spec(moe, tp=1, pp=1, ep=8, etp=1)  # 128 / 8 = 16 local experts
+    kw = dict(micro_batch_size=1, seq_len=4096, expert_parallel=8, fp8=True, fp8_weight_casts=0.0,
+              megatron_experts=True)
+    delayed = step_inventory(shard, fp8_casts=fc.TRANSFORMER_ENGINE, **kw)
+    current = step_inventory(shard, fp8_casts=fc.TE_CURRENT, **kw)
+    n_moe = sum(1 for i in range(moe.num_layers) if moe.moe.is_moe_layer(i))
+    # fc1 and fc2: two GroupedLinear calls a MoE layer, 15 splits beyond the first, 3 kernels each, both passes
+    extra = 2 * n_moe * 15 * 3
+    assert current.layers_forward.kernels - delayed.layers_forward.kernels == pytest.approx(extra)
+    assert current.layers_backward.kernels - delayed.layers_backward.kernels == pytest.approx(extra)
+    assert current.layers_forward.memory_bytes == pytest.approx(delayed.layers_forward.memory_bytes)
+    # launched from split_quantize's C++ loop: unscaled by the compile factor, at the backward's host rate
+    assert current.layers_forward.bare_kernels - delayed.layers_forward.bare_kernels == pytest.approx(extra)
+    assert current.layers_forward.fused_kernels - delayed.layers_forward.fused_kernels == pytest.approx(extra)
+    assert current.layers_backward.fused_kernels - delayed.layers_backward.fused_kernels == pytest.approx(extra)
+    # not Megatron-Core's TEGroupedMLP (transformers' grouped_mm under TE casts): nothing added
+    plain = {k: v for k, v in kw.items() if k != "megatron_experts"}
+    assert (step_inventory(shard, fp8_casts=fc.TE_CURRENT, **plain).layers_forward.kernels
+            == step_inventory(shard, fp8_casts=fc.TRANSFORMER_ENGINE, **plain).layers_forward.kernels)
+    # TE's fused op sequence (moe_expert_mlp te_ops) is not the GroupedLinear module: nothing added
+    te_ops = step_inventory(shard, fp8_casts=fc.TE_CURRENT, fused_expert_mlp=True, **kw).layers_forward.kernels
+    assert te_ops == step_inventory(shard, fp8_casts=fc.TRANSFORMER_ENGINE, fused_expert_mlp=True,
+                                    **kw).layers_forward.kernels

@@ -115,6 +115,10 @@ class CastTraffic:
     (``gemm.gemm_seconds``' ``dtype_bytes``): 1 for fp8 and MXFP8, 0.5 for NVFP4."""
     transformer_engine: bool = False
     """Transformer Engine's linears (Megatron-Core's grouped experts run in the same recipe)."""
+    split_quantize_kernels: float = 0.0
+    """Kernels Transformer Engine's ``split_quantize`` launches for each split (local expert) of a grouped linear's
+    quantised operand, where it quantises the splits one by one (``grouped_split_quantize_extra_kernels``); 0: one
+    fused kernel for all the splits, or not Transformer Engine's grouped linear."""
     cast_bytes_per_s: float | None = None
     """The cast kernels' own published bandwidth, bytes read and written per second; where it is below the card's
     streaming rate (``rates.DeviceRates.hbm_bytes_per_s``, at which the plan prices memory-bound bytes) the bytes
@@ -320,7 +324,7 @@ TE_MXFP8 = CastTraffic(
     weight_forward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=MXFP8_COPY_BYTES), weight_backward_bytes=0.0,
     grad_output_backward_bytes=block_scaled_cast_bytes(copies=2, copy_bytes=MXFP8_COPY_BYTES),
     input_forward_kernels=1, weight_forward_kernels=1, backward_kernels=1, weight_backward_kernels=0, fused=True,
-    transformer_engine=True,
+    transformer_engine=True, split_quantize_kernels=1,
 )
 """Transformer Engine ``MXFP8BlockScaling``: ``MXFP8Quantizer`` with row-wise and column-wise usage writes both
 copies from one read of the bf16 tensor (``transformer_engine/common/cast/mxfp8/quantize_mxfp8.cuh``, one kernel
@@ -388,9 +392,51 @@ one the policy saves (``sac_counted_gemm``). So its bytes and kernels are ``TE_N
 copies per tensor), without TE's separate amax accounting."""
 
 
-TE_BLOCKWISE = replace(TRANSFORMER_ENGINE, forward_split_accumulator=True)
+TE_BLOCKWISE = replace(TRANSFORMER_ENGINE, forward_split_accumulator=True, split_quantize_kernels=1)
 """Transformer Engine's ``Float8BlockScaling`` linears: the per-tensor casts' budget (unchanged), every GEMM at full
-precision (``forward_split_accumulator``)."""
+precision (``forward_split_accumulator``); a grouped linear's splits quantised one kernel each
+(``Float8BlockQuantizer::quantize``, ``grouped_split_quantize_extra_kernels``)."""
+
+TE_CURRENT = replace(TRANSFORMER_ENGINE, split_quantize_kernels=3)
+"""Transformer Engine's ``Float8CurrentScaling`` linears: the per-tensor casts' budget (unchanged); a grouped linear's
+splits quantised three kernels each, amax, scale and cast (``Float8CurrentScalingQuantizer::quantize_impl``,
+``grouped_split_quantize_extra_kernels``). Delayed scaling keeps ``TRANSFORMER_ENGINE``: its splits share one fused
+cast-transpose kernel."""
+
+SPLIT_QUANTIZE_SOURCE = (
+    "NVIDIA/TransformerEngine @4220403e831d29e93868f7793693ea83f6b8b05b (v2.16): "
+    "transformer_engine/pytorch/module/grouped_linear.py l.177 and l.401-412 (tex.split_quantize of the input and of "
+    "the output gradient); transformer_engine/pytorch/csrc/extensions/cast.cpp l.394-440 (multi_tensor_quantize_impl: "
+    "'Currently only have fused kernel for FP8 delayed scaling', else 'Quantize kernels individually'); "
+    "transformer_engine/pytorch/csrc/quantizer.cpp l.877-924 (current scaling: nvte_compute_amax_with_config, "
+    "nvte_compute_scale_from_amax, nvte_quantize_v2), l.1295-1309 (block scaling) and l.1681-1691 (MXFP8: "
+    "nvte_quantize_v2)")
+"""Where the per-split quantisation of Transformer Engine's ``GroupedLinear`` is read (``grouped_split_quantize_extra_kernels``)."""
+
+
+def grouped_split_quantize_extra_kernels(*, casts: CastTraffic, local_experts: float) -> tuple[float, float]:
+    """(forward, backward) kernels of one Transformer Engine ``GroupedLinear`` call's quantisation beyond the one
+    linear's cast budget the inventory charges per call (``input_forward_kernels`` / ``backward_kernels``).
+
+    ``GroupedLinear`` (Megatron-Core's ``TEGroupedMLP``: one call per expert projection, fc1 and fc2) quantises its
+    input in forward and its output gradient in backward with ``tex.split_quantize``, one quantizer per local expert
+    (``SPLIT_QUANTIZE_SOURCE``). Its C++ ``multi_tensor_quantize_impl`` fuses the splits into one cast-transpose
+    kernel for delayed scaling only; for every other recipe it calls each split's quantizer in turn: current scaling
+    three kernels a split (the amax, the scale from it, the cast, which also writes the transpose), MXFP8 and block
+    scaling one (``CastTraffic.split_quantize_kernels``). The per-call budget counts one split's worth, so each split
+    beyond the first adds its quantizer's kernels, forward and backward alike; their bytes are the same rows either
+    way (already counted by volume). The inventory launches them as bare kernels (``inventory.PassInventory.bare_kernels``):
+    ``split_quantize``'s C++ loop issues them with no Python or module call around each, so neither the compile
+    kernel factor nor the forward's per-op host rate (Python dispatch through transformers' modules) applies; the host
+    pays the backward's per-kernel rate (``rates.HOST_S_PER_BACKWARD_KERNEL``: the autograd engine's C++ launches)
+    either way. Unchanged through TE 2.18: ``GroupedLinear``'s grouped-tensor path with one
+    ``group_quantize`` kernel is opt-in (``NVTE_GROUPED_LINEAR_USE_FUSED_GROUPED_GEMM``, default 0, grouped_linear.py
+    ``_is_grouped_tensor_path_supported`` @v2.17), and TE's fused op sequence (the card's ``moe_expert_mlp: te_ops``)
+    is not this module. The weights are left out: with fp8 primary weights nothing casts them in the layer, and
+    otherwise they are cast once a step (a share of a kernel a call). NVFP4 splits are fused
+    (``split_quantize``'s ``FUSED_NVFP4``): nothing added. ``local_experts`` 1 or fewer: nothing."""
+    extra = max(0.0, float(local_experts) - 1.0) * casts.split_quantize_kernels
+    return extra, extra
 
 
 def cast_traffic(*, transformer_engine: bool, compiled: bool,
@@ -403,5 +449,7 @@ def cast_traffic(*, transformer_engine: bool, compiled: bool,
     if recipe is Fp4Recipe.NVFP4:
         return TE_NVFP4 if transformer_engine else TORCHAO_NVFP4
     if transformer_engine:
+        if recipe is Fp8Recipe.CURRENT:
+            return TE_CURRENT
         return TE_BLOCKWISE if recipe is Fp8Recipe.BLOCKWISE else TRANSFORMER_ENGINE
     return TORCHAO_COMPILED if compiled else TORCHAO_EAGER

@@ -124,7 +124,8 @@ from trainfit.compute.moe_dispatch import bias_loop_fp32_probs_extra
 from trainfit.compute.kbit_upcast import attention_input_cast, linear4bit_upcast_backward, linear4bit_upcast_forward
 from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants are read from here too
     FP8_BACKWARD_KERNELS, FP8_CAST_BYTES, FP8_FORWARD_KERNELS, FP8_TRANSPOSE_BYTES, FP8_WEIGHT_BACKWARD_KERNELS,
-    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, linear_cast_traffic, recompute_cast_bytes,
+    FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, grouped_split_quantize_extra_kernels,
+    linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
@@ -1688,6 +1689,7 @@ def step_inventory(
     gq_b = gq_k = gq_s = 0.0  # AutoGPTQ PyTorch unpacking (GPTQ_TORCH_DEQUANT_*), forward only
     nf_b = nf_k = 0.0  # bitsandbytes NF4 dequantisation, once a forward and once a backward per linear
     cf_b = cb_b = cf_k = cb_k = 0.0  # fp8 casts (``casts``)
+    sq_fk = sq_bk = 0.0  # TE GroupedLinear's per-split quantise kernels (grouped_split_quantize_extra_kernels)
     rec_casts: dict[str, tuple[float, float]] = {}  # per linear group: the casts a per-op recompute re-runs
     # per linear group: its base's forward dequantisation (bytes, strided bytes, kernels), which a recompute pays only
     # for the GEMMs it re-runs
@@ -1919,6 +1921,11 @@ def step_inventory(
                     weight_transposes=tr, stream_bytes_per_s=hbm_bytes_per_s)
                 nq = g.count * q_e
                 cf_b, cb_b, cf_k, cb_k = (cf_b + f_b * nq, cb_b + b_b * nq, cf_k + f_k * nq, cb_k + b_k * nq)
+                if megatron_experts and per_group and not fused_expert_mlp:
+                    # TE's GroupedLinear quantises each local expert's split on its own (current scaling, MXFP8,
+                    # block scaling): the kernels of the splits beyond the one the budget above counts
+                    xf_k, xb_k = grouped_split_quantize_extra_kernels(casts=casts, local_experts=g.experts)
+                    sq_fk, sq_bk = sq_fk + xf_k * nq, sq_bk + xb_k * nq
             bnb_loop = expert_loop and adapter is not None and expert_loop_time.bnb_nf4_experts(
                 nf4_base=adapter.nf4_base, gptq=adapter.gptq_torch_dequant, torch_ops=adapter.nf4_torch_ops,
                 stacked=expert_loop_stacked)
@@ -2389,10 +2396,14 @@ def step_inventory(
     # fp8 casts and MoE dispatch work: not elementwise ops whose backward the factors above describe; their own backward
     fwd_bytes += fq_b + cf_b
     bwd_bytes += bq_b + cb_b
-    fwd_k += fq_k + cf_k
-    bwd_k += bq_k + cb_k
+    fwd_k += fq_k + cf_k + sq_fk
+    bwd_k += bq_k + cb_k + sq_bk
     # casts counted as a compiler already fuses them: part of the bytes and kernels above, left unscaled
     ff_b, fb_b, ff_k, fb_k = (cf_b, cb_b, cf_k, cb_k) if casts.fused else (0.0, 0.0, 0.0, 0.0)
+    # the per-split quantise kernels: launched one after another from C++ (split_quantize's loop), no Python or
+    # module around each, so unscaled by the compile factor and at the backward's per-kernel host rate in the
+    # forward too (bare kernels, as other C++ / bare launches)
+    ff_k, fb_k = ff_k + sq_fk, fb_k + sq_bk
     # AutoGPTQ's PyTorch unpacking (GPTQ_TORCH_DEQUANT_*): forward and recompute, bare kernels, unscaled by compile
     fwd_bytes, fwd_k, ff_b, ff_k = fwd_bytes + gq_b, fwd_k + gq_k, ff_b + gq_b, ff_k + gq_k
     # bitsandbytes' NF4 dequantisation (NF4_DEQUANT_BYTES_PER_WEIGHT): its own CUDA kernel inside MatMul4Bit, which
@@ -2420,7 +2431,7 @@ def step_inventory(
     chain_b = (norm_chained_reads(norm_elements, backward_bytes_per_element=BACKWARD_BYTES_FACTOR * NORM_BYTES)
                + tuple(lora_chain_b) + bias_chain)
     layers_fwd = PassInventory(tuple(fwd), attn_fwd, float(full), fwd_bytes, fwd_k, scores, strided + gq_s, sync_f,
-                               fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k, chained_reads=chain_f,
+                               fused_bytes=ff_b, fused_kernels=ff_k, bare_kernels=gq_k + sq_fk, chained_reads=chain_f,
                                fused_strided_bytes=gq_s, **win)
     layers_bwd = PassInventory(tuple(bwd), attn_fwd, float(full), bwd_bytes, bwd_k, scores,
                                BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided - zc_strided) + unpad_bwd_strided
@@ -2541,7 +2552,7 @@ def step_inventory(
     ab, _, ak = _deq(deq)
     kb, ks, kk = _deq(g.name for g in op_gemms)  # the re-run GEMMs' dequantisation
     rec_op = PassInventory(op_gemms, 0.0, 0.0, fwd_bytes - cf_b + op_cb - (ab - kb),
-                           fwd_k - saved_k - cf_k + op_ck - (ak - kk), scores, strided + ks,
+                           fwd_k - saved_k - cf_k - sq_fk + op_ck - (ak - kk), scores, strided + ks,
                            fused_bytes=(op_cb if casts.fused else 0.0) + (kb if deq_fused else 0.0),
                            fused_kernels=(op_ck if casts.fused else 0.0) + (kk if deq_fused else 0.0),
                            bare_kernels=kk if gptq else 0.0, chained_reads=chain_f, fused_strided_bytes=ks)

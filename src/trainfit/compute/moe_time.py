@@ -616,6 +616,36 @@ per-micro-batch host gap of the worst rows (Megatron-Bridge's B300 Qwen3-235B-A2
 router, so nothing here reaches them; the gpt-oss cards route with no loss). Not measured: ``TEGroupedMLP``'s own
 ops (no Transformer Engine on this CPU; ``te_host`` prices its Python).
 
+**The grouped experts' per-split quantisation (2026-12-05).** Under fp8 current scaling, MXFP8 or block scaling,
+``TEGroupedMLP``'s ``GroupedLinear`` quantises its input (forward) and its output gradient (backward) one local expert's
+split at a time: ``tex.split_quantize`` fuses the splits only for delayed scaling, and otherwise calls each split's
+quantizer, three kernels a split under current scaling (amax, scale, cast) and one under MXFP8
+(``float8_casts.grouped_split_quantize_extra_kernels``, read in NVIDIA/TransformerEngine v2.16
+@4220403e831d29e93868f7793693ea83f6b8b05b; the opt-in grouped-tensor path of 2.17-2.18 is off by default). The plan
+had counted one linear's casts per grouped call; it now adds the (local experts - 1) splits' kernels, forward and
+backward, on Megatron-Core cards (``inventory.step_inventory``), launched from C++ with no Python around each: bare
+kernels, at the backward's per-kernel host rate and unscaled by the compile factor. No constant: the kernel counts are
+TE's, their costs the plan's existing per-kernel rates. Priced first at the forward's per-op rate (compile-scaled for
+current scaling, the full 65 us for MXFP8's unscaled casts: not committed) they moved 50 rows, most toward their
+published steps (all rows 10.20 -> 9.97%), but that rate is Python dispatch through modules, which these launches do
+not pay. As committed (``benchmarks/step_times.py``, 74 rows move, all Megatron-Bridge fp8 / MXFP8 MoE): the H100
+FP8-CS Qwen3-30B-A3B rows 26.02 -65.3 -> -59.0%, 26.02.01 -23.1 -> -11.9%, 26.04 / 26.04.01 / 26.06 -27.0 / -26.6 /
+-27.7 -> -22.0 / -21.5 / -22.7%, 25.09 -14.0 -> -14.2%, 25.11 -64.3 -> -64.4% (MBS 2, 32 micro-batches); B200
+Qwen3-30B-A3B MXFP8 25.11 -47.4 -> -43.2%, 26.02 -45.2 -> -40.8%; 25.09 B200 Qwen3-235B-A22B FP8 -21.6 -> -15.8%,
+GB200 Qwen3-30B-A3B FP8 -18.3 -> -16.3% and Qwen3-235B-A22B FP8 +5.9 -> +8.7%, its MXFP8 row +10.1 -> +11.1%; the
+other MXFP8 rows by 0.3 points or less (one kernel a split at the C++ rate is small beside their device time: the
+B300 Qwen3-235B-A22B MBS 1 rows stay -56.2% / -53.0%), many of them 0.1-0.2 points faster, not slower: more short kernels lower the mean kernel
+time ``training.synced_seconds`` charges each host sync's refill (an approximation of that function, left as is). One
+row moves away far: Megatron-Bridge 25.09 B200 Qwen3-30B-A3B FP8 -0.8 -> +37.5%; its preset sets ``cuda_graphs:
+true`` (Megatron-Core's per-layer CUDA graphs, which token drop's static shapes allow), which replays the layer's
+launches with no host cost, and no card field states it (the entry's ``checked``). All rows' median 10.20 -> 10.29%,
+pretrain 8.19 -> 8.22%, fit half 10.51 -> 10.59%, held-out half 10.02 -> 10.02%, beyond 50% 65 -> 65; no H200 row
+moves. Still short: the 25.11 / 26.02 H100 and 26.02 / 26.02.01 B300 rows (the EP-overlap recipes, their entries'
+``checked``), the gpt-oss verification cards (bf16: nothing quantised) and ms-swift's ZeRO-3 row (bf16, transformers'
+expert loop). Not counted: ``GroupedLinear``'s backward re-quantisation of a saved original input
+(``save_original_input``, grouped_linear.py l.507-522 @v2.16), and Megatron-Core's ``SequentialMLP`` experts (one TE
+linear each, ``moe_grouped_gemm`` off), whose casts stay one budget per projection.
+
 Pure Python: no torch import.
 """
 

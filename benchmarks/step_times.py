@@ -1423,7 +1423,6 @@ def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return fields, [note]
 
 
-
 def packed_published(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """``batch.packed_sample_tokens`` / ``batch.packed_sample_length_cv`` for a fine-tuning row whose entry names the
     dataset it packs (``batch.packed_dataset``) where a framework publishes that dataset's sample-length statistic
@@ -1445,6 +1444,7 @@ def packed_published(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
             f" {src['repo']} {src['path']} l.{src['line']} @{src['commit']}; benchmarks/data/packed_sample_lengths.json"
             f" published): attention per sample; {got['packing']}")
     return fields, [note]
+
 
 FOAK_FAST_LOSS_MISMATCH = (
     "fms-acceleration's fast_loss is not the card's loss: with fast_loss true the plugin keeps its custom-loss rules"

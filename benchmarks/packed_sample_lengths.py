@@ -37,6 +37,9 @@ Needs ``sentencepiece`` and ``tiktoken`` (not project dependencies: ``pip instal
 any venv or a ``--target`` folder on ``PYTHONPATH``).
 Usage: ``python benchmarks/packed_sample_lengths.py --inputs DIR [--squad-json train-v1.1.json] [--check]``
 (``DIR`` holds the ``file`` of each source; ``--check``: compare with the stored file, exit 1 on a difference).
+
+The file's ``published`` list (sample-length statistics a framework publishes for a dataset it packs, e.g.
+ms-swift's for LongAlpaca-12k) is not measured here: it is kept as stored when the file is rewritten.
 """
 
 from __future__ import annotations
@@ -351,13 +354,22 @@ def measure(inputs: Path, squad_json: Path | None) -> dict:
     }
 
 
+def kept_published(path: Path) -> dict:
+    """The stored file's ``published`` statistics (sample lengths a framework publishes for a dataset it packs, each
+    with its own source; not measured here) and their note, carried over when the measured entries are rewritten."""
+    if not path.exists():
+        return {}
+    stored = json.loads(path.read_text())
+    return {k: stored[k] for k in ("published_note", "published") if k in stored}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--inputs", type=Path, required=True, help="folder holding the tokenizer files and squad pages")
     ap.add_argument("--squad-json", type=Path, default=None, help="official SQuAD v1.1 JSON (train-v1.1.json)")
     ap.add_argument("--check", action="store_true", help="compare with the stored file; exit 1 on a difference")
     args = ap.parse_args(argv)
-    doc = measure(args.inputs, args.squad_json)
+    doc = measure(args.inputs, args.squad_json) | kept_published(OUT)
     text = json.dumps(doc, indent=1, ensure_ascii=False) + "\n"
     if args.check:
         same = OUT.read_text() == text

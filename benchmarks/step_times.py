@@ -1423,6 +1423,29 @@ def packed_squad(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return fields, [note]
 
 
+def packed_published(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``batch.packed_sample_tokens`` / ``batch.packed_sample_length_cv`` for a fine-tuning row whose entry names the
+    dataset it packs (``batch.packed_dataset``) where a framework publishes that dataset's sample-length statistic
+    (``PACKED_LENGTHS``' ``published`` list: ms-swift's LongAlpaca-12k table, Qwen tokenizer, every sample): applied
+    at the row lengths the data admits (``pack_tokens``: where max_length drops long samples the statistic must still
+    describe, or bound, the rest), else nothing."""
+    name = e["batch"].get("packed_dataset")
+    if not name or e["kind"] not in ("sft_full", "sft_lora") or not e["batch"].get("packed"):
+        return {}, []
+    doc = json.loads(PACKED_LENGTHS.read_text())
+    got = next((x for x in doc.get("published", []) if x["dataset"] == name and x["framework"] == e["framework"]
+                and e["model"] in x["models"]), None)
+    row = (got or {}).get("pack_tokens", {}).get(str(e["batch"].get("seq_len")))
+    if got is None or row is None or not row["applied"]:
+        return {}, []
+    src = got["source"]
+    fields = {"packed_sample_tokens": round(got["mean_tokens"]), "packed_sample_length_cv": got["cv"]}
+    note = (f"packed {name}: {got['mean_tokens']} tokens per sample, cv {got['cv']} (all {got['samples']:,} samples,"
+            f" {src['repo']} {src['path']} l.{src['line']} @{src['commit']}; benchmarks/data/packed_sample_lengths.json"
+            f" published): attention per sample; {got['packing']}")
+    return fields, [note]
+
+
 FOAK_FAST_LOSS_MISMATCH = (
     "fms-acceleration's fast_loss is not the card's loss: with fast_loss true the plugin keeps its custom-loss rules"
     " (FILTER_MAP, plugins/fused-ops-and-kernels/src/fms_acceleration_foak/framework_plugin_fast_kernels.py l.73-78;"
@@ -1845,6 +1868,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card[scope] = dict(peft_method.get(scope) or {})
         notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))
     packed, n = packed_squad(e)
+    if not packed:
+        packed, n = packed_published(e)
     card["batch"].update(packed)
     notes += n
     if e["batch"].get("packed_sample_tokens") and not packed:

@@ -788,11 +788,18 @@ def packed_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple[float
     masked blocks (the card's ``flash``: varlen FlashAttention, FlexAttention, Transformer Engine ``thd``)
     works ``Σ len_i²`` per row, a causal span of ``mean·(1 + cv²)`` keys; SDPA handed the packed block mask runs
     every key block of the row (no causal halving); eager attention computes the whole row's scores (as
-    unpacked). ``(None, True, None)`` when the card does not pack: the plan is the one-sequence row's."""
+    unpacked). ``(None, True, note)`` when the card does not pack: the plan is the one-sequence row's, and a
+    supervised card (SFT, RM, DPO: RL rows are one prompt and its response) says so, since a packed row planned as
+    one sequence overstates attention by up to the row over the samples' mean (benchmarks/step_times.md: ms-swift's
+    packed LongAlpaca rows at 512K, +783 % before their published sample lengths were stated)."""
     b = card.batch
     mean = b.packed_sample_tokens
     if mean is None:
-        return None, True, None
+        rl = card.method in (Method.PPO, Method.GRPO)
+        return None, True, (None if rl else
+                            f"attention over each whole {seq_len}-token row, one sequence a row"
+                            " (batch.packed_sample_tokens unset); if rows pack several samples, set it (and"
+                            " packed_sample_length_cv): attention then runs per sample")
     cv = b.packed_sample_length_cv
     spread = f"cv {cv:g}" if cv is not None else "cv not given: every sample the mean length, the least work for it"
     if eager:

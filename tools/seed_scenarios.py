@@ -148,8 +148,9 @@ def grpo_section() -> list[str]:
     return lines
 
 
-def main() -> None:
-    text = "\n".join(
+def render() -> str:
+    """The page's text, from live plans (tests/golden/test_seed_scenarios_page.py checks the committed page)."""
+    return "\n".join(
         [
             "# The seeds' RL scenarios, answered by trainfit",
             "",
@@ -160,6 +161,10 @@ def main() -> None:
         + ppo_section()
         + grpo_section()
     )
+
+
+def main() -> None:
+    text = render()
     OUT.write_text(text)
     print(f"wrote {OUT}")
 

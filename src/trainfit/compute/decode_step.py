@@ -674,6 +674,46 @@ rows without a published mean response whose plan already ran long on the defaul
 retool 7B -26 -> -18 %. Subset medians: generation 17.9 -> 17.9 %, RL step 14.5 -> 14.5 %, rows without a published
 mean 21.5 -> 21.2 % (beyond 50 %: 10 -> 11, the one-step-off FSDP2 row); all rows 10.15 -> 10.16 % (48 -> 49 beyond
 50 %).
+
+**vLLM V0 at 320 sequences an engine: the open generation miss, read and not modelled** (checked 2026-12-05;
+``benchmarks/step_times.py`` on the tree of 6267e41a, which this note does not change). verl's GRPO-LoRA runs
+(``benchmarks/data/published_rl_times_firstcontact_2612d.json`` / ``_2612e.json``, ids ``verldata-*``; eager V0
+engines, ``enforce_eager`` and ``VLLM_ATTENTION_BACKEND=XFORMERS``, external launcher, rank-32 adapter on all linears)
+plan generation -10 to -36 % short where one engine holds all 320 sequences and -4 to +5 % where four TP-2 engines
+hold 80 each. Their logs name the vLLM release (``software.vllm`` of the rows whose log line was read,
+``tests/benchmarks/test_step_times_verldata_vllm_release.py``): 0.7.3 for the June GSM8K runs, 0.9.1 for the later
+ones. The miss per sequence-step of one engine (generation miss / (sequences an engine x mean response)): 0.7.3 at
+TP 2, 55-72 us (1.5B, 3B; the unpinned 0.5B of the same week 70 us); 0.7.3 at TP 8, 136-197 us (14B-72B); 0.9.1 at
+TP 2, 121-134 us (0.5B-3B MATH; the unpinned GSM8K + MATH runs 126-162 us); 0.9.1 at TP 2 with 80 sequences an
+engine, -76 and +17 us (7B); the unpinned TP-8 MATH runs 212-339 us. So the miss grows with the release, with the
+sequences an engine holds faster than in proportion, and at TP 8. Read in both releases' PyPI sdists
+(https://pypi.org/project/vllm/, read 2026-12-05) and found not to be it:
+
+- *Serial output processing.* Async output processing is off under ``enforce_eager`` in both
+  (``CudaPlatform.is_async_output_supported``, ``vllm/platforms/cuda.py`` l.93-100 @0.7.3, l.89-96 @0.9.1): all of
+  V0's host work is serial in both releases, as ``ENGINE_V0_S_PER_SEQUENCE`` already prices it.
+- *Detokenization.* None: verl passes ``'detokenize': False`` (the logs print the rollout's ``kwargs: {'n': 5,
+  'logprobs': 0, 'max_tokens': 512, 'detokenize': False, ...}``).
+- *n = 5.* Both releases fan a request out into ``n`` sequence groups (``ParallelSampleSequenceGroup.add_request``,
+  ``vllm/engine/llm_engine.py`` l.565 @0.7.3, l.564 @0.9.1): 320 groups in both.
+- *The adapter's punica kernels.* 0.7.3 decodes with ``bgmv_shrink`` / ``bgmv_expand(_slice)``
+  (``vllm/lora/punica_wrapper/punica_gpu.py`` l.63, l.95, l.213), whose grid is (split, batch): each token's program
+  loads its adapter's whole slice (``vllm/lora/ops/triton_ops/bgmv_shrink.py`` l.42-68, ``bgmv_expand.py`` l.44-79).
+  0.9.1 decodes with ``lora_shrink`` / ``lora_expand`` over tiles of ``BLOCK_M`` = 32 tokens
+  (``lora_shrink_op.py`` l.163-166). If every token's read reached HBM (an upper bound: a layer's adapter fits in L2),
+  0.7.3 would read 22 / 47 / 76 MB a token-step at TP 2 (0.5B / 1.5B / 3B, rank 32) and 131 / 196 / 362 MB at TP 8
+  (14B / 32B / 72B): 7-23 and 39-108 us at 3.35 TB/s, and 0.9.1 a 32nd of that. The later release reads less yet
+  misses more, and the 0.7.3 bound stays under its own TP-8 miss, so this is not the mechanism. It is not added: its
+  size would need a model of L2 reuse.
+- *CUDA-graph capture sizes.* Not in play: ``enforce_eager`` is True, so every step runs eager in both releases.
+  ``max_num_seqs`` 512 >= 320: no cap.
+- *The sampler's passes over the logits* (above): 2.5 us a sequence.
+
+Not found: what in V0's step grows faster than the running sequences (or with TP 8). The next check is a CPU
+timing of V0's ``LLMEngine.step`` host path (scheduler, ``ModelInputForGPUBuilder``, ``SamplingMetadata.prepare``,
+the sampler's Python output build, the output processor) at 80 and 320 sequences for 0.7.3 and 0.9.1; it needs the
+vLLM package, which this tree does not install. The plan's KV capacity at ``gpu_memory_utilization`` 0.1 with the
+LoRA slots was not re-checked here.
 """
 
 from __future__ import annotations

@@ -9,7 +9,15 @@ Two things stand between them and a plan, both outside the time model: no card p
 engine in the training process over the same base weights, the LoRA adapter handed over each step, Unsloth's offloaded
 checkpointing), and map_rl maps train.lora on RL entries for verl only ('only verl's LoRA actor is mapped'). The rule
 misses every row by -81 to -100 %: a step of 2 to 32 sequences on one GPU is bound by decoding (the weights read once a
-token), which a FLOP count at 40 % of the peak does not see."""
+token), which a FLOP count at 40 % of the peak does not see.
+
+Read for this file and not used (2026-12-05): huggingface/blog vllm-colocate.md and TRL's docs (throughput as charts
+only); huggingface/trl examples/notebooks/grpo_trl_lora_qlora.ipynb @7f8fbf04 (Qwen2-7B-Instruct QLoRA on a T4,
+'[500/500 13:05:04, Epoch 0/1]', but its table logs no completion length and no prompt cap is set); inclusionAI/AReaL
+benchmark/verl_v0_3_0_post1_312a8cb/README.md (a figure only); OpenRLHF's docs and README tables beyond the rows already
+held (no further timings); NVIDIA-NeMo/RL docs/about/performance-summary.md (every release's table already held);
+radixark/miles docs/models (Qwen3-8 already held; GLM-5.2, Kimi K3 and the agentic examples name models outside the
+catalog or include evaluation and environment time)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,8 @@ Conventions
       resolves; else from the entry's ``model_config`` (non-gated MLPs counted by hand); else the
       nominal (active) count of ``NOMINAL_PARAMS`` or the model name. RL step: 6·N per trained token
       (prompts × generations × (prompt + mean response, the max when no mean is published)) plus
-      2·N per generated token, all at 40 % of the peak on every GPU of the run. Phases:
+      2·N per generated token, all at 40 % of the peak on every GPU of the run (the fp16 peak on a card
+      without bf16). Phases:
       generation 2·N per generated token on the rollout GPUs; log-prob 2·N per token per published
       pass and actor update 6·N per token per epoch on the training GPUs; weight sync = bf16 weight
       bytes over one per-direction GPU link (NVLink/2, else PCIe).
@@ -117,6 +118,10 @@ MODEL_ALIASES = {
     "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",  # a re-upload of the Meta checkpoint
+    "Qwen/Qwen3-4B-Base": "Qwen/Qwen3-4B",  # the base checkpoint of the same model: the Qwen3 model cards list the same
+    # shapes (36 layers, 32 query / 8 KV heads, tied embeddings)
+    "deepseek-ai/DeepSeek-R1-0528-Qwen3-8B": "Qwen/Qwen3-8B",  # its model card: 'The model architecture of
+    # DeepSeek-R1-0528-Qwen3-8B is identical to that of Qwen3-8B' (read 2026-12-05)
 }
 GPU_ALIASES = {
     # the catalog's a800-80gb (A100-80GB compute and HBM, NVLink 400 GB/s): planned as itself, not as the A100
@@ -3388,6 +3393,18 @@ def rule_peak(gpu: str) -> float | None:
     return resolve_gpu(gid).bf16_dense_flops_per_s if gid in gpu_ids() else None
 
 
+def rule_peak_rl(gpu: str) -> float | None:
+    """The RL rule's peak: the card's bf16 dense peak, else its fp16 one (a card without bf16, e.g. the T4, runs the
+    step in fp16), as ``pref_rule_seconds`` already falls back for the DPO and reward-model rows."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+
+    gid = GPU_ALIASES.get(gpu, (gpu,))[0]
+    if gid not in gpu_ids():
+        return None
+    g = resolve_gpu(gid)
+    return g.bf16_dense_flops_per_s or g.fp16_dense_flops_per_s
+
+
 def rule_link(gpu: str) -> float | None:
     """Per-direction GPU-to-GPU bandwidth: NVLink/2, else PCIe (bytes/s)."""
     from trainfit.catalog.gpus import gpu_ids, resolve_gpu
@@ -3461,7 +3478,7 @@ def implausible_rate(e: dict[str, Any], n: float | None, tokens: float, publishe
 def rl_rule_figures(e: dict[str, Any], n: float | None) -> dict[str, float | None]:
     """The rule for an RL entry's step and phases (None where an input is missing)."""
     d, ro, tr = e["data"], e["rollout"], e["train"]
-    peak = rule_peak(e["gpu"])
+    peak = rule_peak_rl(e["gpu"])
     out: dict[str, float | None] = {q: None for q in ("step", *PHASES)}
     link = rule_link(e["gpu"])
     total = _total_params(e["model"])

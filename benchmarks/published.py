@@ -1384,13 +1384,21 @@ _MISTRAL_SMALL_24B = "mistralai/Mistral-Small-24B-Instruct-2501"
 
 def _ax_gptoss_card(*, strategy: str, gpus: int, gpu: str, optimizer: str, impl: str, scope: str = "full",
                     offload: str | None = None, model: str = "openai/gpt-oss-20b") -> dict[str, Any]:
-    """axolotl's gpt-oss examples (examples/gpt-oss/*.yaml @ca796fb56 / @50f2b94d5): MXFP4 dequantised to bf16, bf16
-    parameters (pure bf16: torch AdamW keeps moments in the parameters' dtype; torchao AdamW8bit planned as 8-bit
-    AdamW), 4096-token packed rows, batch 1, checkpointing with activation offloading, cut cross-entropy, flash attention."""
+    """axolotl's gpt-oss examples (examples/gpt-oss/*.yaml @ca796fb56 / @50f2b94d5): MXFP4 dequantised to bf16,
+    4096-token packed rows, batch 1, checkpointing with activation offloading, cut cross-entropy, flash attention; torch
+    AdamW keeps its moments in the parameters' dtype, torchao AdamW8bit is planned as the 8-bit AdamW.
+
+    Under FSDP2 the parameters train in fp32 shards: axolotl's bf16 true sets the HF Trainer's accelerate mixed precision
+    to bf16, and accelerate's fsdp2_prepare_model then upcasts the sharded model, ``if accelerator.mixed_precision != "no"
+    and (model_dtype is None or model_dtype != torch.float32): model = model.to(torch.float32)`` (huggingface/accelerate
+    src/accelerate/utils/fsdp_utils.py l.701-704 @9359a0194f210624f1e6e85c3d838fdd55c11152, the commit axolotl's
+    requirements.txt pins at ca796fb56), with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)
+    (src/accelerate/utils/dataclasses.py set_mixed_precision): fp32 shards (and their gradients and torch AdamW moments),
+    gathered in bf16 -> precision.weights fp32, compute bf16. The single-GPU LoRA run is not wrapped: bf16 as loaded."""
     card: dict[str, Any] = {
         "model": model, "scope": scope,
-        "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": optimizer,
-                      "optimizer_states": "same_as_weights", "optimizer_impl": impl},
+        "precision": {"weights": "fp32" if strategy == "fsdp" else "bf16", "compute": "bf16", "master_weights": "none",
+                      "optimizer": optimizer, "optimizer_states": "same_as_weights", "optimizer_impl": impl},
         "hardware": {"gpu": gpu, "gpus_per_node": gpus}, "attention": "flash",
         "parallel": {"strategy": strategy, "gradient_checkpointing": True, "activation_offload": True},
         "batch": {"micro_batch_size": 1, "seq_len": 4096}, "loss": dict(_AX_CCE),

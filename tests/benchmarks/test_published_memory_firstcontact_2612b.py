@@ -83,3 +83,22 @@ def test_gptoss_cards_follow_the_yaml() -> None:
     assert load_card_dict(P.POINTS[2668]["card"]).parallel.offload.value == "params_and_optimizer"
     assert load_card_dict(P.POINTS[2669]["card"]).precision.optimizer.value == "adamw_8bit"
     assert P.POINTS[2671]["card"]["model"] == "openai/gpt-oss-120b"
+
+
+def test_gptoss_fsdp2_shards_are_fp32_after_accelerate_upcast() -> None:
+    """accelerate's fsdp2_prepare_model (huggingface/accelerate src/accelerate/utils/fsdp_utils.py l.701-704
+    @9359a0194f210624f1e6e85c3d838fdd55c11152, axolotl's pin at ca796fb56) upcasts the sharded model to fp32 under
+    mixed precision bf16: the four FSDP2 gpt-oss cards plan fp32 shards gathered in bf16, the unwrapped single-GPU LoRA
+    run keeps bf16. Planning the shards in bf16 (first contact) gives less than the fp32 card on every one of them."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    assert P.POINTS[2667]["card"]["precision"]["weights"] == "bf16"
+    for pid in (2668, 2669, 2670, 2671):
+        card = P.POINTS[pid]["card"]
+        assert card["precision"]["weights"] == "fp32" and card["precision"]["compute"] == "bf16"
+        bf16 = copy.deepcopy(card)
+        bf16["precision"]["weights"] = "bf16"
+        assert make_plan(load_card_dict(bf16)).peak.reserved < P.plan_point(pid).peak.reserved
+        assert "MAPPING CORRECTED after first contact" in next(p for p in POINTS if p["id"] == pid)["notes"]

@@ -1366,6 +1366,134 @@ def _firstcontact_mappings() -> dict[int, dict[str, Any]]:
 POINTS.update(_firstcontact_mappings())
 
 
+# ---- first-contact points, second set (published_memory_points_firstcontact_2612b.json, ids 2661+, sources there)
+#
+# Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
+# ms-swift example headers (2661-2666, cards from ``_swift_sft_card``: bf16 checkpoint, batch 1, checkpointing, torch AdamW
+# foreach), axolotl's example READMEs (2667-2676). The GPU is a capacity only wherever the source names a class, not a card.
+
+_FC_DPO_SEQ = 1801
+"""hjh0119/shareAI-Llama3-DPO-zh-en-emoji's longest sample in ms-swift's dataset table (max=1801 tokens, Qwen2.5 tokenizer;
+docs/source_en/Instruction/Supported-models-and-datasets.md @3602360a562313afbf2ef6065fdf61f271a2c5b9): an upper bound."""
+_AX_CCE = {"chunked": True, "kernel": "liger"}
+"""axolotl's CutCrossEntropyPlugin (Apple's cut-cross-entropy): the loss reads lm_head blocks and never holds the full
+logits; planned as the chunked fused linear cross-entropy, the nearest kernel trainfit plans (no logits tensor)."""
+_MISTRAL_SMALL_24B = "mistralai/Mistral-Small-24B-Instruct-2501"
+"""The Mistral-Small-3.1 text decoder's shapes, shared by Devstral-Small-2505 and Magistral-Small-2506 / 2507."""
+
+
+def _ax_gptoss_card(*, strategy: str, gpus: int, gpu: str, optimizer: str, impl: str, scope: str = "full",
+                    offload: str | None = None, model: str = "openai/gpt-oss-20b") -> dict[str, Any]:
+    """axolotl's gpt-oss examples (examples/gpt-oss/*.yaml @ca796fb56 / @50f2b94d5): MXFP4 dequantised to bf16,
+    4096-token packed rows, batch 1, checkpointing with activation offloading, cut cross-entropy, flash attention; torch
+    AdamW keeps its moments in the parameters' dtype, torchao AdamW8bit is planned as the 8-bit AdamW.
+
+    Under FSDP2 the parameters train in fp32 shards: axolotl's bf16 true sets the HF Trainer's accelerate mixed precision
+    to bf16, and accelerate's fsdp2_prepare_model then upcasts the sharded model, ``if accelerator.mixed_precision != "no"
+    and (model_dtype is None or model_dtype != torch.float32): model = model.to(torch.float32)`` (huggingface/accelerate
+    src/accelerate/utils/fsdp_utils.py l.701-704 @9359a0194f210624f1e6e85c3d838fdd55c11152, the commit axolotl's
+    requirements.txt pins at ca796fb56), with MixedPrecisionPolicy(param_dtype=bf16, reduce_dtype=bf16)
+    (src/accelerate/utils/dataclasses.py set_mixed_precision): fp32 shards (and their gradients and torch AdamW moments),
+    gathered in bf16 -> precision.weights fp32, compute bf16. The single-GPU LoRA run is not wrapped: bf16 as loaded."""
+    card: dict[str, Any] = {
+        "model": model, "scope": scope,
+        "precision": {"weights": "fp32" if strategy == "fsdp" else "bf16", "compute": "bf16", "master_weights": "none",
+                      "optimizer": optimizer, "optimizer_states": "same_as_weights", "optimizer_impl": impl},
+        "hardware": {"gpu": gpu, "gpus_per_node": gpus}, "attention": "flash",
+        "parallel": {"strategy": strategy, "gradient_checkpointing": True, "activation_offload": True},
+        "batch": {"micro_batch_size": 1, "seq_len": 4096}, "loss": dict(_AX_CCE),
+    }
+    if strategy == "fsdp":
+        card["parallel"]["fsdp_version"] = "fsdp2"
+    if offload:
+        card["parallel"]["offload"] = offload
+    if scope == "lora":
+        # PEFT's adapters in fp32 (no autocast_adapter_dtype change), their AdamW states fp32
+        card["lora"] = {"rank": 8, "alpha": 16, "targets": "all-linear", "dropout": 0.0}
+        card["precision"]["optimizer_states"] = "fp32"
+    return card
+
+
+def _ax_qlora_card(model: str, *, optimizer: str, cce: bool, dropout: float, rank: int = 32, mbs: int = 2,
+                   seq: int = 2048, gpu: str = "a100-80gb", weights: str = "nf4", attention: str = "flash",
+                   scope: str = "qlora") -> dict[str, Any]:
+    """An axolotl single-GPU adapter run: bitsandbytes base (nf4 with double quant, or LLM.int8), PEFT fp32 adapters on
+    every linear layer (lora_target_linear), alpha 16, checkpointing, packed rows of ``seq``, batch ``mbs``."""
+    lora: dict[str, Any] = {"rank": rank, "alpha": 16, "targets": "all-linear", "dropout": dropout}
+    if scope == "qlora":
+        lora["double_quant"] = True
+    card: dict[str, Any] = {
+        "model": model, "scope": scope, "lora": lora,
+        "precision": {"weights": weights, "compute": "bf16", "master_weights": "none", "optimizer": optimizer,
+                      "optimizer_states": "fp32", "optimizer_impl": "foreach"},
+        "hardware": {"gpu": gpu, "gpus_per_node": 1}, "attention": attention,
+        "parallel": {"strategy": "single", "gradient_checkpointing": True},
+        "batch": {"micro_batch_size": mbs, "seq_len": seq},
+    }
+    if cce:
+        card["loss"] = dict(_AX_CCE)
+    return card
+
+
+_FC_B_CARDS: dict[int, dict[str, Any]] = {
+    2661: _swift_sft_card("Qwen/Qwen2-7B-Instruct", seq=131),
+    2662: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", method="dpo", seq=_FC_DPO_SEQ, roles={"reference": "lora_disabled"}),
+    # swift/llm/ds_config/zero3.json at 8ae0ade71 and 7b709960f: overlap_comm false, the block of _SWIFT_Z3_HEAD
+    2663: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", scope="full", gpus=4, strategy="zero3", method="dpo",
+                          seq=_FC_DPO_SEQ, attention="flash", deepspeed=_SWIFT_Z3_HEAD, batch={"micro_batch_size": 4}),
+    # SimPO (TRL CPOTrainer): no reference model; Qwen2.5-3B-Instruct has Qwen2.5-3B's config; zero2.json at 0b45cce58
+    # is _SWIFT_Z2's block (overlap_comm true until e5c4c39ec, 2025-03-24)
+    2664: _swift_sft_card("Qwen/Qwen2.5-3B", scope="full", gpus=2, strategy="zero2", method="dpo", seq=_FC_DPO_SEQ,
+                          deepspeed=_SWIFT_Z2, roles={"reference": "none"}),
+    2665: _swift_sft_card("Qwen/Qwen2.5-7B", scope="full", gpus=4, strategy="zero3", seq=8192, attention="flash",
+                          deepspeed=_SWIFT_Z3_HEAD, loss={"chunked": True, "kernel": "liger"}),
+    2666: _swift_sft_card("Qwen/Qwen2.5-7B", scope="full", gpus=4, strategy="zero3", seq=8192, attention="flash",
+                          deepspeed=_SWIFT_Z3_HEAD),
+    2667: _ax_gptoss_card(strategy="single", gpus=1, gpu="l40s", optimizer="adamw_8bit", impl="foreach", scope="lora"),
+    2668: _ax_gptoss_card(strategy="fsdp", gpus=2, gpu="rtx4090", optimizer="adamw", impl="fused",
+                          offload="params_and_optimizer"),
+    2669: _ax_gptoss_card(strategy="fsdp", gpus=8, gpu="l40s", optimizer="adamw_8bit", impl="foreach"),
+    2670: _ax_gptoss_card(strategy="fsdp", gpus=4, gpu="h100-sxm", optimizer="adamw_8bit", impl="foreach"),
+    2671: _ax_gptoss_card(strategy="fsdp", gpus=8, gpu="h100-sxm", optimizer="adamw", impl="fused",
+                          offload="params_and_optimizer", model="openai/gpt-oss-120b"),
+    2672: _ax_qlora_card(_MISTRAL_SMALL_24B, optimizer="adamw", cce=True, dropout=0.0),
+    2673: _ax_qlora_card(_MISTRAL_SMALL_24B, optimizer="adamw_8bit", cce=False, dropout=0.05),
+    2674: _ax_qlora_card(_MISTRAL_SMALL_24B, optimizer="adamw_8bit", cce=True, dropout=0.05),
+    # Llama 2 7B on an RTX 4090 (2023-08): xformers memory-efficient attention planned as flash (no score matrix)
+    2675: _ax_qlora_card("meta-llama/Llama-2-7b-hf", optimizer="adamw_8bit", cce=False, dropout=0.05, seq=4096,
+                         gpu="rtx4090", weights="int8", scope="lora"),
+    2676: _ax_qlora_card("meta-llama/Llama-2-7b-hf", optimizer="paged_adamw", cce=False, dropout=0.05, seq=4096,
+                         gpu="rtx4090"),
+}
+
+
+def _firstcontact_b_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the second first-contact set: the cards of ``_FC_B_CARDS``, the metric the point names."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612b.json"
+    if not path.is_file():
+        return {}
+    from trainfit.errors import CardError  # noqa: PLC0415
+    from trainfit.plan import make_plan  # noqa: PLC0415
+    from trainfit.spec.card import load_card_dict  # noqa: PLC0415
+
+    out: dict[int, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        metric = p["mem_metric"].split(" ")[0].rstrip(":")
+        extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
+        card = _FC_B_CARDS[p["id"]]
+        try:
+            make_plan(load_card_dict(card))
+        except (ValueError, CardError) as exc:
+            out[p["id"]] = {"card": None, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"],
+                            "unsupported": "trainfit refuses the card: " + str(exc).splitlines()[0][:300], **extra}
+            continue
+        out[p["id"]] = {"card": card, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"], **extra}
+    return out
+
+
+POINTS.update(_firstcontact_b_mappings())
+
+
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
@@ -1389,8 +1517,13 @@ A100-SXM4-40GB, and the out-of-memory cells as fit verdicts."""
 MEMORY_POINTS_FIRSTCONTACT = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612.json"
 """Published peak-memory measurements scored on first contact (ids 2601+, mapped by ``_firstcontact_mappings``): LitGPT's
 config-hub table and PEFT / HF Trainer DeepSpeed and FSDP runs of Llama 70B; each note records the first-contact error."""
+MEMORY_POINTS_FIRSTCONTACT_B = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612b.json"
+"""Published peak-memory measurements scored on first contact, second set (ids 2661+, mapped by
+``_firstcontact_b_mappings``): ms-swift example headers (DPO, SimPO, ZeRO-3 with and without Liger) and axolotl's example
+READMEs (gpt-oss 20B / 120B under FSDP2, Mistral-Small-24B QLoRA, Llama 2 7B on an RTX 4090); each note records the
+first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
-                      MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT)
+                      MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT, MEMORY_POINTS_FIRSTCONTACT_B)
 
 POINTS.update(_train_entry_mappings())
 

@@ -251,7 +251,6 @@ from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale
 from trainfit.methods.roles import (
-    kl_coef,
     old_logprob_pass,
     reference_placement,
     reward_model,
@@ -664,7 +663,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     if old_logprob_pass(card):
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
-    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
+    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):  # methods.roles.reference_loaded
         phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
         if ref is RefPlacement.HOST_SWAP:
             phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus,

@@ -189,7 +189,9 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
         if fs.sglang_tensor_requests else 0.0,
     )
-    return _weight_sync_phase(hf_gather_per_call(t, calls=ro.generation_calls if ro.engine is RolloutEngine.HF else 1))
+    if ro.engine is RolloutEngine.HF:
+        return _weight_sync_phase(hf_gather_per_call(hf_shared_weights(t), calls=ro.generation_calls))
+    return _weight_sync_phase(t)
 
 
 def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, rollout, r: DeviceRates,
@@ -249,6 +251,18 @@ def quantized_actor_gather_bytes(card: RunCard, spec: ModelSpec, *, framework: s
         return None
     w = gathered_weight_bytes_of(card, spec)
     return w.base + w.adapter
+
+
+def hf_shared_weights(t: SyncTime) -> SyncTime:
+    """``rollout.engine: hf``: ``generate`` runs on the training model itself, so nothing is copied into an engine:
+    no bucket fill, broadcast or ``load_weights`` per tensor (``transfer_s``, ``per_tensor_s`` 0); what is left is the
+    sharded trainer's gather for the call (``gather_s``, ``hf_gather_per_call``). TRL's non-vLLM branch of
+    ``_generate_single_turn`` calls ``unwrapped_model.generate`` under ``unwrap_model_for_generation`` and never calls
+    ``sync_weights`` (trl 1.16.0 from PyPI, read 2026-12-05: trl/trainer/grpo_trainer.py l.1763-1775, the vLLM
+    branch's ``sync_weights``, against l.1860-1875)."""
+    from dataclasses import replace
+
+    return replace(t, transfer_s=0.0, per_tensor_s=0.0, staging_s=0.0, total_s=t.gather_s)
 
 
 def hf_gather_per_call(t: SyncTime, *, calls: int) -> SyncTime:

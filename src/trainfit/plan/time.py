@@ -70,6 +70,9 @@ class StepTiming:
     """Tokens trained per optimizer step over all GPUs."""
     phases: tuple[PhaseTime, ...]
     assumptions: tuple[str, ...]
+    unavailable: str | None = None
+    """Why the step has no time although some of its phases do (an RL step whose rollout engine cannot start:
+    its generation, the step's largest phase, has no time, and a sum without it is not the step); None: a time."""
 
     @property
     def parts(self) -> dict[str, float]:

@@ -39,6 +39,8 @@ class Row:
     step_seconds: float | None
     cost_per_hour: float | None
     currency: str | None
+    step_unavailable: str | None = None
+    """Why the (closest) attempt has no step time (``Plan.step_unavailable``: its rollout engine cannot start)."""
     host_ram_bytes: float = 0.0
     tokens_per_s: float | None = None
     pareto: bool = False
@@ -152,6 +154,7 @@ def _evaluate(
                 headroom_bytes=plan.capacity_bytes - peak,
                 peak_phase=plan.peak.phase.value,
                 step_seconds=plan.step_seconds,
+                step_unavailable=plan.step_unavailable,
                 cost_per_hour=plan.cost_per_hour,
                 currency=plan.price.currency if plan.price is not None else None,
                 host_ram_bytes=plan.host_ram_bytes,

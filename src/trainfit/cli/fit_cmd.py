@@ -173,7 +173,7 @@ def _row(r) -> dict:
         "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "within_limits": r.within_limits,
         "peak_gpu_bytes": round(r.peak_device_bytes), "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
         "host_ram_bytes": int(r.host_ram_bytes), "tokens_per_s": r.tokens_per_s,
-        "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
+        "step_seconds": r.step_seconds, "step_unavailable": r.step_unavailable, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
         "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,
         "cost_per_run": r.cost_per_run, "rank_cost": r.rank_cost, "rank_currency": r.rank_currency,
         "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
@@ -203,7 +203,7 @@ def _render(result, rows, goal) -> None:
         t.add_row(
             flag, r["gpu"], str(r["gpus"]), "yes" if r["fits"] else "no",
             gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
-            f"{r['step_seconds']:.2f}" if r["step_seconds"] else "-",
+            f"{r['step_seconds']:.2f}" if r["step_seconds"] else "n/a" if r["step_unavailable"] else "-",
             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
             f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),

@@ -60,6 +60,33 @@ skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 132-170, skyrl/train
 copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_phase``)."""
 
 
+KL_GATED_REFERENCE_PPO_PRESETS = ("verl", "openrlhf")
+"""Frameworks that neither load nor run a PPO reference when the KL coefficient is 0 (``reference_loaded``)."""
+
+
+def reference_loaded(card: RunCard) -> bool:
+    """Whether the framework loads and runs the reference model of an RL step: the one rule for the memory phases and
+    the step time (both read ``reference_placement``, which is ``RefPlacement.NONE`` where this is False, whatever
+    ``roles.reference`` says). Always True outside PPO and GRPO and with a KL coefficient above 0. At ``kl_coef`` 0:
+
+    * TRL's GRPOTrainer: ``if self.beta == 0.0: self.ref_model = None`` (no reference model, no reference pass, with
+      or without PEFT; trl 1.16.0 from PyPI, read 2026-12-05: trl/trainer/grpo_trainer.py l.983-990);
+    * verl: ``need_reference_policy`` is ``algorithm.use_kl_in_reward or actor.use_kl_loss`` (volcengine/verl
+      verl/trainer/ppo/utils.py l.72-76 @b178a3cd56f58b2d502255daba591e92833930a7), both False for a card whose
+      kl_coef is 0 (``export.verl``: ``use_kl_loss=kl > 0``, ``use_kl_in_reward=kl > 0``);
+    * OpenRLHF: ``if args.algo.kl.init_coef > 0: ref_model = RayActorGroup(...) else: ref_model = None``
+      (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103 @3c3be6234e0cb353e76bb8019947db9dfe99fca7).
+
+    So GRPO (whose default already had no reference at kl 0, every preset) has none, and PPO under verl or OpenRLHF
+    has none. A PPO card under another framework keeps its reference at kl 0 and the step times its pass (a framework
+    whose code at kl 0 was not read here: the reference as the card states it)."""
+    if card.method not in (Method.PPO, Method.GRPO) or kl_coef(card) > 0.0:
+        return True
+    if card.method is Method.GRPO:
+        return False
+    return card.preset not in KL_GATED_REFERENCE_PPO_PRESETS
+
+
 def reference_placement(card: RunCard) -> RefPlacement:
     """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins).
 
@@ -72,12 +99,13 @@ def reference_placement(card: RunCard) -> RefPlacement:
     ``CPUOffload(offload_params=True)`` / ``CPUOffloadPolicy(pin_memory=True)`` (verl/workers/engine/fsdp/
     transformer_impl.py l.309-349, same commit): ``RefPlacement.CPU``, whose shards ``plan.rl_passes`` copies in
     during the reference pass. A LoRA card's reference is the actor with its adapters off; verl's Megatron
-    workers are not FSDP."""
+    workers are not FSDP. An RL card whose framework would not load the reference at its KL coefficient
+    (``reference_loaded``) has none, ``roles.reference`` set or not (the plan says so in one assumption line)."""
+    if not reference_loaded(card):
+        return RefPlacement.NONE
     if card.roles.reference is not None:
         return card.roles.reference
     if card.method in (Method.SFT, Method.RM):
-        return RefPlacement.NONE
-    if card.method is Method.GRPO and kl_coef(card) == 0.0:
         return RefPlacement.NONE
     if card.preset in REFERENCE_SWAP_PRESETS:
         return RefPlacement.HOST_SWAP

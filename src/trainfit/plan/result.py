@@ -76,6 +76,8 @@ class Plan:
     rollout: object | None = None
     """``trainfit.methods.rl.RolloutSummary`` for PPO/GRPO."""
     step_seconds: float | None = None
+    step_unavailable: str | None = None
+    """Why ``step_seconds`` is None although the plan has phase times (``plan.time.StepTiming.unavailable``)."""
     tokens_per_step: float | None = None
     """Tokens trained per optimizer step over all GPUs (RL: prompts x generations x length)."""
     time_parts: dict = field(default_factory=dict)

@@ -140,6 +140,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         return hybrid_generation_phase(card, spec, gpu, r)
     if rollout is None or not rollout.engine_fits:
         return None
+    if card.rollout.engine is RolloutEngine.HF:
+        return hf_generation_phase(card, spec, rollout, r)
     from trainfit.compute.decode_step import eager_s_per_kernel_of, fa3_decode_query_rows, tp_link
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.generation import generation_time
@@ -177,6 +179,36 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     return rl_phase("generation", calls * g.total_s, bound, prefill=calls * g.prefill_s, decode=calls * g.decode_s,
                   long_tail=calls * g.tail_s, tp_all_reduce=calls * g.tp_comm_s,
                   preemption_recompute=calls * g.preemption_recompute_s)
+
+
+def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime:
+    """``rollout.engine: hf``: every training rank runs transformers' ``generate`` on its own share of the step's
+    sequences, a static eager batch that decodes to the longest response of the step (``compute.static_generation``),
+    ``rollout.generation_calls`` calls in turn. TRL's GRPOTrainer without vLLM generates on each process's local
+    prompts with ``unwrapped_model.generate(...)`` inside ``unwrap_model_for_generation`` (trl 1.16.0 from PyPI, read
+    2026-12-05: trl/trainer/grpo_trainer.py ``_generate_single_turn`` l.1860-1875), no engine, no CUDA graphs."""
+    from trainfit.compute.flops import matmul_params
+    from trainfit.compute.response_lengths import slowest_engine_length_groups
+    from trainfit.compute.static_generation import static_batch_generation_time
+    from trainfit.methods.roles import group_sizes
+
+    ro = card.rollout
+    calls = generation_calls(card)
+    ranks = max(1, group_sizes(card)[0])
+    sequences = generated_prompts(card) * ro.num_generations
+    batch = max(1, ceil(sequences / ranks / calls))
+    lengths = published_lengths(card)
+    longest = slowest_engine_length_groups(
+        shape=ro.response_len_shape, response_len_max=ro.response_len, response_len_mean=response_mean(card, spec),
+        sequences=batch, engines=ranks * calls, clip_ratio=lengths.get("clip_ratio"),
+        longest_tokens=lengths.get("longest_tokens"))[-1][0]
+    g = static_batch_generation_time(
+        spec=spec, matmul_params=matmul_params(spec), rates=r, calls=calls, batch_sequences=batch,
+        prompt_len_padded=ro.prompt_len, response_len_longest=longest, weight_bytes=bf16_engine_weight_bytes(spec),
+        kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel)
+    bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
+    return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=0.0,
+                    tp_all_reduce=0.0, preemption_recompute=0.0)
 
 
 VERL_CUSTOM_ALL_REDUCE_SINCE = (0, 8)

@@ -464,11 +464,10 @@ def _offloaded_reference_bytes(card: RunCard, spec: ModelSpec, *, megatron_weigh
     skyrl/train/config/config.py l.931 @2e9c89afceb3ef7963748224373ad88882322c99): under Megatron the rank's bf16
     shard of the card's layout (``megatron_weight_bytes``), under FSDP its bf16 shard over ``shard_ranks``
     (``fsdp_state_shard_ranks``: under ``hsdp`` the shard group, the memory plan's ``sharding.weights_divisor``)."""
-    from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, kl_coef, reference_placement
+    from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, reference_placement
     from trainfit.spec.enums import RefPlacement
 
-    if (card.preset not in REFERENCE_OFFLOAD_PRESETS or reference_placement(card) is not RefPlacement.CPU
-            or kl_coef(card) <= 0):
+    if card.preset not in REFERENCE_OFFLOAD_PRESETS or reference_placement(card) is not RefPlacement.CPU:
         return 0.0
     if card.parallel.strategy not in FSDP_STRATEGIES:
         return megatron_weight_bytes

@@ -251,7 +251,6 @@ from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale
 from trainfit.methods.roles import (
-    kl_coef,
     old_logprob_pass,
     reference_placement,
     reward_model,
@@ -279,6 +278,7 @@ from trainfit.plan.time import (
     fp8_layer_share_of,
     fp8_weight_cache_of,
     fused_kernels,
+    gathered_weight_bytes_of,
     model_parallel_of,
     mxfp8_params_gather_bf16,
     nemo_rl_dtensor,
@@ -461,6 +461,15 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     lp_mbs_max = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     eager = attn.runs_eager(spec.family, card.attention) and spec.num_full_attention_layers > 0
     frozen_w = bf16_engine_weight_bytes(spec)
+    # the passes that run the actor's own sharded flat parameters (the old policy's; the reference as the actor with
+    # its adapters disabled, or swapped into the actor's parameters) all-gather them in the dtype they are stored in,
+    # as the training pass does (plan.time.gathered_weight_bytes_of: nf4 plus the adapters for a QLoRA actor): PEFT's
+    # disable_adapter() only flips the LoRA layers' ``_disable_adapters`` flag (peft 0.21.2 from PyPI, read
+    # 2026-12-05: peft/peft_model.py ``disable_adapter`` l.1023-1060 calls ``disable_adapter_layers``;
+    # peft/tuners/tuners_utils.py ``enable_adapters`` l.2000-2017), so the base Linear4bit weights FSDP gathers are
+    # the same packed uint8 shards; a separate frozen model (reference on its GPU or host, critic, reward model) is bf16
+    actor_gathered = gathered_weight_bytes_of(card, spec)
+    actor_w = actor_gathered.base + actor_gathered.adapter
 
     cp = card.parallel.context_parallel
     mp = model_parallel_of(card, spec, r, gpus_per_node=per_node)
@@ -553,7 +562,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             else None
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
-            adapter=adapter, eager_attention=eager, parallel=par, gathered_weight_bytes=frozen_w,
+            adapter=adapter, eager_attention=eager, parallel=par,
+            gathered_weight_bytes=actor_w if _runs_actor_weights(card, name) else frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
             # each packed sequence attends alone: the span of the varied lengths, not the mean's (packed_span_factor)
@@ -653,7 +663,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
     if old_logprob_pass(card):
         phases.append(forward_pass("old_logprob", spec, adapter))
     ref = reference_placement(card)
-    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED) and kl_coef(card) > 0:
+    if ref not in (RefPlacement.NONE, RefPlacement.PRECOMPUTED):  # methods.roles.reference_loaded
         phases.append(forward_pass("ref_logprob", spec, adapter if ref is RefPlacement.LORA_DISABLED else None))
         if ref is RefPlacement.HOST_SWAP:
             phases.append(reference_swap_phase(card, spec, r, train_gpus=train_gpus,
@@ -678,6 +688,15 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
         phases.append(forward_pass("reward_model", replace(rm_spec, head_outputs=1),
                                    sequences=generated_prompts(card) * ro.num_generations))
     return phases, notes
+
+
+def _runs_actor_weights(card: RunCard, name: str) -> bool:
+    """Whether the no-grad pass ``name`` runs the actor's own sharded parameters (so gathers them as stored): the
+    old policy's log-probs, and the reference's when it is the actor with its adapters disabled or a state swapped
+    into the actor's parameters (``RefPlacement.LORA_DISABLED``, ``RefPlacement.HOST_SWAP``)."""
+    if name == "old_logprob":
+        return True
+    return name == "ref_logprob" and reference_placement(card) in (RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP)
 
 
 def fixed_update_micro_batches(card: RunCard, *, packed: bool) -> bool:

@@ -21,6 +21,7 @@ from trainfit.methods.roles import (
 from trainfit.plan.rl_common import bf16_engine_weight_bytes, hsdp_shard_of, rl_phase
 from trainfit.plan.rl_offload import host_copy_rates, verl_export_stages_shard
 from trainfit.plan.time import (
+    gathered_weight_bytes_of,
     nic_bytes_per_s,
     nvlink_gpus_per_node,
 )
@@ -152,7 +153,8 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     tensors = (trainer_tensor_count(spec, fused_experts=trainer_fuses_experts(card)) if fs.sends_trainer_state_dict
                and sharded else hf_tensor_count(spec))
     t = weight_sync_seconds(
-        gather_bytes=trainer_dtype_bytes if gather_fp32 else None,
+        gather_bytes=trainer_dtype_bytes if gather_fp32 else quantized_actor_gather_bytes(
+            card, spec, framework=fs.framework, sharded=sharded),
         mechanism=fs.mechanism, weight_bytes=sent_bytes, num_tensors=tensors,
         # HSDP gathers a tensor over its shard group only: ``full_tensor()`` (verl get_per_tensor_param, compute.sync)
         # is ``redistribute([Replicate()] * ndim)``, and on the (Replicate(), Shard(0)) mesh the replicate dim is
@@ -187,7 +189,9 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         request_s=sglang_tensor_request_seconds(num_tensors=hf_tensor_count(spec), tp=ro.tensor_parallel)
         if fs.sglang_tensor_requests else 0.0,
     )
-    return _weight_sync_phase(hf_gather_per_call(t, calls=ro.generation_calls if ro.engine is RolloutEngine.HF else 1))
+    if ro.engine is RolloutEngine.HF:
+        return _weight_sync_phase(hf_gather_per_call(hf_shared_weights(t), calls=ro.generation_calls))
+    return _weight_sync_phase(t)
 
 
 def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, rollout, r: DeviceRates,
@@ -229,6 +233,36 @@ def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, roll
         train_shards=shard_ranks, rates=r, gpus_per_node=train_nodes(card)[1],
         nic_bytes_per_s=nic_bytes_per_s(card), d2h_bytes_per_s=pageable, h2d_bytes_per_s=engine_pinned)
     return _weight_sync_phase(t)
+
+
+def quantized_actor_gather_bytes(card: RunCard, spec: ModelSpec, *, framework: str, sharded: bool) -> float | None:
+    """Bytes the weight sync all-gathers from a sharded actor whose stored weights are quantized (QLoRA's nf4, int8):
+    the stored flat parameters, not a bf16 copy; None where the gather moves what the engine receives (the caller's
+    ``sent_bytes``).
+
+    TRL gathers the PEFT model's own parameters and merges the adapters into them: ``_iter_named_params`` runs
+    ``model.merge_adapter()`` and, under FSDP1, ``FSDP.summon_full_params(module, recurse=False)`` on each unit, which
+    all-gathers the unit's flat parameter as it is stored (the packed 4-bit ``Params4bit`` data), and yields
+    ``param.data``; under FSDP2 ``param.full_tensor()`` per parameter, the same stored shards (trl 1.16.0 from PyPI,
+    read 2026-12-05: trl/generation/vllm_generation.py l.385-406, l.408-426, l.443-469). What crosses the training
+    links is thus the nf4 base plus the adapters (``plan.time.gathered_weight_bytes_of``, as the training pass
+    gathers them). Other frameworks: not read for a quantized actor, the bf16 gather kept."""
+    if framework != "trl" or not sharded or card.weights_dtype in (Dtype.BF16, Dtype.FP16, Dtype.FP32):
+        return None
+    w = gathered_weight_bytes_of(card, spec)
+    return w.base + w.adapter
+
+
+def hf_shared_weights(t: SyncTime) -> SyncTime:
+    """``rollout.engine: hf``: ``generate`` runs on the training model itself, so nothing is copied into an engine:
+    no bucket fill, broadcast or ``load_weights`` per tensor (``transfer_s``, ``per_tensor_s`` 0); what is left is the
+    sharded trainer's gather for the call (``gather_s``, ``hf_gather_per_call``). TRL's non-vLLM branch of
+    ``_generate_single_turn`` calls ``unwrapped_model.generate`` under ``unwrap_model_for_generation`` and never calls
+    ``sync_weights`` (trl 1.16.0 from PyPI, read 2026-12-05: trl/trainer/grpo_trainer.py l.1763-1775, the vLLM
+    branch's ``sync_weights``, against l.1860-1875)."""
+    from dataclasses import replace
+
+    return replace(t, transfer_s=0.0, per_tensor_s=0.0, staging_s=0.0, total_s=t.gather_s)
 
 
 def hf_gather_per_call(t: SyncTime, *, calls: int) -> SyncTime:

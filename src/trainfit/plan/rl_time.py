@@ -167,8 +167,9 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      + (f" and {', '.join(ro.quantization_bf16_modules)}" if ro.quantization_bf16_modules else "")
                      + f"); each refit sends bf16 and every engine rank casts {cast / 1e9:.2f}B weights to fp8")
     gen_side = [gen] if gen is not None else []
-    if gen is None and rollout is not None and not rollout.engine_fits:
-        notes.append("the rollout engine does not fit (memory): the step time leaves generation out")
+    # the engine cannot start: no generation time, so no step time (a sum of the other phases is not the step)
+    unavailable = (f"the rollout engine cannot start ({rollout.reason})" if gen is None and rollout is not None
+                   and not rollout.engine_fits else None)
     reward = reward_phase(card)
     if reward is not None:
         gen_side.append(reward)
@@ -238,7 +239,8 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         notes.append(f"{ro.async_mode.value.replace('_', ' ')}: generation ({gen_total:.1f} s) overlaps the training"
                      f" side with its weight sync ({train_side:.1f} s); the step is the larger")
     tokens = float(seqs * (prompt + mean))
-    return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor_assumptions)
+    return StepTiming(total, tokens, tuple(gen_side + phases), tuple(notes) + actor_assumptions,
+                      unavailable=unavailable)
 
 
 SERIAL_PHASES = ("weight_sync", "sleep_wake")

@@ -36,7 +36,7 @@ from trainfit.memory.logits import PRIME_RL_LM_HEAD_CHUNK_COLUMNS
 from trainfit.memory.lora import lora_trainable_params, targeted_groups
 from trainfit.memory.params import param_breakdown, param_tensors, routed_expert_layer_params, routed_expert_params
 from trainfit.memory.sharding import Sharding
-from trainfit.memory.weights import count_scale, total_params, weight_bytes
+from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
@@ -70,6 +70,9 @@ class StepTiming:
     """Tokens trained per optimizer step over all GPUs."""
     phases: tuple[PhaseTime, ...]
     assumptions: tuple[str, ...]
+    unavailable: str | None = None
+    """Why the step has no time although some of its phases do (an RL step whose rollout engine cannot start:
+    its generation, the step's largest phase, has no time, and a sum without it is not the step); None: a time."""
 
     @property
     def parts(self) -> dict[str, float]:
@@ -904,6 +907,34 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
     return pageable, fresh
 
 
+def gathered_weight_bytes_of(card: RunCard, spec: ModelSpec) -> WeightBytes:
+    """The whole model's weights as FSDP / ZeRO-3 all-gathers them for the actor's passes, in the dtype they are
+    stored in (base and adapter, bytes): nf4 for a QLoRA actor, fp8 where the card gathers fp8. The training pass
+    (``training_time``) and the no-grad passes over the actor's own sharded weights (the old policy's log-probs, a
+    ``lora_disabled`` reference: ``plan.rl_passes.frozen_pass_phases``) gather the same flat parameters."""
+    scale = count_scale(spec)
+    trainable = trainable_spec(card)
+    # FSDP / ZeRO-3 gather fp32 master parameters in the mixed-precision dtype (cast before the all-gather: FSDP
+    # MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy): plan.terms.fsdp_gathered_dtype, bf16 for fp8 compute
+    gather_dtype = fsdp_gathered_dtype(card) if card.weights_dtype is Dtype.FP32 else card.weights_dtype
+    # transformers < 5's per-expert loop under bitsandbytes: each expert's linears are Linear4bit, gathered packed as
+    # the dense ones, the condition memory reads (plan.terms.bnb_loop_experts); v5's 3-D stacks stay bf16
+    w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable,
+                     quantized_experts=bnb_loop_experts(card))
+    mfsdp_fp8 = megatron_fsdp_fp8_params(card)
+    if mfsdp_fp8:  # Megatron-FSDP gathers the fp8 primary weights' uint8 buffer: 1 B per linear weight
+        from trainfit.memory.fp8 import fp8_linear_params
+
+        w = replace(w, base=w.base - fp8_linear_params(spec) * scale * (BYTES_PER_DTYPE[gather_dtype.value] - 1.0))
+    if card.precision.fp8_all_gather:  # torchao gathers its float8 linears' weights as fp8 (compute.float8_all_gather)
+        from trainfit.memory.fp8 import fp8_linear_params
+
+        w = replace(w, base=w.base - gathered_bytes_saved(
+            linear_weight_params=fp8_linear_params(spec) * scale * fp8_layer_share_of(card, spec),
+            gathered_dtype_bytes=BYTES_PER_DTYPE[gather_dtype.value]))
+    return w
+
+
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
@@ -927,25 +958,8 @@ def training_time(
                       layout=par.pipeline_layout)
     scale = count_scale(spec)
     params, tensors, opt = _trained(card, spec)  # the whole model (a bare count already scaled)
-    trainable = trainable_spec(card)
-    # FSDP / ZeRO-3 gather fp32 master parameters in the mixed-precision dtype (cast before the all-gather: FSDP
-    # MixedPrecision param_dtype, FSDP2 MixedPrecisionPolicy): plan.terms.fsdp_gathered_dtype, bf16 for fp8 compute
-    gather_dtype = fsdp_gathered_dtype(card) if card.weights_dtype is Dtype.FP32 else card.weights_dtype
-    # transformers < 5's per-expert loop under bitsandbytes: each expert's linears are Linear4bit, gathered packed as
-    # the dense ones, the condition memory reads (plan.terms.bnb_loop_experts); v5's 3-D stacks stay bf16
-    w = weight_bytes(spec, weights=gather_dtype, compute=card.precision.compute, trainable=trainable,
-                     quantized_experts=bnb_loop_experts(card))
     mfsdp_fp8 = megatron_fsdp_fp8_params(card)
-    if mfsdp_fp8:  # Megatron-FSDP gathers the fp8 primary weights' uint8 buffer: 1 B per linear weight
-        from trainfit.memory.fp8 import fp8_linear_params
-
-        w = replace(w, base=w.base - fp8_linear_params(spec) * scale * (BYTES_PER_DTYPE[gather_dtype.value] - 1.0))
-    if card.precision.fp8_all_gather:  # torchao gathers its float8 linears' weights as fp8 (compute.float8_all_gather)
-        from trainfit.memory.fp8 import fp8_linear_params
-
-        w = replace(w, base=w.base - gathered_bytes_saved(
-            linear_weight_params=fp8_linear_params(spec) * scale * fp8_layer_share_of(card, spec),
-            gathered_dtype_bytes=BYTES_PER_DTYPE[gather_dtype.value]))
+    w = gathered_weight_bytes_of(card, spec)
     share = 1.0
     if shard is not spec:  # this rank's fraction of the parameters (and of the weight bytes)
         share = param_breakdown(shard).total / param_breakdown(spec).total

@@ -83,6 +83,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "groups": [{"name": g.name, "gpus": g.gpus, "peak_device_bytes": _b(max(p.device for p in g.phases)),
                     "phases": [p.phase.value for p in g.phases]} for g in plan.groups],
         "step_seconds": plan.step_seconds,
+        "step_unavailable": plan.step_unavailable,
         "step_time_parts": plan.time_parts,
         "time": None if plan.step_seconds is None else {
             "step_seconds": plan.step_seconds,

@@ -130,6 +130,8 @@ def render_plan(plan: Plan, console: Console) -> None:
         console.print(_time_table(plan))
         tps = f", {plan.tokens_per_s:,.0f} tokens/s" if plan.tokens_per_s else ""
         console.print(f"step time: {plan.step_seconds:.3g} s on the slowest GPU{tps}")
+    elif plan.step_unavailable:
+        console.print(f"step time: not available: {plan.step_unavailable}")
     else:
         console.print("step time: not estimated (see the assumptions)")
     if plan.price is not None:

@@ -1,0 +1,92 @@
+"""Rollout time of transformers' ``generate`` on the trained model (``rollout.engine: hf``): one static batch per rank,
+eager kernels, no continuous batching.
+
+What ``generate`` does (transformers 5.24.0 from PyPI, read 2026-12-05; ``GenerationMixin._sample``,
+transformers/generation/utils.py):
+
+* **Static batch.** The rank's prompts, left-padded to the longest, run as one tensor. A finished sequence keeps its
+  row (``next_tokens * unfinished_sequences + pad_token_id * (1 - unfinished_sequences)``, l.3283-3288) until every
+  row is done or
+  ``max_new_tokens`` is reached (``while self._has_unfinished_sequences(...)``): every step runs the whole batch and
+  no new sequence takes a finished one's place. The batch decodes for its longest response; with several ranks the
+  step waits for the rank holding the longest of all (``compute.response_lengths.slowest_engine_length_groups``,
+  its top group).
+* **Padded KV.** The default ``DynamicCache`` concatenates one token per row per step: every row's cache is
+  ``prompt + t`` long at step ``t``, finished rows included, and attention reads all of it.
+* **Eager.** No CUDA graphs unless the caller compiles (``cache_implementation="static"`` with ``torch.compile``;
+  neither TRL nor a plain ``generate`` call sets it): every kernel is launched from Python each step at the
+  rates' ``host_s_per_forward_kernel`` (``decode_step.eager_s_per_kernel_of``), and the loop reads
+  ``unfinished_sequences.max() == 0`` on the host each step (``StopCheck.__call__``, l.385-396; the deferred check
+  that would not block is taken on ``mps`` only, ``DeferredStopCheck.is_supported`` l.440-447), so the host cannot queue
+  steps ahead: a step is the larger of its launches and its device time, plus the sampling loop's own kernels
+  (``hybrid_engine.HF_GREEDY_STEP_KERNELS``, counted for the same loop).
+
+The device side of a step is ``decode_step.decode_step_seconds`` (weights streamed once, the KV read, the per-token
+FLOPs) at the batch and its padded context, with no engine host terms (no scheduler, no frontend). Prefill: the
+batch's padded prompts in one forward, ``2 x matmul params x tokens`` at the matmul rate, or the weight read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from trainfit.compute.decode_step import decode_step_seconds, eager_s_per_kernel_of
+from trainfit.compute.hybrid_engine import HF_GREEDY_STEP_KERNELS
+from trainfit.compute.rates import DeviceRates
+from trainfit.errors import CardError
+from trainfit.spec.enums import RolloutEngine
+from trainfit.spec.model import ModelSpec
+
+DECODE_POINTS = 16
+"""Midpoints at which the growing context is sampled to sum the decode steps (the step is linear in the context
+within a bound, so a few points suffice)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StaticGenerationTime:
+    """Seconds of one rank's generate calls (every rank runs its own in parallel; the slowest sets the phase)."""
+
+    prefill_s: float
+    decode_s: float
+    total_s: float
+    decode_steps: float
+    """Steps of one call: the longest response of the step (static batch: no early exit for the others)."""
+    batch_sequences: int
+    bound: str
+    """What paces the mean decode step: ``launch`` (the eager host), ``bandwidth`` or ``compute``."""
+
+
+def static_batch_generation_time(
+    *, spec: ModelSpec, matmul_params: float, rates: DeviceRates, calls: int, batch_sequences: int,
+    prompt_len_padded: int, response_len_longest: float, weight_bytes: float, kv_bytes_per_token: float,
+) -> StaticGenerationTime:
+    """``calls`` sequential ``generate`` calls on one rank, each a static batch of ``batch_sequences`` prompts
+    left-padded to ``prompt_len_padded`` tokens, decoding ``response_len_longest`` steps (module docstring).
+    ``weight_bytes``: the model as the rank runs it (whole: ``generate`` runs the unsharded model);
+    ``kv_bytes_per_token``: one token's KV over all layers. Raises ``CardError`` for a count below 1 or negative
+    lengths."""
+    if min(calls, batch_sequences) < 1 or prompt_len_padded < 0 or response_len_longest < 0:
+        raise CardError("static generation: calls and batch_sequences >= 1, lengths >= 0")
+    eager_s = eager_s_per_kernel_of(rates, RolloutEngine.HF, spec=spec)
+    prefill_tokens = batch_sequences * prompt_len_padded
+    prefill_s = max(2.0 * matmul_params * prefill_tokens / rates.matmul_flops_per_s,
+                    weight_bytes / rates.hbm_bytes_per_s)
+    steps = max(1.0, response_len_longest)
+    decode_s, bounds = 0.0, {"bandwidth": 0.0, "compute": 0.0, "launch": 0.0}
+    for i in range(DECODE_POINTS):
+        t = prompt_len_padded + steps * (i + 0.5) / DECODE_POINTS
+        d = decode_step_seconds(
+            spec=spec, matmul_params=matmul_params, rates=rates, tp=1, batch=batch_sequences,
+            context_tokens=batch_sequences * t, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
+            cuda_graphs=False, engine_generation="v0",  # in-process: no engine frontend
+            engine_s_per_step=HF_GREEDY_STEP_KERNELS * eager_s, engine_s_per_sequence=0.0,
+            eager_s_per_kernel=eager_s)
+        decode_s += d.total_s * steps / DECODE_POINTS
+        device = max(d.bandwidth_s + d.kernel_gaps_s, d.compute_s)
+        key = "launch" if d.launch_s + d.engine_s > device else (
+            "bandwidth" if d.bandwidth_s >= d.compute_s else "compute")
+        bounds[key] += d.total_s
+    total = calls * (prefill_s + decode_s)
+    return StaticGenerationTime(prefill_s=calls * prefill_s, decode_s=calls * decode_s, total_s=total,
+                                decode_steps=steps, batch_sequences=batch_sequences,
+                                bound=max(bounds, key=bounds.get))

@@ -1,0 +1,53 @@
+"""One rule for the reference's memory and time (methods.roles.reference_loaded): a reference the card sets is
+planned where the framework loads and runs it, and is absent from both sides, with one assumption line, where the
+framework skips it at KL coefficient 0 (TRL GRPOTrainer ``beta == 0.0`` -> ``ref_model = None``, trl 1.16.0
+trl/trainer/grpo_trainer.py l.983-990; verl ``need_reference_policy``, verl/trainer/ppo/utils.py l.72-76
+@b178a3cd56f58b2d502255daba591e92833930a7; OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103
+@3c3be6234e0cb353e76bb8019947db9dfe99fca7). Reproducer: seed 000's GRPO 27B QLoRA on 4 RTX 4090s with
+roles.reference lora_disabled and the default kl_coef 0."""
+
+import pytest
+
+from trainfit.methods.roles import reference_loaded, reference_placement
+from trainfit.plan import make_plan
+from trainfit.scenarios import grpo_27b, ppo_tier
+from trainfit.spec.card import load_card_dict
+from trainfit.spec.enums import RefPlacement
+from trainfit.spec.dotted import merge_under
+
+
+def _grpo(**roles):
+    return load_card_dict(grpo_27b(gpus=4, scope="qlora", placement="colocate", loss={"chunked": True},
+                                   parallel={"offload": "params_and_optimizer"},
+                                   rollout={"gpu_memory_utilization": 0.7, "sleep_level": 1},
+                                   roles={"reference": "lora_disabled", **roles}))
+
+
+def _sides(card):
+    p = make_plan(card)
+    return ("ref_logprob" in [ph.phase.value for ph in p.phases],
+            "ref_logprob" in [ph.name for ph in p.time.phases], p.assumptions)
+
+
+def test_grpo_reference_set_at_kl_0_is_in_neither_side():
+    memory, time, notes = _sides(_grpo())
+    assert (memory, time) == (False, False)
+    assert sum("is neither loaded nor run at kl_coef 0" in a for a in notes) == 1
+
+
+def test_grpo_reference_with_kl_is_in_both_sides():
+    memory, time, notes = _sides(_grpo(kl_coef=0.04))
+    assert (memory, time) == (True, True)
+    assert not any("is neither loaded nor run" in a for a in notes)
+
+
+@pytest.mark.parametrize("preset,expected", [("verl", False), ("openrlhf", False), (None, True)])
+def test_ppo_reference_at_kl_0_follows_the_framework(preset, expected):
+    d = merge_under(ppo_tier("fsdp_ckpt"), {"roles": {"kl_coef": 0.0}})
+    if preset:
+        d["preset"] = preset
+    card = load_card_dict(d)
+    assert reference_loaded(card) is expected
+    assert (reference_placement(card) is not RefPlacement.NONE) is expected
+    memory, time, _ = _sides(card)
+    assert (memory, time) == (expected, expected)

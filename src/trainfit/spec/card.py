@@ -1540,6 +1540,17 @@ class RolloutSection(_Section):
                              f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
                              " response_len_mean)")
         self._published_lengths_agree()
+        if self.async_mode is not AsyncMode.NONE and self.placement is Placement.COLOCATE:
+            # generation overlapping training needs its own GPUs: NeMo RL's async_grpo_train asserts "Colocated
+            # inference is not supported for async GRPO" (NVIDIA-NeMo/RL c112cfe15a69729d27bcd5dc967ffabaf6418f34
+            # nemo_rl/algorithms/grpo.py l.4187-4189; from 8863ebeff172fc3e1d14ab6cdbd0af626f477c01 only its Megatron
+            # generation backend, no engine here, l.4177-4179); verl's one-step-off and fully-async trainers assert
+            # "not self.hybrid_engine" (volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7
+            # verl/experimental/one_step_off_policy/ray_trainer.py l.105, fully_async_policy/fully_async_trainer.py
+            # l.72, fully_async_rollouter.py l.76)
+            raise ValueError(f"rollout.async_mode: '{self.async_mode.value}' overlaps generation with training, which"
+                             f" needs rollout.placement split (placement is 'colocate'); allowed with placement"
+                             f" colocate: async_mode none; with async_mode one_step_off or fully_async: placement split")
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")

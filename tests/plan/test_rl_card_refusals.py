@@ -89,3 +89,37 @@ def test_mini_batches_add_the_old_logprob_phase_to_the_step():
     p = make_plan(load_card_dict(seed_card(gpus=8, placement="colocate", mini_batches=4, engine="hf",
                                            gpu_memory_utilization=0.9, sleep_level=0)))
     assert "old_logprob" in [ph.name for ph in p.time.phases]
+
+
+# ------------------------------------------------------------------------------------------------
+# the engine's tensor parallel divides its GPUs
+# ------------------------------------------------------------------------------------------------
+
+
+def test_colocated_engine_tp_must_divide_the_gpus():
+    """6 GPUs, rollout TP 4, colocated: TRL colocate raises "tensor_parallel_size (...) must divide world size (...)
+    evenly" (huggingface/trl f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py
+    l.318-322); verl asserts the rollout world size is divisible by the engine's (volcengine/verl
+    b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/fsdp_workers.py l.622-627)."""
+    with pytest.raises((CardError, ValueError), match=r"rollout.tensor_parallel: 4 does not divide the 6 GPUs"):
+        load_card_dict(seed_card(gpus=6, placement="colocate", tensor_parallel=4))
+    assert load_card_dict(seed_card(gpus=6, placement="colocate", tensor_parallel=3)).rollout.tensor_parallel == 3
+
+
+def test_split_engine_tp_must_divide_the_rollout_gpus():
+    with pytest.raises((CardError, ValueError), match=r"rollout.tensor_parallel: 3 does not divide the 4 rollout GPUs"):
+        load_card_dict(seed_card(gpus=8, placement="split", tensor_parallel=3))
+    assert load_card_dict(seed_card(gpus=8, placement="split", tensor_parallel=2)).rollout.tensor_parallel == 2
+
+
+def test_fit_does_not_search_an_engine_tp_that_does_not_divide_its_gpus():
+    """fit's RL space on 6 cards: TP 4 (and 8) never reach the search; 1 and 2 do."""
+    from trainfit.fit_search import rl_combos
+
+    base = seed_card(gpus=6, placement="colocate")
+    tps = {c["rollout.tensor_parallel"] for c in rl_combos(6, pinned=frozenset(), base=base)
+           if c.get("rollout.placement", "colocate") == "colocate"}
+    assert tps == {1, 2}
+    split = {c["rollout.tensor_parallel"] for c in rl_combos(6, pinned=frozenset(), base=base)
+             if c.get("rollout.placement") == "split"}
+    assert split == {1}  # 3 engine GPUs: TP 2 does not divide them

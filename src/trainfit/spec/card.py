@@ -1784,6 +1784,20 @@ class RunCard(_Section):
                     f" node; an engine spanning nodes must take whole nodes and divide the {roll_gpus} rollout GPUs"
                     f" (allowed: up to {engine_gpus}, or a multiple of {engine_gpus} dividing {roll_gpus})"
                 )
+            if roll_gpus and roll_gpus % ro.tensor_parallel:
+                # every engine takes tensor_parallel GPUs and no GPU is left out: TRL colocate raises
+                # "tensor_parallel_size (...) must divide world size (...) evenly" (huggingface/trl
+                # f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.318-322); verl asserts
+                # "rollout world_size ... is not divisible by infer_world_size" (volcengine/verl
+                # b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/fsdp_workers.py l.622-627)
+                divisors = ", ".join(str(d) for d in range(1, min(roll_gpus, engine_gpus) + 1) if roll_gpus % d == 0)
+                where = "rollout GPUs (rollout.placement split)" if ro.placement is Placement.SPLIT else \
+                    "GPUs (rollout.placement colocate)"
+                raise ValueError(
+                    f"rollout.tensor_parallel: {ro.tensor_parallel} does not divide the {roll_gpus} {where}; allowed:"
+                    f" a divisor of {roll_gpus} ({divisors})"
+                    + (f", or a multiple of {engine_gpus} dividing {roll_gpus}" if roll_gpus > engine_gpus else "")
+                )
         par = self.parallel
         if par.sequence_parallel and par.tensor_parallel == 1:
             raise ValueError("parallel.sequence_parallel: needs parallel.tensor_parallel > 1 (it shards along the TP group)")

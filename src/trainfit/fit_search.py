@@ -336,7 +336,8 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
                 layout["rollout.gpus"] = [gpus]
             if tps is not None:
                 limit = gpus if gpus is not None else per_node
-                layout["rollout.tensor_parallel"] = [t for t in tps if t <= limit] or [1]
+                # an engine's tensor parallel must divide its GPUs (spec.card refuses the rest, as TRL and verl do)
+                layout["rollout.tensor_parallel"] = [t for t in tps if t <= limit and limit % t == 0] or [1]
             if count == 1 and "parallel.strategy" not in pinned:
                 layout["parallel.strategy"] = ["single"]
             out += _product(space | layout)

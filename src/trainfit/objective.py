@@ -1,7 +1,9 @@
 """What `fit` ranks by: an objective (cost, time or cards), the run's length and the limits (pure).
 
 * ``cost``: the rental cost of the run when its length is known (``steps`` or ``tokens``), else the
-  cost per hour with the step time as the tie-break;
+  cost per step (cost per hour x step time: every row trains the same global batch, so the cheapest step is the
+  cheapest run of any length; the cost per hour alone would rank fewest cards first) with the step time as the
+  tie-break;
 * ``time``: the run's wall-clock (or the step time), then cost;
 * ``cards``: fewest GPUs, then cost, then time.
 
@@ -128,7 +130,8 @@ def annotate(rows: list[Any], goal: Goal, *, currencies: list[str] | None = None
         steps = run_steps(goal, tokens_per_step=r.tokens_per_step)
         run_s = steps * r.step_seconds if (steps is not None and r.step_seconds is not None) else None
         per_run = r.cost_per_hour * run_s / 3600 if (run_s is not None and r.cost_per_hour is not None) else None
-        own = per_run if goal.has_run else r.cost_per_hour
+        own = per_run if goal.has_run else r.cost_per_hour  # the budget's unit: per run, else per hour
+        ranked = per_run if goal.has_run else r.cost_per_step
         ok = True
         if goal.budget is not None:
             spent = convert(own, r.currency, goal.budget_currency, goal.fx)
@@ -137,9 +140,10 @@ def annotate(rows: list[Any], goal: Goal, *, currencies: list[str] | None = None
             ok = ok and run_s is not None and run_s <= goal.deadline_s
         out.append(replace(r, run_steps=steps, run_seconds=run_s, cost_per_run=per_run, within_limits=ok,
                            rank_currency=cur,
-                           rank_cost=convert(own, r.currency, cur, goal.fx),
+                           rank_cost=convert(ranked, r.currency, cur, goal.fx),
                            rank_cost_per_step=convert(r.cost_per_step, r.currency, cur, goal.fx)))
-    apart = sorted({r.currency for r in out if r.cost_per_hour is not None and r.rank_cost is None and r.currency})
+    apart = sorted({r.currency for r in out if r.cost_per_hour is not None and r.currency
+                    and convert(r.cost_per_hour, r.currency, cur, goal.fx) is None})
     warnings = []
     if apart:
         fx = " ".join(f"--fx {c}:{cur}=RATE" for c in apart)
@@ -160,7 +164,8 @@ def rank_key(r: Any, goal: Goal) -> tuple:
     time = r.run_seconds if r.run_seconds is not None else (r.step_seconds if r.step_seconds is not None else inf)
     cost = r.rank_cost if r.rank_cost is not None else inf
     # a cost that cannot be ranked in the ranking currency sorts in its own currency's group
-    group = "" if (r.rank_cost is not None or r.cost_per_hour is None) else r.currency
+    group = "" if (r.cost_per_hour is None
+                   or convert(r.cost_per_hour, r.currency, r.rank_currency, goal.fx) is not None) else r.currency
     unpriced = r.cost_per_hour is None
     limits = 0 if r.within_limits else 1
     if goal.objective is Objective.TIME:
@@ -168,7 +173,7 @@ def rank_key(r: Any, goal: Goal) -> tuple:
     if goal.objective is Objective.CARDS:
         per = cost if goal.has_run else (r.rank_cost_per_step if r.rank_cost_per_step is not None else inf)
         return (limits, 0, "", r.gpus, per, time, knob_text(r.knobs))
-    own = (r.cost_per_run if goal.has_run else r.cost_per_hour) if group else cost
+    own = (r.cost_per_run if goal.has_run else r.cost_per_step) if group else cost
     return (limits, int(unpriced), group, own if own is not None else inf, time, r.gpus, knob_text(r.knobs))
 
 

@@ -55,7 +55,7 @@ class Row:
     """Keeps ``fit --budget`` and ``--deadline``."""
     rank_currency: str | None = None
     rank_cost: float | None = None
-    """The objective's cost (per run with a run length, else per hour) in ``rank_currency``; None: unpriced or no rate."""
+    """The objective's cost (per run with a run length, else per step) in ``rank_currency``; None: unpriced or no rate."""
     rank_cost_per_step: float | None = None
     parallel: tuple[tuple[str, Any], ...] = ()
     """The plan's model-parallel layout: (tensor_parallel, pipeline_parallel, context_parallel,

@@ -24,7 +24,7 @@ SMALL = ["--set", "model=Qwen/Qwen3-0.6B", "--set", "parallel.strategy=fsdp", "-
          "--set", "parallel.gradient_checkpointing=true", "--set", "precision.optimizer=adamw"]
 
 
-def test_default_objective_is_cost_per_hour_and_prices_stay_with_their_gpu(capsys):
+def test_default_objective_is_cost_per_step_and_prices_stay_with_their_gpu(capsys):
     obj = fit_json(["fit", "--gpu", "a100-40gb,rtx4090", "--set", "scope=full", "--max-gpus", "4", "--global-batch", "12",
                     "--price", "rtx4090=rtx4090-pro", *SMALL], capsys)
     assert obj["objective"] == "cost" and obj["evaluated"] > 0
@@ -39,8 +39,8 @@ def test_default_objective_is_cost_per_hour_and_prices_stay_with_their_gpu(capsy
     fitting = [r for r in rows if r["fits"]]
     priced = [r for r in fitting if r["cost_per_hour"] is not None]
     assert fitting[: len(priced)] == priced  # priced rows rank first on cost
-    keys = [(r["cost_per_hour"], r["step_seconds"]) for r in priced]
-    assert keys == sorted(keys)  # cost per hour, then step time
+    keys = [(r["cost_per_step"], r["step_seconds"]) for r in priced]
+    assert keys == sorted(keys)  # cost per step (no --steps: objective.annotate), then step time
 
 
 def test_card_price_applies_to_its_own_gpu_only(tmp_path, capsys):
@@ -170,3 +170,16 @@ def test_market_prices_each_kind_from_the_catalog_table(capsys):
     ids = {r["gpu"]: r["price_id"] for r in rows}
     assert ids == {"rtx4090": "rtx4090-youth", "rtx4090d": "suanjiayun-rtx4090d", "h100-sxm": ""}
     assert rows[-1]["gpu"] == "h100-sxm"  # unpriced in that market: ranked after the priced rows
+
+
+def test_header_says_cost_per_step_without_a_run_length_and_cost_per_run_with_one(capsys):
+    """The table's title names what it ranks by (fit_cmd: cost per step without --steps/--tokens)."""
+    argv = ["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--max-gpus", "2", "--global-batch", "4",
+            "--price", "rtx4090=rtx4090-pro", *SMALL]
+    rc, out, err = run(argv, capsys)
+    assert rc == 0, err
+    assert "ranked by cost per step (then step time)" in " ".join(out.split())
+    assert "best by cost per step (then step time):" in " ".join(out.split()) and "/step" in out
+    rc, out, err = run([*argv, "--steps", "100"], capsys)
+    assert rc == 0, err
+    assert "ranked by cost per run" in " ".join(out.split())

@@ -45,8 +45,9 @@ def test_memory_and_time_agree_per_preset(preset, method, iterations):
     card = _card(preset, method, iterations=iterations)
     want = old_logprob_pass(card)
     assert _passes(card) == (want, want)
-    if method == "grpo" and iterations == 1:  # the case the presets decide (TRL: vLLM importance sampling)
-        assert want is (preset in OLD_LOGPROB_PRESETS or preset == "trl")
+    if method == "grpo" and iterations == 1:  # the case the presets decide (TRL, planned with no preset too:
+        # vLLM importance sampling)
+        assert want is (preset in OLD_LOGPROB_PRESETS or preset in (None, "trl"))
 
 
 @pytest.mark.parametrize("preset", sorted(set(PRESETS) - set(RL_PRESETS)))
@@ -86,7 +87,11 @@ def test_trl_before_the_correction_says_false():
     card = _card("trl", "grpo", recompute=False)
     assert not old_logprob_pass(card)
     assert _passes(card) == (False, False)
-    assert not old_logprob_pass(_card(None, "grpo"))  # no preset: unchanged
+    # no preset: TRL is the planned framework (plan.assumptions), so its vLLM correction pass runs, and the same
+    # override turns it off
+    assert old_logprob_pass(_card(None, "grpo"))
+    assert not old_logprob_pass(_card(None, "grpo", recompute=False))
+    assert not old_logprob_pass(_card(None, "grpo", engine="hf"))
 
 
 @pytest.mark.parametrize("preset", ["verl", "openrlhf", "nemo-rl"])

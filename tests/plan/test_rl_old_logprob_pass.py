@@ -13,7 +13,10 @@ from trainfit.spec.card import load_card_dict
 def _grpo(**rollout):
     d = default_card_dict()
     d.update(method="grpo", model="Qwen/Qwen3-0.6B")
-    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512, **rollout}
+    # transformers generate: no preset plans TRL, whose vLLM importance-sampling correction would run the pass
+    # (methods.roles.trl_old_logprob_pass); without a serving engine the rule is the general one
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "engine": "hf", **rollout}
     return load_card_dict(d)
 
 

@@ -111,7 +111,10 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
     never copied (verl megatron_utils ``offload_megatron_model_to_cpu``: ``grad_data.storage().resize_(0)``)."""
     spec = resolve_model(MODEL)
     n = total_params(spec)
-    fsdp = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}})
+    # no preset plans TRL, whose vLLM importance-sampling correction runs an old-policy pass
+    # (methods.roles.trl_old_logprob_pass); these cards turn it off, as a card for TRL before v0.23.0 does
+    off = {"recompute_old_logprobs": False}
+    fsdp = load_card_dict(_card("params_and_optimizer", **off) | {"precision": {"master_weights": "fp32"}})
     weights, optimizer, grads = fsdp_offload_bytes(fsdp, spec, shard_ranks=8)
     assert (weights, optimizer, grads) == pytest.approx((4 * n / 8, 8 * n / 8, 0.0))  # fp32 shard, fp32 moments
     pure = load_card_dict(_card("params_and_optimizer"))
@@ -120,7 +123,7 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
     rate = min(r.pcie_bytes_per_s, r.host_memory_bytes_per_s / 8)
     pageable = min(rate, PAGEABLE_STAGING_BYTES_PER_S)
     moved = trainer_state_offload_phase(fsdp, spec, r, train_gpus=8)
-    # the update and the sync each take the weights in and out (no preset, one iteration: no old-policy pass);
+    # the update and the sync each take the weights in and out (one iteration, no old-policy pass);
     # FSDP2 (the card's default) offloads them with model.cpu() into pageable memory, the optimizer states with
     # non_blocking=True into pinned memory; model.cpu() allocates its host tensors anew each time, so the copy out
     # runs at the first-touch rate, the copy back at the staging rate
@@ -129,12 +132,12 @@ def test_fsdp_moves_its_local_shard_megatron_its_model_parallel_rank():
     verl = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"}, "preset": "verl"})
     assert trainer_state_offload_phase(verl, spec, r, train_gpus=8).seconds == pytest.approx(
         2 * optimizer / rate + 3 * weights * (1 / fresh + 1 / pageable), rel=1e-6)  # verl always recomputes the old log-probs
-    fsdp1 = load_card_dict(_card("params_and_optimizer") | {"precision": {"master_weights": "fp32"},
+    fsdp1 = load_card_dict(_card("params_and_optimizer", **off) | {"precision": {"master_weights": "fp32"},
                                                             "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1"}})
     # FSDP1's flat_param_to(cpu, non_blocking=True) lands in pinned memory: every byte at the pinned rate
     assert trainer_state_offload_phase(fsdp1, spec, r, train_gpus=8).seconds == pytest.approx(
         2 * (optimizer + 2 * weights) / rate, rel=1e-6)
-    megatron = load_card_dict(_card("params_and_optimizer") | {"parallel": {"strategy": "zero1"},
+    megatron = load_card_dict(_card("params_and_optimizer", **off) | {"parallel": {"strategy": "zero1"},
                                                                "precision": {"master_weights": "fp32"}})
     # more bytes than the FSDP shard (all pinned, so not necessarily more seconds than FSDP2's pageable copies)
     assert STATE_OFFLOAD_OPTIMIZER_BYTES * n / 8 + 2 * 2 * n > optimizer + 2 * weights

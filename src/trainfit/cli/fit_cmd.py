@@ -17,7 +17,7 @@ def fit(
     card: Annotated[Path | None, typer.Argument(help="Run card. Default: the embedded default card.")] = None,
     gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
     max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
-    objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per hour, time breaking ties).")] = None,
+    objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per step, time breaking ties).")] = None,
     steps: Annotated[int | None, typer.Option(help="Optimizer steps in the run: ranks by cost per run.")] = None,
     tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row).")] = None,
     budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
@@ -191,7 +191,7 @@ def _render(result, rows, goal) -> None:
 
     c = Console(width=160)
     run = goal.has_run
-    by = {"cost": "cost per run" if run else "cost per hour (then step time)", "time": "run time" if run else "step time",
+    by = {"cost": "cost per run" if run else "cost per step (then step time)", "time": "run time" if run else "step time",
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
@@ -215,9 +215,9 @@ def _render(result, rows, goal) -> None:
     c.print(t)
     best = result.best
     if best is not None:
-        cost = _money(best.cost_per_run if run else best.cost_per_hour, best.currency)
+        cost = _money(best.cost_per_run if run else best.cost_per_step, best.currency)
         c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}, {best.stack.value if best.stack else '-'}),"
-                f" {cost}{'' if run else '/h'}"
+                f" {cost}{'' if run else '/step'}"
                 f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
     else:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)

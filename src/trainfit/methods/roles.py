@@ -181,9 +181,13 @@ def old_logprob_pass(card: RunCard) -> bool:
     The one rule for the memory phases (``methods.rl.rl_groups``) and the step time (``plan.rl_time``).
 
     PPO and GRPO only; ``rollout.recompute_old_logprobs`` when the card sets it, else with PPO,
-    ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed), an
-    ``OLD_LOGPROB_PRESETS`` preset, or under the trl preset ``trl_old_logprob_pass`` (vLLM importance-sampling
-    correction, TRL >= ``TRL_IS_CORRECTION_SINCE``; a card for an older TRL sets the override false). SkyRL (the
+    ``num_iterations > 1`` (each batch is reused, so the log-probs before the first update are needed),
+    ``mini_batches > 1`` (every mini-batch after the first is trained by an already updated policy, so its ratio
+    needs the log-probs of the policy that generated: verl and the other ``OLD_LOGPROB_PRESETS`` compute them every
+    step anyway, TRL by ``steps_per_generation > gradient_accumulation_steps`` in ``trl_old_logprob_pass``), an
+    ``OLD_LOGPROB_PRESETS`` preset, or where TRL is the planned framework (the trl preset or none,
+    ``trl_planned``) ``trl_old_logprob_pass`` (vLLM importance-sampling correction, TRL >=
+    ``TRL_IS_CORRECTION_SINCE``; a card for an older TRL sets the override false). SkyRL (the
     skyrl preset) runs it unless the loss reads only the engine's log-probs with no off-policy correction and no KL
     in the reward (``RayPPOTrainer._skip_policy_forward``, NovaSky-AI/SkyRL ``skyrl/train/trainer.py``
     @2e9c89afceb3ef7963748224373ad88882322c99): a card for such a loss says ``false``."""
@@ -192,9 +196,17 @@ def old_logprob_pass(card: RunCard) -> bool:
     ro = card.rollout
     if ro.recompute_old_logprobs is not None:
         return ro.recompute_old_logprobs
-    if card.preset == "trl" and trl_old_logprob_pass(card):
+    if trl_planned(card) and trl_old_logprob_pass(card):
         return True
-    return card.method is Method.PPO or ro.num_iterations > 1 or card.preset in OLD_LOGPROB_PRESETS
+    return (card.method is Method.PPO or ro.num_iterations > 1 or ro.mini_batches > 1
+            or card.preset in OLD_LOGPROB_PRESETS)
+
+
+def trl_planned(card: RunCard) -> bool:
+    """TRL is the RL framework the plan stands for: the trl preset, or no preset (the weight sync planned is then
+    TRL's, ``plan.rl_sync``: ``card.preset or "trl"``), so TRL's old log-prob rule (``trl_old_logprob_pass``)
+    applies to both."""
+    return card.preset in (None, "", "trl")
 
 
 def resolve_role_model(name: str, *, field: str) -> Any:

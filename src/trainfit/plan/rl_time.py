@@ -8,7 +8,8 @@ The phases of one RL step, as verl, OpenRLHF, NeMo RL and TRL run them:
 2. **reward**: ``reward_seconds_per_sample`` per completion over ``reward_workers`` in parallel
    (sandboxed tests), or a reward model's forward.
 3. **log-prob passes** (no-grad forwards of every sequence on the training GPUs): the old policy
-   when ``num_iterations > 1``, with PPO, always under verl, OpenRLHF and NeMo RL, under TRL with a serving engine (``rollout.recompute_old_logprobs``
+   when ``num_iterations > 1`` or ``mini_batches > 1``, with PPO, always under verl, OpenRLHF and NeMo RL, under TRL
+   (the trl preset or none) with a serving engine (``rollout.recompute_old_logprobs``
    overrides: ``methods.roles.old_logprob_pass``, the rule the memory phases use too); the reference
    unless the KL coefficient is 0; the critic's values (PPO).
 4. **actor update** (and the critic's, PPO): the training step of ``compute.training`` over

@@ -382,8 +382,8 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         card, batch__seq_len=seq_len, batch__micro_batch_size=mbs, hardware__gpus_per_node=per_node,
         hardware__nodes=t_nodes, rollout__placement="colocate", rollout__gpus=None, rollout__nodes=None,
         # the trainer's memory alone: the weight transport and its relays (time only) are not its, and a split-only one
-        # would be refused
-        rollout__weight_transport="framework", rollout__weight_sync_relays=False,
+        # would be refused; so would an asynchronous schedule (time only, split placement only)
+        rollout__weight_transport="framework", rollout__weight_sync_relays=False, rollout__async_mode="none",
     )
     from trainfit.plan.stages import parallel_sharding, prepare, walk_stages
 

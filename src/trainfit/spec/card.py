@@ -1540,6 +1540,17 @@ class RolloutSection(_Section):
                              f" response_len_mean is {self.response_len_mean}; allowed with it: auto (or drop"
                              " response_len_mean)")
         self._published_lengths_agree()
+        if self.async_mode is not AsyncMode.NONE and self.placement is Placement.COLOCATE:
+            # generation overlapping training needs its own GPUs: NeMo RL's async_grpo_train asserts "Colocated
+            # inference is not supported for async GRPO" (NVIDIA-NeMo/RL c112cfe15a69729d27bcd5dc967ffabaf6418f34
+            # nemo_rl/algorithms/grpo.py l.4187-4189; from 8863ebeff172fc3e1d14ab6cdbd0af626f477c01 only its Megatron
+            # generation backend, no engine here, l.4177-4179); verl's one-step-off and fully-async trainers assert
+            # "not self.hybrid_engine" (volcengine/verl b178a3cd56f58b2d502255daba591e92833930a7
+            # verl/experimental/one_step_off_policy/ray_trainer.py l.105, fully_async_policy/fully_async_trainer.py
+            # l.72, fully_async_rollouter.py l.76)
+            raise ValueError(f"rollout.async_mode: '{self.async_mode.value}' overlaps generation with training, which"
+                             f" needs rollout.placement split (placement is 'colocate'); allowed with placement"
+                             f" colocate: async_mode none; with async_mode one_step_off or fully_async: placement split")
         if self.engine_outputs is EngineOutputs.CUMULATIVE and not self.engine_multiprocess:
             raise ValueError("rollout.engine_outputs: 'cumulative' is AsyncLLM's, whose engine core always runs in its"
                              " own process; engine_multiprocess is false; allowed with it: final_only, null")
@@ -1772,6 +1783,20 @@ class RunCard(_Section):
                     f"rollout.tensor_parallel: {ro.tensor_parallel} is more than the {engine_gpus} rollout GPUs per"
                     f" node; an engine spanning nodes must take whole nodes and divide the {roll_gpus} rollout GPUs"
                     f" (allowed: up to {engine_gpus}, or a multiple of {engine_gpus} dividing {roll_gpus})"
+                )
+            if roll_gpus and roll_gpus % ro.tensor_parallel:
+                # every engine takes tensor_parallel GPUs and no GPU is left out: TRL colocate raises
+                # "tensor_parallel_size (...) must divide world size (...) evenly" (huggingface/trl
+                # f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.318-322); verl asserts
+                # "rollout world_size ... is not divisible by infer_world_size" (volcengine/verl
+                # b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/fsdp_workers.py l.622-627)
+                divisors = ", ".join(str(d) for d in range(1, min(roll_gpus, engine_gpus) + 1) if roll_gpus % d == 0)
+                where = "rollout GPUs (rollout.placement split)" if ro.placement is Placement.SPLIT else \
+                    "GPUs (rollout.placement colocate)"
+                raise ValueError(
+                    f"rollout.tensor_parallel: {ro.tensor_parallel} does not divide the {roll_gpus} {where}; allowed:"
+                    f" a divisor of {roll_gpus} ({divisors})"
+                    + (f", or a multiple of {engine_gpus} dividing {roll_gpus}" if roll_gpus > engine_gpus else "")
                 )
         par = self.parallel
         if par.sequence_parallel and par.tensor_parallel == 1:

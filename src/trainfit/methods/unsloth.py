@@ -50,9 +50,12 @@ from __future__ import annotations
 UNSLOTH_PRESET_REFUSAL = (
     "Unsloth is not planned yet: its vLLM engine shares the trainer's base weights (one copy, 4-bit with"
     " load_in_4bit), hands the LoRA adapter to the engine each step instead of syncing weights, and offloads"
-    " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth)"
+    " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth). An Unsloth"
+    " SFT run plans without a preset (scope lora or qlora)"
 )
-"""The reason ``preset: unsloth`` is refused (``methods.presets.preset``, ``spec.card.RunCard`` validation)."""
+"""The reason ``preset: unsloth`` is refused (``methods.presets.preset``, ``spec.card.RunCard`` validation). Its SFT
+needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
+gradient checkpointing, chunked loss), so the refusal points there rather than at a missing framework."""
 
 REFUSED_PRESETS: dict[str, str] = {"unsloth": UNSLOTH_PRESET_REFUSAL}
 """Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason."""

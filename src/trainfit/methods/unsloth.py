@@ -43,6 +43,15 @@ trainer's are nf4: ``rollout.quantization`` knows none and fp8, not bitsandbytes
 engine budget would not be lowered as in 2.; (2) the adapter-only handover (``plan.rl_sync``) and the engine's LoRA
 kernels are gated on verl; (3) the offloaded checkpointing's host copies are not a card field. A ``preset: unsloth``
 that filled TRL's values would plan a different run, so it is refused with this reason until those three are modelled.
+
+Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
+be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
+2025.11.3 with vLLM 0.7.3 to 0.11.2, whose loaders and trainer patches were not read (whether the sharing, the budget
+rule and the adapter handover above still hold there is open); the two L4 rows load fp8 weights (trainer and engine),
+which neither ``precision.weights`` nor ``rollout.quantization`` (fp8 for the engine only) states for both; the Gemma 3
+1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
+``card_cannot_state``); and no notebook prints its TRL release, which decides ``beta``'s default (a reference pass or
+none) and whether generation is called once per micro-batch.
 """
 
 from __future__ import annotations

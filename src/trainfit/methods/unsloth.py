@@ -47,8 +47,9 @@ that filled TRL's values would plan a different run, so it is refused with this 
 Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
 be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
 2025.11.3 with vLLM 0.7.3 to 0.11.2, whose loaders and trainer patches were not read (whether the sharing, the budget
-rule and the adapter handover above still hold there is open); the two L4 rows load fp8 weights (trainer and engine),
-which neither ``precision.weights`` nor ``rollout.quantization`` (fp8 for the engine only) states for both; the Gemma 3
+rule and the adapter handover above still hold there is open); the two L4 rows set ``load_in_fp8 = True`` and their vLLM loads an FP8 block
+checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'); whether the trainer then shares those fp8 tensors was not read, and
+``rollout.quantization`` fp8 states the engine's format only; the Gemma 3
 1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
 ``card_cannot_state``); and no notebook prints its TRL release, which decides ``beta``'s default (a reference pass or
 none) and whether generation is called once per micro-batch.

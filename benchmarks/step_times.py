@@ -63,6 +63,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from trainfit.calibration.engine import VERL_GEN_TIMER_ALSO
+from trainfit.methods.unsloth import REFUSED_PRESETS
 
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
@@ -2216,6 +2217,10 @@ def _rl_model(e: dict[str, Any]) -> tuple[Any, list[str]]:
     """The card's model for an RL entry, after the checks that make it not representable or skipped."""
     # as map_train: what the run did that no card field states (cited in the entry)
     blockers = parallel_blockers(e["train"]) + ([e["card_cannot_state"]] if e.get("card_cannot_state") else [])
+    if e["framework"] in REFUSED_PRESETS:
+        # a framework the card's preset field refuses (trainfit.methods.unsloth): the product's own reason, not the
+        # LoRA check below, which would call the row skipped rather than not representable
+        blockers.append(f"preset {e['framework']} refused: {REFUSED_PRESETS[e['framework']]}")
     if e["rollout"].get("async") == "fully_async" and e["kind"] != "rl_phase" and e["framework"] != "nemo-rl":
         blockers.append("fully asynchronous trainer whose step consumes require_batches x ppo_mini_batch_size "
                         "prompts with partial rollouts: the published table does not pin the samples per step")

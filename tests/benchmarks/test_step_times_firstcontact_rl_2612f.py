@@ -5,6 +5,8 @@ representable and scored by the rule only. Every row cites its notebook at a com
 time over the steps it ran, its batch and lengths are the printed ones, and its note records the first-contact error.
 
 No model change followed first contact: trainfit gives these rows no figure, so there is no trainfit miss to explain.
+``preset: unsloth`` is now known and refused with its reason (trainfit.methods.unsloth, the mechanisms cited to
+unslothai/unsloth @027b5100 and unslothai/unsloth-zoo @de3f00e0), and map_rl refuses these rows with that reason.
 Two things stand between them and a plan, both outside the time model: no card preset states Unsloth's trainer (its vLLM
 engine in the training process over the same base weights, the LoRA adapter handed over each step, Unsloth's offloaded
 checkpointing), and map_rl maps train.lora on RL entries for verl only ('only verl's LoRA actor is mapped'). The rule
@@ -93,6 +95,19 @@ def test_row_is_not_representable_and_records_the_rule_at_first_contact(row_id: 
     (row,) = st.rl_rows([e], [])
     assert row.status == "not_representable" and row.trainfit_s is None
     assert row.rule_s == pytest.approx(float(match.group(2)), abs=0.006)
+
+
+@pytest.mark.parametrize("row_id", sorted(RUNS))
+def test_the_row_is_refused_by_the_products_own_unsloth_preset_reason(row_id: str) -> None:
+    """map_rl refuses a framework the card's preset field refuses (trainfit.methods.unsloth REFUSED_PRESETS) with that
+    reason, entry's own card_cannot_state or not: without it the row fell to the LoRA check and was 'skipped'."""
+    from trainfit.methods.unsloth import UNSLOTH_PRESET_REFUSAL
+
+    e = {k: v for k, v in ROWS[row_id].items() if k != "card_cannot_state"}
+    with pytest.raises(st.Unmapped) as info:
+        st.map_rl(e)
+    assert info.value.status == "not_representable"
+    assert f"preset unsloth refused: {UNSLOTH_PRESET_REFUSAL}" in info.value.reasons
 
 
 def test_the_rl_rule_uses_the_fp16_peak_on_a_card_without_bf16() -> None:

@@ -38,6 +38,8 @@ def run(argv, capsys):
          "rollout.gpus: split placement gives 8 GPUs to rollout but a node has 8"),
         (["plan", "--method", "ppo", "--set", "roles.critic=none"], "roles.critic: ppo needs a critic"),
         (["plan", "--preset", "deepspeed-chat"], "preset: 'deepspeed-chat' is not known; allowed: trl, verl, openrlhf, "),
+        (["plan", "--method", "grpo", "--preset", "unsloth"],
+         "preset: 'unsloth' is refused: Unsloth is not planned yet"),  # trainfit.methods.unsloth
         (["plan", "--set", "parallel.stratgy=fsdp"], "parallel.stratgy: unknown key; allowed keys here: strategy, offload, gradient_checkpointing"),
     ],
 )

@@ -245,9 +245,20 @@ PRESETS["skyrl"] = Preset(
 
 
 def preset(name: str) -> Preset:
+    from trainfit.methods.unsloth import REFUSED_PRESETS
+
+    if name in REFUSED_PRESETS:
+        raise CardError(refused_preset_line(name))
     if name not in PRESETS:
         raise CardError(f"preset: '{name}' is not known; allowed: {', '.join(PRESETS)}")
     return PRESETS[name]
+
+
+def refused_preset_line(name: str) -> str:
+    """The one line refusing a preset trainfit knows and does not plan (``methods.unsloth.REFUSED_PRESETS``)."""
+    from trainfit.methods.unsloth import REFUSED_PRESETS
+
+    return f"preset: '{name}' is refused: {REFUSED_PRESETS[name]}; allowed: {', '.join(PRESETS)}"
 
 
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:

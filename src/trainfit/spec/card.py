@@ -1644,7 +1644,7 @@ class RunCard(_Section):
     checkpoint: CheckpointSection = Field(default_factory=_fresh(CheckpointSection))
     rollout: RolloutSection = Field(default_factory=_fresh(RolloutSection))
     roles: RolesSection = Field(default_factory=_fresh(RolesSection))
-    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI).")
+    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI). unsloth is refused with its reason (trainfit.methods.unsloth).")
     name: str | None = None
     notes: str | None = None
 
@@ -1658,6 +1658,13 @@ class RunCard(_Section):
             from trainfit.methods.presets import PRESETS
 
             raise ValueError(f"preset: an empty name is not allowed; allowed: {', '.join(PRESETS)} or null (no preset)")
+        from trainfit.methods.unsloth import REFUSED_PRESETS
+
+        if isinstance(v, str) and v in REFUSED_PRESETS:
+            # a card built without the loaders (which apply the preset first and refuse it there) is refused alike
+            from trainfit.methods.presets import refused_preset_line
+
+            raise ValueError(refused_preset_line(v))
         return v
 
     @field_validator("model", mode="before")

@@ -1,0 +1,71 @@
+"""Unsloth's GRPO trainer, as its code runs it, and why ``preset: unsloth`` is refused with its reason (not planned).
+
+Read at the releases the published notebook runs print (benchmarks/data/published_rl_times_firstcontact_2612f.json:
+'Unsloth 2025.2.4', Transformers 4.48.2, Torch 2.5.1): unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666
+(unsloth/models/_utils.py l.15 ``__version__ = "2025.2.4"``) and unslothai/unsloth-zoo
+@de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de (unsloth_zoo/__init__.py ``__version__ = "2025.2.3"``, the zoo release
+current beside it; Unsloth 2025.2.4 asks for ``unsloth_zoo>=2025.2.2``, pyproject.toml l.42; the runs do not print their
+zoo release). What a run with ``FastLanguageModel.from_pretrained(..., fast_inference=True, gpu_memory_utilization=g)``
+and TRL's ``GRPOTrainer(use_vllm=True)`` does:
+
+1. **One set of base weights, the engine's.** ``FastLlamaModel.from_pretrained`` with ``fast_inference`` calls
+   ``load_vllm(..., enable_lora=True, max_lora_rank=...)`` first, then ``get_vllm_state_dict(llm)`` and
+   ``convert_vllm_to_huggingface(quant_state_dict, ...)``, and sets ``model.vllm_engine = llm``
+   (unsloth/models/llama.py l.1774-1807 @027b5100). The training model's linears are built on the engine's own tensors
+   (unsloth_zoo/vllm_utils.py ``convert_vllm_to_huggingface`` l.544-612 @de3f00e0: ``weight =
+   quant_state_dict[...]``, wrapped as ``Params4bit(data=weight)`` when the layer is 4-bit): no copy. The base weights
+   are in memory once, at the engine's precision (bitsandbytes 4-bit when ``load_in_4bit``), inside the engine's
+   ``gpu_memory_utilization`` budget.
+2. **The engine's budget is lowered to leave room for training.** ``approximate_vllm_memory_usage`` (vllm_utils.py
+   l.698-763) takes ``g`` x the free memory, then, when the rest is below an activation estimate (``max_seq_length`` x
+   batch 2 x the q/k/v, MLP and residual widths, x1.25 x 2 bytes), lowers the budget to total - that estimate
+   (``actual_gpu_memory_utilization``); the KV cache is what is left after the weights and the LoRA slots (one
+   adapter of ``max_lora_rank``).
+3. **No weight sync; the adapter is handed over each generate call.** Unsloth rewrites TRL's trainer source
+   (unsloth/models/rl.py @027b5100): ``self.llm = model.vllm_engine`` (l.309-314), every
+   ``...model_executor.driver_worker...`` and ``load_weights(...)`` line becomes ``pass`` (l.341-353), and each
+   ``self.llm.generate(...)`` gets ``lora_request = self.model.load_lora(..., load_tensors=True)`` (l.362-368).
+   ``load_lora`` (vllm_utils.py l.1053-1075) builds a ``LoRARequest`` from the trainer's own ``lora_A`` / ``lora_B``
+   tensors (in process, no serialisation); the engine copies them into its adapter slot and decodes through its
+   LoRA kernels (what ``plan.rl_generation.engine_serves_adapter`` prices for verl).
+4. **Offloaded checkpointing.** ``use_gradient_checkpointing='unsloth'``: ``Unsloth_Offloaded_Gradient_Checkpointer``
+   (unsloth_zoo/gradient_checkpointing.py l.136-160 @de3f00e0) copies each decoder layer's input hidden states to the
+   host (``non_blocking``) in the forward and back to the GPU for the recompute in the backward.
+5. **TRL's GRPO order** (generate, reference log-probs with the adapter disabled when ``beta`` > 0, loss and update),
+   with the TRL release of the run (not printed by the notebooks), which decides whether the engine is called once
+   per gradient-accumulation micro-batch (``rollout.generation_calls``).
+
+What a card can state today: engine vllm, placement colocate, sleep level 0, scope lora / qlora, reference
+lora_disabled, gradient checkpointing, ``rollout.generation_calls``. What it cannot, and why the preset is refused
+rather than planned as TRL's: (1) the memory plan counts a colocated engine's weights apart from the trainer's
+(``methods.rl.engine_for`` sizes the engine at ``gpu_memory_utilization`` of the card, its weights in bf16 when the
+trainer's are nf4: ``rollout.quantization`` knows none and fp8, not bitsandbytes 4-bit), so Unsloth's one shared, 4-bit copy would be counted twice, at the wrong precision, and the
+engine budget would not be lowered as in 2.; (2) the adapter-only handover (``plan.rl_sync``) and the engine's LoRA
+kernels are gated on verl; (3) the offloaded checkpointing's host copies are not a card field. A ``preset: unsloth``
+that filled TRL's values would plan a different run, so it is refused with this reason until those three are modelled.
+
+Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
+be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
+2025.11.3 with vLLM 0.7.3 to 0.11.2, whose loaders and trainer patches were not read (whether the sharing, the budget
+rule and the adapter handover above still hold there is open); the two L4 rows set ``load_in_fp8 = True`` and their vLLM loads an FP8 block
+checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'); whether the trainer then shares those fp8 tensors was not read, and
+``rollout.quantization`` fp8 states the engine's format only; the Gemma 3
+1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
+``card_cannot_state``); and no notebook prints its TRL release, which decides ``beta``'s default (a reference pass or
+none) and whether generation is called once per micro-batch.
+"""
+
+from __future__ import annotations
+
+UNSLOTH_PRESET_REFUSAL = (
+    "Unsloth is not planned yet: its vLLM engine shares the trainer's base weights (one copy, 4-bit with"
+    " load_in_4bit), hands the LoRA adapter to the engine each step instead of syncing weights, and offloads"
+    " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth). An Unsloth"
+    " SFT run plans without a preset (scope lora or qlora)"
+)
+"""The reason ``preset: unsloth`` is refused (``methods.presets.preset``, ``spec.card.RunCard`` validation). Its SFT
+needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
+gradient checkpointing, chunked loss), so the refusal points there rather than at a missing framework."""
+
+REFUSED_PRESETS: dict[str, str] = {"unsloth": UNSLOTH_PRESET_REFUSAL}
+"""Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason."""

@@ -187,7 +187,7 @@ def merge(base: Calibration | None, new: Calibration) -> Calibration:
 
 
 def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bool = True,
-              held_out: list[Path] | tuple[Path, ...] = ()) -> CalibrateResult:
+              held_out: list[Path] | tuple[Path, ...] = (), allow_dry_run: bool = False) -> CalibrateResult:
     """Build the calibration from ``paths`` over the one at ``out`` and save it there (when ``write``).
 
     Records (run records, ``gpu_calibrate.py measure`` output) fit the memory constants (reserved
@@ -195,7 +195,8 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     the matmul / host-per-kernel factors (step time). ``held_out`` records are never fitted: each
     fitted group is written only if it does not make them worse (memory: the median |log error| or
     the rms of the log error; time: the median |log error|); otherwise it is refused and reported. CardError when
-    every fitted group was refused (nothing written)."""
+    every fitted group was refused (nothing written). ``allow_dry_run`` files a ``gpu_calibrate.py time
+    --dry-run`` (CPU) output under ``gpu``; refused otherwise."""
     if not paths:
         raise CardError("calibrate: give at least one file (gpu_calibrate.py time output, calibration, run records)")
     before = load_calibration(out) if out.is_file() else None
@@ -209,7 +210,7 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
         kind = input_kind(data, str(p))
         inputs.append((str(p), kind))
         if kind == GPU_OUTPUT:
-            current = merge(current, from_gpu_output(data, where=str(p), gpu=gpu))
+            current = merge(current, from_gpu_output(data, where=str(p), gpu=gpu, allow_dry_run=allow_dry_run))
         elif kind == CALIBRATION:
             current = merge(current, calibration_from_dict(data, where=f"calibration '{p}'"))
         else:

@@ -207,3 +207,12 @@ def test_an_old_record_of_a_no_p2p_machine_is_calibrated_on_the_link_load_record
     assert records_from_data(unknown, where="r")[0].card.hardware.interconnect is None
     ruled = {**old, "record": {**old["record"], "interconnect_rule": "x"}}
     assert records_from_data(ruled, where="r")[0].card.hardware.interconnect is Interconnect.PCIE
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_the_output_version_is_the_integer_1(version):
+    """json's true and 1.0 compare equal to 1 in Python; the reader takes the integer only."""
+    data = _output()
+    data["trainfit_gpu_time"] = version
+    with pytest.raises(CardError, match=f"x: trainfit_gpu_time must be 1, got {version!r}"):
+        from_gpu_output(data, where="x", gpu="h200", allow_dry_run=True)

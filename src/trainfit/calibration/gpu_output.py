@@ -46,7 +46,7 @@ def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None,
     another GPU is refused. A ``--dry-run`` (measured on the CPU) calibrates no GPU: refused unless
     ``allow_dry_run`` (its rates are then filed under ``gpu`` as they are, e.g. to test the pipeline).
     CardError on a bad file."""
-    if data.get(OUTPUT_KEY) != OUTPUT_VERSION:
+    if type(data.get(OUTPUT_KEY)) is not int or data.get(OUTPUT_KEY) != OUTPUT_VERSION:  # true == 1 in Python
         raise CardError(f"{where}: {OUTPUT_KEY} must be {OUTPUT_VERSION}, got {data.get(OUTPUT_KEY)!r}")
     versions = _part(data, "versions", dict, where)
     if is_cpu_output(data) and not allow_dry_run:

@@ -302,3 +302,40 @@ def test_a_named_pipe_past_the_bound_or_without_writer_is_one_line(here, capsys,
                                 " `gpu_calibrate.py time` output, a calibration file or run records",
                                 "trainfit: error: calibrate: the named pipe 'idle.fifo' gave nothing to read (no"
                                 " writer); allowed: JSON or YAML files"]
+
+
+def _measured_on_gpu(record: dict, name: str) -> dict:
+    """``record.versions.gpu`` as trainfit.watch.probe.versions writes it (torch.cuda.get_device_name())."""
+    return {**record, "record": {**record["record"], "versions": {"torch": "2.13.0", "gpu": name}}}
+
+
+def test_records_measured_on_another_gpu_are_skipped_with_a_reason(tmp_path, capsys):
+    """An h200 card whose record was measured on an A100 calibrates no h200 constant: the A100 record is
+    skipped (named in a note); with the agreeing records alone the fit is the same, and with no record left
+    calibrate refuses (exit 2, nothing written). The name is matched through the catalog, as the GPU script's."""
+    from trainfit.calibration.memory import apply_fragmentation, step_reserved
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    def at(share, seq, batch, gpu_name):
+        card = _grpo_card(seq, batch)
+        rec = _watch_record(card, step_reserved(apply_fragmentation(make_plan(load_card_dict(card)), share)))
+        return _measured_on_gpu(rec, gpu_name)
+
+    shapes = ((1024, 2), (2048, 2), (4096, 1))
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(json.dumps([at(0.30, s, b, "NVIDIA H200") for s, b in shapes]
+                                + [at(1.5, 2048, 4, "NVIDIA A100-SXM4-40GB")]))
+    assert main(["calibrate", str(mixed), "--out", str(tmp_path / "cal.json"), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    (f,) = obj["memory_fits"]
+    assert f["fragmentation_share_after"] == pytest.approx(0.30, abs=0.001)  # the A100 record (1.5) did not pull it
+    assert f"{mixed}[3]: measured on 'NVIDIA A100-SXM4-40GB' (a100-40gb), not the card's h200: calibrates no h200 " \
+           "constant (skipped)" in obj["notes"]
+    other = tmp_path / "other.yaml"
+    other.write_text(json.dumps([at(0.30, s, b, "NVIDIA A100-SXM4-40GB") for s, b in shapes]))
+    out = tmp_path / "cal2.json"
+    assert main(["calibrate", str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trainfit: error: calibrate: no record left to fit: ") and err.count("\n") == 1
+    assert "(a100-40gb), not the card's h200" in err and not out.exists()

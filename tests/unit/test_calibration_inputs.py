@@ -216,3 +216,27 @@ def test_the_output_version_is_the_integer_1(version):
     data["trainfit_gpu_time"] = version
     with pytest.raises(CardError, match=f"x: trainfit_gpu_time must be 1, got {version!r}"):
         from_gpu_output(data, where="x", gpu="h200", allow_dry_run=True)
+
+
+def test_split_records_skips_step_times_and_measure_cases_of_another_gpu():
+    """record.versions.gpu (and a measure output's versions.gpu) naming another catalog GPU than the card's:
+    skipped with the reason; an unknown name or the card's own is kept."""
+    from trainfit.calibration.build import GPU_RAW, RUN_RECORDS, split_records
+
+    def rec(name):
+        r = _record("Qwen/Qwen3-8B", 2048, 2.0, gpu="h200")
+        r["record"]["versions"] = {"gpu": name}
+        return r
+
+    times, _, notes = split_records([rec("NVIDIA H200"), rec("NVIDIA A100-SXM4-40GB"), rec("Some Future GPU")],
+                                    RUN_RECORDS, "r.yaml")
+    assert [t.where for t in times] == ["r.yaml[0]", "r.yaml[2]"]
+    assert notes == ["r.yaml[1]: measured on 'NVIDIA A100-SXM4-40GB' (a100-40gb), not the card's h200: calibrates "
+                     "no h200 constant (skipped)"]
+    raw = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu_raw"
+                      / "heldout2.json").read_text())
+    _, mems, notes = split_records(raw, GPU_RAW, "raw.json")
+    assert mems and not notes  # measured on NVIDIA H200, the cards' h200
+    raw["versions"]["gpu"] = "NVIDIA A100-SXM4-80GB"
+    times, mems, notes = split_records(raw, GPU_RAW, "raw.json")
+    assert not times and not mems and notes and all("(a100-80gb), not the card's h200" in n for n in notes)

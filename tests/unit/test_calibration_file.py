@@ -129,7 +129,12 @@ def test_rates_for_overrides_only_the_calibrated_gpu():
     h200 = rates_for(resolve_gpu("NVIDIA H200"), cal)
     assert h200.matmul_flops_per_s == 7.9e14 and h200.host_s_per_forward_kernel == 3e-5
     assert h200.hbm_bytes_per_s == default_rates(resolve_gpu("h200")).hbm_bytes_per_s
-    assert h200.sources[-1] == "calibration (in memory, 2025-01-31)"
+    # the replaced field's default source line goes; the file's names the calibrated values
+    assert h200.sources[-1] == ("calibration (in memory, 2025-01-31): host_s_per_forward_kernel 3e-05, "
+                                "matmul_flops_per_s 7.9e+14")
+    assert not any(s.startswith("matmul ") for s in h200.sources)
+    assert any(s.startswith("HBM ") for s in h200.sources) == any(
+        s.startswith("HBM ") for s in default_rates(resolve_gpu("h200")).sources)
     assert rates_for(resolve_gpu("a100-40gb"), cal) == default_rates(resolve_gpu("a100-40gb"))
     assert rates_for(resolve_gpu("h200"), None) == default_rates(resolve_gpu("h200"))
 

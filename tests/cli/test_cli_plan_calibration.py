@@ -163,6 +163,7 @@ def test_plan_json_names_the_calibration_and_only_what_the_plan_applied(tmp_path
     (rates,) = [a for a in obj["assumptions"] if a.startswith("time: rates:")]
     # compute/rates.py default_rates: "matmul 86.9% of the datasheet bf16 peak" describes a rate the plan no longer uses
     assert "matmul 86.9%" not in rates and f"calibration {path}: " in rates and "matmul_flops_per_s 1e+14" in rates
+    assert "engine_s_per_sequence" not in rates  # an SFT plan generates nothing: the engine constant is not its rate
 
 
 def test_fit_and_check_json_name_the_calibration(tmp_path, capsys):

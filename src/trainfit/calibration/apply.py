@@ -9,12 +9,7 @@ from typing import Any
 
 from trainfit.calibration.file import Calibration
 from trainfit.catalog.gpus import GpuSpec
-from trainfit.compute.rates import DeviceRates, default_rates
-
-ENGINE_HOST_FIELDS = ("engine_s_per_step", "engine_s_per_sequence", "engine_v0_s_per_sequence", "frontend_s_per_step",
-                      "frontend_s_per_sequence", "frontend_cumulative_s_per_sequence", "vllm_eager_s_per_kernel",
-                      "sglang_eager_s_per_kernel")
-"""The rollout engines' host constants (``compute.decode_step``) a calibration may set: listed in the assumptions."""
+from trainfit.compute.rates import ENGINE_HOST_FIELDS, DeviceRates, default_rates  # ENGINE_HOST_FIELDS: re-exported
 
 
 def rates_for(gpu: GpuSpec, calibration: Calibration | None) -> DeviceRates:

@@ -26,7 +26,8 @@ the output as soon as it finishes, so a timeout keeps what was measured):
 
 ``--dry-run`` runs every section on the CPU at tiny sizes (wall-clock timers): the same code
 path and output format, no GPU figures. ``trainfit calibrate OUT.json`` turns the output into a
-calibration file (``trainfit.calibration.gpu_output``).
+calibration file (``trainfit.calibration.gpu_output``); a dry run's output only with ``--gpu ID
+--allow-dry-run`` (its CPU figures are no GPU's rates).
 """
 
 from __future__ import annotations

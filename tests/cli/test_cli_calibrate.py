@@ -42,7 +42,7 @@ START = {"trainfit_calibration": 1, "created": "2025-01-31", "sources": ["an ear
 def test_whole_text_output(here, capsys):
     """Over an existing file that sets every measured rate, so the 'before' column does not follow the defaults."""
     (here / "cal.json").write_text(json.dumps(START))
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--out", "cal.json"]) == 0
     out = capsys.readouterr().out
     path = GOLDEN / "calibrate_dry_run.txt"
     if os.environ.get("TRAINFIT_UPDATE_GOLDEN"):
@@ -54,7 +54,7 @@ def test_whole_text_output(here, capsys):
 
 def test_json_is_one_object_and_the_default_path_is_used(here, capsys, monkeypatch):
     monkeypatch.setenv("TRAINFIT_CALIBRATION", str(here / "default" / "cal.json"))
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--json"]) == 0
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert obj["path"] == str(here / "default" / "cal.json") and obj["written"] is True
     assert obj["inputs"] == [{"path": "gpu_time.json", "kind": "gpu_output"}]
@@ -66,27 +66,55 @@ def test_json_is_one_object_and_the_default_path_is_used(here, capsys, monkeypat
 
 
 def test_second_run_merges_and_reports_no_change(here, capsys):
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--out", "cal.json"]) == 0
     capsys.readouterr()
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json", "--json"]) == 0
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--out", "cal.json", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["changes"] == {}
 
 
 def test_dry_run_writes_nothing(here, capsys):
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json", "--dry-run"]) == 0
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--out", "cal.json", "--dry-run"]) == 0
     assert capsys.readouterr().out.startswith("would write cal.json\n")
     assert not (here / "cal.json").exists()
 
 
+def _measured_on(name: str) -> dict:
+    """The dry-run output as a GPU run on ``name`` writes it (``benchmarks/gpu_time.py``: dry_run false, device cuda)."""
+    data = json.loads(FIXTURE.read_text())
+    data.update(dry_run=False, device="cuda")
+    data["versions"]["gpu"] = name
+    return data
+
+
+@pytest.mark.parametrize("gpu", [[], ["--gpu", "h200"], ["--gpu", "NVIDIA H200"]])
+def test_gpu_agreeing_with_the_measured_device_is_accepted(here, capsys, gpu):
+    (here / "h200_time.json").write_text(json.dumps(_measured_on("NVIDIA H200")))
+    assert main(["calibrate", "h200_time.json", *gpu, "--out", "cal.json"]) == 0
+    assert load_calibration(here / "cal.json").gpu_ids == ("h200",)
+
+
+def test_gpu_names_an_unknown_measured_device(here, capsys):
+    (here / "x_time.json").write_text(json.dumps(_measured_on("NVIDIA Mystery GPU 96GB")))
+    assert main(["calibrate", "x_time.json", "--gpu", "h200", "--out", "cal.json"]) == 0
+    assert load_calibration(here / "cal.json").gpu_ids == ("h200",)
+
+
 @pytest.mark.parametrize(("files", "extra", "message"), [
-    (["gpu_time.json"], [], "gpu_time.json: no GPU name in the output (a --dry-run?); name the catalog GPU with --gpu, e.g. --gpu h200"),
-    (["gpu_time.json"], ["--gpu", "h300"], "gpu_time.json: --gpu 'h300' is not in the GPU catalog; did you mean"),
+    (["gpu_time.json"], ["--allow-dry-run"], "gpu_time.json: no GPU name in the output (a --dry-run?); name the catalog GPU with --gpu, e.g. --gpu h200"),
+    (["gpu_time.json"], ["--gpu", "h300", "--allow-dry-run"], "gpu_time.json: --gpu 'h300' is not in the GPU catalog; did you mean"),
+    # docs/calibration.md: "A record measured on the CPU calibrates no GPU constant": nor does a CPU dry run's output
+    (["gpu_time.json"], ["--gpu", "h200"], "gpu_time.json: measured on cpu (a --dry-run), not on a GPU: a CPU measurement"
+                                           " calibrates no GPU constant; pass --allow-dry-run to file it under --gpu anyway"),
+    # docs/calibration.md: --gpu names the GPU only "when the output has none (a dry run) or an unknown one"
+    (["h200_time.json"], ["--gpu", "a100-40gb"], "h200_time.json: --gpu 'a100-40gb' disagrees with the measured device"
+                                                 " 'NVIDIA H200' (h200); drop --gpu (the output names its GPU) or measure on a100-40gb"),
     (["missing.json"], [], "calibrate: no such file 'missing.json'"),
     (["card.yaml"], [], "calibrate: 'card.yaml' is not a `gpu_calibrate.py time` output"),
     (["records.yaml"], [], "the run-record fit needs at least 2 records per GPU kind; h200 has 1"),
     (["badcal.json"], [], "calibration 'badcal.json': devices.h200: unknown rate 'tflops'; allowed: matmul_flops_per_s"),
 ])
 def test_bad_input_is_one_line_and_exit_2(here, capsys, files, extra, message):
+    (here / "h200_time.json").write_text(json.dumps(_measured_on("NVIDIA H200")))
     (here / "card.yaml").write_text("model: Qwen/Qwen3-8B\n")
     (here / "records.yaml").write_text("model: Qwen/Qwen3-8B\nhardware: {gpu: h200}\nrecord: {step_s: 1.5}\n")
     (here / "badcal.json").write_text(json.dumps({"trainfit_calibration": 1, "created": "2025-01-31",
@@ -100,7 +128,7 @@ def test_bad_input_is_one_line_and_exit_2(here, capsys, files, extra, message):
 
 def test_a_broken_existing_output_is_refused_not_overwritten(here, capsys):
     (here / "cal.json").write_text("{}")
-    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--out", "cal.json"]) == 2
+    assert main(["calibrate", "gpu_time.json", "--gpu", "h200", "--allow-dry-run", "--out", "cal.json"]) == 2
     assert "calibration 'cal.json': trainfit_calibration must be 1" in capsys.readouterr().err
     assert (here / "cal.json").read_text() == "{}"
 
@@ -182,7 +210,10 @@ def test_the_replay_scale_fit_recovers_the_factor_per_layout_and_is_refused_when
         card = load_card_dict(_sft_card(1536, 2, allocator))
         assert step_reserved(make_plan(card, calibration=cal)) == pytest.approx(
             step_reserved(apply_replay_scale(make_plan(card), scale)), rel=1e-3)
-    assert any("replayed reserved overhead x1.4" in a for a in make_plan(card, calibration=cal).assumptions)
+    # the plan lists the scale it applied, its own layout's (calibration/apply.py applied_values), not the other's
+    said = [a for a in make_plan(card, calibration=cal).assumptions if a.startswith("calibration:")]
+    assert said[0].endswith("; replayed reserved overhead x0.8 (expandable_segments/single)")
+    assert "x1.4" not in said[0]
     low = tmp_path / "low.yaml"
     low.write_text(json.dumps([at(1.0, s, b) for s, b in ((1536, 2), (3072, 1))]))
     out2 = tmp_path / "cal2.json"
@@ -254,7 +285,7 @@ def _fifo_with_writer(path, data: bytes) -> threading.Thread:
 def test_a_named_pipe_is_read_as_an_input(here, capsys):
     """Process substitution, ``trainfit calibrate <(ssh host cat gpu_time.json)``: was refused as 'a named pipe'."""
     t = _fifo_with_writer(here / "in.fifo", FIXTURE.read_bytes())
-    assert main(["calibrate", "in.fifo", "--gpu", "h200", "--dry-run", "--json"]) == 0
+    assert main(["calibrate", "in.fifo", "--gpu", "h200", "--allow-dry-run", "--dry-run", "--json"]) == 0
     t.join()
     out, _ = capsys.readouterr()
     assert json.loads(out)["inputs"] == [{"path": "in.fifo", "kind": "gpu_output"}]
@@ -265,12 +296,49 @@ def test_a_named_pipe_past_the_bound_or_without_writer_is_one_line(here, capsys,
 
     monkeypatch.setattr(build, "MAX_INPUT_BYTES", 1000)
     t = _fifo_with_writer(here / "big.fifo", b"[" + b"0, " * 10_000 + b"0]")
-    assert main(["calibrate", "big.fifo", "--gpu", "h200", "--dry-run"]) == 2
+    assert main(["calibrate", "big.fifo", "--gpu", "h200", "--allow-dry-run", "--dry-run"]) == 2
     t.join()
     os.mkfifo(here / "idle.fifo")
-    assert main(["calibrate", "idle.fifo", "--gpu", "h200", "--dry-run"]) == 2
+    assert main(["calibrate", "idle.fifo", "--gpu", "h200", "--allow-dry-run", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert err.splitlines() == ["trainfit: error: calibrate: 'big.fifo' is larger than 0 MiB; allowed: a"
                                 " `gpu_calibrate.py time` output, a calibration file or run records",
                                 "trainfit: error: calibrate: the named pipe 'idle.fifo' gave nothing to read (no"
                                 " writer); allowed: JSON or YAML files"]
+
+
+def _measured_on_gpu(record: dict, name: str) -> dict:
+    """``record.versions.gpu`` as trainfit.watch.probe.versions writes it (torch.cuda.get_device_name())."""
+    return {**record, "record": {**record["record"], "versions": {"torch": "2.13.0", "gpu": name}}}
+
+
+def test_records_measured_on_another_gpu_are_skipped_with_a_reason(tmp_path, capsys):
+    """An h200 card whose record was measured on an A100 calibrates no h200 constant: the A100 record is
+    skipped (named in a note); with the agreeing records alone the fit is the same, and with no record left
+    calibrate refuses (exit 2, nothing written). The name is matched through the catalog, as the GPU script's."""
+    from trainfit.calibration.memory import apply_fragmentation, step_reserved
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+
+    def at(share, seq, batch, gpu_name):
+        card = _grpo_card(seq, batch)
+        rec = _watch_record(card, step_reserved(apply_fragmentation(make_plan(load_card_dict(card)), share)))
+        return _measured_on_gpu(rec, gpu_name)
+
+    shapes = ((1024, 2), (2048, 2), (4096, 1))
+    mixed = tmp_path / "mixed.yaml"
+    mixed.write_text(json.dumps([at(0.30, s, b, "NVIDIA H200") for s, b in shapes]
+                                + [at(1.5, 2048, 4, "NVIDIA A100-SXM4-40GB")]))
+    assert main(["calibrate", str(mixed), "--out", str(tmp_path / "cal.json"), "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    (f,) = obj["memory_fits"]
+    assert f["fragmentation_share_after"] == pytest.approx(0.30, abs=0.001)  # the A100 record (1.5) did not pull it
+    assert f"{mixed}[3]: measured on 'NVIDIA A100-SXM4-40GB' (a100-40gb), not the card's h200: calibrates no h200 " \
+           "constant (skipped)" in obj["notes"]
+    other = tmp_path / "other.yaml"
+    other.write_text(json.dumps([at(0.30, s, b, "NVIDIA A100-SXM4-40GB") for s, b in shapes]))
+    out = tmp_path / "cal2.json"
+    assert main(["calibrate", str(other), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("trainfit: error: calibrate: no record left to fit: ") and err.count("\n") == 1
+    assert "(a100-40gb), not the card's h200" in err and not out.exists()

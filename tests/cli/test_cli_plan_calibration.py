@@ -143,3 +143,39 @@ def test_calibrate_from_run_record_files(tmp_path, capsys):
     assert saved["devices"]["h200"]["matmul_flops_per_s"] == pytest.approx(h200.matmul_flops_per_s * 0.6, rel=0.03)
     assert any(n.startswith("h200 fit: 3 run records") for n in saved["notes"])
     assert saved["sources"] == [f"run records: {tmp_path / 'one.record.yaml'}, {tmp_path / 'two.yaml'}[0], {tmp_path / 'two.yaml'}[1]"]
+
+
+MIXED = {"a100-40gb": {"matmul_flops_per_s": 1e14, "engine_s_per_sequence": 1.6e-4, "fragmentation_share": 0.3,
+                       "reserved_replay_scale": {"default/single": 1.2, "default/fsdp": 1.5}},
+         "h200": {"hbm_bytes_per_s": 4e12}}
+"""The default card (a100-40gb, FSDP SFT, reserved replayed) applies the matmul rate and its own layout's replay
+scale; not the engine constant (no generation), the share (replayed) nor the other layout's scale."""
+
+
+def test_plan_json_names_the_calibration_and_only_what_the_plan_applied(tmp_path, capsys):
+    path = save_calibration(make_calibration(MIXED), tmp_path / "cal.json").path
+    assert _plan_json([], capsys)["calibration"] is None
+    obj = _plan_json(["--calibration", path], capsys)
+    assert obj["calibration"] == {"path": path, "gpus": ["a100-40gb", "h200"],
+                                  "applied": {"matmul_flops_per_s": 1e14, "reserved_replay_scale": {"default/fsdp": 1.5}}}
+    (line,) = [a for a in obj["assumptions"] if a.startswith("calibration:")]
+    assert line == f"calibration: {path} (a100-40gb, h200); replayed reserved overhead x1.5 (default/fsdp)"
+    (rates,) = [a for a in obj["assumptions"] if a.startswith("time: rates:")]
+    # compute/rates.py default_rates: "matmul 86.9% of the datasheet bf16 peak" describes a rate the plan no longer uses
+    assert "matmul 86.9%" not in rates and f"calibration {path}: " in rates and "matmul_flops_per_s 1e+14" in rates
+    assert "engine_s_per_sequence" not in rates  # an SFT plan generates nothing: the engine constant is not its rate
+
+
+def test_fit_and_check_json_name_the_calibration(tmp_path, capsys):
+    path = save_calibration(make_calibration(MIXED), tmp_path / "cal.json").path
+    rc, out, err = run(["fit", "--gpu", "a100-40gb,rtx4090", "--max-gpus", "1", "--calibration", path, "--json"], capsys)
+    assert rc == 0, err
+    cal = json.loads(out)["calibration"]
+    assert cal["path"] == path and cal["gpus"] == ["a100-40gb", "h200"]
+    assert set(cal["applied"]) == {"a100-40gb"} and "engine_s_per_sequence" not in cal["applied"]["a100-40gb"]
+    rc, out, err = run(["fit", "--gpu", "a100-40gb", "--max-gpus", "1", "--calibration", path], capsys)
+    assert rc == 0 and out.startswith(f"calibration: {path} (a100-40gb, h200); applied on a100-40gb: "), out[:300]
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-8B\nhardware: {gpu: a100-40gb}\n")
+    rc, out, err = run(["check", str(card), "--calibration", path, "--json"], capsys)
+    assert json.loads(out)["calibration"]["path"] == path, err

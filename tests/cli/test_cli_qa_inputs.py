@@ -98,7 +98,7 @@ def test_calibrate_never_renames_over_a_special_file(tmp_path, capsys):
     s = socket.socket(socket.AF_UNIX)
     s.bind(str(sock_path))
     try:
-        rc, _, err = run(["calibrate", str(GPU_TIME), "--gpu", "h100-sxm", "--out", str(sock_path)], capsys)
+        rc, _, err = run(["calibrate", str(GPU_TIME), "--gpu", "h100-sxm", "--allow-dry-run", "--out", str(sock_path)], capsys)
         assert stat.S_ISSOCK(sock_path.stat().st_mode), "the output path was replaced by a regular file"
         assert rc == 2 and err.startswith("trainfit: error: calibration: cannot write"), err
     finally:

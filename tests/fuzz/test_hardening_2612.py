@@ -294,7 +294,7 @@ def _gpu_time(tmp_path: Path, where: tuple, value) -> Path:
 def test_calibrate_gpu_output_sections_of_the_wrong_shape(tmp_path, where, value, fragment):
     out = tmp_path / "cal.json"
     path = _gpu_time(tmp_path, where, value)
-    run = run_cli(["calibrate", str(path), "--gpu", "h100-sxm", "--out", str(out), "--json"])
+    run = run_cli(["calibrate", str(path), "--gpu", "h100-sxm", "--allow-dry-run", "--out", str(out), "--json"])
     check_run(run, codes=(2,), outputs=(out,))
     assert f"{path}: {fragment}" in run.stderr, run.stderr
 
@@ -310,7 +310,7 @@ def test_calibrate_gpu_output_odd_figures_still_calibrate(tmp_path, where, value
     import json
 
     out = tmp_path / "cal.json"
-    run = run_cli(["calibrate", str(_gpu_time(tmp_path, where, value)), "--gpu", "h100-sxm", "--out", str(out), "--json"])
+    run = run_cli(["calibrate", str(_gpu_time(tmp_path, where, value)), "--gpu", "h100-sxm", "--allow-dry-run", "--out", str(out), "--json"])
     check_run(run, codes=(0,), outputs=(out,), json_out=True)
     assert "h100-sxm" in json.loads(out.read_text())["devices"]
 

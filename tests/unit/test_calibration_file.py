@@ -82,6 +82,22 @@ def test_failed_write_leaves_the_old_file_whole(tmp_path, monkeypatch):
     ({"devices": {"h200": {"reserved_replay_scale": 1.1}}}, "reserved_replay_scale must be an object of '<allocator>/<strategy>' -> positive number"),
     ({"devices": {"h200": {"reserved_replay_scale": {"single": 1.1}}}}, "key 'single' must be '<allocator>/<strategy>' with allocator one of default, expandable_segments"),
     ({"devices": {"h200": {"reserved_replay_scale": {"default/single": 0}}}}, "reserved_replay_scale.default/single must be a positive number, got 0"),
+    # json's true and 1.0 compare equal to 1 in Python: the version is the integer 1 only
+    ({"trainfit_calibration": True}, "trainfit_calibration must be 1 (the only version), got True"),
+    ({"trainfit_calibration": 1.0}, "trainfit_calibration must be 1 (the only version), got 1.0"),
+    # the memory constants: what calibration.memory._fit_group can produce (grid 0.01..4 refined by 20 x 0.0005)
+    ({"devices": {"h200": {"fragmentation_share": 50}}},
+     "devices.h200.fragmentation_share must be between 0.01 and 4.01 (the range its fit searches"),
+    ({"devices": {"h200": {"reserved_replay_scale": {"default/single": 1e-05}}}},
+     "devices.h200.reserved_replay_scale.default/single must be between 0.01 and 4.01 (the range its fit searches"),
+    ({"devices": {"h200": {"compute_capability": "banana"}}},
+     "devices.h200.compute_capability must be 'major.minor' digits such as '9.0', got 'banana'"),
+    # catalog h200 bf16 dense peak 9.89e14 (trainfit.catalog.gpus); x 1.5 (file.PEAK_TOLERANCE)
+    ({"devices": {"h200": {"gemm_points": [{"m": 1, "n": 1, "k": 1, "flops_per_s": 1e20}]}}},
+     "devices.h200.gemm_points[0].flops_per_s must be at most 1.48e+15 FLOP/s (1.5 x h200's datasheet dense 16-bit peak"
+     " 9.89e+14), got 1e+20"),
+    ({"devices": {"h200": {"matmul_flops_per_s": 7.9e17}}},
+     "devices.h200.matmul_flops_per_s must be at most 1.48e+15 FLOP/s"),
 ])
 def test_validation_names_the_field_and_what_is_allowed(tmp_path, change, message):
     data = {**_valid(), **change}
@@ -90,6 +106,14 @@ def test_validation_names_the_field_and_what_is_allowed(tmp_path, change, messag
     text = str(exc.value)
     assert message in text and "\n" not in text
     assert text.startswith(f"calibration '{tmp_path / 'cal.json'}'")
+
+
+@pytest.mark.parametrize("devices", [
+    {"h200": {"fragmentation_share": 0.01, "reserved_replay_scale": {"default/single": 4.01}}},
+    {"h200": {"compute_capability": "10.0", "matmul_flops_per_s": 9.8e14 * 1.5}},
+])
+def test_the_edges_of_the_ranges_are_accepted(tmp_path, devices):
+    assert load_calibration(_file(tmp_path, {**_valid(), "devices": devices})).gpu_ids == ("h200",)
 
 
 def test_unreadable_files_are_one_line_errors(tmp_path):
@@ -105,7 +129,12 @@ def test_rates_for_overrides_only_the_calibrated_gpu():
     h200 = rates_for(resolve_gpu("NVIDIA H200"), cal)
     assert h200.matmul_flops_per_s == 7.9e14 and h200.host_s_per_forward_kernel == 3e-5
     assert h200.hbm_bytes_per_s == default_rates(resolve_gpu("h200")).hbm_bytes_per_s
-    assert h200.sources[-1] == "calibration (in memory, 2025-01-31)"
+    # the replaced field's default source line goes; the file's names the calibrated values
+    assert h200.sources[-1] == ("calibration (in memory, 2025-01-31): host_s_per_forward_kernel 3e-05, "
+                                "matmul_flops_per_s 7.9e+14")
+    assert not any(s.startswith("matmul ") for s in h200.sources)
+    assert any(s.startswith("HBM ") for s in h200.sources) == any(
+        s.startswith("HBM ") for s in default_rates(resolve_gpu("h200")).sources)
     assert rates_for(resolve_gpu("a100-40gb"), cal) == default_rates(resolve_gpu("a100-40gb"))
     assert rates_for(resolve_gpu("h200"), None) == default_rates(resolve_gpu("h200"))
 

@@ -24,7 +24,7 @@ def _output() -> dict:
 
 def test_fixture_converts_field_by_field():
     data = _output()
-    cal = from_gpu_output(data, where="dry.json", gpu="h200")
+    cal = from_gpu_output(data, where="dry.json", gpu="h200", allow_dry_run=True)
     rates = cal.device("h200").overrides()
     points = data["gemm"]["points"]
     assert len(rates["gemm_points"]) == len(points)
@@ -48,12 +48,13 @@ def test_large_shapes_set_the_matmul_rate():
     data["gemm"]["points"] += [{"m": 8192, "n": 4096, "k": 4096, "kind": "train", "flops_per_s": 7e14},
                                {"m": 512, "n": 4096, "k": 4096, "kind": "train", "flops_per_s": 8e14},
                                {"m": 8192, "n": 16, "k": 4096, "kind": "lora", "flops_per_s": 9e14}]
-    rates = from_gpu_output(data, where="x", gpu="h200").device("h200").overrides()
+    rates = from_gpu_output(data, where="x", gpu="h200", allow_dry_run=True).device("h200").overrides()
     assert rates["matmul_flops_per_s"] == 7e14  # m=512 is not large; LoRA shapes never set it
 
 
 def test_gpu_named_by_the_measured_device():
     data = _output()
+    data.update(dry_run=False, device="cuda")
     data["versions"].update(gpu="NVIDIA H200", sm_count=132, compute_capability="9.0")
     cal = from_gpu_output(data, where="x")
     assert cal.gpu_ids == ("h200",)
@@ -62,26 +63,46 @@ def test_gpu_named_by_the_measured_device():
     with pytest.raises(CardError, match="x: measured GPU 'NVIDIA H100 80GB HBM3 Super' is not in the GPU catalog; did you mean"):
         from_gpu_output(data, where="x")
     with pytest.raises(CardError, match="no GPU name in the output .* --gpu h200"):
-        from_gpu_output(_output(), where="x")
+        from_gpu_output(_output(), where="x", allow_dry_run=True)
+
+
+def test_a_cpu_dry_run_is_no_gpu_measurement():
+    """docs/calibration.md: a CPU measurement calibrates no GPU constant; the dry run's 0.015 TFLOP/s filed as
+    h200 rates would make every later plan ~2000x slow."""
+    with pytest.raises(CardError, match="x: measured on cpu .a --dry-run., not on a GPU: .* --allow-dry-run"):
+        from_gpu_output(_output(), where="x", gpu="h200")
+    data = _output()
+    data.update(dry_run=False, device="cpu")  # a CPU device without the dry-run flag is refused the same
+    with pytest.raises(CardError, match="measured on cpu"):
+        from_gpu_output(data, where="x", gpu="h200")
+
+
+def test_gpu_flag_disagreeing_with_the_measured_device_is_refused():
+    data = _output()
+    data.update(dry_run=False, device="cuda")
+    data["versions"]["gpu"] = "NVIDIA H200"
+    with pytest.raises(CardError, match="--gpu 'a100-40gb' disagrees with the measured device 'NVIDIA H200' .h200."):
+        from_gpu_output(data, where="x", gpu="a100-40gb")
+    assert from_gpu_output(data, where="x", gpu="h200").gpu_ids == ("h200",)
 
 
 def test_failed_sections_become_notes_and_an_empty_output_is_refused():
     data = _output()
     del data["decode"]
     data["errors"] = [{"section": "decode", "error": "OutOfMemoryError: ..."}]
-    cal = from_gpu_output(data, where="x", gpu="h200")
+    cal = from_gpu_output(data, where="x", gpu="h200", allow_dry_run=True)
     assert "h200 measured: section 'decode' failed: OutOfMemoryError: ..." in cal.notes
     empty = {k: v for k, v in _output().items() if k not in ("gemm", "hbm", "launch", "pcie")}
     with pytest.raises(CardError, match="x: no measurement in it"):
-        from_gpu_output(empty, where="x", gpu="h200")
+        from_gpu_output(empty, where="x", gpu="h200", allow_dry_run=True)
 
 
 def test_merge_keeps_other_gpus_and_replaces_a_measurements_notes():
-    first = from_gpu_output(_output(), where="a", gpu="h200")
+    first = from_gpu_output(_output(), where="a", gpu="h200", allow_dry_run=True)
     other = make_calibration({"a100-80gb": {"matmul_flops_per_s": 2.5e14}}, notes=["a100-80gb measured: x"])
     again = copy.deepcopy(_output())
     again["hbm"]["copy"]["bytes_per_s"] = 4e12
-    merged = merge(merge(first, other), from_gpu_output(again, where="b", gpu="h200"))
+    merged = merge(merge(first, other), from_gpu_output(again, where="b", gpu="h200", allow_dry_run=True))
     assert merged.gpu_ids == ("a100-80gb", "h200")
     assert merged.device("h200").overrides()["hbm_bytes_per_s"] == 4e12
     assert "a100-80gb measured: x" in merged.notes
@@ -186,3 +207,36 @@ def test_an_old_record_of_a_no_p2p_machine_is_calibrated_on_the_link_load_record
     assert records_from_data(unknown, where="r")[0].card.hardware.interconnect is None
     ruled = {**old, "record": {**old["record"], "interconnect_rule": "x"}}
     assert records_from_data(ruled, where="r")[0].card.hardware.interconnect is Interconnect.PCIE
+
+
+@pytest.mark.parametrize("version", [True, 1.0])
+def test_the_output_version_is_the_integer_1(version):
+    """json's true and 1.0 compare equal to 1 in Python; the reader takes the integer only."""
+    data = _output()
+    data["trainfit_gpu_time"] = version
+    with pytest.raises(CardError, match=f"x: trainfit_gpu_time must be 1, got {version!r}"):
+        from_gpu_output(data, where="x", gpu="h200", allow_dry_run=True)
+
+
+def test_split_records_skips_step_times_and_measure_cases_of_another_gpu():
+    """record.versions.gpu (and a measure output's versions.gpu) naming another catalog GPU than the card's:
+    skipped with the reason; an unknown name or the card's own is kept."""
+    from trainfit.calibration.build import GPU_RAW, RUN_RECORDS, split_records
+
+    def rec(name):
+        r = _record("Qwen/Qwen3-8B", 2048, 2.0, gpu="h200")
+        r["record"]["versions"] = {"gpu": name}
+        return r
+
+    times, _, notes = split_records([rec("NVIDIA H200"), rec("NVIDIA A100-SXM4-40GB"), rec("Some Future GPU")],
+                                    RUN_RECORDS, "r.yaml")
+    assert [t.where for t in times] == ["r.yaml[0]", "r.yaml[2]"]
+    assert notes == ["r.yaml[1]: measured on 'NVIDIA A100-SXM4-40GB' (a100-40gb), not the card's h200: calibrates "
+                     "no h200 constant (skipped)"]
+    raw = json.loads((Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "gpu_raw"
+                      / "heldout2.json").read_text())
+    _, mems, notes = split_records(raw, GPU_RAW, "raw.json")
+    assert mems and not notes  # measured on NVIDIA H200, the cards' h200
+    raw["versions"]["gpu"] = "NVIDIA A100-SXM4-80GB"
+    times, mems, notes = split_records(raw, GPU_RAW, "raw.json")
+    assert not times and not mems and notes and all("(a100-80gb), not the card's h200" in n for n in notes)

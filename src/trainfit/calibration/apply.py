@@ -5,14 +5,11 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+from typing import Any
+
 from trainfit.calibration.file import Calibration
 from trainfit.catalog.gpus import GpuSpec
-from trainfit.compute.rates import DeviceRates, default_rates
-
-ENGINE_HOST_FIELDS = ("engine_s_per_step", "engine_s_per_sequence", "engine_v0_s_per_sequence", "frontend_s_per_step",
-                      "frontend_s_per_sequence", "frontend_cumulative_s_per_sequence", "vllm_eager_s_per_kernel",
-                      "sglang_eager_s_per_kernel")
-"""The rollout engines' host constants (``compute.decode_step``) a calibration may set: listed in the assumptions."""
+from trainfit.compute.rates import ENGINE_HOST_FIELDS, DeviceRates, default_rates  # ENGINE_HOST_FIELDS: re-exported
 
 
 def rates_for(gpu: GpuSpec, calibration: Calibration | None) -> DeviceRates:
@@ -31,14 +28,81 @@ def calibration_label(calibration: Calibration) -> str:
     return calibration.path or f"(in memory, {calibration.created})"
 
 
-def assumption_line(calibration: Calibration, gpu_id: str) -> str:
-    """``calibration: <path> (<gpu ids>)``, saying when the plan's GPU is not among them."""
+def applied_values(calibration: Calibration, *, gpu_id: str, card: Any, phases: Any, timing: Any) -> dict[str, Any]:
+    """What of the calibration a plan of ``card`` on ``gpu_id`` applies, ``{field: value}``: the time rates when
+    the time model ran (``timing`` not None; whether one term reads one rate is not tracked), the engine host
+    constants when the step has a generation phase (``sglang_``/``vllm_eager_`` ones for their own engine only),
+    ``fragmentation_share`` when a phase's reserved holds the share (not replayed, a transient), and the
+    ``reserved_replay_scale`` of the card's own layout when its reserved is replayed."""
+    from trainfit.calibration.memory import FIELD, REPLAY_FIELD, layout_of
+
+    entry = calibration.device(gpu_id)
+    if entry is None:
+        return {}
+    timed = timing is not None
+    generates = timed and any(getattr(p, "name", None) == "generation" for p in getattr(timing, "phases", ()))
+    rollout = getattr(card, "rollout", None)
+    engine = getattr(getattr(rollout, "engine", None), "value", None)
+    replayed = [p for p in phases if getattr(p.overhead, "replayed", False)]
+    out: dict[str, Any] = {}
+    for k, v in entry.rates:
+        if k == FIELD:
+            use = any(p.overhead.fragmentation and not getattr(p.overhead, "replayed", False) for p in phases)
+        elif k == REPLAY_FIELD:
+            own = dict(v).get(layout_of(card))
+            use = bool(replayed) and own is not None
+            v = ((layout_of(card), own),)
+        elif k in ENGINE_HOST_FIELDS:
+            use = generates and v is not None and (engine == "sglang" if k.startswith("sglang_") else
+                                                   engine == "vllm" if k.startswith("vllm_") else True)
+        else:
+            use = timed
+        if use:
+            out[k] = v
+    return out
+
+
+def calibration_use(calibration: Calibration, applied: dict[str, Any]):  # noqa: ANN201
+    """``trainfit.plan.result.CalibrationUse`` of a plan."""
+    from trainfit.plan.result import CalibrationUse
+
+    return CalibrationUse(path=calibration.path, gpu_ids=calibration.gpu_ids, applied=tuple(sorted(applied.items())))
+
+
+def applied_to_dict(applied: tuple[tuple[str, Any], ...] | dict[str, Any]) -> dict[str, Any]:
+    """JSON of applied fields: ``gemm_points`` as ``gemm_points_count`` (as calibrate's changes give it), the replay
+    scale as ``{layout: factor}``."""
+    out: dict[str, Any] = {}
+    for k, v in (applied.items() if isinstance(applied, dict) else applied):
+        if k == "gemm_points":
+            out["gemm_points_count"] = len(v)
+        elif k == "reserved_replay_scale":
+            out[k] = dict(v)
+        else:
+            out[k] = v
+    return out
+
+
+def calibration_to_json(use: Any) -> dict[str, Any] | None:
+    """A plan's ``calibration`` JSON object: ``path``, ``gpus`` (every kind in the file), ``applied``."""
+    if use is None:
+        return None
+    return {"path": use.path, "gpus": list(use.gpu_ids), "applied": applied_to_dict(use.applied)}
+
+
+def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str, Any] | None = None) -> str:
+    """``calibration: <path> (<gpu ids>)``, saying when the plan's GPU is not among them, then the engine host
+    constants and memory constants the plan applied (``applied``; None: every one the file sets for ``gpu_id``)."""
     ids = ", ".join(calibration.gpu_ids) or "no GPU"
     line = f"calibration: {calibration_label(calibration)} ({ids})"
     entry = calibration.device(gpu_id)
     if entry is None:
         line += f"; {gpu_id} is not in it: default rates"
     else:
+        if applied is not None:
+            from trainfit.calibration.file import DeviceCalibration
+
+            entry = DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted(applied.items())))
         engine = [(k, v) for k, v in entry.rates if k in ENGINE_HOST_FIELDS and v is not None]
         for label, own in (("vLLM", [kv for kv in engine if not kv[0].startswith("sglang_")]),
                            ("SGLang", [kv for kv in engine if kv[0].startswith("sglang_")])):

@@ -35,7 +35,9 @@ from trainfit.calibration.memory import (
     FIELD as SHARE_FIELD, MEMORY_FIELDS, REPLAY_FIELD, FragmentationFit, MemoryRecord, _share_of, fit_memory, is_gpu_raw,
     memory_record, records_from_gpu_raw, replay_scales,
 )
-from trainfit.calibration.records import RecordFit, RunRecord, fit_records, is_record_data, records_from_data
+from trainfit.calibration.records import (
+    RecordFit, RunRecord, fit_records, is_record_data, measured_elsewhere, records_from_data,
+)
 from trainfit.errors import CardError, TrainfitError
 
 GPU_OUTPUT, CALIBRATION, RUN_RECORDS, GPU_RAW = "gpu_output", "calibration", "run_records", "gpu_raw"
@@ -137,10 +139,16 @@ def input_kind(data: Any, where: str) -> str:
 
 def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], list[MemoryRecord], list[str]]:
     """(step-time records, reserved-memory records, notes) of one records file. A record measured
-    on the CPU (``record.watch.device: cpu``) calibrates no GPU constant: skipped with a note."""
+    on the CPU (``record.watch.device: cpu``) calibrates no GPU constant, nor one measured on another
+    GPU than its card's (``record.versions.gpu``; a measure output's ``versions.gpu``): skipped with a note."""
+    from trainfit.plan import gpu_of
+
     if kind == GPU_RAW:
         mem = records_from_gpu_raw(data, where=where)
-        return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, []
+        elsewhere = {m.where: measured_elsewhere(data["versions"].get("gpu"), gpu_id=gpu_of(m.card).id) for m in mem}
+        notes = [f"{w}: {why}" for w, why in elsewhere.items() if why]
+        mem = [m for m in mem if not elsewhere[m.where]]
+        return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, notes
     from trainfit.spec.card import load_card_dict
 
     items = data if isinstance(data, list) else [data]
@@ -156,19 +164,25 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
         if watch_device(checked_watch(rec.get("watch"), what=f"calibrate: {at}")) == CPU:
             notes.append(f"{at}: measured on the CPU: calibrates no GPU constant (skipped)")
             continue
-        if "step_s" in rec or PHASES_KEY in rec:
-            times += records_from_data(item, where=at)
+        if "step_s" not in rec and PHASES_KEY not in rec and rec.get("phases") is None:
+            raise CardError(f"{at}: a run record needs record.step_s (seconds per step), record.phases_s.generation "
+                            "(RL: seconds of the generation phase per step) or record.phases (measured)")
+        item_times = records_from_data(item, where=at) if "step_s" in rec or PHASES_KEY in rec else []
+        item_mem = None
         if rec.get("phases") is not None:
             try:
                 card = load_card_dict({k: v for k, v in item.items() if k != "record"})
             except TrainfitError as exc:
                 raise CardError(f"{at}: {exc}") from None
-            m = memory_record(card, rec, where=at)
-            if m is not None:
-                mems.append(m)
-        if "step_s" not in rec and PHASES_KEY not in rec and rec.get("phases") is None:
-            raise CardError(f"{at}: a run record needs record.step_s (seconds per step), record.phases_s.generation "
-                            "(RL: seconds of the generation phase per step) or record.phases (measured)")
+            item_mem = memory_record(card, rec, where=at)
+        cards = [r.card for r in item_times] + ([item_mem.card] if item_mem is not None else [])
+        versions = rec.get("versions")
+        why = measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id) if cards and isinstance(versions, dict) else None
+        if why:
+            notes.append(f"{at}: {why}")
+            continue
+        times += item_times
+        mems += [item_mem] if item_mem is not None else []
     return times, mems, notes
 
 
@@ -187,7 +201,7 @@ def merge(base: Calibration | None, new: Calibration) -> Calibration:
 
 
 def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bool = True,
-              held_out: list[Path] | tuple[Path, ...] = ()) -> CalibrateResult:
+              held_out: list[Path] | tuple[Path, ...] = (), allow_dry_run: bool = False) -> CalibrateResult:
     """Build the calibration from ``paths`` over the one at ``out`` and save it there (when ``write``).
 
     Records (run records, ``gpu_calibrate.py measure`` output) fit the memory constants (reserved
@@ -195,7 +209,8 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
     the matmul / host-per-kernel factors (step time). ``held_out`` records are never fitted: each
     fitted group is written only if it does not make them worse (memory: the median |log error| or
     the rms of the log error; time: the median |log error|); otherwise it is refused and reported. CardError when
-    every fitted group was refused (nothing written)."""
+    every fitted group was refused (nothing written). ``allow_dry_run`` files a ``gpu_calibrate.py time
+    --dry-run`` (CPU) output under ``gpu``; refused otherwise."""
     if not paths:
         raise CardError("calibrate: give at least one file (gpu_calibrate.py time output, calibration, run records)")
     before = load_calibration(out) if out.is_file() else None
@@ -209,12 +224,15 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
         kind = input_kind(data, str(p))
         inputs.append((str(p), kind))
         if kind == GPU_OUTPUT:
-            current = merge(current, from_gpu_output(data, where=str(p), gpu=gpu))
+            current = merge(current, from_gpu_output(data, where=str(p), gpu=gpu, allow_dry_run=allow_dry_run))
         elif kind == CALIBRATION:
             current = merge(current, calibration_from_dict(data, where=f"calibration '{p}'"))
         else:
             t, m, n = split_records(data, kind, str(p))
             records, mems, notes = records + t, mems + m, notes + n
+    skipped = [n for n in notes if n.endswith("(skipped)")]
+    if skipped and not records and not mems and all(k in (RUN_RECORDS, GPU_RAW) for _, k in inputs):
+        raise CardError("calibrate: no record left to fit: " + "; ".join(skipped) + " (nothing written)")
     held_t: list[RunRecord] = []
     held_m: list[MemoryRecord] = []
     for p in held_out:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field, fields
 from datetime import date, datetime
 from pathlib import Path
@@ -44,6 +45,13 @@ ENV_VAR = "TRAINFIT_CALIBRATION"
 """Names the calibration file; overrides ``$XDG_CONFIG_HOME/trainfit/calibration.json``."""
 _NOT_CALIBRATED = ("gpu_id", "sources")
 _GEMM_KEYS = ("m", "n", "k", "flops_per_s")
+PEAK_TOLERANCE = 1.5
+"""A measured bf16 GEMM rate (``matmul_flops_per_s``, a ``gemm_points`` rate) above the catalog's datasheet dense
+bf16 peak x this is refused: a GEMM sustains below the datasheet peak (the time model's defaults are 72.9 to 86.9 % of it,
+``trainfit.compute.rates._MAMF_FRACTION``); the 1.5 leaves room for a clock above the datasheet's and for timer error, and refuses
+a unit slip (TFLOP/s written as FLOP/s x 1e3, or a point timed as zero)."""
+_CAPABILITY = re.compile(r"[0-9]+\.[0-9]+")
+"""``compute_capability``: ``major.minor`` digits, as torch's ``get_device_capability`` gives them (``9.0``)."""
 
 
 def rate_fields() -> dict[str, str]:
@@ -116,7 +124,7 @@ def calibration_from_dict(data: Any, *, where: str, path: str | None = None) -> 
     """Validate the file's JSON object; CardError names ``where`` and the bad field."""
     if not isinstance(data, dict):
         raise CardError(f"{where}: expected a JSON object with '{FORMAT_KEY}', got {type(data).__name__}")
-    if data.get(FORMAT_KEY) != FORMAT_VERSION:
+    if type(data.get(FORMAT_KEY)) is not int or data.get(FORMAT_KEY) != FORMAT_VERSION:  # true == 1 and 1.0 == 1 in Python
         raise CardError(f"{where}: {FORMAT_KEY} must be {FORMAT_VERSION} (the only version), got {data.get(FORMAT_KEY)!r}")
     unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
     if unknown:
@@ -290,7 +298,37 @@ def _device(gpu_id: str, rates: Any, where: str) -> DeviceCalibration:
             out[name] = None
             continue
         out[name] = _value(value, allowed[name], f"{where}.{name}")
+        _check_range(gpu_id, name, out[name], f"{where}.{name}")
     return DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted(out.items())))
+
+
+def _check_range(gpu_id: str, name: str, value: Any, where: str) -> None:
+    """The checks a field's meaning adds to its type: the memory constants within what their fit can produce,
+    ``compute_capability`` as ``major.minor``, a bf16 GEMM rate at most the datasheet peak x PEAK_TOLERANCE."""
+    from trainfit.calibration.memory import FIELD, REPLAY_FIELD, VALUE_MAX, VALUE_MIN
+
+    if name in (FIELD, REPLAY_FIELD):
+        for key, v in (value if name == REPLAY_FIELD else (("", value),)):
+            if not VALUE_MIN <= v <= VALUE_MAX:
+                at = f"{where}.{key}" if key else where
+                raise CardError(f"{at} must be between {VALUE_MIN:g} and {VALUE_MAX:g} (the range its fit searches: "
+                                f"trainfit.calibration.memory), got {v!r}")
+    elif name == "compute_capability":
+        if not _CAPABILITY.fullmatch(value):
+            raise CardError(f"{where} must be 'major.minor' digits such as '9.0', got {value!r}")
+    elif name in ("matmul_flops_per_s", "gemm_points"):
+        from trainfit.catalog.gpus import resolve_gpu
+
+        peak = resolve_gpu(gpu_id).half_dense_flops_per_s
+        if not peak:
+            return
+        limit = peak * PEAK_TOLERANCE
+        rates = [(where, value)] if name == "matmul_flops_per_s" else [
+            (f"{where}[{i}].flops_per_s", p.flops_per_s) for i, p in enumerate(value)]
+        for at, v in rates:
+            if v > limit:
+                raise CardError(f"{at} must be at most {limit:.3g} FLOP/s ({PEAK_TOLERANCE:g} x {gpu_id}'s datasheet "
+                                f"dense 16-bit peak {peak:.3g}), got {v:.3g}")
 
 
 def _value(value: Any, kind: str, where: str) -> Any:

@@ -39,12 +39,19 @@ def is_gpu_output(data: Any) -> bool:
     return isinstance(data, dict) and OUTPUT_KEY in data
 
 
-def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None) -> Calibration:
+def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None,
+                    allow_dry_run: bool = False) -> Calibration:
     """The calibration the measurements give. ``gpu`` names the catalog GPU when the output's
-    device name is missing (a ``--dry-run``) or not in the catalog. CardError on a bad file."""
-    if data.get(OUTPUT_KEY) != OUTPUT_VERSION:
+    device name is missing (a ``--dry-run``) or not in the catalog; a known measured name that is
+    another GPU is refused. A ``--dry-run`` (measured on the CPU) calibrates no GPU: refused unless
+    ``allow_dry_run`` (its rates are then filed under ``gpu`` as they are, e.g. to test the pipeline).
+    CardError on a bad file."""
+    if type(data.get(OUTPUT_KEY)) is not int or data.get(OUTPUT_KEY) != OUTPUT_VERSION:  # true == 1 in Python
         raise CardError(f"{where}: {OUTPUT_KEY} must be {OUTPUT_VERSION}, got {data.get(OUTPUT_KEY)!r}")
     versions = _part(data, "versions", dict, where)
+    if is_cpu_output(data) and not allow_dry_run:
+        raise CardError(f"{where}: measured on {data.get('device') or 'the CPU'} (a --dry-run), not on a GPU: a CPU "
+                        "measurement calibrates no GPU constant; pass --allow-dry-run to file it under --gpu anyway")
     gpu_id = _gpu_of(versions.get("gpu"), gpu, where)
     rates: dict[str, Any] = {}
     notes: list[str] = []
@@ -83,9 +90,30 @@ def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None)
     return make_calibration({gpu_id: rates}, sources=[source], notes=[f"{gpu_id} measured: {n}" for n in notes])
 
 
+def is_cpu_output(data: dict[str, Any]) -> bool:
+    """A ``--dry-run`` output or one whose device is the CPU (``benchmarks/gpu_time.py`` writes
+    ``dry_run`` and ``device``)."""
+    return bool(data.get("dry_run")) or str(data.get("device") or "").strip().lower() == "cpu"
+
+
 def _gpu_of(measured: Any, explicit: str | None, where: str) -> str:
+    """The catalog id: ``explicit`` (--gpu) when the measured name is missing or unknown to the catalog;
+    the measured GPU's id otherwise, and CardError when --gpu names another GPU."""
     from trainfit.catalog.gpus import resolve_gpu
 
+    if explicit and measured:
+        try:
+            measured_id = resolve_gpu(str(measured)).id
+        except CatalogError:
+            measured_id = None
+        if measured_id is not None:
+            try:
+                explicit_id = resolve_gpu(str(explicit)).id
+            except CatalogError:
+                explicit_id = None
+            if explicit_id != measured_id:
+                raise CardError(f"{where}: --gpu '{explicit}' disagrees with the measured device '{measured}' "
+                                f"({measured_id}); drop --gpu (the output names its GPU) or measure on {explicit}")
     name = explicit or measured
     if not name:
         raise CardError(f"{where}: no GPU name in the output (a --dry-run?); name the catalog GPU with --gpu, e.g. --gpu h200")

@@ -50,6 +50,11 @@ MEMORY_FIELDS = {FIELD: "float", REPLAY_FIELD: "layouts"}
 """Calibration fields that are memory constants (not ``DeviceRates`` fields)."""
 GRID_MAX = 4.0
 GRID_STEP, FINE_STEP = 0.01, 0.0005
+FINE_POINTS = 20
+"""The refinement tries ``FINE_POINTS`` fine steps either side of the grid's best point."""
+VALUE_MIN, VALUE_MAX = GRID_STEP, GRID_MAX + FINE_POINTS * FINE_STEP
+"""What ``_fit_group`` can produce for either constant (0.01 .. 4.01): a calibration file's memory constants are
+checked against it (``trainfit.calibration.file``), so a hand-written 50 or 1e-05 is refused, not applied."""
 TRAIN_PHASES = ("forward", "backward", "optimizer_step")
 _RL_TRAIN = {"actor_forward": "forward", "actor_backward": "backward", "actor_optimizer_step": "optimizer_step"}
 
@@ -290,7 +295,7 @@ def _fit_group(gpu_id: str, field: str, layout: str | None, fit_plans: list[tupl
     lo = GRID_STEP  # both constants are positive (a calibration file holds positive numbers only)
     grid = [lo + i * GRID_STEP for i in range(int((GRID_MAX - lo) / GRID_STEP) + 1)]
     best = min(grid, key=lambda v: (loss(v), abs(v - before)))
-    fine = [best + i * FINE_STEP for i in range(-20, 21) if best + i * FINE_STEP >= lo]
+    fine = [best + i * FINE_STEP for i in range(-FINE_POINTS, FINE_POINTS + 1) if best + i * FINE_STEP >= lo]
     after = round(min(fine, key=lambda v: (loss(v), abs(v - before))), 4)
     return FragmentationFit(
         gpu_id=gpu_id, share_before=before, share_after=after, field=field, layout=layout,

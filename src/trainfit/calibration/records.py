@@ -138,6 +138,25 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     return out
 
 
+def measured_elsewhere(measured: Any, *, gpu_id: str) -> str | None:
+    """Why a record whose measured device (``record.versions.gpu``, torch's device name; a
+    ``gpu_calibrate.py measure`` output's ``versions.gpu``) is another catalog GPU than ``gpu_id``, the
+    card's, calibrates nothing of ``gpu_id``; None when the name is absent, unknown to the catalog, or
+    ``gpu_id``'s own (the catalog's name matching, ``resolve_gpu``, as the GPU script's output is named)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import CatalogError
+
+    if not isinstance(measured, str) or not measured.strip():
+        return None
+    try:
+        measured_id = resolve_gpu(measured).id
+    except CatalogError:
+        return None
+    if measured_id == gpu_id:
+        return None
+    return f"measured on '{measured}' ({measured_id}), not the card's {gpu_id}: calibrates no {gpu_id} constant (skipped)"
+
+
 def _positive_seconds(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and value > 0 and not math.isinf(value)
 

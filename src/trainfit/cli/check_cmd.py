@@ -58,6 +58,8 @@ def check(
     lines = run_check(run_card, plan, report, downloads)
     failed = any(ln.verdict == "fail" for ln in lines)
     if json_:
+        from trainfit.calibration.apply import calibration_to_json
+
         sizes = checkpoint_sizes(run_card, plan)
         print_json({
             "ok": not failed,
@@ -72,6 +74,7 @@ def check(
             },
             "downloads": [d.to_dict() for d in downloads],
             "audit_errors": list(report.errors),
+            "calibration": calibration_to_json(plan.calibration),
         })
     else:
         for ln in lines:

@@ -94,10 +94,39 @@ def fit(
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
+                    "calibration": _calibration(cal, gpus, data),
                     "rows": rows,
                     "skipped": skipped_of(result)})
         return
+    if cal is not None:
+        from rich.console import Console as _Header
+        from rich.markup import escape
+
+        _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, data))), soft_wrap=True)
     _render(result, rows, goal)
+
+
+def _calibration(cal, gpus: list[str], data: dict) -> dict | None:
+    """The file the search's plans read, the kinds it holds, and per searched kind what its plans apply: the rates
+    (plans with a step time), the engine host constants (an RL card), the memory constants (each row's plan applies
+    the one its layout's reserved holds: ``trainfit plan --json`` on the row's card says which)."""
+    if cal is None:
+        return None
+    from trainfit.calibration.apply import ENGINE_HOST_FIELDS, applied_to_dict
+
+    rl = str(data.get("method", "")).lower() in ("ppo", "grpo")
+    applied = {}
+    for g in gpus:
+        entry = cal.device(g)
+        if entry is not None:
+            applied[g] = applied_to_dict({k: v for k, v in entry.rates if rl or k not in ENGINE_HOST_FIELDS})
+    return {"path": cal.path, "gpus": list(cal.gpu_ids), "applied": applied}
+
+
+def _calibration_text(obj: dict) -> str:
+    kinds = "; ".join(f"{g}: {', '.join(fields) or 'nothing'}" for g, fields in obj["applied"].items())
+    return (f"calibration: {obj['path'] or '(in memory)'} ({', '.join(obj['gpus']) or 'no GPU'}); "
+            + (f"applied on {kinds}" if kinds else "no searched GPU kind is in it: default rates"))
 
 
 def _goal(objective, steps, tokens, budget, deadline, fx):

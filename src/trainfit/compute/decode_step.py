@@ -239,7 +239,7 @@ planned at the newest release read (0.5.6, ``plan.rl_generation.SGLANG_NEWEST_RE
 **The measured eager price, within its scope** (``measured_eager_s_per_kernel``). An eager decode step (vLLM
 ``enforce_eager``, SGLang ``disable_cuda_graph`` or a batch above its largest captured graph) issues
 ``decode_kernels`` kernels at the engine's rate field, which a calibration may set
-(``calibration.apply.ENGINE_HOST_FIELDS``). Unset, a step of vLLM's V1 engine or of SGLang on a model whose decoder
+(``compute.rates.ENGINE_HOST_FIELDS``). Unset, a step of vLLM's V1 engine or of SGLang on a model whose decoder
 layers are all softmax attention with a dense MLP is priced at the engine's published measurement: DeepSpeed PR
 #8352's GPT-2 decode on one H200, eager against CUDA graphs (``rates.VLLM_EAGER_DECODE_S_PER_KERNEL_MEASURED``,
 25.1 us; ``rates.SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED``, 27.4 us). Both engines run the forward grad-free

@@ -898,7 +898,36 @@ class DeviceRates:
             data["fp8_precise_matmul_flops_per_s"] = precise
         if precise and fp8 and precise > fp8:  # full-precision accumulation is never faster than fast accumulation
             data["fp8_precise_matmul_flops_per_s"] = fp8
-        return replace(self, **data, sources=self.sources + (source,))
+        replaced = set(data)
+        kept = tuple(s for s in self.sources
+                     if not any(s.startswith(_DEFAULT_SOURCE_PREFIX[k]) for k in replaced if k in _DEFAULT_SOURCE_PREFIX))
+        said = ", ".join(_override_text(k, data[k], derived=k not in overrides) for k in sorted(data)
+                         if k not in ENGINE_HOST_FIELDS)
+        return replace(self, **data, sources=kept + (f"{source}: {said}" if said else source,))
+
+
+ENGINE_HOST_FIELDS = ("engine_s_per_step", "engine_s_per_sequence", "engine_v0_s_per_sequence", "frontend_s_per_step",
+                      "frontend_s_per_sequence", "frontend_cumulative_s_per_sequence", "vllm_eager_s_per_kernel",
+                      "sglang_eager_s_per_kernel")
+"""The rollout engines' host constants (``compute.decode_step``) a calibration may set: a plan's calibration
+assumption names them when its rollout engine reads them (``calibration.apply``), so the rates line leaves them out
+(an SFT plan reads none)."""
+_DEFAULT_SOURCE_PREFIX = {"matmul_flops_per_s": "matmul ", "fp8_matmul_flops_per_s": "fp8 matmul ",
+                          "fp8_precise_matmul_flops_per_s": "fp8 backward GEMMs", "fp32_matmul_flops_per_s": "fp32 matmul ",
+                          "hbm_bytes_per_s": "HBM "}
+"""The start of ``default_rates``'s source line for a field: dropped when a calibration replaces the field (the
+line would describe a rate the plan no longer uses)."""
+
+
+def _override_text(name: str, value: Any, *, derived: bool) -> str:
+    """One replaced field as a source says it: the value in its field's unit, gemm_points as a count."""
+    if name == "gemm_points":
+        text = f"gemm_points {len(value)} shapes"
+    elif isinstance(value, float):
+        text = f"{name} {value:.4g}"
+    else:
+        text = f"{name} {value}"
+    return text + (" (from the calibrated fp8 rate)" if derived else "")
 
 
 def fp8_precise_from_calibrated(*, fp8_matmul_flops_per_s: float, default_fp8_matmul_flops_per_s: float,

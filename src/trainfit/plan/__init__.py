@@ -327,10 +327,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     rates = None
     time_notes: list[str] = []
     if calibration is not None:
-        from trainfit.calibration import assumption_line, rates_for
+        from trainfit.calibration import rates_for
 
         rates = rates_for(gpu, calibration)
-        time_notes.append(assumption_line(calibration, gpu.id))
     timing = step_time_of(card, spec, gpu, sharding, rollout, rates=rates, paged_spill_bytes=max(0.0, spill))
     if timing is not None and timing.total_s != timing.total_s:  # NaN: the time model refused, say why
         time_notes += [f"time: {a}" for a in timing.assumptions]
@@ -340,6 +339,13 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     else:
         if not any(n.startswith("time: not estimated") for n in time_notes):
             time_notes.append(f"time: not estimated: the catalog has no bf16 dense rate or memory bandwidth for {gpu.id}")
+    use = None
+    if calibration is not None:  # what of the file this plan applies, said first among the time notes
+        from trainfit.calibration.apply import applied_values, assumption_line, calibration_use
+
+        applied = applied_values(calibration, gpu_id=gpu.id, card=card, phases=phases, timing=timing)
+        time_notes.insert(0, assumption_line(calibration, gpu.id, applied=applied))
+        use = calibration_use(calibration, applied)
     plan = Plan(
         card=card,
         spec=spec,
@@ -365,6 +371,7 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         price=price,
         worst_rank=None if ranks is None else ranks.coords,
         stage_phases=() if ranks is None else ranks.stage_phases,
+        calibration=use,
     )
     if calibration is None:
         return plan

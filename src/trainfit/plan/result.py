@@ -57,6 +57,19 @@ class GroupPlan:
     phases: tuple[PhaseResult, ...]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CalibrationUse:
+    """The calibration a plan was made with and what of it the plan applied (``calibration.apply.calibration_use``)."""
+
+    path: str | None
+    """The file (None: one built in memory)."""
+    gpu_ids: tuple[str, ...]
+    """Every GPU kind the file holds."""
+    applied: tuple[tuple[str, object], ...]
+    """``(field, value)`` the plan applied: rates its time model ran with, the engine host constants of its rollout
+    engine, the memory constant its reserved figure contains (the replay scale of its own layout only)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Plan:
     card: RunCard
@@ -90,6 +103,8 @@ class Plan:
     """Model parallelism: the rank whose phases these are, (tp, pp, cp, ep, dp); None without it."""
     stage_phases: tuple[tuple[PhaseResult, ...], ...] = ()
     """Model parallelism: every pipeline stage's rank, its phases (``phases`` are the worst one's)."""
+    calibration: CalibrationUse | None = None
+    """The calibration file used and the fields applied; None without one."""
 
     @property
     def stage_peaks(self) -> tuple[float, ...]:

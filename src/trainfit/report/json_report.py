@@ -10,6 +10,12 @@ from trainfit.plan.result import Plan
 SCHEMA_VERSION = 1
 
 
+def _calibration(plan: Plan) -> dict[str, Any] | None:
+    from trainfit.calibration.apply import calibration_to_json
+
+    return calibration_to_json(plan.calibration)
+
+
 def _b(x: float) -> int:
     return int(round(x))
 
@@ -99,6 +105,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "excludes": _excludes(),
         },
         "checkpoint": _checkpoint(plan),
+        "calibration": _calibration(plan),
         "assumptions": list(plan.assumptions),
         "warnings": list(plan.warnings),
         "card": plan.card.model_dump(mode="json"),

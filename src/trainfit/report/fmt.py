@@ -15,6 +15,11 @@ def gb(x: float, digits: int = 1) -> str:
     return f"{x / GB:.{digits}f} GB"
 
 
+def seconds(x: float) -> str:
+    """Seconds with three significant digits, never in exponent form (1045 s, not 1.05e+03 s)."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def count(n: float) -> str:
     return f"{n:,.0f} ({n / 1e9:.2f}B)"
 

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from trainfit.plan.result import Plan
-from trainfit.report.fmt import COMPONENT_ORDER, count, gib, gib_num
+from trainfit.report.fmt import COMPONENT_ORDER, count, gib, gib_num, seconds
 
 
 
@@ -129,7 +129,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     if plan.step_seconds is not None:
         console.print(_time_table(plan))
         tps = f", {plan.tokens_per_s:,.0f} tokens/s" if plan.tokens_per_s else ""
-        console.print(f"step time: {plan.step_seconds:.3g} s on the slowest GPU{tps}")
+        console.print(f"step time: {seconds(plan.step_seconds)} s on the slowest GPU{tps}")
     elif plan.step_unavailable:
         console.print(f"step time: not available: {plan.step_unavailable}")
     else:

@@ -126,7 +126,7 @@ def fit(
     or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
     ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
     entry, as ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
-    or ``["USD:CNY=7.2"]``.
+    or ``["USD:CNY=7.2"]`` (a list or tuple; one such string alone is one item, as one ``--fx``).
     """
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price
@@ -173,12 +173,17 @@ def fit(
         if b.gpu is not None:
             raise CardError(f"budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
         amount, currency = b.per_gpu_hour, b.currency
+    if isinstance(fx, str):  # one string is one --fx item, never its characters
+        fx = [fx]
     if fx is None or isinstance(fx, Mapping):
         rates = _fx_rates(fx or {})
-    else:
+    elif isinstance(fx, (list, tuple)):
         from trainfit.catalog.prices import exchange_rates
 
         rates = exchange_rates(list(fx), flag="fx")
+    else:
+        raise CardError(f"fx: a mapping {{('USD', 'CNY'): 7.2}}, a list of 'FROM:TO=RATE' strings or None, got"
+                        f" {type(fx).__name__} {str(fx)[:40]!r}")
     try:
         goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
                     budget_currency=currency, deadline_s=deadline_s, fx=rates)

@@ -28,3 +28,48 @@ def test_fit_reads_one_fx_string_as_one_rate():
     one = trainfit.fit(None, fx="USD:CNY=7.2", **_FIT)
     listed = trainfit.fit(None, fx=["USD:CNY=7.2"], **_FIT)
     assert one.goal.fx == listed.goal.fx and ("USD", "CNY") in one.goal.fx
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. trainfit.watch(card, ...): a card or record that is no path, mapping or RunCard (5, b"card.yaml") and a
+#    calibration that is no path escaped as pathlib's TypeError ("expected str, bytes or os.PathLike object, not
+#    int"); a device other than cuda / cuda:N / cpu ('tpu', 'mps', 5) was measured on the CPU silently, and a memory
+#    flag that is no boolean ('no') was read by its truth. Each is now refused in one line naming the argument.
+SFT = {"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1}, "parallel": {"strategy": "single"}}
+
+
+@pytest.mark.parametrize("kw, line", [
+    (dict(card=5), "watch: card: a RunCard, a card file path or a card mapping, got int '5'"),
+    (dict(card=b"card.yaml"), "watch: card: a RunCard, a card file path or a card mapping, got bytes"),
+    (dict(card=None), "watch: card: a RunCard, a card file path or a card mapping, got NoneType"),
+    (dict(record=5), "watch: record: a file path or None, got int '5'"),
+    (dict(calibration=5), "calibration: a path, a Calibration (trainfit.calibration.load_calibration) or None, got int '5'"),
+    (dict(device="tpu"), "watch: device: 'cuda', 'cuda:N', 'cpu' or None (CUDA when available), got 'tpu'"),
+    (dict(device="mps"), "watch: device: 'cuda', 'cuda:N', 'cpu' or None (CUDA when available), got 'mps'"),
+    (dict(device=5), "watch: device: 'cuda', 'cuda:N', 'cpu' or None (CUDA when available), got 5"),
+    (dict(memory="no"), "watch: memory: true or false, got str 'no'"),
+    (dict(log_fn=5), "watch: log_fn: a callable log_fn(metrics, step) or None, got int '5'"),
+])
+def test_watch_refuses_arguments_of_the_wrong_type_in_its_own_error(kw, line):
+    from trainfit.watch.core import Watch
+
+    kw = {"card": SFT} | kw
+    with pytest.raises(CardError) as exc:
+        Watch(kw.pop("card"), **kw)
+    assert str(exc.value).startswith(line), str(exc.value)
+    assert "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda", "cuda:1", None])
+def test_watch_takes_the_devices_it_measures(device):
+    from trainfit.watch.core import Watch
+
+    assert Watch(SFT, device=device).device == device
+
+
+def test_watch_replan_refuses_a_card_of_the_wrong_type():
+    from trainfit.watch.core import Watch
+
+    with pytest.raises(CardError) as exc:
+        Watch(SFT).replan([1])
+    assert str(exc.value) == "watch: card: a RunCard, a card file path or a card mapping, got list '[1]'"

@@ -73,3 +73,45 @@ def test_watch_replan_refuses_a_card_of_the_wrong_type():
     with pytest.raises(CardError) as exc:
         Watch(SFT).replan([1])
     assert str(exc.value) == "watch: card: a RunCard, a card file path or a card mapping, got list '[1]'"
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. trainfit import --from verl: the override values were read with Python's spellings, not Hydra's. Hydra's override
+#    lexer takes true / false / null in any case (BOOL, NULL: facebookresearch/hydra hydra/grammar/OverrideLexer.g4
+#    l.53-57 @048399369016cbeb9466300bebbc2249e1c8b945) and 'None' as a plain string (an ID). So
+#    'actor_rollout_ref.rollout.layered_summon=None' (a string, true to verl's `if` test) was read as null, the switch
+#    off, silently; and '...layered_summon=TRUE' (Hydra's true) was refused as text.
+def _verl_script(tmp_path, old: str, new: str):
+    from test_hardening_2612 import _exported
+
+    card = ("model: Qwen/Qwen3-8B\nmethod: grpo\npreset: verl\nscope: lora\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n"
+            "rollout: {tensor_parallel: 2, response_len: 2048, layered_summon: true}\n")
+    text = _exported(tmp_path, card, "verl")
+    assert old in text, text
+    path = tmp_path / "edited.sh"
+    path.write_text(text.replace(old, new, 1))
+    return path
+
+
+def test_verl_import_refuses_python_none_as_a_switch(tmp_path):
+    from fuzzlib import check_run, run_cli
+
+    path = _verl_script(tmp_path, "rollout.layered_summon=True", "rollout.layered_summon=None")
+    out = tmp_path / "imported.yaml"
+    run = run_cli(["import", str(path), "--from", "verl", "--out", str(out)])
+    check_run(run, codes=(2,), outputs=(out,))
+    assert ("actor_rollout_ref.rollout.layered_summon: expected true or false, got 'None'; verl loads the YAML untyped"
+            in run.stderr), run.stderr
+
+
+@pytest.mark.parametrize("spelled, value", [("TRUE", True), ("tRuE", True), ("FALSE", None), ("NULL", None)])
+def test_verl_import_reads_hydras_booleans_and_null_in_any_case(tmp_path, spelled, value):
+    import yaml
+
+    from fuzzlib import check_run, run_cli
+
+    path = _verl_script(tmp_path, "rollout.layered_summon=True", f"rollout.layered_summon={spelled}")
+    out = tmp_path / "imported.yaml"
+    run = run_cli(["import", str(path), "--from", "verl", "--out", str(out)])
+    check_run(run, codes=(0,), outputs=(out,))
+    assert yaml.safe_load(out.read_text())["rollout"].get("layered_summon") is value

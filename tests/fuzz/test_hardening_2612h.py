@@ -115,3 +115,68 @@ def test_verl_import_reads_hydras_booleans_and_null_in_any_case(tmp_path, spelle
     run = run_cli(["import", str(path), "--from", "verl", "--out", str(out)])
     check_run(run, codes=(0,), outputs=(out,))
     assert yaml.safe_load(out.read_text())["rollout"].get("layered_summon") is value
+
+
+# ------------------------------------------------------------------------------------------------
+# Bounded generated cases for the three findings (a few dozen examples each, derandomized; fast).
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from fuzzlib import case  # noqa: E402
+
+_SMALL = settings(max_examples=40, deadline=None, derandomize=True, database=None)
+_HYDRA_WORDS = st.sampled_from(["True", "true", "TRUE", "False", "FALSE", "null", "NULL", "Null", "None", "none", "0", "1",
+                                "2", "-1", "1.0", "yes", "no", "on", "off", "''", "[true]", "nan", "inf"]) \
+    | st.text(alphabet="TtRrUuEeFfAaLlSsNnOo01", min_size=1, max_size=6)
+
+
+def _hydra_truth(word: str):
+    """What verl's `if` test sees for an unquoted override word (Hydra's lexer l.53-57), or 'refused' where the
+    importer must refuse it (any value that is no boolean, no null and no 0 / 1)."""
+    low = word.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "null":
+        return False  # absent: verl's default
+    if word in ("0", "1"):
+        return word == "1"
+    return "refused"
+
+
+@_SMALL
+@given(word=_HYDRA_WORDS)
+@case
+def test_verl_import_reads_a_switch_as_hydra_and_verl_do(tmp_path_factory, word):
+    import yaml
+
+    from fuzzlib import check_run, run_cli
+
+    tmp_path = tmp_path_factory.mktemp("hydra")
+    path = _verl_script(tmp_path, "rollout.layered_summon=True", f"rollout.layered_summon={word}")
+    out = tmp_path / "imported.yaml"
+    run = run_cli(["import", str(path), "--from", "verl", "--out", str(out)])
+    want = _hydra_truth(word)
+    if want == "refused":
+        check_run(run, codes=(2,), outputs=(out,))
+    else:
+        check_run(run, codes=(0,), outputs=(out,))
+        assert bool(yaml.safe_load(out.read_text())["rollout"].get("layered_summon")) is want, (word, run.stdout)
+
+
+@_SMALL
+@given(value=st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True), st.text(max_size=8),
+                       st.binary(max_size=4), st.lists(st.integers(), max_size=2), st.sampled_from(["cpu", "cuda", "cuda:0"])),
+       arg=st.sampled_from(["card", "record", "device", "memory", "log_fn", "calibration"]))
+@case
+def test_watch_arguments_end_in_trainfit_errors(value, arg):
+    """Any value of any argument: a Watch, or trainfit's own error in one line (never Python's TypeError)."""
+    from trainfit.errors import TrainfitError
+    from trainfit.watch.core import Watch
+
+    kw = {"card": SFT, arg: value}
+    if arg in ("record", "calibration") and isinstance(value, str):
+        kw[arg] = None  # a text path is a real file name: not this test's concern
+    try:
+        Watch(kw.pop("card"), **kw)
+    except TrainfitError as exc:
+        assert "\n" not in str(exc), str(exc)

@@ -148,7 +148,10 @@ def fit(
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, Integral):  # a NumPy integer is a whole number too
         raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
     max_gpus = operator.index(max_gpus)
-    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, Integral)):
+    if max_gpus < 1:
+        raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus}")
+    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, Integral)
+                                     or global_batch < 1):
         raise CardError(f"global_batch: a whole number of sequences per optimizer step >= 1, got {global_batch!r}")
     if global_batch is not None:
         global_batch = operator.index(global_batch)
@@ -194,7 +197,7 @@ def fit(
     if price_table is not None or market is not None:
         from trainfit.catalog.prices import catalog_price_table, load_price_table
 
-        source = load_price_table(price_table) if price_table is not None else catalog_price_table()
+        source = load_price_table(price_table, what="price_table") if price_table is not None else catalog_price_table()
         if market is not None and market not in source.markets:
             raise CardError(f"market: '{market}' is not in the price table; allowed: {', '.join(source.markets)}")
         for gid in kinds:

@@ -180,3 +180,21 @@ def test_watch_arguments_end_in_trainfit_errors(value, arg):
         Watch(kw.pop("card"), **kw)
     except TrainfitError as exc:
         assert "\n" not in str(exc), str(exc)
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. trainfit.fit: the messages named the command line's flags, not the function's arguments, and a global_batch of 0
+#    was told it splits into too many accumulation steps: max_gpus=0 ('fit: --max-gpus 0 leaves no card count to
+#    try'), global_batch=0 ('global_batch: 0 sequences per step split into more accumulation steps than
+#    batch.grad_accum allows'), price_table='/missing' ('--price-table: no such file').
+@pytest.mark.parametrize("kw, line", [
+    (dict(max_gpus=0), "max_gpus: a whole number of cards >= 1, got 0"),
+    (dict(max_gpus=-3), "max_gpus: a whole number of cards >= 1, got -3"),
+    (dict(global_batch=0), "global_batch: a whole number of sequences per optimizer step >= 1, got 0"),
+    (dict(global_batch=-1), "global_batch: a whole number of sequences per optimizer step >= 1, got -1"),
+    (dict(price_table="/nonexistent/prices.yaml"), "price_table: no such file '/nonexistent/prices.yaml'"),
+])
+def test_fit_names_its_own_arguments(kw, line):
+    with pytest.raises(CardError) as exc:
+        trainfit.fit(None, **(_FIT | kw))
+    assert str(exc.value).startswith(line), str(exc.value)

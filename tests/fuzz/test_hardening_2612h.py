@@ -1,6 +1,22 @@
 """Findings of the sixth review of the December 2026 hardening pass, as explicit cases (each fails without its fix).
 As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
-no traceback and no output file; the Python API raises trainfit's own error class with the CLI's one line."""
+no traceback and no output file; the Python API raises trainfit's own error class with the CLI's one line.
+
+Checked in the same review and found clean (no case kept, nothing to fix): ``plan`` / ``plan --json`` on ~15,000
+cards with one to four fields of any section set to their bounds, midpoints, enum members or booleans (GRPO verl LoRA
+with layered_summon, verl with a clip ratio, DPO under megatron TP x EP x PP and under CP x TP, PPO, QLoRA with
+attention_kernel fa2), with exports to trl / verl / deepspeed / openrlhf / accelerate of a third of the planned ones;
+rollout.response_clip_ratio x response_len_batch_max x response_len_mean x response_len 1-3; attention_kernel values
+under sdpa and eager; DPO / RM / GRPO / PPO / SFT x full / LoRA / QLoRA x TP, EP, PP, CP and mixed layouts on three
+models, each exported to five targets; ``--set`` on the newest rollout fields; verl import of layered_summon /
+load_format / lora_rank / rollout.name edits; every DeviceRates field and the file's top-level keys of a calibration
+file set to hostile values (plan and fit); watch records mutated at random for ``compare``, ``calibrate --dry-run``,
+``calibrate --out`` (no file left on a refusal) and ``record --measured``; ``diagnose`` with binary, UTF-16, 5 MB,
+CR-only, NaN / 1e400 / negative sizes and special-file logs; ``check --audit`` with mutated audit reports; ``size``
+with odd models and flags; the web API's plan and fit entry points (worker.call) on odd cards, GPU lists, counts and
+prices; strings with newlines, quotes, $(...), backticks and ${...} in lora.modules_to_save,
+rollout.quantization_bf16_modules, software pins, recipe fields, model.id / revision / path and ia3 targets, exported
+to every target (scripts run under stub launchers, the TRL module executed with stand-ins: no code ran)."""
 
 from __future__ import annotations
 

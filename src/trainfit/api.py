@@ -126,7 +126,7 @@ def fit(
     or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
     ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
     entry, as ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
-    or ``["USD:CNY=7.2"]``.
+    or ``["USD:CNY=7.2"]`` (a list or tuple; one such string alone is one item, as one ``--fx``).
     """
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price
@@ -148,7 +148,10 @@ def fit(
     if isinstance(max_gpus, bool) or not isinstance(max_gpus, Integral):  # a NumPy integer is a whole number too
         raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus!r}")
     max_gpus = operator.index(max_gpus)
-    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, Integral)):
+    if max_gpus < 1:
+        raise CardError(f"max_gpus: a whole number of cards >= 1, got {max_gpus}")
+    if global_batch is not None and (isinstance(global_batch, bool) or not isinstance(global_batch, Integral)
+                                     or global_batch < 1):
         raise CardError(f"global_batch: a whole number of sequences per optimizer step >= 1, got {global_batch!r}")
     if global_batch is not None:
         global_batch = operator.index(global_batch)
@@ -173,12 +176,17 @@ def fit(
         if b.gpu is not None:
             raise CardError(f"budget: an amount with a currency, e.g. 300CNY, got '{budget}'")
         amount, currency = b.per_gpu_hour, b.currency
+    if isinstance(fx, str):  # one string is one --fx item, never its characters
+        fx = [fx]
     if fx is None or isinstance(fx, Mapping):
         rates = _fx_rates(fx or {})
-    else:
+    elif isinstance(fx, (list, tuple)):
         from trainfit.catalog.prices import exchange_rates
 
         rates = exchange_rates(list(fx), flag="fx")
+    else:
+        raise CardError(f"fx: a mapping {{('USD', 'CNY'): 7.2}}, a list of 'FROM:TO=RATE' strings or None, got"
+                        f" {type(fx).__name__} {str(fx)[:40]!r}")
     try:
         goal = Goal(objective=Objective(objective or "cost"), steps=steps, tokens=tokens, budget=amount,
                     budget_currency=currency, deadline_s=deadline_s, fx=rates)
@@ -189,7 +197,7 @@ def fit(
     if price_table is not None or market is not None:
         from trainfit.catalog.prices import catalog_price_table, load_price_table
 
-        source = load_price_table(price_table) if price_table is not None else catalog_price_table()
+        source = load_price_table(price_table, what="price_table") if price_table is not None else catalog_price_table()
         if market is not None and market not in source.markets:
             raise CardError(f"market: '{market}' is not in the price table; allowed: {', '.join(source.markets)}")
         for gid in kinds:

@@ -102,8 +102,9 @@ def catalog_price_table() -> PriceTable:
     return price_table_of(json.loads(text), origin="catalog")
 
 
-def load_price_table(path: Path | str) -> PriceTable:
-    """The user's table from a JSON or YAML file (CardError, one line naming the file, on a bad file).
+def load_price_table(path: Path | str, *, what: str = "--price-table") -> PriceTable:
+    """The user's table from a JSON or YAML file (CardError, one line naming the file, on a bad file); ``what``
+    names the argument in that line (``trainfit.fit``'s ``price_table``).
 
     Read through the bounded loader: at most 1 MiB of UTF-8 text, no YAML alias bombs, no NaN/Infinity."""
     import re
@@ -113,10 +114,10 @@ def load_price_table(path: Path | str) -> PriceTable:
 
     p = Path(path)
     try:
-        text = read_text_limited(p, what="--price-table")
+        text = read_text_limited(p, what=what)
     except InputError as exc:
         raise CardError(str(exc)) from None
-    where = f"--price-table: '{p}'"
+    where = f"{what}: '{p}'"
     try:
         if p.suffix.lower() == ".json":
             data = load_json_limited(text, what=where, unique_keys=True)

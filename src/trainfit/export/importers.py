@@ -706,16 +706,19 @@ def _adapter_units_as_framework(t: str, d: dict[str, Any], notes: list[str]) -> 
 
 
 def _hydra_scalar(v: str) -> Any:
+    """One override value as Hydra's lexer reads it: true / false / null in any case (BOOL, NULL:
+    facebookresearch/hydra hydra/grammar/OverrideLexer.g4 l.53-57 @048399369016cbeb9466300bebbc2249e1c8b945);
+    Python's 'None' is no keyword there but a plain string, which verl's switches read as true."""
     q = hydra_unquote(v)
     if q is not None:
         return q
     if v.startswith("[") and v.endswith("]"):
         return [_hydra_scalar(x) for x in _split_list(v[1:-1])]
-    if v in ("True", "true"):
+    if v.lower() == "true":
         return True
-    if v in ("False", "false"):
+    if v.lower() == "false":
         return False
-    if v in ("null", "None"):
+    if v.lower() == "null":
         return None
     try:
         return int(v)

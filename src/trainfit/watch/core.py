@@ -68,10 +68,10 @@ class Watch:
     ``card``: a RunCard, a card file path or a card mapping. ``record``: where ``finish`` writes
     the run record (None: nowhere; the Trainer callback defaults to ``<output_dir>/trainfit.record.yaml``).
     ``memory_margin`` / ``time_margin``: fractions a phase may exceed its plan by before the one
-    warning for that phase. ``device``: ``cuda`` / ``cpu`` (default: CUDA when available).
+    warning for that phase. ``device``: ``cuda`` / ``cuda:N`` / ``cpu`` (default: CUDA when available; anything else is refused).
     ``log_fn(metrics, step)``: where per-step metrics go besides the record (the Trainer callback
-    routes them through ``report_to``). ``calibration``: a calibration file path (default: the one
-    ``plan`` finds). ``memory=False``: on the CPU, time the phases without PyTorch's MemTracker
+    routes them through ``report_to``). ``calibration``: a calibration file path or a ``Calibration``
+    (default: the one ``plan`` finds). ``memory=False``: on the CPU, time the phases without PyTorch's MemTracker
     (whose per-op dispatch multiplies a small model's CPU step time); no effect on CUDA."""
 
     def __init__(self, card: Any, *, record: str | Path | None = None, memory_margin: float = MEMORY_MARGIN,
@@ -79,15 +79,16 @@ class Watch:
                  optimizer: Any = None, calibration: str | Path | None = None,
                  log_fn: Callable[[dict[str, float], int], None] | None = None, horizon_steps: float = 10_000,
                  memory: bool = True) -> None:
-        from trainfit.calibration import load_found_calibration
+        from trainfit.api import _calibration
         from trainfit.plan import make_plan
 
         _check_numbers(memory_margin=memory_margin, time_margin=time_margin, horizon_steps=horizon_steps)
+        _check_arguments(record=record, device=device, log_fn=log_fn, memory=memory)
         self.record_path = Path(record) if record is not None else None
         if self.record_path is not None:  # refused now, not when the run ends and the record is written
             _check_record_path(self.record_path)
         self.card = _as_card(card)
-        self.calibration = load_found_calibration(calibration)
+        self.calibration = _calibration(calibration)
         self.plan = make_plan(self.card, calibration=self.calibration)
         self.planned: dict[str, Planned] = planned_phases(self.plan)
         self.memory_margin, self.time_margin, self.horizon_steps = memory_margin, time_margin, horizon_steps
@@ -402,6 +403,25 @@ def _check_numbers(**values: Any) -> None:
                             f" got {str(v)[:40]!r}")
 
 
+def _check_arguments(*, record: Any, device: Any, log_fn: Any, memory: Any) -> None:
+    """The arguments that are not numbers, refused in one line naming each (never read by their truth, and no
+    device measured as another: make_probe reads anything but cuda as the CPU)."""
+    import os
+    import re
+
+    from trainfit.errors import CardError
+
+    if record is not None and not isinstance(record, (str, os.PathLike)):
+        raise CardError(f"watch: record: a file path or None, got {type(record).__name__} {str(record)[:40]!r}")
+    if device is not None and (isinstance(device, bool) or re.fullmatch(r"cpu|cuda(:\d+)?", str(device)) is None):
+        raise CardError(f"watch: device: 'cuda', 'cuda:N', 'cpu' or None (CUDA when available), got {device!r:.40}")
+    if log_fn is not None and not callable(log_fn):
+        raise CardError(f"watch: log_fn: a callable log_fn(metrics, step) or None, got {type(log_fn).__name__}"
+                        f" {str(log_fn)[:40]!r}")
+    if not isinstance(memory, bool):
+        raise CardError(f"watch: memory: true or false, got {type(memory).__name__} {str(memory)[:40]!r}")
+
+
 def _check_record_path(path: Path) -> None:
     """A record path ``finish`` can write at the end of the run (its missing folders are created then): not a folder,
     a pipe or a device (a pipe with no reader would block the end of the run), nor a path through a file; every
@@ -427,6 +447,13 @@ def _as_card(card: Any) -> Any:
         return card
     if isinstance(card, dict):
         return load_card_dict(card)
+    import os
+
+    if not isinstance(card, (str, os.PathLike)):
+        from trainfit.errors import CardError
+
+        raise CardError(f"watch: card: a RunCard, a card file path or a card mapping, got {type(card).__name__}"
+                        f" {str(card)[:40]!r}")
     from trainfit.spec.card import read_card_file
 
     return load_card_dict(read_card_file(Path(card)))

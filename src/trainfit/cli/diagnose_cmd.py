@@ -124,8 +124,11 @@ def render(d) -> str:
     if d.symptom is not None:
         s = d.symptom
         lines += [f"symptom: {s.name} ({s.seed})", f"check first: {', '.join(s.check_first)}", f"direction: {s.direction}"]
+    traced = {p.value for p in d.attribution.candidates} if d.attribution is not None else set()
     for m in d.matches:
         verb = "matches" if m.matches else "nearest"
+        if traced and m.phase not in traced:
+            verb += " (not the traceback's phase)"
         where = f" in {m.phase}" if m.phase else ""
         lines.append(f"{verb}: {_g(m.bytes)} = {m.label}{where} ({m.relative_error:.1%} off)")
     for n in d.notes:
@@ -142,7 +145,9 @@ def render(d) -> str:
             )
         if not any(f.fits for f in d.fixes):
             lines.append("no single-variable change makes the plan fit: combine changes, or change the hardware or the training scope")
-    elif d.matches or (d.symptom and d.symptom.key in ("oom-load", "oom-backward", "oom-generation") and d.notes):
+    elif d.fixes_computed:
         lines.append("no single-variable change saves memory there: change the hardware or the training scope")
+    elif d.oom is not None or (d.symptom and d.symptom.key in ("oom-load", "oom-backward", "oom-generation")):
+        lines.append("fixes: none computed (no card: --card re-plans one-variable changes at its shapes)")
     lines.append(f"advice: {d.advice}")
     return "\n".join(lines)

@@ -451,8 +451,9 @@ def candidates(card: RunCard, plan) -> list[tuple[str, str | None, float]]:
 def match_allocation(
     requested: float, card: RunCard, plan, *, phase_hint: str | None = None, phases: tuple[str, ...] = (), top: int = 3
 ) -> list[Match]:
-    """The nearest candidates to a failed allocation, best first: within tolerance, in the traceback's
-    phase(s) first. Empty for a zero-byte request (nothing to match)."""
+    """The nearest candidates to a failed allocation, best first: the traceback's phase(s) first (a
+    tensor of another phase cannot be the one that failed there), then within tolerance, then the
+    nearest. Empty for a zero-byte request (nothing to match)."""
     if not requested or requested <= 0:
         return []
     allowed = set(phases) | ({phase_hint} if phase_hint else set())
@@ -461,7 +462,7 @@ def match_allocation(
         err = abs(size - requested) / requested
         ok = abs(size - requested) <= max(MATCH_REL_TOLERANCE * requested, MATCH_ABS_TOLERANCE_BYTES)
         found.append(Match(label, phase, size, err, ok))
-    found.sort(key=lambda m: (not m.matches, (m.phase not in allowed) if (m.matches and allowed) else False, m.relative_error))
+    found.sort(key=lambda m: (bool(allowed) and m.phase not in allowed, not m.matches, m.relative_error))
     return found[:top]
 
 
@@ -661,6 +662,8 @@ class Diagnosis:
     extra: dict[str, Any] = field(default_factory=dict)
     attribution: Attribution | None = None
     frames: tuple[Frame, ...] = ()
+    fixes_computed: bool = False
+    """A card was given and its one-variable changes were re-planned (``fixes`` may still be empty)."""
 
 
 def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
@@ -680,7 +683,8 @@ def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
             phase = None
         fixes = quantify_fixes(card, plan, phase)
         notes.append(_plan_note(plan))
-    return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes))
+    computed = card is not None and key in ("oom-load", "oom-backward", "oom-generation")
+    return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes), fixes_computed=computed)
 
 
 def _plan_note(plan) -> str:
@@ -766,7 +770,7 @@ def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the l
     else:
         notes.append("no card: give --card to match the allocation against the plan and re-plan fixes at the card's shapes")
     return Diagnosis(symptom, oom=oom, phase_hint=phase, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),
-                     extra={"messages_found": count}, attribution=att, frames=frames)
+                     extra={"messages_found": count}, attribution=att, frames=frames, fixes_computed=plan is not None)
 
 
 def _message_notes(oom: OomMessage) -> list[str]:

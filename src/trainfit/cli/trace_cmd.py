@@ -276,6 +276,9 @@ def trace(
 
         plan_depths(kwargs["hf_config"], layers)
     if time_:
+        for flag, bad in (("--reserved", reserved), ("--mode", mode != "fast")):
+            if bad:  # the op inventory counts ops: it replays no allocator and runs no MemTracker
+                raise TraceCardError(f"{flag}: --time counts the step's ops, not its memory; drop {flag} or --time")
         _trace_time(run_card, kwargs, layers, json_)
         return
     from trainfit.plan import make_plan

@@ -83,6 +83,7 @@ class Watch:
         from trainfit.plan import make_plan
 
         _check_numbers(memory_margin=memory_margin, time_margin=time_margin, horizon_steps=horizon_steps)
+        _check_device(device)
         self.record_path = Path(record) if record is not None else None
         if self.record_path is not None:  # refused now, not when the run ends and the record is written
             _check_record_path(self.record_path)
@@ -385,6 +386,21 @@ class Watch:
             self.record_path.parent.mkdir(parents=True, exist_ok=True)
             write_record(data, self.record_path, force=True)
         return data
+
+
+def _check_device(device: Any) -> None:
+    """``device``: None (CUDA when available), ``cuda``, ``cuda:<index>`` or ``cpu``; anything else (``gpu``,
+    ``mps``, a typo) is refused by name, never measured by the CPU tracker in its place."""
+    import re
+
+    from trainfit.errors import CardError
+
+    if device is None:
+        return
+    text = str(device)
+    if text == "cpu" or re.fullmatch(r"cuda(:\d+)?", text):
+        return
+    raise CardError(f"watch: device must be 'cuda', 'cuda:<index>', 'cpu' or unset (CUDA when available), got {text[:40]!r}")
 
 
 def _check_numbers(**values: Any) -> None:

@@ -20,6 +20,7 @@ def diagnose(
     message: Annotated[Optional[str], typer.Option("--message", help="The OOM message itself, pasted.")] = None,
     card: Annotated[Optional[Path], typer.Option("--card", help="Run card: match the failed allocation against its plan and confirm fixes.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`) the card's plan and fixes use, as plan's. Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """The seed's symptom table, and OOM messages matched against the card's plan."""
@@ -27,6 +28,11 @@ def diagnose(
     from trainfit.preflight.diagnose import SYMPTOMS, diagnose_log, diagnose_symptom
 
     run_card = load_card(card, {}, set_) if card is not None else None
+    cal = None
+    if run_card is not None or calibration is not None:  # the plan's calibration: only a card's plan reads it
+        from trainfit.calibration import load_found_calibration
+
+        cal = load_found_calibration(calibration)
     if log is not None or message is not None:
         if message is not None:
             text, source = message, "--message"
@@ -37,9 +43,9 @@ def diagnose(
                                     " log that holds the OOM message")
         else:
             text, source = _read_log(log)
-        result = diagnose_log(text, run_card, source=source)
+        result = diagnose_log(text, run_card, source=source, calibration=cal)
     elif symptom is not None:
-        result = diagnose_symptom(symptom, run_card)
+        result = diagnose_symptom(symptom, run_card, calibration=cal)
     else:
         raise TrainfitError(f"diagnose: give a symptom ({', '.join(SYMPTOMS)}) or --log/--message")
     if json_:

@@ -555,9 +555,9 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
-    """Re-plan the card once per one-variable change; what each saves in ``phase`` (default: the
-    plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
+def quantify_fixes(card: RunCard, plan, phase: str | None = None, *, calibration=None) -> list[Fix]:
+    """Re-plan the card once per one-variable change (with the ``calibration`` the plan used); what each
+    saves in ``phase`` (default: the plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
     changes that neither fit nor save ``FIX_MIN_SAVING_BYTES`` are left out."""
     from trainfit.plan import make_plan
     from trainfit.spec.dotted import deep_copy, set_dotted
@@ -571,7 +571,7 @@ def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
         for dotted, value in patch.items():
             set_dotted(data, dotted, value)
         try:
-            new = make_plan(RunCard.model_validate(data))
+            new = make_plan(RunCard.model_validate(data), calibration=calibration)
         except (TrainfitError, ValueError):
             continue
         after = _plan_phases(new)
@@ -583,9 +583,9 @@ def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
     return fixes
 
 
-def confirmed_fixes(card: RunCard, plan) -> list[Fix]:
+def confirmed_fixes(card: RunCard, plan, *, calibration=None) -> list[Fix]:
     """The one-variable changes after which the planner says the card fits."""
-    return [f for f in quantify_fixes(card, plan) if f.fits]
+    return [f for f in quantify_fixes(card, plan, calibration=calibration) if f.fits]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -666,7 +666,9 @@ class Diagnosis:
     """A card was given and its one-variable changes were re-planned (``fixes`` may still be empty)."""
 
 
-def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
+def diagnose_symptom(key: str, card: RunCard | None = None, *, calibration=None) -> Diagnosis:
+    """The seed's row for ``key``; with a card, its settings and (OOM symptoms) the one-variable fixes,
+    re-planned with ``calibration`` (a loaded Calibration, as ``plan`` uses; None: default rates)."""
     if key not in SYMPTOMS:
         raise TrainfitError(f"diagnose: unknown symptom '{key}'; allowed: {', '.join(SYMPTOMS)}")
     symptom = SYMPTOMS[key]
@@ -675,13 +677,13 @@ def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
     if card is not None and key in ("oom-load", "oom-backward", "oom-generation"):
         from trainfit.plan import make_plan
 
-        plan = make_plan(card)
+        plan = make_plan(card, calibration=calibration)
         phase = {"oom-load": "load", "oom-generation": "rollout"}.get(key)
         if phase is None:
             phase = "actor_backward" if card.method in RL_METHODS else "backward"
         if phase not in _plan_phases(plan):
             phase = None
-        fixes = quantify_fixes(card, plan, phase)
+        fixes = quantify_fixes(card, plan, phase, calibration=calibration)
         notes.append(_plan_note(plan))
     computed = card is not None and key in ("oom-load", "oom-backward", "oom-generation")
     return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes), fixes_computed=computed)
@@ -733,8 +735,9 @@ def attribute(oom: OomMessage, frames: tuple[Frame, ...], card: RunCard | None, 
     return att, matches
 
 
-def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the log") -> Diagnosis:
-    """Diagnose the last OOM message in ``text``. TrainfitError when there is none. Linear in ``len(text)``."""
+def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the log", calibration=None) -> Diagnosis:
+    """Diagnose the last OOM message in ``text``. TrainfitError when there is none. Linear in ``len(text)``.
+    ``calibration``: the loaded Calibration the card's plan and re-planned fixes use (as ``plan``'s)."""
     oom, count = last_oom(text)
     if oom is None:
         raise TrainfitError(f"diagnose: no CUDA/HIP out-of-memory message in {source}")
@@ -744,7 +747,7 @@ def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the l
     if card is not None:
         from trainfit.plan import make_plan
 
-        plan = make_plan(card)
+        plan = make_plan(card, calibration=calibration)
     att, matches = attribute(oom, frames, card, plan)
     phase = att.phase.value if att.phase is not None else None
     symptom = _symptom_of_phase(att.phase)
@@ -766,7 +769,7 @@ def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the l
             notes += phase_notes(phase, card, plan)
         if symptom is not None:
             notes += card_notes(symptom, card)
-        fixes = quantify_fixes(card, plan, phase if phase in present else None)
+        fixes = quantify_fixes(card, plan, phase if phase in present else None, calibration=calibration)
     else:
         notes.append("no card: give --card to match the allocation against the plan and re-plan fixes at the card's shapes")
     return Diagnosis(symptom, oom=oom, phase_hint=phase, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),

@@ -1,4 +1,5 @@
-"""`trainfit diagnose`: a symptom or a log with a CUDA OOM -> what to check first, which way to go."""
+"""`trainfit diagnose`: a symptom, or a log with a CUDA OOM, an NCCL watchdog timeout, a vLLM KV-cache error or an
+extension build error -> what to check first, which way to go. Exit 0 when one was read, 2 when the log holds none."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ MAX_LOG_CHARS = 64 * 2**20
 
 def diagnose(
     symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
-    log: Annotated[Optional[Path], typer.Option("--log", help="A training log holding a CUDA/HIP OOM message ('-' for stdin).")] = None,
+    log: Annotated[Optional[Path], typer.Option("--log", help="A training log holding a CUDA/HIP OOM message, an NCCL watchdog timeout, a vLLM KV-cache error or an extension build error ('-' for stdin).")] = None,
     message: Annotated[Optional[str], typer.Option("--message", help="The OOM message itself, pasted.")] = None,
     card: Annotated[Optional[Path], typer.Option("--card", help="Run card: match the failed allocation against its plan and confirm fixes.")] = None,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
@@ -100,11 +101,17 @@ def diagnosis_to_dict(d) -> dict:
         "frames": len(d.frames),
         "matches": [asdict(m) for m in d.matches],
         "fixes": [asdict(f) | {"saved_bytes": f.saved_bytes} for f in d.fixes],
+        "failure": asdict(d.failure) if d.failure is not None else None,
+        "kv_fixes": [asdict(k) for k in d.kv_fixes],
         "notes": list(d.notes),
         "advice": d.advice,
         **d.extra,
     }
     return out
+
+
+FAILURE_NAMES = {"nccl-timeout": "NCCL watchdog timeout", "vllm-kv-cache": "vLLM KV cache at engine start-up",
+                 "extension-build": "C++/CUDA extension build"}
 
 
 def _g(x: float | None) -> str:
@@ -127,6 +134,8 @@ def render(d) -> str:
                 lines.append(f"phase: one of {', '.join(p.value for p in att.candidates)} ({att.why})")
             else:
                 lines.append(f"phase: unknown ({att.why})")
+    if d.failure is not None:
+        lines.append(f"failure: {FAILURE_NAMES.get(d.failure.kind, d.failure.kind)}: {d.failure.text[:300]}")
     if d.symptom is not None:
         s = d.symptom
         lines += [f"symptom: {s.name} ({s.seed})", f"check first: {', '.join(s.check_first)}", f"direction: {s.direction}"]
@@ -139,7 +148,18 @@ def render(d) -> str:
         lines.append(f"{verb}: {_g(m.bytes)} = {m.label}{where} ({m.relative_error:.1%} off)")
     for n in d.notes:
         lines.append(f"note: {n}")
-    if d.fixes:
+    if d.failure is not None:
+        if d.kv_fixes:
+            lines.append("vLLM engine settings, each re-planned at the card's shapes (KV cache per engine):")
+            for k in d.kv_fixes:
+                one = "one longest request fits" if k.one_request_fits else "one longest request still does not fit"
+                lines.append(f"  - {k.change}: KV cache {_g(k.kv_before_bytes)} -> {_g(k.kv_after_bytes)}"
+                             f" ({k.capacity_tokens_after} tokens): {one}; plan {'fits' if k.plan_fits else 'does not fit'}")
+        elif d.failure.kind == "vllm-kv-cache" and d.fixes_computed:
+            lines.append("no engine setting adds KV cache at the card's shapes: change the hardware or the model")
+        elif d.failure.kind == "vllm-kv-cache":
+            lines.append("fixes: none computed (no card: --card re-plans the engine settings at its shapes)")
+    elif d.fixes:
         where = d.fixes[0].phase
         lines.append(f"one-variable changes, each re-planned at the card's shapes (saving in {where}):")
         for f in d.fixes:

@@ -205,7 +205,7 @@ def test_last_message_of_a_log_wins_and_notes():
 
 
 def test_no_oom_is_one_line():
-    with pytest.raises(TrainfitError, match=r"^diagnose: no CUDA/HIP out-of-memory message in the log$"):
+    with pytest.raises(TrainfitError, match=r"^diagnose: no CUDA/HIP out-of-memory message, NCCL watchdog timeout, vLLM KV-cache error or extension build error in the log$"):
         diagnose_log("loss 1.23\nstep 10\n")
 
 
@@ -257,7 +257,8 @@ def test_cli_bad_inputs(tmp_path):
     quiet = tmp_path / "quiet.log"
     quiet.write_text("all good\n")
     res = invoke("diagnose", "--log", quiet)
-    assert res.exit_code == 2 and res.error == f"diagnose: no CUDA/HIP out-of-memory message in '{quiet}'"
+    assert res.exit_code == 2 and res.error == ("diagnose: no CUDA/HIP out-of-memory message, NCCL watchdog timeout, vLLM KV-cache error or extension"
+                                            f" build error in '{quiet}'")
     res = invoke("diagnose", "--log", tmp_path / "missing.log")
     assert res.exit_code == 2 and res.error.startswith("--log: cannot read")
     assert invoke("diagnose").exit_code == 2

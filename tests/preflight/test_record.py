@@ -136,7 +136,7 @@ def test_cli_measured_puts_the_watch_phases_into_the_record(machine, tmp_path, m
 
     result = compare_record(out)  # what `trainfit compare` prints (exit 1 when off)
     text = "\n".join(result.lines())
-    assert result.off and "verdict: plan off: backward" in text and "backward: memory +25.0% (margin 10% and 20 MiB)" in text
+    assert result.off and "verdict: plan off: backward" in text and "backward: memory +25.0% (beyond the 10% margin and one 20 MiB CUDA allocator segment)" in text
     bad = invoke("record", card, "--measured", card, "--out", tmp_path / "no.yaml")
     assert bad.exit_code == 2 and bad.error.startswith("record --measured: the file is not a watch record")
     assert not (tmp_path / "no.yaml").exists()

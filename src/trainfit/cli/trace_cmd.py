@@ -253,6 +253,7 @@ def trace(
         "--time", help="Instead of memory: the op inventory of the step (every aten op: GEMM FLOPs and shapes, "
                        "attention FLOPs, memory-bound bytes, kernels), per phase and per layer (one GPU).")] = False,
     set_: Annotated[list[str], typer.Option("--set", help="Any card field: KEY=VALUE. Repeatable.")] = [],
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`) the plan column uses, as plan's. Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:
     """The real PyTorch peak of the card's step on fake CPU tensors, beside trainfit's estimate."""
@@ -262,6 +263,9 @@ def trace(
         "attention": attention,
     }
     run_card = load_card(card, overrides, set_)
+    from trainfit.calibration import load_found_calibration
+
+    cal = load_found_calibration(calibration)  # what `plan` uses: the plan column is plan's figure
     kwargs = trace_request_kwargs(run_card, hf_config_for(run_card), layouts=True)
     layout = {k: kwargs.pop(k) for k in ("context_parallel", "context_parallel_kind", "expert_parallel") if k in kwargs}
     if layout and (layout["context_parallel"] > 1 or layout["expert_parallel"] > 1):
@@ -276,11 +280,14 @@ def trace(
 
         plan_depths(kwargs["hf_config"], layers)
     if time_:
-        _trace_time(run_card, kwargs, layers, json_)
+        for flag, bad in (("--reserved", reserved), ("--mode", mode != "fast")):
+            if bad:  # the op inventory counts ops: it replays no allocator and runs no MemTracker
+                raise TraceCardError(f"{flag}: --time counts the step's ops, not its memory; drop {flag} or --time")
+        _trace_time(run_card, kwargs, layers, json_, calibration=cal)
         return
     from trainfit.plan import make_plan
 
-    plan = make_plan(run_card)
+    plan = make_plan(run_card, calibration=cal)
     try:
         from trainfit.trace.api import TraceRequest, trace_step
     except ImportError as exc:  # pragma: no cover - depends on the install
@@ -333,7 +340,7 @@ def _model_name(card, hf_config: dict[str, Any]) -> str:
     return m.id or m.path or str(hf_config.get("model_type", "model"))
 
 
-def _trace_time(run_card, kwargs: dict[str, Any], layers: int | None, json_: bool) -> None:
+def _trace_time(run_card, kwargs: dict[str, Any], layers: int | None, json_: bool, *, calibration=None) -> None:
     """``trace --time``: the op inventory of the step (``trainfit.trace.ops.trace_ops``)."""
     import sys
 
@@ -349,26 +356,27 @@ def _trace_time(run_card, kwargs: dict[str, Any], layers: int | None, json_: boo
         task = bar.add_task("counting ops", total=1.0)
         inv = trace_ops(req, progress=lambda label, frac: bar.update(task, completed=frac, description=label))
     name = _model_name(run_card, kwargs["hf_config"])
-    timed = _timed(run_card, inv)
+    timed = _timed(run_card, inv, calibration=calibration)
     if json_:
         print_json(ops_to_dict(inv, name) | ({"seconds": timed} if timed else {}))
         return
     render_ops(inv, name, Console(width=140), timed=timed)
 
 
-def _timed(run_card, inv) -> dict[str, Any] | None:
-    """Seconds per phase on the card's GPU: the traced ops through the planner's kernel models, beside
-    the plan's own time (None when the GPU catalog has no rates)."""
+def _timed(run_card, inv, *, calibration=None) -> dict[str, Any] | None:
+    """Seconds per phase on the card's GPU: the traced ops through the planner's kernel models at the
+    rates ``plan`` uses (the default rates with the calibration's overrides for this GPU), beside the
+    plan's own time (None when the GPU catalog has no rates)."""
+    from trainfit.calibration import rates_for
     from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.compute.rates import default_rates
     from trainfit.compute.traced import traced_phase_seconds
     from trainfit.errors import TrainfitError
     from trainfit.plan import make_plan
 
     try:
         gpu = resolve_gpu(run_card.hardware.gpu)
-        rates = default_rates(gpu)
-        plan = make_plan(run_card)
+        rates = rates_for(gpu, calibration)
+        plan = make_plan(run_card, calibration=calibration)
     except TrainfitError:
         return None
     planned = {t.name: t.seconds for t in plan.time_phases}

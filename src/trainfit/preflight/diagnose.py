@@ -451,8 +451,9 @@ def candidates(card: RunCard, plan) -> list[tuple[str, str | None, float]]:
 def match_allocation(
     requested: float, card: RunCard, plan, *, phase_hint: str | None = None, phases: tuple[str, ...] = (), top: int = 3
 ) -> list[Match]:
-    """The nearest candidates to a failed allocation, best first: within tolerance, in the traceback's
-    phase(s) first. Empty for a zero-byte request (nothing to match)."""
+    """The nearest candidates to a failed allocation, best first: the traceback's phase(s) first (a
+    tensor of another phase cannot be the one that failed there), then within tolerance, then the
+    nearest. Empty for a zero-byte request (nothing to match)."""
     if not requested or requested <= 0:
         return []
     allowed = set(phases) | ({phase_hint} if phase_hint else set())
@@ -461,7 +462,7 @@ def match_allocation(
         err = abs(size - requested) / requested
         ok = abs(size - requested) <= max(MATCH_REL_TOLERANCE * requested, MATCH_ABS_TOLERANCE_BYTES)
         found.append(Match(label, phase, size, err, ok))
-    found.sort(key=lambda m: (not m.matches, (m.phase not in allowed) if (m.matches and allowed) else False, m.relative_error))
+    found.sort(key=lambda m: (bool(allowed) and m.phase not in allowed, not m.matches, m.relative_error))
     return found[:top]
 
 
@@ -554,9 +555,9 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
-    """Re-plan the card once per one-variable change; what each saves in ``phase`` (default: the
-    plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
+def quantify_fixes(card: RunCard, plan, phase: str | None = None, *, calibration=None) -> list[Fix]:
+    """Re-plan the card once per one-variable change (with the ``calibration`` the plan used); what each
+    saves in ``phase`` (default: the plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
     changes that neither fit nor save ``FIX_MIN_SAVING_BYTES`` are left out."""
     from trainfit.plan import make_plan
     from trainfit.spec.dotted import deep_copy, set_dotted
@@ -570,7 +571,7 @@ def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
         for dotted, value in patch.items():
             set_dotted(data, dotted, value)
         try:
-            new = make_plan(RunCard.model_validate(data))
+            new = make_plan(RunCard.model_validate(data), calibration=calibration)
         except (TrainfitError, ValueError):
             continue
         after = _plan_phases(new)
@@ -582,9 +583,9 @@ def quantify_fixes(card: RunCard, plan, phase: str | None = None) -> list[Fix]:
     return fixes
 
 
-def confirmed_fixes(card: RunCard, plan) -> list[Fix]:
+def confirmed_fixes(card: RunCard, plan, *, calibration=None) -> list[Fix]:
     """The one-variable changes after which the planner says the card fits."""
-    return [f for f in quantify_fixes(card, plan) if f.fits]
+    return [f for f in quantify_fixes(card, plan, calibration=calibration) if f.fits]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -661,9 +662,17 @@ class Diagnosis:
     extra: dict[str, Any] = field(default_factory=dict)
     attribution: Attribution | None = None
     frames: tuple[Frame, ...] = ()
+    fixes_computed: bool = False
+    """A card was given and its one-variable changes were re-planned (``fixes`` may still be empty)."""
+    failure: Any = None
+    """Not an OOM: the NCCL timeout, vLLM KV-cache error or extension build error read (``preflight.failures``)."""
+    kv_fixes: tuple["KvFix", ...] = ()
+    """A vLLM KV-cache error with a card: each engine setting re-planned at the card's shapes."""
 
 
-def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
+def diagnose_symptom(key: str, card: RunCard | None = None, *, calibration=None) -> Diagnosis:
+    """The seed's row for ``key``; with a card, its settings and (OOM symptoms) the one-variable fixes,
+    re-planned with ``calibration`` (a loaded Calibration, as ``plan`` uses; None: default rates)."""
     if key not in SYMPTOMS:
         raise TrainfitError(f"diagnose: unknown symptom '{key}'; allowed: {', '.join(SYMPTOMS)}")
     symptom = SYMPTOMS[key]
@@ -672,15 +681,16 @@ def diagnose_symptom(key: str, card: RunCard | None = None) -> Diagnosis:
     if card is not None and key in ("oom-load", "oom-backward", "oom-generation"):
         from trainfit.plan import make_plan
 
-        plan = make_plan(card)
+        plan = make_plan(card, calibration=calibration)
         phase = {"oom-load": "load", "oom-generation": "rollout"}.get(key)
         if phase is None:
             phase = "actor_backward" if card.method in RL_METHODS else "backward"
         if phase not in _plan_phases(plan):
             phase = None
-        fixes = quantify_fixes(card, plan, phase)
+        fixes = quantify_fixes(card, plan, phase, calibration=calibration)
         notes.append(_plan_note(plan))
-    return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes))
+    computed = card is not None and key in ("oom-load", "oom-backward", "oom-generation")
+    return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes), fixes_computed=computed)
 
 
 def _plan_note(plan) -> str:
@@ -729,18 +739,25 @@ def attribute(oom: OomMessage, frames: tuple[Frame, ...], card: RunCard | None, 
     return att, matches
 
 
-def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the log") -> Diagnosis:
-    """Diagnose the last OOM message in ``text``. TrainfitError when there is none. Linear in ``len(text)``."""
+def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the log", calibration=None) -> Diagnosis:
+    """Diagnose the last OOM message in ``text``. TrainfitError when there is none. Linear in ``len(text)``.
+    ``calibration``: the loaded Calibration the card's plan and re-planned fixes use (as ``plan``'s)."""
     oom, count = last_oom(text)
     if oom is None:
-        raise TrainfitError(f"diagnose: no CUDA/HIP out-of-memory message in {source}")
+        from trainfit.preflight.failures import last_failure
+
+        failure = last_failure(text)
+        if failure is None:
+            raise TrainfitError(f"diagnose: no CUDA/HIP out-of-memory message, NCCL watchdog timeout, vLLM KV-cache error"
+                                f" or extension build error in {source}")
+        return diagnose_failure(failure, card, calibration=calibration)
     frames = traceback_before(text, oom.start)
     notes = _message_notes(oom)
     plan = None
     if card is not None:
         from trainfit.plan import make_plan
 
-        plan = make_plan(card)
+        plan = make_plan(card, calibration=calibration)
     att, matches = attribute(oom, frames, card, plan)
     phase = att.phase.value if att.phase is not None else None
     symptom = _symptom_of_phase(att.phase)
@@ -762,11 +779,11 @@ def diagnose_log(text: str, card: RunCard | None = None, *, source: str = "the l
             notes += phase_notes(phase, card, plan)
         if symptom is not None:
             notes += card_notes(symptom, card)
-        fixes = quantify_fixes(card, plan, phase if phase in present else None)
+        fixes = quantify_fixes(card, plan, phase if phase in present else None, calibration=calibration)
     else:
         notes.append("no card: give --card to match the allocation against the plan and re-plan fixes at the card's shapes")
     return Diagnosis(symptom, oom=oom, phase_hint=phase, matches=tuple(matches), fixes=tuple(fixes), notes=tuple(notes),
-                     extra={"messages_found": count}, attribution=att, frames=frames)
+                     extra={"messages_found": count}, attribution=att, frames=frames, fixes_computed=plan is not None)
 
 
 def _message_notes(oom: OomMessage) -> list[str]:
@@ -782,3 +799,184 @@ def _message_notes(oom: OomMessage) -> list[str]:
     if oom.total_bytes and oom.requested_bytes > oom.total_bytes:
         notes.append("the single request is larger than the whole GPU: shrink that tensor (batch, length, chunking), no setting frees enough")
     return notes
+
+
+# ---------------------------------------------------------------------------------------------
+# failures other than an OOM (``preflight.failures``)
+
+@dataclass(frozen=True, slots=True)
+class KvFix:
+    """One vLLM engine setting re-planned at the card's shapes: the KV cache it leaves and whether one request
+    of the card's longest sequence (rollout.prompt_len + rollout.response_len) then fits in it."""
+
+    change: str
+    kv_before_bytes: float
+    kv_after_bytes: float
+    capacity_tokens_after: int
+    one_request_fits: bool
+    plan_fits: bool
+
+
+def diagnose_failure(failure, card: RunCard | None = None, *, calibration=None) -> Diagnosis:
+    """What a non-OOM failure means and what to check; a vLLM KV error with an RL card is compared with the
+    plan's KV demand and capacity, and its engine settings re-planned."""
+    from trainfit.preflight.failures import ExtensionBuildError, KvCacheShortage, NcclTimeout
+
+    if isinstance(failure, NcclTimeout):
+        return Diagnosis(None, failure=failure, notes=tuple(nccl_notes(failure, card, calibration=calibration)),
+                         fixes_computed=card is not None)
+    if isinstance(failure, ExtensionBuildError):
+        return Diagnosis(None, failure=failure, notes=tuple(extension_notes(failure, card)), fixes_computed=card is not None)
+    assert isinstance(failure, KvCacheShortage)
+    symptom = SYMPTOMS["oom-generation"]
+    notes = kv_message_notes(failure)
+    kv_fixes: list[KvFix] = []
+    if card is None:
+        notes.append("no card: give --card to compare with the plan's KV demand and capacity and re-plan the engine settings")
+    elif card.method not in RL_METHODS or card.rollout.engine.value != "vllm":
+        notes.append(f"the card's run has no vLLM engine (method {card.method.value}, engine {card.rollout.engine.value}):"
+                     " is this the card's run?")
+    else:
+        from trainfit.plan import make_plan
+
+        plan = make_plan(card, calibration=calibration)
+        notes += kv_plan_notes(failure, card, plan)
+        notes += card_notes(symptom, card)
+        kv_fixes = quantify_kv_fixes(card, plan, calibration=calibration)
+    return Diagnosis(symptom, phase_hint="rollout", failure=failure, notes=tuple(notes), kv_fixes=tuple(kv_fixes),
+                     fixes_computed=bool(card is not None and card.method in RL_METHODS))
+
+
+def _gib(x: float) -> str:
+    return f"{x / GIB:.2f} GiB"
+
+
+def nccl_notes(t, card: RunCard | None, *, calibration=None) -> list[str]:
+    """The op, the timeout and what a watchdog timeout means: this rank waited, another did not arrive."""
+    rank = f"rank {t.rank}" if t.rank is not None else "a rank"
+    sizes = f", {t.numel_in} elements in, {t.numel_out} out" if t.numel_in is not None else ""
+    seq = f" (SeqNum {t.seq}{sizes})" if t.seq is not None else ""
+    timeout = f"{t.timeout_ms} ms ({t.timeout_ms / 60000:.1f} min)" if t.timeout_ms is not None else "its timeout"
+    ran = f" ran {t.ran_ms} ms" if t.ran_ms is not None else " did not complete"
+    out = [
+        f"NCCL watchdog timeout on {rank}: collective {t.op}{seq}{ran} against a timeout of {timeout}",
+        ("likely causes: the other ranks never reached this collective, or reached it far later: a rank hung or died"
+         " (the host's OOM killer, an exception on that rank only, a dataloader, checkpoint or generation stall),"
+         " the ranks' collectives fell out of step (a desynchronised collective: a rank-dependent code path, uneven"
+         " batch counts, a different op order), or a link far slower than planned (NCCL over sockets instead of"
+         " NVLink/InfiniBand)"),
+        ("check: the first error on any rank (the earliest timestamp, often another rank's OOM or exception);"
+         " dmesg / journalctl -k on each host for the OOM killer; TORCH_NCCL_DESYNC_DEBUG=1 for the op each rank"
+         " last ran, or the flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000 TORCH_NCCL_DUMP_ON_TIMEOUT=1);"
+         " NCCL_DEBUG=INFO for the transport NCCL chose (NET/IB or NET/Socket); raise the timeout"
+         " (init_process_group(timeout=...), transformers' ddp_timeout) only once a slow but progressing rank is"
+         " the cause"),
+    ]
+    if card is not None:
+        from trainfit.plan import make_plan
+
+        plan = make_plan(card, calibration=calibration)
+        if plan.step_seconds:
+            verdict = ("longer than the timeout: one rank a whole step behind the others times out"
+                       if t.timeout_ms is not None and plan.step_seconds * 1000 > t.timeout_ms else
+                       "far under the timeout: a timeout means a rank stopped, not a slow step")
+            out.append(f"plan: step {plan.step_seconds:.1f} s on {card.world_size} GPU(s) ({plan.gpu.name}), {verdict}")
+    return out
+
+
+def extension_notes(e, card: RunCard | None) -> list[str]:
+    """The op that failed to build and the three ways out."""
+    what = f"DeepSpeed op '{e.name}'" if e.deepspeed else f"torch C++/CUDA extension '{e.name}'"
+    out = [f"{what} failed to build just in time (torch.utils.cpp_extension, with ninja): the training never started"]
+    if e.ninja_missing:
+        out.append("ninja is not installed: pip install ninja (DeepSpeed's JIT build needs it)")
+    out.append("fix: a compiler and a CUDA toolkit whose nvcc matches torch.version.cuda (CUDA_HOME set), and ninja,"
+               " then rerun; the build log above the error names the failing command")
+    if e.deepspeed:
+        flag = f"DS_BUILD_{e.name.upper()}=1"
+        out.append(f"or build the op at install time: {flag} pip install deepspeed --no-build-isolation (DS_BUILD_OPS=1"
+                   " for every op; `ds_report` lists what is installed and compatible), or install a prebuilt"
+                   " DeepSpeed wheel built for this torch and CUDA")
+        if e.name in ("cpu_adam", "cpu_adagrad", "cpu_lion") and card is not None:
+            out.append(f"the card's parallel.offload is {card.parallel.offload.value}: '{e.name}' is the optimizer"
+                       " DeepSpeed runs for an offloaded optimizer; parallel.offload none avoids the op if memory allows")
+    return out
+
+
+def kv_message_notes(k) -> list[str]:
+    if k.reason == "none":
+        logged = f" (the engine logged {_gib(k.available_bytes)} available)" if k.available_bytes is not None else ""
+        return [f"vLLM found no memory for the KV cache{logged}: weights, activations of its profiling run and"
+                " anything else on the GPU already exceed gpu_memory_utilization x the GPU's memory"]
+    est = f"; vLLM estimates {k.estimated_max_len} tokens fit" if k.estimated_max_len else ""
+    return [f"vLLM's KV cache holds {_gib(k.available_bytes)} but one request of max_model_len {k.max_model_len} tokens"
+            f" needs {_gib(k.needed_bytes)}{est}"]
+
+
+def kv_plan_notes(k, card: RunCard, plan) -> list[str]:
+    """The log's KV figures beside the plan's, at the card's shapes."""
+    s = getattr(plan, "rollout", None)
+    if s is None or s.engine != "vllm":
+        return ["the plan has no vLLM engine summary to compare with"]
+    longest = card.rollout.prompt_len + card.rollout.response_len
+    out = [f"plan: vLLM KV cache {_gib(s.kv_cache_bytes)} per engine ({s.kv_capacity_tokens} tokens at"
+           f" {s.kv_bytes_per_token / 2**10:.1f} KiB per token); one request of the card's longest sequence"
+           f" (rollout.prompt_len + rollout.response_len = {longest} tokens) needs {_gib(longest * s.kv_bytes_per_token)}"]
+    if k.reason == "max-len" and k.max_model_len and s.kv_bytes_per_token:
+        planned = k.max_model_len * s.kv_bytes_per_token
+        out.append(f"the log's {k.max_model_len}-token request at the plan's KV per token: {_gib(planned)}"
+                   f" (log {_gib(k.needed_bytes)}); the log's max_model_len is"
+                   + (f" {k.max_model_len - longest} tokens above the card's longest sequence: set max_model_len to"
+                      f" {longest}" if k.max_model_len > longest else " within the card's longest sequence"))
+    if k.available_bytes is not None:
+        gap = s.kv_cache_bytes - k.available_bytes
+        if gap > 0.1 * max(s.kv_cache_bytes, GIB):
+            out.append(f"the engine had {_gib(gap)} less KV cache than the plan: memory held outside the plan (a"
+                       " colocated trainer's state not offloaded, another process) or a different GPU; check nvidia-smi"
+                       " before the engine starts")
+    return out
+
+
+def _kv_variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
+    ro = card.rollout
+    out: list[tuple[str, dict[str, Any]]] = []
+    for step in (0.1, 0.2):
+        u = round(min(0.95, ro.gpu_memory_utilization + step), 2)
+        if u > ro.gpu_memory_utilization and (not out or out[-1][1]["rollout.gpu_memory_utilization"] != u):
+            out.append((f"rollout.gpu_memory_utilization {ro.gpu_memory_utilization} -> {u}", {"rollout.gpu_memory_utilization": u}))
+    if ro.max_num_seqs > 1:
+        out.append((f"rollout.max_num_seqs {ro.max_num_seqs} -> {ro.max_num_seqs // 2} (a smaller profiling batch)",
+                    {"rollout.max_num_seqs": ro.max_num_seqs // 2}))
+    if ro.tensor_parallel * 2 <= card.hardware.gpus_per_node:
+        out.append((f"rollout.tensor_parallel {ro.tensor_parallel} -> {ro.tensor_parallel * 2} (weights and KV split)",
+                    {"rollout.tensor_parallel": ro.tensor_parallel * 2}))
+    return out
+
+
+def quantify_kv_fixes(card: RunCard, plan, *, calibration=None) -> list[KvFix]:
+    """Re-plan the card once per engine setting: the KV cache each leaves and whether one request of the card's
+    longest sequence fits. Settings that add no KV cache are left out; the largest KV first."""
+    from trainfit.plan import make_plan
+    from trainfit.spec.dotted import deep_copy, set_dotted
+
+    s = getattr(plan, "rollout", None)
+    if s is None or s.engine != "vllm":
+        return []
+    longest = card.rollout.prompt_len + card.rollout.response_len
+    base = card.model_dump(mode="json", exclude_unset=True)
+    out = []
+    for change, patch in _kv_variants(card):
+        data = deep_copy(base)
+        for dotted, value in patch.items():
+            set_dotted(data, dotted, value)
+        try:
+            new = make_plan(RunCard.model_validate(data), calibration=calibration)
+        except (TrainfitError, ValueError):
+            continue
+        after = getattr(new, "rollout", None)
+        if after is None or after.kv_cache_bytes <= s.kv_cache_bytes:
+            continue
+        out.append(KvFix(change, s.kv_cache_bytes, after.kv_cache_bytes, after.kv_capacity_tokens,
+                         after.kv_capacity_tokens >= longest, bool(new.fits)))
+    out.sort(key=lambda f: (not f.one_request_fits, not f.plan_fits, -f.kv_after_bytes))
+    return out

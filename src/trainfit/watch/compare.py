@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trainfit.errors import CardError
-from trainfit.watch.verdict import CPU, CUDA, MEMORY_MARGIN, TIME_MARGIN, Judged, judge, table_lines
+from trainfit.watch.verdict import CPU, CUDA, MEMORY_MARGIN, TIME_MARGIN, Judged, judge, judged_anything, table_lines
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -79,7 +79,7 @@ def compare_record(path: Path, *, memory_margin: float | None = None, time_margi
         if value is not None and not (math.isfinite(value) and value >= 0):
             raise CardError(f"{flag}: must be a finite fraction >= 0 (0.1 = 10 %), got {value}")
     judged, verdict = judge(rows, device=device, memory_margin=mm, time_margin=tm)
-    if all(j.memory_error is None and j.time_error is None for j in judged):
+    if not any(judged_anything(j) for j in judged):
         raise CardError(f"compare: no phase in '{path}' holds both a planned and a measured figure on {device}"
                         f" ({', '.join(sorted({j.reason for j in judged}))}); nothing to judge")
     model = card.model if isinstance(card.model, str) else (card.model.id or card.model.path or "inline config")

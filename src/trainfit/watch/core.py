@@ -270,7 +270,7 @@ class Watch:
             if p is None:
                 continue
             pm = getattr(p, pfield)
-            if mm is not None and pm and mm > pm and memory_off(mm, pm, self.memory_margin):
+            if mm is not None and pm and mm > pm and memory_off(mm, pm, self.memory_margin, device=self.probe.kind):
                 self._warn(f"mem:{name}", f"step {rec['step']}: {name} {mfield.replace('_bytes', '')} "
                            f"{mm / 2**30:.3f} GiB is {mm / pm - 1:+.1%} over the plan's {pm / 2**30:.3f} GiB "
                            f"(margin {self.memory_margin:.0%}; plan phases {', '.join(p.plan_phases)})")

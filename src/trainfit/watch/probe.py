@@ -189,10 +189,18 @@ def make_probe(device: str | None = None, *, memory: bool = True) -> CudaProbe |
     """CUDA when ``device`` says so or (None) when CUDA is available; else the CPU tracker (or, with
     ``memory=False``, phase seconds only). On CUDA the allocator's counters cost nothing: ``memory``
     does not apply there."""
+    from trainfit.errors import CardError
+
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if str(device).startswith("cuda"):
+        if not torch.cuda.is_available():
+            build = f"built for CUDA {torch.version.cuda}, no GPU visible" if torch.version.cuda else "a CPU-only build"
+            raise CardError(f"watch: device {str(device)!r} but torch {torch.__version__} has no CUDA ({build});"
+                            f" use device='cpu' or leave device unset")
         return CudaProbe(device)
+    if str(device) != "cpu":
+        raise CardError(f"watch: device must be 'cuda', 'cuda:<index>', 'cpu' or unset (CUDA when available), got {str(device)[:40]!r}")
     return CpuProbe() if memory else CpuTimeProbe()
 
 

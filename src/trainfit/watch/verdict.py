@@ -11,8 +11,10 @@ A record's ``phases`` (one mapping per phase, bytes per GPU and seconds per opti
       measured: {allocated_bytes, reserved_bytes, device_bytes, tensor_bytes, seconds, tokens, steps}
 
 Which measured figure is judged: on CUDA ``reserved`` (what an out-of-memory depends on) against
-the plan's reserved; on the CPU the tracker's ``tensor_bytes`` against the plan's tensor bytes
-(allocated without the cuBLAS workspaces). Time is judged on CUDA only: the plan times the GPU it
+the plan's reserved, or ``allocated`` against the plan's allocated where the record measured no
+reserved figure; on the CPU the tracker's ``tensor_bytes`` against the plan's tensor bytes
+(allocated without the cuBLAS workspaces). A planned 0 with measured memory is a miss ('over'),
+not a row without a plan. Time is judged on CUDA only: the plan times the GPU it
 names, and a CPU run is not that GPU.
 """
 
@@ -28,9 +30,10 @@ plan's H200 held-out reserved errors reach 9.7%: ``benchmarks/gpu_calibration.md
 TIME_MARGIN = 0.30
 """Same for seconds (the H200 step-time errors reach 28%: ``benchmarks/gpu_calibration.md``)."""
 MEMORY_FLOOR_BYTES = 20 * 2**20
-"""...and never for less than this many bytes: one large segment of the CUDA caching allocator
-(``kLargeBuffer``, 20 MiB), the granularity a reserved figure moves by; on a tiny model a few MiB of
-small tensors would otherwise read as a large fraction."""
+"""...and, on CUDA only, never for less than this many bytes: one large segment of the CUDA caching
+allocator (``kLargeBuffer``, 20 MiB), the granularity a reserved figure moves by; on a tiny model a
+few MiB of small tensors would otherwise read as a large fraction. The CPU tracker counts exact
+tensor bytes (no segments), so no floor applies there."""
 FORECAST_MIN_STEPS = 4
 """Steps of a growing series before a trend is extrapolated."""
 FORECAST_WINDOW = 16
@@ -54,14 +57,51 @@ class Judged:
     reason: str
 
 
-def memory_off(measured: float, planned: float, margin: float) -> bool:
-    """Measured memory differs from the plan beyond ``margin`` (a fraction) and one allocator segment."""
-    return abs(measured / planned - 1.0) > margin and abs(measured - planned) > MEMORY_FLOOR_BYTES
+def floor_bytes(device: str) -> float:
+    """The smallest difference that can be 'off' on this device kind: one allocator segment on CUDA, 0 on the CPU."""
+    return MEMORY_FLOOR_BYTES if device == CUDA else 0.0
+
+
+def memory_off(measured: float, planned: float, margin: float, *, device: str) -> bool:
+    """Measured memory differs from the plan beyond ``margin`` (a fraction) and, on CUDA, one allocator
+    segment. A planned 0 is off for any measured bytes past the floor."""
+    beyond_margin = planned <= 0 or abs(measured / planned - 1.0) > margin
+    return measured != planned and beyond_margin and abs(measured - planned) > floor_bytes(device)
 
 
 def memory_fields(device: str) -> tuple[str, str]:
     """(measured field, planned field) judged on this device kind."""
     return ("reserved_bytes", "reserved_bytes") if device == CUDA else ("tensor_bytes", "tensor_bytes")
+
+
+def row_memory_fields(planned: dict[str, Any], measured: dict[str, Any], *, device: str) -> tuple[str, str]:
+    """The fields judged for one row: on CUDA ``allocated`` when the record measured no ``reserved`` but
+    did measure ``allocated`` (a partial record is judged on what it holds, never passed unjudged)."""
+    mfield, pfield = memory_fields(device)
+    if (device == CUDA and measured.get(mfield) is None and measured.get("allocated_bytes") is not None
+            and planned.get("allocated_bytes") is not None):
+        return "allocated_bytes", "allocated_bytes"
+    return mfield, pfield
+
+
+def judged_anything(j: Judged) -> bool:
+    """The row was judged on memory or on time (not 'n/a', not 'unplanned')."""
+    return j.verdict not in ("n/a", "unplanned")
+
+
+def _memory_reason(me: float | None, mm: float, pm: float, margin: float, *, device: str, off: bool) -> str:
+    """Which rule decided the memory verdict: the margin, the CUDA segment floor, or a planned 0."""
+    diff_mib = abs(mm - pm) / 2**20
+    if pm <= 0:
+        return f"memory {mm / 2**20:.1f} MiB measured where the plan has 0"
+    floor = floor_bytes(device)
+    if off:
+        rule = f"beyond the {margin:.0%} margin" + (f" and one {floor / 2**20:.0f} MiB CUDA allocator segment" if floor else "")
+        return f"memory {me:+.1%} ({rule})"
+    if abs(me) > margin:
+        return (f"memory {me:+.1%} is beyond the {margin:.0%} margin but only {diff_mib:.1f} MiB, within one"
+                f" {floor / 2**20:.0f} MiB CUDA allocator segment")
+    return f"memory {me:+.1%} within the {margin:.0%} margin"
 
 
 def _err(measured: float | None, planned: float | None) -> float | None:
@@ -74,20 +114,28 @@ def judge_row(row: dict[str, Any], *, device: str, memory_margin: float = MEMORY
               time_margin: float = TIME_MARGIN) -> Judged:
     """The verdict of one ``phases`` entry (module docstring)."""
     planned, measured = row.get("planned") or {}, row.get("measured") or {}
-    mfield, pfield = memory_fields(device)
+    mfield, pfield = row_memory_fields(planned, measured, device=device)
     pm, mm = planned.get(pfield), measured.get(mfield)
     ps, ms = planned.get("seconds"), measured.get("seconds")
     me = _err(mm, pm)
     te = _err(ms, ps) if device == CUDA else None
     reasons = []
     verdict = "ok"
-    if me is not None and memory_off(mm, pm, memory_margin):
-        verdict = "over" if me > 0 else "under"
-        reasons.append(f"memory {me:+.1%} (margin {memory_margin:.0%} and {MEMORY_FLOOR_BYTES / 2**20:.0f} MiB)")
-    if te is not None and abs(te) > time_margin:
-        verdict = verdict if verdict != "ok" else ("over" if te > 0 else "under")
-        reasons.append(f"time {te:+.1%} (margin {time_margin:.0%})")
-    if me is None and te is None:
+    memory_judged = mm is not None and pm is not None  # a planned 0 is judged too (its error is not a number)
+    if memory_judged:
+        off = memory_off(mm, pm, memory_margin, device=device)
+        if off:
+            verdict = "over" if mm > pm else "under"
+        reasons.append(_memory_reason(me, mm, pm, memory_margin, device=device, off=off))
+    elif mm is None and (planned.get(pfield) is not None) and ms is not None and device == CUDA:
+        reasons.append("memory not measured")
+    if te is not None:
+        if abs(te) > time_margin:
+            verdict = verdict if verdict != "ok" else ("over" if te > 0 else "under")
+            reasons.append(f"time {te:+.1%} (beyond the {time_margin:.0%} margin)")
+        else:
+            reasons.append(f"time {te:+.1%} within the {time_margin:.0%} margin")
+    if not memory_judged and te is None:
         if mm is None and ms is None:
             verdict = "n/a"
             reasons.append("not measured")

@@ -50,6 +50,12 @@ def test_fsdp_generation_gathers_per_forward_and_the_sync_gathers_nothing():
     assert fsdp1["generation"].terms["root_gather"] > 0.0  # summon_full_params(recurse=False): the root unit
 
 
+def test_the_calls_note_says_where_the_gathers_are():
+    card = merge_under(ppo_tier("fsdp_ckpt"), {"rollout": {"generation_calls": 2}})
+    notes = " ".join(make_plan(load_card_dict(card)).time.assumptions)
+    assert "gathered in every forward of every call" in notes and "gathers its weights for every call" not in notes
+
+
 @pytest.mark.parametrize("strategy", ["zero3", "fsdp_grad_op"])
 def test_a_model_gathered_once_per_call_pays_no_gather_per_forward(strategy):
     ph = _phases(merge_under(ppo_tier("fsdp_ckpt"), {"parallel": {"strategy": strategy}}))

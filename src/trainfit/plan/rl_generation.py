@@ -249,6 +249,45 @@ def hf_sharded_forward_terms(card: RunCard, spec: ModelSpec, r: DeviceRates) -> 
     return gathers, hooks_s, root_s
 
 
+GEMM_4BIT_FUSED_MAX_ROWS = 512
+"""Rows (tokens) up to which bitsandbytes' ``gemm_4bit`` keeps its fused kernel on the packed 4-bit weight of a large
+linear under ``no_grad``; above, it dequantises the weight and calls ``F.linear`` (bitsandbytes 0.50.2 from PyPI, read
+2026-12-05: bitsandbytes/backends/cuda/ops.py ``_gemm_4bit_use_custom_cuda`` l.677-679 "custom wins up to M=512";
+the small-weight tiers above it, l.635-675, are not modelled apart)."""
+
+
+def hf_peft_inputs(card: RunCard, spec: ModelSpec, *, prefill_rows: int) -> dict[str, float]:
+    """What the trained PEFT model changes in ``generate`` (``compute.static_generation``, "A PEFT policy"):
+    ``adapter_kernels_per_forward`` (``peft_lora_forward_kernels`` over the adapted linears, ``memory.lora.
+    targeted_groups``; the adapters of routed experts' 3-D stacks are not counted, a lower bound as
+    ``decode_step.engine_lora_kernels``), and for a QLoRA base through bitsandbytes ``weight_bytes`` (the stored model,
+    ``plan.time.gathered_weight_bytes_of``: nf4 plus the adapters, what each decode step's fused 4-bit GEMMs stream)
+    and ``prefill_extra_bytes`` (``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` over ``memory.weights.
+    quantized_linear_params`` where the prefill's ``prefill_rows`` exceed ``GEMM_4BIT_FUSED_MAX_ROWS``). Empty for a
+    full fine-tune; a 4-bit base through GPTQ or torchao is left at the bf16 stream (not read for ``generate``)."""
+    from trainfit.compute.inventory import NF4_DEQUANT_BYTES_PER_WEIGHT
+    from trainfit.compute.static_generation import peft_lora_forward_kernels
+    from trainfit.memory.lora import targeted_groups
+    from trainfit.memory.weights import count_scale, quantized_linear_params
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.time import gathered_weight_bytes_of
+    from trainfit.spec.enums import QloraDequant, Scope
+
+    lora = trainable_spec(card).lora
+    if lora is None:
+        return {}
+    adapted = sum(g.count for g in targeted_groups(spec, lora) if g.experts <= 1)
+    out = {"adapter_kernels_per_forward": peft_lora_forward_kernels(
+        adapted_linears=adapted, adapter_dtype_bytes=lora.adapter_dtype_bytes, dropout=lora.dropout > 0)}
+    if card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES:
+        w = gathered_weight_bytes_of(card, spec)
+        out["weight_bytes"] = w.base + w.adapter
+        if prefill_rows > GEMM_4BIT_FUSED_MAX_ROWS:
+            out["prefill_extra_bytes"] = (NF4_DEQUANT_BYTES_PER_WEIGHT * quantized_linear_params(spec)
+                                          * count_scale(spec))
+    return out
+
+
 def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime:
     """``rollout.engine: hf``: every training rank runs transformers' ``generate`` on its own share of the step's
     sequences, a static eager batch that decodes to the longest response of the step (``compute.static_generation``),
@@ -258,7 +297,9 @@ def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates)
     trl/trainer/grpo_trainer.py ``_generate_single_turn`` l.1861-1875), no engine, no CUDA graphs. A sharded trainer's
     forwards gather and hook as ``hf_sharded_forward_terms`` says: under FULL_SHARD / HYBRID_SHARD every prefill and
     decode forward pays the decoder layers' all-gathers its compute does not hide (``layer_gathers``) and the root
-    unit is gathered once per call (``root_gather``); the FSDP units' hooks run in every forward (``fsdp_hooks``)."""
+    unit is gathered once per call (``root_gather``); the FSDP units' hooks run in every forward (``fsdp_hooks``). A
+    PEFT policy generates through its adapters and, for QLoRA, its 4-bit base (``hf_peft_inputs``: ``adapter_kernels``,
+    ``nf4_dequant``)."""
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.response_lengths import slowest_engine_length_groups
     from trainfit.compute.static_generation import static_batch_generation_time
@@ -275,17 +316,20 @@ def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates)
         sequences=batch, engines=ranks * calls, clip_ratio=lengths.get("clip_ratio"),
         longest_tokens=lengths.get("longest_tokens"))[-1][0]
     gathers, hooks_s, root_s = hf_sharded_forward_terms(card, spec, r)
+    peft = {"weight_bytes": bf16_engine_weight_bytes(spec)} | hf_peft_inputs(card, spec,
+                                                                            prefill_rows=batch * ro.prompt_len)
     g = static_batch_generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, calls=calls, batch_sequences=batch,
-        prompt_len_padded=ro.prompt_len, response_len_longest=longest, weight_bytes=bf16_engine_weight_bytes(spec),
+        prompt_len_padded=ro.prompt_len, response_len_longest=longest,
         kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel, layer_gathers=gathers,
-        unit_host_s_per_forward=hooks_s)
+        unit_host_s_per_forward=hooks_s, **peft)
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
     root_gather_s = calls * root_s
     # layer_gathers / fsdp_hooks: what of prefill and decode the sharded units' gathers and hooks take
     return rl_phase("generation", g.total_s + root_gather_s, bound, prefill=g.prefill_s, decode=g.decode_s,
                     root_gather=root_gather_s, long_tail=0.0, tp_all_reduce=0.0, preemption_recompute=0.0,
-                    layer_gathers=g.gathers_s, fsdp_hooks=g.hooks_s)
+                    layer_gathers=g.gathers_s, fsdp_hooks=g.hooks_s, adapter_kernels=g.adapter_s,
+                    nf4_dequant=g.dequant_s)
 
 
 VERL_CUSTOM_ALL_REDUCE_SINCE = (0, 8)

@@ -110,7 +110,8 @@ class StaticGenerationTime:
     hooks_s: float = 0.0
     """Of ``total_s``: the sharded units' forward hooks on the host (``unit_host_s_per_forward``)."""
     adapter_s: float = 0.0
-    """Of ``total_s``: the adapter kernels' launches (``adapter_kernels_per_forward``)."""
+    """Of ``total_s``: the decode steps' adapter kernel launches (``adapter_kernels_per_forward``; the prefill, priced
+    by its FLOPs or weight read, launches them too, not counted apart)."""
     dequant_s: float = 0.0
     """Of ``total_s``: the prefill's extra HBM traffic (``prefill_extra_bytes``: a 4-bit base's dequantisation)."""
 

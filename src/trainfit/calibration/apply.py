@@ -53,8 +53,11 @@ def applied_values(calibration: Calibration, *, gpu_id: str, card: Any, phases: 
             use = bool(replayed) and own is not None
             v = ((layout_of(card), own),)
         elif k in ENGINE_HOST_FIELDS:
-            use = generates and v is not None and (engine == "sglang" if k.startswith("sglang_") else
-                                                   engine == "vllm" if k.startswith("vllm_") else True)
+            # only vLLM's and SGLang's steps read them (compute.decode_step); transformers generate (engine hf) passes
+            # its own host terms (compute.static_generation: engine_s_per_sequence 0, a v0 step with no frontend) and
+            # the Hybrid Engine has its own (compute.hybrid_engine)
+            use = generates and v is not None and engine in ENGINE_LABELS and (
+                engine == "sglang" if k.startswith("sglang_") else engine == "vllm" if k.startswith("vllm_") else True)
         else:
             use = timed
         if use:
@@ -90,9 +93,18 @@ def calibration_to_json(use: Any) -> dict[str, Any] | None:
     return {"path": use.path, "gpus": list(use.gpu_ids), "applied": applied_to_dict(use.applied)}
 
 
-def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str, Any] | None = None) -> str:
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+"""The rollout engines whose decode step reads a calibration's engine host constants, as the calibration line names
+them."""
+
+
+def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str, Any] | None = None,
+                    engine: str | None = None) -> str:
     """``calibration: <path> (<gpu ids>)``, saying when the plan's GPU is not among them, then the engine host
-    constants and memory constants the plan applied (``applied``; None: every one the file sets for ``gpu_id``)."""
+    constants and memory constants the plan applied (``applied``; None: every one the file sets for ``gpu_id``).
+    ``engine``: the card's rollout engine (``RolloutEngine`` value), which names the engine host constants it applied;
+    None: the file's own split (``sglang_`` fields SGLang's, the others vLLM's)."""
+    engine_of = getattr(engine, "value", engine)
     ids = ", ".join(calibration.gpu_ids) or "no GPU"
     line = f"calibration: {calibration_label(calibration)} ({ids})"
     entry = calibration.device(gpu_id)
@@ -103,9 +115,11 @@ def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str,
             from trainfit.calibration.file import DeviceCalibration
 
             entry = DeviceCalibration(gpu_id=gpu_id, rates=tuple(sorted(applied.items())))
-        engine = [(k, v) for k, v in entry.rates if k in ENGINE_HOST_FIELDS and v is not None]
-        for label, own in (("vLLM", [kv for kv in engine if not kv[0].startswith("sglang_")]),
-                           ("SGLang", [kv for kv in engine if kv[0].startswith("sglang_")])):
+        host = [(k, v) for k, v in entry.rates if k in ENGINE_HOST_FIELDS and v is not None]
+        groups = (((ENGINE_LABELS.get(str(engine_of), str(engine_of)), host),) if engine_of is not None else
+                  (("vLLM", [kv for kv in host if not kv[0].startswith("sglang_")]),
+                   ("SGLang", [kv for kv in host if kv[0].startswith("sglang_")])))
+        for label, own in groups:
             if own:
                 line += f"; {label} engine host " + ", ".join(f"{k} {v * 1e6:.4g} us" for k, v in own)
         mem = entry.memory_overrides()

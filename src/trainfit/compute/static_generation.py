@@ -24,14 +24,48 @@ transformers/generation/utils.py):
 The device side of a step is ``decode_step.decode_step_seconds`` (weights streamed once, the KV read, the per-token
 FLOPs) at the batch and its padded context, with no engine host terms (no scheduler, no frontend). Prefill: the
 batch's padded prompts in one forward, ``2 x matmul params x tokens`` at the matmul rate, or the weight read.
+
+**A sharded trainer's forwards.** ``generate`` runs the training model's own modules, so under torch FSDP every
+forward, the prefill and each decode step, runs each unit's pre- and post-forward hooks. TRL wraps the call in
+``unwrap_model_for_generation`` and ``summon_full_params(self.model_wrapped, recurse=False)`` (trl 1.16.0 from PyPI,
+read 2026-12-05: trl/trainer/grpo_trainer.py l.1861-1875): that gathers the root unit alone under FSDP1 and nothing
+under FSDP2 (``summon_full_params`` is a no-op there, trl/distributed.py l.74-91), so under FULL_SHARD / HYBRID_SHARD
+each decoder layer unit is all-gathered in its pre-forward and freed after it, every step
+(``layer_gathers``: ``collectives.exposed_forward_gathers``' arguments, priced for each forward with the layer's share
+of that forward's seconds hiding the next layer's gather, as a training forward's). transformers runs the loop with
+``synced_gpus`` under FSDP (``is_fsdp_managed_module``, transformers 5.24.0 generation/utils.py l.2566-2567): a rank
+whose rows are done keeps stepping until every rank is, the steps of the slowest rank that the caller already
+counts. The units' hooks are host work on a step the host cannot queue ahead of (``unit_host_s_per_forward``,
+``training.fsdp_unit_host_seconds`` of a no-grad forward per unit), added to each forward. Only ZeRO-3 with TRL's
+``ds3_gather_for_generation`` (its default) gathers the whole model once per call and removes DeepSpeed's hooks for
+it (trl/models/utils.py l.141-150), as does SHARD_GRAD_OP's first forward (its units are not resharded after forward):
+that once-a-call gather is the weight sync's (``plan.rl_sync.hf_shared_weights``), none here.
+
+**A PEFT policy.** ``generate`` runs the PEFT model being trained, unmerged and in train mode: the Trainer's
+``training_step`` calls ``model.train()`` before ``_prepare_inputs`` (transformers 5.24.0 trainer.py l.2080-2084),
+from which TRL generates, and its non-vLLM path never calls ``eval()`` or ``merge_adapter`` (trl 1.16.0
+grpo_trainer.py l.1861-1875). So every adapted linear runs ``result + lora_B(lora_A(dropout(x))) * scaling``
+(peft 0.21.2 peft/tuners/lora/layer.py l.1102; bitsandbytes' ``Linear4bit`` l.266-269 of peft/tuners/lora/bnb.py)
+in every forward: ``peft_lora_forward_kernels``, the training inventory's counts (``inventory.LORA_EXTRA_KERNELS``,
+the fp32 adapters' two casts, ``inventory.LORA_DROPOUT_KERNELS`` where ``lora_dropout`` is an ``nn.Dropout``),
+launched from Python at the eager rate like the rest of the step (``adapter_kernels_per_forward``). A QLoRA base
+(bitsandbytes ``Linear4bit``) under ``torch.no_grad`` runs ``torch.ops.bitsandbytes.gemm_4bit``, whose CUDA dispatch
+takes its fused kernel on the packed 4-bit weights for at most 512 rows of a large weight and dequantises the whole
+weight and calls ``F.linear`` above that (bitsandbytes 0.50.2 autograd/_functions.py l.453-472, backends/cuda/ops.py
+``_gemm_4bit_use_custom_cuda`` l.677-679, ``_dequant_linear_fallback`` l.904-916): a decode step of a few rows streams
+the 4-bit weights (the caller's ``weight_bytes``), the prefill's ``batch x prompt`` rows dequantise
+(``prefill_extra_bytes``: ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` per quantised weight, at the HBM rate).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from trainfit.compute.collectives import exposed_forward_gathers
 from trainfit.compute.decode_step import decode_step_seconds, eager_s_per_kernel_of
 from trainfit.compute.hybrid_engine import HF_GREEDY_STEP_KERNELS
+from trainfit.compute.inventory import LORA_DROPOUT_KERNELS, LORA_EXTRA_KERNELS
 from trainfit.compute.rates import DeviceRates
 from trainfit.errors import CardError
 from trainfit.spec.enums import RolloutEngine
@@ -40,6 +74,23 @@ from trainfit.spec.model import ModelSpec
 DECODE_POINTS = 16
 """Midpoints at which the growing context is sampled to sum the decode steps (the step is linear in the context
 within a bound, so a few points suffice)."""
+
+
+FP32_ADAPTER_CAST_KERNELS = 2
+"""An fp32 adapter's casts per adapted call, the input up and the output down, as the training inventory counts them
+(``inventory.step_inventory``: ``LORA_EXTRA_KERNELS + 2`` for adapters of 4 bytes)."""
+
+
+def peft_lora_forward_kernels(*, adapted_linears: float, adapter_dtype_bytes: int, dropout: bool) -> float:
+    """Kernels PEFT's unmerged LoRA adds to one forward over ``adapted_linears`` adapted linear calls: ``lora_A`` and
+    ``lora_B`` (two GEMMs), the scaling mul and the add (``LORA_EXTRA_KERNELS``), the fp32 adapters' casts
+    (``FP32_ADAPTER_CAST_KERNELS``, ``adapter_dtype_bytes`` >= 4) and, with ``dropout`` in train mode,
+    ``LORA_DROPOUT_KERNELS`` (module docstring, "A PEFT policy")."""
+    if adapted_linears < 0:
+        raise CardError("static generation: adapted_linears >= 0")
+    per = 2 + LORA_EXTRA_KERNELS + (FP32_ADAPTER_CAST_KERNELS if adapter_dtype_bytes >= 4 else 0) + (
+        LORA_DROPOUT_KERNELS if dropout else 0)
+    return float(adapted_linears * per)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,23 +105,50 @@ class StaticGenerationTime:
     batch_sequences: int
     bound: str
     """What paces the mean decode step: ``launch`` (the eager host), ``bandwidth`` or ``compute``."""
+    gathers_s: float = 0.0
+    """Of ``total_s``: the per-layer all-gathers each forward leaves exposed (``layer_gathers``)."""
+    hooks_s: float = 0.0
+    """Of ``total_s``: the sharded units' forward hooks on the host (``unit_host_s_per_forward``)."""
+    adapter_s: float = 0.0
+    """Of ``total_s``: the decode steps' adapter kernel launches (``adapter_kernels_per_forward``; the prefill, priced
+    by its FLOPs or weight read, launches them too, not counted apart)."""
+    dequant_s: float = 0.0
+    """Of ``total_s``: the prefill's extra HBM traffic (``prefill_extra_bytes``: a 4-bit base's dequantisation)."""
 
 
 def static_batch_generation_time(
     *, spec: ModelSpec, matmul_params: float, rates: DeviceRates, calls: int, batch_sequences: int,
     prompt_len_padded: int, response_len_longest: float, weight_bytes: float, kv_bytes_per_token: float,
+    layer_gathers: dict[str, Any] | None = None, unit_host_s_per_forward: float = 0.0,
+    adapter_kernels_per_forward: float = 0.0, prefill_extra_bytes: float = 0.0,
 ) -> StaticGenerationTime:
     """``calls`` sequential ``generate`` calls on one rank, each a static batch of ``batch_sequences`` prompts
     left-padded to ``prompt_len_padded`` tokens, decoding ``response_len_longest`` steps (module docstring).
     ``weight_bytes``: the model as the rank runs it (whole: ``generate`` runs the unsharded model);
-    ``kv_bytes_per_token``: one token's KV over all layers. Raises ``CardError`` for a count below 1 or negative
+    ``kv_bytes_per_token``: one token's KV over all layers. ``layer_gathers``: the sharded decoder units gathered in
+    every forward, ``collectives.exposed_forward_gathers``' keyword arguments but ``layer_forward_s`` (None: none, an
+    unsharded model or one gathered once per call); ``unit_host_s_per_forward``: the units' hooks, host seconds per
+    forward (module docstring, "A sharded trainer's forwards"); ``adapter_kernels_per_forward``: PEFT's kernels
+    (``peft_lora_forward_kernels``) launched in every forward, ``prefill_extra_bytes``: HBM bytes the prefill moves
+    beyond its GEMMs (a 4-bit base's dequantisation; module docstring, "A PEFT policy"). Raises ``CardError`` for a count below 1 or negative
     lengths."""
     if min(calls, batch_sequences) < 1 or prompt_len_padded < 0 or response_len_longest < 0:
         raise CardError("static generation: calls and batch_sequences >= 1, lengths >= 0")
     eager_s = eager_s_per_kernel_of(rates, RolloutEngine.HF, spec=spec)
     prefill_tokens = batch_sequences * prompt_len_padded
+    adapter_host_s = adapter_kernels_per_forward * eager_s
+    dequant_s = prefill_extra_bytes / rates.hbm_bytes_per_s
     prefill_s = max(2.0 * matmul_params * prefill_tokens / rates.matmul_flops_per_s,
-                    weight_bytes / rates.hbm_bytes_per_s)
+                    weight_bytes / rates.hbm_bytes_per_s) + dequant_s + unit_host_s_per_forward
+
+    def exposed_s(forward_s: float) -> float:
+        # the next layer's gather hides behind this layer's share of the forward (FSDP's forward, as in training)
+        if layer_gathers is None:
+            return 0.0
+        return exposed_forward_gathers(**layer_gathers, layer_forward_s=forward_s / max(1, layer_gathers["layers"]))
+
+    gathers_s = exposed_s(prefill_s)
+    prefill_s += gathers_s
     steps = max(1.0, response_len_longest)
     decode_s, bounds = 0.0, {"bandwidth": 0.0, "compute": 0.0, "launch": 0.0}
     for i in range(DECODE_POINTS):
@@ -79,9 +157,12 @@ def static_batch_generation_time(
             spec=spec, matmul_params=matmul_params, rates=rates, tp=1, batch=batch_sequences,
             context_tokens=batch_sequences * t, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
             cuda_graphs=False, engine_generation="v0",  # in-process: no engine frontend
-            engine_s_per_step=HF_GREEDY_STEP_KERNELS * eager_s, engine_s_per_sequence=0.0,
+            engine_s_per_step=HF_GREEDY_STEP_KERNELS * eager_s + unit_host_s_per_forward + adapter_host_s,
+            engine_s_per_sequence=0.0,
             eager_s_per_kernel=eager_s)
-        decode_s += d.total_s * steps / DECODE_POINTS
+        step_gathers_s = exposed_s(d.total_s)
+        gathers_s += step_gathers_s * steps / DECODE_POINTS
+        decode_s += (d.total_s + step_gathers_s) * steps / DECODE_POINTS
         device = max(d.bandwidth_s + d.kernel_gaps_s, d.compute_s)
         key = "launch" if d.launch_s + d.engine_s > device else (
             "bandwidth" if d.bandwidth_s >= d.compute_s else "compute")
@@ -89,4 +170,6 @@ def static_batch_generation_time(
     total = calls * (prefill_s + decode_s)
     return StaticGenerationTime(prefill_s=calls * prefill_s, decode_s=calls * decode_s, total_s=total,
                                 decode_steps=steps, batch_sequences=batch_sequences,
-                                bound=max(bounds, key=bounds.get))
+                                bound=max(bounds, key=bounds.get), gathers_s=calls * gathers_s,
+                                hooks_s=calls * unit_host_s_per_forward * (1.0 + steps),
+                                adapter_s=calls * adapter_host_s * steps, dequant_s=calls * dequant_s)

@@ -344,7 +344,8 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
         from trainfit.calibration.apply import applied_values, assumption_line, calibration_use
 
         applied = applied_values(calibration, gpu_id=gpu.id, card=card, phases=phases, timing=timing)
-        time_notes.insert(0, assumption_line(calibration, gpu.id, applied=applied))
+        time_notes.insert(0, assumption_line(calibration, gpu.id, applied=applied,
+                                                 engine=card.rollout.engine if card.rollout else None))
         use = calibration_use(calibration, applied)
     plan = Plan(
         card=card,

@@ -181,12 +181,125 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
                   preemption_recompute=calls * g.preemption_recompute_s)
 
 
+def hf_gathers_per_forward(card: RunCard) -> bool:
+    """True when ``generate`` on the sharded trainer all-gathers every decoder layer unit in every forward: torch FSDP
+    that reshards a unit after its forward (strategy fsdp: FULL_SHARD / FSDP2's default ``reshard_after_forward``;
+    hsdp: HYBRID_SHARD) over more than one rank, which TRL does not unshard for the call (FSDP1: the root unit alone,
+    ``summon_full_params(recurse=False)``; FSDP2: nothing; trl 1.16.0 trl/trainer/grpo_trainer.py l.1861-1875,
+    trl/distributed.py l.74-91). False for an unsharded model (single, ddp, zero1, zero2), for SHARD_GRAD_OP (kept
+    unsharded after its first forward) and for ZeRO-3, whose whole model TRL gathers once per call with
+    ``ds3_gather_for_generation`` (its default, trl/models/utils.py l.141-150; a run that turns it off, each module
+    gathered in every forward by DeepSpeed's hooks, is not modelled apart): their once-a-call gather is the weight
+    sync's (``plan.rl_sync.hf_shared_weights``)."""
+    return card.parallel.strategy in (Strategy.FSDP, Strategy.HSDP) and group_sizes(card)[0] > 1
+
+
+def hf_sharded_forward_terms(card: RunCard, spec: ModelSpec, r: DeviceRates) -> tuple[dict | None, float, float]:
+    """What a sharded trainer adds to each forward of ``generate`` (``compute.static_generation``, "A sharded
+    trainer's forwards"), as ``(layer_gathers, unit_host_s_per_forward, root_gather_s)``: the decoder layer units'
+    all-gathers (``collectives.exposed_forward_gathers``' arguments but ``layer_forward_s``; None unless
+    ``hf_gathers_per_forward``), the FSDP units' no-grad forward hooks (``training.fsdp_unit_host_seconds``, one per
+    decoder layer and the root, ``training.fsdp_units``; 0 for an unsharded model or ZeRO-3, whose hooks TRL removes
+    for the call) and the root unit's gather once per call (FSDP1's ``summon_full_params(recurse=False)``; FSDP2's root
+    is not resharded after forward, so its first forward gathers it once: the same bytes). The gathered bytes are the
+    trainer's stored ones (``plan.time.gathered_weight_bytes_of``: nf4 plus the adapters for QLoRA), over the shard
+    group (HSDP: ``training.hsdp_links``), the root's share ``training.root_unit_share``. FSDP1 with PEFT's adapter
+    units (``parallel.fsdp_adapter_units``): the rate limiter leaves the layers' gathers unhidden
+    (``collectives.rate_limiter_exposes_layer_gathers``); the adapter units' own hooks are not counted here."""
+    from trainfit.compute.training import (
+        Parallel,
+        data_ring_bus_bytes_per_s,
+        fsdp_unit_host_seconds,
+        fsdp_units,
+        hsdp_links,
+        root_unit_share,
+    )
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.time import gathered_weight_bytes_of
+    from trainfit.spec.enums import FSDP_STRATEGIES
+
+    p = card.parallel
+    ranks = group_sizes(card)[0]
+    if p.strategy not in FSDP_STRATEGIES or ranks <= 1:
+        return None, 0.0, 0.0
+    hooks_s = fsdp_units(spec) * fsdp_unit_host_seconds(fsdp2=p.fsdp2, grad=False)[0]
+    if not hf_gathers_per_forward(card):
+        return None, hooks_s, 0.0
+    per_node = card.hardware.gpus_per_node
+    par = Parallel(strategy=p.strategy.value, ranks=ranks, gpus_per_node=per_node,
+                   nic_bytes_per_s=nic_bytes_per_s(card), hsdp_shard=p.hsdp_shard_size or 0, fsdp2=p.fsdp2)
+    if p.strategy is Strategy.HSDP:
+        links = hsdp_links(par, r)
+        group, bus, nodes = links.shard, links.shard_bus_bytes_per_s, links.shard_nodes
+    else:
+        group, bus = ranks, data_ring_bus_bytes_per_s(par, r, ranks=ranks)
+        nodes = coll.group_nodes(ranks=ranks, ranks_per_node=max(1, per_node))
+    w = gathered_weight_bytes_of(card, spec)
+    gathered = w.base + w.adapter
+    root = root_unit_share(spec)
+    link = coll.IntraLink.of(nvlink=r.nvlink)
+    gathers = dict(layers=spec.num_layers, layer_weight_bytes=gathered * (1.0 - root) / spec.num_layers,
+                   layer_grad_bytes=0.0, root_weight_bytes=0.0, root_grad_bytes=0.0, ranks=group,
+                   bus_bytes_per_s=bus, nodes=nodes, intra_link=link, micro_steps=1,
+                   layer_gathers_hidden=not coll.rate_limiter_exposes_layer_gathers(
+                       adapter_units=card.resolved_fsdp_adapter_units and trainable_spec(card).lora is not None,
+                       fsdp2=p.fsdp2, reshard_after_forward=True, ranks=group))
+    root_s = coll.all_gather_seconds(total_bytes=gathered * root, ranks=group, bus_bytes_per_s=bus, nodes=nodes,
+                                     intra_link=link)
+    return gathers, hooks_s, root_s
+
+
+GEMM_4BIT_FUSED_MAX_ROWS = 512
+"""Rows (tokens) up to which bitsandbytes' ``gemm_4bit`` keeps its fused kernel on the packed 4-bit weight of a large
+linear under ``no_grad``; above, it dequantises the weight and calls ``F.linear`` (bitsandbytes 0.50.2 from PyPI, read
+2026-12-05: bitsandbytes/backends/cuda/ops.py ``_gemm_4bit_use_custom_cuda`` l.677-679 "custom wins up to M=512";
+the small-weight tiers above it, l.635-675, are not modelled apart)."""
+
+
+def hf_peft_inputs(card: RunCard, spec: ModelSpec, *, prefill_rows: int) -> dict[str, float]:
+    """What the trained PEFT model changes in ``generate`` (``compute.static_generation``, "A PEFT policy"):
+    ``adapter_kernels_per_forward`` (``peft_lora_forward_kernels`` over the adapted linears, ``memory.lora.
+    targeted_groups``; the adapters of routed experts' 3-D stacks are not counted, a lower bound as
+    ``decode_step.engine_lora_kernels``), and for a QLoRA base through bitsandbytes ``weight_bytes`` (the stored model,
+    ``plan.time.gathered_weight_bytes_of``: nf4 plus the adapters, what each decode step's fused 4-bit GEMMs stream)
+    and ``prefill_extra_bytes`` (``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` over ``memory.weights.
+    quantized_linear_params`` where the prefill's ``prefill_rows`` exceed ``GEMM_4BIT_FUSED_MAX_ROWS``). Empty for a
+    full fine-tune; a 4-bit base through GPTQ or torchao is left at the bf16 stream (not read for ``generate``)."""
+    from trainfit.compute.inventory import NF4_DEQUANT_BYTES_PER_WEIGHT
+    from trainfit.compute.static_generation import peft_lora_forward_kernels
+    from trainfit.memory.lora import targeted_groups
+    from trainfit.memory.weights import count_scale, quantized_linear_params
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.plan.time import gathered_weight_bytes_of
+    from trainfit.spec.enums import QloraDequant, Scope
+
+    lora = trainable_spec(card).lora
+    if lora is None:
+        return {}
+    adapted = sum(g.count for g in targeted_groups(spec, lora) if g.experts <= 1)
+    out = {"adapter_kernels_per_forward": peft_lora_forward_kernels(
+        adapted_linears=adapted, adapter_dtype_bytes=lora.adapter_dtype_bytes, dropout=lora.dropout > 0)}
+    if card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES:
+        w = gathered_weight_bytes_of(card, spec)
+        out["weight_bytes"] = w.base + w.adapter
+        if prefill_rows > GEMM_4BIT_FUSED_MAX_ROWS:
+            out["prefill_extra_bytes"] = (NF4_DEQUANT_BYTES_PER_WEIGHT * quantized_linear_params(spec)
+                                          * count_scale(spec))
+    return out
+
+
 def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime:
     """``rollout.engine: hf``: every training rank runs transformers' ``generate`` on its own share of the step's
     sequences, a static eager batch that decodes to the longest response of the step (``compute.static_generation``),
     ``rollout.generation_calls`` calls in turn. TRL's GRPOTrainer without vLLM generates on each process's local
-    prompts with ``unwrapped_model.generate(...)`` inside ``unwrap_model_for_generation`` (trl 1.16.0 from PyPI, read
-    2026-12-05: trl/trainer/grpo_trainer.py ``_generate_single_turn`` l.1860-1875), no engine, no CUDA graphs."""
+    prompts with ``unwrapped_model.generate(...)`` inside ``unwrap_model_for_generation`` and
+    ``summon_full_params(self.model_wrapped, recurse=False)`` (trl 1.16.0 from PyPI, read 2026-12-05:
+    trl/trainer/grpo_trainer.py ``_generate_single_turn`` l.1861-1875), no engine, no CUDA graphs. A sharded trainer's
+    forwards gather and hook as ``hf_sharded_forward_terms`` says: under FULL_SHARD / HYBRID_SHARD every prefill and
+    decode forward pays the decoder layers' all-gathers its compute does not hide (``layer_gathers``) and the root
+    unit is gathered once per call (``root_gather``); the FSDP units' hooks run in every forward (``fsdp_hooks``). A
+    PEFT policy generates through its adapters and, for QLoRA, its 4-bit base (``hf_peft_inputs``: ``adapter_kernels``,
+    ``nf4_dequant``)."""
     from trainfit.compute.flops import matmul_params
     from trainfit.compute.response_lengths import slowest_engine_length_groups
     from trainfit.compute.static_generation import static_batch_generation_time
@@ -202,13 +315,21 @@ def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates)
         shape=ro.response_len_shape, response_len_max=ro.response_len, response_len_mean=response_mean(card, spec),
         sequences=batch, engines=ranks * calls, clip_ratio=lengths.get("clip_ratio"),
         longest_tokens=lengths.get("longest_tokens"))[-1][0]
+    gathers, hooks_s, root_s = hf_sharded_forward_terms(card, spec, r)
+    peft = {"weight_bytes": bf16_engine_weight_bytes(spec)} | hf_peft_inputs(card, spec,
+                                                                            prefill_rows=batch * ro.prompt_len)
     g = static_batch_generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, calls=calls, batch_sequences=batch,
-        prompt_len_padded=ro.prompt_len, response_len_longest=longest, weight_bytes=bf16_engine_weight_bytes(spec),
-        kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel)
+        prompt_len_padded=ro.prompt_len, response_len_longest=longest,
+        kv_bytes_per_token=rollout.kv_bytes_per_token * ro.tensor_parallel, layer_gathers=gathers,
+        unit_host_s_per_forward=hooks_s, **peft)
     bound = {"bandwidth": "memory"}.get(g.bound, g.bound)
-    return rl_phase("generation", g.total_s, bound, prefill=g.prefill_s, decode=g.decode_s, long_tail=0.0,
-                    tp_all_reduce=0.0, preemption_recompute=0.0)
+    root_gather_s = calls * root_s
+    # layer_gathers / fsdp_hooks: what of prefill and decode the sharded units' gathers and hooks take
+    return rl_phase("generation", g.total_s + root_gather_s, bound, prefill=g.prefill_s, decode=g.decode_s,
+                    root_gather=root_gather_s, long_tail=0.0, tp_all_reduce=0.0, preemption_recompute=0.0,
+                    layer_gathers=g.gathers_s, fsdp_hooks=g.hooks_s, adapter_kernels=g.adapter_s,
+                    nf4_dequant=g.dequant_s)
 
 
 VERL_CUSTOM_ALL_REDUCE_SINCE = (0, 8)

@@ -190,7 +190,10 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
         if fs.sglang_tensor_requests else 0.0,
     )
     if ro.engine is RolloutEngine.HF:
-        return _weight_sync_phase(hf_gather_per_call(hf_shared_weights(t), calls=ro.generation_calls))
+        from trainfit.plan.rl_generation import hf_gathers_per_forward
+
+        return _weight_sync_phase(hf_gather_per_call(
+            hf_shared_weights(t, gathered_per_forward=hf_gathers_per_forward(card)), calls=ro.generation_calls))
     return _weight_sync_phase(t)
 
 
@@ -253,21 +256,29 @@ def quantized_actor_gather_bytes(card: RunCard, spec: ModelSpec, *, framework: s
     return w.base + w.adapter
 
 
-def hf_shared_weights(t: SyncTime) -> SyncTime:
+def hf_shared_weights(t: SyncTime, *, gathered_per_forward: bool = False) -> SyncTime:
     """``rollout.engine: hf``: ``generate`` runs on the training model itself, so nothing is copied into an engine:
     no bucket fill, broadcast or ``load_weights`` per tensor (``transfer_s``, ``per_tensor_s`` 0); what is left is the
-    sharded trainer's gather for the call (``gather_s``, ``hf_gather_per_call``). TRL's non-vLLM branch of
-    ``_generate_single_turn`` calls ``unwrapped_model.generate`` under ``unwrap_model_for_generation`` and never calls
+    sharded trainer's whole-model gather for the call (``gather_s``, ``hf_gather_per_call``) where one happens: ZeRO-3
+    with TRL's ``ds3_gather_for_generation`` (``deepspeed.zero.GatheredParameters(model.parameters())``,
+    trl/models/utils.py l.141-150) and SHARD_GRAD_OP (every unit gathered at its first forward and kept). TRL's
+    non-vLLM branch of ``_generate_single_turn`` calls ``unwrapped_model.generate`` under
+    ``unwrap_model_for_generation`` and ``summon_full_params(self.model_wrapped, recurse=False)`` and never calls
     ``sync_weights`` (trl 1.16.0 from PyPI, read 2026-12-05: trl/trainer/grpo_trainer.py l.1763-1775, the vLLM
-    branch's ``sync_weights``, against l.1860-1875)."""
+    branch's ``sync_weights``, against l.1861-1875). ``gathered_per_forward`` (``plan.rl_generation.
+    hf_gathers_per_forward``: FULL_SHARD / HYBRID_SHARD): no whole-model gather at all, ``gather_s`` 0; the units are
+    gathered in every forward of ``generate`` and the root unit once per call, both timed in the generation phase
+    (``plan.rl_generation.hf_sharded_forward_terms``). An unsharded trainer's ``gather_s`` is 0 already."""
     from dataclasses import replace
 
-    return replace(t, transfer_s=0.0, per_tensor_s=0.0, staging_s=0.0, total_s=t.gather_s)
+    gather_s = 0.0 if gathered_per_forward else t.gather_s
+    return replace(t, transfer_s=0.0, per_tensor_s=0.0, staging_s=0.0, gather_s=gather_s, total_s=gather_s)
 
 
 def hf_gather_per_call(t: SyncTime, *, calls: int) -> SyncTime:
-    """The trainer-side gather once per generate call: with engine hf, TRL generates on the training model inside
-    ``unwrap_model_for_generation``, which gathers the whole ZeRO-3 model for that call and re-partitions it after
+    """The trainer-side whole-model gather once per generate call (``hf_shared_weights``): with engine hf, TRL generates
+    on the training model inside ``unwrap_model_for_generation``, which gathers the whole ZeRO-3 model for that call
+    and re-partitions it after
     (huggingface/trl trl/trainer/grpo_trainer.py compute_loss l.419-424 @29de6eec7ba9b3923e41012e4984e9e352c9ea54,
     v0.14.0; trl/models/utils.py ``unwrap_model_for_generation`` l.187-193, ``deepspeed.zero.GatheredParameters``), so
     ``rollout.generation_calls`` sequential calls gather ``calls`` times. ``calls`` 1: ``t`` unchanged."""

@@ -138,7 +138,11 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
                      f" (rollout.generated_prompts_per_step), {ro.prompts_per_step} of them trained")
     if generation_calls(card) > 1:
         calls = generation_calls(card)
-        weights = ("the trainer gathers its weights for every call (unwrap_model_for_generation)"
+        from trainfit.plan.rl_generation import hf_gathers_per_forward
+
+        weights = ("the sharded layers are gathered in every forward of every call (FSDP's pre-forward all-gather)"
+                   if ro.engine is RolloutEngine.HF and hf_gathers_per_forward(card) else
+                   "the trainer gathers its weights for every call (unwrap_model_for_generation)"
                    if ro.engine is RolloutEngine.HF else "the weights reach the engine once")
         notes.append(f"generation: {calls} sequential calls of {-(-generated_prompts(card) // calls)} prompts x"
                      f" {ro.num_generations} per step (rollout.generation_calls), each ending with its longest"

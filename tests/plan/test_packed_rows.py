@@ -47,7 +47,9 @@ def test_rl_methods_refuse_the_field():
 def test_unset_is_the_one_sequence_plan():
     a, b = _plan(), _plan(packed_sample_tokens=None)
     assert a.time.total_s == b.time.total_s and a.time.phases == b.time.phases
-    assert not any("packed" in x for x in a.time.assumptions)
+    # no packed-row note; only the unpacked card's own line (attention over each whole row, and how to state packing)
+    assert not any(x.startswith("time: packed rows") for x in a.time.assumptions)
+    assert sum("one sequence a row (batch.packed_sample_tokens unset)" in x for x in a.time.assumptions) == 1
 
 
 def test_flash_packs_shrink_only_attention():

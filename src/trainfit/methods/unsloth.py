@@ -1,4 +1,4 @@
-"""Unsloth's GRPO trainer, as its code runs it, and why ``preset: unsloth`` is refused with its reason (not planned).
+"""Unsloth's GRPO trainer, as its code runs it, and how ``preset: unsloth`` plans it (one GPU only).
 
 Read at the releases the published notebook runs print (benchmarks/data/published_rl_times_firstcontact_2612f.json:
 'Unsloth 2025.2.4', Transformers 4.48.2, Torch 2.5.1): unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666
@@ -35,14 +35,22 @@ and TRL's ``GRPOTrainer(use_vllm=True)`` does:
    with the TRL release of the run (not printed by the notebooks), which decides whether the engine is called once
    per gradient-accumulation micro-batch (``rollout.generation_calls``).
 
-What a card can state today: engine vllm, placement colocate, sleep level 0, scope lora / qlora, reference
-lora_disabled, gradient checkpointing, ``rollout.generation_calls``. What it cannot, and why the preset is refused
-rather than planned as TRL's: (1) the memory plan counts a colocated engine's weights apart from the trainer's
-(``methods.rl.engine_for`` sizes the engine at ``gpu_memory_utilization`` of the card, its weights in bf16 when the
-trainer's are nf4: ``rollout.quantization`` knows none and fp8, not bitsandbytes 4-bit), so Unsloth's one shared, 4-bit copy would be counted twice, at the wrong precision, and the
-engine budget would not be lowered as in 2.; (2) the adapter-only handover (``plan.rl_sync``) and the engine's LoRA
-kernels are gated on verl; (3) the offloaded checkpointing's host copies are not a card field. A ``preset: unsloth``
-that filled TRL's values would plan a different run, so it is refused with this reason until those three are modelled.
+What the preset plans (``preset: unsloth``, ``methods.presets.PRESETS``): TRL's GRPO order on one GPU with the engine
+vLLM in-process and colocated, sleep level 0, gradient checkpointing; and the three mechanisms above, each where the
+plan prices it: (1) ``methods.rl.engine_for`` sizes the engine's weights at the trainer's storage precision (nf4 under
+qlora) and ``methods.rl._engine`` takes them out of the engine's bytes, because the trainer's weights already count the
+one shared copy (``engine_shares_trainer_weights``); the engine's KV budget is kept; (2)
+``plan.rl_generation.engine_serves_adapter`` is True, so decode runs the engine's LoRA kernels
+(``compute.decode_step``), the engine holds one adapter slot (``methods.rl.engine_adapter_slot_bytes``) and the sync
+is adapter-only (``plan.rl_sync._adapter_sync_phase``: no gather on one GPU, the adapter's copy to the host and into
+the slot, an upper bound for ``load_lora(load_tensors=True)``, which hands the tensors in process); (3) the offloaded
+checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
+(``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is
+torchtune's OffloadActivations of every saved activation, another mechanism); the plan states this as an assumption.
+Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
+``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
+PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
+on one device; a multi-GPU Unsloth was not read).
 
 Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
 be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
@@ -57,15 +65,42 @@ none) and whether generation is called once per micro-batch.
 
 from __future__ import annotations
 
+UNSLOTH_PRESET_SOURCE = (
+    "Unsloth 2025.2.4 (unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666 unsloth/models/llama.py"
+    " l.1774-1807: fast_inference loads vLLM first and builds the trainer on the engine's tensors; unsloth/models/rl.py"
+    " l.309-368: self.llm = model.vllm_engine, load_weights lines become pass, each generate gets"
+    " lora_request=self.model.load_lora(..., load_tensors=True)) with unslothai/unsloth-zoo"
+    " @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de (vllm_utils.py convert_vllm_to_huggingface l.544-612, load_lora"
+    " l.1053-1075): TRL's GRPOTrainer in one process on one GPU, vLLM colocated in-process without sleep, one shared"
+    " copy of the base weights, the LoRA adapter served by the engine, gradient checkpointing ('unsloth', offloaded). Assumed, not timed: the"
+    " offloaded checkpointing's non_blocking host copies of each layer's input (hidden behind the layers), and the"
+    " engine budget is the card's gpu_memory_utilization (approximate_vllm_memory_usage lowers it only when the rest"
+    " of the card is below its activation estimate)"
+)
+"""The preset's source line (``methods.presets.PRESETS['unsloth']``)."""
+
+UNSLOTH_MULTI_GPU_REFUSAL = (
+    "preset: 'unsloth' plans one GPU (its notebooks' loader runs vLLM and the trainer in one process on one device;"
+    " a multi-GPU Unsloth run was not read); allowed: hardware.gpus_per_node 1 and hardware.nodes 1"
+)
+"""The one line refusing ``preset: unsloth`` on more than one GPU (``spec.card`` validation)."""
+
 UNSLOTH_PRESET_REFUSAL = (
     "Unsloth is not planned yet: its vLLM engine shares the trainer's base weights (one copy, 4-bit with"
     " load_in_4bit), hands the LoRA adapter to the engine each step instead of syncing weights, and offloads"
     " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth). An Unsloth"
     " SFT run plans without a preset (scope lora or qlora)"
 )
-"""The reason ``preset: unsloth`` is refused (``methods.presets.preset``, ``spec.card.RunCard`` validation). Its SFT
-needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
+"""The reason ``preset: unsloth`` was refused before the preset was planned (kept for the benchmark rows that stay
+refused: ``benchmarks/step_times.py``). Its SFT needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
 gradient checkpointing, chunked loss), so the refusal points there rather than at a missing framework."""
 
-REFUSED_PRESETS: dict[str, str] = {"unsloth": UNSLOTH_PRESET_REFUSAL}
-"""Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason."""
+REFUSED_PRESETS: dict[str, str] = {}
+"""Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason (none now:
+``unsloth`` is planned on one GPU, ``UNSLOTH_MULTI_GPU_REFUSAL``)."""
+
+
+def engine_shares_trainer_weights(preset: str | None) -> bool:
+    """True when the rollout engine and the trainer hold one copy of the base weights (Unsloth's ``fast_inference``:
+    the trainer's linears are built on the engine's tensors, module docstring 1.)."""
+    return preset == "unsloth"

@@ -81,3 +81,9 @@ def test_the_engine_serves_the_adapter_and_the_handover_is_adapter_only() -> Non
     t = {x.name: x.seconds for x in uns.time_phases}
     assert 0 < t["weight_sync"] < 0.1
     assert any("shares the trainer's base weights" in a for a in uns.assumptions)
+
+
+def test_an_rl_card_without_an_adapter_is_refused() -> None:
+    """Unsloth hands vLLM the adapter over the shared frozen base (load_lora): no full-parameter path to the engine."""
+    with pytest.raises(ValidationError, match="scope: 'full' with preset unsloth .*; allowed: lora, qlora"):
+        RunCard(method="grpo", preset="unsloth", scope="full", hardware={"gpus_per_node": 1})

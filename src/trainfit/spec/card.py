@@ -2231,11 +2231,16 @@ def _check_weight_transport(card: "RunCard") -> None:
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:
     """``preset: unsloth`` plans one GPU: its loader runs vLLM and the trainer in one process on one device
-    (``methods.unsloth``); more GPUs are refused with one line."""
+    (``methods.unsloth``); more GPUs are refused with one line, and so is an RL card without an adapter."""
     if card.preset == "unsloth" and card.hardware.gpus_per_node * card.hardware.nodes != 1:
         from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
 
         raise ValueError(UNSLOTH_MULTI_GPU_REFUSAL)
+    if card.preset == "unsloth" and card.method in (Method.GRPO, Method.PPO) and card.scope not in (Scope.LORA, Scope.QLORA):
+        # each generate call hands vLLM the trainer's LoRA adapter (load_lora) over the shared, frozen base weights:
+        # the preset's weight path has no full-parameter sync (methods.unsloth 3.)
+        raise ValueError(f"scope: '{card.scope.value}' with preset unsloth has no weight path to the engine (Unsloth"
+                         " hands vLLM the LoRA adapter over the shared base weights); allowed: lora, qlora")
 
 
 def _check_attention_kernel(card: "RunCard") -> None:

@@ -52,15 +52,23 @@ Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usa
 PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
 on one device; a multi-GPU Unsloth was not read).
 
-Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
-be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
-2025.11.3 with vLLM 0.7.3 to 0.11.2, whose loaders and trainer patches were not read (whether the sharing, the budget
-rule and the adapter handover above still hold there is open); the two L4 rows set ``load_in_fp8 = True`` and their vLLM loads an FP8 block
-checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'); whether the trainer then shares those fp8 tensors was not read, and
-``rollout.quantization`` fp8 states the engine's format only; the Gemma 3
-1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
-``card_cannot_state``); and no notebook prints its TRL release, which decides ``beta``'s default (a reference pass or
-none) and whether generation is called once per micro-batch.
+Checked and left out (2026-12-05): the budget lowering of 2. does not bind on the notebook rows planned. At
+``gpu_memory_utilization`` 0.9 the memory left outside the engine is at least 0.1 x the card (1.47 GB on a T4), while
+the zoo's activation estimate is small: Qwen2.5-3B at ``max_seq_length`` 1024 gives (1024 x 2 x (2048 + 256 + 256)
++ 1024 x 2 x 2 + 1024 x 2 x 2 x 11008 + 11008 x 2048) x 1.25 x 2 = 0.18 GB (approximate_vllm_memory_usage l.749-763
+@de3f00e0), so ``free_memory`` is kept and the engine's budget is the card's share, as planned.
+
+The notebook rows (benchmarks/data/published_rl_times_firstcontact_2612f.json): six are planned with this preset
+(``benchmarks/step_times.py`` ``unsloth_section``; read at 2025.2.4, the later releases they print, 2025.3.8 to
+2025.5.9, assumed to load, share and hand over the adapter as read here, which is not checked). TRL's ``beta`` is
+0.04 in every release before v0.19.0 (2025-06-20), after all six Unsloth releases (``TRL_GRPO_BETA_UNTIL_0_19``
+there). Not planned, each with its reason: the two Llama-3.2-3B rows (gradient accumulation 4: the TRL release, not
+printed, decides whether vLLM is called once per micro-batch or once per step); the two L4 rows set
+``load_in_fp8 = True`` and their vLLM loads an FP8 block checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'), and whether
+the trainer then shares those fp8 tensors was not read (``rollout.quantization`` fp8 states the engine's format only);
+the Gemma 3 1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
+``card_cannot_state``). On the six planned rows the plan is short of the published step on five (-16 to -66 %) and
+over on the RTX 4090 row (+34 %): the first planned figures, recorded in each entry's note.
 """
 
 from __future__ import annotations
@@ -84,16 +92,6 @@ UNSLOTH_MULTI_GPU_REFUSAL = (
     " a multi-GPU Unsloth run was not read); allowed: hardware.gpus_per_node 1 and hardware.nodes 1"
 )
 """The one line refusing ``preset: unsloth`` on more than one GPU (``spec.card`` validation)."""
-
-UNSLOTH_PRESET_REFUSAL = (
-    "Unsloth is not planned yet: its vLLM engine shares the trainer's base weights (one copy, 4-bit with"
-    " load_in_4bit), hands the LoRA adapter to the engine each step instead of syncing weights, and offloads"
-    " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth). An Unsloth"
-    " SFT run plans without a preset (scope lora or qlora)"
-)
-"""The reason ``preset: unsloth`` was refused before the preset was planned (kept for the benchmark rows that stay
-refused: ``benchmarks/step_times.py``). Its SFT needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
-gradient checkpointing, chunked loss), so the refusal points there rather than at a missing framework."""
 
 REFUSED_PRESETS: dict[str, str] = {}
 """Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason (none now:

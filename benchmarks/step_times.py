@@ -2769,9 +2769,9 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         n = unsloth_section(e, card)
         notes += n
     if tr.get("lora") and e["framework"] not in ("verl", "unsloth"):
-        # only verl's LoRA actor is mapped (its reference with adapters disabled, its engine serving the adapter):
+        # only verl's and Unsloth's LoRA actors are mapped (reference with adapters disabled, engine serving the adapter):
         # without this the card would plan the run as full fine-tuning
-        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's LoRA actor is mapped"
+        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's and Unsloth's LoRA actors are mapped"
                                    " (adapters, reference and engine path); not planned as full fine-tuning"])
     if tr.get("lora") and e["framework"] == "verl":
         # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
@@ -3027,6 +3027,10 @@ def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
              + ("" if release == "2025.2.4" else "; read at 2025.2.4, assumed unchanged at this release"),
              f"{card['scope']} rank {lora['rank']} alpha {lora['alpha']} on {lora.get('targets')}; reference = the actor"
              f" with its adapter disabled, TRL's default beta {TRL_GRPO_BETA_UNTIL_0_19} (TRL before v0.19.0)"]
+    if tr.get("optimizer"):
+        # the notebook's GRPOConfig optim (train.optimizer_source quotes the cell): bitsandbytes' 8-bit AdamW, paged or not
+        card["precision"] = {**card.get("precision", {}), "optimizer": tr["optimizer"]}
+        notes.append(f"optimizer {tr['optimizer']} ({tr['optimizer_source']})")
     from trainfit.catalog.gpus import resolve_gpu
 
     gpu = resolve_gpu(card["hardware"]["gpu"])

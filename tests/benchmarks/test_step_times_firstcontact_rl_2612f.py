@@ -156,6 +156,10 @@ def test_row_maps_to_preset_unsloth_and_records_its_first_planned_figure(row_id:
     assert card["roles"]["reference"] == "lora_disabled" and card["roles"]["kl_coef"] == 0.04
     assert card["lora"]["rank"] == e["train"]["lora"]["rank"]
     assert (card.get("precision", {}).get("compute") == "fp16") == (e["gpu"] == "t4")
+    # the notebook's GRPOConfig optim, quoted from the cell at the read commit
+    assert card["precision"]["optimizer"] == e["train"]["optimizer"] in ("adamw_8bit", "paged_adamw_8bit")
+    assert f"optim = \"{e['train']['optimizer']}\"" in e["train"]["optimizer_source"]
+    assert COMMIT in e["train"]["optimizer_source"] and e["source"]["path"] in e["train"]["optimizer_source"]
     match = PLANNED.search(e["note"])
     assert match and float(match.group(3)) == error
     assert float(match.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)

@@ -69,6 +69,15 @@ the trainer then shares those fp8 tensors was not read (``rollout.quantization``
 the Gemma 3 1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
 ``card_cannot_state``). On the six planned rows the plan is short of the published step on five (-16 to -66 %) and
 over on the RTX 4090 row (+34 %): the first planned figures, recorded in each entry's note.
+
+Open (memory): all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
+15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the
+shared weights: 5 to 17 GiB) and the full-vocabulary logits of the log-prob and loss passes (1.9 to 11.6 GiB).
+Checked and not the cause: the notebooks' 8-bit optimizers (mapped, ``train.optimizer``; the peak barely moves) and
+the budget lowering (above). Not read, and the next place to look: how TRL 0.14-0.18's ``_get_per_token_logps`` runs
+under Unsloth's patched forward at these releases (Unsloth 2025.2.4 has no GRPO loss replacement of its own:
+unsloth/models has no rl_replacements.py @027b5100), and whether vLLM 0.7-0.8 sizes its KV cache from the budget
+less its own profile peak only, so the trainer's later allocations are bounded by what the engine left.
 """
 
 from __future__ import annotations

@@ -44,8 +44,8 @@ one shared copy (``engine_shares_trainer_weights``); the engine's KV budget is k
 (``compute.decode_step``), the engine holds one adapter slot (``methods.rl.engine_adapter_slot_bytes``) and the sync
 is adapter-only (``plan.rl_sync._adapter_sync_phase``: no gather on one GPU, the adapter's copy to the host and into
 the slot, as the code does it: ``load_lora(load_tensors=True)`` puts the trainer's ``lora_A`` / ``lora_B`` tensors in a
-``LoRARequest`` under a new id every call (vllm_utils.py l.1052-1078), and Unsloth's worker manager builds the adapter
-with ``from_lora_tensors(..., device="cpu")`` (unsloth_zoo/vllm_lora_worker_manager.py l.119-131 @de3f00e0), so it
+``LoRARequest`` under a new id every call (vllm_utils.py l.1053-1079), and Unsloth's worker manager builds the adapter
+with ``from_lora_tensors(..., device="cpu")`` (unsloth_zoo/vllm_lora_worker_manager.py l.119-131 @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de), so it
 crosses to the host and back into the engine's slot each generate call); (3) the offloaded
 checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
 (``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is

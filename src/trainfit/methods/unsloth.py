@@ -71,7 +71,9 @@ printed, decides whether vLLM is called once per micro-batch or once per step); 
 the trainer then shares those fp8 tensors was not read (``rollout.quantization`` fp8 states the engine's format only);
 the Gemma 3 1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
 ``card_cannot_state``). On the six planned rows the plan is short of the published step on five (-16 to -66 %) and
-over on the RTX 4090 row (+34 %): the first planned figures, recorded in each entry's note.
+over on the RTX 4090 row (+34 %): the first planned figures, recorded in each entry's note (the 6N rule: -81 to -95 %).
+They lift benchmarks/step_times.md's RL-step median |error| from 16.2 to 16.7 % by entering it (n 117 -> 123); the 117
+rows already there do not move, and no row outside these six does.
 
 Open (memory): all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
 15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the

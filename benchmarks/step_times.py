@@ -118,6 +118,10 @@ MODEL_ALIASES = {
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
     "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
+    # the Instruct checkpoints of the same models (same config.json shapes as their base): the Unsloth GRPO notebook rows
+    "mistralai/Mistral-7B-Instruct-v0.3": "mistralai/Mistral-7B-v0.3",
+    "meta-llama/Llama-3.2-3B-Instruct": "meta-llama/Llama-3.2-3B",
+    "meta-llama/Llama-3.2-1B-Instruct": "meta-llama/Llama-3.2-1B",
     "NousResearch/Llama-2-70b-hf": "meta-llama/Llama-2-70b-hf",  # a re-upload of the Meta checkpoint
     "Qwen/Qwen3-4B-Base": "Qwen/Qwen3-4B",  # the base checkpoint of the same model: the Qwen3 model cards list the same
     # shapes (36 layers, 32 query / 8 KV heads, tied embeddings)
@@ -231,7 +235,7 @@ def adapter_units_of(e: dict[str, Any], *, scope: str, version: str | None) -> t
     return True, f"parallel.fsdp_adapter_units: {FSDP1_ADAPTER_UNIT_FRAMEWORKS[e['framework']]}"
 
 
-CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")  # miles / slime: their weight
+CARD_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl", "unsloth")  # miles / slime: their weight
 # sync (compute.sync MILES_BROADCAST / MILES_COLOCATED, SLIME_SAME), Ray trainer and old log-prob pass; skyrl: its
 # colocated offload, log-prob passes and CUDA-IPC sync (methods.presets)
 PHASES = ("generation", "weight_sync", "logprob", "actor_update")
@@ -2761,10 +2765,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if roles:
         card["roles"] = {**card.get("roles", {}), **roles}
     notes += n
-    if tr.get("lora") and e["framework"] != "verl":
-        # only verl's LoRA actor is mapped (its reference with adapters disabled, its engine serving the adapter):
+    if e["framework"] == "unsloth":
+        n = unsloth_section(e, card)
+        notes += n
+    if tr.get("lora") and e["framework"] not in ("verl", "unsloth"):
+        # only verl's and Unsloth's LoRA actors are mapped (reference with adapters disabled, engine serving the adapter):
         # without this the card would plan the run as full fine-tuning
-        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's LoRA actor is mapped"
+        raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's and Unsloth's LoRA actors are mapped"
                                    " (adapters, reference and engine path); not planned as full fine-tuning"])
     if tr.get("lora") and e["framework"] == "verl":
         # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
@@ -2967,6 +2974,72 @@ VERL_KL_LOSS_COEF = 0.001
 """verl's KL coefficient when an entry states the KL term without its value: actor.kl_loss_coef and
 algorithm.kl_ctrl.kl_coef, both 0.001 (volcengine/verl verl/trainer/config/ppo_trainer.yaml
 @8e7780f5ee2021cc06c248b7cf87cf31200a38fd, tag v0.3.0.post0). Only its sign matters to the time."""
+
+
+TRL_GRPO_BETA_UNTIL_0_19 = 0.04
+"""TRL's GRPOConfig ``beta`` default in every release from v0.14.0 to v0.18.0 (huggingface/trl trl/trainer/grpo_config.py:
+``default=0.04`` at v0.14.0 49711efab9e0cc3762d3228c9fd5a8064d489503 l.174 ... v0.18.0
+ef4b0b225cf04600332a12a2c83f187623312098 l.391; ``default=0.0`` from v0.19.0 5b3ea9dd43b526f188ef8f63ca16bbe977ec8603
+l.413, tagged 2025-06-20). A KL term, so TRL runs a reference log-prob pass (with a PEFT model: the adapter disabled)."""
+
+UNSLOTH_RELEASE_DATES = {"2025.2.4": "2025-02-13", "2025.3.8": "2025-03-06", "2025.3.17": "2025-03-19",
+                         "2025.4.8": "2025-05-04", "2025.5.4": "2025-05-15", "2025.5.7": "2025-05-21",
+                         "2025.5.9": "2025-05-30"}
+"""Commit dates of the Unsloth releases the mapped notebook rows print (unslothai/unsloth unsloth/models/_utils.py
+``__version__``: 027b5100c7492bce025fe2f03681f440843e4666 2025-02-13, 0a646e40f521c6951893c1936ee19e218430dcd9
+2025-03-06, cf949baabaff0c467829514409d71a5a9159efd1 2025-03-19, 84779ee11b84fb883436b5e3c0c69ca8726728eb 2025-05-04,
+c5040761d932efae313ca2c2a6ee8cfca4cbf77c 2025-05-15, dd432007181111141a27f6320bcae8de3ce3dbad 2025-05-21, 03965930e79b52d575f0a722ef2b083b1b26d06a 2025-05-30): all before TRL v0.19.0 (2025-06-20), so the TRL
+beside them defaulted to beta 0.04 (``TRL_GRPO_BETA_UNTIL_0_19``; Unsloth 2025.3.8 caps trl<=0.15.2, pyproject.toml
+l.54 @0a646e40). A release not listed is not mapped (its TRL default is not established)."""
+
+
+def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """Fill ``card`` (in place) for an Unsloth GRPO notebook row: ``preset: unsloth`` (one GPU, the engine in process
+    on the trainer's one copy of the base weights, serving its adapter: trainfit.methods.unsloth), the QLoRA / LoRA
+    adapter as the notebook's get_peft_model sets it, the reference = the actor with its adapter disabled at TRL's
+    beta of the run's time (``UNSLOTH_RELEASE_DATES``), fp16 on a card without bf16 (Unsloth picks fp16 where
+    ``is_bfloat16_supported()`` is False, as the T4 banners print 'Bfloat16 = FALSE'). Unmapped where a generate call
+    count would be guessed: with gradient accumulation above 1 TRL before 0.17 calls vLLM once per micro-batch and
+    later releases once per step, and no notebook prints its TRL release."""
+    tr = e["train"]
+    m = re.search(r"Unsloth (\d{4}\.\d+\.\d+)", e.get("quote") or "")
+    release = m.group(1) if m else None
+    if release not in UNSLOTH_RELEASE_DATES:
+        raise Unmapped("not_representable", [f"Unsloth {release}: the TRL release beside it (beta's default, generate"
+                                             " calls per step) is not established"])
+    d = e["data"]
+    seqs = d["prompts_per_step"] * d["n_per_prompt"]
+    if seqs != int(tr.get("micro_batch_size") or 0):
+        raise Unmapped("not_representable", [f"{seqs} sequences per step in micro-batches of {tr.get('micro_batch_size')}"
+                                             ": gradient accumulation above 1, and the run's TRL release (not"
+                                             " printed) decides whether vLLM is called once per micro-batch or per"
+                                             " step (rollout.generation_calls)"])
+    lora = tr["lora"]
+    targets = lora.get("targets", "all-linear")
+    if isinstance(targets, str) and "/" in targets:
+        targets = [f"{t.removesuffix('_proj')}_proj" for t in targets.split("/")]
+    card["preset"] = "unsloth"
+    card["scope"] = "qlora" if lora.get("base") == "4-bit" else "lora"
+    card["lora"] = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
+    card["roles"] = {**card.get("roles", {}), "reference": "lora_disabled", "kl_coef": TRL_GRPO_BETA_UNTIL_0_19}
+    notes = [f"preset unsloth (Unsloth {release}, {UNSLOTH_RELEASE_DATES[release]}): the engine on the trainer's one"
+             " copy of the base weights, the adapter served by the engine (trainfit.methods.unsloth)"
+             + ("" if release == "2025.2.4" else "; read at 2025.2.4, assumed unchanged at this release"),
+             f"{card['scope']} rank {lora['rank']} alpha {lora['alpha']} on {lora.get('targets')}; reference = the actor"
+             f" with its adapter disabled, TRL's default beta {TRL_GRPO_BETA_UNTIL_0_19} (TRL before v0.19.0)"]
+    if tr.get("optimizer"):
+        # the notebook's GRPOConfig optim (train.optimizer_source quotes the cell): bitsandbytes' 8-bit AdamW, paged or not
+        card["precision"] = {**card.get("precision", {}), "optimizer": tr["optimizer"]}
+        notes.append(f"optimizer {tr['optimizer']} ({tr['optimizer_source']})")
+    from trainfit.catalog.gpus import resolve_gpu
+
+    gpu = resolve_gpu(card["hardware"]["gpu"])
+    if not gpu.bf16_dense_flops_per_s:
+        card["precision"] = {**card.get("precision", {}), "compute": "fp16",
+                             **({"weights": "fp16"} if card["scope"] == "lora" else {})}
+        notes.append("fp16 compute (the card has no bf16; Unsloth's notebooks pick fp16 where"
+                     " is_bfloat16_supported() is False)")
+    return notes
 
 
 def reference_roles(tr: dict[str, Any], *, fsdp_reference_offloaded: bool = False) -> tuple[dict[str, Any], list[str]]:

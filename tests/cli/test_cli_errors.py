@@ -40,8 +40,10 @@ def run(argv, capsys):
          "rollout.gpus: split placement gives 8 GPUs to rollout but a node has 8"),
         (["plan", "--method", "ppo", "--set", "roles.critic=none"], "roles.critic: ppo needs a critic"),
         (["plan", "--preset", "deepspeed-chat"], "preset: 'deepspeed-chat' is not known; allowed: trl, verl, openrlhf, "),
-        (["plan", "--method", "grpo", "--preset", "unsloth"],
-         "preset: 'unsloth' is refused: Unsloth is not planned yet"),  # trainfit.methods.unsloth
+        (["plan", "--method", "grpo", "--preset", "unsloth"],  # trainfit.methods.unsloth UNSLOTH_MULTI_GPU_REFUSAL
+         "preset: 'unsloth' plans one GPU"),  # the default card's 8 GPUs a node
+        (["plan", "--method", "grpo", "--preset", "unsloth", "--set", "hardware.gpus_per_node=1"],
+         "scope: 'full' with preset unsloth has no weight path to the engine"),  # spec.card._check_unsloth_one_gpu
         (["plan", "--set", "parallel.stratgy=fsdp"], "parallel.stratgy: unknown key; allowed keys here: strategy, offload, gradient_checkpointing"),
     ],
 )

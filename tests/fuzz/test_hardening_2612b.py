@@ -22,7 +22,7 @@ import pytest
 
 from fuzzlib import check_run, run_cli
 
-PRESETS = "trl, verl, openrlhf, llamafactory-z2, llamafactory-z3, ms-swift-zero2, ms-swift-zero3, nemo-rl, miles, slime, skyrl"
+PRESETS = "trl, verl, openrlhf, llamafactory-z2, llamafactory-z3, ms-swift-zero2, ms-swift-zero3, nemo-rl, miles, slime, skyrl, unsloth"
 SMALL = ["--model", "Qwen/Qwen3-0.6B", "--gpu", "h100", "--gpus", "8"]
 
 

@@ -13,7 +13,7 @@ from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 OLD = "old_logprob"
-RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl")
+RL_PRESETS = ("trl", "verl", "openrlhf", "nemo-rl", "miles", "slime", "skyrl", "unsloth")
 """The presets the RL time model plans; the others (LLaMA-Factory, ms-swift) are SFT trainers."""
 
 
@@ -25,6 +25,9 @@ def _card(preset, method, *, iterations=1, recompute=None, split=False, engine="
     d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
                     "num_iterations": iterations, "recompute_old_logprobs": recompute, "engine": engine,
                     "mini_batches": mini_batches}
+    if preset == "unsloth":  # one GPU, an adapter (spec.card._check_unsloth_one_gpu)
+        d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 1}
+        d["scope"] = "lora"
     if split:
         d["hardware"] = {**d.get("hardware", {}), "gpus_per_node": 2}
         d["rollout"] |= {"placement": "split", "gpus": 1}

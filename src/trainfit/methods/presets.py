@@ -244,6 +244,29 @@ PRESETS["skyrl"] = Preset(
 )
 
 
+from trainfit.methods.unsloth import UNSLOTH_PRESET_SOURCE  # noqa: E402  (pure constants, no cycle)
+
+PRESETS["unsloth"] = Preset(
+    name="unsloth",
+    source=UNSLOTH_PRESET_SOURCE,
+    # no gpu_memory_utilization: FastLanguageModel.from_pretrained's argument, set by every notebook read; the card's
+    # value (default or set) is the engine's budget (approximate_vllm_memory_usage's lowering is not modelled)
+    card={
+        "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 0},
+        "parallel": {"strategy": "single", "gradient_checkpointing": True},
+        "hardware": {"gpus_per_node": 1, "nodes": 1},
+    },
+    knobs={
+        "rollout.gpu_memory_utilization": "gpu_memory_utilization",
+        "rollout.num_generations": "num_generations",
+        "rollout.response_len": "max_completion_length",
+        "rollout.prompt_len": "max_prompt_length",
+        "roles.kl_coef": "beta",
+        "batch.micro_batch_size": "per_device_train_batch_size",
+        "batch.grad_accum": "gradient_accumulation_steps",
+    },
+)
+
 def preset(name: str) -> Preset:
     from trainfit.methods.unsloth import REFUSED_PRESETS
 

@@ -41,6 +41,7 @@ from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
                                     reference_loaded, reference_placement, resolve_role_model, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
+from trainfit.methods.unsloth import engine_shares_trainer_weights
 from trainfit.spec.card import RunCard
 from trainfit.spec.enums import (
     LogprobEntropy,
@@ -413,6 +414,10 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
             f"rollout.tensor_parallel: {ro.tensor_parallel} does not divide the {heads} attention heads of {spec.name}"
         )
     w = Dtype.BF16 if card.weights_dtype in (Dtype.FP32, Dtype.NF4) else card.weights_dtype
+    if engine_shares_trainer_weights(card.preset) and card.weights_dtype is not Dtype.FP32:
+        # Unsloth's engine holds the one copy the trainer is built on, at the trainer's storage precision (bitsandbytes
+        # 4-bit under qlora: methods.unsloth 1.), so its KV cache is sized after those bytes
+        w = card.weights_dtype
     cfg = EngineConfig(
         tp=ro.tensor_parallel,
         max_model_len=ro.prompt_len + ro.response_len,
@@ -799,6 +804,12 @@ def rl_groups(
         why = ("the engine serves the LoRA adapter unmerged: after the first sync verl hands vLLM only the adapter"
                " (add_lora of a TensorLoRARequest), collected " + collected + "; vLLM's adapter slots"
                f" {engine_adapter_slot_bytes(card, spec) / GIB:.2f} GiB per engine rank")
+        if engine_shares_trainer_weights(card.preset):
+            why = ("the engine serves the LoRA adapter unmerged and shares the trainer's base weights (Unsloth: no"
+                   " weight sync, each generate call hands vLLM the trainer's adapter tensors, load_lora(...,"
+                   " load_tensors=True)); vLLM's adapter slot"
+                   f" {engine_adapter_slot_bytes(card, spec) / GIB:.2f} GiB; the engine's"
+                   " weights are the trainer's (counted once, at its storage precision)")
     sync = trainer_resident | extras() | {"weight_sync_buffer": spike} | grads(GradBufferPhase.WEIGHT_SYNC)
     from trainfit.rollout.quantization import card_refit_cast_peak_bytes
 
@@ -875,15 +886,18 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         **_hybrid_pool(em),
     )
     context = em.cuda_context  # the trainer's process already holds one (TRL colocate: same process)
-    run = em.total_device_bytes - context
-    idle = run if ro.sleep_level == 0 else sleep_resident_bytes(em, ro.sleep_level) - context
+    # Unsloth: the engine's weights are the trainer's (one shared copy, methods.unsloth 1.), counted in the trainer's
+    # weights already; the engine adds its KV cache, adapter slot, graphs and activations only
+    shared = (em.weights - engine_adapter_slot_bytes(card, spec)) if engine_shares_trainer_weights(card.preset) else 0.0
+    run = em.total_device_bytes - context - shared
+    idle = run if ro.sleep_level == 0 else sleep_resident_bytes(em, ro.sleep_level) - context - shared
     if ro.engine is RolloutEngine.SGLANG and ro.sleep_level == 1:
         # SGLang's release at verl's level 1 frees the KV cache only: the weights stay on the GPU (tags ["kv_cache"],
         # verl-project/verl verl/workers/rollout/sglang_rollout/sglang_rollout.py release @b9873ee98f5ee513a460a7a41623262ac4a831e9)
         idle += em.weights
         sync = max(0.0, idle)
     else:
-        sync = em.weights + max(0.0, idle) if ro.sleep_level else run
+        sync = em.weights - shared + max(0.0, idle) if ro.sleep_level else run
     return summary, run, max(0.0, idle), sync
 
 

@@ -1,4 +1,4 @@
-"""Unsloth's GRPO trainer, as its code runs it, and why ``preset: unsloth`` is refused with its reason (not planned).
+"""Unsloth's GRPO trainer, as its code runs it, and how ``preset: unsloth`` plans it (one GPU only).
 
 Read at the releases the published notebook runs print (benchmarks/data/published_rl_times_firstcontact_2612f.json:
 'Unsloth 2025.2.4', Transformers 4.48.2, Torch 2.5.1): unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666
@@ -35,37 +35,84 @@ and TRL's ``GRPOTrainer(use_vllm=True)`` does:
    with the TRL release of the run (not printed by the notebooks), which decides whether the engine is called once
    per gradient-accumulation micro-batch (``rollout.generation_calls``).
 
-What a card can state today: engine vllm, placement colocate, sleep level 0, scope lora / qlora, reference
-lora_disabled, gradient checkpointing, ``rollout.generation_calls``. What it cannot, and why the preset is refused
-rather than planned as TRL's: (1) the memory plan counts a colocated engine's weights apart from the trainer's
-(``methods.rl.engine_for`` sizes the engine at ``gpu_memory_utilization`` of the card, its weights in bf16 when the
-trainer's are nf4: ``rollout.quantization`` knows none and fp8, not bitsandbytes 4-bit), so Unsloth's one shared, 4-bit copy would be counted twice, at the wrong precision, and the
-engine budget would not be lowered as in 2.; (2) the adapter-only handover (``plan.rl_sync``) and the engine's LoRA
-kernels are gated on verl; (3) the offloaded checkpointing's host copies are not a card field. A ``preset: unsloth``
-that filled TRL's values would plan a different run, so it is refused with this reason until those three are modelled.
+What the preset plans (``preset: unsloth``, ``methods.presets.PRESETS``): TRL's GRPO order on one GPU with the engine
+vLLM in-process and colocated, sleep level 0, gradient checkpointing; and the three mechanisms above, each where the
+plan prices it: (1) ``methods.rl.engine_for`` sizes the engine's weights at the trainer's storage precision (nf4 under
+qlora) and ``methods.rl._engine`` takes them out of the engine's bytes, because the trainer's weights already count the
+one shared copy (``engine_shares_trainer_weights``); the engine's KV budget is kept; (2)
+``plan.rl_generation.engine_serves_adapter`` is True, so decode runs the engine's LoRA kernels
+(``compute.decode_step``), the engine holds one adapter slot (``methods.rl.engine_adapter_slot_bytes``) and the sync
+is adapter-only (``plan.rl_sync._adapter_sync_phase``: no gather on one GPU, the adapter's copy to the host and into
+the slot, as the code does it: ``load_lora(load_tensors=True)`` puts the trainer's ``lora_A`` / ``lora_B`` tensors in a
+``LoRARequest`` under a new id every call (vllm_utils.py l.1053-1079), and Unsloth's worker manager builds the adapter
+with ``from_lora_tensors(..., device="cpu")`` (unsloth_zoo/vllm_lora_worker_manager.py l.119-131 @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de), so it
+crosses to the host and back into the engine's slot each generate call); (3) the offloaded
+checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
+(``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is
+torchtune's OffloadActivations of every saved activation, another mechanism); the plan states this as an assumption.
+Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
+``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
+PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
+on one device; a multi-GPU Unsloth was not read).
 
-Not read here, and needed before the twelve published notebook rows (published_rl_times_firstcontact_2612f.json) can
-be planned: only two of them print Unsloth 2025.2.4 (Qwen2.5-3B and Phi-4 on a T4); the others print 2025.3.8 to
-2025.11.3 with vLLM 0.7.3 to 0.11.2, whose loaders and trainer patches were not read (whether the sharing, the budget
-rule and the adapter handover above still hold there is open); the two L4 rows set ``load_in_fp8 = True`` and their vLLM loads an FP8 block
-checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'); whether the trainer then shares those fp8 tensors was not read, and
-``rollout.quantization`` fp8 states the engine's format only; the Gemma 3
-1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
-``card_cannot_state``); and no notebook prints its TRL release, which decides ``beta``'s default (a reference pass or
-none) and whether generation is called once per micro-batch.
+Checked and left out (2026-12-05): the budget lowering of 2. does not bind on the notebook rows planned. At
+``gpu_memory_utilization`` 0.9 the memory left outside the engine is at least 0.1 x the card (1.47 GB on a T4), while
+the zoo's activation estimate is small: Qwen2.5-3B at ``max_seq_length`` 1024 gives (1024 x 2 x (2048 + 256 + 256)
++ 1024 x 2 x 2 + 1024 x 2 x 2 x 11008 + 11008 x 2048) x 1.25 x 2 = 0.18 GB (approximate_vllm_memory_usage l.749-763
+@de3f00e0), so ``free_memory`` is kept and the engine's budget is the card's share, as planned.
+
+The notebook rows (benchmarks/data/published_rl_times_firstcontact_2612f.json): six are planned with this preset
+(``benchmarks/step_times.py`` ``unsloth_section``; read at 2025.2.4, the later releases they print, 2025.3.8 to
+2025.5.9, assumed to load, share and hand over the adapter as read here, which is not checked). TRL's ``beta`` is
+0.04 in every release before v0.19.0 (2025-06-20), after all six Unsloth releases (``TRL_GRPO_BETA_UNTIL_0_19``
+there). Not planned, each with its reason: the two Llama-3.2-3B rows (gradient accumulation 4: the TRL release, not
+printed, decides whether vLLM is called once per micro-batch or once per step); the two L4 rows set
+``load_in_fp8 = True`` and their vLLM loads an FP8 block checkpoint ('vLLM loading unsloth/Qwen3-8B-FP8'), and whether
+the trainer then shares those fp8 tensors was not read (``rollout.quantization`` fp8 states the engine's format only);
+the Gemma 3 1B and gpt-oss-20b rows generate through transformers' ``generate`` in the trainer, not vLLM (their own
+``card_cannot_state``). On the six planned rows the plan is short of the published step on five (-16 to -66 %) and
+over on the RTX 4090 row (+34 %): the first planned figures, recorded in each entry's note (the 6N rule: -81 to -95 %).
+They lift benchmarks/step_times.md's RL-step median |error| from 16.2 to 16.7 % by entering it (n 117 -> 123); the 117
+rows already there do not move, and no row outside these six does.
+
+Open (memory): all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
+15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the
+shared weights: 5 to 17 GiB) and the full-vocabulary logits of the log-prob and loss passes (1.9 to 11.6 GiB).
+Checked and not the cause: the notebooks' 8-bit optimizers (mapped, ``train.optimizer``; the peak barely moves) and
+the budget lowering (above). Not read, and the next place to look: how TRL 0.14-0.18's ``_get_per_token_logps`` runs
+under Unsloth's patched forward at these releases (Unsloth 2025.2.4 has no GRPO loss replacement of its own:
+unsloth/models has no rl_replacements.py @027b5100), and whether vLLM 0.7-0.8 sizes its KV cache from the budget
+less its own profile peak only, so the trainer's later allocations are bounded by what the engine left.
 """
 
 from __future__ import annotations
 
-UNSLOTH_PRESET_REFUSAL = (
-    "Unsloth is not planned yet: its vLLM engine shares the trainer's base weights (one copy, 4-bit with"
-    " load_in_4bit), hands the LoRA adapter to the engine each step instead of syncing weights, and offloads"
-    " checkpointed activations to the host; the card cannot state these (trainfit.methods.unsloth). An Unsloth"
-    " SFT run plans without a preset (scope lora or qlora)"
+UNSLOTH_PRESET_SOURCE = (
+    "Unsloth 2025.2.4 (unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666 unsloth/models/llama.py"
+    " l.1774-1807: fast_inference loads vLLM first and builds the trainer on the engine's tensors; unsloth/models/rl.py"
+    " l.309-368: self.llm = model.vllm_engine, load_weights lines become pass, each generate gets"
+    " lora_request=self.model.load_lora(..., load_tensors=True)) with unslothai/unsloth-zoo"
+    " @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de (vllm_utils.py convert_vllm_to_huggingface l.544-612, load_lora"
+    " l.1053-1075): TRL's GRPOTrainer in one process on one GPU, vLLM colocated in-process without sleep, one shared"
+    " copy of the base weights, the LoRA adapter served by the engine, gradient checkpointing ('unsloth', offloaded). Assumed, not timed: the"
+    " offloaded checkpointing's non_blocking host copies of each layer's input (hidden behind the layers), and the"
+    " engine budget is the card's gpu_memory_utilization (approximate_vllm_memory_usage lowers it only when the rest"
+    " of the card is below its activation estimate)"
 )
-"""The reason ``preset: unsloth`` is refused (``methods.presets.preset``, ``spec.card.RunCard`` validation). Its SFT
-needs no preset: benchmarks/data rows of Unsloth's LoRA / QLoRA SFT are mapped as plain cards (scope lora or qlora,
-gradient checkpointing, chunked loss), so the refusal points there rather than at a missing framework."""
+"""The preset's source line (``methods.presets.PRESETS['unsloth']``)."""
 
-REFUSED_PRESETS: dict[str, str] = {"unsloth": UNSLOTH_PRESET_REFUSAL}
-"""Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason."""
+UNSLOTH_MULTI_GPU_REFUSAL = (
+    "preset: 'unsloth' plans one GPU (its notebooks' loader runs vLLM and the trainer in one process on one device;"
+    " a multi-GPU Unsloth run was not read); allowed: hardware.gpus_per_node 1 and hardware.nodes 1"
+)
+"""The one line refusing ``preset: unsloth`` on more than one GPU (``spec.card`` validation)."""
+
+REFUSED_PRESETS: dict[str, str] = {}
+"""Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason (none now:
+``unsloth`` is planned on one GPU, ``UNSLOTH_MULTI_GPU_REFUSAL``)."""
+
+
+def engine_shares_trainer_weights(preset: str | None) -> bool:
+    """True when the rollout engine and the trainer hold one copy of the base weights (Unsloth's ``fast_inference``:
+    the trainer's linears are built on the engine's tensors, module docstring 1.)."""
+    return preset == "unsloth"

@@ -372,7 +372,11 @@ def engine_serves_adapter(card: RunCard) -> bool:
     ``methods.rl.adapter_sync_spike``, one decoder layer under ``rollout.layered_summon``) and the engine holds its
     adapter slots beside its weights (``methods.rl.engine_adapter_slot_bytes``). False for the other
     frameworks (their engine is planned on the plain model, as it is when the adapter is merged into the weights
-    sent) and for engines other than vLLM.
+    sent) and for engines other than vLLM. Unsloth (``preset: unsloth``) likewise: its vLLM engine is started with
+    ``enable_lora=True`` and every ``generate`` gets ``lora_request=self.model.load_lora(..., load_tensors=True)``
+    built from the trainer's adapter tensors (``methods.unsloth``, 1. and 3.: unslothai/unsloth unsloth/models/rl.py
+    l.362-368 @027b5100c7492bce025fe2f03681f440843e4666; unsloth-zoo vllm_utils.py load_lora l.1053-1075
+    @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de).
 
     Checked on verl's GRPO-LoRA baseline logs (eric-haibin-lin/verl-data gsm8k/*lorarank32*.log
     @cc499463f18599e4a604e893f20872db68435928; Qwen2.5-3B to 72B, ``enforce_eager`` True, vLLM V0): with the adapter's
@@ -392,7 +396,7 @@ def engine_serves_adapter(card: RunCard) -> bool:
     published) rather than at a LoRA kernel the plan leaves out (PEFT's modules are already priced in both passes)."""
     from trainfit.plan.resolve import trainable_spec
 
-    return (card.preset == "verl" and card.rollout.engine is RolloutEngine.VLLM
+    return (card.preset in ("verl", "unsloth") and card.rollout.engine is RolloutEngine.VLLM
             and trainable_spec(card).lora is not None)
 
 

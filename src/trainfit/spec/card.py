@@ -1644,7 +1644,7 @@ class RunCard(_Section):
     checkpoint: CheckpointSection = Field(default_factory=_fresh(CheckpointSection))
     rollout: RolloutSection = Field(default_factory=_fresh(RolloutSection))
     roles: RolesSection = Field(default_factory=_fresh(RolesSection))
-    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI). unsloth is refused with its reason (trainfit.methods.unsloth).")
+    preset: str | None = Field(None, description="trl | verl | openrlhf | nemo-rl | miles | slime | skyrl | unsloth | llamafactory-z2 | llamafactory-z3 | ms-swift-zero2 | ms-swift-zero3: framework defaults (applied by the CLI). unsloth plans one GPU only (trainfit.methods.unsloth).")
     name: str | None = None
     notes: str | None = None
 
@@ -1688,6 +1688,7 @@ class RunCard(_Section):
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
         _check_peft_variant(self)
         _check_attention_kernel(self)
+        _check_unsloth_one_gpu(self)
         _check_weight_transport(self)
         _check_token_budget(self)
         hw = self.hardware
@@ -2226,6 +2227,20 @@ def _check_weight_transport(card: "RunCard") -> None:
     if ro.quantization is not RolloutQuantization.FP8 and prec.fp8_params:
         raise ValueError("precision.fp8_params: fp8 primary weights have no bf16 vLLM to receive them under"
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
+
+
+def _check_unsloth_one_gpu(card: "RunCard") -> None:
+    """``preset: unsloth`` plans one GPU: its loader runs vLLM and the trainer in one process on one device
+    (``methods.unsloth``); more GPUs are refused with one line, and so is an RL card without an adapter."""
+    if card.preset == "unsloth" and card.hardware.gpus_per_node * card.hardware.nodes != 1:
+        from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
+
+        raise ValueError(UNSLOTH_MULTI_GPU_REFUSAL)
+    if card.preset == "unsloth" and card.method in (Method.GRPO, Method.PPO) and card.scope not in (Scope.LORA, Scope.QLORA):
+        # each generate call hands vLLM the trainer's LoRA adapter (load_lora) over the shared, frozen base weights:
+        # the preset's weight path has no full-parameter sync (methods.unsloth 3.)
+        raise ValueError(f"scope: '{card.scope.value}' with preset unsloth has no weight path to the engine (Unsloth"
+                         " hands vLLM the LoRA adapter over the shared base weights); allowed: lora, qlora")
 
 
 def _check_attention_kernel(card: "RunCard") -> None:

@@ -1,0 +1,89 @@
+"""``preset: unsloth`` plans Unsloth's GRPO on one GPU (trainfit.methods.unsloth): TRL's order with vLLM in process and
+colocated, the engine built on the trainer's one copy of the base weights (counted once, at the trainer's storage
+precision), the engine serving the LoRA adapter (adapter-only handover, decode through its LoRA kernels); more than one
+GPU is refused with one line naming the fields."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from trainfit import api
+from trainfit.methods.presets import PRESETS, apply_preset, preset
+from trainfit.methods.unsloth import REFUSED_PRESETS, UNSLOTH_MULTI_GPU_REFUSAL, engine_shares_trainer_weights
+from trainfit.spec.card import RunCard
+
+CARD = {
+    "model": "Qwen/Qwen2.5-3B", "method": "grpo", "scope": "qlora", "lora": {"rank": 64, "alpha": 64},
+    "hardware": {"gpu": "t4"}, "precision": {"compute": "fp16", "weights": "nf4"},
+    "batch": {"micro_batch_size": 8},
+    "rollout": {"gpu_memory_utilization": 0.9, "prompts_per_step": 1, "num_generations": 8, "prompt_len": 256,
+                "response_len": 200},
+    "roles": {"reference": "lora_disabled", "kl_coef": 0.04},
+}
+
+
+def _plan(name: str, **hardware):
+    card = {**CARD, "preset": name, "hardware": {**CARD["hardware"], "gpus_per_node": 1, **hardware}}
+    return api.plan(card)
+
+
+def test_the_preset_is_planned_not_refused() -> None:
+    assert "unsloth" in PRESETS and "unsloth" not in REFUSED_PRESETS
+    p = preset("unsloth")
+    assert p.card["rollout"] == {"engine": "vllm", "placement": "colocate", "sleep_level": 0}
+    assert p.card["parallel"]["strategy"] == "single" and p.card["parallel"]["gradient_checkpointing"]
+    assert "027b5100c7492bce025fe2f03681f440843e4666" in p.source
+    filled = apply_preset({"method": "grpo"}, "unsloth")
+    assert filled["hardware"]["gpus_per_node"] == 1 and filled["hardware"]["nodes"] == 1
+    assert engine_shares_trainer_weights("unsloth") and not engine_shares_trainer_weights("trl")
+
+
+@pytest.mark.parametrize("hardware", [{"gpus_per_node": 2}, {"gpus_per_node": 1, "nodes": 2}])
+def test_more_than_one_gpu_is_refused_with_one_line(hardware: dict) -> None:
+    with pytest.raises(ValidationError) as exc:
+        RunCard(method="grpo", preset="unsloth", hardware=hardware)
+    assert UNSLOTH_MULTI_GPU_REFUSAL in str(exc.value)
+    assert "\n" not in UNSLOTH_MULTI_GPU_REFUSAL and "hardware.gpus_per_node" in UNSLOTH_MULTI_GPU_REFUSAL
+
+
+def _rollout_engine_bytes(plan) -> float:
+    (rollout,) = [ph for ph in plan.groups[0].phases if ph.phase.value == "rollout"]
+    return rollout.components["rollout_engine"]
+
+
+def test_the_base_weights_are_counted_once_at_the_trainers_precision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's weights are the trainer's nf4 copy: sized at nf4 (the KV cache is what they leave of the budget,
+    so it is larger than beside TRL's own bf16 engine copy) and left out of the engine's bytes, which the trainer's
+    weights already count. Without the sharing the engine's component grows by exactly those weights."""
+    from trainfit.memory.engine_lora import engine_lora_slot_bytes
+    from trainfit.methods import rl
+
+    uns, trl = _plan("unsloth"), _plan("trl")
+    assert uns.rollout.engine_weights_bytes < trl.rollout.engine_weights_bytes / 2.5  # nf4 against bf16
+    assert uns.rollout.kv_cache_bytes > trl.rollout.kv_cache_bytes
+    shared = _rollout_engine_bytes(uns)
+    monkeypatch.setattr(rl, "engine_shares_trainer_weights", lambda preset: False)
+    own_copy = _rollout_engine_bytes(_plan("unsloth"))
+    slot = engine_lora_slot_bytes(uns.spec, max_lora_rank=64, max_loras=1, tp=1)
+    # (the KV cache is whole blocks, so the budget left to it rounds: within 0.1 %)
+    assert own_copy - shared == pytest.approx(uns.rollout.engine_weights_bytes - slot, rel=1e-3)
+
+
+def test_the_engine_serves_the_adapter_and_the_handover_is_adapter_only() -> None:
+    """Each generate call hands vLLM the trainer's adapter (no weight sync): the sync phase moves the adapter alone
+    (well under a second, where TRL's merged-weight sync moves the whole model) and the decode runs the engine's LoRA
+    kernels (the generation is slower than TRL's on the same engine settings, which decodes the merged weights)."""
+    from trainfit.plan.rl_generation import engine_serves_adapter
+
+    uns, trl = _plan("unsloth"), _plan("trl")
+    assert engine_serves_adapter(uns.card) and not engine_serves_adapter(trl.card)
+    t = {x.name: x.seconds for x in uns.time_phases}
+    assert 0 < t["weight_sync"] < 0.1
+    assert any("shares the trainer's base weights" in a for a in uns.assumptions)
+
+
+def test_an_rl_card_without_an_adapter_is_refused() -> None:
+    """Unsloth hands vLLM the adapter over the shared frozen base (load_lora): no full-parameter path to the engine."""
+    with pytest.raises(ValidationError, match="scope: 'full' with preset unsloth .*; allowed: lora, qlora"):
+        RunCard(method="grpo", preset="unsloth", scope="full", hardware={"gpus_per_node": 1})

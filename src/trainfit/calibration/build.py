@@ -145,7 +145,8 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
 
     if kind == GPU_RAW:
         mem = records_from_gpu_raw(data, where=where)
-        elsewhere = {m.where: measured_elsewhere(data["versions"].get("gpu"), gpu_id=gpu_of(m.card).id) for m in mem}
+        measured, total = data["versions"].get("gpu"), data["versions"].get("gpu_total_bytes")
+        elsewhere = {m.where: measured_elsewhere(measured, gpu_id=gpu_of(m.card).id, total_bytes=total) for m in mem}
         notes = [f"{w}: {why}" for w, why in elsewhere.items() if why]
         mem = [m for m in mem if not elsewhere[m.where]]
         return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, notes
@@ -177,7 +178,8 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
             item_mem = memory_record(card, rec, where=at)
         cards = [r.card for r in item_times] + ([item_mem.card] if item_mem is not None else [])
         versions = rec.get("versions")
-        why = measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id) if cards and isinstance(versions, dict) else None
+        why = (measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id, total_bytes=versions.get("gpu_total_bytes"))
+               if cards and isinstance(versions, dict) else None)
         if why:
             notes.append(f"{at}: {why}")
             continue

@@ -138,23 +138,24 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     return out
 
 
-def measured_elsewhere(measured: Any, *, gpu_id: str) -> str | None:
+def measured_elsewhere(measured: Any, *, gpu_id: str, total_bytes: Any = None) -> str | None:
     """Why a record whose measured device (``record.versions.gpu``, torch's device name; a
     ``gpu_calibrate.py measure`` output's ``versions.gpu``) is another catalog GPU than ``gpu_id``, the
-    card's, calibrates nothing of ``gpu_id``; None when the name is absent, unknown to the catalog, or
-    ``gpu_id``'s own (the catalog's name matching, ``resolve_gpu``, as the GPU script's output is named)."""
-    from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.errors import CatalogError
+    card's, calibrates nothing of ``gpu_id``; None when the name is absent, unknown to the catalog, or may be
+    ``gpu_id`` (the catalog's name matching, ``resolve_gpu``, as the GPU script's output is named). Kinds that
+    report one device name (``catalog.gpus.gpus_named``: the 48 GB RTX 4090 reports 'NVIDIA GeForce RTX 4090')
+    are told apart by ``total_bytes`` (``versions.gpu_total_bytes``) where the record has it; without it any
+    kind of the group is the card's."""
+    from trainfit.catalog.gpus import gpus_named, resolve_device
 
     if not isinstance(measured, str) or not measured.strip():
         return None
-    try:
-        measured_id = resolve_gpu(measured).id
-    except CatalogError:
+    group = resolve_device(measured, total_bytes=total_bytes)
+    if not group or gpu_id in {g.id for g in group}:
         return None
-    if measured_id == gpu_id:
-        return None
-    return f"measured on '{measured}' ({measured_id}), not the card's {gpu_id}: calibrates no {gpu_id} constant (skipped)"
+    ids = "/".join(g.id for g in group)
+    memory = f", {float(total_bytes) / 2**30:.1f} GiB" if len(group) < len(gpus_named(measured)) else ""
+    return f"measured on '{measured}' ({ids}{memory}), not the card's {gpu_id}: calibrates no {gpu_id} constant (skipped)"
 
 
 def _positive_seconds(value: Any) -> bool:

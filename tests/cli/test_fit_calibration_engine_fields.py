@@ -1,5 +1,5 @@
 """`trainfit fit`'s calibration summary (cli/fit_cmd.py ``_calibration``) lists an engine host constant as applied
-only where the card's rollout engine reads it (plan/rl_generation.py ``engine_host_fields_read``: vLLM's V1 engine
+only where the card's rollout engine reads it (plan/rl_common.py ``engine_host_fields_read``: vLLM's V1 engine
 and SGLang read the step, per-sequence and frontend constants, vLLM's V0 engine the step and its own per-sequence
 constant and no frontend, transformers ``generate`` and DeepSpeed's Hybrid Engine none), labelled by that engine,
 and the time rates only for a kind whose rows have a step time. It listed every engine field on any ppo/grpo card."""
@@ -12,7 +12,7 @@ import pytest
 
 from trainfit.calibration import make_calibration
 from trainfit.cli.fit_cmd import _calibration, _calibration_text
-from trainfit.plan.rl_generation import engine_host_fields_read
+from trainfit.plan.rl_common import engine_host_fields_read
 from trainfit.spec.card import load_card_dict
 
 ENGINE = {"engine_s_per_step": 0.004, "engine_s_per_sequence": 2e-5, "engine_v0_s_per_sequence": 5e-5,

@@ -109,14 +109,14 @@ def fit(
 def _calibration(cal, gpus: list[str], card, rows) -> dict | None:
     """The file the search's plans read, the kinds it holds, and per searched kind what its plans apply: the rates
     (only for a kind with a row that has a step time), the engine host constants the card's rollout engine reads
-    (``plan.rl_generation.engine_host_fields_read``: none for hf or a card that generates nothing; ``engine`` names
+    (``plan.rl_common.engine_host_fields_read``: none for hf or a card that generates nothing; ``engine`` names
     the engine), the memory constants (each row's plan applies the one its layout's reserved holds: ``trainfit plan
     --json`` on the row's card says which). ``card``: the searched card as loaded (None: no kind could load it)."""
     if cal is None:
         return None
     from trainfit.calibration.apply import ENGINE_HOST_FIELDS, applied_to_dict
     from trainfit.calibration.memory import MEMORY_FIELDS
-    from trainfit.plan.rl_generation import engine_host_fields_read, engine_label
+    from trainfit.plan.rl_common import engine_host_fields_read, engine_label
 
     reads = set(engine_host_fields_read(card)) if card is not None else set()
     timed = {r.gpu for r in rows if r.step_seconds is not None}

@@ -30,7 +30,7 @@ from trainfit.calibration.file import (
     save_calibration,
 )
 from trainfit.calibration.engine import PHASES_KEY, EngineFit, fit_engine, median_generation_error
-from trainfit.calibration.gpu_output import from_gpu_output, is_gpu_output
+from trainfit.calibration.gpu_output import from_gpu_output, is_cpu_output, is_gpu_output
 from trainfit.calibration.memory import (
     FIELD as SHARE_FIELD, MEMORY_FIELDS, REPLAY_FIELD, FragmentationFit, MemoryRecord, _share_of, fit_memory, is_gpu_raw,
     memory_record, records_from_gpu_raw, replay_scales,
@@ -137,16 +137,25 @@ def input_kind(data: Any, where: str) -> str:
                     f"`gpu_calibrate.py measure` output (versions, cases)")
 
 
-def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], list[MemoryRecord], list[str]]:
+def split_records(data: Any, kind: str, where: str, *,
+                  allow_dry_run: bool = False) -> tuple[list[RunRecord], list[MemoryRecord], list[str]]:
     """(step-time records, reserved-memory records, notes) of one records file. A record measured
     on the CPU (``record.watch.device: cpu``) calibrates no GPU constant, nor one measured on another
-    GPU than its card's (``record.versions.gpu``; a measure output's ``versions.gpu``): skipped with a note."""
+    GPU than its card's (``record.versions.gpu``; a measure output's ``versions.gpu``): skipped with a note.
+    A ``gpu_calibrate.py measure`` output measured on the CPU (``--dry-run``: ``gpu_output.is_cpu_output``)
+    is refused unless ``allow_dry_run``, as a ``time`` output is; its cases without reserved bytes are skipped
+    with a note."""
     from trainfit.plan import gpu_of
 
     if kind == GPU_RAW:
-        mem = records_from_gpu_raw(data, where=where)
-        elsewhere = {m.where: measured_elsewhere(data["versions"].get("gpu"), gpu_id=gpu_of(m.card).id) for m in mem}
-        notes = [f"{w}: {why}" for w, why in elsewhere.items() if why]
+        if is_cpu_output(data) and not allow_dry_run:
+            raise CardError(f"{where}: measured on {data.get('device') or 'the CPU'} (a --dry-run), not on a GPU: a CPU "
+                            "measurement calibrates no GPU constant; pass --allow-dry-run to read it anyway")
+        skipped: list[str] = []
+        mem = records_from_gpu_raw(data, where=where, notes=skipped)
+        measured, total = data["versions"].get("gpu"), data["versions"].get("gpu_total_bytes")
+        elsewhere = {m.where: measured_elsewhere(measured, gpu_id=gpu_of(m.card).id, total_bytes=total) for m in mem}
+        notes = skipped + [f"{w}: {why}" for w, why in elsewhere.items() if why]
         mem = [m for m in mem if not elsewhere[m.where]]
         return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, notes
     from trainfit.spec.card import load_card_dict
@@ -177,7 +186,8 @@ def split_records(data: Any, kind: str, where: str) -> tuple[list[RunRecord], li
             item_mem = memory_record(card, rec, where=at)
         cards = [r.card for r in item_times] + ([item_mem.card] if item_mem is not None else [])
         versions = rec.get("versions")
-        why = measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id) if cards and isinstance(versions, dict) else None
+        why = (measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id, total_bytes=versions.get("gpu_total_bytes"))
+               if cards and isinstance(versions, dict) else None)
         if why:
             notes.append(f"{at}: {why}")
             continue
@@ -228,7 +238,7 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
         elif kind == CALIBRATION:
             current = merge(current, calibration_from_dict(data, where=f"calibration '{p}'"))
         else:
-            t, m, n = split_records(data, kind, str(p))
+            t, m, n = split_records(data, kind, str(p), allow_dry_run=allow_dry_run)
             records, mems, notes = records + t, mems + m, notes + n
     skipped = [n for n in notes if n.endswith("(skipped)")]
     if skipped and not records and not mems and all(k in (RUN_RECORDS, GPU_RAW) for _, k in inputs):
@@ -241,7 +251,7 @@ def calibrate(paths: list[Path], *, out: Path, gpu: str | None = None, write: bo
         if kind not in (RUN_RECORDS, GPU_RAW):
             raise CardError(f"calibrate: --held-out '{p}' must hold run records or gpu_calibrate.py measure output")
         inputs.append((str(p), f"held_out_{kind}"))
-        t, m, n = split_records(data, kind, str(p))
+        t, m, n = split_records(data, kind, str(p), allow_dry_run=allow_dry_run)
         held_t, held_m, notes = held_t + t, held_m + m, notes + n
     fitted_any, refused = False, []
     fits: list[RecordFit] = []

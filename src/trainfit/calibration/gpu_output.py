@@ -52,7 +52,7 @@ def from_gpu_output(data: dict[str, Any], *, where: str, gpu: str | None = None,
     if is_cpu_output(data) and not allow_dry_run:
         raise CardError(f"{where}: measured on {data.get('device') or 'the CPU'} (a --dry-run), not on a GPU: a CPU "
                         "measurement calibrates no GPU constant; pass --allow-dry-run to file it under --gpu anyway")
-    gpu_id = _gpu_of(versions.get("gpu"), gpu, where)
+    gpu_id = _gpu_of(versions.get("gpu"), gpu, where, versions.get("gpu_total_bytes"))
     rates: dict[str, Any] = {}
     notes: list[str] = []
     _gemm(_part(data, "gemm", dict, where), rates, where)
@@ -96,24 +96,27 @@ def is_cpu_output(data: dict[str, Any]) -> bool:
     return bool(data.get("dry_run")) or str(data.get("device") or "").strip().lower() == "cpu"
 
 
-def _gpu_of(measured: Any, explicit: str | None, where: str) -> str:
+def _gpu_of(measured: Any, explicit: str | None, where: str, total_bytes: Any = None) -> str:
     """The catalog id: ``explicit`` (--gpu) when the measured name is missing or unknown to the catalog;
-    the measured GPU's id otherwise, and CardError when --gpu names another GPU."""
-    from trainfit.catalog.gpus import resolve_gpu
+    else the measured GPU's id, chosen within the measured name's alias group (catalog kinds that report one
+    device name, ``catalog.gpus.gpus_named``: the 48 GB RTX 4090 reports the 24 GB card's name) by the
+    output's total memory (``versions.gpu_total_bytes``) or by ``explicit``. CardError when --gpu names a GPU
+    outside the group, or one the total memory rules out."""
+    from trainfit.catalog.gpus import gpus_named, resolve_device, resolve_gpu
 
-    if explicit and measured:
+    group = resolve_device(str(measured), total_bytes=total_bytes) if measured else ()
+    if explicit and group:
         try:
-            measured_id = resolve_gpu(str(measured)).id
+            explicit_id = resolve_gpu(str(explicit)).id
         except CatalogError:
-            measured_id = None
-        if measured_id is not None:
-            try:
-                explicit_id = resolve_gpu(str(explicit)).id
-            except CatalogError:
-                explicit_id = None
-            if explicit_id != measured_id:
-                raise CardError(f"{where}: --gpu '{explicit}' disagrees with the measured device '{measured}' "
-                                f"({measured_id}); drop --gpu (the output names its GPU) or measure on {explicit}")
+            explicit_id = None
+        if explicit_id not in {g.id for g in group}:
+            ids = "/".join(g.id for g in group)
+            memory = f", {float(total_bytes) / 2**30:.1f} GiB" if len(group) < len(gpus_named(str(measured))) else ""
+            raise CardError(f"{where}: --gpu '{explicit}' disagrees with the measured device '{measured}' "
+                            f"({ids}{memory}); drop --gpu (the output names its GPU) or measure on {explicit}")
+    if group and not explicit:
+        return group[0].id if len(group) == 1 else resolve_gpu(str(measured)).id
     name = explicit or measured
     if not name:
         raise CardError(f"{where}: no GPU name in the output (a --dry-run?); name the catalog GPU with --gpu, e.g. --gpu h200")

@@ -201,8 +201,10 @@ def is_gpu_raw(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("cases"), list) and isinstance(data.get("versions"), dict)
 
 
-def records_from_gpu_raw(data: Any, *, where: str) -> list[MemoryRecord]:
-    """One record per measured training-step case (log-prob cases and failed cases skipped)."""
+def records_from_gpu_raw(data: Any, *, where: str, notes: list[str] | None = None) -> list[MemoryRecord]:
+    """One record per measured training-step case (log-prob cases and failed cases skipped). A case whose
+    phases lack ``reserved`` (a ``--dry-run`` on the CPU writes empty phases) is skipped, with a note
+    appended to ``notes`` when given."""
     from trainfit.accuracy.gpu import card_dict, label
     from trainfit.spec.card import load_card_dict
 
@@ -214,6 +216,10 @@ def records_from_gpu_raw(data: Any, *, where: str) -> list[MemoryRecord]:
     for case in data["cases"]:
         m = case.get("measured")
         if not m or case.get("pass_kind") != "train_step" or not all(p in m.get("phases", {}) for p in TRAIN_PHASES):
+            continue
+        if not all(isinstance(m["phases"][p], dict) and "reserved" in m["phases"][p] for p in TRAIN_PHASES):
+            if notes is not None:
+                notes.append(f"{where}: {label(case)}: no reserved bytes in its phases (skipped)")
             continue
         cd = card_dict(case)
         if conf == "expandable_segments:True":

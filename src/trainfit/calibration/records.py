@@ -23,7 +23,9 @@ minimise the median over the records of ``|log(predicted / measured)|`` (ties: t
 then the factors nearest 1). Search: a grid of factors 2^-4..2^4 at half-octave steps; compass
 searches (8 directions, the step halved from 2^(1/4) down to 2^(1/256), about 0.3 %, within
 2^-6..2^6) from the best grid point and from the least-squares fit of the log errors; the better
-end wins. A factor the
+end wins. The matmul rate stays at most what a calibration file holds (PEAK_TOLERANCE x the datasheet
+dense 16-bit peak, ``file._check_range``): a fit that reaches it says "matmul scale hit its bound" in its
+notes, naming the records, and keeps the other fitted groups. A factor the
 step time does not depend on (the plan's time model does not read that rate) stays 1 and is not
 written. Deterministic.
 
@@ -39,7 +41,7 @@ from datetime import date
 from typing import Any, Callable
 
 from trainfit.calibration.apply import rates_for
-from trainfit.calibration.file import Calibration, DeviceCalibration
+from trainfit.calibration.file import PEAK_TOLERANCE, Calibration, DeviceCalibration
 from trainfit.errors import CardError, TrainfitError
 
 RECORD_KEY = "record"
@@ -138,23 +140,24 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     return out
 
 
-def measured_elsewhere(measured: Any, *, gpu_id: str) -> str | None:
+def measured_elsewhere(measured: Any, *, gpu_id: str, total_bytes: Any = None) -> str | None:
     """Why a record whose measured device (``record.versions.gpu``, torch's device name; a
     ``gpu_calibrate.py measure`` output's ``versions.gpu``) is another catalog GPU than ``gpu_id``, the
-    card's, calibrates nothing of ``gpu_id``; None when the name is absent, unknown to the catalog, or
-    ``gpu_id``'s own (the catalog's name matching, ``resolve_gpu``, as the GPU script's output is named)."""
-    from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.errors import CatalogError
+    card's, calibrates nothing of ``gpu_id``; None when the name is absent, unknown to the catalog, or may be
+    ``gpu_id`` (the catalog's name matching, ``resolve_gpu``, as the GPU script's output is named). Kinds that
+    report one device name (``catalog.gpus.gpus_named``: the 48 GB RTX 4090 reports 'NVIDIA GeForce RTX 4090')
+    are told apart by ``total_bytes`` (``versions.gpu_total_bytes``) where the record has it; without it any
+    kind of the group is the card's."""
+    from trainfit.catalog.gpus import gpus_named, resolve_device
 
     if not isinstance(measured, str) or not measured.strip():
         return None
-    try:
-        measured_id = resolve_gpu(measured).id
-    except CatalogError:
+    group = resolve_device(measured, total_bytes=total_bytes)
+    if not group or gpu_id in {g.id for g in group}:
         return None
-    if measured_id == gpu_id:
-        return None
-    return f"measured on '{measured}' ({measured_id}), not the card's {gpu_id}: calibrates no {gpu_id} constant (skipped)"
+    ids = "/".join(g.id for g in group)
+    memory = f", {float(total_bytes) / 2**30:.1f} GiB" if len(group) < len(gpus_named(measured)) else ""
+    return f"measured on '{measured}' ({ids}{memory}), not the card's {gpu_id}: calibrates no {gpu_id} constant (skipped)"
 
 
 def _positive_seconds(value: Any) -> bool:
@@ -196,9 +199,14 @@ def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
     start = rates_for(gpu, base)
     base_matmul = {f: getattr(start, f) for f in MATMUL_FIELDS}
     base_host = {f: getattr(start, f) for f in HOST_FIELDS}
+    limit = _matmul_limit(gpu)
+    x_max = min(BOUND_LOG2, *(math.log2(limit / v) for v in base_matmul.values())) if limit else BOUND_LOG2
 
     def trial(x: float, y: float) -> dict[str, float]:
-        return {**{f: v * 2**x for f, v in base_matmul.items()}, **{f: v * 2**y for f, v in base_host.items()}}
+        matmul = {f: v * 2**x for f, v in base_matmul.items()}
+        if x >= x_max and limit:  # the bound itself: no rounding past the file's limit
+            matmul = {f: min(v, limit) for f, v in matmul.items()}
+        return {**matmul, **{f: v * 2**y for f, v in base_host.items()}}
 
     def errors(x: float, y: float) -> list[float]:
         cal = _with_device(base, gpu.id, trial(x, y))
@@ -226,10 +234,14 @@ def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
 
     free_x = errors(1.0, 0.0) != errors(0.0, 0.0)
     free_y = errors(0.0, 1.0) != errors(0.0, 0.0)
-    x, y = _search(objective, squares, free_x=free_x, free_y=free_y)
+    x, y = _search(objective, squares, free_x=free_x, free_y=free_y, x_max=x_max)
     fields = (MATMUL_FIELDS if free_x else ()) + (HOST_FIELDS if free_y else ())
     notes = tuple(f"{gpu.id} fit: step time does not depend on {', '.join(fs)}: not fitted"
                   for free, fs in ((free_x, MATMUL_FIELDS), (free_y, HOST_FIELDS)) if not free)
+    if free_x and limit and x >= x_max:
+        notes += (f"{gpu.id} fit: matmul scale hit its bound (x{2**x_max:.3g}: {limit:.3g} FLOP/s, {PEAK_TOLERANCE:g} x "
+                  f"the datasheet dense 16-bit peak, the most a calibration file holds); records "
+                  f"{', '.join(r.where for r in records)} ran faster than that rate explains",)
     values = trial(x, y)
     report = RecordFit(gpu_id=gpu.id, records=len(records), matmul_scale=2**x, host_scale=2**y,
                        median_log_error_before=objective(0.0, 0.0)[0], median_log_error_after=objective(x, y)[0],
@@ -237,32 +249,42 @@ def _fit_one(gpu: Any, records: list[RunRecord], base: Calibration | None,
     return {f: values[f] for f in fields}, report
 
 
+def _matmul_limit(gpu: Any) -> float | None:
+    """The largest ``matmul_flops_per_s`` a calibration file holds for ``gpu`` (``file._check_range``:
+    PEAK_TOLERANCE x the datasheet dense 16-bit peak); None without a datasheet peak."""
+    peak = gpu.half_dense_flops_per_s
+    return peak * PEAK_TOLERANCE if peak else None
+
+
 def _search(objective: Callable[[float, float], tuple], squares: Callable[[float, float], tuple], *,
-            free_x: bool, free_y: bool) -> tuple[float, float]:
+            free_x: bool, free_y: bool, x_max: float = BOUND_LOG2) -> tuple[float, float]:
     """Best of two compass searches on the objective (module docstring): one from the best grid
     point, one from the least-squares fit in log space (a smooth start that a median's kinks do not
-    stall)."""
-    xs = GRID_LOG2 if free_x else (0.0,)
+    stall). The matmul factor stays at most ``2**x_max`` (the calibration file's limit): the grid
+    takes ``x_max`` as its top point when it cuts the grid, and the compass does not step past it."""
+    xs = tuple(x for x in GRID_LOG2 if x < x_max) + ((x_max,) if x_max < GRID_LOG2[-1] else ())
+    xs = xs if free_x else (0.0,)
     ys = GRID_LOG2 if free_y else (0.0,)
     moves = [(dx, dy) for dx in ((-1, 0, 1) if free_x else (0,)) for dy in ((-1, 0, 1) if free_y else (0,))
              if (dx, dy) != (0, 0)]
     grid_best = min(((x, y) for x in xs for y in ys), key=lambda p: objective(*p))
     smooth = _compass(squares, min(((x, y) for x in xs for y in ys), key=lambda p: squares(*p)), moves)
-    ends = [_compass(objective, start, moves) for start in (grid_best, smooth)]
+    ends = [_compass(objective, start, moves, x_max=x_max) for start in (grid_best, smooth)]
     return min(ends, key=lambda p: objective(*p))
 
 
 def _compass(objective: Callable[[float, float], tuple], start: tuple[float, float],
-             moves: list[tuple[int, int]]) -> tuple[float, float]:
-    """Move to the first better neighbour (8 directions) until none is, halving the step (``STEPS_LOG2``)."""
+             moves: list[tuple[int, int]], *, x_max: float = BOUND_LOG2) -> tuple[float, float]:
+    """Move to the first better neighbour (8 directions) until none is, halving the step (``STEPS_LOG2``);
+    a step past ``x_max`` lands on it."""
     best = start
     for step in STEPS_LOG2:
         improved = True
         while improved:
             improved = False
             for dx, dy in moves:
-                cand = (best[0] + dx * step, best[1] + dy * step)
-                if max(map(abs, cand)) <= BOUND_LOG2 and objective(*cand) < objective(*best):
+                cand = (min(best[0] + dx * step, x_max), best[1] + dy * step)
+                if cand != best and max(map(abs, cand)) <= BOUND_LOG2 and objective(*cand) < objective(*best):
                     best, improved = cand, True
     return best
 

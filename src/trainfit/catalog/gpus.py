@@ -83,6 +83,11 @@ class GpuSpec:
     l2_read_bytes_per_s: float | None = None
     """Measured L2 read bandwidth of the whole card for a data set of at most ``l2_resident_bytes``."""
     l2_source: str = ""
+    device_name: str | None = None
+    """The device name the driver reports for this board (``torch.cuda.get_device_name``, nvidia-smi) when it is
+    another entry's name or alias: a re-memoried board that reports its stock card's name (the 48 GB RTX 4090 reports
+    'NVIDIA GeForce RTX 4090'). The entries sharing a device name are one alias group (``gpus_named``), told apart by
+    their total memory (``resolve_device``). None: the board reports a name of its own (an alias of its entry)."""
     source: str = ""
     notes: str = ""
 
@@ -180,6 +185,37 @@ def resolve_gpu(name: str) -> GpuSpec:
     if gid is None:
         raise CatalogError(unknown_gpu_message(name))
     return _entries()[gid]
+
+
+def gpus_named(device_name: str) -> tuple[GpuSpec, ...]:
+    """The catalog kinds a driver-reported device name (or a catalog id or alias) may be, its alias group: the
+    entry the name resolves to with every entry whose ``device_name`` resolves to the same stock entry, in id
+    order; () when the name is unknown to the catalog."""
+    try:
+        own = resolve_gpu(device_name)
+    except CatalogError:
+        return ()
+    stock = _stock_id(own)
+    return tuple(s for g, s in sorted(_entries().items()) if _stock_id(s) == stock)
+
+
+def _stock_id(spec: GpuSpec) -> str:
+    """The id of the entry whose name ``spec``'s board reports: its own, or the one its ``device_name`` resolves to."""
+    if not spec.device_name:
+        return spec.id
+    gid = _index().get(spec.device_name.strip().lower())
+    return gid if gid is not None and gid != spec.id else spec.id
+
+
+def resolve_device(device_name: str, *, total_bytes: float | None = None) -> tuple[GpuSpec, ...]:
+    """The kinds of ``gpus_named(device_name)`` that a board of ``total_bytes`` (torch's or nvidia-smi's total;
+    None or not positive: not known) may be: with a total, the one whose catalog memory is nearest to it (torch's
+    total is a few hundred MiB under nvidia-smi's; the group's boards differ by gigabytes); the whole group
+    otherwise."""
+    group = gpus_named(device_name)
+    if len(group) < 2 or isinstance(total_bytes, bool) or not isinstance(total_bytes, (int, float)) or not total_bytes > 0:
+        return group
+    return (min(group, key=lambda s: (abs(s.usable_memory_bytes - float(total_bytes)), s.id)),)
 
 
 def custom_gpu(memory_gib: float) -> GpuSpec:

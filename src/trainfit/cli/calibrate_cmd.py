@@ -15,7 +15,7 @@ def calibrate(
     out: Annotated[Optional[Path], typer.Option("--out", help="Calibration file to write (merged over what is there). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json.")] = None,
     held_out: Annotated[Optional[list[Path]], typer.Option("--held-out", help="Records never fitted: a fitted constant that makes them worse is refused (not written). Repeat for several files.")] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="Catalog GPU the measurements are of, when the output names none (a --dry-run) or an unknown one; refused when it disagrees with a known measured GPU.")] = None,
-    allow_dry_run: Annotated[bool, typer.Option("--allow-dry-run", help="File a `gpu_calibrate.py time --dry-run` output (measured on the CPU) under --gpu as if it were GPU rates (to test the pipeline; refused otherwise).")] = False,
+    allow_dry_run: Annotated[bool, typer.Option("--allow-dry-run", help="File a `gpu_calibrate.py time --dry-run` output (measured on the CPU) under --gpu as if it were GPU rates, and read a `measure --dry-run` output (its cases without reserved bytes skipped) (to test the pipeline; refused otherwise).")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show what would change; write nothing.")] = False,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
 ) -> None:

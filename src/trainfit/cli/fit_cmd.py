@@ -94,7 +94,7 @@ def fit(
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
-                    "calibration": _calibration(cal, gpus, data),
+                    "calibration": _calibration(cal, gpus, card_, result.rows),
                     "rows": rows,
                     "skipped": skipped_of(result)})
         return
@@ -102,29 +102,46 @@ def fit(
         from rich.console import Console as _Header
         from rich.markup import escape
 
-        _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, data))), soft_wrap=True)
+        _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, card_, result.rows))), soft_wrap=True)
     _render(result, rows, goal)
 
 
-def _calibration(cal, gpus: list[str], data: dict) -> dict | None:
+def _calibration(cal, gpus: list[str], card, rows) -> dict | None:
     """The file the search's plans read, the kinds it holds, and per searched kind what its plans apply: the rates
-    (plans with a step time), the engine host constants (an RL card), the memory constants (each row's plan applies
-    the one its layout's reserved holds: ``trainfit plan --json`` on the row's card says which)."""
+    (only for a kind with a row that has a step time), the engine host constants the card's rollout engine reads
+    (``plan.rl_common.engine_host_fields_read``: none for hf or a card that generates nothing; ``engine`` names
+    the engine), the memory constants (each row's plan applies the one its layout's reserved holds: ``trainfit plan
+    --json`` on the row's card says which). ``card``: the searched card as loaded (None: no kind could load it)."""
     if cal is None:
         return None
     from trainfit.calibration.apply import ENGINE_HOST_FIELDS, applied_to_dict
+    from trainfit.calibration.memory import MEMORY_FIELDS
+    from trainfit.plan.rl_common import engine_host_fields_read, engine_label
 
-    rl = str(data.get("method", "")).lower() in ("ppo", "grpo")
+    reads = set(engine_host_fields_read(card)) if card is not None else set()
+    timed = {r.gpu for r in rows if r.step_seconds is not None}
     applied = {}
     for g in gpus:
         entry = cal.device(g)
-        if entry is not None:
-            applied[g] = applied_to_dict({k: v for k, v in entry.rates if rl or k not in ENGINE_HOST_FIELDS})
-    return {"path": cal.path, "gpus": list(cal.gpu_ids), "applied": applied}
+        if entry is None:
+            continue
+        applied[g] = applied_to_dict({k: v for k, v in entry.rates if k in MEMORY_FIELDS or (
+            g in timed and (k in reads and v is not None if k in ENGINE_HOST_FIELDS else True))})
+    engine = engine_label(card) if card is not None and reads else None
+    return {"path": cal.path, "gpus": list(cal.gpu_ids), "engine": engine, "applied": applied}
 
 
 def _calibration_text(obj: dict) -> str:
-    kinds = "; ".join(f"{g}: {', '.join(fields) or 'nothing'}" for g, fields in obj["applied"].items())
+    from trainfit.calibration.apply import ENGINE_HOST_FIELDS
+
+    def fields(applied: dict) -> str:
+        rates = [k for k in applied if k not in ENGINE_HOST_FIELDS]
+        engine = [k for k in applied if k in ENGINE_HOST_FIELDS]
+        parts = ([", ".join(rates)] if rates else []) + ([f"{obj.get('engine')} engine host {', '.join(engine)}"]
+                                                           if engine else [])
+        return "; ".join(parts) or "nothing"
+
+    kinds = "; ".join(f"{g}: {fields(applied)}" for g, applied in obj["applied"].items())
     return (f"calibration: {obj['path'] or '(in memory)'} ({', '.join(obj['gpus']) or 'no GPU'}); "
             + (f"applied on {kinds}" if kinds else "no searched GPU kind is in it: default rates"))
 

@@ -869,7 +869,8 @@ class DeviceRates:
     sources: tuple[str, ...] = field(default_factory=tuple)
 
     def with_overrides(self, overrides: dict[str, Any], *, source: str) -> "DeviceRates":
-        """A copy with calibrated fields replaced; unknown names are refused."""
+        """A copy with calibrated fields replaced; unknown names are refused. ``source`` joins ``sources`` (the
+        ``time: rates:`` line) only when a field it lists is replaced: not for engine host constants alone."""
         known = {f.name for f in fields(DeviceRates)} - {"gpu_id", "sources"}
         bad = set(overrides) - known
         if bad:
@@ -903,7 +904,8 @@ class DeviceRates:
                      if not any(s.startswith(_DEFAULT_SOURCE_PREFIX[k]) for k in replaced if k in _DEFAULT_SOURCE_PREFIX))
         said = ", ".join(_override_text(k, data[k], derived=k not in overrides) for k in sorted(data)
                          if k not in ENGINE_HOST_FIELDS)
-        return replace(self, **data, sources=kept + (f"{source}: {said}" if said else source,))
+        # a file that replaces no rate the line lists (only engine host or memory constants) is no rate source
+        return replace(self, **data, sources=kept + ((f"{source}: {said}",) if said else ()))
 
 
 ENGINE_HOST_FIELDS = ("engine_s_per_step", "engine_s_per_sequence", "engine_v0_s_per_sequence", "frontend_s_per_step",

@@ -95,3 +95,37 @@ def prompt_mean(card: RunCard) -> float:
     memory, KV capacity and padded passes keep the maximum (``RunCard.rollout`` field docs)."""
     ro = card.rollout
     return float(ro.prompt_len_mean or ro.prompt_len)
+
+
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+"""How a summary names the engine whose host constants a calibration applies (vLLM's V0 engine: "vLLM V0")."""
+
+
+def engine_host_fields_read(card: RunCard) -> tuple[str, ...]:
+    """The calibration's engine host constants (``compute.rates.ENGINE_HOST_FIELDS``) the generation phase of
+    ``card`` reads, as ``rl_generation.generation_phase`` passes them to ``compute.decode_step``'s step model: every
+    engine reads ``engine_s_per_step``; vLLM's V1 engine and SGLang ``engine_s_per_sequence``, ``frontend_s_per_step`` and
+    ``frontend_s_per_sequence``, plus ``frontend_cumulative_s_per_sequence`` when their frontend streams cumulative
+    outputs (``engine_outputs``; null: with ``engine_multiprocess``); vLLM's V0 engine ``engine_v0_s_per_sequence``
+    and no frontend term (``engine_s_per_sequence_for``, ``_step_model``); each engine its own eager price per kernel
+    (``eager_s_per_kernel_of``). transformers ``generate`` (``hf``, ``compute.static_generation``) and DeepSpeed's
+    Hybrid Engine read none, nor does a card that generates nothing."""
+    from trainfit.spec.enums import EngineOutputs, RolloutEngine
+
+    if card.method.value not in ("ppo", "grpo") or card.rollout.engine.value not in ENGINE_LABELS:
+        return ()
+    ro = card.rollout
+    eager = "sglang_eager_s_per_kernel" if ro.engine is RolloutEngine.SGLANG else "vllm_eager_s_per_kernel"
+    if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v0":
+        return ("engine_s_per_step", "engine_v0_s_per_sequence", eager)
+    cumulative = ro.engine_multiprocess if ro.engine_outputs is None else ro.engine_outputs is EngineOutputs.CUMULATIVE
+    return ("engine_s_per_step", "engine_s_per_sequence", "frontend_s_per_step", "frontend_s_per_sequence",
+            *(("frontend_cumulative_s_per_sequence",) if cumulative else ()), eager)
+
+
+def engine_label(card: RunCard) -> str | None:
+    """The engine ``engine_host_fields_read`` reads for, as a summary names it; None when it reads none."""
+    if not engine_host_fields_read(card):
+        return None
+    v0 = card.rollout.engine.value == "vllm" and str(card.rollout.vllm_engine) == "v0"
+    return ENGINE_LABELS[card.rollout.engine.value] + (" V0" if v0 else "")

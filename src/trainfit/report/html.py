@@ -431,13 +431,14 @@ def plan_fragment(data: dict[str, Any], model: dict[str, Any], svg: str | None =
 
 
 def fit_rows(result: Any) -> list[dict[str, Any]]:
-    """The rows of ``trainfit fit --json`` (same keys)."""
+    """The rows of ``trainfit fit --json`` (a subset of its keys, the same values): ``step_unavailable`` says why a
+    row has no step time (its rollout engine cannot start), ``cost_per_step`` is null then."""
     return [
         {
             "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": round(r.peak_device_bytes),
             "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
-            "step_seconds": r.step_seconds, "cost_per_hour": r.cost_per_hour, "currency": r.currency,
-            "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
+            "step_seconds": r.step_seconds, "step_unavailable": r.step_unavailable, "cost_per_hour": r.cost_per_hour,
+            "currency": r.currency, "cost_per_step": r.cost_per_step, "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
             "stack": r.stack.value if r.stack is not None else None,
         }
         for r in result.rows
@@ -567,7 +568,7 @@ def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, se
     for i, r in enumerate(rows, 1):
         cost = f'{r["cost_per_hour"]:.2f} {_e(r["currency"])}' if r["cost_per_hour"] is not None else "-"
         knobs = ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items()))
-        step = f'{r["step_seconds"]:.2f}' if r["step_seconds"] else "-"
+        step = f'{r["step_seconds"]:.2f}' if r["step_seconds"] else "n/a" if r.get("step_unavailable") else "-"
         body.append(
             f'<tr class="{"good" if r["fits"] else "bad"}"><td class="num">{i}</td><td>{"*" if r["pareto"] else ""}</td>'
             f'<td>{_e(r["gpu"])}</td><td class="num">{r["gpus"]}</td><td>{"yes" if r["fits"] else "no"}</td>'

@@ -357,7 +357,7 @@ class Watch:
         kind = self.probe.kind if self.probe else "cpu"
         _, verdict = judge(self.rows(), device=kind, memory_margin=self.memory_margin, time_margin=self.time_margin)
         return measured_record(
-            self.card, rows=self.rows(), versions=versions(),
+            self.card, rows=self.rows(), versions=versions(getattr(self.probe, "device", None) if kind == "cuda" else None),
             watch={"device": kind, "memory_source": self.probe.memory_source if self.probe else None,
                    "steps": len(self.steps), "memory_margin": self.memory_margin, "time_margin": self.time_margin,
                    "verdict": verdict, "warnings": list(self.warnings), "forecasts": list(self.forecasts),

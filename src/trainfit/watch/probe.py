@@ -214,8 +214,12 @@ def _nvml_handle(index: int) -> Any:
         return None
 
 
-def versions() -> dict[str, Any]:
-    """Python, torch, CUDA, the training libraries and trainfit, for the record."""
+def versions(device: Any = None) -> dict[str, Any]:
+    """Python, torch, CUDA, the training libraries and trainfit, for the record; with CUDA, the GPU's name and
+    total memory (``gpu``, ``gpu_total_bytes``): of ``device`` (the CUDA device the watch measures), else of
+    the current device. The total tells apart catalog kinds that report one name (``catalog.gpus.gpus_named``:
+    the 48 GB RTX 4090 reports 'NVIDIA GeForce RTX 4090'), and the device index keeps a mixed box's record on
+    the GPU it measured."""
     import platform
     from importlib.metadata import PackageNotFoundError, version
 
@@ -227,5 +231,8 @@ def versions() -> dict[str, Any]:
         except PackageNotFoundError:
             pass
     if torch.cuda.is_available():
-        out["gpu"] = torch.cuda.get_device_name()
+        dev = device if device is not None and torch.device(device).type == "cuda" else None
+        dev = torch.device(dev) if dev is not None else torch.device("cuda", torch.cuda.current_device())
+        out["gpu"] = torch.cuda.get_device_name(dev)
+        out["gpu_total_bytes"] = int(torch.cuda.get_device_properties(dev).total_memory)
     return out

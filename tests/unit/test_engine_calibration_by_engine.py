@@ -37,3 +37,15 @@ def test_engine_host_constants_count_for_the_engines_that_read_them(engine, appl
         assert label in line
         assert ("vLLM" in line) == (engine == "vllm")
 
+
+
+def test_v0_and_v1_vllm_count_only_their_own_per_sequence_constant():
+    cal = make_calibration({GPU: {"engine_s_per_sequence": 1.6e-4, "engine_v0_s_per_sequence": 9e-5}})
+
+    def applied(engine):
+        card = load_card_dict({"model": "Qwen/Qwen3-8B", "method": "grpo", "hardware": {"gpu": GPU, "gpus_per_node": 8},
+                               "rollout": {"engine": "vllm", "vllm_engine": engine}})
+        return {k for k, _ in make_plan(card, calibration=cal).calibration.applied}
+
+    assert applied("v1") == {"engine_s_per_sequence"}
+    assert applied("v0") == {"engine_v0_s_per_sequence"}

@@ -41,8 +41,6 @@ def applied_values(calibration: Calibration, *, gpu_id: str, card: Any, phases: 
         return {}
     timed = timing is not None
     generates = timed and any(getattr(p, "name", None) == "generation" for p in getattr(timing, "phases", ()))
-    rollout = getattr(card, "rollout", None)
-    engine = getattr(getattr(rollout, "engine", None), "value", None)
     replayed = [p for p in phases if getattr(p.overhead, "replayed", False)]
     out: dict[str, Any] = {}
     for k, v in entry.rates:
@@ -56,8 +54,11 @@ def applied_values(calibration: Calibration, *, gpu_id: str, card: Any, phases: 
             # only vLLM's and SGLang's steps read them (compute.decode_step); transformers generate (engine hf) passes
             # its own host terms (compute.static_generation: engine_s_per_sequence 0, a v0 step with no frontend) and
             # the Hybrid Engine has its own (compute.hybrid_engine)
-            use = generates and v is not None and engine in ENGINE_LABELS and (
-                engine == "sglang" if k.startswith("sglang_") else engine == "vllm" if k.startswith("vllm_") else True)
+            # and of theirs only the ones their step model reads (plan.rl_common.engine_host_fields_read: V0 and V1
+            # read different per-sequence and frontend constants), the same rule fit's summary uses
+            from trainfit.plan.rl_common import engine_host_fields_read
+
+            use = generates and v is not None and k in engine_host_fields_read(card)
         else:
             use = timed
         if use:
@@ -93,9 +94,7 @@ def calibration_to_json(use: Any) -> dict[str, Any] | None:
     return {"path": use.path, "gpus": list(use.gpu_ids), "applied": applied_to_dict(use.applied)}
 
 
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
-"""The rollout engines whose decode step reads a calibration's engine host constants, as the calibration line names
-them."""
+from trainfit.plan.rl_common import ENGINE_LABELS  # noqa: E402  (one table: the engines whose step reads them)
 
 
 def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str, Any] | None = None,

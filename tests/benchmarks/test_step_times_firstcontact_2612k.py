@@ -133,3 +133,16 @@ def test_megatron_llama_rates_are_the_tables() -> None:
     cost = ROWS["megatron-llama-2310-a100-13b-32gpu-odo"]
     assert "40.3 hours" in cost["quote"] and cost["measured"]["metric"] == "tokens_per_s_total"
     assert cost["measured"]["value"] == pytest.approx(1e10 / (40.3 * 3600), abs=0.1)
+
+
+@pytest.mark.parametrize("row_id", QWEN)
+def test_torchtitan_tp_rows_without_compile_state_eager_kernels(row_id: str) -> None:
+    # torchtitan's DTensor plan runs the model's own RMSNorm, SwiGLU and RoPE ops when compile is off: the card's
+    # parallel.model_parallel_kernels eager (plan.time.fused_kernels), not Transformer Engine's fused kernels
+    e = ROWS[row_id]
+    card, notes = st.map_train(e)
+    eager = e["parallel"]["tp"] > 1 and not e["compile"]
+    assert (card["parallel"].get("model_parallel_kernels") == "eager") is eager
+    assert any(n.startswith("parallel.model_parallel_kernels eager") for n in notes) is eager
+    if eager:
+        assert "model_parallel_kernels eager" in e["checked"]

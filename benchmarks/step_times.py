@@ -1634,6 +1634,13 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if container:
             mp["moe_probs_in_experts"] = False
             notes.append(f"moe_probs_in_experts False: {MEGATRON_CORE_COMBINE_KEEPS_EXPERT_OUTPUT[container]}")
+    if (e["framework"] == "torchtitan" and not e.get("compile")
+            and (dims.get("tp") or 1) * (dims.get("pp") or 1) > 1):
+        # torchtitan's DTensor plan shards the model's own nn.Linear layers and runs its nn.RMSNorm, SwiGLU and RoPE as
+        # eager ops when compile is off (plan.time.fused_kernels cites the lines): no Transformer Engine kernels
+        mp["model_parallel_kernels"] = "eager"
+        notes.append("parallel.model_parallel_kernels eager: torchtitan's DTensor plan over the model's own eager"
+                     " modules, compile off")
     fused = (e["framework"] in MEGATRON_FRAMEWORKS or bool(e.get("fused_kernels"))) and not e.get("compile")
     if fused:
         notes.extend(fused_kernels_notes(e))

@@ -50,7 +50,7 @@ from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dt
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, MoeRouting, Nf4ComputeDtype, Offload, Padding, RolloutEngine
-from trainfit.spec.enums import Interconnect, KbitPrepare, Launcher, RefPlacement, Stack, Zero1ParamSync
+from trainfit.spec.enums import Interconnect, ModelParallelKernels, KbitPrepare, Launcher, RefPlacement, Stack, Zero1ParamSync
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -113,9 +113,15 @@ def fused_kernels(card: RunCard) -> bool:
     cross-entropy), which the compile factors stand for. At TP = PP = 1 too: Megatron-Core's TE layer spec puts the
     norm inside ``TELayerNormColumnParallelLinear`` whatever the parallel sizes (NVIDIA/Megatron-LM
     @7094270c6fa1dbc6b2e99072171e3a559ca36d0f, megatron/core/models/gpt/gpt_layer_specs.py l.106-170), so no eager
-    RMSNorm chain runs (``compute.te_host`` prices that module's Python)."""
+    RMSNorm chain runs (``compute.te_host`` prices that module's Python). Not a tensor / pipeline-parallel card that
+    states ``parallel.model_parallel_kernels: eager``: torchtitan's DTensor plan without torch.compile shards the
+    model's own nn.Linear layers (torch.distributed.tensor.parallel.parallelize_module) and runs its nn.RMSNorm,
+    F.silu(w1(x)) * w3(x) and RoPE as eager PyTorch ops (pytorch/torchtitan torchtitan/experiments/qwen3/model/model.py
+    l.74, 140-145, 253, 299-300 and infra/parallelize.py l.183-195; torchtitan/models/llama3/model/model.py l.69, 237,
+    276-277 @d66b72a6ac57be4e7ff749dabe2908a4fcc58a1d), no Transformer Engine: timed as the eager stack."""
     return (card.parallel.compile or card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
-            or card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1)
+            or (card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
+                and card.parallel.model_parallel_kernels is not ModelParallelKernels.EAGER))
 
 
 def stack_of(card: RunCard) -> Stack:

@@ -44,6 +44,7 @@ from trainfit.spec.enums import (
     MoeDispatcher,
     MoeExperts,
     MoeExpertMlp,
+    ModelParallelKernels,
     MoeLaunch,
     MoeLoadBalancing,
     MoeRouterLoad,
@@ -616,6 +617,11 @@ class ParallelSection(_Section):
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size) | nanotron (nanotron's linears: in memory the sequence-shard inputs, rows' embedding gradient and Megatron's vocab-parallel loss (its max subtracted out of place), its MLP per-op; in time the per-op model, no Transformer Engine).")
+    model_parallel_kernels: ModelParallelKernels = Field(
+        ModelParallelKernels.FUSED, description="fused (a tensor / pipeline-parallel run without torch.compile is timed"
+        " on Transformer Engine's fused kernels, the default) | eager (the model's own modules op by op under torch's"
+        " DTensor plan: torchtitan with tensor or pipeline parallelism and compile off). Only with"
+        " tensor_parallel_impl dtensor; no effect at tensor_parallel = pipeline_parallel = 1 or with compile.")
     moe_probs_in_experts: bool = Field(True, description="Megatron-Core MoE (tensor_parallel_impl megatron): the"
                                        " routing probabilities multiply inside the experts' fused SwiGLU, so the"
                                        " combine keeps no expert output (Megatron-Core >= 0.12.1, the default);"
@@ -801,6 +807,10 @@ class ParallelSection(_Section):
                              " read with tensor_parallel_impl: megatron and pipeline_parallel > 1 (got"
                              f" {self.tensor_parallel_impl.value}, pipeline_parallel {self.pipeline_parallel});"
                              " allowed otherwise: false")
+        if self.model_parallel_kernels is ModelParallelKernels.EAGER and self.tensor_parallel_impl is not TensorParallelImpl.DTENSOR:
+            raise ValueError("parallel.model_parallel_kernels: 'eager' is the model's own modules under torch's DTensor"
+                             " plan, read with tensor_parallel_impl: dtensor (got"
+                             f" {self.tensor_parallel_impl.value}); allowed otherwise: fused")
         if self.moe_launch is not None and not megatron:
             raise ValueError(f"parallel.moe_launch: '{self.moe_launch.value}' describes Megatron-Core's router and"
                              " dispatcher, read with tensor_parallel_impl: megatron (got"

@@ -582,6 +582,18 @@ class TensorParallelImpl(StrEnum):
     NANOTRON = "nanotron"
 
 
+class ModelParallelKernels(StrEnum):
+    """The kernels a tensor / pipeline-parallel run without torch.compile times on (``parallel.model_parallel_kernels``,
+    ``plan.time.fused_kernels``)."""
+
+    FUSED = "fused"
+    """Transformer Engine's fused norm + linear, RoPE, SwiGLU and cross-entropy (Megatron-Core and stacks built on Transformer
+    Engine or other fused kernels): the plan's compile factors. The default."""
+    EAGER = "eager"
+    """The model's own modules launched op by op under torch's DTensor plan: torchtitan without torch.compile
+    (parallelize_module over the model's nn.Linear layers; nn.RMSNorm / F.silu / the RoPE ops run as eager PyTorch)."""
+
+
 class PipelineSchedule(StrEnum):
     ONE_F_ONE_B = "1f1b"
     INTERLEAVED = "interleaved"

@@ -41,7 +41,20 @@ def test_grpo_reference_with_kl_is_in_both_sides():
     assert not any("is neither loaded nor run" in a for a in notes)
 
 
-@pytest.mark.parametrize("preset,expected", [("verl", False), ("openrlhf", False), (None, True)])
+@pytest.mark.parametrize("preset,expected", [
+    ("verl", False), ("openrlhf", False), (None, True),
+    # SkyRL ``use_ref_model = use_kl_loss or use_kl_in_reward`` else ``ref_model = None`` (NovaSky-AI/SkyRL
+    # skyrl/train/trainer.py l.644, 673-688 @2e9c89afceb3ef7963748224373ad88882322c99)
+    ("skyrl", False),
+    # slime ``with_ref=actor_args.kl_coef != 0 or actor_args.use_kl_loss`` (THUDM/slime slime/ray/placement_group.py
+    # l.178 @624b824a898ab0ec1fcb4d373004c7f3852bf515); miles ``with_ref=args.kl_coef != 0 or args.use_kl_loss``
+    # (radixark/miles miles/ray/placement_group.py l.150 @748935dc7155d4990d02d62f6061c50ef8054051)
+    ("slime", False), ("miles", False),
+    # NeMo RL's PPO builds its Policy without init_reference_model (default True): the reference is loaded at
+    # kl 0 (NVIDIA-NeMo/RL nemo_rl/algorithms/ppo.py l.762-770, nemo_rl/models/policy/lm_policy.py l.101
+    # @7ea279abfbeb698b092856d0dab61e7cf39bc909); only grpo.py gates it (l.1145)
+    ("nemo-rl", True),
+])
 def test_ppo_reference_at_kl_0_follows_the_framework(preset, expected):
     d = merge_under(ppo_tier("fsdp_ckpt"), {"roles": {"kl_coef": 0.0}})
     if preset:
@@ -51,3 +64,17 @@ def test_ppo_reference_at_kl_0_follows_the_framework(preset, expected):
     assert (reference_placement(card) is not RefPlacement.NONE) is expected
     memory, time, _ = _sides(card)
     assert (memory, time) == (expected, expected)
+
+
+@pytest.mark.parametrize("preset", [None, "trl", "verl", "openrlhf", "skyrl", "slime", "miles", "nemo-rl"])
+def test_grpo_reference_at_kl_0_is_absent_under_every_preset(preset):
+    """GRPO at kl 0: TRL ``ref_model = None``, verl ``need_reference_policy`` False, OpenRLHF ``ref_model = None``,
+    SkyRL ``ref_model = None`` (trainer.py l.644), slime / miles ``with_ref`` False (placement_group.py l.178 /
+    l.150), NeMo RL ``init_reference_model = loss_config.reference_policy_kl_penalty > 0`` (nemo_rl/algorithms/
+    grpo.py l.1145 @7ea279abfbeb698b092856d0dab61e7cf39bc909)."""
+    d = merge_under(ppo_tier("fsdp_ckpt"), {"method": "grpo", "roles": {"kl_coef": 0.0, "critic": None}})
+    if preset:
+        d["preset"] = preset
+    card = load_card_dict(d)
+    assert reference_loaded(card) is False
+    assert reference_placement(card) is RefPlacement.NONE

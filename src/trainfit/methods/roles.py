@@ -60,8 +60,9 @@ skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 132-170, skyrl/train
 copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_phase``)."""
 
 
-KL_GATED_REFERENCE_PPO_PRESETS = ("verl", "openrlhf")
-"""Frameworks that neither load nor run a PPO reference when the KL coefficient is 0 (``reference_loaded``)."""
+KL_GATED_REFERENCE_PPO_PRESETS = ("verl", "openrlhf", "skyrl", "slime", "miles")
+"""Frameworks that neither load nor run a PPO reference when the KL coefficient is 0 (``reference_loaded``, which
+cites each). nemo-rl is not among them: NeMo RL's PPO loads its reference whatever the KL coefficient."""
 
 
 def reference_loaded(card: RunCard) -> bool:
@@ -75,10 +76,28 @@ def reference_loaded(card: RunCard) -> bool:
       verl/trainer/ppo/utils.py l.72-76 @b178a3cd56f58b2d502255daba591e92833930a7), both False for a card whose
       kl_coef is 0 (``export.verl``: ``use_kl_loss=kl > 0``, ``use_kl_in_reward=kl > 0``);
     * OpenRLHF: ``if args.algo.kl.init_coef > 0: ref_model = RayActorGroup(...) else: ref_model = None``
-      (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103 @3c3be6234e0cb353e76bb8019947db9dfe99fca7).
+      (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103 @3c3be6234e0cb353e76bb8019947db9dfe99fca7);
+    * SkyRL: ``use_ref_model = cfg.trainer.algorithm.use_kl_loss or cfg.trainer.algorithm.use_kl_in_reward``, else
+      ``ref_model = None`` (NovaSky-AI/SkyRL skyrl/train/trainer.py l.644, 673-688, 735-753
+      @2e9c89afceb3ef7963748224373ad88882322c99; PPO and GRPO alike). ``use_kl_loss`` defaults to True with
+      ``kl_loss_coef`` 0.001 (skyrl/train/config/config.py l.604-608): a card's kl_coef 0 reads as both switches
+      off; a run that keeps ``use_kl_loss`` with ``kl_loss_coef`` 0 still loads and runs the reference;
+    * slime: ``with_ref=actor_args.kl_coef != 0 or actor_args.use_kl_loss`` (THUDM/slime slime/ray/placement_group.py
+      l.178 @624b824a898ab0ec1fcb4d373004c7f3852bf515; ``--kl-coef`` defaults to 0.0 and ``--use-kl-loss`` to
+      False, slime/utils/arguments.py l.909-911, 981), and miles, derived from it, the same
+      ``with_ref=args.kl_coef != 0 or args.use_kl_loss`` (radixark/miles miles/ray/placement_group.py l.150
+      @748935dc7155d4990d02d62f6061c50ef8054051); the actor loads ``ref_load`` only ``if with_ref``
+      (slime/backends/megatron_utils/actor.py l.132-133; miles/backends/megatron_utils/actor.py l.236-237) and the
+      reference pass runs only for a ``"ref"`` backup (l.435-438; l.499);
+    * NeMo RL's GRPO: ``init_reference_model = loss_config.reference_policy_kl_penalty > 0`` (NVIDIA-NeMo/RL
+      nemo_rl/algorithms/grpo.py l.1145 @7ea279abfbeb698b092856d0dab61e7cf39bc909). Its PPO does not gate:
+      ``setup`` builds ``Policy(...)`` without ``init_reference_model`` (nemo_rl/algorithms/ppo.py l.762-770), whose
+      default is True (nemo_rl/models/policy/lm_policy.py l.101), so the host copy is held at kl 0; only the pass is
+      skipped, by ``ppo.skip_reference_policy_logprobs_calculation`` (ppo.py l.181, l.1546): a PPO card under
+      nemo-rl keeps its reference (memory and pass; the skipped pass is not modelled).
 
-    So GRPO (whose default already had no reference at kl 0, every preset) has none, and PPO under verl or OpenRLHF
-    has none. A PPO card under another framework keeps its reference at kl 0 and the step times its pass (a framework
+    So GRPO has none at kl 0 under every preset, and PPO under verl, OpenRLHF, SkyRL, slime or miles has none. A PPO
+    card under another framework keeps its reference at kl 0 and the step times its pass (nemo-rl above; a framework
     whose code at kl 0 was not read here: the reference as the card states it)."""
     if card.method not in (Method.PPO, Method.GRPO) or kl_coef(card) > 0.0:
         return True

@@ -26,19 +26,44 @@ def _grpo(**roles):
 def _sides(card):
     p = make_plan(card)
     return ("ref_logprob" in [ph.phase.value for ph in p.phases],
-            "ref_logprob" in [ph.name for ph in p.time.phases], p.assumptions)
+            "ref_logprob" in [ph.name for ph in p.time.phases], p.warnings)
 
 
 def test_grpo_reference_set_at_kl_0_is_in_neither_side():
-    memory, time, notes = _sides(_grpo())
+    memory, time, warnings = _sides(_grpo())
     assert (memory, time) == (False, False)
-    assert sum("is neither loaded nor run at kl_coef 0" in a for a in notes) == 1
+    # a warning the user sees (report.text prints plan.warnings), not an assumption
+    assert sum("is neither loaded nor run at kl_coef 0" in w for w in warnings) == 1
+    assert not any("is neither loaded nor run" in a for a in make_plan(_grpo()).assumptions)
+
+
+def _cli_card(card, sets):
+    """The card as ``trainfit plan --method ppo --preset verl --set ...`` builds it (cli.common.load_card: the
+    preset merged under the card data before validation)."""
+    from trainfit.cli.common import load_card
+
+    return load_card(None, {"method": "ppo", "preset": "verl"} | card, sets)
+
+
+def test_a_reference_the_preset_filled_raises_no_warning():
+    """verl's preset fills roles.reference cpu; at kl 0 verl loads no reference, but the user set nothing: no
+    warning (before, the note fired on the preset's fill)."""
+    card = _cli_card({}, ["roles.kl_coef=0"])
+    assert "reference" in card.roles.model_fields_set  # the merge makes the fill look set
+    assert not reference_loaded(card)
+    plan = make_plan(card)
+    assert not any("is neither loaded nor run" in line for line in (*plan.warnings, *plan.assumptions))
+
+
+def test_a_reference_the_user_set_under_a_preset_warns():
+    card = _cli_card({}, ["roles.kl_coef=0", "roles.reference=gpu"])
+    assert sum("roles.reference gpu is neither loaded nor run" in w for w in make_plan(card).warnings) == 1
 
 
 def test_grpo_reference_with_kl_is_in_both_sides():
-    memory, time, notes = _sides(_grpo(kl_coef=0.04))
+    memory, time, warnings = _sides(_grpo(kl_coef=0.04))
     assert (memory, time) == (True, True)
-    assert not any("is neither loaded nor run" in a for a in notes)
+    assert not any("is neither loaded nor run" in w for w in warnings)
 
 
 @pytest.mark.parametrize("preset,expected", [
@@ -78,3 +103,28 @@ def test_grpo_reference_at_kl_0_is_absent_under_every_preset(preset):
     card = load_card_dict(d)
     assert reference_loaded(card) is False
     assert reference_placement(card) is RefPlacement.NONE
+
+
+def test_the_card_descriptions_state_the_rules_the_code_applies():
+    """spec.card: kl_coef's description names every framework whose PPO reference is gated at kl 0
+    (methods.roles.KL_GATED_REFERENCE_PPO_PRESETS) and no longer says that 0 means no reference;
+    recompute_old_logprobs' names every OLD_LOGPROB_PRESETS preset, the no-preset TRL rule and mini_batches > 1
+    under every preset (methods.roles.old_logprob_pass)."""
+    from trainfit.methods.roles import KL_GATED_REFERENCE_PPO_PRESETS, OLD_LOGPROB_PRESETS
+    from trainfit.spec.card import RolesSection, RolloutSection
+
+    kl = RolesSection.model_fields["kl_coef"].description
+    assert "0 means no reference model" not in kl
+    assert all(p in kl for p in KL_GATED_REFERENCE_PPO_PRESETS) and "nemo-rl" in kl
+    old = RolloutSection.model_fields["recompute_old_logprobs"].description
+    assert all(p in old for p in OLD_LOGPROB_PRESETS)
+    assert "no preset" in old and "mini_batches > 1 under every preset" in old
+
+
+def test_preset_fill_reads_the_preset_card():
+    from trainfit.methods.presets import preset_fill
+
+    assert preset_fill("verl", "roles.reference") == "cpu"
+    assert preset_fill("trl", "roles.kl_coef") == 0.0
+    assert preset_fill("openrlhf", "roles.reference") is None
+    assert preset_fill("no-such-preset", "roles.reference") is None

@@ -106,6 +106,27 @@ def reference_loaded(card: RunCard) -> bool:
     return card.preset not in KL_GATED_REFERENCE_PPO_PRESETS
 
 
+def unloaded_reference_warning(card: RunCard) -> str | None:
+    """The warning for a ``roles.reference`` the user set that the framework neither loads nor runs at the card's
+    KL coefficient (``reference_loaded``), else None. Only a value the user set: a preset's own fill (verl's
+    ``roles.reference: cpu``, ``methods.presets``) is merged into the card data before validation, so
+    ``model_fields_set`` counts it as set and survives every re-validation of the dumped card (``plan.resolve.card_with``,
+    the searches); the preset's filled value is what tells them apart (``presets.preset_fill``). A card that states
+    the preset's own value gets no warning: it asks for nothing the preset would not have filled, and the assumption
+    line ``reference: none`` still shows."""
+    from trainfit.methods.presets import preset_fill
+
+    ref = card.roles.reference
+    if ref in (None, RefPlacement.NONE) or "reference" not in card.roles.model_fields_set or reference_loaded(card):
+        return None
+    if card.preset and preset_fill(card.preset, "roles.reference") == ref.value:
+        return None
+    return (f"roles.reference {ref.value} is neither loaded nor run at kl_coef 0 (the framework skips it: TRL GRPO"
+            " beta 0, verl without a KL loss or KL reward, OpenRLHF init_kl_coef 0, SkyRL without use_kl_loss or"
+            " use_kl_in_reward, slime / miles kl_coef 0 without use_kl_loss, NeMo RL GRPO reference_policy_kl_penalty"
+            " 0: methods.roles.reference_loaded); set roles.kl_coef > 0 to plan it")
+
+
 def reference_placement(card: RunCard) -> RefPlacement:
     """Where the reference lives when the card leaves it open (``roles.reference`` as set always wins).
 

@@ -128,3 +128,22 @@ def test_preset_fill_reads_the_preset_card():
     assert preset_fill("trl", "roles.kl_coef") == 0.0
     assert preset_fill("openrlhf", "roles.reference") is None
     assert preset_fill("no-such-preset", "roles.reference") is None
+
+
+@pytest.mark.parametrize("preset,expected", [
+    (None, 0.0), ("trl", 0.0), ("verl", 0.0), ("slime", 0.0), ("miles", 0.0),
+    ("openrlhf", 0.01), ("skyrl", 0.001), ("nemo-rl", 0.01),
+])
+def test_grpo_kl_left_open_takes_the_framework_default(preset, expected):
+    """A GRPO card that leaves roles.kl_coef open: the framework's own default (methods.roles.GRPO_DEFAULT_KL_PRESETS:
+    OpenRLHF --algo.kl.init_coef 0.01, train_ppo_ray.py l.419 @3c3be623; SkyRL use_kl_loss True, kl_loss_coef 0.001,
+    config.py l.606-608 @2e9c89af; NeMo RL grpo_math_1B.yaml l.80 reference_policy_kl_penalty 0.01 @7ea279ab), so the
+    reference those frameworks load by default is planned."""
+    from trainfit.methods.roles import kl_coef
+
+    d = merge_under(ppo_tier("fsdp_ckpt"), {"method": "grpo", "roles": {"critic": None}})
+    if preset:
+        d["preset"] = preset
+    card = load_card_dict(d)
+    assert kl_coef(card) == expected
+    assert reference_loaded(card) is (expected > 0)

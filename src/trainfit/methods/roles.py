@@ -36,10 +36,29 @@ class Role:
     model: str
 
 
+GRPO_DEFAULT_KL_PRESETS = {"openrlhf": 0.01, "skyrl": 0.001, "nemo-rl": 0.01}
+"""The KL coefficient a GRPO run under these frameworks has when the launch leaves it alone (a reference loaded and
+run, ``reference_loaded``), where trainfit's GRPO default is TRL's beta 0.0:
+
+* OpenRLHF: ``--algo.kl.init_coef`` default 0.01, and ``ref_model`` is built when it is above 0 (OpenRLHF/OpenRLHF
+  openrlhf/cli/train_ppo_ray.py l.419, l.93 @3c3be6234e0cb353e76bb8019947db9dfe99fca7; GRPO is the same script);
+* SkyRL: ``use_kl_loss: bool = True``, ``kl_loss_coef: float = 0.001`` (NovaSky-AI/SkyRL
+  skyrl/train/config/config.py l.606-608 @2e9c89afceb3ef7963748224373ad88882322c99);
+* NeMo RL: ``loss_fn.reference_policy_kl_penalty: 0.01`` in the preset's own source config (NVIDIA-NeMo/RL
+  examples/configs/grpo_math_1B.yaml l.80 @7ea279abfbeb698b092856d0dab61e7cf39bc909).
+
+verl (``use_kl_loss: false``, ``use_kl_in_reward: false``: verl/trainer/config/_generated_ppo_trainer.yaml l.74,
+l.576 @b178a3cd56f58b2d502255daba591e92833930a7), slime / miles (``--kl-coef`` 0.0, ``--use-kl-loss`` off) and TRL
+(beta 0.0) have none by default: 0, as before."""
+
+
 def kl_coef(card: RunCard) -> float:
-    """The KL coefficient: the card's, else each method's default (TRL GRPO beta=0.0; PPO 0.05)."""
+    """The KL coefficient: the card's, else each method's default (TRL GRPO beta=0.0; PPO 0.05), a GRPO card under
+    a preset whose framework keeps a KL term by default taking that framework's (``GRPO_DEFAULT_KL_PRESETS``)."""
     if card.roles.kl_coef is not None:
         return card.roles.kl_coef
+    if card.method is Method.GRPO and card.preset in GRPO_DEFAULT_KL_PRESETS:
+        return GRPO_DEFAULT_KL_PRESETS[card.preset]
     return {Method.PPO: 0.05, Method.DPO: 0.1}.get(card.method, 0.0)
 
 

@@ -1580,7 +1580,7 @@ class RolesSection(_Section):
     reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed | host_swap; default by method (host_swap under the nemo-rl preset).")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
-    kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient (null: PPO 0.05, DPO 0.1, GRPO 0). At 0 whether a reference is loaded and run depends on the framework and method (methods.roles.reference_loaded): none for GRPO under every preset and for PPO under verl / openrlhf / skyrl / slime / miles; PPO with no preset, under trl or under nemo-rl keeps it.")
+    kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient (null: PPO 0.05, DPO 0.1, GRPO 0, or under the openrlhf / skyrl / nemo-rl presets their frameworks' GRPO default 0.01 / 0.001 / 0.01: methods.roles.GRPO_DEFAULT_KL_PRESETS). At 0 whether a reference is loaded and run depends on the framework and method (methods.roles.reference_loaded): none for GRPO under every preset and for PPO under verl / openrlhf / skyrl / slime / miles; PPO with no preset, under trl or under nemo-rl keeps it.")
 
 
 def verl_actor_loss(card: Any) -> bool:

@@ -98,3 +98,25 @@ def test_a_disabled_adapter_runs_its_base_layers_alone():
     # a 4-bit base is still dequantised with its adapter off
     nf4 = Adapter(rank=16, targets=("all-linear",), nf4_base=True)
     assert _fwd(MISTRAL, A100, adapter=nf4, adapter_enabled=False).seconds > _fwd(MISTRAL, A100).seconds
+
+
+def test_the_rate_limiter_exposes_each_layer_gather_in_a_pass_that_runs_the_adapter_units():
+    """FSDP1 queues a free event at every non-root FULL_SHARD unit's post-forward reshard, grad or not (the forward
+    wrapper calls ``_post_forward(..., _post_forward_reshard, ...)`` unconditionally, torch/distributed/fsdp/
+    fully_sharded_data_parallel.py l.841-859; ``_post_forward_reshard`` l.486-499 and ``_reshard`` l.320-326 of
+    _runtime_utils.py, torch 2.13.0 @cf30153c4c131c8164ee7798e5022d810682e2cb), so an old-policy log-prob pass with
+    the adapter units active waits on its ``lora_A`` frees before each layer's gather (``_unshard`` l.297-303) as the
+    training forward does (collectives.rate_limiter_exposes_layer_gathers): every layer's gather exposed. Under
+    ``disable_adapter()`` (the reference of a LoRA policy) no adapter unit runs, the queue holds the layers' frees
+    alone, and the gathers stay behind the previous layer's compute (only the first shows)."""
+    gathered = 2.0 * 7.2e9  # Mistral 7B's bf16 weights, gathered every micro-batch
+
+    def added(**kw):
+        return _units(True, gathered_weight_bytes=gathered, **kw).seconds - _units(True, **kw).seconds
+
+    active, disabled = added(), added(adapter_enabled=False)
+    assert disabled > 0
+    assert active > 0.9 * MISTRAL.num_layers * disabled
+    # without adapter units the limiter's queue holds the layers' frees alone: hidden as under disable_adapter()
+    plain = (_units(False, gathered_weight_bytes=gathered).seconds - _units(False).seconds)
+    assert plain == pytest.approx(disabled, rel=0.05)

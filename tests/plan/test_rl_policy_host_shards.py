@@ -18,6 +18,7 @@ RATES = default_rates(resolve_gpu("h100-sxm"))
 def _card(offload: str = "params_and_optimizer", strategy: str = "fsdp", weights: str | None = None):
     return load_card_dict({
         "model": "Qwen/Qwen3-8B", "method": "grpo", "preset": "skyrl",
+        "roles": {"kl_coef": 0.0},  # no KL term: the old log-prob pass alone (SkyRL's default has one)
         "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 3},
         "parallel": {"strategy": strategy, **({"fsdp_version": "fsdp2"} if strategy == "fsdp" else {}),
                      "offload": offload},

@@ -28,8 +28,11 @@ MODEL = "Qwen/Qwen2.5-7B"
 def _data(**rollout) -> dict:
     ro = {"tensor_parallel": 1, "prompts_per_step": 32, "num_generations": 4, "prompt_len": 256,
           "response_len": 512} | rollout
+    # no KL term (SkyRL use_kl_loss and use_kl_in_reward off): SkyRL's own default keeps one (use_kl_loss True,
+    # kl_loss_coef 0.001, methods.roles.GRPO_DEFAULT_KL_PRESETS), which these cards state off
     return {"model": MODEL, "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1},
-            "parallel": {"strategy": "zero1", "tensor_parallel": 2}, "batch": {"micro_batch_size": 1}, "rollout": ro}
+            "parallel": {"strategy": "zero1", "tensor_parallel": 2}, "batch": {"micro_batch_size": 1}, "rollout": ro,
+            "roles": {"kl_coef": 0.0}}
 
 
 def _card(preset: str | None = "skyrl", **rollout):

@@ -2205,7 +2205,15 @@ def forward_only_time(
     wrap policy (``parallel.fsdp_adapter_units``): each adapter linear is a unit whose no-grad forward hooks run with
     the layers' (``hooked_units`` > 0), two per adapted call at ``rates.FSDP_ADAPTER_UNIT_FORWARD_HOST_S``, and under
     FULL_SHARD over more than one rank the rate limiter paces the adapted projections by them
-    (``collectives.rate_limited_adapter_units_seconds``), as in the training forward.
+    (``collectives.rate_limited_adapter_units_seconds``), as in the training forward. The limiter's queue then also
+    holds the adapter units' frees: FSDP1's forward wrapper runs ``_post_forward_reshard`` after every unit's forward
+    whatever the grad mode (torch/distributed/fsdp/fully_sharded_data_parallel.py l.841-859, ``_runtime_utils.py``
+    ``_post_forward_reshard`` l.486-499, ``_reshard`` l.320-326 queue a free event for every non-root FULL_SHARD unit;
+    torch 2.13.0 @cf30153c4c131c8164ee7798e5022d810682e2cb), so each layer's gather waits for its layer's compute
+    and is exposed in full, as in the training forward (``collectives.rate_limiter_exposes_layer_gathers``); only
+    the host copy of a CPU-offloaded shard, issued before the limiter's wait (``_unshard`` l.292-303), still runs
+    behind the previous layer. A pass under ``disable_adapter()`` runs no adapter unit: the queue holds the layers'
+    frees alone and the gathers hide as without adapter units.
     ``adapter_enabled``: False for a pass run inside PEFT's ``disable_adapter()`` (the reference log-probs of a LoRA
     policy, ``RefPlacement.LORA_DISABLED``): every LoRA layer then calls its base layer alone (peft 0.21.2
     peft/tuners/lora/layer.py ``Linear.forward`` and ``ParamWrapper.forward`` l.2698-2713, ``if
@@ -2309,13 +2317,24 @@ def forward_only_time(
         ag = coll.all_gather_seconds(total_bytes=gathered_weight_bytes / layers, ranks=ranks, bus_bytes_per_s=bus,
                                      nodes=nodes,
                                      intra_link=coll.IntraLink.of(nvlink=rates.nvlink))
+        gather_s = ag
+        limiter_exposes = bool(adapted) and coll.rate_limiter_exposes_layer_gathers(
+            adapter_units=True, fsdp2=parallel.fsdp2, reshard_after_forward=parallel.strategy in ("fsdp", "hsdp"),
+            ranks=ranks)
         root_copy_s = 0.0
         if host_shard_bytes_per_s > 0:  # each layer's local shard copied from pinned host memory first (docstring)
             root = root_unit_share(spec, embedding_unit=fsdp2_copies)
             ag += gathered_weight_bytes * (1.0 - root) / layers / ranks / host_shard_bytes_per_s
             root_copy_s = gathered_weight_bytes * root / ranks / host_shard_bytes_per_s
-        exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=window_s, micro_steps=micro_steps,
-                                                 once_s=root_copy_s)
+        if limiter_exposes:
+            # FSDP1's rate limiter with the adapter units running: each layer's gather waits for its layer's compute
+            # (collectives.rate_limiter_exposes_layer_gathers), only its host copy, issued before the wait
+            # (``_unshard``: ``pre_unshard`` then ``dequeue_if_needed``), runs behind the previous layer
+            copy_s = ag - gather_s
+            exposed = micro_steps * layers * (gather_s + max(0.0, copy_s - window_s / layers)) + root_copy_s
+        else:
+            exposed = _unit_pipeline_exposed_seconds(unit_s=ag, layers=layers, pass_s=window_s,
+                                                     micro_steps=micro_steps, once_s=root_copy_s)
         # the per-layer gathers hold the ranks in lockstep: the slowest sets the pace (collectives.slowest_rank_excess),
         # and with unequal micro-batches the rank holding the most tokens (collectives.lockstep_excess, ``work_cv``);
         # as in train_step_time, only its device time beyond the host-paced pass (lockstep_wait_seconds). The speed

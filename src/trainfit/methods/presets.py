@@ -284,6 +284,18 @@ def refused_preset_line(name: str) -> str:
     return f"preset: '{name}' is refused: {REFUSED_PRESETS[name]}; allowed: {', '.join(PRESETS)}"
 
 
+def preset_fill(name: str, key: str) -> Any:
+    """The value preset ``name`` fills at the dotted card ``key`` where the card leaves it open (None: it fills
+    none there, or the preset is not known). From the preset's own card section; ``apply_preset``'s conditional
+    fills (sleep level, precision.weights, pipeline_outputs_deallocated) are not read here."""
+    node: Any = PRESETS[name].card if name in PRESETS else {}
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     """Card data with the preset's defaults filled in under what the card sets."""
     defaults = preset(name).card

@@ -39,7 +39,7 @@ from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
-                                    reference_loaded, reference_placement, resolve_role_model, reward_model)
+                                    reference_placement, resolve_role_model, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.methods.unsloth import engine_shares_trainer_weights
 from trainfit.spec.card import RunCard
@@ -835,10 +835,8 @@ def rl_groups(
         f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
     )
     notes.append(f"reference: {ref_place.value}; reward: {reward_model(card) or card.roles.reward_model}")
-    if card.roles.reference not in (None, RefPlacement.NONE) and not reference_loaded(card):
-        notes.append(f"reference: roles.reference {card.roles.reference.value} is neither loaded nor run at kl_coef 0"
-                     " (TRL GRPO beta 0, verl without a KL loss or KL reward, OpenRLHF init_kl_coef 0:"
-                     " methods.roles.reference_loaded); set roles.kl_coef > 0 to plan it")
+    # a roles.reference the user set and the framework skips at kl 0: a warning (plan.make_plan,
+    # methods.roles.unloaded_reference_warning), not an assumption
     notes.append(f"weight sync: {sync_kind} ({why})")
     return groups, summary, host, notes
 

@@ -36,10 +36,29 @@ class Role:
     model: str
 
 
+GRPO_DEFAULT_KL_PRESETS = {"openrlhf": 0.01, "skyrl": 0.001, "nemo-rl": 0.01}
+"""The KL coefficient a GRPO run under these frameworks has when the launch leaves it alone (a reference loaded and
+run, ``reference_loaded``), where trainfit's GRPO default is TRL's beta 0.0:
+
+* OpenRLHF: ``--algo.kl.init_coef`` default 0.01, and ``ref_model`` is built when it is above 0 (OpenRLHF/OpenRLHF
+  openrlhf/cli/train_ppo_ray.py l.419, l.93 @3c3be6234e0cb353e76bb8019947db9dfe99fca7; GRPO is the same script);
+* SkyRL: ``use_kl_loss: bool = True``, ``kl_loss_coef: float = 0.001`` (NovaSky-AI/SkyRL
+  skyrl/train/config/config.py l.606-608 @2e9c89afceb3ef7963748224373ad88882322c99);
+* NeMo RL: ``loss_fn.reference_policy_kl_penalty: 0.01`` in the preset's own source config (NVIDIA-NeMo/RL
+  examples/configs/grpo_math_1B.yaml l.80 @7ea279abfbeb698b092856d0dab61e7cf39bc909).
+
+verl (``use_kl_loss: false``, ``use_kl_in_reward: false``: verl/trainer/config/_generated_ppo_trainer.yaml l.74,
+l.576 @b178a3cd56f58b2d502255daba591e92833930a7), slime / miles (``--kl-coef`` 0.0, ``--use-kl-loss`` off) and TRL
+(beta 0.0) have none by default: 0, as before."""
+
+
 def kl_coef(card: RunCard) -> float:
-    """The KL coefficient: the card's, else each method's default (TRL GRPO beta=0.0; PPO 0.05)."""
+    """The KL coefficient: the card's, else each method's default (TRL GRPO beta=0.0; PPO 0.05), a GRPO card under
+    a preset whose framework keeps a KL term by default taking that framework's (``GRPO_DEFAULT_KL_PRESETS``)."""
     if card.roles.kl_coef is not None:
         return card.roles.kl_coef
+    if card.method is Method.GRPO and card.preset in GRPO_DEFAULT_KL_PRESETS:
+        return GRPO_DEFAULT_KL_PRESETS[card.preset]
     return {Method.PPO: 0.05, Method.DPO: 0.1}.get(card.method, 0.0)
 
 
@@ -60,8 +79,9 @@ skyrl/backends/skyrl_train/workers/worker_dispatch.py lines 132-170, skyrl/train
 copies are priced with the trainer's (``plan.rl_offload.trainer_state_offload_phase``)."""
 
 
-KL_GATED_REFERENCE_PPO_PRESETS = ("verl", "openrlhf")
-"""Frameworks that neither load nor run a PPO reference when the KL coefficient is 0 (``reference_loaded``)."""
+KL_GATED_REFERENCE_PPO_PRESETS = ("verl", "openrlhf", "skyrl", "slime", "miles")
+"""Frameworks that neither load nor run a PPO reference when the KL coefficient is 0 (``reference_loaded``, which
+cites each). nemo-rl is not among them: NeMo RL's PPO loads its reference whatever the KL coefficient."""
 
 
 def reference_loaded(card: RunCard) -> bool:
@@ -75,16 +95,55 @@ def reference_loaded(card: RunCard) -> bool:
       verl/trainer/ppo/utils.py l.72-76 @b178a3cd56f58b2d502255daba591e92833930a7), both False for a card whose
       kl_coef is 0 (``export.verl``: ``use_kl_loss=kl > 0``, ``use_kl_in_reward=kl > 0``);
     * OpenRLHF: ``if args.algo.kl.init_coef > 0: ref_model = RayActorGroup(...) else: ref_model = None``
-      (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103 @3c3be6234e0cb353e76bb8019947db9dfe99fca7).
+      (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.93-103 @3c3be6234e0cb353e76bb8019947db9dfe99fca7);
+    * SkyRL: ``use_ref_model = cfg.trainer.algorithm.use_kl_loss or cfg.trainer.algorithm.use_kl_in_reward``, else
+      ``ref_model = None`` (NovaSky-AI/SkyRL skyrl/train/trainer.py l.644, 673-688, 735-753
+      @2e9c89afceb3ef7963748224373ad88882322c99; PPO and GRPO alike). ``use_kl_loss`` defaults to True with
+      ``kl_loss_coef`` 0.001 (skyrl/train/config/config.py l.604-608): a card's kl_coef 0 reads as both switches
+      off; a run that keeps ``use_kl_loss`` with ``kl_loss_coef`` 0 still loads and runs the reference;
+    * slime: ``with_ref=actor_args.kl_coef != 0 or actor_args.use_kl_loss`` (THUDM/slime slime/ray/placement_group.py
+      l.178 @624b824a898ab0ec1fcb4d373004c7f3852bf515; ``--kl-coef`` defaults to 0.0 and ``--use-kl-loss`` to
+      False, slime/utils/arguments.py l.909-911, 981), and miles, derived from it, the same
+      ``with_ref=args.kl_coef != 0 or args.use_kl_loss`` (radixark/miles miles/ray/placement_group.py l.150
+      @748935dc7155d4990d02d62f6061c50ef8054051); the actor loads ``ref_load`` only ``if with_ref``
+      (slime/backends/megatron_utils/actor.py l.132-133; miles/backends/megatron_utils/actor.py l.236-237) and the
+      reference pass runs only for a ``"ref"`` backup (l.435-438; l.499);
+    * NeMo RL's GRPO: ``init_reference_model = loss_config.reference_policy_kl_penalty > 0`` (NVIDIA-NeMo/RL
+      nemo_rl/algorithms/grpo.py l.1145 @7ea279abfbeb698b092856d0dab61e7cf39bc909). Its PPO does not gate:
+      ``setup`` builds ``Policy(...)`` without ``init_reference_model`` (nemo_rl/algorithms/ppo.py l.762-770), whose
+      default is True (nemo_rl/models/policy/lm_policy.py l.101), so the host copy is held at kl 0; only the pass is
+      skipped, by ``ppo.skip_reference_policy_logprobs_calculation`` (ppo.py l.181, l.1546): a PPO card under
+      nemo-rl keeps its reference (memory and pass; the skipped pass is not modelled).
 
-    So GRPO (whose default already had no reference at kl 0, every preset) has none, and PPO under verl or OpenRLHF
-    has none. A PPO card under another framework keeps its reference at kl 0 and the step times its pass (a framework
+    So GRPO has none at kl 0 under every preset, and PPO under verl, OpenRLHF, SkyRL, slime or miles has none. A PPO
+    card under another framework keeps its reference at kl 0 and the step times its pass (nemo-rl above; a framework
     whose code at kl 0 was not read here: the reference as the card states it)."""
     if card.method not in (Method.PPO, Method.GRPO) or kl_coef(card) > 0.0:
         return True
     if card.method is Method.GRPO:
         return False
     return card.preset not in KL_GATED_REFERENCE_PPO_PRESETS
+
+
+def unloaded_reference_warning(card: RunCard) -> str | None:
+    """The warning for a ``roles.reference`` the user set that the framework neither loads nor runs at the card's
+    KL coefficient (``reference_loaded``), else None. Only a value the user set: a preset's own fill (verl's
+    ``roles.reference: cpu``, ``methods.presets``) is merged into the card data before validation, so
+    ``model_fields_set`` counts it as set and survives every re-validation of the dumped card (``plan.resolve.card_with``,
+    the searches); the preset's filled value is what tells them apart (``presets.preset_fill``). A card that states
+    the preset's own value gets no warning: it asks for nothing the preset would not have filled, and the assumption
+    line ``reference: none`` still shows."""
+    from trainfit.methods.presets import preset_fill
+
+    ref = card.roles.reference
+    if ref in (None, RefPlacement.NONE) or "reference" not in card.roles.model_fields_set or reference_loaded(card):
+        return None
+    if card.preset and preset_fill(card.preset, "roles.reference") == ref.value:
+        return None
+    return (f"roles.reference {ref.value} is neither loaded nor run at kl_coef 0 (the framework skips it: TRL GRPO"
+            " beta 0, verl without a KL loss or KL reward, OpenRLHF init_kl_coef 0, SkyRL without use_kl_loss or"
+            " use_kl_in_reward, slime / miles kl_coef 0 without use_kl_loss, NeMo RL GRPO reference_policy_kl_penalty"
+            " 0: methods.roles.reference_loaded); set roles.kl_coef > 0 to plan it")
 
 
 def reference_placement(card: RunCard) -> RefPlacement:

@@ -314,6 +314,11 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     if card.method in (Method.SFT, Method.RM) and "roles" in card.model_fields_set and not card.preset:
         # roles (reference, reward model, critic, KL) are read for dpo, ppo and grpo only (methods.roles.roles_of)
         warnings.append(f"roles: read for methods dpo, ppo and grpo only; method {card.method.value} ignores it")
+    if card.method in (Method.PPO, Method.GRPO):
+        from trainfit.methods.roles import unloaded_reference_warning
+
+        if (line := unloaded_reference_warning(card)) is not None:  # a reference the user set, skipped at kl 0
+            warnings.append(line)
     from trainfit.plan.assumptions import context_extension_line, currency_line, unread_deepspeed_line
 
     price = price_of(card)

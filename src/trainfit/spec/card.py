@@ -1417,10 +1417,11 @@ class RolloutSection(_Section):
     num_iterations: int = Field(1, ge=1, le=1000, description="Updates per generated batch (GRPO mu); > 1 adds an old-policy log-prob pass.")
     recompute_old_logprobs: bool | None = Field(
         None, description="The trainer recomputes the old policy's log-probs in a forward pass every step (SkyRL,"
-        " slime, ROLL: whenever off-policy correction or the loss reads them). null: with PPO, num_iterations > 1,"
-        " under the verl / openrlhf / nemo-rl presets, or under trl with a vLLM / SGLang engine (TRL >= 0.23's"
-        " importance-sampling correction) or several mini-batches; true / false: always / never (the loss uses the engine's"
-        " log-probs).")
+        " slime, ROLL: whenever off-policy correction or the loss reads them). null (methods.roles.old_logprob_pass):"
+        " with PPO, num_iterations > 1 or mini_batches > 1 under every preset; under the verl / openrlhf / nemo-rl /"
+        " miles / slime / skyrl presets always; and where TRL is planned (the trl preset or no preset) also with a"
+        " vLLM / SGLang engine (TRL >= 0.23's importance-sampling correction); true / false: always / never (the loss"
+        " uses the engine's log-probs).")
     mini_batches: int = Field(1, ge=1, le=100_000, description="Optimizer steps per rollout batch and iteration (verl: train_batch_size / ppo_mini_batch_size; TRL GRPO: 1).")
     response_len_mean: int | None = Field(None, ge=1, le=10_000_000, description="Mean response tokens; default: the length profile's mean below response_len (a truncated exponential, compute.response_lengths; see length_profile).")
     length_profile: LengthProfileName = Field(
@@ -1589,7 +1590,7 @@ class RolesSection(_Section):
     reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed | host_swap; default by method (host_swap under the nemo-rl preset).")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
-    kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient; 0 means no reference model.")
+    kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient (null: PPO 0.05, DPO 0.1, GRPO 0, or under the openrlhf / skyrl / nemo-rl presets their frameworks' GRPO default 0.01 / 0.001 / 0.01: methods.roles.GRPO_DEFAULT_KL_PRESETS). At 0 whether a reference is loaded and run depends on the framework and method (methods.roles.reference_loaded): none for GRPO under every preset and for PPO under verl / openrlhf / skyrl / slime / miles; PPO with no preset, under trl or under nemo-rl keeps it.")
 
 
 def verl_actor_loss(card: Any) -> bool:

@@ -17,15 +17,17 @@ from trainfit.spec.card import load_card_dict
 DEEPSEEK_V3_GRPO = {
     # verl's examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh runs 32 nodes with EP 16 and PP 16 and
     # uneven first/last stages; a card's pipeline must divide the 61 layers, so this card splits experts 32 ways
-    # under TP 8 instead (it plans over an H100's memory: the test checks the plan and the export, not a fit)
+    # under TP 8 instead (it plans over an H100's memory: the test checks the plan and the export, not a fit); the
+    # engine shards the 671B weights 32 ways at 0.6 of the memory, as that script's rollout does (under TP 8 its
+    # 158 GiB per GPU leave no room for the KV cache, and a plan whose engine cannot start has no step time)
     "name": "deepseek-v3-grpo-megatron", "model": "deepseek-ai/DeepSeek-V3", "method": "grpo",
     "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 32},
     "parallel": {"strategy": "zero1", "tensor_parallel": 8, "sequence_parallel": True, "expert_parallel": 32,
                  "offload": "params_and_optimizer"},
     "precision": {"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"},
     "batch": {"micro_batch_size": 1, "grad_accum": 16},
-    "rollout": {"tensor_parallel": 8, "num_generations": 4, "prompts_per_step": 64, "prompt_len": 2048,
-                "response_len": 4096, "weight_sync": "bucketed", "sleep_level": 2},
+    "rollout": {"tensor_parallel": 32, "gpu_memory_utilization": 0.6, "num_generations": 4, "prompts_per_step": 64,
+                "prompt_len": 2048, "response_len": 4096, "weight_sync": "bucketed", "sleep_level": 2},
     "roles": {"kl_coef": 0.0},
 }
 
@@ -118,7 +120,7 @@ def test_deepseek_v3_grpo_on_verl_megatron():
     o = export(card, "verl").data["overrides"]
     A = "actor_rollout_ref.actor.megatron"
     for want in (f"{A}.tensor_model_parallel_size=8", f"{A}.expert_model_parallel_size=32", f"{A}.sequence_parallel=True",
-                 f"{A}.param_offload=True", "trainer.nnodes=32", "actor_rollout_ref.rollout.tensor_model_parallel_size=8"):
+                 f"{A}.param_offload=True", "trainer.nnodes=32", "actor_rollout_ref.rollout.tensor_model_parallel_size=32"):
         assert want in o, want
     n = export(card, "nemo-rl").data["config"]["policy"]["megatron_cfg"]
     assert (n["tensor_model_parallel_size"], n["expert_model_parallel_size"]) == (8, 32)

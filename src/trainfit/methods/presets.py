@@ -255,6 +255,8 @@ PRESETS["unsloth"] = Preset(
         "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 0},
         "parallel": {"strategy": "single", "gradient_checkpointing": True},
         "hardware": {"gpus_per_node": 1, "nodes": 1},
+        # Unsloth's efficient GRPO loss from 2025.3.8 (methods.unsloth 6.; a 2025.2 release: loss.chunked false)
+        "loss": {"chunked": True, "kernel": "unsloth"},
     },
     knobs={
         "rollout.gpu_memory_utilization": "gpu_memory_utilization",
@@ -291,6 +293,8 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # only GRPOTrainer and DPOTrainer patch the fused lm_head in (add_fused_lm_head); SFT, the reward
         # trainer and PPO compute the full logits
         defaults = {k: v for k, v in defaults.items() if k != "loss"}
+    if name == "unsloth" and str(card_data.get("method", "sft")) != "grpo":
+        defaults = {k: v for k, v in defaults.items() if k != "loss"}  # the efficient loss is the GRPO trainer's
     merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter

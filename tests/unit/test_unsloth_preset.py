@@ -98,6 +98,9 @@ def test_the_efficient_grpo_loss_holds_one_sequences_logits_not_the_batchs() -> 
 
     assert apply_preset({"method": "grpo"}, "unsloth")["loss"] == {"chunked": True, "kernel": "unsloth"}
     assert "loss" not in apply_preset({"method": "sft"}, "unsloth")
+    # a card stating loss.chunked keeps its own loss (the CLI's embedded default card states chunked false)
+    assert apply_preset({"method": "grpo", "loss": {"chunked": False}}, "unsloth")["loss"] == {"chunked": False}
+    assert apply_preset({"method": "grpo", "loss": {"compiled": False}}, "unsloth")["loss"]["kernel"] == "unsloth"
     one = unsloth_efficient_grpo_bytes(sequences=1, seq_len=456, hidden_size=2048, vocab_size=151936)
     eight = unsloth_efficient_grpo_bytes(sequences=8, seq_len=456, hidden_size=2048, vocab_size=151936)
     chunk = UNSLOTH_GRPO_CHUNK_LOGIT_COPIES * 456 * 151936 * 2

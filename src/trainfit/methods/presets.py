@@ -293,8 +293,10 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # only GRPOTrainer and DPOTrainer patch the fused lm_head in (add_fused_lm_head); SFT, the reward
         # trainer and PPO compute the full logits
         defaults = {k: v for k, v in defaults.items() if k != "loss"}
-    if name == "unsloth" and str(card_data.get("method", "sft")) != "grpo":
-        defaults = {k: v for k, v in defaults.items() if k != "loss"}  # the efficient loss is the GRPO trainer's
+    stated_loss = {"chunked", "kernel"} & set(card_data.get("loss") or {})
+    if name == "unsloth" and (str(card_data.get("method", "sft")) != "grpo" or stated_loss):
+        # the efficient loss is the GRPO trainer's, and a card stating loss.chunked or loss.kernel keeps its own
+        defaults = {k: v for k, v in defaults.items() if k != "loss"}
     merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter

@@ -92,7 +92,14 @@ the entries' notes quote both), and the four rows at 2025.3.8 and later plan Uns
 Verdicts and what still fails: benchmarks/data/published_rl_times_firstcontact_2612f.json, each entry's note. Not
 modelled and the next place to look: the offloaded checkpointing's memory (4. above: the checkpointed layer inputs
 live on the host, not the GPU, between the forward and the recompute), which no card field states
-(``parallel.activation_offload`` is torchtune's offload of every saved activation).
+(``parallel.activation_offload`` is torchtune's offload of every saved activation). Arithmetic only, not planned: the
+checkpointed inputs the plan keeps on the GPU are 36 layers x 4 x 2048 x 2560 x 2 B = 1.41 GiB on the Qwen3-4B row
+(peak 16.44 -> about 15.0 GiB, at the card's edge) and 36 x 4 x 1024 x 4096 x 2 B = 1.13 GiB on the DeepSeek-R1-Qwen3-8B
+row (15.20 -> about 14.1 GiB). The two 2025.2.4 rows keep TRL's own log-probs: TRL's ``_get_per_token_logps`` asks the
+model for the completion's ``logits_to_keep + 1`` positions only, while the plan's actor logits span prompt + response
+(``plan.terms``: micro-batch x seq_len); scaled to 201 of 456 positions the Qwen2.5-3B row's logits would be 2.73 GiB
+instead of 6.19 (peak about 14.0 GiB) and Phi-4's 1.35 instead of 3.07 (about 15.0 GiB). That change touches every TRL
+GRPO card and is left to a change of its own, scored on all of them.
 
 Before that (first contact), memory: all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
 15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the

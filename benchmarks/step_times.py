@@ -3000,6 +3000,13 @@ beside them defaulted to beta 0.04 (``TRL_GRPO_BETA_UNTIL_0_19``; Unsloth 2025.3
 l.54 @0a646e40). A release not listed is not mapped (its TRL default is not established)."""
 
 
+UNSLOTH_WITHOUT_EFFICIENT_GRPO = frozenset({"2025.2.4"})
+"""Mapped Unsloth releases without the efficient GRPO loss (``loss.kernel: unsloth``, the preset's default): unslothai/
+unsloth @027b5100c7492bce025fe2f03681f440843e4666 (2025.2.4) has no unsloth/models/rl_replacements.py and no
+``UNSLOTH_RETURN_HIDDEN_STATES`` path, which @0a646e40f521c6951893c1936ee19e218430dcd9 (2025.3.8) has
+(rl_replacements.py l.205-285; llama.py l.1072-1074); the later mapped releases keep it (assumed, not read each)."""
+
+
 def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     """Fill ``card`` (in place) for an Unsloth GRPO notebook row: ``preset: unsloth`` (one GPU, the engine in process
     on the trainer's one copy of the base weights, serving its adapter: trainfit.methods.unsloth), the QLoRA / LoRA
@@ -3029,6 +3036,9 @@ def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     card["scope"] = "qlora" if lora.get("base") == "4-bit" else "lora"
     card["lora"] = {"rank": lora["rank"], "alpha": lora["alpha"], "targets": targets}
     card["roles"] = {**card.get("roles", {}), "reference": "lora_disabled", "kl_coef": TRL_GRPO_BETA_UNTIL_0_19}
+    if release in UNSLOTH_WITHOUT_EFFICIENT_GRPO:
+        # the release before Unsloth's efficient GRPO loss: TRL's own log-probs over the logits (methods.unsloth 6.)
+        card["loss"] = {**card.get("loss", {}), "chunked": False, "kernel": "liger"}
     notes = [f"preset unsloth (Unsloth {release}, {UNSLOTH_RELEASE_DATES[release]}): the engine on the trainer's one"
              " copy of the base weights, the adapter served by the engine (trainfit.methods.unsloth)"
              + ("" if release == "2025.2.4" else "; read at 2025.2.4, assumed unchanged at this release"),

@@ -87,3 +87,43 @@ def test_an_rl_card_without_an_adapter_is_refused() -> None:
     """Unsloth hands vLLM the adapter over the shared frozen base (load_lora): no full-parameter path to the engine."""
     with pytest.raises(ValidationError, match="scope: 'full' with preset unsloth .*; allowed: lora, qlora"):
         RunCard(method="grpo", preset="unsloth", scope="full", hardware={"gpus_per_node": 1})
+
+
+def test_the_efficient_grpo_loss_holds_one_sequences_logits_not_the_batchs() -> None:
+    """``loss.kernel: unsloth`` (the preset's default from Unsloth 2025.3.8): UnslothEfficientGRPO makes the policy's and
+    the reference's logits and the policy logits' gradient for one sequence at a time (unsloth-zoo rl_replacements.py
+    l.100-236 @a5c5bcee93f9a094d6ebe99568ffd91532c331e8, n_chunks -1 = bsz), so the loss's logits do not grow with the
+    batch; without the kernel (a 2025.2 release: TRL's own log-probs) the 3B card keeps its full logits."""
+    from trainfit.memory.logits import UNSLOTH_GRPO_CHUNK_LOGIT_COPIES, unsloth_efficient_grpo_bytes
+
+    assert apply_preset({"method": "grpo"}, "unsloth")["loss"] == {"chunked": True, "kernel": "unsloth"}
+    assert "loss" not in apply_preset({"method": "sft"}, "unsloth")
+    # a card stating loss.chunked keeps its own loss (the CLI's embedded default card states chunked false)
+    assert apply_preset({"method": "grpo", "loss": {"chunked": False}}, "unsloth")["loss"] == {"chunked": False}
+    assert apply_preset({"method": "grpo", "loss": {"compiled": False}}, "unsloth")["loss"]["kernel"] == "unsloth"
+    one = unsloth_efficient_grpo_bytes(sequences=1, seq_len=456, hidden_size=2048, vocab_size=151936)
+    eight = unsloth_efficient_grpo_bytes(sequences=8, seq_len=456, hidden_size=2048, vocab_size=151936)
+    chunk = UNSLOTH_GRPO_CHUNK_LOGIT_COPIES * 456 * 151936 * 2
+    assert one.forward_peak == chunk + 2 * 456 * 2048 * 2 and one.backward_peak == 0.0
+    assert eight.forward_peak - one.forward_peak == 2 * 7 * 456 * 2048 * 2  # hidden rows only, no logits
+    assert eight.retained == 8 * 456 * 2048 * 2  # grad_inputs, saved for the backward
+
+    def logits_at_peak(loss: dict) -> float:
+        p = api.plan({**CARD, "preset": "unsloth", "hardware": {**CARD["hardware"], "gpus_per_node": 1},
+                      "rollout": {**CARD["rollout"], "gpu_memory_utilization": 0.4966}, "loss": loss})
+        return max(ph.components.get("logits", 0.0) for ph in p.groups[0].phases), p.fits
+
+    efficient, fits = logits_at_peak({"chunked": True, "kernel": "unsloth"})
+    trl, fits_trl = logits_at_peak({"chunked": False, "kernel": "liger"})
+    assert efficient < 0.5 * 2**30 < 2 * 2**30 < trl
+    assert fits and not fits_trl
+
+
+def test_the_unsloth_kernel_is_refused_outside_the_unsloth_grpo_card() -> None:
+    with pytest.raises(ValidationError) as exc:
+        RunCard(method="grpo", preset="trl", loss={"chunked": True, "kernel": "unsloth"})
+    assert "loss.kernel: 'unsloth' is Unsloth's GRPO loss, read with method grpo and preset unsloth" in str(exc.value)
+    with pytest.raises(ValidationError) as exc:
+        RunCard(method="grpo", preset="unsloth", hardware={"gpus_per_node": 1}, loss={"kernel": "unsloth"})
+    assert "loss.kernel: 'unsloth' is Unsloth's chunked GRPO loss (no full logits), read with loss.chunked true" \
+        in str(exc.value)

@@ -509,6 +509,33 @@ def verl_logprob_pass_bytes(*, tokens: int, vocab_size: int, compute_dtype_bytes
     return copies * compute_dtype_bytes * tokens * vocab_size + FLASH_CE_ROW_FORWARD_BYTES * tokens
 
 
+UNSLOTH_GRPO_CHUNK_LOGIT_COPIES = 3
+"""``loss.kernel: unsloth``: logits-shaped buffers alive in one chunk of ``UnslothEfficientGRPO`` (unslothai/unsloth-zoo
+unsloth_zoo/rl_replacements.py @a5c5bcee93f9a094d6ebe99568ffd91532c331e8): ``compute_loss`` (l.104-116) makes the
+policy's and the reference's logits, ``torch.matmul(new_hidden_states, lm_head.t())`` and the same for the old hidden
+states, in the autocast dtype (2 copies), and ``torch.func.grad_and_value`` (l.124-133, compiled fullgraph l.135-139)
+writes the gradient of the policy's logits (1 copy) before the chunk's hidden-state gradient. ``grpo_compute_loss``'s
+``.to(torch.float32)``, ``gather`` and ``logsumexp`` (l.51-58) are reductions Inductor fuses into the reading kernels:
+counted as no fp32 logits-shaped buffer (an assumption: not measured here)."""
+
+
+def unsloth_efficient_grpo_bytes(*, sequences: int, seq_len: int, hidden_size: int, vocab_size: int,
+                                 compute_dtype_bytes: int = 2) -> LogitsBytes:
+    """Bytes of Unsloth's efficient GRPO loss over ``sequences`` of ``seq_len`` positions (``LossKernel.UNSLOTH``).
+
+    ``n_chunks`` -1 (``unsloth_num_chunks``' default, unslothai/unsloth unsloth/models/rl.py l.129-141
+    @0a646e40f521c6951893c1936ee19e218430dcd9) is one chunk per sequence (``grpo_accumulated_loss``: ``if n_chunks ==
+    -1: n_chunks = bsz``, rl_replacements.py l.201-203 @a5c5bcee), so the logits of one sequence exist at a time
+    (``UNSLOTH_GRPO_CHUNK_LOGIT_COPIES`` of them; ``seq_len`` bounds the ``logits_to_keep + 1`` rows computed). Beside
+    them for the whole loss: the reference's hidden states (no grad, l.212-213) and ``grad_inputs =
+    torch.empty_like(_new_hidden_states)`` (l.118), which ``ctx.save_for_backward`` keeps to the backward (l.170), whose
+    only work is returning it (l.180-183): no logits in the backward.
+    """
+    rows = sequences * seq_len * hidden_size * compute_dtype_bytes
+    chunk = UNSLOTH_GRPO_CHUNK_LOGIT_COPIES * seq_len * vocab_size * compute_dtype_bytes
+    return LogitsBytes(forward_peak=2 * rows + chunk, retained=rows, backward_peak=0.0)
+
+
 def liger_chunk_rows(*, tokens: int, hidden_size: int, vocab_size: int) -> int:
     """Rows per chunk of Liger's fused linear cross-entropy."""
     rows = ceil(tokens / ceil(vocab_size / hidden_size))
@@ -568,6 +595,9 @@ def logits_bytes(
         return prime_rl_head_bytes(tokens=tokens, hidden_size=hidden_size, vocab_size=width,
                                    chunk_columns=prime_rl_chunk_columns, head_trainable=head_trainable,
                                    compute_dtype_bytes=compute_dtype_bytes)
+    if chunked and kernel == "unsloth" and head_outputs is None:
+        return unsloth_efficient_grpo_bytes(sequences=micro_batch_size, seq_len=seq_len, hidden_size=hidden_size,
+                                            vocab_size=width, compute_dtype_bytes=compute_dtype_bytes)
     if chunked and kernel == "torchtune" and head_outputs is None:
         return torchtune_chunked_ce_bytes(tokens=tokens, vocab_size=width, compiled=compiled,
                                           compute_dtype_bytes=compute_dtype_bytes)

@@ -255,6 +255,8 @@ PRESETS["unsloth"] = Preset(
         "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 0},
         "parallel": {"strategy": "single", "gradient_checkpointing": True},
         "hardware": {"gpus_per_node": 1, "nodes": 1},
+        # Unsloth's efficient GRPO loss from 2025.3.8 (methods.unsloth 6.; a 2025.2 release: loss.chunked false)
+        "loss": {"chunked": True, "kernel": "unsloth"},
     },
     knobs={
         "rollout.gpu_memory_utilization": "gpu_memory_utilization",
@@ -302,6 +304,10 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
     if name == "trl" and str(card_data.get("method", "sft")) not in ("grpo", "dpo"):
         # only GRPOTrainer and DPOTrainer patch the fused lm_head in (add_fused_lm_head); SFT, the reward
         # trainer and PPO compute the full logits
+        defaults = {k: v for k, v in defaults.items() if k != "loss"}
+    stated_loss = {"chunked", "kernel"} & set(card_data.get("loss") or {})
+    if name == "unsloth" and (str(card_data.get("method", "sft")) != "grpo" or stated_loss):
+        # the efficient loss is the GRPO trainer's, and a card stating loss.chunked or loss.kernel keeps its own
         defaults = {k: v for k, v in defaults.items() if k != "loss"}
     merged = merge_under(defaults, card_data)
     if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):

@@ -31,6 +31,17 @@ and TRL's ``GRPOTrainer(use_vllm=True)`` does:
 4. **Offloaded checkpointing.** ``use_gradient_checkpointing='unsloth'``: ``Unsloth_Offloaded_Gradient_Checkpointer``
    (unsloth_zoo/gradient_checkpointing.py l.136-160 @de3f00e0) copies each decoder layer's input hidden states to the
    host (``non_blocking``) in the forward and back to the GPU for the recompute in the backward.
+6. **The efficient GRPO loss (from 2025.3.8).** unslothai/unsloth @0a646e40f521c6951893c1936ee19e218430dcd9 (2025.3.8)
+   rewrites TRL's ``_get_per_token_logps`` to ``return None`` and ``compute_loss`` to call the zoo's
+   ``grpo_accumulated_loss`` (unsloth/models/rl_replacements.py l.205-285), which sets ``UNSLOTH_RETURN_HIDDEN_STATES``
+   (the forward returns the last ``logits_to_keep + 1`` hidden states, not logits: unsloth/models/llama.py
+   l.1072-1074), runs the reference forward with the adapter disabled under ``inference_mode`` and the policy forward,
+   and hands both hidden states to ``UnslothEfficientGRPO``, which makes the logits one chunk of sequences at a time
+   (``n_chunks`` -1: one sequence) and the chunk's gradient inside its forward (unslothai/unsloth-zoo
+   unsloth_zoo/rl_replacements.py l.100-236 @a5c5bcee93f9a094d6ebe99568ffd91532c331e8, 2025-03-05). Planned as
+   ``loss.chunked: true, kernel: unsloth`` (``memory.logits.unsloth_efficient_grpo_bytes``), the preset's default;
+   @027b5100 (2025.2.4) has none of it (no rl_replacements.py), so a 2025.2 card says ``loss.chunked: false``. Memory
+   only: the step time does not move (the time model reads loss.kernel for prime_rl and flash_attn only).
 5. **TRL's GRPO order** (generate, reference log-probs with the adapter disabled when ``beta`` > 0, loss and update),
    with the TRL release of the run (not printed by the notebooks), which decides whether the engine is called once
    per gradient-accumulation micro-batch (``rollout.generation_calls``).
@@ -75,7 +86,22 @@ over on the RTX 4090 row (+34 %): the first planned figures, recorded in each en
 They lift benchmarks/step_times.md's RL-step median |error| from 16.2 to 16.7 % by entering it (n 117 -> 123); the 117
 rows already there do not move, and no row outside these six does.
 
-Open (memory): all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
+After first contact (2026-12-05), memory: the six rows' engine budget is the run's own utilization as its saved
+output prints it (0.4966 to 0.6952: the notebooks' code cells were later edited to 0.9, their outputs were not rerun;
+the entries' notes quote both), and the four rows at 2025.3.8 and later plan Unsloth's efficient GRPO loss (6. above).
+Verdicts and what still fails: benchmarks/data/published_rl_times_firstcontact_2612f.json, each entry's note. Not
+modelled and the next place to look: the offloaded checkpointing's memory (4. above: the checkpointed layer inputs
+live on the host, not the GPU, between the forward and the recompute), which no card field states
+(``parallel.activation_offload`` is torchtune's offload of every saved activation). Arithmetic only, not planned: the
+checkpointed inputs the plan keeps on the GPU are 36 layers x 4 x 2048 x 2560 x 2 B = 1.41 GiB on the Qwen3-4B row
+(peak 16.44 -> about 15.0 GiB, at the card's edge) and 36 x 4 x 1024 x 4096 x 2 B = 1.13 GiB on the DeepSeek-R1-Qwen3-8B
+row (15.20 -> about 14.1 GiB). The two 2025.2.4 rows keep TRL's own log-probs: TRL's ``_get_per_token_logps`` asks the
+model for the completion's ``logits_to_keep + 1`` positions only, while the plan's actor logits span prompt + response
+(``plan.terms``: micro-batch x seq_len); scaled to 201 of 456 positions the Qwen2.5-3B row's logits would be 2.73 GiB
+instead of 6.19 (peak about 14.0 GiB) and Phi-4's 1.35 instead of 3.07 (about 15.0 GiB). That change touches every TRL
+GRPO card and is left to a change of its own, scored on all of them.
+
+Before that (first contact), memory: all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
 15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the
 shared weights: 5 to 17 GiB) and the full-vocabulary logits of the log-prob and loss passes (1.9 to 11.6 GiB).
 Checked and not the cause: the notebooks' 8-bit optimizers (mapped, ``train.optimizer``; the peak barely moves) and

@@ -964,7 +964,8 @@ class LossSection(_Section):
     chunked: bool = Field(False, description="Fused/chunked linear cross-entropy (no full logits).")
     kernel: LossKernel = Field(
         LossKernel.LIGER, description="With chunked: liger (fused linear cross-entropy), trl (TRL's fused lm_head log-probs),"
-        " prime_rl (prime-rl's chunked log-prob/entropy head) or torchtune (CEWithChunkedOutputLoss). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
+        " prime_rl (prime-rl's chunked log-prob/entropy head), torchtune (CEWithChunkedOutputLoss) or unsloth (Unsloth's"
+        " efficient GRPO loss, one sequence's logits at a time; method grpo with preset unsloth). Without chunked: flash_attn (flash-attn's CrossEntropyLoss, llm-foundry's"
         " fused_crossentropy: bf16 logits, no fp32 copy; for ppo/grpo verl's actor log-probs, which call the same"
         " kernel whenever flash-attn is installed), te (Transformer Engine's parallel_cross_entropy, Megatron-Core's"
         " cross_entropy_fusion_impl 'te': bf16 logits, gradient in place; tensor_parallel_impl megatron); any other"
@@ -1000,7 +1001,10 @@ class LossSection(_Section):
     def _kernel_fits_chunked(self) -> LossSection:
         if self.chunked and self.kernel in (LossKernel.FLASH_ATTN, LossKernel.TE):
             raise ValueError(f"loss.kernel: '{self.kernel.value}' scores the full logits (loss.chunked false); allowed"
-                             " with loss.chunked true: liger, trl, prime_rl, torchtune")
+                             " with loss.chunked true: liger, trl, prime_rl, torchtune, unsloth")
+        if self.kernel is LossKernel.UNSLOTH and not self.chunked:
+            raise ValueError("loss.kernel: 'unsloth' is Unsloth's chunked GRPO loss (no full logits), read with"
+                             " loss.chunked true; allowed with loss.chunked false: liger, flash_attn, te")
         if self.temperature_copy and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.temperature_copy: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")
@@ -2015,6 +2019,10 @@ class RunCard(_Section):
                 self.loss.chunked or self.loss.kernel is LossKernel.FLASH_ATTN):
             raise ValueError("loop.kept_output_dtype: fp32 is the eager loss's fp32 copy of the full logits; allowed with"
                              " loss.chunked true or loss.kernel flash_attn: compute")
+        if self.loss.kernel is LossKernel.UNSLOTH and (self.method is not Method.GRPO or self.preset != "unsloth"):
+            raise ValueError(f"loss.kernel: 'unsloth' is Unsloth's GRPO loss, read with method grpo and preset unsloth"
+                             f" (method is '{self.method.value}', preset '{self.preset}'); allowed here: liger, trl,"
+                             " prime_rl, torchtune")
         if self.loss.kernel is LossKernel.TE and par.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
             raise ValueError(f"loss.kernel: te is Megatron-Core's Transformer Engine cross-entropy"
                              f" (cross_entropy_fusion_impl 'te'), read with tensor_parallel_impl megatron; allowed with"

@@ -653,6 +653,14 @@ class LossKernel(StrEnum):
     src/prime_rl/trainer/models/layers/lm_head.py @d8f290ef0358a804f1912bd29ea1b37cc56894b4): log-probs and entropy
     over vocabulary chunks of 2048 columns, all tokens at once, eager fp32 maths, the logits recomputed in backward
     (``trainfit.compute.inventory.prime_rl_head``; memory ``trainfit.memory.logits.prime_rl_head_bytes``)."""
+    UNSLOTH = "unsloth"
+    """Unsloth's efficient GRPO loss (``preset: unsloth``, method grpo): the model returns the hidden states of the
+    completion (``UNSLOTH_RETURN_HIDDEN_STATES``), and ``UnslothEfficientGRPO`` computes the policy's and the
+    reference's logits one chunk of sequences at a time (``n_chunks`` -1: one sequence a chunk), the chunk's gradient
+    inside its forward, under torch.compile (unslothai/unsloth-zoo unsloth_zoo/rl_replacements.py l.100-236
+    @a5c5bcee93f9a094d6ebe99568ffd91532c331e8; wired by unslothai/unsloth unsloth/models/rl_replacements.py l.205-285
+    @0a646e40f521c6951893c1936ee19e218430dcd9, release 2025.3.8; absent at 2025.2.4, 027b5100). Memory:
+    ``trainfit.memory.logits.unsloth_efficient_grpo_bytes``."""
     FLASH_ATTN = "flash_attn"
     """flash-attn's ``CrossEntropyLoss`` (llm-foundry's default ``loss_fn: fused_crossentropy``) over the full
     compute-dtype logits: no fp32 copy, an fp32 log-sum-exp per row; the gradient goes to a new buffer, or into

@@ -36,9 +36,9 @@ def test_full_default_loop_cli():
     # segment: it does not apply to a CPU record). The checks' own copies are not counted (Watch.exclude), the
     # tracker keeps no no-grad embedding outputs alive, the harness's log-prob pass is not TRL's 'logprob' phase
     # (TRL runs none at beta 0), and the card plans the fused AdamW the Trainer builds: reward, forward, backward and
-    # optimizer step hold. The rollout is the open miss: the plan's transformers-generate term has no prefill
-    # activations and a bf16 KV cache, and the card cannot state the harness's one-sequence, multi-turn generate
-    # calls (docs/watch.md, 'The acceptance run's rollout').
+    # optimizer step hold. The rollout is the open miss: the card cannot state the harness's one-sequence,
+    # multi-turn generate calls, so the plan prefills 4 sequences at once (docs/watch.md, 'The acceptance run's
+    # rollout').
     plan_check = next(c for c in record["checks"] if c["name"] == "plan_vs_measured")
     assert statuses == {"baseline": "pass", "trajectories": "pass", "reward_calibration": "pass", "update": "pass",
                         "generation_sync": "pass", "resume": "pass", "multi_process": "skipped",

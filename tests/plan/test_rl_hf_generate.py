@@ -51,3 +51,28 @@ def test_static_batch_decodes_to_the_longest_for_every_row():
     assert long_.decode_s > 1.9 * short.decode_s
     two = static_batch_generation_time(batch_sequences=8, response_len_longest=1024, **{**kw, "calls": 2})
     assert two.total_s == pytest.approx(2 * long_.total_s)
+
+
+def test_hf_generate_memory_is_the_prefill_at_the_compute_dtype():
+    """The rollout's 'generation' bytes are memory.hf_prefill's peak for the card's call: 4 sequences prefilling 128
+    tokens each of the acceptance policy's shape in fp32, 4 * 128 * (KV 512 B + activations 2688 B) = 1.5625 MiB
+    (the former term: a bf16 KV cache of 4 x 255 tokens and the logits, 0.26 MiB); in bf16 exactly half."""
+    from trainfit.spec.enums import Phase
+
+    cfg = {"model_type": "qwen3", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 2048,
+           "tie_word_embeddings": False}
+    card = {"model": {"id": "tiny", "config": cfg}, "method": "grpo", "scope": "full",
+            "precision": {"weights": "fp32", "compute": "fp32"}, "hardware": {"gpu": "h200", "gpus_per_node": 1},
+            "parallel": {"strategy": "single"}, "batch": {"micro_batch_size": 4, "seq_len": 255},
+            "roles": {"kl_coef": 0.0},
+            "rollout": {"engine": "hf", "num_generations": 4, "prompts_per_step": 1, "prompt_len": 128,
+                        "response_len": 127, "response_len_shape": "fixed"}}
+
+    def generation(c):
+        plan = make_plan(load_card_dict(c))
+        return next(p for p in plan.phases if p.phase is Phase.ROLLOUT).components["generation"]
+
+    assert generation(card) == 4 * 128 * (512 + 2688)
+    bf16 = merge_under(card, {"precision": {"weights": "bf16", "compute": "bf16"}})
+    assert generation(bf16) == 4 * 128 * (512 + 2688) / 2

@@ -61,7 +61,10 @@ def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h20
     plan's CUDA figures are for; on the CPU the tensor bytes are compared."""
     return {"model": {"id": "accept-policy", "config": {k: config[k] for k in ACCEPT_CONFIG_KEYS if k in config}},
             "method": "grpo", "scope": "full",
-            "precision": {"weights": "fp32", "compute": "fp32", "optimizer_impl": "foreach"},
+            # the Trainer's default optimizer is torch's fused AdamW for torch >= 2.8 (transformers 5.24.0
+            # training_args.py lines 806-811: optim "adamw_torch_fused"; trainer_optimizer.py lines 206-207:
+            # AdamW(fused=True)), one in-place kernel per step with no param-sized temporaries
+            "precision": {"weights": "fp32", "compute": "fp32", "optimizer_impl": "fused"},
             "hardware": {"gpu": gpu, "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": False},
             "batch": {"micro_batch_size": micro_batch, "seq_len": seq_len},
@@ -135,16 +138,16 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
 
     class Observer(TrainerCallback):
         def on_train_begin(self, args, state, control, model=None, **kw):
-            obs.before = _snapshot(trainer, rollout)
+            obs.before = _unmeasured(obs, _snapshot(trainer, rollout))
 
         def on_step_end(self, args, state, control, model=None, **kw):
             if state.global_step == 1 and not obs.step1:
-                obs.step1 = _snapshot(trainer, rollout)
+                obs.step1 = _unmeasured(obs, _snapshot(trainer, rollout))
 
     class ObservedGRPOTrainer(GRPOTrainer):
         def compute_loss(self, model, inputs, *a, **kw):
-            obs.loss_inputs.append({k: inputs[k].detach().clone() for k in
-                                    ("prompt_ids", "completion_ids", "completion_mask", "tool_mask") if k in inputs})
+            obs.loss_inputs.append(_unmeasured(obs, {k: inputs[k].detach().clone() for k in (
+                "prompt_ids", "completion_ids", "completion_mask", "tool_mask") if k in inputs}))
             return super().compute_loss(model, inputs, *a, **kw)
 
         def training_step(self, model, inputs, *a, **kw):
@@ -166,7 +169,7 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
 
     def keep_grad(mod, inp, out):
         if out.requires_grad:
-            out.register_hook(lambda g: obs.norm_grads.append(g.detach().clone()))
+            out.register_hook(lambda g: obs.norm_grads.append(_unmeasured(obs, g.detach().clone())))
 
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
@@ -174,6 +177,22 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
         trainer.remove_callback(cb)
     trainer.model.model.norm.register_forward_hook(keep_grad)
     return trainer, rollout, obs
+
+
+def _unmeasured(obs: Observed, held):
+    """``held`` (a tensor, or a mapping whose values are tensors or mappings of tensors), after telling the
+    plan check's watch not to count it: the checks' own copies (weights before and after step 1, the final
+    norm's gradients, the loss inputs) are not memory of the GRPO run the plan describes
+    (``trainfit.watch.core.Watch.exclude``)."""
+    if obs.watch is not None:
+        stack = [held]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, dict):
+                stack += list(x.values())
+            else:
+                obs.watch.exclude(x)
+    return held
 
 
 def fixed_sequence(trainer, rollout: ScriptedRollout) -> tuple[list[int], int]:
@@ -198,7 +217,11 @@ def _snapshot(trainer, rollout: ScriptedRollout) -> dict:
     gen = rollout.engine.token_logprobs(model, ids, start)
     with torch.no_grad():
         t = torch.tensor([ids], device=next(model.parameters()).device)
-        tr, _, _ = trainer._get_per_token_logps_and_entropies(model, t, torch.ones_like(t), len(ids) - start)
+        # TRL's method from the class, not the instance: the watch wraps the instance's as the phase 'logprob',
+        # and this pass is the check's, not the run's (at beta 0 with generation aligned to the optimizer step
+        # TRL runs no log-prob pass: trl/trainer/grpo_trainer.py lines 2642-2657 and 2710-2739, trl 1.16.0)
+        tr, _, _ = type(trainer)._get_per_token_logps_and_entropies(trainer, model, t, torch.ones_like(t),
+                                                                    len(ids) - start)
     model.train(was_training)
     return {"params": {n: p.detach().cpu().clone() for n, p in model.named_parameters()}, "gen_logps": gen,
             "trainer_logps": tr[0].detach().cpu().clone()}

@@ -514,18 +514,27 @@ def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig,
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:
-    """transformers generate on the trainer: gathered weights + HF KV cache + last-token logits. The cache holds one
-    generate call's sequences: with ``rollout.generation_calls`` each call is one gradient-accumulation micro-batch
-    (TRL before 0.17 calls ``unwrapped_model.generate`` on the micro-batch's own prompts, huggingface/trl
-    trl/trainer/grpo_trainer.py compute_loss l.419-424 @29de6eec7ba9b3923e41012e4984e9e352c9ea54), and the cache of
-    one call is released before the next."""
+    """transformers generate on the trainer: gathered weights + the larger of the prefill (the prompts' KV cache and
+    one decoder layer's activations over the prompt tokens) and the end of the decode (the whole KV cache and the
+    last-token logits), the cache at the compute dtype (``memory.hf_prefill``). The cache holds one generate call's
+    sequences: with ``rollout.generation_calls`` each call is one gradient-accumulation micro-batch (TRL before 0.17
+    calls ``unwrapped_model.generate`` on the micro-batch's own prompts, huggingface/trl trl/trainer/grpo_trainer.py
+    compute_loss l.419-424 @29de6eec7ba9b3923e41012e4984e9e352c9ea54), and the cache of one call is released before
+    the next. An MoE model's prefill activations (routed experts) are not modelled: its KV cache and logits only."""
+    from trainfit.memory.hf_prefill import hf_generate_peak_bytes, hf_prefill_activation_bytes_per_token
     from trainfit.rollout.vllm import kv_bytes_per_token
 
     ro = card.rollout
     seqs = -(-_generated_prompts(card) * ro.num_generations // (train_gpus * ro.generation_calls))
     gathered = actor.weights * (train_gpus - 1) if actor.fsdp_layer_units or actor.fsdp_all_gathered else 0.0
-    kv = seqs * (ro.prompt_len + ro.response_len) * kv_bytes_per_token(spec, tp=1, dtype_bytes=2)
-    return kv + gathered + seqs * spec.vocab_size * 4
+    dtype_bytes = 4 if card.precision.compute is ComputeDtype.FP32 else 2
+    act = 0.0 if spec.moe is not None else hf_prefill_activation_bytes_per_token(
+        num_layers=spec.num_layers, hidden_size=spec.hidden_size, intermediate_size=spec.intermediate_size,
+        head_dim=spec.head_dim, dtype_bytes=dtype_bytes)
+    return gathered + hf_generate_peak_bytes(
+        sequences=seqs, prefill_tokens=ro.prompt_len, total_tokens=ro.prompt_len + ro.response_len,
+        kv_bytes_per_token=kv_bytes_per_token(spec, tp=1, dtype_bytes=dtype_bytes), activation_bytes_per_token=act,
+        vocab_size=spec.vocab_size)
 
 
 def hybrid_engine_memory_of(spec: ModelSpec, card: RunCard, train_gpus: int) -> HybridEngineMemory:

@@ -186,6 +186,14 @@ class Watch:
         self._unwrap.append((obj, method))
         return True
 
+    def exclude(self, *tensors: Any) -> None:
+        """Do not count ``tensors``: copies the measuring code keeps for itself (a test harness's snapshots of
+        the weights, of a gradient, of the loss inputs), which the run being planned does not hold. The CPU
+        tracker drops their storages from its totals; on CUDA the allocator counts every byte it hands out,
+        so this does nothing there (keep such copies in host memory)."""
+        if self.probe is not None and hasattr(self.probe, "exclude"):
+            self.probe.exclude(*tensors)
+
     def add_tokens(self, tokens: float, phase: str | None = None) -> None:
         """Count ``tokens`` for ``phase`` (default: the running one) in this step."""
         name = phase or (self._stack[-1] if self._stack else None)

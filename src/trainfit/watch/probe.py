@@ -129,12 +129,66 @@ class CpuProbe:
         peak = float(sum(self.mt._peak_mem.values()))
         return Sample(tensor_bytes=peak, seconds=seconds)
 
+    def exclude(self, *tensors: Any) -> int:
+        """Stop counting the storages of ``tensors`` (copies a measuring harness keeps for itself, not part of
+        the run): their bytes leave the current total now. Returns the bytes removed. A storage an op later
+        touches again (a view of it, an in-place write) is counted again from then on."""
+        from torch.distributed._tools.common_utils import get_untyped_storages
+        from torch.distributed._tools.mem_tracker import _UpdateType
+
+        mt, removed = self.mt, 0
+        for t in tensors:
+            if not isinstance(t, torch.Tensor):
+                continue
+            for st in get_untyped_storages(t):
+                winfo, _ = mt._WINFO.pop(st, (None, None))  # the weakref (and its delete callback) goes with it
+                if winfo is not None and winfo.mem_consumed > 0:
+                    mt._update_snap(_UpdateType.DEL, winfo)
+                    removed += winfo.mem_consumed
+        return removed
+
+
+def _no_grad_mod_tracker() -> Any:
+    """torch's ``ModTracker`` that registers no gradient hooks on a module's inputs and outputs under
+    ``torch.no_grad`` (generation, log-prob passes). Its forward hooks call ``register_multi_grad_hook`` on
+    every input that requires grad (torch/distributed/_tools/mod_tracker.py ``_fw_pre_hook``, torch 2.13.0):
+    for a leaf (transformers 5.24.0's ``enable_input_require_grads`` hook, installed with gradient
+    checkpointing, sets ``requires_grad_(True)`` on the embedding output even under no_grad,
+    modeling_utils.py lines 2147-2154 and 3190-3198) the hook's closure holds the leaf's ``AccumulateGrad``
+    node, which holds the leaf: a cycle through C++ that Python's collector cannot break, so every
+    generation step's embedding output stayed alive and was counted (0.8 MiB over two GRPO steps of the
+    acceptance policy; none of them alive in the same run without the tracker). No backward runs through
+    a no-grad pass, so the hooks have nothing to track there; the module stack is kept as before."""
+    import weakref
+
+    from torch.distributed._tools.mod_tracker import ModTracker
+
+    class NoGradModTracker(ModTracker):
+        def _fw_pre_hook(self, mod: Any, input: Any) -> None:  # noqa: A002 - torch's signature
+            if torch.is_grad_enabled() or torch._dynamo.eval_frame._is_in_optimized_module():
+                return super()._fw_pre_hook(mod, input)
+            self._get_append_fn(weakref.ref(mod), self._get_mod_name(mod), False)()
+            if self._user_pre_fw_hook is not None:
+                self._user_pre_fw_hook(mod, input)
+            return None
+
+        def _fw_post_hook(self, mod: Any, input: Any, output: Any) -> None:  # noqa: A002 - torch's signature
+            if torch.is_grad_enabled() or torch._dynamo.eval_frame._is_in_optimized_module():
+                return super()._fw_post_hook(mod, input, output)
+            if self._user_post_fw_hook is not None:
+                self._user_post_fw_hook(mod, input, output)
+            self._get_pop_fn(weakref.ref(mod), self._get_mod_name(mod), False)()
+            return None
+
+    return NoGradModTracker()
+
 
 def _peak_tracker() -> Any:
     """``FrozenAwareMemTracker`` that keeps totals only. MemTracker's per-module statistics refuse a
     root module called twice in one iteration (generation calls it once per token) and grow with
     every call; the watch needs the device totals alone, so the module hooks only start tracking a
-    module's parameters (and gradient hooks) the first time it runs."""
+    module's parameters (and gradient hooks) the first time it runs. Its module tracker registers no gradient
+    hooks under no_grad (``_no_grad_mod_tracker``)."""
     import weakref
 
     from trainfit.trace.memtrack import FrozenAwareMemTracker
@@ -143,6 +197,7 @@ def _peak_tracker() -> Any:
         def __init__(self) -> None:
             super().__init__()
             self._seen: Any = weakref.WeakSet()
+            self._mod_tracker = _no_grad_mod_tracker()
 
         def _pre_fw_hook(self, module: Any, inputs: Any) -> None:
             if module not in self._seen:

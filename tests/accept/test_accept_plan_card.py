@@ -1,0 +1,47 @@
+"""The acceptance run's plan card says what the run does, and the checks' own copies stay out of the measurement."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("trl")
+
+
+def test_accept_card_plans_the_optimizer_the_trainer_builds(tmp_path):
+    """GRPOTrainer builds the Trainer's default optimizer, torch's fused AdamW for torch >= 2.8 (transformers 5.24.0
+    training_args.py lines 806-811, trainer_optimizer.py lines 206-207): the card says fused, so the plan's optimizer
+    step holds no param-sized foreach temporary (the 0.53 MiB the run never allocated)."""
+    from trl import GRPOConfig
+
+    from trainfit.accept.train import accept_card
+    from trainfit.plan import make_plan
+    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.enums import Phase
+
+    assert GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none").optim == "adamw_torch_fused"
+    cfg = {"model_type": "qwen3", "vocab_size": 512, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "max_position_embeddings": 2048,
+           "tie_word_embeddings": False}
+    card = accept_card(cfg, micro_batch=4, seq_len=255)
+    assert card["precision"]["optimizer_impl"] == "fused"
+    step = next(p for p in make_plan(load_card_dict(card)).phases if p.phase is Phase.ACTOR_OPTIMIZER_STEP)
+    assert step.components.get("optimizer_temporaries", 0.0) == 0.0
+
+
+def test_unmeasured_excludes_every_tensor_of_a_snapshot():
+    """The checks' snapshots (nested mappings of tensors) are handed to the watch's exclude, every tensor once; without
+    a watch nothing is called."""
+    import torch
+
+    from trainfit.accept.train import Observed, _unmeasured
+
+    seen = []
+
+    class W:
+        def exclude(self, *t):
+            seen.extend(t)
+
+    snap = {"params": {"a": torch.ones(2), "b": torch.ones(3)}, "gen_logps": torch.ones(1)}
+    assert _unmeasured(Observed(watch=W()), snap) is snap
+    assert sorted(t.numel() for t in seen) == [1, 2, 3]
+    assert _unmeasured(Observed(), snap) is snap

@@ -45,3 +45,35 @@ def test_unmeasured_excludes_every_tensor_of_a_snapshot():
     assert _unmeasured(Observed(watch=W()), snap) is snap
     assert sorted(t.numel() for t in seen) == [1, 2, 3]
     assert _unmeasured(Observed(), snap) is snap
+
+
+def test_harness_shaped_phase_is_named_not_judged_and_others_still_fail():
+    """A rollout miss is named 'not judged' with its reason and passes; a miss in any other phase still fails."""
+    from types import SimpleNamespace
+
+    import trainfit.accept.run as run
+    from trainfit.watch.verdict import Judged
+
+    def judged(phase, verdict):
+        return Judged(phase=phase, memory_field="allocated", planned_memory=1, measured_memory=2, memory_error=1.0,
+                      planned_s=None, measured_s=None, time_error=None, verdict=verdict, reason="")
+
+    def check(rows):
+        w = SimpleNamespace(steps=[1], probe=None, memory_margin=0.1, time_margin=0.25, replan=lambda c: None,
+                            finish=lambda: None, rows=lambda: [])
+        obs = SimpleNamespace(watch=w, loss_inputs=[])
+        orig = run.__dict__.get("judge")
+        import trainfit.watch.verdict as v
+        saved = v.judge, v.table_lines
+        v.judge = lambda *a, **k: (rows, "")
+        v.table_lines = lambda *a, **k: []
+        try:
+            return run.check_plan(obs, None)
+        finally:
+            v.judge, v.table_lines = saved
+            assert orig is None
+
+    ok = check([judged("rollout", "under"), judged("forward", "ok")])
+    assert ok.status == "pass" and ok.evidence.startswith("plan held; not judged: rollout (the harness generates")
+    bad = check([judged("rollout", "under"), judged("backward", "over")])
+    assert bad.status == "fail" and bad.evidence.startswith("plan off: backward; not judged: rollout")

@@ -61,3 +61,28 @@ def test_plan_memory_moves_for_trl_only():
     assert any("logits_to_keep" in n for n in new.assumptions)
     v_new, v_old = make_plan(_card(preset="verl")), make_plan(_card(preset="verl", trl="0.13.0"))
     assert [p.allocated for p in v_new.phases] == [p.allocated for p in v_old.phases]
+
+
+def test_time_head_over_kept_positions():
+    """The lm_head GEMMs (forward, dX, dW) and the loss's bytes over ``b x head_positions`` rows; the final norm and
+    the layers over every token."""
+    from trainfit.compute.inventory import step_inventory
+
+    spec = resolve_model("Qwen/Qwen3-0.6B")
+    b, s, k = 2, PROMPT + RESPONSE, RESPONSE + 1
+    full = step_inventory(spec, micro_batch_size=b, seq_len=s)
+    kept = step_inventory(spec, micro_batch_size=b, seq_len=s, head_positions=k)
+    assert [g.m for g in kept.head_forward.gemms] == [b * k]
+    assert [(g.name, g.m * g.n * g.k) for g in kept.head_backward.gemms] == [
+        (g.name, g.m * g.n * g.k * k / s) for g in full.head_backward.gemms]
+    assert kept.layers_forward == full.layers_forward
+    assert kept.head_forward.memory_bytes < full.head_forward.memory_bytes
+
+
+def test_trl_grpo_passes_time_less():
+    new, old = make_plan(_card()), make_plan(_card(trl="0.13.0"))
+    t_new = {p.name: p.seconds for p in new.time.phases}
+    t_old = {p.name: p.seconds for p in old.time.phases}
+    for name in ("ref_logprob", "actor_update"):
+        assert t_new[name] < t_old[name], name
+    assert t_new["generation"] == t_old["generation"]

@@ -76,16 +76,30 @@ def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Te
     return per_token_logps.squeeze(-1)
 
 
-def per_token_logps(model: Any, ids: torch.Tensor, temperature: float | None) -> torch.Tensor:
-    """GRPO's ``_get_per_token_logps``: logits of every position, shifted, divided, selected.
+def per_token_logps(model: Any, ids: torch.Tensor, temperature: float | None, logits_to_keep: int = 0) -> torch.Tensor:
+    """GRPO's ``_get_per_token_logps``: logits shifted, divided, selected.
 
-    ``temperature=None`` skips the division (DPO's policy and reference passes).
+    ``temperature=None`` skips the division (DPO's policy and reference passes). ``logits_to_keep`` (the completion's
+    length; 0: every position): TRL's GRPO from v0.14 asks the model for the last ``logits_to_keep + 1`` positions
+    only and scores the last ``logits_to_keep`` tokens (huggingface/trl v0.15.0
+    @00e58893809af89d07c2ff9c582ac5060888363c trl/trainer/grpo_trainer.py l.478-487)::
+
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=logits_to_keep + 1).logits
+        logits = logits[:, :-1, :]
+        input_ids = input_ids[:, -logits_to_keep:]
+        logits = logits[:, -logits_to_keep:]
     """
-    logits = model(input_ids=ids).logits  # the output object is not kept
-    logits = logits[:, :-1, :]
+    if logits_to_keep:
+        logits = model(input_ids=ids, logits_to_keep=logits_to_keep + 1).logits
+        logits = logits[:, :-1, :][:, -logits_to_keep:]
+        labels = ids[:, -logits_to_keep:]
+    else:
+        logits = model(input_ids=ids).logits  # the output object is not kept
+        logits = logits[:, :-1, :]
+        labels = ids[:, 1:]
     if temperature is not None:
         logits = logits / temperature
-    return selective_log_softmax(logits, ids[:, 1:])
+    return selective_log_softmax(logits, labels)
 
 
 def value_pass(model: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -151,7 +165,7 @@ def run_depth(
         with tr:
             if req.pass_kind == "logprob":
                 with tr.phase("logprob"), torch.no_grad(), _autocast(req):
-                    out = per_token_logps(model, ids, req.temperature)
+                    out = per_token_logps(model, ids, req.temperature, req.logits_to_keep)
                 del out
             elif req.pass_kind == "value":
                 with tr.phase("value"), torch.no_grad(), _autocast(req):

@@ -5,7 +5,8 @@ Each pass is traced as its trainer runs it, with the fast byte tracker of the SF
 full depth the same way:
 
 ``logprob`` (policy, reference or old-policy log-probs over G completions; GRPO/PPO)
-    ``torch.no_grad()``; ``logits = model(input_ids).logits`` (bf16, every position), then TRL's
+    ``torch.no_grad()``; ``logits = model(input_ids).logits`` (bf16, every position; with
+    ``TraceRequest.logits_to_keep`` the last ``logits_to_keep + 1`` only, as TRL's GRPO asks), then TRL's
     ``_get_per_token_logps_and_entropies`` (trl <= 0.2x grpo_trainer.py; TRL 1.16 still ships the
     same ``selective_log_softmax`` in trl/trainer/utils.py:538-601)::
 
@@ -203,8 +204,10 @@ def pass_notes(req: TraceRequest) -> list[str]:
     """What the traced pass is, for :attr:`trainfit.trace.types.TraceResult.notes`."""
     if req.pass_kind == "logprob":
         return [
-            f"no-grad log-prob pass over {req.micro_batch_size} x {req.seq_len} tokens: bf16 logits of every position,"
-            f" logits[:, :-1] / {req.temperature:g}, TRL selective_log_softmax (row-wise log_softmax for bf16)"
+            f"no-grad log-prob pass over {req.micro_batch_size} x {req.seq_len} tokens: bf16 logits of "
+            + (f"the last {req.logits_to_keep + 1} positions (TRL logits_to_keep)" if req.logits_to_keep
+               else "every position")
+            + f", logits[:, :-1] / {req.temperature:g}, TRL selective_log_softmax (row-wise log_softmax for bf16)"
         ]
     if req.pass_kind == "value":
         return [

@@ -86,3 +86,12 @@ def test_trl_grpo_passes_time_less():
     for name in ("ref_logprob", "actor_update"):
         assert t_new[name] < t_old[name], name
     assert t_new["generation"] == t_old["generation"]
+
+
+def test_trace_request_refuses_logits_to_keep_outside_the_logprob_pass():
+    from trainfit.trace.types import TraceRequest, TraceUnsupported
+
+    assert TraceRequest(hf_config={}, pass_kind="logprob", seq_len=64, logits_to_keep=48).logits_to_keep == 48
+    for kind, keep in (("train_step", 48), ("logprob", 64), ("logprob", -1)):
+        with pytest.raises(TraceUnsupported, match="logits_to_keep"):
+            TraceRequest(hf_config={}, pass_kind=kind, seq_len=64, logits_to_keep=keep)

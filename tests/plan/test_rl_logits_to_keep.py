@@ -17,13 +17,15 @@ from trainfit.spec.card import load_card_dict
 PROMPT, RESPONSE = 1024, 256
 
 
-def _card(preset=None, trl=None, method="grpo", kl=0.04):
+def _card(preset=None, trl=None, method="grpo", kl=0.04, packed=None):
     d = default_card_dict()
     d.update(method=method, model="Qwen/Qwen3-0.6B")
     if preset:
         d["preset"] = preset
     d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": PROMPT, "response_len": RESPONSE}
     d["roles"] = {"kl_coef": kl}
+    if packed is not None:
+        d["rollout"]["packed_sequences"] = packed
     if trl:
         d["software"] = {**(d.get("software") or {}), "trl": trl}
     return load_card_dict(d)
@@ -37,6 +39,7 @@ def test_positions_by_framework_and_pin():
     assert logit_positions(_card(preset="verl"), seq_len=seq) == seq  # verl slices the log-probs after the logits
     assert logit_positions(_card(method="ppo"), seq_len=seq) == seq  # TRL's PPO: logits over query + response
     assert logit_positions(_card(), seq_len=128) == 128  # never more than the sequence
+    assert logit_positions(_card(packed=True), seq_len=seq) == seq  # a packed row's logits over every packed token
 
 
 def test_frozen_pass_head_over_kept_positions():

@@ -285,7 +285,8 @@ states before ``lm_head`` (5.24.0 models/llama/modeling_llama.py ``slice_indices
 def logit_positions(card: RunCard, *, seq_len: int) -> int:
     """Positions per sequence whose logits the policy and reference passes of an RL step compute: TRL's GRPO (the
     planned framework, ``trl_planned``) from ``TRL_LOGITS_TO_KEEP_SINCE`` keeps the completion's ``response_len + 1``
-    (at most ``seq_len``); every other case the whole ``seq_len``. verl and OpenRLHF compute the logits over the
+    (at most ``seq_len``) of its padded batch; every other case the whole ``seq_len``, packed passes
+    (``rollout.packed_sequences``, ``rollout.max_tokens_per_micro_batch``: AReaL's cards) included. verl and OpenRLHF compute the logits over the
     whole (packed) sequence and slice the log-probs afterwards, so they are left at ``seq_len``: volcengine/verl
     @b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/actor/dp_actor.py l.258 ``logits_rmpad =
     output.logits.squeeze(0)`` (every packed token), l.344 ``full_log_probs.squeeze(-1)[:, -response_length - 1 :
@@ -293,6 +294,13 @@ def logit_positions(card: RunCard, *, seq_len: int) -> int:
     ``output = self.model(sequences, ...)``, ``output["logits"].to(torch.float32)``, l.294 ``log_probs[:,
     -action_mask.shape[1]:]``. TRL's PPO and DPO score the whole sequence (left too)."""
     if card.method is not Method.GRPO or not trl_planned(card):
+        return seq_len
+    from trainfit.plan.rl_batches import passes_pack  # late: plan imports methods
+
+    ro = card.rollout
+    if ro.max_tokens_per_micro_batch is not None or passes_pack(card):
+        # packed rows or a token budget (AReaL's and verl's layouts, not TRL's padded completion block): the row's
+        # logits over every packed token
         return seq_len
     if pin_before(card.software.trl, TRL_LOGITS_TO_KEEP_SINCE):
         return seq_len

@@ -131,6 +131,7 @@ def scan_tree() -> dict[str, tuple[int, float, bool]]:
 
 
 UNIT_DEFINITIONS = {
+    "compute/static_generation.py:DECODE_POINTS": "tolerance",  # quadrature points along the context: numerical accuracy
     "compute/sync.py:GIB": "bytes per GiB",
     "compute/controller_transfer.py:INT64_BYTES": "dtype width",
     "compute/controller_transfer.py:FP32_BYTES": "dtype width",

@@ -78,7 +78,9 @@ within a bound, so a few points suffice)."""
 
 FP32_ADAPTER_CAST_KERNELS = 2
 """An fp32 adapter's casts per adapted call, the input up and the output down, as the training inventory counts them
-(``inventory.step_inventory``: ``LORA_EXTRA_KERNELS + 2`` for adapters of 4 bytes)."""
+(``inventory.step_inventory``: ``LORA_EXTRA_KERNELS + 2`` for adapters of 4 bytes): PEFT's ``Linear.forward`` casts
+the input to the adapter's dtype (``self._cast_input_dtype(x, lora_A.weight.dtype)``) and adds the result back in the
+base output's dtype (peft/tuners/lora/layer.py, peft 0.21.2)."""
 
 
 def peft_lora_forward_kernels(*, adapted_linears: float, adapter_dtype_bytes: int, dropout: bool) -> float:

@@ -25,7 +25,9 @@ rounding per tensor (``tests/memory/test_hf_prefill.py``). Pure: no torch.
 from __future__ import annotations
 
 PREFILL_INTERMEDIATE_TENSORS = 3
-"""Intermediate-sized tensors alive at the MLP's product (activated gate, up projection, product)."""
+"""Intermediate-sized tensors alive at the MLP's product (activated gate, up projection, product): the gated MLP's
+``self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))`` (transformers/models/qwen3/modeling_qwen3.py,
+transformers 5.24.0, ``Qwen3MLP.forward``) holds all three when the product is formed."""
 
 
 def prefill_hidden_tensors(*, num_layers: int) -> int:

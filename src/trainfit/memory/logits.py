@@ -516,7 +516,7 @@ policy's and the reference's logits, ``torch.matmul(new_hidden_states, lm_head.t
 states, in the autocast dtype (2 copies), and ``torch.func.grad_and_value`` (l.124-133, compiled fullgraph l.135-139)
 writes the gradient of the policy's logits (1 copy) before the chunk's hidden-state gradient. ``grpo_compute_loss``'s
 ``.to(torch.float32)``, ``gather`` and ``logsumexp`` (l.51-58) are reductions Inductor fuses into the reading kernels:
-counted as no fp32 logits-shaped buffer (an assumption: not measured here)."""
+counted as no fp32 logits-shaped buffer (an assumption; no trace of it here)."""
 
 
 def unsloth_efficient_grpo_bytes(*, sequences: int, seq_len: int, hidden_size: int, vocab_size: int,

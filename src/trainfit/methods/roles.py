@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.spec.card import RunCard, pin_before, rl_group_sizes
+from trainfit.spec.card import RunCard, rl_group_sizes
 from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, Method, Placement, RefPlacement, Scope
 
 
@@ -266,45 +266,6 @@ def trl_planned(card: RunCard) -> bool:
     TRL's, ``plan.rl_sync``: ``card.preset or "trl"``), so TRL's old log-prob rule (``trl_old_logprob_pass``)
     applies to both."""
     return card.preset in (None, "", "trl")
-
-
-TRL_LOGITS_TO_KEEP_SINCE = (0, 14)
-"""The first TRL release whose ``GRPOTrainer`` asks the model for the completion's logits only: huggingface/trl
-commit 801582ec240c46ecd487a72fcc8944f268380830 (#2683, 2025-01-29, "Use num_logits_to_keep to reduce memory usage in
-GRPO"), first in tag v0.14.0 (49711efab9e0cc3762d3228c9fd5a8064d489503 ``trl/trainer/grpo_trainer.py`` l.430-443:
-``logits = model(input_ids, num_logits_to_keep=num_logits_to_keep + 1).logits``, ``num_logits_to_keep =
-completion_ids.size(1)``), the first release with a ``GRPOTrainer`` (#2565, 2025-01-20); renamed ``logits_to_keep``
-by 1c35a48b50f54b92c6b820437aaf75c4e3d777ce (#2721), v0.15.0 (00e58893809af89d07c2ff9c582ac5060888363c l.478-487:
-``logits_to_keep=logits_to_keep + 1``, then ``logits[:, :-1, :]``). transformers' causal-LM forward slices the hidden
-states before ``lm_head`` (5.24.0 models/llama/modeling_llama.py ``slice_indices = slice(-logits_to_keep, None)``;
-``self.lm_head(hidden_states[:, slice_indices, :])``). TRL 1.16.0's fused head scores the same positions only
-(trl/trainer/grpo_trainer.py ``labels[:, :-logits_to_keep] = -100``; trl/trainer/utils.py ``add_fused_lm_head``:
-``hidden_states[mask]`` of the labelled rows). A ``software.trl`` pin before it keeps the whole sequence's logits."""
-
-
-def logit_positions(card: RunCard, *, seq_len: int) -> int:
-    """Positions per sequence whose logits the policy and reference passes of an RL step compute: TRL's GRPO (the
-    planned framework, ``trl_planned``) from ``TRL_LOGITS_TO_KEEP_SINCE`` keeps the completion's ``response_len + 1``
-    (at most ``seq_len``) of its padded batch; every other case the whole ``seq_len``, packed passes
-    (``rollout.packed_sequences``, ``rollout.max_tokens_per_micro_batch``: AReaL's cards) included. verl and OpenRLHF compute the logits over the
-    whole (packed) sequence and slice the log-probs afterwards, so they are left at ``seq_len``: volcengine/verl
-    @b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/actor/dp_actor.py l.258 ``logits_rmpad =
-    output.logits.squeeze(0)`` (every packed token), l.344 ``full_log_probs.squeeze(-1)[:, -response_length - 1 :
-    -1]``; OpenRLHF/OpenRLHF @3c3be6234e0cb353e76bb8019947db9dfe99fca7 openrlhf/models/actor.py l.265-267
-    ``output = self.model(sequences, ...)``, ``output["logits"].to(torch.float32)``, l.294 ``log_probs[:,
-    -action_mask.shape[1]:]``. TRL's PPO and DPO score the whole sequence (left too)."""
-    if card.method is not Method.GRPO or not trl_planned(card):
-        return seq_len
-    from trainfit.plan.rl_batches import passes_pack  # late: plan imports methods
-
-    ro = card.rollout
-    if ro.max_tokens_per_micro_batch is not None or passes_pack(card):
-        # packed rows or a token budget (AReaL's and verl's layouts, not TRL's padded completion block): the row's
-        # logits over every packed token
-        return seq_len
-    if pin_before(card.software.trl, TRL_LOGITS_TO_KEEP_SINCE):
-        return seq_len
-    return min(seq_len, card.rollout.response_len + 1)
 
 
 def resolve_role_model(name: str, *, field: str) -> Any:

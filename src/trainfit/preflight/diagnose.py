@@ -555,18 +555,14 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def quantify_fixes(card: RunCard, plan, phase: str | None = None, *, calibration=None) -> list[Fix]:
-    """Re-plan the card once per one-variable change (with the ``calibration`` the plan used); what each
-    saves in ``phase`` (default: the plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
-    changes that neither fit nor save ``FIX_MIN_SAVING_BYTES`` are left out."""
+def _replanned(card: RunCard, variants, *, calibration=None):  # noqa: ANN001, ANN202
+    """``(change, plan)`` for each ``(change, {dotted: value})`` of ``variants``: ``card`` with the patch applied,
+    planned with ``calibration``; a patch the card or the planner refuses is skipped."""
     from trainfit.plan import make_plan
     from trainfit.spec.dotted import deep_copy, set_dotted
 
-    where = phase or plan.peak.phase.value
-    before = _plan_phases(plan)
     base = card.model_dump(mode="json", exclude_unset=True)
-    fixes = []
-    for change, patch in _variants(card):
+    for change, patch in variants:
         data = deep_copy(base)
         for dotted, value in patch.items():
             set_dotted(data, dotted, value)
@@ -574,6 +570,17 @@ def quantify_fixes(card: RunCard, plan, phase: str | None = None, *, calibration
             new = make_plan(RunCard.model_validate(data), calibration=calibration)
         except (TrainfitError, ValueError):
             continue
+        yield change, new
+
+
+def quantify_fixes(card: RunCard, plan, phase: str | None = None, *, calibration=None) -> list[Fix]:
+    """Re-plan the card once per one-variable change (with the ``calibration`` the plan used); what each
+    saves in ``phase`` (default: the plan's peak phase) and whether the changed card fits. Fitting changes first, then by saving;
+    changes that neither fit nor save ``FIX_MIN_SAVING_BYTES`` are left out."""
+    where = phase or plan.peak.phase.value
+    before = _plan_phases(plan)
+    fixes = []
+    for change, new in _replanned(card, _variants(card), calibration=calibration):
         after = _plan_phases(new)
         fix = Fix(change, plan.peak.device, new.peak.device, new.capacity_bytes, where,
                   before.get(where, plan.peak.device), after.get(where, 0.0), bool(new.fits))
@@ -956,23 +963,12 @@ def _kv_variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
 def quantify_kv_fixes(card: RunCard, plan, *, calibration=None) -> list[KvFix]:
     """Re-plan the card once per engine setting: the KV cache each leaves and whether one request of the card's
     longest sequence fits. Settings that add no KV cache are left out; the largest KV first."""
-    from trainfit.plan import make_plan
-    from trainfit.spec.dotted import deep_copy, set_dotted
-
     s = getattr(plan, "rollout", None)
     if s is None or s.engine != "vllm":
         return []
     longest = card.rollout.prompt_len + card.rollout.response_len
-    base = card.model_dump(mode="json", exclude_unset=True)
     out = []
-    for change, patch in _kv_variants(card):
-        data = deep_copy(base)
-        for dotted, value in patch.items():
-            set_dotted(data, dotted, value)
-        try:
-            new = make_plan(RunCard.model_validate(data), calibration=calibration)
-        except (TrainfitError, ValueError):
-            continue
+    for change, new in _replanned(card, _kv_variants(card), calibration=calibration):
         after = getattr(new, "rollout", None)
         if after is None or after.kv_cache_bytes <= s.kv_cache_bytes:
             continue

@@ -1349,18 +1349,23 @@ def _firstcontact_mappings() -> dict[int, dict[str, Any]]:
         card = _litgpt_hub_card(p) if "litgpt" in p else _FC_CARDS[p["id"]]
         if "litgpt" in p:
             extra["approx_seq"] = True
-        try:
-            from trainfit.errors import CardError  # noqa: PLC0415
-            from trainfit.plan import make_plan  # noqa: PLC0415
-            from trainfit.spec.card import load_card_dict  # noqa: PLC0415
-
-            make_plan(load_card_dict(card))
-        except (ValueError, CardError) as exc:
-            out[p["id"]] = {"card": None, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"],
-                            "unsupported": "trainfit refuses the card: " + str(exc).splitlines()[0][:300], **extra}
-            continue
-        out[p["id"]] = {"card": card, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"], **extra}
+        out[p["id"]] = _mapped_or_refused(p, card, metric=metric, extra=extra)
     return out
+
+
+def _mapped_or_refused(p: dict[str, Any], card: dict[str, Any], *, metric: str, extra: dict[str, bool]) -> dict[str, Any]:
+    """A first-contact point's POINTS entry: its card, or (the card's planning refused) no card and the refusal's
+    first line as the reason it is unsupported."""
+    from trainfit.errors import CardError  # noqa: PLC0415
+    from trainfit.plan import make_plan  # noqa: PLC0415
+    from trainfit.spec.card import load_card_dict  # noqa: PLC0415
+
+    entry = {"metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"], **extra}
+    try:
+        make_plan(load_card_dict(card))
+    except (ValueError, CardError) as exc:
+        return {"card": None, **entry, "unsupported": "trainfit refuses the card: " + str(exc).splitlines()[0][:300]}
+    return {"card": card, **entry}
 
 
 POINTS.update(_firstcontact_mappings())
@@ -1472,22 +1477,11 @@ def _firstcontact_b_mappings() -> dict[int, dict[str, Any]]:
     path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612b.json"
     if not path.is_file():
         return {}
-    from trainfit.errors import CardError  # noqa: PLC0415
-    from trainfit.plan import make_plan  # noqa: PLC0415
-    from trainfit.spec.card import load_card_dict  # noqa: PLC0415
-
     out: dict[int, dict[str, Any]] = {}
     for p in json.loads(path.read_text()):
         metric = p["mem_metric"].split(" ")[0].rstrip(":")
         extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
-        card = _FC_B_CARDS[p["id"]]
-        try:
-            make_plan(load_card_dict(card))
-        except (ValueError, CardError) as exc:
-            out[p["id"]] = {"card": None, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"],
-                            "unsupported": "trainfit refuses the card: " + str(exc).splitlines()[0][:300], **extra}
-            continue
-        out[p["id"]] = {"card": card, "metric": metric, "unit": p["peak_mem_unit"], "notes": p["source"], **extra}
+        out[p["id"]] = _mapped_or_refused(p, _FC_B_CARDS[p["id"]], metric=metric, extra=extra)
     return out
 
 

@@ -47,31 +47,24 @@ def test_unmeasured_excludes_every_tensor_of_a_snapshot():
     assert _unmeasured(Observed(), snap) is snap
 
 
-def test_harness_shaped_phase_is_named_not_judged_and_others_still_fail():
+def test_harness_shaped_phase_is_named_not_judged_and_others_still_fail(monkeypatch):
     """A rollout miss is named 'not judged' with its reason and passes; a miss in any other phase still fails."""
     from types import SimpleNamespace
 
-    import trainfit.accept.run as run
-    from trainfit.watch.verdict import Judged
+    import trainfit.watch.verdict as verdict
+    from trainfit.accept.run import check_plan
 
-    def judged(phase, verdict):
-        return Judged(phase=phase, memory_field="allocated", planned_memory=1, measured_memory=2, memory_error=1.0,
-                      planned_s=None, measured_s=None, time_error=None, verdict=verdict, reason="")
+    def judged(phase, state):
+        return verdict.Judged(phase=phase, memory_field="allocated", planned_memory=1, measured_memory=2,
+                              memory_error=1.0, planned_s=None, measured_s=None, time_error=None, verdict=state,
+                              reason="")
 
     def check(rows):
+        monkeypatch.setattr(verdict, "judge", lambda *a, **k: (rows, ""))
+        monkeypatch.setattr(verdict, "table_lines", lambda *a, **k: [])
         w = SimpleNamespace(steps=[1], probe=None, memory_margin=0.1, time_margin=0.25, replan=lambda c: None,
                             finish=lambda: None, rows=lambda: [])
-        obs = SimpleNamespace(watch=w, loss_inputs=[])
-        orig = run.__dict__.get("judge")
-        import trainfit.watch.verdict as v
-        saved = v.judge, v.table_lines
-        v.judge = lambda *a, **k: (rows, "")
-        v.table_lines = lambda *a, **k: []
-        try:
-            return run.check_plan(obs, None)
-        finally:
-            v.judge, v.table_lines = saved
-            assert orig is None
+        return check_plan(SimpleNamespace(watch=w, loss_inputs=[]), None)
 
     ok = check([judged("rollout", "under"), judged("forward", "ok")])
     assert ok.status == "pass" and ok.evidence.startswith("plan held; not judged: rollout (the harness generates")

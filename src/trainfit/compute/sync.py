@@ -349,7 +349,7 @@ engine's 16 ranks on two nodes is not timed).
 
 Rows outside 2x, read again (2026-12-05; null results, nothing changed). Thirteen of the 74 scored weight-sync rows
 are outside 2x. The verl A800 rows, Marin's 235B step and the NeMo RL v0.3 8B refits are covered above and in
-``plan.rl_offload.nemo_rl_offload_bytes``; these four checks are new:
+``plan.rl_offload.nemo_rl_offload_bytes``; these five checks are new:
 * SkyRL colocated on one L4 (Qwen2.5-0.5B, 1.2 s, -79 %). The optimizer trip inside the timer is real. ``optim_step``
   runs after every mini-batch and moves nothing (skyrl-train/skyrl_train/trainer.py l.1079,
   skyrl_train/workers/worker_dispatch.py l.268-274). ``offload_after_step`` only lets ``offload_to_cpu`` move the
@@ -377,6 +377,18 @@ are outside 2x. The verl A800 rows, Marin's 235B step and the NeMo RL v0.3 8B re
   eight rails in parallel (``collectives.ring_bus_bytes_per_s``): 1.9 s of the plan's 20.8 s. Published, the sync
   takes 363 ms for each of the 1,037 state-dict tensors. At the card's NIC the loop's own steps (gather, request,
   broadcast, barrier) take about 20 ms a tensor. Only the unstated fabric (above) closes the gap.
+* slime colocated, vllm-project/vime issue #175 (3.0 s, +102 %). That row times less than the plan prices. The plan
+  prices the whole sync, export included (``S_PER_TENSOR_BUCKETED`` is SkyRL's all-in figure). The issue's stages
+  are three: the handle build, the engine's rebuild and load, and ``ipc_collect``. In slime's loop the export runs in
+  the chunk generator's ``next()``: ``for hf_named_tensors in get_hf_weight_chunks(...)``, l.167 of
+  slime/backends/megatron_utils/update_weight/update_weight_from_tensor.py. That is before ``_send_hf_params``
+  (l.168) and ``ray.get`` (l.169), THUDM/slime @8a5397e251e62f965a59a5f9c1662fba8544cd84. The export does three
+  things: it copies each local weight from the host dict to the GPU, runs the PP / EP broadcasts and the TP gathers,
+  and converts to HF (hf_weight_iterator_direct.py l.24-41, l.44-105). The issue names no stage for it. slime's own
+  ``update_weights`` timer holds it (actor.py l.605-664), and under ``--colocate`` that timer also re-creates every
+  reloadable NCCL group (``reload_process_groups``, l.624; reloadable_process_group.py l.178-187). That timer reads
+  21-26 s, against which this plan's 6.06 s is -71 to -77 %. Neither scope puts the row inside 2x. So the +102 % is
+  no evidence that the price per tensor is too high. Not changed.
 
 Pure Python: no torch import.
 """

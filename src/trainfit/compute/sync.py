@@ -347,6 +347,49 @@ and SGLang's scheduler broadcasts each request whole to every TP rank over its C
 37,000 tensors into one TP-16 engine (its row: -54 % before, -40 % with it; the Gloo broadcast of the request to the
 engine's 16 ranks on two nodes is not timed).
 
+Rows outside 2x, read again (2026-12-05; null results, nothing changed). Thirteen of the 74 scored weight-sync rows
+are outside 2x. The verl A800 rows, Marin's 235B step and the NeMo RL v0.3 8B refits are covered above and in
+``plan.rl_offload.nemo_rl_offload_bytes``; these five checks are new:
+* SkyRL colocated on one L4 (Qwen2.5-0.5B, 1.2 s, -79 %). The optimizer trip inside the timer is real. ``optim_step``
+  runs after every mini-batch and moves nothing (skyrl-train/skyrl_train/trainer.py l.1079,
+  skyrl_train/workers/worker_dispatch.py l.268-274). ``offload_after_step`` only lets ``offload_to_cpu`` move the
+  optimizer (skyrl_train/distributed/fsdp_strategy.py l.84-87, l.129-130), and ``prepare_for_weight_sync`` calls it
+  inside the timer (worker_dispatch.py l.365-373), all NovaSky-AI/SkyRL @19552d8f3721ba060a891441ca638892de5ce0b8.
+  So the state still lies on the GPU when the timer starts, and the row's timer scope stands. The engine sleeps at
+  level 2 (skyrl_train/inference_engines/vllm/vllm_engine.py l.447-465; ray_wrapped_inference_engine.py l.101), so
+  its two wake-ups re-map the weights and the KV cache and copy nothing, as ``sleep_wake`` plans. About 0.8 s stays
+  unpriced: the host steps the entry lists.
+* SkyRL PR #334, 8 L40S, 4,688 tensors (-66 %). Per tensor, the loop at f53414abc0f83a74c42ddecbfd68c6dcd8dae5f7
+  (skyrl_train/workers/megatron/megatron_worker.py l.369-425) runs three NCCL collectives over the 8 trainer ranks:
+  two all-gathers for the handle's ``all_gather_object`` and the ``barrier``'s all-reduce. NCCL's tuner prices them
+  at 14 + 14 + 21 us on PCIe (``collectives.nccl_collective_choices``, the PCI hop row). That is 0.05 ms a tensor,
+  0.23 s a sync, 1 % of the 22 s gap. The host-device copies inside ``all_gather_object`` are not priced; they would
+  need about 100 times that to close the gap.
+* NeMo RL's reshard refit (Qwen3-4B and three Qwen3-30B-A3B rows, -62 to -73 %). No communicator is set up inside a
+  steady-state refit. The replica sub-communicators are split once per layout signature and cached
+  (``_get_replica_subcommunicator``, nemo_rl/weight_sync/xferdtensor_python.py l.378-425
+  @7ea279abfbeb698b092856d0dab61e7cf39bc909). A cache hit returns at l.390-391; the device synchronisation and
+  ``communicator.split`` run only on a miss (l.410-416). Still unpriced: the vLLM side's ``finalize``, which runs
+  ``process_weights_after_loading`` for bf16 as well as fp8 (nemo_rl/models/generation/vllm/vllm_backend.py
+  l.610-629, called at l.1171-1190, same commit; vLLM 0.25.1, pyproject.toml l.147-150). What it does to a bf16 MoE
+  depends on the MoE backend that vLLM release picks, which was not read.
+* Marin's Qwen3-235B-A22B (-94.5 %). The gather is not under-priced. Its 64 FSDP ranks on 8 nodes cross through the
+  eight rails in parallel (``collectives.ring_bus_bytes_per_s``): 1.9 s of the plan's 20.8 s. Published, the sync
+  takes 363 ms for each of the 1,037 state-dict tensors. At the card's NIC the loop's own steps (gather, request,
+  broadcast, barrier) take about 20 ms a tensor. Only the unstated fabric (above) closes the gap.
+* slime colocated, vllm-project/vime issue #175 (3.0 s, +102 %). That row times less than the plan prices. The plan
+  prices the whole sync, export included (``S_PER_TENSOR_BUCKETED`` is SkyRL's all-in figure). The issue's stages
+  are three: the handle build, the engine's rebuild and load, and ``ipc_collect``. In slime's loop the export runs in
+  the chunk generator's ``next()``: ``for hf_named_tensors in get_hf_weight_chunks(...)``, l.167 of
+  slime/backends/megatron_utils/update_weight/update_weight_from_tensor.py. That is before ``_send_hf_params``
+  (l.168) and ``ray.get`` (l.169), THUDM/slime @8a5397e251e62f965a59a5f9c1662fba8544cd84. The export does three
+  things: it copies each local weight from the host dict to the GPU, runs the PP / EP broadcasts and the TP gathers,
+  and converts to HF (hf_weight_iterator_direct.py l.24-41, l.44-105). The issue names no stage for it. slime's own
+  ``update_weights`` timer holds it (actor.py l.605-664), and under ``--colocate`` that timer also re-creates every
+  reloadable NCCL group (``reload_process_groups``, l.624; reloadable_process_group.py l.178-187). That timer reads
+  21-26 s, against which this plan's 6.06 s is -71 to -77 %. Neither scope puts the row inside 2x. So the +102 % is
+  no evidence that the price per tensor is too high. Not changed.
+
 Pure Python: no torch import.
 """
 

@@ -80,6 +80,34 @@ stage, ``r = p − 1``, is the one timed). Megatron-Core refuses the overlap wit
 without virtual pipeline stages (``transformer_config.py``); the SMs the all-to-all takes from the compute stream
 are not modelled.
 
+The overlap credit, checked against the framework's own measurements and the whole benchmark (2026-12-05; nothing
+set). Megatron-Bridge's perf-technique card for this feature (NVIDIA-NeMo/Megatron-Bridge
+skills/perf-techniques/expert-parallel-overlap/card.yaml @8af1ed3f2d661fffe4a1e8a3ba525863715dbd2c, validated_on
+2026-03-22) reports no throughput win where it measured: Qwen3-30B-A3B, EP 4, ``alltoall``, 2 nodes, "flat at GBS=8
+and ~13% slower at GBS=64"; Qwen3-Next-80B-A3B, EP 8, 8 nodes, ``delay_wgrad_compute`` "~4.8% slower than
+overlap-only"; its stated cause "A2A cost is too small relative to added scheduling overhead", a benefit "expected
+only when expert-parallel communication is a dominant bottleneck". So the credit could be suspected of flattering the
+Megatron-Bridge rows that run the overlap and plan far too fast (25.11 / 26.02 H100 Qwen3-30B-A3B FP8, 26.02 B300
+Qwen3-235B-A22B MXFP8). Tried as ``ep_comm_overlap`` off for every card (``benchmarks/step_times.py``, not committed):
+40 rows move, all Megatron-Bridge or Megatron-MoE-ModelZoo pre-training rows that state ``moe_comm_overlap``; 12 come
+closer, 28 go 9-52 points further from their published steps. The short ones come closer but stay far off (25.11
+H100 Qwen3-30B-A3B -64.4 -> -56.9%, 26.02 -59.0 -> -53.6%, 26.02 B300 Qwen3-235B-A22B -56.2 -> -48.6%, 25.11 B200
+Qwen3-235B-A22B -46.2 -> -37.0%, 26.02.01 H100 Qwen3-235B-A22B -43.8 -> -12.7%), as do the gpt-oss-120b GB200 / GB300
+rows of 26.04-26.08 (-41.1 -> -34.4%, -36.7 -> -30.2%, -26.0 -> -19.8%, -25.7 -> -19.8%, -7.7 -> +2.8%, -6.9 ->
++3.8%) and the H100 Qwen3-30B-A3B verification performance item (-16.6 -> +11.5%); the rest, well planned with the
+credit, move away: the H100 Qwen3-235B-A22B FP8 rows of 25.11-26.04.01 from -11.6..-16.2% to +25.5..+35.0% (EP 32
+over four nodes: the exchange the overlap hides is large there), the ModelZoo DeepEP 1F1B-overlap row -12.1 ->
++25.1%, the 26.04.01 B200 DeepSeek-V3 MXFP8 row -0.3 -> +52.4%, the GB200 / GB300 / B300 Qwen3 and DeepSeek-V3 MXFP8
+rows of 26.06-26.08 from +12..+30% to +30..+55%, and the GB300 gpt-oss-120b MXFP8 rows of 26.06 / 26.08 +3.6 / +3.1%
+to +14.2 / +13.7%; the pretrain subset's median 8.38 -> 8.47%. The credit is what the larger-EP rows need, which is
+where the card itself expects the benefit, and the card's measured shapes (EP 4 ``alltoall`` on two nodes; EP 8
+on eight nodes, delayed weight gradients against overlap only) are none of the short rows' (EP 8 inside one node,
+HybridEP / DeepEP on the H100 rows): a flag-wide
+penalty of its 13% would be a figure from another layout and would close at most a fifth of the H100 rows' 2x gap
+while pushing the GB200 / GB300 overlap rows, already over, further. So the scheduling overhead it names stays
+unpriced, per layer or call no source gives it, and the short rows stay the containers' and recipes' (their entries'
+``checked``).
+
 The pipeline bubble is ``(p − 1) / v`` micro-batch times per step (Narayanan et al. 2021, §2.2:
 bubble fraction (p−1)/m for 1F1B, divided by the v model chunks of the interleaved schedule).
 

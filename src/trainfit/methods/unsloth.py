@@ -61,7 +61,10 @@ crosses to the host and back into the engine's slot each generate call); (3) the
 checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
 (``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is
 torchtune's OffloadActivations of every saved activation, another mechanism); the plan states this as an assumption.
-Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
+The engine's decode under QLoRA streams bitsandbytes 4-bit linears as Unsloth's patched ``_apply_4bit_weight`` calls
+them (``compute.bnb_decode``, wired by ``plan.rl_generation.bnb_engine_inputs`` for a ``software.bitsandbytes`` pin
+before 0.50): the dequantised 16-bit weight, written and read back, in a step of two or more sequences, the packed
+weight in a step of one. Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
 ``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
 PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
 on one device; a multi-GPU Unsloth was not read).

@@ -3000,6 +3000,14 @@ beside them defaulted to beta 0.04 (``TRL_GRPO_BETA_UNTIL_0_19``; Unsloth 2025.3
 l.54 @0a646e40). A release not listed is not mapped (its TRL default is not established)."""
 
 
+UNSLOTH_ERA_BITSANDBYTES = "<0.50"
+"""The bitsandbytes pin a mapped Unsloth QLoRA row is planned with: every release in ``UNSLOTH_RELEASE_DATES`` predates
+bitsandbytes 0.50.0 (tag 0.50.0, bitsandbytes-foundation/bitsandbytes, committed 2026-07-24), the first with a fused
+short-row ``gemm_4bit``; before it ``matmul_4bit`` dequantises the whole weight for any call of more than one row
+(``bitsandbytes/autograd/_functions.py`` l.512-533 and l.462 at the 0.45.2 tag
+7aec4a88465440b6466a526fe9bbb30930a04ba4; ``trainfit.compute.bnb_decode``). The notebooks do not print it."""
+
+
 UNSLOTH_WITHOUT_EFFICIENT_GRPO = frozenset({"2025.2.4"})
 """Mapped Unsloth releases without the efficient GRPO loss (``loss.kernel: unsloth``, the preset's default): unslothai/
 unsloth @027b5100c7492bce025fe2f03681f440843e4666 (2025.2.4) has no unsloth/models/rl_replacements.py and no
@@ -3044,6 +3052,14 @@ def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
              + ("" if release == "2025.2.4" else "; read at 2025.2.4, assumed unchanged at this release"),
              f"{card['scope']} rank {lora['rank']} alpha {lora['alpha']} on {lora.get('targets')}; reference = the actor"
              f" with its adapter disabled, TRL's default beta {TRL_GRPO_BETA_UNTIL_0_19} (TRL before v0.19.0)"]
+    if card["scope"] == "qlora":
+        # the bitsandbytes beside the run: every mapped Unsloth release (UNSLOTH_RELEASE_DATES, 2025-02-13 to 2025-05-30)
+        # predates bitsandbytes 0.50.0 (2026-07-24, its fused short-row gemm_4bit), so the engine's 4-bit decode
+        # dequantises each weight per step of two or more sequences (trainfit.compute.bnb_decode)
+        card["software"] = {**card.get("software", {}), "bitsandbytes": UNSLOTH_ERA_BITSANDBYTES}
+        notes.append(f"bitsandbytes {UNSLOTH_ERA_BITSANDBYTES}: the Unsloth release ({UNSLOTH_RELEASE_DATES[release]})"
+                     " predates bitsandbytes 0.50.0 (2026-07-24), so the engine's 4-bit linears dequantise per call of"
+                     " two or more rows (trainfit.compute.bnb_decode)")
     if tr.get("optimizer"):
         # the notebook's GRPOConfig optim (train.optimizer_source quotes the cell): bitsandbytes' 8-bit AdamW, paged or not
         card["precision"] = {**card.get("precision", {}), "optimizer": tr["optimizer"]}

@@ -6,8 +6,10 @@ time over the steps it ran, its batch and lengths are the printed ones, and its 
 
 First contact scored the rule only (no preset then). ``preset: unsloth`` now plans one GPU (trainfit.methods.unsloth,
 the mechanisms cited to unslothai/unsloth @027b5100 and unslothai/unsloth-zoo @de3f00e0), and map_rl maps six rows with
-it (``unsloth_section``); each note records that first planned figure ("FIRST CONTACT OF THE PLAN"), and no model
-change followed it. Six stay not representable, each with its reason: two with gradient accumulation 4, where the
+it (``unsloth_section``); each note records that first planned figure ("FIRST CONTACT OF THE PLAN"). One model change
+followed it: the QLoRA rows' engine decodes through bitsandbytes 4-bit linears that dequantise per call of more than
+one row (trainfit.compute.bnb_decode, bitsandbytes pinned before 0.50 by the Unsloth release's date); each of those
+notes records the figure after it ("AFTER THE 4-BIT DECODE"). Six stay not representable, each with its reason: two with gradient accumulation 4, where the
 unprinted TRL release decides the generate calls; two load_in_fp8 rows (the fp8 sharing not read); Gemma 3 1B and
 gpt-oss-20b (no vLLM engine). The rule
 misses every row by -81 to -100 %: a step of 2 to 32 sequences on one GPU is bound by decoding (the weights read once a
@@ -55,6 +57,8 @@ FIRST_CONTACT = re.compile(
     r" [0-9a-f]{8}[^)]*\): step not representable, no trainfit figure \(Unsloth has no card preset\); the 6N rule"
     r" ([+-]\d+\.\d) % on the step \((\d+\.\d\d) s against (\d+\.\d\d) s\)\.")
 
+AFTER_BNB_DECODE = re.compile(
+    r"AFTER THE 4-BIT DECODE: trainfit (\d+\.\d\d) s against (\d+\.\d\d) s on the step, error ([+-]\d+\.\d) %\.")
 st = load_step_times("trainfit_bench_step_times_firstcontact_rl_2612f")
 ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
 
@@ -163,8 +167,15 @@ def test_row_maps_to_preset_unsloth_and_records_its_first_planned_figure(row_id:
     match = PLANNED.search(e["note"])
     assert match and float(match.group(3)) == error
     assert float(match.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)
+    # a QLoRA row's engine holds bitsandbytes 4-bit linears, pinned before 0.50 (the Unsloth release's date), so its
+    # decode streams the dequantised weights (trainfit.compute.bnb_decode); its note records the figure after that
+    after = AFTER_BNB_DECODE.search(e["note"])
+    assert (card.get("software", {}).get("bitsandbytes") == st.UNSLOTH_ERA_BITSANDBYTES) == (scope == "qlora")
+    assert (after is not None) == (scope == "qlora")
     (row,) = st.rl_rows([e], [])
-    assert row.status == "mapped" and row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
+    assert row.status == "mapped" and row.trainfit_s == pytest.approx(float((after or match).group(1)), abs=0.006)
+    if after is not None:
+        assert float(after.group(3)) == pytest.approx(100 * (row.trainfit_s / row.published_s - 1), abs=0.06)
     assert row.rule_s == pytest.approx(float(match.group(5)), abs=0.006)
 
 

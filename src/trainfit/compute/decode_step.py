@@ -1125,6 +1125,10 @@ class _StepModel:
     ``sglang_cuda_graph_max_batch``); a larger step runs eagerly: ``eager_launch``."""
     eager_launch: float = 0.0
     """Host seconds to launch an eager step's kernels (read above ``graph_max_batch``)."""
+    bw0_one_row: float | None = None
+    """Seconds to read the weights in a step of one running sequence where that differs from ``bw0`` (bitsandbytes
+    4-bit linears before 0.50: ``gemv_4bit`` on the packed weight for one row, dequantise-then-GEMM for more,
+    ``compute.bnb_decode``); None: ``bw0`` at every batch."""
 
     def launch_s(self, b: float) -> float:
         """Host seconds to launch a step of ``b`` sequences: one graph replay up to ``graph_max_batch``, else every
@@ -1138,7 +1142,8 @@ class _StepModel:
 
     def parts(self, b: float, t: float) -> tuple[float, float, float, float]:
         experts = self.bw_experts * (1.0 - self.expert_miss ** max(b, 1.0)) if self.bw_experts else 0.0
-        return (self.bw0 + experts + self.bw_ctx * t + self.bw_seq * b, self.fl_seq * b + self.fl_ctx * t,
+        bw0 = self.bw0 if self.bw0_one_row is None or b > 1.0 else self.bw0_one_row
+        return (bw0 + experts + self.bw_ctx * t + self.bw_seq * b, self.fl_seq * b + self.fl_ctx * t,
                 self.comm(b), self.launch_s(b))
 
     def comm(self, b: float) -> float:
@@ -1181,7 +1186,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
                 cuda_graph_max_batch: int | None = None,
                 eager_s_per_kernel: float | None = None,
                 decode_attention_rows: int = 0, engine_lora: bool = False,
-                custom_all_reduce: bool = True) -> _StepModel:
+                custom_all_reduce: bool = True, one_row_rank_bytes: float | None = None) -> _StepModel:
     """The step model's coefficients; a host constant left None is ``rates``' field of the same name (the defaults
     ``ENGINE_S_PER_STEP`` ... unless a calibration set them; ``engine_s_per_sequence``: ``engine_s_per_sequence_for``).
     ``engine_generation``: vLLM's engine, v0 (one process, its per-sequence host work holds the output processing:
@@ -1196,7 +1201,9 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
     of an eager step (None: vLLM's for ``spec``, ``eager_s_per_kernel_of(rates, spec=spec,
     engine_generation=engine_generation)``). ``engine_lora``: the engine serves a LoRA adapter unmerged, its wrapped
     linears' punica kernels launched and gapped like the others (``decode_kernels``). ``custom_all_reduce`` False:
-    the engine runs with vLLM's custom all-reduce disabled, every all-reduce through NCCL (``tp_all_reduce``)."""
+    the engine runs with vLLM's custom all-reduce disabled, every all-reduce through NCCL (``tp_all_reduce``).
+    ``one_row_rank_bytes``: the weight bytes one rank reads in a step of a single sequence where the engine's linears
+    read otherwise then (bitsandbytes 4-bit before 0.50, ``compute.bnb_decode``); None: ``rank_bytes`` at every batch."""
     if eager_s_per_kernel is None:
         eager_s_per_kernel = eager_s_per_kernel_of(rates, spec=spec, engine_generation=str(engine_generation))
     if engine_s_per_step is None:
@@ -1239,6 +1246,7 @@ def _step_model(*, spec, matmul_params, rates, tp, weight_bytes, kv_bytes_per_to
         graph_max_batch=(float(cuda_graph_max_batch) if cuda_graphs and cuda_graph_max_batch is not None
                          else float("inf")),
         eager_launch=eager_s_per_kernel * kernels,
+        bw0_one_row=None if one_row_rank_bytes is None else (one_row_rank_bytes - experts / tp) / hbm,
         engine=engine_s_per_step + (link.host_s_per_step if link is not None else 0.0),
         engine_seq=engine_s_per_sequence,
         frontend0=frontend_s_per_step, frontend_seq=frontend_s_per_sequence, frontend_serial=not engine_multiprocess,

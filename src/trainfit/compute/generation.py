@@ -240,6 +240,7 @@ def generation_time(
     decode_attention_rows: int = 0,
     engine_lora: bool = False,
     custom_all_reduce: bool = True,
+    one_row_rank_weight_bytes: float | None = None,
 ) -> GenerationTime:
     """Seconds of one rollout phase (module docstring).
 
@@ -277,6 +278,9 @@ def generation_time(
     decode step also launches the punica kernels of its LoRA-wrapped linears (``decode_step.engine_lora_kernels``).
     ``custom_all_reduce`` False: the engine was built with vLLM's custom all-reduce disabled (verl), its decode and
     prefill all-reduces all through NCCL (``decode_step.tp_all_reduce``, module docstring "Custom all-reduce off").
+    ``one_row_rank_weight_bytes``: the weight bytes one rank reads in a decode step of a single running sequence where
+    the engine's linears read otherwise then (bitsandbytes 4-bit before 0.50: ``compute.bnb_decode``; the steps of two
+    or more read ``rank_weight_bytes``); None: ``rank_weight_bytes`` at every batch.
     ``engines`` > 1: the decode is the slowest engine's, the one holding the batch's longest response (module
     docstring, "The slowest engine"); ``response_len_mean_used`` and ``generated_tokens`` stay the typical engine's.
     Raises ``CardError`` on a non-positive count or a sequence longer than the KV capacity.
@@ -322,7 +326,8 @@ def generation_time(
                        engine_generation=engine_generation, cumulative_outputs=cumulative_outputs,
                        overlap_schedule=overlap_schedule, cuda_graph_max_batch=cuda_graph_max_batch,
                        eager_s_per_kernel=eager_s_per_kernel, decode_attention_rows=decode_attention_rows,
-                       engine_lora=engine_lora, custom_all_reduce=custom_all_reduce)
+                       engine_lora=engine_lora, custom_all_reduce=custom_all_reduce,
+                       one_row_rank_bytes=one_row_rank_weight_bytes)
     if streaming:
         dec = _stream_decode(groups=groups, sequences=seqs, slots=max_num_seqs, prompt_len=prompt,
                              kv_prompt=kv_prompt, kv_capacity=kv_capacity_tokens, step=step,

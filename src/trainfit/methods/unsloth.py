@@ -61,7 +61,19 @@ crosses to the host and back into the engine's slot each generate call); (3) the
 checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
 (``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is
 torchtune's OffloadActivations of every saved activation, another mechanism); the plan states this as an assumption.
-Not modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
+The engine's decode under QLoRA streams bitsandbytes 4-bit linears as Unsloth's patched ``_apply_4bit_weight`` calls
+them (``compute.bnb_decode``, wired by ``plan.rl_generation.bnb_engine_inputs`` for a ``software.bitsandbytes`` pin
+before 0.50): the dequantised 16-bit weight, written and read back, in a step of two or more sequences, the packed
+weight in a step of one (the four T4 QLoRA rows: -54 / -66 / -35 / -17 % to -34 / -41 / -31 / -2 %; the RTX 4090
+Mistral row +34 to +64 %, its entry's note says what was checked). What still separates the T4 rows from their runs,
+checked 2026-12-05 and not found: the offloaded checkpointing's host copies (4. above) are one hidden-state tensor a
+layer, 6 x 456 x 5120 x 2 B = 28 MB on Phi-4, 1.1 GB a direction over 40 layers, about 0.1 s each way at PCIe Gen3
+against the row's 39 s gap; the extra kernels of the 4-bit path (per shard: the absmax dequantisation, its offset add,
+the 4-bit dequantisation and the slice copy into the output, bitsandbytes/functional.py ``dequantize_4bit`` l.1352-1390
+@7aec4a88465440b6466a526fe9bbb30930a04ba4, and five GEMMs where vLLM's fused q/k/v and gate/up run two) add about 31
+kernels a layer, some 3 % of a decode step at the graph's kernel gap. The T4's sustained GDDR6 rate (the plan takes
+90 % of the datasheet's 320 GB/s, ``compute.rates.HBM_FRACTION``) was not found measured in a citable source. Not
+modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
 ``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
 PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
 on one device; a multi-GPU Unsloth was not read).

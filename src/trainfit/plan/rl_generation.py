@@ -58,6 +58,41 @@ def quantized_engine_inputs(card: RunCard, spec: ModelSpec, r: DeviceRates) -> d
     }
 
 
+BNB_GEMM_4BIT_FUSED_SINCE = (0, 50)
+"""The first bitsandbytes release with a fused ``gemm_4bit`` kernel for short row counts (``memory.nf4_dequant``
+``FALLBACK_SINCE``; bitsandbytes/backends/cuda/ops.py ``_gemm_4bit_use_custom_cuda`` l.584
+@c5d481be1be2b04c7859bc6753268d4e7b748ee3, the 0.50.0 tag, absent at the 0.49.0 tag 26f0c7a9): before it, a 4-bit linear of two or more rows dequantises its whole weight
+every call (``compute.bnb_decode``)."""
+
+
+def bnb_engine_inputs(card: RunCard, spec: ModelSpec) -> dict[str, float]:
+    """The decode weight stream of an engine whose linears are bitsandbytes 4-bit (``compute.bnb_decode``): the
+    Unsloth preset under QLoRA (its engine holds the trainer's one NF4 copy, ``methods.unsloth`` 1.) with a
+    ``software.bitsandbytes`` pin before ``BNB_GEMM_4BIT_FUSED_SINCE``. ``rank_weight_bytes``: a step of two or more
+    sequences (every quantized linear dequantised, then read 16-bit); ``one_row_rank_weight_bytes``: a step of one
+    (``gemv_4bit`` on the packed weight). One GPU (the preset refuses more), so the rank holds the whole model. Empty
+    otherwise, and for a later or unpinned bitsandbytes (its fused short-row kernel is not modelled: the engine is
+    then planned at the bf16 stream)."""
+    from trainfit.compute.bnb_decode import bnb_4bit_step_weight_bytes
+    from trainfit.memory.params import param_breakdown
+    from trainfit.memory.weights import count_scale, quantized_linear_params
+    from trainfit.methods.unsloth import engine_shares_trainer_weights
+    from trainfit.spec.card import pin_before
+    from trainfit.spec.enums import Dtype
+
+    pin = (card.software.model_extra or {}).get("bitsandbytes")
+    if not (engine_shares_trainer_weights(card.preset) and card.weights_dtype is Dtype.NF4
+            and pin is not None and pin_before(str(pin), BNB_GEMM_4BIT_FUSED_SINCE)):
+        return {}
+    scale = count_scale(spec)
+    quantized = quantized_linear_params(spec)
+    kept_bytes = (param_breakdown(spec).total - quantized) * 2.0 * scale  # embedding, lm_head, norms: 16-bit
+    return {"rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized * scale,
+                                                            unquantized_bytes=kept_bytes, rows=2),
+            "one_row_rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized * scale,
+                                                                    unquantized_bytes=kept_bytes, rows=1)}
+
+
 def _kv_pool(rollout) -> dict[str, float | None]:
     """The engine's KV capacity as ``generation_time`` admits sequences into it: vLLM's logged token capacity, or
     for a hybrid model the attention tokens of its usable blocks with each sequence's state blocks on top
@@ -167,7 +202,7 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
         eager_s_per_kernel=eager_s_per_kernel_of(
             r, ro.engine, spec=spec,
             engine_generation=str(ro.vllm_engine) if ro.engine is RolloutEngine.VLLM else "v1"),
-        **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r),
+        **sglang_scheduler_inputs(card, gpu), **quantized_engine_inputs(card, spec, r), **bnb_engine_inputs(card, spec),
         decode_attention_rows=(fa3_decode_query_rows(spec, compute_capability=r.compute_capability,
                                                      one_mma_wg=vllm_fa3_one_mma_wg(card))
                                if ro.engine is RolloutEngine.VLLM and str(ro.vllm_engine) == "v1" else 0),

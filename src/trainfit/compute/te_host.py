@@ -102,21 +102,6 @@ micro-batch's host work (op count and Python) is the same at both. Nothing cited
 * verl's per-micro-batch host syncs (8 pageable copies, three ``preprocess_packed_seqs`` calls with three ``tolist``
   each and one boolean index a sequence, the outputs' ``postprocess``, five ``.item()`` in the loss): even with no
   host-device overlap at all the TP 4 micro-batch would take 24.2 + 10.3 + 19.3 + 18.5 + 5.5 = 78 ms, not 147.
-* Padding to the micro-batch's longest sequence (a fixed micro-batch of 2 padded to the pair's max prompt +
-  response, where a token budget packs): not in the code. The actor splits the mini-batch with
-  ``mini_batch.batch.split(micro_batch_size)`` (verl/workers/actor/megatron_actor.py l.418
-  @62549582a71881fe861b09f8375e3aea80ac6754) and both forward paths pack each micro-batch by its attention mask
-  before the model: the actor's fused one (``fused_forward_gptmodel``, verl/models/mcore/model_forward_fused.py
-  l.66-87) and the reference policy's unfused one (its ``ref`` config has no ``use_fused_kernels``, so
-  megatron_actor.py l.130 reads False; ``gptmodel_forward`` with ``pack_seqs=True``, verl/models/mcore/model_forward.py
-  l.22-39, the Qwen2 entry of verl/models/mcore/registry.py l.107) both call ``preprocess_packed_seqs``
-  (verl/models/mcore/util.py l.23-102), which pads a sequence only to a multiple of TP (CP 1) or 2 x TP x CP (l.38:
-  at most 3 tokens at TP 4 and 7 at TP 2 x CP 2, of ~715) and hands Transformer Engine THD ``cu_seqlens``. What keeps
-  the padded width (micro-batch x 10,240) is the integer inputs, the masks and the per-token log-prob / entropy
-  outputs (``postprocess_packed_seqs`` l.105-127: a zeros tensor and one scatter a sequence), a few MB. The numbers
-  do not fit it either: padding both to the pair's longest adds E[max of two] / mean = 1.5 of the response under
-  the exponential default (``response_lengths``), about 1.4x the micro-batch's tokens against the 2.7x missed, and
-  padding to the full 10,240 would be 14x.
 
 Checked, not priced (null result, 2026-12-05): a host sync per Megatron-Core MoE layer or micro-batch as the reason
 the launch-bound MoE rows plan short. Read in code: the flex dispatcher's HybridEP backend without drop-and-pad passes

@@ -109,3 +109,32 @@ def test_megatron_state_trips_are_per_call_not_per_micro_batch() -> None:
     assert abs(fixed_pub - plain_pub) < 1.0
     with_trips = (fixed_plan + share * fixed_trips) / fixed_pub - 1
     assert with_trips == pytest.approx(plain_plan / plain_pub - 1, abs=0.02)
+
+
+FSDP_DAPO = sorted(i for i, e in ENTRIES.items() if e["method"] == "dapo" and e["train"]["strategy"] == "fsdp")
+# The run scripts committed with the tables on 2025-07-31 (ISEEKYAN/verl_megatron_practice): DAPO-14B/3 at de3cd71f,
+# DAPO-14B/5 at 036edb89, DAPO-32B/5 at ff2e2b48. DAPO-32B/5 was rewritten on 2025-08-22 (fdd915f9: verl.trainer.main_ppo, no
+# data.gen_batch_size, no filter_groups), three weeks after the table, so that version cannot be the one behind it.
+TABLE_DAY_SCRIPTS = {"de3cd71f82b13332ba9acf4d327bd1354af70130", "036edb890d9c24321629182679df79c5fc380fb5",
+                     "ff2e2b4891a8dcff30a2f28e36f4303b1960517b"}
+
+
+@pytest.mark.parametrize("eid", FSDP_DAPO)
+def test_fsdp_dapo_rows_generate_the_scripts_gen_batch_of_1536_prompts(eid: str) -> None:
+    """Every FSDP DAPO row maps from its table-day script: recipe.dapo.main_dapo with data.gen_batch_size=1536
+    (gen_prompt_bsz = train_prompt_bsz * 3). verl builds the train dataloader with batch_size = data.gen_batch_size
+    (verl/trainer/ppo/ray_trainer.py l.530 @2633140a73be8b6c244910c3fbbd021a43920344) and the DAPO trainer generates
+    each dataloader batch x n inside its 'gen' timer (recipe/dapo/dapo_ray_trainer.py l.106-137, same commit), so a
+    round generates 1536 prompts' responses. One round, not several: the table's rollout/gen over its inner
+    generation column stays at 1.08-1.32 (the sharding manager and the slowest rank's wait), where a second round
+    would double it. Fails for the 32B rows when
+    they are mapped from the 2025-08-22 rewrite (512 prompts generated), as they were."""
+    e = ENTRIES[eid]
+    assert e["source"]["config_source"].rsplit("@", 1)[1] in TABLE_DAY_SCRIPTS
+    assert e["data"]["generated_prompts_per_step"] == 1536 == 3 * e["data"]["prompts_per_step"]
+    row = _row(e)
+    rollout_gen, inner = {"dapo14b.csv": (12, 13), "dapo32b.csv": (10, 11)}[e["source"]["path"]]
+    assert float(row[rollout_gen]) == e["measured"]["phases_s"]["generation"]
+    assert 1.0 < float(row[rollout_gen]) / float(row[inner]) < 1.5
+    card, _ = S.map_rl(e)
+    assert card["rollout"]["generated_prompts_per_step"] == 1536

@@ -176,6 +176,14 @@ TP 2 / TP 2 x CP 2 (under 1 %); THD with ``cu_seqlens``, never bshd. Whatever wo
 (verl/utils/seqlen_balancing.py l.250-320) regroups whole 10,240-wide rows as ``mini_batch.batch.split(2)``
 (megatron_actor.py l.418) does, so both runs of a pair carry the same 8,192 padded rows and such work lands in the
 slope b (planned within 10 %), not in a.
+The reference pass packs too (checked 2026-12-05): its ``ref`` config carries no ``use_fused_kernels``, so
+``MegatronPPOActor`` reads False (megatron_actor.py l.130, built with ``config=self.config.ref`` at
+verl/workers/megatron_workers.py l.523) and runs ``gptmodel_forward`` (verl/models/mcore/registry.py l.107, Qwen2),
+whose ``pack_seqs=True`` default (model_forward.py l.22-39) calls the same ``preprocess_packed_seqs``; its logits are
+the packed tokens' only. Nor would padding fit the numbers had it been there: padding a 2-sequence micro-batch to
+the pair's longest response adds E[max of two] / mean = 1.5 of the response under an exponential length
+distribution (the card default, ``compute.response_lengths``), about 1.4x the micro-batch's tokens against the
+2.7x missed; padding to the full 10,240 width would be 14x.
 (b) padded-length work per micro-batch: the labels' and label mask's clones (megatron_actor.py l.468-472), the
 outputs' ``torch.zeros(batch, 10,240)`` and boolean scatters (``postprocess_packed_seqs``, util.py l.105-162),
 the log-probs' slice to the response: a few hundred kB a 2-sequence micro-batch, per sequence again (b, not a); the

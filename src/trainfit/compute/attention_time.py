@@ -19,8 +19,10 @@ sm120       0.80     0.62      the sm8x row (below)
 
 Consumer Blackwell (compute capability 12.x: RTX 5090, RTX PRO 6000) takes the Ampere / Ada rates, not Hopper's.
 FlashAttention-2 falls short on Hopper and datacenter Blackwell because their peak needs wgmma / tcgen05, which its
-Ampere ``mma.sync`` kernels do not use; sm_120 has neither instruction (FA4 on sm_120 is "blocked on tcgen05/UMMA
-absence on consumer Blackwell", Dao-AILab/flash-attention pull request #2592, read 2026-12-05), so ``mma.sync`` is
+Ampere ``mma.sync`` kernels do not use; sm_120 has neither instruction (wgmma is an sm_90a-only, "architecture-
+accelerated" feature that "cannot be run on later generation devices": https://reviews.llvm.org/D155851, quoting the
+PTX ISA, read 2026-12-05; FA4 on sm_120 is "blocked on tcgen05/UMMA absence on consumer Blackwell",
+Dao-AILab/flash-attention pull request #2592, read 2026-12-05), so ``mma.sync`` is
 its tensor cores' own path, as on sm80/86/89, and it has the ~100 KB shared memory per SM of sm86/89 (the same pull
 request), whose kernel configurations the sm8x rates cover. Measured: PyTorch SDPA's FlashAttention backend on an RTX
 5090, bf16, head dim 128, 8 heads, 4,096 queries over 8,192 keys, non-causal forward: 186.73 TFLOP/s at a 400 W limit,

@@ -682,9 +682,11 @@ _MEM_EFFICIENT_BASE = {"12": (0.45, 0.34)}
 """The FlashAttention-2 base ``mem_efficient_attention_seconds`` scales where it is not the architecture's own
 FlashAttention-2 rate. sm_120: the sm8x rate that FlashAttention-2 takes there (module docstring, "Consumer
 Blackwell") is measured on PyTorch's FlashAttention backend only; nothing published times the memory-efficient
-(CUTLASS) kernel on sm_120, so it keeps the base it had before (the Hopper figures), unmeasured. At the sm8x base the
-RTX PRO 6000 rows of universal-llm-trainer (batch.padding mask, this kernel) would go from -5..-23 % to -29..-38 %
-(benchmarks/step_times.json), so that kernel does not look as fast there; the next step is a measurement."""
+(CUTLASS) kernel on sm_120, so it keeps the base it had before: the Hopper figures, FlashAttention-2 on an H100 in the
+FlashAttention-3 paper (Shah et al. 2024, arXiv:2407.08608, Fig. 1-2; the sm90 row above), not an sm_120 reading of
+this kernel. At the sm8x base the RTX PRO 6000 rows of universal-llm-trainer (batch.padding mask, this kernel) would
+go from -5..-23 % to -29..-38 % (benchmarks/step_times.json), so that kernel does not look as fast there; the next step
+is a measurement."""
 
 
 def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,

@@ -873,6 +873,25 @@ casts the PEFT model, adapters included, to bf16 (``lora_model.bfloat16()``, Vec
 vectorlm/utils/model_utils.py l.69 @9045f08ac1af38c13100cfabdd17412f57dbffd2) and FSDP1 runs MixedPrecision bf16."""
 
 
+UNSLOTH_FUSED_LORA = (
+    "lora.adapter_dtype bf16: Unsloth's fused LoRA autograd functions run every adapter GEMM in the activation dtype."
+    " With lora_dropout 0 and bias none (get_peft_model's defaults, unsloth/models/llama.py l.2643-2644) patch_peft_model"
+    " routes each decoder layer's MLP, QKV and O through LoRA_MLP / LoRA_QKV / LoRA_W (l.3248-3330); their matmul_lora"
+    " multiplies X @ A.to(dtype) and adds it times B.to(dtype) into the base output with out.addmm_ (unsloth/kernels/"
+    "utils.py l.1027-1031), and their backwards cast A and B the same way (unsloth/kernels/fast_lora.py l.138-145,"
+    " l.443-450, l.614), unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a (2026.1.3): no fp32 copy of the"
+    " activations, no fp32 adapter GEMM. PEFT still stores A and B in fp32 (autocast_adapter_dtype); the card's field"
+    " states the GEMMs' dtype here, as for BF16_ADAPTER_FRAMEWORKS")
+"""Why an Unsloth LoRA / QLoRA training entry without dropout plans ``lora.adapter_dtype: bf16``
+(``unsloth_fused_lora``)."""
+
+
+def unsloth_fused_lora(lora: dict[str, Any] | None, framework: str) -> bool:
+    """An Unsloth LoRA whose layers take Unsloth's fused LoRA kernels (``UNSLOTH_FUSED_LORA``): dropout 0 (a dropout
+    keeps PEFT's own forward, llama.py l.3248). Bias is ``none`` on every such entry (the default; the entries' notes)."""
+    return (framework or "").lower() == "unsloth" and bool(lora) and not lora.get("dropout")
+
+
 TORCHTUNE_NF4 = (
     "lora.dequant torchao: torchtune's QLoRA quantizes the base with torchao's to_nf4 and multiplies with linear_nf4"
     " (pytorch/torchtune torchtune/modules/peft/lora.py l.14, l.95, l.125 @30b8519e86d2094879576e16ab1f8d21a6f6f9f7),"
@@ -901,7 +920,7 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     if lora.get("modules_to_save"):
         # PEFT modules_to_save as the entry's framework sets it (cited in its note): trained in full beside the adapter
         out["modules_to_save"] = list(lora["modules_to_save"])
-    if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS:
+    if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS or unsloth_fused_lora(lora, framework):
         out["adapter_dtype"] = "bf16"
     if lora.get("expert_adapters"):  # prime-rl's unmerged grouped expert adapters where the entry's note cites them
         out["expert_adapters"] = lora["expert_adapters"]
@@ -1869,6 +1888,8 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
+        if unsloth_fused_lora(e.get("lora"), e.get("framework", "")):
+            notes.append(UNSLOTH_FUSED_LORA)
         if e["framework"] == "prime-rl" and scope == "lora" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
             card["lora"]["call_syncs"], note = prime_rl_lora_call_syncs(e, gpu)
             notes.append(note)

@@ -114,3 +114,27 @@ def test_full_rows_card_is_the_scripts_ddp_run(row_id: str) -> None:
     assert card["attention"] == "flash"
     assert card["attention_kernel"] == ("fa2" if e["gpu"] == "l40s" else "fa3")
     assert card["model"]["config"]["tie_word_embeddings"] is True
+
+
+@pytest.mark.parametrize("row_id", UNSLOTH)
+def test_unsloth_fused_lora_runs_its_adapter_gemms_in_bf16(row_id: str) -> None:
+    # unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a unsloth/kernels/utils.py l.1027-1031: matmul_lora
+    # multiplies X @ A.to(dtype) and adds (.) @ B.to(dtype) with out.addmm_; fast_lora.py l.138-145 / l.443-450 / l.614
+    # cast A and B to the activations' dtype in the backwards. Taken with lora_dropout 0 only (llama.py l.3248).
+    e = ROWS[row_id]
+    card, notes = st.map_train(e)
+    assert card["lora"]["adapter_dtype"] == "bf16"
+    assert st.UNSLOTH_FUSED_LORA in notes
+    with_dropout = {**e, "lora": {**e["lora"], "dropout": 0.05}}
+    card_d, notes_d = st.map_train(with_dropout)
+    assert "adapter_dtype" not in card_d["lora"] and st.UNSLOTH_FUSED_LORA not in notes_d
+
+
+def test_unsloth_bf16_adapters_shorten_the_planned_step_on_an_h100() -> None:
+    # fp32 adapters would cost SIMT fp32 GEMMs and activation-sized fp32 casts (compute.inventory's FP32_LORA_* terms)
+    e = ROWS["surogate-bench-2602-unsloth-bf16-qwen3-8b-h100-sxm"]
+    card, _ = st.map_train(e)
+    fp32 = json.loads(json.dumps(card))
+    fp32["lora"].pop("adapter_dtype")
+    bf16_s, fp32_s = st.plan_card(card).step_s, st.plan_card(fp32).step_s
+    assert bf16_s < 0.85 * fp32_s

@@ -317,3 +317,30 @@ def test_fa1_note_states_the_models_head_dim():
                " head dim 64 on compute capability 8.0" in a for a in plan.assumptions)
     fa2 = make_plan(load_card_dict({**card, "attention_kernel": "fa2"}))
     assert any("at head dim 64 on compute capability 8.0" in a for a in fa2.assumptions)
+
+
+def test_consumer_blackwell_runs_flashattention2_at_the_ampere_ada_rates():
+    """sm_120 (RTX 5090, RTX PRO 6000) has no wgmma / tcgen05: FlashAttention-2's mma.sync kernels are its tensor cores'
+    own path, as on sm8x, not Hopper's 0.45 / 0.34 (module docstring, "Consumer Blackwell"). PyTorch SDPA's
+    FlashAttention backend measures 186.73 TFLOP/s, 89.13 % of the RTX 5090's 209.5, bf16 head dim 128 non-causal
+    forward (gau-nernst/learn-cuda 07_attention/README.md @e83c25699bfb7741426f0ab7094d6bacb0871ddc)."""
+    for backward in (False, True):
+        sm120 = attention_efficiency(compute_capability="12.0", seq_len=65536, backward=backward)
+        assert sm120 == pytest.approx(attention_efficiency(compute_capability="8.9", seq_len=65536, backward=backward))
+        assert sm120 > 1.5 * attention_efficiency(compute_capability="9.0", seq_len=65536, backward=backward)
+    measured_forward = 186.73 / 209.5
+    assert attention_efficiency(compute_capability="12.0", seq_len=65536, backward=False) <= measured_forward
+    rtx5090 = default_rates(resolve_gpu("rtx5090"))
+    assert rtx5090.compute_capability == "12.0" and rtx5090.matmul_flops_per_s == pytest.approx(209.5e12)
+
+
+def test_consumer_blackwell_memory_efficient_kernel_keeps_its_unmeasured_base():
+    """Only PyTorch's FlashAttention backend is measured on sm_120; the memory-efficient (CUTLASS) kernel keeps the base it
+    had (``attention_time._MEM_EFFICIENT_BASE``), so its seconds are 0.80 / 0.45 x the flash-rate ones."""
+    from trainfit.compute.attention_time import mem_efficient_attention_seconds
+
+    rtx5090 = default_rates(resolve_gpu("rtx5090"))
+    kept = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=rtx5090, backward=False)
+    ada = default_rates(resolve_gpu("rtx4090"))
+    ada_s = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=ada, backward=False)
+    assert kept * rtx5090.matmul_flops_per_s == pytest.approx(ada_s * ada.matmul_flops_per_s * 0.80 / 0.45)

@@ -12,9 +12,28 @@ arch       forward  backward  source
 =========  =======  ========  ================================================================
 sm80/86/89  0.80     0.62      FlashAttention-2 paper, Fig. 4-5: A100, head dim 128, causal,
                                ~215 TFLOP/s forward and ~170 backward at 8-16k (of the 268 MAMF)
-sm90+       0.45     0.34      FlashAttention-3 paper (Shah et al. 2024), Fig. 1-2: FlashAttention-2
+sm90, 100   0.45     0.34      FlashAttention-3 paper (Shah et al. 2024), Fig. 1-2: FlashAttention-2
                                (what PyTorch SDPA runs) on H100 reaches ~350 / ~270 TFLOP/s of 792
+sm120       0.80     0.62      the sm8x row (below)
 =========  =======  ========  ================================================================
+
+Consumer Blackwell (compute capability 12.x: RTX 5090, RTX PRO 6000) takes the Ampere / Ada rates, not Hopper's.
+FlashAttention-2 falls short on Hopper and datacenter Blackwell because their peak needs wgmma / tcgen05, which its
+Ampere ``mma.sync`` kernels do not use; sm_120 has neither instruction (wgmma is an sm_90a-only, "architecture-
+accelerated" feature that "cannot be run on later generation devices": https://reviews.llvm.org/D155851, quoting the
+PTX ISA, read 2026-12-05; FA4 on sm_120 is "blocked on tcgen05/UMMA absence on consumer Blackwell",
+Dao-AILab/flash-attention pull request #2592, read 2026-12-05), so ``mma.sync`` is
+its tensor cores' own path, as on sm80/86/89, and it has the ~100 KB shared memory per SM of sm86/89 (the same pull
+request), whose kernel configurations the sm8x rates cover. Measured: PyTorch SDPA's FlashAttention backend on an RTX
+5090, bf16, head dim 128, 8 heads, 4,096 queries over 8,192 keys, non-causal forward: 186.73 TFLOP/s at a 400 W limit,
+89.13 % of the 209.5 dense rate (the catalog's, and the card's sustained matmul rate): gau-nernst/learn-cuda
+07_attention/README.md ("`F.sdpa()` (Flash Attention) | 186.73 | 89.13%", "5090 @ 400W") and 07_attention/main.py
+l.30-40, 79, 86-87 (``head_dim = 128``, ``sdpa_kernel([SDPBackend.FLASH_ATTENTION])``, no mask, TFLOP/s from
+``4 * bs * nh * lq * lkv * head_dim``) @e83c25699bfb7741426f0ab7094d6bacb0871ddc (2025-08-17); re-measured on torch
+2.14 at 187.0 (400 W) and 190.58 (600 W, 90.97 %), 07_attention/README.md @19b2a2d35eb0d35977234079608404fdfa9e300a
+("Update 2026/10/03"); read 2026-12-05. That forward sits at or above the sm8x causal 0.80, twice the 0.45 the card
+took before (the Hopper figure, unsourced for sm_120); no sm_120 backward is published, so both phases take the sm8x
+row whole (no constant of sm_120's own). The Surogate Unsloth RTX 5090 rows moved with it (each entry's note).
 
 Known gap, Blackwell (compute capability 10.x) under Transformer Engine: TE >= 2.0 prefers its cuDNN fused attention
 on cc >= 9.0 (``get_attention_backend``, transformer_engine/pytorch/attention.py l.942
@@ -175,7 +194,7 @@ measurement of this kernel, and perhaps a slow bound on its head-dim-128 backwar
 Built only for the Triton of December 2022, it has no Blackwell target: ``kernel_runs_on`` refuses it on compute
 capability 10 and above (and under SDPA, which does not dispatch to it).
 
-Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 table on sm120, no
+Pairs not in the table take the ``auto`` rates (the plan says so): no published FlashAttention-2 backward on sm120, no
 cuDNN table on B200 at head dim 128 read (pull request #2605's cuDNN-vs-FA4 B200 table was read only at head dim 64),
 none for cuDNN on Ampere, none for FlashAttention-1 on Turing (compute capability 7.5: the ``auto`` rates, said
 so). FlashAttention-3 builds for Hopper only (the repository's ``hopper/`` package), FlashAttention-4 for Blackwell
@@ -379,7 +398,7 @@ def window_mask_bytes_per_element(*, dtype_bytes: float) -> float:
 
 WINDOW_MASK_KERNELS = 1
 """The conversion's kernels per masked SDPA call (``where``; torch 2.13)."""
-_EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.45, 0.34)}
+_EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.80, 0.62)}
 BASE_HEAD_DIM = 128
 _HEAD_DIM_64 = {"8": (0.90, 0.90), "9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
 
@@ -659,6 +678,17 @@ def mem_efficient_tile_factor(*, head_dim: float | None, backward: bool) -> floa
     return (2 * k + 3 * n) / (5 * d) if backward else (k + n) / (2 * d)
 
 
+_MEM_EFFICIENT_BASE = {"12": (0.45, 0.34)}
+"""The FlashAttention-2 base ``mem_efficient_attention_seconds`` scales where it is not the architecture's own
+FlashAttention-2 rate. sm_120: the sm8x rate that FlashAttention-2 takes there (module docstring, "Consumer
+Blackwell") is measured on PyTorch's FlashAttention backend only; nothing published times the memory-efficient
+(CUTLASS) kernel on sm_120, so it keeps the base it had before: the Hopper figures, FlashAttention-2 on an H100 in the
+FlashAttention-3 paper (Shah et al. 2024, arXiv:2407.08608, Fig. 1-2; the sm90 row above), not an sm_120 reading of
+this kernel. At the sm8x base the RTX PRO 6000 rows of universal-llm-trainer (batch.padding mask, this kernel) would
+go from -5..-23 % to -29..-38 % (benchmarks/step_times.json), so that kernel does not look as fast there; the next step
+is a measurement."""
+
+
 def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,
                                     head_dim: float | None = None, fp32: bool = False) -> float:
     """Seconds of PyTorch's memory-efficient SDPA kernel whose forward work is ``forward_flops`` (module docstring):
@@ -669,7 +699,8 @@ def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rat
         return 0.0
     work = (forward_flops * (BACKWARD_FLOPS_FACTOR if backward else 1.0)
             * mem_efficient_tile_factor(head_dim=head_dim, backward=backward))
-    fwd, bwd = kernel_rates(kernel="fa2", compute_capability=rates.compute_capability)
+    fwd, bwd = _MEM_EFFICIENT_BASE.get(_major(rates.compute_capability)) or kernel_rates(
+        kernel="fa2", compute_capability=rates.compute_capability)
     eff = (bwd if backward else fwd) * seq_len / (seq_len + SEQ_HALF)
     eff *= fp32_attention_ratio() if fp32 else MEM_EFFICIENT_TO_FA2_RATE
     return work / (rates.matmul_flops_per_s * eff)

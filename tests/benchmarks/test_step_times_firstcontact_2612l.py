@@ -102,5 +102,44 @@ def test_the_card_without_the_evaluation_maps_to_the_recipe() -> None:
     par = card["parallel"]
     assert (par["strategy"], par["fsdp_version"]) == ("fsdp", "fsdp1") and card["hardware"]["nodes"] == 32
     assert card["lora"]["rank"] == 8 and len(card["lora"]["targets"]) == 7 and card["attention"] == "flash"
+    assert par["fsdp_adapter_units"] is True  # transformers 4.40.0 (hf_trainer_wraps_adapters)
     assert card["batch"] == {"micro_batch_size": 8, "seq_len": 2048, "grad_accum": 4}
     assert "for the record, not scored" in e["note"].lower()
+
+
+@pytest.mark.parametrize(("release", "units"), [("4.40.0", True), ("4.39.0", True), ("4.38.2", False), (None, False)])
+def test_hf_trainer_lora_on_fsdp1_has_adapter_units_from_transformers_4_39(release: str | None, units: bool) -> None:
+    """transformers 4.39.0 added Trainer._fsdp_qlora_plugin_updates, which hands a LoRA model on FSDP PEFT's
+    fsdp_auto_wrap_policy (each lora_A / lora_B its own FSDP1 unit; transformers/trainer.py l.4418-4425 in 4.40.0,
+    absent from 4.38.2): the card states parallel.fsdp_adapter_units for the release the entry cites, not otherwise."""
+    e = {**ROWS["dgxc-hf-mistral-7b-lora-h100-8g"]}
+    e.pop("card_cannot_state")
+    if release is None:
+        e.pop("software")
+    else:
+        e["software"] = {**e["software"], "value": {**e["software"]["value"], "transformers": release}}
+    card, notes = st.map_train(e)
+    st.validate(card)
+    assert bool(card["parallel"].get("fsdp_adapter_units")) is units
+    assert any("_fsdp_qlora_plugin_updates" in n for n in notes) is units
+    assert st.hf_trainer_wraps_adapters(e) is units
+
+
+def test_hf_trainer_full_fine_tuning_on_fsdp1_has_no_adapter_units() -> None:
+    """The adapter units are the LoRA linears': an HF Trainer full fine-tuning row on FSDP1 (Liger-Kernel's, transformers
+    4.43.3) keeps none."""
+    liger = next(e for e in st.load_entries(st.TRAIN_DATA) if e["id"] == "liger-hf-llama3-8b-fsdp1-4xa100-b32-hf")
+    assert st.hf_trainer_wraps_adapters(liger)
+    card, _ = st.map_train(liger)
+    assert "fsdp_adapter_units" not in card["parallel"]
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_row_records_the_adapter_unit_figure_after_first_contact(row_id: str) -> None:
+    e = {**ROWS[row_id]}
+    match = re.search(r"the card without it now plans (\d+\.\d\d) s \(was (\d+\.\d\d) s\)", e["checked"])
+    assert match and float(match.group(1)) > float(match.group(2))
+    e.pop("card_cannot_state")
+    (row,) = st.train_rows([e], [])
+    assert row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
+    assert f"plans {match.group(2)} s" in ROWS[row_id]["note"]

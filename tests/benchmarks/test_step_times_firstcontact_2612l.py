@@ -9,11 +9,17 @@ split and a checkpoint save (--evaluation_strategy / --save_strategy epoch): eve
 (8 or 16 sequences x 4 accumulations), yet the 70B step falls from 205 s on 8 GPUs to 86 s on 128-256, the extra time
 shrinking about as 1 / GPUs, as a fixed evaluation spread over more GPUs does.
 
+Three more rows, scored by trainfit: ms-swift's Megatron-SWIFT example headers (modelscope/ms-swift
+examples/megatron/fp8/benchmark.sh, Qwen3-14B on 8 H20 in FP8 blockwise and BF16; examples/megatron/long_text.sh,
+Qwen2.5-7B full SFT on 4 A100 at 32K packed rows). Their packed rows are planned full, the fill not being published.
+
 Read for this file and not used (2026-12-05): AUGMXNT/speed-benchmarking train-bench (its Unsloth logs run unpacked,
 padded Alpaca micro-batches whose lengths are not published; the torchtune and axolotl figures are in W&B only);
 Scicom-AI-Enterprise-Organization/small-ablation's other ablations (W&B charts only); torchtune's docs tutorials
 (progress bars on unnamed GPUs or padded Alpaca batches); the ROCm blogs' LoRA / QLoRA posts (MI250, not in the catalog);
-huggingface/trl example notebooks (models outside the catalog); NVIDIA-NeMo/Automodel and NVIDIA-NeMo/RL guides (no
+huggingface/trl example notebooks (models outside the catalog); ms-swift's other header timings (examples/megatron/
+lora/dense.sh: unpacked Alpaca micro-batches of unpublished length; the MoE, multimodal, DPO and sequence-classification
+scripts: outside these fine-tuning rows); NVIDIA-NeMo/Automodel and NVIDIA-NeMo/RL guides (no
 step times beyond the files already held)."""
 
 from __future__ import annotations
@@ -42,12 +48,25 @@ FIRST_CONTACT = re.compile(
     r" \((\d+\.\d\d) s against (\d+\.\d\d) s\)")
 
 st = load_step_times("trainfit_bench_step_times_firstcontact_2612l")
-ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
+ALL = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
+ROWS = {i: e for i, e in ALL.items() if i.startswith("dgxc-hf-")}
+SWIFT = {i: e for i, e in ALL.items() if i.startswith("msswift-")}
+SWIFT_HEADERS = {
+    # id: (path, commit, header line, the header's figure, s/it)
+    "msswift-2512-h20-qwen3-14b-fp8-blockwise-tp4-8g":
+        ("examples/megatron/fp8/benchmark.sh", "891a9ab3d437858d72860eb2cf7a397b66183c48", 2, "'# FP8: 8 * 58GiB 8s/it'", 8.0),
+    "msswift-2512-h20-qwen3-14b-bf16-tp4-8g":
+        ("examples/megatron/fp8/benchmark.sh", "891a9ab3d437858d72860eb2cf7a397b66183c48", 3, "'# BF16: 8 * 52GiB 13s/it'", 13.0),
+    "msswift-2508-a100-qwen25-7b-full-packed32k-tp4-4g":
+        ("examples/megatron/long_text.sh", "3bbc7fe43e6766561df1bff8295862e67a9c1cd8", 3,
+         "'# GPU Memory: 4 * 50GB, Training Speed 23s/it'", 23.0),
+}
 
 
 def test_file_is_loaded_whole() -> None:
-    assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ROWS, 13, set())
-    assert {e["kind"] for e in ROWS.values()} == {"sft_lora"}
+    assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ALL, 16, set())
+    assert set(ALL) == set(ROWS) | set(SWIFT_HEADERS) and len(ROWS) == 13
+    assert {e["kind"] for e in ROWS.values()} == {"sft_lora"} and {e["kind"] for e in SWIFT.values()} == {"sft_full"}
     assert sorted((e["model"], e["gpus"]) for e in ROWS.values()) == sorted(
         (model, gpus) for model, (_, _, rates, _, _) in TABLES.items() for gpus in rates)
 
@@ -143,3 +162,37 @@ def test_row_records_the_adapter_unit_figure_after_first_contact(row_id: str) ->
     (row,) = st.train_rows([e], [])
     assert row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
     assert f"plans {match.group(2)} s" in ROWS[row_id]["note"]
+
+
+@pytest.mark.parametrize("row_id", sorted(SWIFT_HEADERS))
+def test_swift_row_cites_its_header_and_records_its_first_contact(row_id: str) -> None:
+    """ms-swift's Megatron-SWIFT example scripts: the header comment gives GPUs, memory and the progress bar's s/it (one
+    optimizer step); the note records the first-contact error, and the harness still gives it (no model change since)."""
+    e = SWIFT[row_id]
+    path, commit, line, header, s_per_it = SWIFT_HEADERS[row_id]
+    src = e["source"]
+    assert (src["repo"], src["path"], src["commit"], src["line"]) == ("modelscope/ms-swift", path, commit, line)
+    assert header in e["quote"] and e["measured"] == {**e["measured"], "metric": "step_s", "value": s_per_it}
+    assert e["note"].startswith("FIRST CONTACT (scored 2026-12-05 before any model change for them)")
+    match = re.search(r"First-contact error: trainfit ([+-]\d+\.\d) % \((\d+\.\d+) s planned vs (\d+\.\d+) s published", e["note"])
+    assert match and float(match.group(3)) == s_per_it
+    (row,) = st.train_rows([e], [])
+    assert row.status == "mapped" and row.trainfit_s == pytest.approx(float(match.group(2)), abs=0.0006)
+
+
+@pytest.mark.parametrize("row_id", sorted(SWIFT_HEADERS))
+def test_swift_card_is_the_script(row_id: str) -> None:
+    """TP 4 with sequence parallel under the distributed optimizer (planned as ZeRO-1 over the data-parallel ranks), one
+    packed row a micro-batch, the global batch over DP micro-batches; FP8 blockwise only on the FP8 run."""
+    e = SWIFT[row_id]
+    card, _ = st.map_train(e)
+    st.validate(card)
+    par, b = card["parallel"], card["batch"]
+    assert (par["strategy"], par["tensor_parallel"], par["sequence_parallel"]) == ("zero1", 4, True)
+    dp = e["gpus"] // 4
+    assert b["micro_batch_size"] == 1 and b["grad_accum"] * dp == e["batch"]["global_batch_size"]
+    assert b["seq_len"] == (32768 if "32k" in row_id else 8192) and card["attention"] == "flash"
+    fp8 = "-fp8-" in row_id
+    assert (card["precision"].get("compute") == "fp8") is fp8
+    assert (card["precision"].get("fp8_recipe") == "blockwise") is fp8
+    assert (card["precision"].get("optimizer_states") == "bf16") is ("h20" in row_id)

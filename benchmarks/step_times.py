@@ -226,9 +226,36 @@ def fms_framework_config(e: dict[str, Any]) -> str | None:
     return cells[3] if len(cells) > 3 else None
 
 
+HF_TRAINER_ADAPTER_UNITS_SINCE = (4, 39, 0)
+"""The transformers release from which the HF Trainer hands a LoRA model on FSDP PEFT's fsdp_auto_wrap_policy:
+Trainer._fsdp_qlora_plugin_updates sets ``fsdp_plugin.auto_wrap_policy = fsdp_auto_wrap_policy(self.model)`` when the
+active PEFT config is a LoraConfig, before accelerator.prepare (transformers/trainer.py l.4310-4317 in the 4.39.0
+wheel, l.4418-4425 and the call at l.2001 in 4.40.0; absent from 4.38.2; the wheels on PyPI, read 2026-12-05)."""
+HF_TRAINER_ADAPTER_UNITS = (
+    "the HF Trainer (transformers >= 4.39.0, Trainer._fsdp_qlora_plugin_updates) sets PEFT's fsdp_auto_wrap_policy for"
+    " a LoRA model on FSDP, whose lambda policy wraps every leaf module with a trainable weight, so each lora_A /"
+    " lora_B linear is its own unit (peft/utils/other.py l.379-418 in the peft 0.10.0 wheel)")
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """'4.40.0' -> (4, 40, 0): the leading numeric fields of a release string."""
+    return tuple(int(part) for part in re.findall(r"\d+", text)[:3])
+
+
+def hf_trainer_wraps_adapters(e: dict[str, Any]) -> bool:
+    """Whether the entry's HF Trainer release (``software.value.transformers``, stated and cited by the entry) wraps a
+    LoRA model's adapters as FSDP units of their own (``HF_TRAINER_ADAPTER_UNITS_SINCE``); False when not stated."""
+    release = ((e.get("software") or {}).get("value") or {}).get("transformers")
+    return e["framework"] == "hf-trainer" and bool(release) and _release(release) >= HF_TRAINER_ADAPTER_UNITS_SINCE
+
+
 def adapter_units_of(e: dict[str, Any], *, scope: str, version: str | None) -> tuple[bool, str | None]:
     """Whether the card states ``parallel.fsdp_adapter_units`` (PEFT adapters as FSDP1 units), with its note."""
-    if version != "fsdp1" or scope not in ("lora", "qlora") or e["framework"] not in FSDP1_ADAPTER_UNIT_FRAMEWORKS:
+    if version != "fsdp1" or scope not in ("lora", "qlora"):
+        return False, None
+    if hf_trainer_wraps_adapters(e):
+        return True, f"parallel.fsdp_adapter_units: {HF_TRAINER_ADAPTER_UNITS}"
+    if e["framework"] not in FSDP1_ADAPTER_UNIT_FRAMEWORKS:
         return False, None
     if scope == "qlora" and "foak" in (fms_framework_config(e) or ""):
         return False, FMS_ADAPTERS_OUTSIDE_FSDP

@@ -1,0 +1,111 @@
+"""benchmarks/step_times.py, the out-of-sample RL rows of published_rl_times_firstcontact_2612g.json: verl GPG runs of
+Qwen2-7B-Instruct on one node of 8 A100-class GPUs, the two logs verl's docs/algo/baseline.md links for its GPG rows
+(diqiuzhuanzhuan/verldata run_logs/qwen2-7b_math.log, FSDP, GSM8K + MATH; run_logs/qwen2-7b_math_megatron.log, Megatron
+TP 2 x PP 2, GSM8K). GPG changes the advantage and the loss, not the passes: the cards are verl GRPO cards without a
+reference. The FSDP log gives two rows, an early step of short responses and a late one whose responses reach the cap
+on half the samples. Every row cites its log at a commit and quotes its step line, its step is the step timer of a step
+that neither validated nor saved, and its note records the first-contact error.
+
+Read for this file and not used (2026-12-05): NVIDIA/dgxc-benchmarking's RL-free recipes (see the 2612l file); the verl
+issues #3277 and #2060 (configs without the GPU or without the timers in the readable text); the verl-project/verl
+docs' other tables (scores only: docs/algo/entropy.md, docs/algo/ppo.md); the char_count and ReTool tutorial logs
+found with verl timers (toy models on unnamed GPUs)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import assert_file_loaded_whole, load_step_times
+
+import trainfit
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_rl_times_firstcontact_2612g.json"
+COMMIT = "42e31cd07ea08b66e709a74e9aed2bd740589c34"
+RUNS = {
+    # id: (log, step, timing_s/gen, old_log_prob, update_actor, reward, adv, step timer), as the step line prints them
+    "gpg-verldata-qwen2-7b-gsm8k-math-fsdp-a100-8g-step2":
+        ("run_logs/qwen2-7b_math.log", 2, 69.534, 32.910, 134.132, 1.184, 0.179, 238.206),
+    "gpg-verldata-qwen2-7b-gsm8k-math-fsdp-a100-8g-step209":
+        ("run_logs/qwen2-7b_math.log", 209, 139.032, 52.427, 199.417, 2.087, 0.222, 393.436),
+    "gpg-verldata-qwen2-7b-gsm8k-megatron-tp2pp2-a100-8g-step2":
+        ("run_logs/qwen2-7b_math_megatron.log", 2, 50.878, 53.377, 112.319, 1.248, 0.182, 218.277),
+}
+FIRST_CONTACT = re.compile(
+    r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"
+    r" [0-9a-f]{8}\): step [+-]\d+\.\d % \((\d+\.\d\d) s planned against (\d+\.\d\d) s\); generation [+-]\d+\.\d %.*;"
+    r" log-prob pass \(old policy; no reference\) [+-]\d+\.\d %.*; actor update [+-]\d+\.\d %.*; the 6N rule"
+    r" [+-]\d+\.\d % on the step")
+
+st = load_step_times("trainfit_bench_step_times_firstcontact_rl_2612g")
+ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
+
+
+def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
+    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, 3, set(RUNS))
+
+
+@pytest.mark.parametrize("row_id", sorted(RUNS))
+def test_row_cites_its_log_and_its_figures_are_the_step_line(row_id: str) -> None:
+    e = ROWS[row_id]
+    log, step, gen, old, update, reward, adv, total = RUNS[row_id]
+    src = e["source"]
+    assert (src["repo"], src["path"], src["commit"], src["read"]) == ("diqiuzhuanzhuan/verldata", log, COMMIT, "2026-12-05")
+    assert f"step:{step} - " in e["quote"] and f"the step:{step} metric line" in src["section"]
+    for key, value in (("gen", gen), ("old_log_prob", old), ("update_actor", update), ("step", total)):
+        assert f"timing_s/{key}:{value:.3f}" in e["quote"]
+    ph = e["measured"]["phases_s"]
+    assert (ph["generation"], ph["old_logprob"], ph["actor_update"], ph["reward"], ph["other"]) == (gen, old, update, reward, adv)
+    assert ph["ref_logprob"] is None and e["measured"]["step_s"] == total
+    # a step that neither validated nor saved: the step timer is its phases (the timers the trainer nests in it)
+    assert total == pytest.approx(gen + old + update + reward + adv, abs=0.3)
+    assert "use_kl_loss=False" in e["quote"] and "algorithm.use_kl_in_reward=False" in e["quote"]
+    assert f"response_length/mean:{e['data']['response_len_mean']:.3f}" in e["quote"]
+    assert f"prompt_length/mean:{e['data']['prompt_len_mean']:.3f}" in e["quote"]
+
+
+@pytest.mark.parametrize("row_id", sorted(RUNS))
+def test_row_records_its_first_contact_and_the_harness_still_gives_it(row_id: str) -> None:
+    e = ROWS[row_id]
+    match = FIRST_CONTACT.search(e["note"])
+    assert e["note"].count("FIRST CONTACT") == 1 and match
+    assert float(match.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)
+    step_row = next(r for r in st.rl_rows([e], []) if r.quantity == "step")
+    assert step_row.status == "mapped" and step_row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
+
+
+@pytest.mark.parametrize("row_id", sorted(RUNS))
+def test_row_maps_to_a_verl_grpo_card_without_a_reference(row_id: str) -> None:
+    e = ROWS[row_id]
+    card, notes = st.map_rl(e)
+    st.validate(card)
+    ro = card["rollout"]
+    assert card["preset"] == "verl" and card["method"] == "grpo" and card["roles"]["kl_coef"] == 0.0
+    assert any("no reference pass" in n for n in notes)
+    assert (ro["prompts_per_step"], ro["num_generations"], ro["mini_batches"], ro["tensor_parallel"]) == (1024, 5, 4, 2)
+    assert ro["placement"] == "colocate" and ro["cuda_graphs"] is False and ro["vllm_engine"] == "v1"
+    assert card["hardware"] == {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 1}
+    if "megatron" in row_id:
+        par = card["parallel"]
+        assert (par["tensor_parallel"], par["pipeline_parallel"], par["sequence_parallel"]) == (2, 2, True)
+        assert card["batch"]["micro_batch_size"] == 4
+    else:
+        assert (card["parallel"]["strategy"], card["parallel"]["fsdp_version"]) == ("fsdp", "fsdp1")
+        assert card["batch"]["micro_batch_size"] == 16 and card["parallel"]["offload"] == "none"
+
+
+def test_the_gpu_class_is_the_one_verls_logged_mfu_implies() -> None:
+    """verl's perf/mfu/actor = FLOPs (6 x its parameter count a token, embeddings and lm_head included, plus 12 x the
+    sum of squared lengths x head_dim x heads x layers) / (update time x GPUs x get_device_flops()); at step 2 of the
+    FSDP run the logged 0.269 needs a device of about 312 TFLOP/s (A100 / A800), not 989 (H100) or 148 (H20)."""
+    h, i, layers, heads, kv, hd, vocab = 3584, 18944, 28, 28, 4, 128, 152064
+    dense = (3 * h * i + h * (2 * heads * hd + 2 * kv * hd)) * layers + 2 * vocab * h
+    tokens, update_s, sequences = 1939128, 134.132, 5120
+    mean_len = tokens / sequences
+    flops = 6 * dense * tokens + 12 * sequences * mean_len**2 * hd * heads * layers  # the squared sum at its floor
+    peak = flops / (update_s * 8) / 0.269
+    assert 290e12 < peak < 330e12
+    assert "perf/mfu/actor:0.269" in ROWS["gpg-verldata-qwen2-7b-gsm8k-math-fsdp-a100-8g-step2"]["quote"]

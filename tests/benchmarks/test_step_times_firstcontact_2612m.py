@@ -113,3 +113,5 @@ def test_llamafactory_card_is_the_readme_examples_run() -> None:
     assert card["attention"] == "sdpa" and card["hardware"]["gpu"] == "rtx5090"
     assert card["precision"]["optimizer_impl"] == "foreach"
     assert card["batch"]["micro_batch_size"] == 1 and card["batch"]["grad_accum"] == 8
+    # fp32-stored adapters whose matmuls the Trainer's bf16 autocast runs in bf16 (BF16_ADAPTER_FRAMEWORKS)
+    assert card["lora"]["adapter_dtype"] == "bf16" and "BF16_ADAPTER_FRAMEWORKS" in e["note"]

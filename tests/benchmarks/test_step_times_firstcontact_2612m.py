@@ -17,6 +17,13 @@ Threads read for this file and not recorded (what the next engineer should not r
   says packing false, recompute_num_layers 4 and global batch 8: the card would be a guess.
 * hiyouga/LlamaFactory#9105 (RTX 5090 3.17 s/it), #4365, #7681, #1556 (the last one's train_runtime includes eval and
   checkpoint saves), h2oai/h2ogpt#128 (first step only), h2oai/h2ogpt#86 (LLM.int8 base, not a card precision).
+* alibaba/Pai-Megatron-Patch#643 (Qwen3-30B-A3B on 16 H800, TP 1 / PP 2 / EP 8 at 10.361 s, PP 4 / EP 4 at 20.992 s,
+  8192 tokens, expert capacity 1.0): the author's script is the repository's Qwen3 example "after tuning" with changes
+  not shown, SFT or pretraining not stated, the inter-node network not stated.
+* modelscope/ms-swift#132 (a maintainer's "about 10 s/it" on an A100 for qwen_7b_chat_int4/sft.sh): approximate, and
+  the dataset's sample lengths under max_length 2000 are not given; unslothai/unsloth#1169 (9 s/it): the GPU, model and
+  lengths are not in the thread's text, and the run is the gradient-accumulation fix's custom trainer under a bug;
+  meta-llama/llama-cookbook#206 and #642: the command and GPU are not in the text read.
 """
 
 from __future__ import annotations

@@ -278,7 +278,11 @@ What is left is a step-independent excess of about 57 s in the update and 11 s i
 of one run cannot tell per micro-batch (1.4 s, 0.27 s) from per call or per optimizer step. verl's code at the
 run's tree does not name it; a profiled step would. This FSDP constant and the Megatron rows' 90-150 ms per
 micro-batch ((2) above) share only verl's trainer and the worker wrappers, and the wrappers' share is bounded above
-(under 1 s a call). No common per-micro-batch mechanism is in verl's own code, so no term is added.
+(under 1 s a call). No common per-micro-batch mechanism is in verl's own code, so no term is added. A lead left
+open: the same step lines log ``perf/max_memory_reserved_gb`` 99.2 and 113.6, more than an 80 GB card holds. That
+count therefore includes memory that is not resident at once (the colocated engine's sleeping pool is the likely
+share). Whether the FSDP passes ran at the card's limit, where every caching-allocator retry frees the cache after a
+device sync, is not logged (``num_alloc_retries`` is not among the metrics).
 
 Pure: no torch.
 """

@@ -278,7 +278,11 @@ What is left is a step-independent excess of about 57 s in the update and 11 s i
 of one run cannot tell per micro-batch (1.4 s, 0.27 s) from per call or per optimizer step. verl's code at the
 run's tree does not name it; a profiled step would. This FSDP constant and the Megatron rows' 90-150 ms per
 micro-batch ((2) above) share only verl's trainer and the worker wrappers, and the wrappers' share is bounded above
-(under 1 s a call). No common per-micro-batch mechanism is in verl's own code, so no term is added. A lead left
+(under 1 s a call). No common per-micro-batch mechanism is in verl's own code, so no term is added. Nor does the
+benchmark show one constant across the verl FSDP updates with fixed micro-batches: their miss over the plan is 0.02 s
+a micro-batch on play-verl's Qwen2.5-0.5B PPO run (H100, 64 a rank), 0.17 s on verl issue 1208's 0.5B GRPO run
+(GH200, 32), 0.35 s on verl PR 5596's Qwen3-8B (GB200, 40) and 1.0-1.2 s on the GPG Qwen2-7B steps (A100, 40). A
+charge fitted to one of these would over-plan the others. A lead left
 open: the same step lines log ``perf/max_memory_reserved_gb`` 99.2 and 113.6, more than an 80 GB card holds. That
 count therefore includes memory that is not resident at once (the colocated engine's sleeping pool is the likely
 share). Whether the FSDP passes ran at the card's limit, where every caching-allocator retry frees the cache after a

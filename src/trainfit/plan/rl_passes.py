@@ -235,6 +235,59 @@ is it a wait between data-parallel ranks: row 3 has none and shows the largest c
 micro-batch at TP 4 and TP 2 is what would name it.
 So the constant stays unexplained in the cited code; no per-micro-batch charge is made.
 
+verl's FSDP update and old-policy pass against the GPG Qwen2-7B rows, checked 2026-12-05: no model change (null
+result). The FSDP run's two steps (benchmarks/data/published_rl_times_firstcontact_2612g.json: 8 A100-class GPUs, in
+both passes and at both steps 40 fixed micro-batches of 16 sequences a rank) split each timer into a part that grows
+with the step's tokens and one that does not. The old-policy pass grows 9.65 s a million tokens, the plan 9.70 (within
+0.5 %), and sits 10.8 s and 10.7 s over the plan at the two steps. The update grows 32.3 s a million, the plan 36.4,
+and extrapolates to 71.5 s at zero tokens against the plan's 14.4. Where that time is: verl's ``perf/mfu/actor`` is
+its FlopsCounter over ``update_policy``'s own ``Timer`` (volcengine/verl verl/workers/fsdp_workers.py l.612-617
+@d815db5ad87ba2b11f20ba3a4a040ad31cadbfbd, the last commit before the run; the Qwen2 count at
+verl/utils/flops_counter.py l.84-115). At 312e12 (A100 / A800), the logged 0.269 and 0.374 put ``update_policy`` at
+133.3-134.6 s of the 134.13 s timer and at 197.8-201.8 s of 199.42 s (the squared-length sum between its floor and a
+length cv of 1). So the worker wrapper and the batch's Ray transfer (planned 0.81 s) hold under about 1 s, and the
+constant is inside ``update_policy``. Read there, at that commit, with the run's launch command; each item is real
+and none is of that size:
+(1) Entropy. The launch sets ``actor.entropy_coeff=0``, so the update's ``calculate_entropy`` is False
+(verl/workers/actor/dp_actor.py l.397-400). The old-policy pass takes the compiled entropy (fsdp_workers.py l.701;
+``torch.compile(..., dynamic=True)``, dp_actor.py l.75-79) over tokens x vocabulary. That work grows with the tokens,
+lands in the slope that the plan matches, and is counted (``compute.inventory``).
+(2) Micro-batch counts. ``use_dynamic_bsz`` is false and ``mini_batch.split(16)`` (l.366-368) gives 1,280 sequences
+a mini-batch / 8 ranks / 16 = 10 micro-batches, 4 mini-batches, 40 a rank. The log-prob pass's ``batch.split(16)``
+(l.301) gives 40. Both as planned.
+(3) Host syncs: four ``.item()`` after each backward (l.439-445), ``unpad_input``'s (l.104), the norm's
+``isfinite`` once an optimizer step (l.255). Each is under 0.5 ms (the 2026-12-04 paragraph above), under 0.1 s an
+update.
+(4) Optimizer steps: 4 an update. ``_optimizer_step`` (l.244-260) runs FSDP1 ``clip_grad_norm_`` (a scalar
+all-reduce) and AdamW (foreach) on the fp32 shard. Planned at 0.24 s in all; 57 s would be 14 s a step.
+(5) The wrappers, each once a call, none per micro-batch. ``update_actor`` moves the batch to the CPU (l.601),
+offloads nothing (``param_offload`` / ``optimizer_offload`` False in the launch command) and times
+``update_policy`` alone (l.612-614). ``compute_log_prob`` moves the rank's batch to the GPU once (l.691), the output
+back once (l.708) and reshards the FSDP1 root once (l.712-713). The Ulysses sharding manager does nothing at sp 1
+(verl/workers/sharding_manager/fsdp_ulysses.py l.37-47). ``GPUMemoryLogger`` reads the allocator's counters
+before and after each call (verl/utils/debug/performance.py l.29-95).
+(6) FSDP1's collectives: the one per-micro-batch cost that does not grow with the tokens (the bf16 gathers and the
+fp32 reduce-scatter every micro-batch; verl runs no ``no_sync``). At the catalog's A100 NVLink the plan exposes
+4.04 s of them in the update. Planned over PCIe with peer-to-peer (``hardware.interconnect: pcie``), the update's
+exposed share becomes 13.62 s (+9.6 s at both steps). The old-policy pass gains 4.2 s at step 2 but 0.7 s at step
+209, where the longer compute hides it; the published excess is the same at both steps. Without peer-to-peer the
+update plans 259 and 262 s (published 134 and 199). No link rate gives a step-independent 57 s and 11 s.
+(7) The ranks' length spread over one 16-sequence micro-batch (``fixed_update_micro_batches``): planned 16.8 s and
+25.9 s. It grows with the tokens; the published excess does not.
+What is left is a step-independent excess of about 57 s in the update and 11 s in the old-policy pass. Two steps
+of one run cannot tell per micro-batch (1.4 s, 0.27 s) from per call or per optimizer step. verl's code at the
+run's tree does not name it; a profiled step would. This FSDP constant and the Megatron rows' 90-150 ms per
+micro-batch ((2) above) share only verl's trainer and the worker wrappers, and the wrappers' share is bounded above
+(under 1 s a call). No common per-micro-batch mechanism is in verl's own code, so no term is added. Nor does the
+benchmark show one constant across the verl FSDP updates with fixed micro-batches: their miss over the plan is 0.02 s
+a micro-batch on play-verl's Qwen2.5-0.5B PPO run (H100, 64 a rank), 0.17 s on verl issue 1208's 0.5B GRPO run
+(GH200, 32), 0.35 s on verl PR 5596's Qwen3-8B (GB200, 40) and 1.0-1.2 s on the GPG Qwen2-7B steps (A100, 40). A
+charge fitted to one of these would over-plan the others. A lead left
+open: the same step lines log ``perf/max_memory_reserved_gb`` 99.2 and 113.6, more than an 80 GB card holds. That
+count therefore includes memory that is not resident at once (the colocated engine's sleeping pool is the likely
+share). Whether the FSDP passes ran at the card's limit, where every caching-allocator retry frees the cache after a
+device sync, is not logged (``num_alloc_retries`` is not among the metrics).
+
 Pure: no torch.
 """
 

@@ -905,10 +905,10 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
     ``CPUOffloadPolicy``), every GPU of its node copying at once (``plan.rl_offload.host_copy_rates``;
     ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for any other layout, which is the one
     guard of that term."""
-    from trainfit.plan.rl_offload import host_copy_rates
-
     if not (card.parallel.fsdp2 and torch_fsdp_cpu_offload(card)):
         return None
+    from trainfit.plan.rl_offload import host_copy_rates  # the RL offload modules: imported only where the term is
+
     _, pageable, fresh = host_copy_rates(card, rates, gpu_of(card), gpus_per_node=gpus_per_node)
     return pageable, fresh
 

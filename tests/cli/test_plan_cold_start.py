@@ -160,3 +160,61 @@ def test_shared_layer_ops_give_the_sequence_of_one_build_per_layer(monkeypatch, 
     # the layer generators ran once per distinct layer shared, once per layer apart
     assert shared is not None and len(set(per_layer)) == distinct
     assert shared_calls == distinct and len(calls) == len(per_layer)
+
+
+def test_a_planning_command_runs_with_fewer_collections_and_puts_the_thresholds_back(monkeypatch, capsys):
+    """``trainfit.cli.main.PLANNING_GC_THRESHOLDS`` (mypy's values, mypy/build.py l.480 @8b3e7d8b) hold while `plan`
+    and `size` run and are put back when ``main`` returns; any other command runs at the thresholds it found."""
+    import gc
+
+    from trainfit.cli import main as cli_main
+
+    seen: list[tuple[str, tuple[int, ...]]] = []
+    real = cli_main._main
+
+    def spy(args):
+        seen.append((args[0], gc.get_threshold()))
+        return real(args)
+
+    monkeypatch.setattr(cli_main, "_main", spy)
+    before = gc.get_threshold()
+    assert before != cli_main.PLANNING_GC_THRESHOLDS
+    assert cli_main.main(["plan", "--json"]) == 0
+    assert cli_main.main(["size", "Qwen/Qwen3-8B", "--json"]) == 0
+    assert cli_main.main(["gpus"]) == 0
+    capsys.readouterr()
+    assert seen == [("plan", cli_main.PLANNING_GC_THRESHOLDS), ("size", cli_main.PLANNING_GC_THRESHOLDS),
+                    ("gpus", before)]
+    assert gc.get_threshold() == before
+
+
+def test_a_plan_not_printed_to_a_terminal_skips_the_highlighter_and_prints_the_same_text(monkeypatch, capsys):
+    """Written to a pipe or a file rich prints no style, so ``plan_cmd`` turns its highlighter off (the regular
+    expressions that colour numbers and paths): the text is the same as with it, and a terminal still gets colour."""
+    from rich import console as rich_console
+    from rich.highlighter import ReprHighlighter
+
+    from trainfit.cli.main import main
+
+    calls = []
+    real = ReprHighlighter.highlight
+    monkeypatch.setattr(ReprHighlighter, "highlight", lambda self, text: calls.append(1) or real(self, text))
+    assert main(["plan"]) == 0
+    piped = capsys.readouterr().out
+    assert calls == []
+
+    plain = rich_console.Console
+
+    class _Highlighting(plain):  # the console as before: the highlighter on, whatever the output
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("highlight", None)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(rich_console, "Console", _Highlighting)
+    assert main(["plan"]) == 0
+    assert capsys.readouterr().out == piped and calls
+    calls.clear()
+    monkeypatch.setattr(rich_console, "Console", plain)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal: the numbers are coloured as before
+    assert main(["plan"]) == 0
+    assert calls and "\x1b[" in capsys.readouterr().out

@@ -157,7 +157,11 @@ def read_text_bounded(path: PathLike, *, limit_bytes: int, what: str, error: typ
     * nothing read from a named pipe (its writer never came: ``read_bytes_bounded`` does not wait for one):
       ``{what}: the named pipe '{path}' gave nothing to read (no writer); {give}``;
     * with ``strict_utf8``, bytes that are not UTF-8: ``{what}: '{path}' is not UTF-8 text (byte {n}); {give}``;
-      without it they are decoded with U+FFFD in their place."""
+      without it they are decoded with U+FFFD in their place.
+
+    Calibrate's inputs and ``diagnose --log`` read through this. ``spec.safe_yaml.read_text_limited`` (cards, configs,
+    ``--audit``) and ``calibration.file.load_calibration`` do not: they refuse a named pipe and the null device, which
+    these two read, and word their refusals otherwise (a folder "is a directory; give a file", unshortened paths)."""
     shown = _short(str(path))
     reason = lookup_error(path)
     if reason is not None:

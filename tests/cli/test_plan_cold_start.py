@@ -218,3 +218,38 @@ def test_a_plan_not_printed_to_a_terminal_skips_the_highlighter_and_prints_the_s
     monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal: the numbers are coloured as before
     assert main(["plan"]) == 0
     assert calls and "\x1b[" in capsys.readouterr().out
+
+
+def test_the_process_command_line_freezes_the_heap_before_its_exit_and_prints_the_same(monkeypatch, capsys):
+    """``main()`` on the process's own argv (the `trainfit` script) moves the live objects to the collector's
+    permanent generation as it returns, so the exit's collections skip them (``trainfit.cli.main``, gc.freeze); an
+    in-process call with its own argv, and a command that is not a plan, leave the collector as it was. The printed
+    plan and the exit code of a real process are the in-process ones."""
+    import gc
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from trainfit.cli.main import main
+
+    assert gc.get_freeze_count() == 0
+    try:
+        assert main(["plan", "--json"]) == 0
+        in_process = capsys.readouterr().out
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(sys, "argv", ["trainfit", "gpus"])
+        assert main() == 0
+        assert gc.get_freeze_count() == 0
+        monkeypatch.setattr(sys, "argv", ["trainfit", "plan", "--json"])
+        assert main() == 0
+        assert gc.get_freeze_count() > 0 and capsys.readouterr().out.count("\n") > 1
+    finally:
+        gc.unfreeze()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    run = subprocess.run([sys.executable, "-m", "trainfit", "plan", "--json"], capture_output=True, text=True, env=env)
+    assert run.returncode == 0 and run.stderr == ""
+    assert json.loads(run.stdout) == json.loads(in_process)
+    text = subprocess.run([sys.executable, "-m", "trainfit", "plan"], capture_output=True, text=True, env=env)
+    assert main(["plan"]) == 0
+    assert (text.returncode, text.stdout, text.stderr) == (0, capsys.readouterr().out, "")

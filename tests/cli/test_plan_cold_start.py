@@ -233,8 +233,8 @@ def test_the_process_command_line_freezes_the_heap_before_its_exit_and_prints_th
 
     from trainfit.cli.main import main
 
-    code = ("import contextlib, gc, io, json, sys\nfrom trainfit.cli.main import main\ncounts = [gc.get_freeze_count()]\n"
-            "with contextlib.redirect_stdout(io.StringIO()):\n"
+    code = ("import contextlib, gc, io, json, sys\nfrom trainfit.cli.main import main\n"
+            "counts = [gc.get_freeze_count()]\nwith contextlib.redirect_stdout(io.StringIO()):\n"
             "    for argv in (['plan', '--json'], None, None):\n"
             "        if argv is None:\n"
             "            sys.argv = ['trainfit', 'gpus'] if len(counts) == 2 else ['trainfit', 'plan', '--json']\n"

@@ -1352,13 +1352,13 @@ def zero3_reuse_walk_note(card: RunCard, spec: ModelSpec) -> str | None:
     rank's model (ZeRO-3 gathers it whole); ``stage3_max_reuse_distance`` resolved as the memory plan reads it
     (``plan.terms.zero_config_of``). None for every other strategy."""
     from trainfit.compute.training import zero3_hooked_modules
-    from trainfit.compute.zero3_trace import reuse_walk_seconds, trace_entries
     from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
     from trainfit.plan.terms import zero_config_of
 
     par = card.parallel
     if par.strategy.value != "zero3" or not _deepspeed_zero(card):
         return None
+    from trainfit.compute.zero3_trace import reuse_walk_seconds, trace_entries  # ZeRO-3 cards only
     modules = zero3_hooked_modules(spec, expert_loop=par.moe_experts.is_loop, leaf=par.moe_zero3_leaf)
     recompute = par.gradient_checkpointing
     walk_s = reuse_walk_seconds(hooked_modules=modules, recompute=recompute, params=total_params(spec),

@@ -17,6 +17,22 @@ build the card's pydantic models, and about 290M (by CPU-time share) generate an
 allocations (``memory.stream_pools``). Without bytecode (``pip install -e .`` compiles none of trainfit's
 sources: the first run after it does) the same run is 2,835M; ``python -m compileall -q src/trainfit`` once after
 the install (about 0.9 s) writes the bytecode, and Python reads it even under PYTHONDONTWRITEBYTECODE.
+
+Read again on 2026-12-05 (``python -m trainfit``, bytecode cached, the default card's JSON kept), before -> after
+that day's cold-start changes: the text `trainfit plan` 1,971.8M -> 1,754.8M (-11.0 %), `plan --json` 1,750.8M ->
+1,582.0M (-9.6 %), `size Qwen/Qwen3.5-27B` 1,460.9M -> 1,331.1M (-8.9 %). What they were, in instructions of the
+text plan: the cyclic collector at mypy's thresholds while a plan or size runs (-4.9 %) and the heap frozen before
+the exit's two full collections (-4.2 %; both ``trainfit.cli.main``); the RL planner, bitsandbytes' version parser
+and difflib imported only by the cards that reach them (329 -> 318 modules after `plan --json`); no rich highlighter
+where the output is not a terminal (its styles print nothing there; 20 -> 14 ms of rendering). What is left, read by
+runs that stop after each stage (before the changes): the interpreter 40M, pydantic and its plugin discovery 426M,
+the CLI's modules and the card's pydantic models 316M, the planner's modules 493M, the rest (the first plan, its
+FSDP2 allocation replay about 29 ms of it, rich and the table) about 700M. Leads not taken, each under 1 %: the
+function-local import of ``compute.te_host``, ``compute.float8_all_gather`` and ``compute.offload`` in
+``compute.training`` (one dataclass each, no function of theirs called by the default card, but used in ten places);
+the regular expressions compiled at import and unused by the default plan (``spec.card`` ``_UPPER_BOUND_PIN`` and
+``_RELEASE_PIN``, ``compute.cost``'s three, ``calibration.file._CAPABILITY``: about 1.6 ms together on a loaded
+machine); a faster ``CachingAllocator`` (the replay is about 1 us per event, already inlined).
 """
 
 from __future__ import annotations

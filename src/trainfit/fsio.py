@@ -143,6 +143,50 @@ def read_bytes_bounded(path: PathLike, *, limit_bytes: int) -> bytes:
         os.close(fd)
 
 
+def read_text_bounded(path: PathLike, *, limit_bytes: int, what: str, error: type[Exception], give: str,
+                      too_large_give: str, strict_utf8: bool, name_missing: bool = False) -> str:
+    """The text of a user's input file read once from start to end, at most ``limit_bytes`` bytes; else ``error``
+    raised with one line. ``path`` is shortened in each message (``_short``). In this order:
+
+    * the OS cannot look it up (``lookup_error``): ``{what}: cannot read '{path}' ({reason})``;
+    * a device other than the null device and ``/dev/stdin``, or a socket (``read_once_refusal``; a named pipe
+      such as the shell's ``<(...)`` is read): ``{what}: '{path}' is {kind}, not a file; {give}``;
+    * missing, with ``name_missing``: ``{what}: no such file '{path}'``;
+    * any other read error (a directory: "Is a directory"): ``{what}: cannot read '{path}' ({strerror})``;
+    * more than ``limit_bytes``: ``{what}: '{path}' is larger than {limit_bytes // 2**20} MiB; {too_large_give}``;
+    * nothing read from a named pipe (its writer never came: ``read_bytes_bounded`` does not wait for one):
+      ``{what}: the named pipe '{path}' gave nothing to read (no writer); {give}``;
+    * with ``strict_utf8``, bytes that are not UTF-8: ``{what}: '{path}' is not UTF-8 text (byte {n}); {give}``;
+      without it they are decoded with U+FFFD in their place.
+
+    Calibrate's inputs and ``diagnose --log`` read through this. ``spec.safe_yaml.read_text_limited`` (cards, configs,
+    ``--audit``) and ``calibration.file.load_calibration`` do not: they refuse a named pipe and the null device, which
+    these two read, and word their refusals otherwise (a folder "is a directory; give a file", unshortened paths)."""
+    shown = _short(str(path))
+    reason = lookup_error(path)
+    if reason is not None:
+        raise error(f"{what}: cannot read '{shown}' ({reason})")
+    kind = read_once_refusal(path)  # /dev/zero never ends
+    if kind is not None:
+        raise error(f"{what}: '{shown}' is {kind}, not a file; {give}")
+    try:
+        raw = read_bytes_bounded(path, limit_bytes=limit_bytes)
+    except OSError as exc:
+        if name_missing and isinstance(exc, FileNotFoundError):
+            raise error(f"{what}: no such file '{shown}'") from None
+        raise error(f"{what}: cannot read '{shown}' ({exc.strerror or exc})") from None
+    if len(raw) > limit_bytes:
+        raise error(f"{what}: '{shown}' is larger than {limit_bytes // 2**20} MiB; {too_large_give}")
+    if not raw and special_file(path) == "a named pipe":
+        raise error(f"{what}: the named pipe '{shown}' gave nothing to read (no writer); {give}")
+    if not strict_utf8:
+        return raw.decode(errors="replace")
+    try:
+        return raw.decode()
+    except UnicodeDecodeError as exc:
+        raise error(f"{what}: '{shown}' is not UTF-8 text (byte {exc.start}); {give}") from None
+
+
 def check_output_path(path: PathLike, *, inputs: Iterable[PathLike | None] = (), what: str = "output") -> Path:
     """Validate ``path`` before any work is done: not a directory, folder exists, not one of ``inputs``."""
     p = Path(path)

@@ -160,3 +160,96 @@ def test_shared_layer_ops_give_the_sequence_of_one_build_per_layer(monkeypatch, 
     # the layer generators ran once per distinct layer shared, once per layer apart
     assert shared is not None and len(set(per_layer)) == distinct
     assert shared_calls == distinct and len(calls) == len(per_layer)
+
+
+def test_a_planning_command_runs_with_fewer_collections_and_puts_the_thresholds_back(monkeypatch, capsys):
+    """``trainfit.cli.main.PLANNING_GC_THRESHOLDS`` (mypy's values, mypy/build.py l.480 @8b3e7d8b) hold while `plan`
+    and `size` run and are put back when ``main`` returns; any other command runs at the thresholds it found."""
+    import gc
+
+    from trainfit.cli import main as cli_main
+
+    seen: list[tuple[str, tuple[int, ...]]] = []
+    real = cli_main._main
+
+    def spy(args):
+        seen.append((args[0], gc.get_threshold()))
+        return real(args)
+
+    monkeypatch.setattr(cli_main, "_main", spy)
+    before = gc.get_threshold()
+    assert before != cli_main.PLANNING_GC_THRESHOLDS
+    assert cli_main.main(["plan", "--json"]) == 0
+    assert cli_main.main(["size", "Qwen/Qwen3-8B", "--json"]) == 0
+    assert cli_main.main(["gpus"]) == 0
+    capsys.readouterr()
+    assert seen == [("plan", cli_main.PLANNING_GC_THRESHOLDS), ("size", cli_main.PLANNING_GC_THRESHOLDS),
+                    ("gpus", before)]
+    assert gc.get_threshold() == before
+
+
+def test_a_plan_not_printed_to_a_terminal_skips_the_highlighter_and_prints_the_same_text(monkeypatch, capsys):
+    """Written to a pipe or a file rich prints no style, so ``plan_cmd`` turns its highlighter off (the regular
+    expressions that colour numbers and paths): the text is the same as with it, and a terminal still gets colour."""
+    from rich import console as rich_console
+    from rich.highlighter import ReprHighlighter
+
+    from trainfit.cli.main import main
+
+    calls = []
+    real = ReprHighlighter.highlight
+    monkeypatch.setattr(ReprHighlighter, "highlight", lambda self, text: calls.append(1) or real(self, text))
+    assert main(["plan"]) == 0
+    piped = capsys.readouterr().out
+    assert calls == []
+
+    plain = rich_console.Console
+
+    class _Highlighting(plain):  # the console as before: the highlighter on, whatever the output
+        def __init__(self, *args, **kwargs):
+            kwargs.pop("highlight", None)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(rich_console, "Console", _Highlighting)
+    assert main(["plan"]) == 0
+    assert capsys.readouterr().out == piped and calls
+    calls.clear()
+    monkeypatch.setattr(rich_console, "Console", plain)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal: the numbers are coloured as before
+    assert main(["plan"]) == 0
+    assert calls and "\x1b[" in capsys.readouterr().out
+
+
+def test_the_process_command_line_freezes_the_heap_before_its_exit_and_prints_the_same(capsys):
+    """``main()`` on the process's own argv (the `trainfit` script) moves the live objects to the collector's
+    permanent generation as it returns, so the exit's collections skip them (``trainfit.cli.main``, gc.freeze); an
+    in-process call with its own argv, and a command that is not a plan, leave the collector as it was (counted in a
+    child process: the test session's own heap may be frozen by a library already). The printed plan and the exit
+    code of a real process are the in-process ones."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from trainfit.cli.main import main
+
+    code = ("import contextlib, gc, io, json, sys\nfrom trainfit.cli.main import main\n"
+            "counts = [gc.get_freeze_count()]\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+            "    for argv in (['plan', '--json'], None, None):\n"
+            "        if argv is None:\n"
+            "            sys.argv = ['trainfit', 'gpus'] if len(counts) == 2 else ['trainfit', 'plan', '--json']\n"
+            "        assert main(argv) == 0\n"
+            "        counts.append(gc.get_freeze_count())\n"
+            "sys.stderr.write(json.dumps(counts))\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    counts = json.loads(child.stderr.strip().splitlines()[-1])
+    assert counts[:3] == [0, 0, 0] and counts[3] > 10_000, counts  # the modules' objects, frozen by the last call
+    assert main(["plan", "--json"]) == 0
+    in_process = capsys.readouterr().out
+    run = subprocess.run([sys.executable, "-m", "trainfit", "plan", "--json"], capture_output=True, text=True, env=env)
+    assert run.returncode == 0 and run.stderr == ""
+    assert json.loads(run.stdout) == json.loads(in_process)
+    text = subprocess.run([sys.executable, "-m", "trainfit", "plan"], capture_output=True, text=True, env=env)
+    assert main(["plan"]) == 0
+    assert (text.returncode, text.stdout, text.stderr) == (0, capsys.readouterr().out, "")

@@ -117,3 +117,75 @@ def test_read_bytes_bounded_stops_one_past_the_bound_and_never_waits_for_a_write
     start = time.monotonic()
     assert read_bytes_bounded(tmp_path / "p", limit_bytes=10) == b""
     assert time.monotonic() - start < 5
+
+
+def _read(path, **kw):
+    from trainfit.fsio import read_text_bounded
+
+    args = {"limit_bytes": 10, "what": "--in", "error": TrainfitError, "give": "give a file",
+            "too_large_give": "give less", "strict_utf8": True, **kw}
+    return read_text_bounded(path, **args)
+
+
+def test_read_text_bounded_reads_a_file_a_pipe_and_the_null_device(tmp_path):
+    import threading
+
+    (tmp_path / "f").write_text("0123456789")  # exactly the bound
+    assert _read(tmp_path / "f") == "0123456789"
+    assert _read(os.devnull) == ""
+    os.mkfifo(tmp_path / "p")
+    fd = os.open(tmp_path / "p", os.O_RDWR)  # a writer present before the reader opens it (Linux)
+    t = threading.Thread(target=lambda: os.fdopen(fd, "wb").write(b"abc"), daemon=True)
+    t.start()
+    assert _read(tmp_path / "p") == "abc"
+    t.join()
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    ("idle_fifo", "--in: the named pipe '{p}' gave nothing to read (no writer); give a file"),
+    ("dir", "--in: cannot read '{p}' (Is a directory)"),
+    ("big", "--in: '{p}' is larger than 0 MiB; give less"),
+    ("missing", "--in: cannot read '{p}' (No such file or directory)"),
+    ("latin1", "--in: '{p}' is not UTF-8 text (byte 1); give a file"),
+    ("through_file", "--in: cannot read '{p}' (Not a directory)"),
+])
+def test_read_text_bounded_refuses_in_one_line(tmp_path, make, message):
+    import time
+
+    p = tmp_path / "x"
+    if make == "idle_fifo":
+        os.mkfifo(p)
+    elif make == "dir":
+        p.mkdir()
+    elif make == "big":
+        p.write_bytes(b"y" * 11)
+    elif make == "latin1":
+        p.write_bytes(b"a\xe9")
+    elif make == "through_file":
+        p.write_text("f")
+        p = p / "inner"
+    start = time.monotonic()
+    with pytest.raises(TrainfitError) as exc:
+        _read(p)
+    assert str(exc.value) == message.format(p=p)
+    assert time.monotonic() - start < 5  # a pipe with no writer is never waited for
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_read_text_bounded_refuses_a_device_by_name_before_reading_it():
+    with pytest.raises(TrainfitError, match=r"^--in: '/dev/zero' is a device, not a file; give a file$"):
+        _read("/dev/zero", limit_bytes=2**40)  # read, /dev/zero would never end
+
+
+def test_read_text_bounded_names_a_missing_file_and_replaces_bad_bytes_on_request(tmp_path):
+    from trainfit.errors import CardError
+
+    with pytest.raises(CardError, match=r"^calibrate: no such file '.*missing'$"):
+        _read(tmp_path / "missing", what="calibrate", error=CardError, name_missing=True)
+    (tmp_path / "f").write_bytes(b"a\xe9")
+    assert _read(tmp_path / "f", strict_utf8=False) == "a\ufffd"
+    with pytest.raises(TrainfitError, match="is larger than 0 MiB"):
+        _read(tmp_path / "f", limit_bytes=1, strict_utf8=False)
+    long_name = tmp_path / ("n" * 300)
+    with pytest.raises(TrainfitError, match=r"^--in: cannot read '.*\.\.\. \(\d+ characters\)' \(file name too long\)$"):
+        _read(long_name)

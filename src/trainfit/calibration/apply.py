@@ -94,15 +94,14 @@ def calibration_to_json(use: Any) -> dict[str, Any] | None:
     return {"path": use.path, "gpus": list(use.gpu_ids), "applied": applied_to_dict(use.applied)}
 
 
-from trainfit.plan.rl_common import ENGINE_LABELS  # noqa: E402  (one table: the engines whose step reads them)
-
-
 def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str, Any] | None = None,
                     engine: str | None = None) -> str:
     """``calibration: <path> (<gpu ids>)``, saying when the plan's GPU is not among them, then the engine host
     constants and memory constants the plan applied (``applied``; None: every one the file sets for ``gpu_id``).
     ``engine``: the card's rollout engine (``RolloutEngine`` value), which names the engine host constants it applied;
     None: the file's own split (``sglang_`` fields SGLang's, the others vLLM's)."""
+    from trainfit.plan.rl_common import ENGINE_LABELS  # one table: the engines whose step reads them (the RL planner's)
+
     engine_of = getattr(engine, "value", engine)
     ids = ", ".join(calibration.gpu_ids) or "no GPU"
     line = f"calibration: {calibration_label(calibration)} ({ids})"

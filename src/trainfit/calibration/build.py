@@ -75,30 +75,13 @@ class CalibrateResult:
 
 def read_input(path: Path) -> Any:
     """JSON or YAML content of one input file; CardError when unreadable."""
-    from trainfit.fsio import _short, lookup_error, read_bytes_bounded, read_once_refusal, special_file
+    from trainfit.fsio import _short, read_text_bounded
 
     shown = _short(str(path))
-    reason = lookup_error(path)
-    if reason is not None:
-        raise CardError(f"calibrate: cannot read '{shown}' ({reason})")
-    kind = read_once_refusal(path)  # a named pipe (`<(...)`) is read once, bounded; /dev/zero never ends
-    if kind is not None:
-        raise CardError(f"calibrate: '{shown}' is {kind}, not a file; allowed: JSON or YAML files")
-    try:
-        raw = read_bytes_bounded(path, limit_bytes=MAX_INPUT_BYTES)
-        if len(raw) > MAX_INPUT_BYTES:
-            raise CardError(f"calibrate: '{shown}' is larger than {MAX_INPUT_BYTES // 2**20} MiB; allowed: a"
-                            " `gpu_calibrate.py time` output, a calibration file or run records")
-        if not raw and special_file(path) == "a named pipe":
-            raise CardError(f"calibrate: the named pipe '{shown}' gave nothing to read (no writer); allowed: JSON or"
-                            " YAML files")
-        text = raw.decode()
-    except FileNotFoundError:
-        raise CardError(f"calibrate: no such file '{shown}'") from None
-    except OSError as exc:
-        raise CardError(f"calibrate: cannot read '{shown}' ({exc.strerror or exc})") from None
-    except UnicodeDecodeError as exc:
-        raise CardError(f"calibrate: '{shown}' is not UTF-8 text (byte {exc.start}); allowed: JSON or YAML files") from None
+    text = read_text_bounded(path, limit_bytes=MAX_INPUT_BYTES, what="calibrate", error=CardError,
+                             give="allowed: JSON or YAML files", too_large_give="allowed: a `gpu_calibrate.py time`"
+                             " output, a calibration file or run records", strict_utf8=True, name_missing=True)
+
     from trainfit.errors import InputError
     from trainfit.spec.safe_yaml import _DuplicateKey, _check_depth, _duplicate_at, _unique_pairs, load_yaml_limited
 

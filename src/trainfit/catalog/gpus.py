@@ -24,7 +24,6 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from typing import Any
@@ -158,6 +157,8 @@ def gpu_ids() -> list[str]:
 def unknown_gpu_message(name: str) -> str:
     names = sorted({*_entries(), *(a for s in _entries().values() for a in s.aliases)})
     lowered = {n.lower(): n for n in names}
+    import difflib  # an unknown GPU's suggestions only: not imported by a plan
+
     near = [lowered[n] for n in difflib.get_close_matches(name.lower(), list(lowered), n=3, cutoff=0.5)]
     if not near:
         low = name.lower()

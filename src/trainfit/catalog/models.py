@@ -10,7 +10,6 @@ Resolution order for a card's ``model`` field:
 from __future__ import annotations
 
 import copy
-import difflib
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -87,6 +86,8 @@ def _shared_entry(model_id: str) -> dict[str, Any]:
 def near_model_hint(name: str) -> str:
     """'; did you mean: A, B, C?' (the catalog's closest ids), else where to look."""
     names = list(_index())
+    import difflib  # an unknown model's suggestions only: not imported by a plan
+
     near = difflib.get_close_matches(name, names, n=3, cutoff=0.5)
     if not near:
         low = name.lower()

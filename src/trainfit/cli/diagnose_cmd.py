@@ -59,26 +59,12 @@ def _read_log(log: Path) -> tuple[str, str]:
     """(text, source) of ``--log``: a file, a named pipe (``<(...)``), /dev/null or /dev/stdin, read up to
     MAX_LOG_CHARS bytes; a pipe whose writer never came (it reads as empty, never blocks) is refused in one line."""
     from trainfit.errors import TrainfitError
-    from trainfit.fsio import _short, lookup_error, read_bytes_bounded, read_once_refusal, special_file
+    from trainfit.fsio import _short, read_text_bounded
 
-    shown = _short(str(log))
-    reason = lookup_error(log)
-    if reason is not None:
-        raise TrainfitError(f"--log: cannot read '{shown}' ({reason})")
-    kind = read_once_refusal(log)
-    if kind is not None:  # /dev/zero never ends
-        raise TrainfitError(f"--log: '{shown}' is {kind}, not a file; give a log file, or '-' to read stdin")
-    try:
-        raw = read_bytes_bounded(log, limit_bytes=MAX_LOG_CHARS)
-    except OSError as exc:
-        raise TrainfitError(f"--log: cannot read '{shown}' ({exc.strerror or exc})") from None
-    if len(raw) > MAX_LOG_CHARS:
-        raise TrainfitError(f"--log: '{shown}' is larger than {MAX_LOG_CHARS // 2**20} MiB; give the part of the log"
-                            " that holds the OOM message")
-    if not raw and special_file(log) == "a named pipe":
-        raise TrainfitError(f"--log: the named pipe '{shown}' gave nothing to read (no writer); give a log file,"
-                            " or '-' to read stdin")
-    return raw.decode(errors="replace"), f"'{shown}'"
+    text = read_text_bounded(log, limit_bytes=MAX_LOG_CHARS, what="--log", error=TrainfitError,
+                             give="give a log file, or '-' to read stdin",
+                             too_large_give="give the part of the log that holds the OOM message", strict_utf8=False)
+    return text, f"'{_short(str(log))}'"
 
 
 def diagnosis_to_dict(d) -> dict:

@@ -79,6 +79,8 @@ def plan(
     from trainfit.report.text import render_plan, render_suggestions
 
     console = Console(width=140)
+    if console.color_system is None:  # not a terminal: no style is printed, so the highlighter's regular expressions
+        console = Console(width=140, highlight=False)  # (numbers, paths...) would colour nothing; the same text
     render_plan(result, console)
     if fixes is not None:
         render_suggestions(fixes, console)

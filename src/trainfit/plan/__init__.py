@@ -256,6 +256,8 @@ def plan_refusals(card: RunCard, spec: ModelSpec) -> None:
         from trainfit.errors import CardError
 
         raise CardError(why)
+    if card.preset != "verl":  # the refusal below is verl's only: the RL offload modules stay unimported
+        return
     from trainfit.plan.rl_offload import verl_megatron_offload_refusal
 
     if (why := verl_megatron_offload_refusal(card)) is not None:

@@ -528,13 +528,13 @@ def verl_megatron_offload_refusal(card: RunCard) -> str | None:
     worker offloads only the reference and sets the actor's param, grad and optimizer offload False whatever the
     config says (``VERL_MEGATRON_PARAM_OFFLOAD_SINCE``), so the card's actor round trips are not what it runs. None
     otherwise (no pin, a later one, an FSDP trainer, or no trainer offload)."""
-    from trainfit.methods.rl import trainer_offload_of
-    from trainfit.spec.enums import Offload
-
     pin = (card.software.model_extra or {}).get("verl")
     if (card.preset != "verl" or card.parallel.strategy in FSDP_STRATEGIES
             or not pin_before(pin, VERL_MEGATRON_PARAM_OFFLOAD_SINCE)):
         return None
+    from trainfit.methods.rl import trainer_offload_of  # the RL modules: not imported where no refusal can apply
+    from trainfit.spec.enums import Offload
+
     mode = trainer_offload_of(card)[0]
     if mode is Offload.NONE:
         return None

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, NamedTuple
 from trainfit.compute.expert_loop import bnb_nf4_experts
 from trainfit.errors import CardError
 from trainfit.memory import attention as attn
-from trainfit.memory import bnb_saved_input
 from trainfit.memory.activations import (ZERO_CENTRED_NORM_FAMILIES, ActivationBytes, activation_bytes,
                                         saved_frozen_weights)
 from trainfit.memory.expert_loop_grads import loop_stack_grad_moment_bytes
@@ -241,10 +240,13 @@ def autocast_copies_weights(card: RunCard, sharding: Sharding) -> bool:
 def bnb_saves_matmul_input(card: RunCard, spec: ModelSpec) -> bool:
     """A QLoRA card on bitsandbytes' 4-bit base with a ``software.bitsandbytes`` pin before 0.43.2, whose MatMul4Bit
     keeps its input (``memory.bnb_saved_input``); dense layers only (no MoE, no linear attention)."""
+    if not (card.scope is Scope.QLORA and card.lora is not None and card.lora.dequant is QloraDequant.BITSANDBYTES
+            and spec.moe is None and spec.linear_attention is None):
+        return False
+    from trainfit.memory import bnb_saved_input  # its version parser: imported by the QLoRA cards it can apply to
+
     pin = (card.software.model_extra or {}).get("bitsandbytes")
-    return (card.scope is Scope.QLORA and card.lora is not None and card.lora.dequant is QloraDequant.BITSANDBYTES
-            and spec.moe is None and spec.linear_attention is None
-            and bnb_saved_input.saves_input(str(pin) if pin is not None else None))
+    return bnb_saved_input.saves_input(str(pin) if pin is not None else None)
 
 
 def gptq_torch_dequant(card: RunCard) -> bool:
@@ -735,6 +737,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         # the kept inputs are ctx attributes: the first forward's graph holds them under a non-reentrant checkpoint
         # too (from each layer's forward to the end of backward, the recompute's own freed with it), and a loop that
         # keeps its output bound holds them into the next forward (memory.bnb_saved_input)
+        from trainfit.memory import bnb_saved_input
         from trainfit.plan.checkpointing import checkpoint_reentrant  # noqa: PLC0415 - it imports this module
 
         ckpt_on = card.parallel.checkpointed_layers(spec.num_layers) or (

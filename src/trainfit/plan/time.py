@@ -905,10 +905,10 @@ def fsdp2_offload_copy_rates(card: RunCard, rates: DeviceRates, *, gpus_per_node
     ``CPUOffloadPolicy``), every GPU of its node copying at once (``plan.rl_offload.host_copy_rates``;
     ``compute.offload.fsdp2_offload_accumulation_seconds`` reads them); None for any other layout, which is the one
     guard of that term."""
-    from trainfit.plan.rl_offload import host_copy_rates
-
     if not (card.parallel.fsdp2 and torch_fsdp_cpu_offload(card)):
         return None
+    from trainfit.plan.rl_offload import host_copy_rates  # the RL offload modules: imported only where the term is
+
     _, pageable, fresh = host_copy_rates(card, rates, gpu_of(card), gpus_per_node=gpus_per_node)
     return pageable, fresh
 
@@ -1352,13 +1352,13 @@ def zero3_reuse_walk_note(card: RunCard, spec: ModelSpec) -> str | None:
     rank's model (ZeRO-3 gathers it whole); ``stage3_max_reuse_distance`` resolved as the memory plan reads it
     (``plan.terms.zero_config_of``). None for every other strategy."""
     from trainfit.compute.training import zero3_hooked_modules
-    from trainfit.compute.zero3_trace import reuse_walk_seconds, trace_entries
     from trainfit.plan.ranks import _deepspeed_zero  # the one place the card's ZeRO is read as DeepSpeed's
     from trainfit.plan.terms import zero_config_of
 
     par = card.parallel
     if par.strategy.value != "zero3" or not _deepspeed_zero(card):
         return None
+    from trainfit.compute.zero3_trace import reuse_walk_seconds, trace_entries  # ZeRO-3 cards only
     modules = zero3_hooked_modules(spec, expert_loop=par.moe_experts.is_loop, leaf=par.moe_zero3_leaf)
     recompute = par.gradient_checkpointing
     walk_s = reuse_walk_seconds(hooked_modules=modules, recompute=recompute, params=total_params(spec),

@@ -117,6 +117,7 @@ MODEL_ALIASES = {
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
     "Qwen/Qwen2-0.5B-Instruct": "Qwen/Qwen2-0.5B",  # the TRL cookbook GRPO rows (published_rl_times_firstcontact_2612h)
+    "weqweasdas/RM-Gemma-2B": "google/gemma-2b",  # a google/gemma-2b with a scalar head (the reward model of a 2612h row)
     "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     # the Instruct checkpoints of the same models (same config.json shapes as their base): the Unsloth GRPO notebook rows
@@ -3114,6 +3115,13 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
         notes.append(f"LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on {tr['lora'].get('targets')};"
                      " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)")
     card["roles"] = {**card.get("roles", {}), "kl_coef": float(tr.get("kl_coef") or TRL_GRPO_BETA_UNTIL_0_19)}
+    if e.get("reward_model"):
+        # a reward model among reward_funcs: TRL scores every completion with its forward (grpo_trainer.py l.471-486
+        # @49711efa: the prompts and completions re-tokenized with its own tokenizer, right-padded)
+        reward = MODEL_ALIASES.get(e["reward_model"], e["reward_model"])
+        card["roles"]["reward_model"] = reward
+        notes.append(f"reward model {e['reward_model']}" + (f" planned as {reward} (same config shapes, a scalar head)"
+                                                           if reward != e["reward_model"] else ""))
     card["loss"] = {**card.get("loss", {}), "chunked": False}
     card["parallel"]["gradient_checkpointing"] = bool(tr.get("activation_checkpointing"))
     notes.append(f"beta {card['roles']['kl_coef']} (TRL's default before v0.19); log-probs over the completion"

@@ -29,7 +29,21 @@ RUNS = {
         ("b9f6d1437dea4da6d56ba5f180a568e70122e8f8", 226, "2:53:55", 16, 1, "train[:5%]"),
     "cookbook-grpo-trl014dev-qwen2-05b-lora-numina-a100-40gb-1g":
         ("f806c0213e2377ac7a19a98e448b2d6a563d946a", 56, "45:33", 128, 8, "train[:10%]"),
+    # three epochs of the 10 % split: 3 x 56 steps
+    "cookbook-grpo-trl014dev-qwen2-05b-lora-rmgemma2b-numina-a100-40gb-1g":
+        ("34f8cc90420c787d8b0c0a55cc06efb222cb786a", 168, "1:22:29", 128, 8, "train[:10%]"),
 }
+EPOCHS = {"cookbook-grpo-trl014dev-qwen2-05b-lora-rmgemma2b-numina-a100-40gb-1g": 3}
+REFUSED = {
+    # id: (source repo, commit, steps, elapsed, a phrase of the reason it is not representable)
+    "cookbook-grpo-advreward-qwen25-3b-qlora-gsm8k-h100nvl-2g":
+        ("huggingface/cookbook", "72a5d4350191a68feb02036e4de2bcea4a862698", 100, "2:09:34", "device_map='auto'"),
+    "trl-nb-grpo-qwen2-7b-qlora-numina-t4-1g":
+        ("huggingface/trl", "7f8fbf04c343d2b29cec2cbc7fc4861b40bf30ca", 500, "13:05:04", "TRL release is not printed"),
+}
+RULE_ONLY = re.compile(
+    r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"
+    r" [0-9a-f]{8}\): step not_representable, no trainfit figure; the 6N rule ([+-]\d+\.\d) % \((\d+\.\d\d) s\)\.")
 NUMINA_TIR_TRAIN_ROWS = 72441  # AI-MO/NuminaMath-TIR's train split; 5 % of it printed as 'num_rows: 3622' in the TRL notebooks
 FIRST_CONTACT = re.compile(
     r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"
@@ -45,7 +59,7 @@ def seconds(clock: str) -> int:
 
 
 def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
-    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, len(RUNS), set(RUNS))
+    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, len(RUNS) + len(REFUSED), set(RUNS))
 
 
 @pytest.mark.parametrize("row_id", sorted(RUNS))
@@ -58,7 +72,7 @@ def test_row_cites_its_notebook_and_its_step_is_the_elapsed_time_over_the_steps(
     assert e["measured"]["step_s"] == pytest.approx(seconds(clock) / steps, abs=1e-3)
     # the step count is the split's prompts over (prompts a micro-batch x 16 micro-batches a step), floored
     split_rows = NUMINA_TIR_TRAIN_ROWS * int(re.search(r"(\d+)%", split).group(1)) // 100
-    assert split_rows // prompts == steps and prompts == per_micro * 16
+    assert EPOCHS.get(row_id, 1) * (split_rows // prompts) == steps and prompts == per_micro * 16
     assert (e["data"]["prompts_per_step"], e["data"]["n_per_prompt"]) == (prompts, 4)
     assert e["train"]["micro_batch_size"] == per_micro * 4 and e["rollout"]["generation_calls"] == 16
     assert e["rollout"]["engine"] == "hf" and e["framework"] == "trl" and e["gpus"] == 1
@@ -71,7 +85,8 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     ro = card["rollout"]
     assert card["preset"] == "trl" and card["scope"] == "lora" and card["model"] == "Qwen/Qwen2-0.5B"
     assert (ro["engine"], ro["generation_calls"]) == ("hf", 16)
-    assert card["roles"] == {"reference": "lora_disabled", "kl_coef": st.TRL_GRPO_BETA_UNTIL_0_19}
+    reward = {"reward_model": "google/gemma-2b"} if e["reward_model"] else {}
+    assert card["roles"] == {"reference": "lora_disabled", "kl_coef": st.TRL_GRPO_BETA_UNTIL_0_19, **reward}
     assert card["loss"]["chunked"] is False and card["parallel"]["gradient_checkpointing"] is False
     assert card["lora"] == {"rank": 8, "alpha": 32, "targets": ["q_proj", "v_proj"], "dropout": 0.1}
     match = FIRST_CONTACT.search(e["note"])
@@ -100,3 +115,27 @@ def test_without_the_generate_calls_the_step_is_shorter() -> None:
     e["rollout"]["generation_calls"] = 1
     (one,) = st.rl_rows([e], [])
     assert one.trainfit_s < 0.5 * sixteen.trainfit_s
+
+
+@pytest.mark.parametrize("row_id", sorted(REFUSED))
+def test_refused_row_cites_its_notebook_and_records_the_rule_at_first_contact(row_id: str) -> None:
+    e = ROWS[row_id]
+    repo, commit, steps, clock, reason = REFUSED[row_id]
+    assert (e["source"]["repo"], e["source"]["commit"]) == (repo, commit) and f"[{steps}/{steps} {clock}," in e["quote"]
+    assert e["measured"]["step_s"] == pytest.approx(seconds(clock) / steps, abs=1e-3)
+    with pytest.raises(st.Unmapped) as info:
+        st.map_rl(e)
+    assert info.value.status == "not_representable" and any(reason in r for r in info.value.reasons)
+    match = RULE_ONLY.search(e["note"])
+    assert match and len(RULE_ONLY.findall(e["note"])) == 1
+    (row,) = st.rl_rows([e], [])
+    assert row.rule_s == pytest.approx(float(match.group(2)), abs=0.006)
+
+
+def test_the_reward_model_forward_is_in_the_step() -> None:
+    """The reward-model row's RM-Gemma-2B scores every completion (a Gemma-2B forward): without it the step is shorter."""
+    e = copy.deepcopy(ROWS["cookbook-grpo-trl014dev-qwen2-05b-lora-rmgemma2b-numina-a100-40gb-1g"])
+    (with_rm,) = st.rl_rows([e], [])
+    e["reward_model"] = None
+    (without,) = st.rl_rows([e], [])
+    assert without.trainfit_s < with_rm.trainfit_s

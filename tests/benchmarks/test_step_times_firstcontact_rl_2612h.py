@@ -40,6 +40,8 @@ REFUSED = {
         ("huggingface/cookbook", "72a5d4350191a68feb02036e4de2bcea4a862698", 100, "2:09:34", "device_map='auto'"),
     "trl-nb-grpo-qwen2-7b-qlora-numina-t4-1g":
         ("huggingface/trl", "7f8fbf04c343d2b29cec2cbc7fc4861b40bf30ca", 500, "13:05:04", "TRL release is not printed"),
+    "unsloth-nb-grpo-ministral3-3b-lora-sudoku-t4-1g":
+        ("unslothai/notebooks", "fc876d51b973c1bf0058ed85e47602cfb4bac185", 200, "2:05:09", "fast_inference False"),
 }
 RULE_ONLY = re.compile(
     r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"

@@ -3099,7 +3099,9 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     """Fill ``card`` (in place) for a TRL GRPO row that generates with transformers' ``generate`` (use_vllm False) at a
     release in ``TRL_HF_RELEASES``, as huggingface/trl trl/trainer/grpo_trainer.py @49711efab9e0cc3762d3228c9fd5a8064d489503
     (v0.14.0) runs it: the PEFT adapter from the entry (LoRA on the trained model), the reference = the actor with its
-    adapter disabled (l.447-451: ``ref_model`` is None under PEFT, ``disable_adapter()``) at the default beta 0.04
+    adapter disabled when the trainer builds the PEFT model from ``peft_config`` (l.206-209, l.450-451), or a frozen
+    copy of the PEFT model when a PeftModel is passed without it (l.203-205, ``train.reference_model`` "copy"), at the
+    default beta 0.04
     (``TRL_GRPO_BETA_UNTIL_0_19``), the log-probs over the completion positions' full logits (l.430-444:
     ``num_logits_to_keep``, a log_softmax per row: no fused head, ``loss.chunked`` false), no old-policy pass (one
     iteration), the trainer's gradient checkpointing as the entry states it (the TrainingArguments default is off)."""
@@ -3111,9 +3113,15 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     if tr.get("lora"):
         card["scope"] = "lora"
         card["lora"] = lora_section(tr["lora"], e["framework"])
-        card["roles"] = {**card.get("roles", {}), "reference": "lora_disabled"}
+        # the reference: with peft_config the actor with its adapter disabled (l.206-209, l.450-451); a PeftModel
+        # passed as ``model`` without peft_config gets a frozen deep copy (create_reference_model, l.203-205), run as
+        # its own model (l.447-449): the entry's train.reference_model "copy"
+        copy = tr.get("reference_model") == "copy"
+        card["roles"] = {**card.get("roles", {}), "reference": "gpu" if copy else "lora_disabled"}
         notes.append(f"LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on {tr['lora'].get('targets')};"
-                     " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)")
+                     + (" reference = a frozen copy of the PEFT model on the GPU (a PeftModel passed without"
+                        " peft_config: create_reference_model, grpo_trainer.py l.203-205 @49711efa)" if copy else
+                        " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)"))
     card["roles"] = {**card.get("roles", {}), "kl_coef": float(tr.get("kl_coef") or TRL_GRPO_BETA_UNTIL_0_19)}
     if e.get("reward_model"):
         # a reward model among reward_funcs: TRL scores every completion with its forward (grpo_trainer.py l.471-486

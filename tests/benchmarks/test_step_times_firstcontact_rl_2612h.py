@@ -24,7 +24,14 @@ decode_step's 10 ops a layer at 65 us would make the step faster (about 36 ms ag
 runs; (4) the reward functions on the host (math_verify in one row only, the regex rewards in the others) cannot
 explain a miss the reward-model-free, math_verify-free row shares. What is left (-3 to -9 %) is the eager host's speed:
 the runs are Colab A100 hosts, the eager prices are the H200 reference host's, and no per-host factor is carried
-(rates.nograd_forward_host_s_per_kernel docstring)."""
+(rates.nograd_forward_host_s_per_kernel docstring).
+
+Open (2026-12-05): the notebook's first version (trl-lib/tldr prompts up to 512 tokens, 2 generate calls of 8 x 2
+completions of at most 16 tokens, RM-Gemma-2B rewards), scored after the change above, is planned at 2.42 s against
+5.55 s (-56.3 %). In seconds every cookbook row misses by 1.5-3.1 s a step, whatever its calls (16 or 2), sequences
+(64 to 512) and lengths, which reads like a per-optimizer-step cost the plan lacks; that TRL (main of 2025-01-21,
+b6a084c46) also computes the logits over every prompt position (``model(input_ids).logits``) and its reference is a
+deep copy, neither of which costs seconds on an A100 at these shapes. Not found in the time left."""
 
 from __future__ import annotations
 
@@ -82,7 +89,7 @@ def seconds(clock: str) -> int:
 
 
 def test_file_is_loaded_whole_and_its_ids_are_new() -> None:
-    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, len(RUNS) + len(REFUSED), set(RUNS))
+    assert_file_loaded_whole(st, st.RL_DATA, DATA, ROWS, len(RUNS) + len(REFUSED) + 1, set(RUNS) | {INTERRUPTED})
 
 
 @pytest.mark.parametrize("row_id", sorted(RUNS))
@@ -109,7 +116,9 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     assert card["preset"] == "trl" and card["scope"] == "lora" and card["model"] == "Qwen/Qwen2-0.5B"
     assert (ro["engine"], ro["generation_calls"]) == ("hf", 16)
     reward = {"reward_model": "google/gemma-2b"} if e["reward_model"] else {}
-    assert card["roles"] == {"reference": "lora_disabled", "kl_coef": st.TRL_GRPO_BETA_UNTIL_0_19, **reward}
+    # the notebook passes its own PeftModel without peft_config: TRL's reference is a frozen copy (l.203-205)
+    assert e["train"]["reference_model"] == "copy" and "GRPOTrainer(model=model" in e["train"]["reference_model_source"]
+    assert card["roles"] == {"reference": "gpu", "kl_coef": st.TRL_GRPO_BETA_UNTIL_0_19, **reward}
     assert card["loss"]["chunked"] is False and card["parallel"]["gradient_checkpointing"] is False
     assert card["lora"] == {"rank": 8, "alpha": 32, "targets": ["q_proj", "v_proj"], "dropout": 0.1}
     match = FIRST_CONTACT.search(e["note"])
@@ -123,6 +132,26 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     assert row.trainfit_s == pytest.approx(float(after.group(1)), abs=0.006)
     assert float(after.group(3)) == pytest.approx(100 * (row.trainfit_s / row.published_s - 1), abs=0.06)
     assert row.trainfit_s > float(match.group(1))  # the loop's ops only add host time to a launch-bound decode
+
+
+INTERRUPTED = "cookbook-grpo-trl014dev-qwen2-05b-lora-rmgemma2b-tldr-a100-40gb-1g"
+TLDR_TRAIN_ROWS = 116722  # trl-lib/tldr's train split
+
+
+def test_the_interrupted_run_row_is_its_bar_over_the_steps_run_and_records_its_first_contact() -> None:
+    """The notebook's first version saved the bar of a run it stopped at step 357 of 2187 (3 epochs of 729 steps: the
+    10 % split's prompts over 8 prompts x 2 micro-batches); scored after the sampled-loop change, with none since."""
+    e = ROWS[INTERRUPTED]
+    assert e["source"]["commit"] == "3d4d7691b962af21f054d6013cb06a4c95cd14bd" and "[ 357/2187 33:01 <" in e["quote"]
+    assert e["measured"]["step_s"] == pytest.approx(seconds("33:01") / 357, abs=1e-3)
+    assert 3 * ((TLDR_TRAIN_ROWS // 10) // (8 * 2)) == 2187
+    card, _ = st.map_rl(e)
+    assert (card["rollout"]["generation_calls"], card["rollout"]["prompts_per_step"]) == (2, 16)
+    assert card["roles"]["reward_model"] == "google/gemma-2b" and card["roles"]["reference"] == "gpu"
+    match = FIRST_CONTACT.search(e["note"])
+    assert match and "after the sampled-loop change" in e["note"] and not AFTER_SAMPLING.search(e["note"])
+    (row,) = st.rl_rows([e], [])
+    assert row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
 
 
 def test_a_trl_release_not_read_is_not_representable() -> None:

@@ -8,8 +8,8 @@ huggingface/trl trl/trainer/grpo_trainer.py @49711efab9e0cc3762d3228c9fd5a8064d4
 gradient-accumulation micro-batch (compute_loss l.370-426), the reference = the actor with its adapter disabled
 (l.447-451), log-probs over the completion positions' full logits (l.430-444).
 
-First contact (2026-12-05): the three mapped rows -8.2, -8.6 and -12.3 % (the rule -99.3, -94.7, -93.0 %); three rows
-not representable (rule -98.6, -88.2, -73.6 %). Every mapped step is launch-bound generation (16 generate calls of 64
+First contact (2026-12-05): the three mapped rows -8.2, -8.6 and -12.3 % (the rule -99.3, -94.7, -93.0 %); four rows
+not representable (rule -98.6, -88.2, -73.6, -95.4 %); one more mapped row scored later (below, "Open"). Every mapped step is launch-bound generation (16 generate calls of 64
 or 32 eager decode steps: about 95 % of the planned step), and the three misses are about the same in seconds
 (3.6-4.2 s a step) across 64 and 512 sequences. One model change followed: the sampled decode step's ops outside the
 decoder layers (static_generation.HF_SAMPLE_STEP_OPS, counted at transformers 4.47.1: 62 where the greedy OPT loop's
@@ -67,6 +67,8 @@ REFUSED = {
         ("huggingface/trl", "7f8fbf04c343d2b29cec2cbc7fc4861b40bf30ca", 500, "13:05:04", "TRL release is not printed"),
     "unsloth-nb-grpo-ministral3-3b-lora-sudoku-t4-1g":
         ("unslothai/notebooks", "fc876d51b973c1bf0058ed85e47602cfb4bac185", 200, "2:05:09", "fast_inference False"),
+    "cookbook-grpo-vlm-qwen25vl-3b-lora-mmr1-a100-40gb-1g":
+        ("huggingface/cookbook", "c695d7ed7aed8e66a52653fcdca4e5ee410c2e6a", 307, "1:50:01", "vision-language model"),
 }
 RULE_ONLY = re.compile(
     r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"

@@ -31,7 +31,16 @@ completions of at most 16 tokens, RM-Gemma-2B rewards), scored after the change 
 5.55 s (-56.3 %). In seconds every cookbook row misses by 1.5-3.1 s a step, whatever its calls (16 or 2), sequences
 (64 to 512) and lengths, which reads like a per-optimizer-step cost the plan lacks; that TRL (main of 2025-01-21,
 b6a084c46) also computes the logits over every prompt position (``model(input_ids).logits``) and its reference is a
-deep copy, neither of which costs seconds on an A100 at these shapes. Not found in the time left."""
+deep copy, neither of which costs seconds on an A100 at these shapes. A candidate, read but not modelled (the card
+has no reward-model dtype): this run sets no bf16 (the reward-model rows B/C set bf16=True), and its RM-Gemma-2B is
+loaded without torch_dtype (float32). accelerate wraps a prepared model's forward in autocast only under mixed
+precision (huggingface/accelerate src/accelerate/accelerator.py ``prepare_model`` l.1402-1413 @v1.3.0, before the
+evaluation_mode branch at l.1453), so here the reward model runs its GEMMs in float32, and torch leaves TF32 off for
+matmuls by default (torch.backends.cuda.matmul.allow_tf32 False since PyTorch 1.12,
+https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05): about 2 x 2.0e9 x 16 x 520 = 33 TFLOP a call at
+the A100's 19.5 TFLOP/s fp32 peak, some 2 s a call and 4 s a step where the plan has 0.39 s in 16 bits. It would
+carry this row from -56 % to roughly +10 %, and move no other (the other reward-model row ran under bf16 autocast).
+A card field for the reward model's dtype (and the fp32 GEMM rate without TF32) is what it needs."""
 
 from __future__ import annotations
 

@@ -116,6 +116,8 @@ MODEL_ALIASES = {
     "meta-llama/Meta-Llama-3-8B-Instruct": "meta-llama/Llama-3.1-8B",
     "meta-llama/Llama-3.3-70B-Instruct": "meta-llama/Llama-3.1-70B",
     "Qwen/Qwen2.5-0.5B-Instruct": "Qwen/Qwen2.5-0.5B",
+    "Qwen/Qwen2-0.5B-Instruct": "Qwen/Qwen2-0.5B",  # the TRL cookbook GRPO rows (published_rl_times_firstcontact_2612h)
+    "weqweasdas/RM-Gemma-2B": "google/gemma-2b",  # a google/gemma-2b with a scalar head (the reward model of a 2612h row)
     "Qwen/Qwen2.5-3B-Instruct": "Qwen/Qwen2.5-3B",  # the catalog lists it among Qwen/Qwen2.5-3B's aliases
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mistralai/Mixtral-8x7B-v0.1",
     # the Instruct checkpoints of the same models (same config.json shapes as their base): the Unsloth GRPO notebook rows
@@ -2453,6 +2455,15 @@ def rollout_section(e: dict[str, Any], model: Any, nodes: int) -> tuple[dict[str
                      + f", inference TP {tp}")
     elif ro["engine"] == "sglang":
         out["engine"] = "sglang"  # rollout.engine sglang: vLLM's generation, SGLang's weight load and memory release
+    elif ro["engine"] == "hf" and e["framework"] == "trl" and e.get("trl_version"):
+        # TRL without vLLM (use_vllm False): transformers' generate on the trained model (rollout.engine hf), in the
+        # generate calls the entry states (rollout.generation_calls: TRL before 0.17 generates inside every
+        # gradient-accumulation micro-batch, huggingface/trl trl/trainer/grpo_trainer.py compute_loss l.370-426
+        # @49711efab9e0cc3762d3228c9fd5a8064d489503, v0.14.0); the rest of the card: trl_hf_section
+        out["engine"] = "hf"
+        out["generation_calls"] = int(ro.get("generation_calls") or 1)
+        notes.append(f"TRL {e['trl_version']} without vLLM: transformers' generate on the trained model,"
+                     f" {out['generation_calls']} generate call(s) per step (rollout.generation_calls)")
     elif ro["engine"] != "vllm":
         notes.append(f"rollout engine {ro['engine']} planned as vLLM")
     return out, notes
@@ -2823,7 +2834,10 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if e["framework"] == "unsloth":
         n = unsloth_section(e, card)
         notes += n
-    if tr.get("lora") and e["framework"] not in ("verl", "unsloth"):
+    trl_hf = e["framework"] == "trl" and card["rollout"].get("engine") == "hf"
+    if trl_hf:
+        notes += trl_hf_section(e, card)
+    if tr.get("lora") and e["framework"] not in ("verl", "unsloth") and not trl_hf:
         # only verl's and Unsloth's LoRA actors are mapped (reference with adapters disabled, engine serving the adapter):
         # without this the card would plan the run as full fine-tuning
         raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's and Unsloth's LoRA actors are mapped"
@@ -3120,6 +3134,54 @@ def unsloth_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
                              **({"weights": "fp16"} if card["scope"] == "lora" else {})}
         notes.append("fp16 compute (the card has no bf16; Unsloth's notebooks pick fp16 where"
                      " is_bfloat16_supported() is False)")
+    return notes
+
+
+TRL_HF_RELEASES = ("0.14.0.dev0", "0.14.0")
+"""TRL releases whose GRPO path without vLLM the harness maps (``trl_hf_section``), read at v0.14.0
+(huggingface/trl @49711efab9e0cc3762d3228c9fd5a8064d489503): a later release changes the batch semantics
+(per_device_train_batch_size counts completions from #2776), the log-prob passes and the generate calls (#3283)."""
+
+
+def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """Fill ``card`` (in place) for a TRL GRPO row that generates with transformers' ``generate`` (use_vllm False) at a
+    release in ``TRL_HF_RELEASES``, as huggingface/trl trl/trainer/grpo_trainer.py @49711efab9e0cc3762d3228c9fd5a8064d489503
+    (v0.14.0) runs it: the PEFT adapter from the entry (LoRA on the trained model), the reference = the actor with its
+    adapter disabled when the trainer builds the PEFT model from ``peft_config`` (l.206-209, l.450-451), or a frozen
+    copy of the PEFT model when a PeftModel is passed without it (l.203-205, ``train.reference_model`` "copy"), at the
+    default beta 0.04
+    (``TRL_GRPO_BETA_UNTIL_0_19``), the log-probs over the completion positions' full logits (l.430-444:
+    ``num_logits_to_keep``, a log_softmax per row: no fused head, ``loss.chunked`` false), no old-policy pass (one
+    iteration), the trainer's gradient checkpointing as the entry states it (the TrainingArguments default is off)."""
+    tr = e["train"]
+    if e["trl_version"] not in TRL_HF_RELEASES:
+        raise Unmapped("not_representable", [f"TRL {e['trl_version']} without vLLM: only {', '.join(TRL_HF_RELEASES)}"
+                                             " are read (batch semantics, log-prob passes, generate calls)"])
+    notes: list[str] = []
+    if tr.get("lora"):
+        card["scope"] = "lora"
+        card["lora"] = lora_section(tr["lora"], e["framework"])
+        # the reference: with peft_config the actor with its adapter disabled (l.206-209, l.450-451); a PeftModel
+        # passed as ``model`` without peft_config gets a frozen deep copy (create_reference_model, l.203-205), run as
+        # its own model (l.447-449): the entry's train.reference_model "copy"
+        copy = tr.get("reference_model") == "copy"
+        card["roles"] = {**card.get("roles", {}), "reference": "gpu" if copy else "lora_disabled"}
+        notes.append(f"LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on {tr['lora'].get('targets')};"
+                     + (" reference = a frozen copy of the PEFT model on the GPU (a PeftModel passed without"
+                        " peft_config: create_reference_model, grpo_trainer.py l.203-205 @49711efa)" if copy else
+                        " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)"))
+    card["roles"] = {**card.get("roles", {}), "kl_coef": float(tr.get("kl_coef") or TRL_GRPO_BETA_UNTIL_0_19)}
+    if e.get("reward_model"):
+        # a reward model among reward_funcs: TRL scores every completion with its forward (grpo_trainer.py l.471-486
+        # @49711efa: the prompts and completions re-tokenized with its own tokenizer, right-padded)
+        reward = MODEL_ALIASES.get(e["reward_model"], e["reward_model"])
+        card["roles"]["reward_model"] = reward
+        notes.append(f"reward model {e['reward_model']}" + (f" planned as {reward} (same config shapes, a scalar head)"
+                                                           if reward != e["reward_model"] else ""))
+    card["loss"] = {**card.get("loss", {}), "chunked": False}
+    card["parallel"]["gradient_checkpointing"] = bool(tr.get("activation_checkpointing"))
+    notes.append(f"beta {card['roles']['kl_coef']} (TRL's default before v0.19); log-probs over the completion"
+                 " positions' full logits (loss.chunked false, grpo_trainer.py l.430-444 @49711efa)")
     return notes
 
 

@@ -19,7 +19,7 @@ transformers/generation/utils.py):
   ``unfinished_sequences.max() == 0`` on the host each step (``StopCheck.__call__``, l.385-396; the deferred check
   that would not block is taken on ``mps`` only, ``DeferredStopCheck.is_supported`` l.440-447), so the host cannot queue
   steps ahead: a step is the larger of its launches and its device time, plus the sampling loop's own kernels
-  (``hybrid_engine.HF_GREEDY_STEP_KERNELS``, counted for the same loop).
+  (``HF_SAMPLE_STEP_KERNELS``: TRL always samples; counted at transformers 4.47.1 for a Qwen2-family model).
 
 The device side of a step is ``decode_step.decode_step_seconds`` (weights streamed once, the KV read, the per-token
 FLOPs) at the batch and its padded context, with no engine host terms (no scheduler, no frontend). Prefill: the
@@ -64,7 +64,6 @@ from typing import Any
 
 from trainfit.compute.collectives import exposed_forward_gathers
 from trainfit.compute.decode_step import decode_step_seconds, eager_s_per_kernel_of
-from trainfit.compute.hybrid_engine import HF_GREEDY_STEP_KERNELS
 from trainfit.compute.inventory import LORA_DROPOUT_KERNELS, LORA_EXTRA_KERNELS
 from trainfit.compute.rates import DeviceRates
 from trainfit.errors import CardError
@@ -74,6 +73,55 @@ from trainfit.spec.model import ModelSpec
 DECODE_POINTS = 16
 """Midpoints at which the growing context is sampled to sum the decode steps (the step is linear in the context
 within a bound, so a few points suffice)."""
+
+
+HF_SAMPLE_STEP_OPS = {
+    "prepare_inputs_for_generation": 6,
+    "embedding": 1,
+    "sdpa_causal_mask": 13,
+    "rotary_cos_sin": 8,
+    "final_norm": 8,
+    "lm_head": 1,
+    "update_model_kwargs": 3,
+    "logits_copy": 2,
+    "temperature_top_k": 4,
+    "softmax_multinomial": 2,
+    "finished_blend_and_append": 5,
+    "stopping_criteria_and_flag": 9,
+}
+"""Kernel-launching torch ops of one sampled decode step of transformers' ``generate`` outside the decoder layers, as
+TRL calls it (``GenerationConfig(do_sample=True, temperature, num_return_sequences, max_new_tokens)``: huggingface/trl
+trl/trainer/grpo_trainer.py l.331-337 @49711efab9e0cc3762d3228c9fd5a8064d489503, v0.14.0), counted in transformers
+4.47.1 (the wheel from PyPI, read 2026-12-05) for a Qwen2 model with sdpa attention and a left-padded batch:
+
+* ``prepare_inputs_for_generation`` (transformers/generation/utils.py l.349-430): the input ids' contiguous clone,
+  the position ids from the mask (cumsum, minus one, ``== 0``, ``masked_fill_``) and their contiguous clone: 6.
+* the token embedding: 1.
+* the 4-D mask, rebuilt every step because the padded batch's 2-D mask is not all ones
+  (transformers/models/qwen2/modeling_qwen2.py ``_update_causal_mask`` l.934-1008,
+  ``_prepare_4d_causal_attention_mask_with_cache_position`` l.1050-1074): ``torch.full``, ``arange > cache_position``
+  (arange, gt), ``causal_mask *=``, the contiguous clone, the padding add, ``== 0``, ``masked_fill`` and its slice
+  copy; then ``AttentionMaskConverter._unmask_unattended`` (l.1005: eq, all, not, mul): 13 (no sliding-window mask:
+  ``Qwen2Config`` keeps ``sliding_window`` None unless ``use_sliding_window``, configuration_qwen2.py l.172).
+* the rotary table (``Qwen2RotaryEmbedding.forward``, l.150-170): the position ids' float cast, the matmul, the cat,
+  cos, sin, the two attention-scaling muls and the two casts: 8.
+* the final ``Qwen2RMSNorm`` (float cast, pow, mean, add, rsqrt, mul, cast back, weight mul): 8; the head on the last
+  position (``num_logits_to_keep``): 1.
+* ``_update_model_kwargs_for_generation`` (utils.py l.765-800): the mask's ``new_ones`` and cat, the cache position's
+  add: 3.
+* ``_sample`` (utils.py l.3244-3311): the last logits' clone and float cast (l.3267): 2; the logits processors
+  TRL's config builds (l.1058-1061 of ``_get_logits_processor``): ``TemperatureLogitsWarper`` (one divide,
+  transformers/generation/logits_process.py l.304) and ``TopKLogitsWarper`` at GenerationConfig's default top_k 50
+  (transformers/generation/configuration_utils.py l.422; topk, lt, masked_fill, logits_process.py l.532): 4;
+  softmax and ``torch.multinomial`` (l.3297): 2; the finished-row blend (l.3303: mul, rsub, mul, add) and the append
+  (l.3306: cat): 5; the stopping criteria and the flag (l.3310-3311; transformers/generation/stopping_criteria.py
+  ``MaxLengthCriteria`` l.77-84 ``torch.full``, ``EosTokenCriteria`` l.466 ``isin``, ``StoppingCriteriaList`` l.494-497
+  ``torch.full`` and two ors; not, and, max, eq): 9.
+
+62 in all, where ``hybrid_engine.HF_GREEDY_STEP_KERNELS`` (28) counts transformers 4.28's greedy OPT loop (DeepSpeed-
+Chat's generate, which does not sample). Other transformers releases restructure the mask (5.x builds it in
+``masking_utils``) and are planned with this count."""
+HF_SAMPLE_STEP_KERNELS = sum(HF_SAMPLE_STEP_OPS.values())
 
 
 FP32_ADAPTER_CAST_KERNELS = 2
@@ -159,7 +207,7 @@ def static_batch_generation_time(
             spec=spec, matmul_params=matmul_params, rates=rates, tp=1, batch=batch_sequences,
             context_tokens=batch_sequences * t, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
             cuda_graphs=False, engine_generation="v0",  # in-process: no engine frontend
-            engine_s_per_step=HF_GREEDY_STEP_KERNELS * eager_s + unit_host_s_per_forward + adapter_host_s,
+            engine_s_per_step=HF_SAMPLE_STEP_KERNELS * eager_s + unit_host_s_per_forward + adapter_host_s,
             engine_s_per_sequence=0.0,
             eager_s_per_kernel=eager_s)
         step_gathers_s = exposed_s(d.total_s)

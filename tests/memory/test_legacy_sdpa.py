@@ -186,10 +186,13 @@ def _grpo_logits_gib(pin: str | None) -> float:
 
 def test_rl_actor_takes_no_shifted_copy():
     """An RL actor calls the model without labels (its own log-probs): no shifted fp32 copy in any release; before 4.46
-    the forward's own ``.float()`` frees the bf16 logits (2 B per logit less), from 4.46 v5's path."""
+    the forward's own ``.float()`` frees the bf16 logits (2 B per logit less), from 4.46 v5's path. TRL's GRPO asks for
+    the completion's ``logits_to_keep + 1`` positions only (``methods.roles.logit_positions``; the card's GPU runs the
+    fused head's Triton path), and 4.45.2 slices before the upcast (models/llama/modeling_llama.py l.1214
+    ``self.lm_head(hidden_states[:, -num_logits_to_keep:, :]).float()``): the dropped logits are those positions'."""
     base = _grpo_logits_gib(None)
     assert _grpo_logits_gib("4.47.1") == pytest.approx(base, abs=1e-9)
-    dropped = 2 * 2 * 1536 * 128256 / 2**30  # b 2 x (512 + 1024) tokens x vocab x 2 B
+    dropped = 2 * 2 * 1025 * 128256 / 2**30  # b 2 x (1024 + 1) kept positions x vocab x 2 B
     assert _grpo_logits_gib("4.45.2") == pytest.approx(base - dropped, rel=1e-9)
 
 

@@ -62,8 +62,10 @@ class RlCase:
 
     def request(self) -> TraceRequest:
         kind = {"logprob": "logprob", "value": "value", "dpo": "dpo_step"}[self.kind]
+        # TRL GRPO's logits_to_keep: the completion's length (the card's response_len, seq_len - seq_len // 4)
+        keep = self.seq_len - self.seq_len // 4 if self.kind == "logprob" else 0
         return TraceRequest(hf_config=ARCHS[self.arch], pass_kind=kind, scope=self.scope,
-                            micro_batch_size=self.micro_batch_size, seq_len=self.seq_len,
+                            micro_batch_size=self.micro_batch_size, seq_len=self.seq_len, logits_to_keep=keep,
                             dpo_reference=self.kind == "dpo" and self.reference != "precomputed")
 
 

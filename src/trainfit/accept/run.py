@@ -112,7 +112,8 @@ def check_plan(obs, trainer) -> CheckResult:
               for x in obs.loss_inputs if "prompt_ids" in x and "completion_ids" in x]
     if shapes:
         batch, seq = max(shapes, key=lambda b: b[0] * b[1])
-        w.replan(accept_card(trainer.model.config.to_dict(), micro_batch=batch or NUM_GENERATIONS, seq_len=seq))
+        w.replan(accept_card(trainer.model.config.to_dict(), micro_batch=batch or NUM_GENERATIONS, seq_len=seq,
+                             device=w.probe.kind if w.probe else "cpu"))
     w.finish()
     kind = w.probe.kind if w.probe else "cpu"
     judged, verdict = judge(w.rows(), device=kind, memory_margin=w.memory_margin, time_margin=w.time_margin)

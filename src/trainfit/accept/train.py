@@ -54,11 +54,13 @@ ACCEPT_CONFIG_KEYS = ("model_type", "vocab_size", "hidden_size", "intermediate_s
                       "tie_word_embeddings")
 
 
-def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h200") -> dict:
+def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h200", device: str = "cpu") -> dict:
     """The run card of the acceptance run: GRPO, full fp32 training of the policy with AdamW on one
     replica, no reference model (beta 0), transformers generation, ``micro_batch`` sequences of
     ``seq_len`` tokens (the padded batch the trainer's loss saw). ``gpu`` only names the card the
-    plan's CUDA figures are for; on the CPU the tensor bytes are compared."""
+    plan's CUDA figures are for; on the CPU the tensor bytes are compared. ``device``: where the run
+    trains (``RunSettings.device``); off CUDA TRL's fused lm_head has no Triton path and scores every
+    position, not the completion's (``loss.triton``, ``methods.roles.TRL_FUSED_HEAD_COMPACT``)."""
     return {"model": {"id": "accept-policy", "config": {k: config[k] for k in ACCEPT_CONFIG_KEYS if k in config}},
             "method": "grpo", "scope": "full",
             # the Trainer's default optimizer is torch's fused AdamW for torch >= 2.8 (transformers 5.24.0
@@ -70,7 +72,7 @@ def accept_card(config: dict, *, micro_batch: int, seq_len: int, gpu: str = "h20
             "batch": {"micro_batch_size": micro_batch, "seq_len": seq_len},
             "roles": {"kl_coef": 0.0},
             # GRPOTrainer scores log-probs with TRL's fused lm_head (add_fused_lm_head): no full logits
-            "loss": {"chunked": True, "kernel": "trl"},
+            "loss": {"chunked": True, "kernel": "trl", "triton": device == "cuda"},
             "rollout": {"engine": "hf", "num_generations": NUM_GENERATIONS, "prompts_per_step": 1,
                         "response_len": max(1, seq_len // 2), "prompt_len": max(1, seq_len - seq_len // 2),
                         "response_len_shape": "fixed"}}
@@ -160,7 +162,7 @@ def build_trainer(s: RunSettings, rollout: ScriptedRollout | None = None, obs: O
     if s.watch:
         from trainfit.watch import watch
 
-        obs.watch = watch(accept_card(model.config.to_dict(), micro_batch=NUM_GENERATIONS, seq_len=256),
+        obs.watch = watch(accept_card(model.config.to_dict(), micro_batch=NUM_GENERATIONS, seq_len=256, device=s.device),
                           record=s.output_dir / "trainfit.record.yaml", device=s.device)
         callbacks.append(obs.watch)
     trainer = ObservedGRPOTrainer(model=model, processing_class=tok, reward_funcs=[reward_fn], args=cfg,

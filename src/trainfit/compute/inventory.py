@@ -1572,9 +1572,13 @@ def step_inventory(
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
-    mask_layers: int = 0, expert_hit_share: float | None = None,
+    mask_layers: int = 0, expert_hit_share: float | None = None, head_positions: int | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
+
+    ``head_positions``: the positions per sequence whose logits are computed (TRL GRPO's ``logits_to_keep + 1``:
+    transformers slices the hidden states before ``lm_head``; ``methods.roles.logit_positions``): the head's GEMMs and
+    the loss's bytes over ``micro_batch_size × head_positions`` rows, the final norm over every token; None: all.
 
     ``attention_context``: the keys each query's causal span covers when it is not the row's ``seq_len``: the
     whole sequence when it is split over context-parallel ranks (``seq_len`` is then the rank's shard), or
@@ -2437,7 +2441,8 @@ def step_inventory(
                                BACKWARD_BYTES_FACTOR * (strided - unpad_fwd_strided - zc_strided) + unpad_bwd_strided
                                + zc_strided, sync_b,
                                fused_bytes=fb_b, fused_kernels=fb_k, chained_reads=chain_b, **win)
-    # head + loss + embedding + final norm
+    # head + loss + embedding + final norm; the logits over the kept positions only (head_positions)
+    th = float(micro_batch_size * max(1, min(seq_len, head_positions))) if head_positions else t
     out = spec.head_outputs or spec.vocab_size
     ln = spec.layer_norm
     norm_f, norm_fk = (LAYER_NORM_BYTES, LAYER_NORM_KERNELS) if ln else (NORM_BYTES, NORM_KERNELS)
@@ -2465,25 +2470,25 @@ def step_inventory(
     # a QLoRA model's head is not quantised (transformers' bitsandbytes quantizer skips the output embedding,
     # integrations/bitsandbytes.py get_keys_to_not_convert): it runs in the loaded dtype (model_dtype_bytes)
     hd_b = model_dtype_bytes
-    head_f = PassInventory((Gemm("lm_head", t, out, h, dtype_bytes=hd_b),), 0.0, 0.0,
-                           (loss_f + copy_f) * t * out + norm_f * t * h + 4.0 * t * h
+    head_f = PassInventory((Gemm("lm_head", th, out, h, dtype_bytes=hd_b),), 0.0, 0.0,
+                           (loss_f + copy_f) * th * out + norm_f * t * h + 4.0 * t * h
                            + (POSITION_ADD_BYTES * t * h if pos else 0.0),
                            1 + loss_fk + copy_fk + norm_fk + 1 + (2 if pos else 0), strided_bytes=norm_s * t * h,
-                           fused_bytes=(loss_f if compiled_ce else 0.0) * t * out + copy_f * t * out,
+                           fused_bytes=(loss_f if compiled_ce else 0.0) * th * out + copy_f * th * out,
                            fused_kernels=(loss_fk if compiled_ce else 0.0) + copy_fk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)], backward_bytes_per_element=None))
     head_train = adapter is None
     head_dw = head_train or adapter.saved_head  # a LoRA card's saved head trains too (Adapter.saved_head)
-    hb = [Gemm("lm_head.dX", t, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, t)] if head_dw else [])
+    hb = [Gemm("lm_head.dX", th, h, out, dtype_bytes=hd_b)] + ([Gemm("lm_head.dW", h, out, th)] if head_dw else [])
     emb_trained = (head_train and train_embedding) or (adapter is not None and adapter.saved_embedding)
     emb = EMBED_BACKWARD_BYTES_PER_WEIGHT * spec.vocab_size * h if emb_trained else 0.0
     if emb and pos:  # the position rows' dense gradient from the same dY
         emb += EMBED_BACKWARD_BYTES_PER_WEIGHT * (spec.learned_positions * h + t * h)
     head_b = PassInventory(tuple(hb), 0.0, 0.0,
-                           (loss_b + copy_b) * t * out + norm_b * t * h + emb,
+                           (loss_b + copy_b) * th * out + norm_b * t * h + emb,
                            len(hb) + loss_bk + copy_bk + norm_bk + (1 if emb else 0) + (1 if emb and pos else 0),
                            strided_bytes=norm_bs * t * h,
-                           fused_bytes=(loss_b if compiled_ce else 0.0) * t * out + copy_b * t * out,
+                           fused_bytes=(loss_b if compiled_ce else 0.0) * th * out + copy_b * th * out,
                            fused_kernels=(loss_bk if compiled_ce else 0.0) + copy_bk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)],
                                                                            backward_bytes_per_element=norm_chain_b))

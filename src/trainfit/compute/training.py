@@ -745,7 +745,7 @@ def train_step_time(
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
     fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
-    forward_shares: bool = False,
+    forward_shares: bool = False, head_positions: int | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
 
@@ -842,6 +842,7 @@ def train_step_time(
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
+                         head_positions=head_positions,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
@@ -2095,7 +2096,7 @@ def forward_only_time(
     expert_padding: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
-    te_ring_context_parallel: int = 1,
+    te_ring_context_parallel: int = 1, head_positions: int | None = None,
     te_layers: bool = False, window_mask: bool = False, mask_layers: int = 0, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
@@ -2234,6 +2235,7 @@ def forward_only_time(
     if adapter is not None and not adapter_enabled:
         adapter = replace(adapter, targets=())  # the frozen (possibly 4-bit) base alone: no module is adapted
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
+                         head_positions=head_positions,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
                          eager_attention=eager_attention, attention_context=attention_context,

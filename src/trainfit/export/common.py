@@ -475,6 +475,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["loss.kernel"] = lo.kernel.value if lo.chunked or lo.kernel.value == "flash_attn" else None
     f["loss.inplace_backward"] = lo.inplace_backward
     f["loss.temperature_copy"] = lo.temperature_copy
+    if not lo.triton:  # memory and time: TRL's fused head off a Triton device scores every position (roles.logit_positions)
+        f["loss.triton"] = False
     f["loss.logprob_entropy"] = lo.logprob_entropy.value  # verl's log-prob entropy: time and memory
     if rl:
         ro = card.rollout

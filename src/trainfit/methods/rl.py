@@ -38,7 +38,7 @@ from trainfit.memory.logits import trl_fused_logprob_bytes, verl_compiled_entrop
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
-from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, old_logprob_pass,
+from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, logit_positions, old_logprob_pass,
                                     reference_placement, resolve_role_model, reward_model)
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.methods.unsloth import engine_shares_trainer_weights
@@ -157,8 +157,13 @@ def forward_only_transient(
     kernel: str = "liger",
     temperature_copy: bool = False,
     entropy: bool = False,
+    logit_positions: int | None = None,
 ) -> float:
     """Peak transient of a no-grad forward over ``sequences`` x ``seq_len`` tokens and its log-probs.
+
+    ``logit_positions``: the positions per sequence whose logits the pass computes (TRL's GRPO asks for the
+    completion's ``logits_to_keep + 1`` only: ``methods.roles.logit_positions``); None: all ``seq_len``. The layers
+    run over every token either way; the log-prob terms below read ``s`` as these positions.
 
     Mechanism (transformers 5 decoders under ``torch.no_grad()``, measured with the fake-tensor
     trace ``trainfit.trace.rl_passes``; ``tests/trace/test_grid_rl.py`` checks it within 2%). With
@@ -203,6 +208,8 @@ def forward_only_transient(
     mlp = tokens * (4 * h + 3 * width) * 2
     qk = tokens * (3 * h * 2 + spec.q_dim * 2 + 2 * spec.q_dim * 4 + 2 * spec.num_attention_heads * 4) if spec.qk_norm else 0
     layer = max(mlp, qk) + rotary
+    # the log-prob terms over the positions whose logits are computed (logits_to_keep), the layers over all
+    s = seq_len if logit_positions is None else max(1, min(seq_len, logit_positions))
     if spec.head_outputs is not None:
         head = tokens * (h + spec.head_outputs) * 2
     elif chunked and kernel == "trl":
@@ -607,6 +614,7 @@ def rl_groups(
     seq = ro.prompt_len + ro.response_len
     mbs = ro.logprob_micro_batch_size or card.batch.micro_batch_size
     lp_budget = logprob_token_budget(card)
+    keep: int | None = None
     from trainfit.plan.rl_batches import passes_pack  # late: plan imports methods
 
     if lp_budget is not None:
@@ -632,6 +640,12 @@ def rl_groups(
         mbs, seq = 1, -(-min(max(int(ro.packed_logprob_row_tokens), seq), share) // cp)
         notes.append(f"log-prob passes: packed rows of at most {seq} tokens per GPU"
                      " (rollout.packed_logprob_row_tokens)")
+    else:
+        # TRL's GRPO computes the completion's logits only (logits_to_keep; roles.logit_positions)
+        keep = logit_positions(card, seq_len=seq)
+        if keep < seq:
+            notes.append(f"log-prob passes: logits of the completion's {keep} positions per sequence, not {seq}"
+                         " (TRL logits_to_keep)")
     chunked = card.loss.chunked
 
     # frozen roles resident on the training GPUs
@@ -730,7 +744,7 @@ def rl_groups(
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
-                                    temperature_copy=card.loss.temperature_copy,
+                                    temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
         ref_away = other_away if ref_place is RefPlacement.GPU else own_away  # LoRA / host swap: the actor's weights
         ref_grads = grads(GradBufferPhase.OTHER_PASS if ref_place is RefPlacement.GPU else GradBufferPhase.LOGPROB)
@@ -743,7 +757,7 @@ def rl_groups(
         # it (roles.REFERENCE_OFFLOAD_PRESETS; WorkerDispatch._ensure_on_gpu, worker_dispatch.py l.140-170 @2e9c89af)
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
-                                    temperature_copy=card.loss.temperature_copy,
+                                    temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
         on_gpu = {"reference_weights": frozen_weights(spec, card, divisor=weights_divisor), "logprob_pass": tr}
         peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu
@@ -756,7 +770,7 @@ def rl_groups(
         # a no-grad pass of the trained actor, adapters included
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
-                                    temperature_copy=card.loss.temperature_copy,
+                                    temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is not LogprobEntropy.NONE)
         peaks.append(PhasePeak(Phase.OLD_LOGPROB, _without(trainer_resident, own_away) | extras() | {"logprob_pass": tr}
                                | grads(GradBufferPhase.LOGPROB),

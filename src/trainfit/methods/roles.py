@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainfit.spec.card import RunCard, rl_group_sizes
-from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, Method, Placement, RefPlacement, Scope
+from trainfit.spec.card import RunCard, pin_before, rl_group_sizes
+from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, LossKernel, Method, Placement, RefPlacement, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +266,67 @@ def trl_planned(card: RunCard) -> bool:
     TRL's, ``plan.rl_sync``: ``card.preset or "trl"``), so TRL's old log-prob rule (``trl_old_logprob_pass``)
     applies to both."""
     return card.preset in (None, "", "trl")
+
+
+TRL_LOGITS_TO_KEEP_SINCE = (0, 14)
+"""The first TRL release whose ``GRPOTrainer`` asks the model for the completion's logits only: huggingface/trl
+commit 801582ec240c46ecd487a72fcc8944f268380830 (#2683, 2025-01-29, "Use num_logits_to_keep to reduce memory usage in
+GRPO"), first in tag v0.14.0 (49711efab9e0cc3762d3228c9fd5a8064d489503 ``trl/trainer/grpo_trainer.py`` l.430-443:
+``logits = model(input_ids, num_logits_to_keep=num_logits_to_keep + 1).logits``, ``num_logits_to_keep =
+completion_ids.size(1)``), the first release with a ``GRPOTrainer`` (#2565, 2025-01-20); renamed ``logits_to_keep``
+by 1c35a48b50f54b92c6b820437aaf75c4e3d777ce (#2721), v0.15.0 (00e58893809af89d07c2ff9c582ac5060888363c l.478-487:
+``logits_to_keep=logits_to_keep + 1``, then ``logits[:, :-1, :]``). transformers' causal-LM forward slices the hidden
+states before ``lm_head`` (5.24.0 models/llama/modeling_llama.py ``slice_indices = slice(-logits_to_keep, None)``;
+``self.lm_head(hidden_states[:, slice_indices, :])``). TRL 1.16.0's fused head scores the same positions only
+(trl/trainer/grpo_trainer.py ``labels[:, :-logits_to_keep] = -100``; trl/trainer/utils.py ``add_fused_lm_head``:
+``hidden_states[mask]`` of the labelled rows) on a Triton device only (``TRL_FUSED_HEAD_COMPACT``). A ``software.trl``
+pin before it keeps the whole sequence's logits. From v0.16 a model is passed ``logits_to_keep`` only when its forward
+takes it (v0.20.0 @30576d2ddcf2c0e17c399399e2465fbe81446ade trl/trainer/grpo_trainer.py l.1107-1116: ``if
+"logits_to_keep" in self.model_kwarg_keys``, else the whole logits then ``logits[:, -logits_to_keep:, :]``); every
+causal-LM decoder the planner resolves takes it (transformers 5.24.0), the VLMs that do not are not planned here."""
+
+TRL_FUSED_HEAD_COMPACT = "loss.triton"
+"""The gate of TRL's fused lm_head (``loss.kernel: trl``, TRL 1.16.0 ``add_fused_lm_head``, trl/trainer/utils.py
+l.1640-1648, the PyPI wheel read 2026-12-05): ``compact = _use_triton(hidden_states.device)``
+(trl/kernels/chunked_logprob.py l.48-49: Triton importable and a ``cuda`` / ``xpu`` device); compact, the head scores
+``hidden_states[mask]``, the rows whose label is not -100 (grpo_trainer.py l.1495-1496: ``labels[:, :-logits_to_keep] =
+-100``, so the completion's tokens); otherwise ``hidden_states.reshape(-1, h)``, every one of the ``s - 1`` shifted
+positions ("every position is scored instead", l.1640-1641). Measured on CPU with torch 2.13's MemTracker (tiny random
+Qwen2, hidden 64, fp32, b 4 x (128 prompt + 128 completion), ``fused_lm_head=True``): 1020 rows scored, peak 149.59
+MiB (the fp32 ``mm_buf`` 1020 x 32768: 127.5 MiB) as shipped; 512 rows, peak 80.12 MiB with ``_use_triton`` patched
+true. The acceptance run (trainfit accept, CPU) is the first case: its forward measured 136.4 MiB against 76.6 MiB
+planned over the completion only, so its card states ``loss.triton: false``. Every GPU card is the second (the
+default). The eager path (TRL 0.14 to the fused head, ``loss.chunked`` false, or Liger's ``_get_last_hidden_state``
+slice) keeps the completion on every device."""
+
+
+def logit_positions(card: RunCard, *, seq_len: int) -> int:
+    """Positions per sequence whose logits the policy and reference passes of an RL step compute: TRL's GRPO (the
+    planned framework, ``trl_planned``) from ``TRL_LOGITS_TO_KEEP_SINCE`` keeps the completion's ``response_len + 1``
+    (at most ``seq_len``) of its padded batch, except TRL's fused head off a Triton device (``loss.triton: false``,
+    ``TRL_FUSED_HEAD_COMPACT``), which scores every position; every other case the whole ``seq_len``, packed passes
+    (``rollout.packed_sequences``, ``rollout.max_tokens_per_micro_batch``: AReaL's cards) included. verl and OpenRLHF compute the logits over the
+    whole (packed) sequence and slice the log-probs afterwards, so they are left at ``seq_len``: volcengine/verl
+    @b178a3cd56f58b2d502255daba591e92833930a7 verl/workers/actor/dp_actor.py l.258 ``logits_rmpad =
+    output.logits.squeeze(0)`` (every packed token), l.344 ``full_log_probs.squeeze(-1)[:, -response_length - 1 :
+    -1]``; OpenRLHF/OpenRLHF @3c3be6234e0cb353e76bb8019947db9dfe99fca7 openrlhf/models/actor.py l.265-267
+    ``output = self.model(sequences, ...)``, ``output["logits"].to(torch.float32)``, l.294 ``log_probs[:,
+    -action_mask.shape[1]:]``. TRL's PPO and DPO score the whole sequence (left too)."""
+    if card.method is not Method.GRPO or not trl_planned(card):
+        return seq_len
+    from trainfit.plan.rl_batches import passes_pack  # late: plan imports methods
+
+    ro = card.rollout
+    if ro.max_tokens_per_micro_batch is not None or passes_pack(card):
+        # packed rows or a token budget (AReaL's and verl's layouts, not TRL's padded completion block): the row's
+        # logits over every packed token
+        return seq_len
+    if pin_before(card.software.trl, TRL_LOGITS_TO_KEEP_SINCE):
+        return seq_len
+    if card.loss.chunked and card.loss.kernel is LossKernel.TRL and not card.loss.triton:
+        # TRL's fused head off a Triton device scores every position (TRL_FUSED_HEAD_COMPACT)
+        return seq_len
+    return min(seq_len, card.rollout.response_len + 1)
 
 
 def resolve_role_model(name: str, *, field: str) -> Any:

@@ -111,7 +111,10 @@ row (15.20 -> about 14.1 GiB). The two 2025.2.4 rows keep TRL's own log-probs: T
 model for the completion's ``logits_to_keep + 1`` positions only, while the plan's actor logits span prompt + response
 (``plan.terms``: micro-batch x seq_len); scaled to 201 of 456 positions the Qwen2.5-3B row's logits would be 2.73 GiB
 instead of 6.19 (peak about 14.0 GiB) and Phi-4's 1.35 instead of 3.07 (about 15.0 GiB). That change touches every TRL
-GRPO card and is left to a change of its own, scored on all of them.
+GRPO card and is left to a change of its own, scored on all of them. (2026-12-05: TRL's ``logits_to_keep`` is now
+planned for the trl preset and no-preset GRPO cards, ``methods.roles.logit_positions``; the unsloth preset is left
+out of it: whether Unsloth 2025.2.4's patched causal-LM forward honours ``logits_to_keep`` was not read, so these two
+rows keep the whole sequence's logits until it is.)
 
 Before that (first contact), memory: all six planned rows fail the fit verdict although the runs ran (peaks 19.8 to 33.5 GiB planned on
 15 / 24 GiB cards; the entries' notes give each). Two terms carry it: the engine's share (0.9 of the card less the

@@ -312,6 +312,7 @@ from trainfit.memory import attention as attn
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import count_scale
 from trainfit.methods.roles import (
+    logit_positions,
     old_logprob_pass,
     reference_placement,
     reward_model,
@@ -623,6 +624,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             else None
         t = forward_only_time(
             shard, rates=r, micro_batch_size=lp_mbs, seq_len=rank_seq, micro_steps=micro,
+            # TRL's GRPO: the completion's logits only (logits_to_keep; roles.logit_positions)
+            head_positions=logit_positions(card, seq_len=rank_seq),
             adapter=adapter, eager_attention=eager, parallel=par,
             gathered_weight_bytes=actor_w if _runs_actor_weights(card, name) else frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,

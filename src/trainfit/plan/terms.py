@@ -784,9 +784,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     if saved_head:
         # a trainable head saves its input (the final norm's output) for its weight gradient
         act = replace(act, head=act.head + card.batch.micro_batch_size * seq_len * spec.hidden_size * act_dtype)
+    # TRL's GRPO computes the completion's logits only (logits_to_keep; methods.roles.logit_positions)
+    from trainfit.methods.roles import logit_positions
+
+    logit_len = logit_positions(card, seq_len=seq_len)
     lg = logits_bytes(
         micro_batch_size=card.batch.micro_batch_size,
-        seq_len=seq_len,
+        seq_len=logit_len,
         vocab_size=spec.vocab_size,
         hidden_size=spec.hidden_size,
         chunked=card.loss.chunked,
@@ -986,7 +990,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gradient_checkpointing=card.parallel.checkpoints_layers,
         checkpointed_layers=subset or (),
         logits=lg,
-        logits_grad_bf16=logits_grad_bytes(card, tokens=tokens, width=spec.head_outputs or spec.vocab_size,
+        logits_grad_bf16=logits_grad_bytes(card, tokens=card.batch.micro_batch_size * logit_len,
+                                           width=spec.head_outputs or spec.vocab_size,
                                            dtype_bytes=act_dtype),
         **({"forward_at": "loss (flash-attn's cross-entropy over the bf16 logits)"}
            if card.loss.kernel is LossKernel.FLASH_ATTN and spec.head_outputs is None else {}),

@@ -41,7 +41,7 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
 from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec, transformers_v4_modules
-from trainfit.methods.roles import train_nodes
+from trainfit.methods.roles import logit_positions, train_nodes
 from trainfit.plan.terms import (bnb_loop_experts, fsdp_gathered_dtype, loss_input_copy_of,
                                  megatron_fsdp_fp8_params, padding_mask_of, runs_hf_modelling_code,
                                  trained_dtype_bytes, zero_master_states)
@@ -1017,6 +1017,8 @@ def training_time(
                                                             seq_len=max(1, seq_len // cp))
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
+        # TRL's GRPO update: the completion's logits only (logits_to_keep; methods.roles.logit_positions)
+        head_positions=logit_positions(card, seq_len=max(1, seq_len // cp)),
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
         activation_offload_copy_bytes_per_s=off_rate,
         fsdp2_offload_copy_bytes_per_s=fsdp2_offload_copy_rates(card, rates, gpus_per_node=min(ranks, gpus_per_node)),

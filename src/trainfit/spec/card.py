@@ -997,6 +997,12 @@ class LossSection(_Section):
         " 2025-04-17; every_pass: the reference pass too, as verl v0.3 did). Time: compute.inventory."
         "VERL_ENTROPY_COMPILED_BYTES; memory: per-row buffers only on a GPU (memory.logits.VERL_ENTROPY_ROW_BYTES).")
 
+    triton: bool = Field(
+        True, description="With loss.kernel trl: TRL's fused lm_head runs its Triton path (TRL 1.16 add_fused_lm_head,"
+        " trl/trainer/utils.py l.1640-1645: compact = _use_triton(device), Triton importable and a cuda/xpu device), which"
+        " scores only the labelled rows (GRPO: the completion's tokens). false: no Triton (a CPU run such as trainfit"
+        " accept's, or Triton not installed): every position is scored (methods.roles.logit_positions).")
+
     @model_validator(mode="after")
     def _kernel_fits_chunked(self) -> LossSection:
         if self.chunked and self.kernel in (LossKernel.FLASH_ATTN, LossKernel.TE):
@@ -1005,6 +1011,10 @@ class LossSection(_Section):
         if self.kernel is LossKernel.UNSLOTH and not self.chunked:
             raise ValueError("loss.kernel: 'unsloth' is Unsloth's chunked GRPO loss (no full logits), read with"
                              " loss.chunked true; allowed with loss.chunked false: liger, flash_attn, te")
+        if not self.triton and not (self.chunked and self.kernel is LossKernel.TRL):
+            raise ValueError(f"loss.triton: only read with loss.chunked true and loss.kernel trl (TRL's fused lm_head;"
+                             f" kernel is '{self.kernel.value}', chunked {str(self.chunked).lower()}); allowed otherwise:"
+                             " true")
         if self.temperature_copy and self.kernel is not LossKernel.FLASH_ATTN:
             raise ValueError(f"loss.temperature_copy: only read with loss.kernel flash_attn (kernel is"
                              f" '{self.kernel.value}'); allowed with it: false")

@@ -5,7 +5,8 @@ Each pass is traced as its trainer runs it, with the fast byte tracker of the SF
 full depth the same way:
 
 ``logprob`` (policy, reference or old-policy log-probs over G completions; GRPO/PPO)
-    ``torch.no_grad()``; ``logits = model(input_ids).logits`` (bf16, every position), then TRL's
+    ``torch.no_grad()``; ``logits = model(input_ids).logits`` (bf16, every position; with
+    ``TraceRequest.logits_to_keep`` the last ``logits_to_keep + 1`` only, as TRL's GRPO asks), then TRL's
     ``_get_per_token_logps_and_entropies`` (trl <= 0.2x grpo_trainer.py; TRL 1.16 still ships the
     same ``selective_log_softmax`` in trl/trainer/utils.py:538-601)::
 
@@ -76,16 +77,30 @@ def selective_log_softmax(logits: torch.Tensor, index: torch.Tensor) -> torch.Te
     return per_token_logps.squeeze(-1)
 
 
-def per_token_logps(model: Any, ids: torch.Tensor, temperature: float | None) -> torch.Tensor:
-    """GRPO's ``_get_per_token_logps``: logits of every position, shifted, divided, selected.
+def per_token_logps(model: Any, ids: torch.Tensor, temperature: float | None, logits_to_keep: int = 0) -> torch.Tensor:
+    """GRPO's ``_get_per_token_logps``: logits shifted, divided, selected.
 
-    ``temperature=None`` skips the division (DPO's policy and reference passes).
+    ``temperature=None`` skips the division (DPO's policy and reference passes). ``logits_to_keep`` (the completion's
+    length; 0: every position): TRL's GRPO from v0.14 asks the model for the last ``logits_to_keep + 1`` positions
+    only and scores the last ``logits_to_keep`` tokens (huggingface/trl v0.15.0
+    @00e58893809af89d07c2ff9c582ac5060888363c trl/trainer/grpo_trainer.py l.478-487)::
+
+        logits = model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=logits_to_keep + 1).logits
+        logits = logits[:, :-1, :]
+        input_ids = input_ids[:, -logits_to_keep:]
+        logits = logits[:, -logits_to_keep:]
     """
-    logits = model(input_ids=ids).logits  # the output object is not kept
-    logits = logits[:, :-1, :]
+    if logits_to_keep:
+        logits = model(input_ids=ids, logits_to_keep=logits_to_keep + 1).logits
+        logits = logits[:, :-1, :][:, -logits_to_keep:]
+        labels = ids[:, -logits_to_keep:]
+    else:
+        logits = model(input_ids=ids).logits  # the output object is not kept
+        logits = logits[:, :-1, :]
+        labels = ids[:, 1:]
     if temperature is not None:
         logits = logits / temperature
-    return selective_log_softmax(logits, ids[:, 1:])
+    return selective_log_softmax(logits, labels)
 
 
 def value_pass(model: Any, ids: torch.Tensor) -> torch.Tensor:
@@ -151,7 +166,7 @@ def run_depth(
         with tr:
             if req.pass_kind == "logprob":
                 with tr.phase("logprob"), torch.no_grad(), _autocast(req):
-                    out = per_token_logps(model, ids, req.temperature)
+                    out = per_token_logps(model, ids, req.temperature, req.logits_to_keep)
                 del out
             elif req.pass_kind == "value":
                 with tr.phase("value"), torch.no_grad(), _autocast(req):
@@ -189,8 +204,10 @@ def pass_notes(req: TraceRequest) -> list[str]:
     """What the traced pass is, for :attr:`trainfit.trace.types.TraceResult.notes`."""
     if req.pass_kind == "logprob":
         return [
-            f"no-grad log-prob pass over {req.micro_batch_size} x {req.seq_len} tokens: bf16 logits of every position,"
-            f" logits[:, :-1] / {req.temperature:g}, TRL selective_log_softmax (row-wise log_softmax for bf16)"
+            f"no-grad log-prob pass over {req.micro_batch_size} x {req.seq_len} tokens: bf16 logits of "
+            + (f"the last {req.logits_to_keep + 1} positions (TRL logits_to_keep)" if req.logits_to_keep
+               else "every position")
+            + f", logits[:, :-1] / {req.temperature:g}, TRL selective_log_softmax (row-wise log_softmax for bf16)"
         ]
     if req.pass_kind == "value":
         return [

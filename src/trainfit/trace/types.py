@@ -122,6 +122,11 @@ class TraceRequest:
     optimizer_step, and ``ref_logprob`` after forward when ``dpo_reference``). See ``trainfit.trace.rl_passes``."""
     temperature: float = 1.0
     """``logprob``: the sampling temperature the logits are divided by (TRL divides unconditionally)."""
+    logits_to_keep: int = 0
+    """``logprob``: the completion's length, TRL GRPO's ``logits_to_keep``: the model is asked for the last
+    ``logits_to_keep + 1`` positions' logits only (transformers slices the hidden states before ``lm_head``) and the
+    last ``logits_to_keep`` tokens are scored (``methods.roles.logit_positions``); 0: every position (the pass before
+    that TRL release)."""
     dpo_reference: bool = False
     """``dpo_step``: True runs a live reference forward (no grad) after the policy's forward, as TRL does (phase
     ``ref_logprob``): a frozen bf16 copy of the model for scope ``full``, the policy with its adapter
@@ -232,6 +237,9 @@ class TraceRequest:
             raise TraceUnsupported("trace: dpo_reference applies to pass_kind 'dpo_step' only")
         if not self.temperature > 0:
             raise TraceUnsupported(f"trace: temperature must be > 0, got {self.temperature}")
+        if self.logits_to_keep and (self.pass_kind != "logprob" or not 0 < self.logits_to_keep < self.seq_len):
+            raise TraceUnsupported(f"trace: logits_to_keep applies to pass_kind 'logprob' with 0 < logits_to_keep <"
+                                   f" seq_len ({self.seq_len}), got {self.logits_to_keep}")
         if self.padding_mask and (self.pass_kind != "train_step" or self.tensor_parallel > 1
                                   or self.pipeline_parallel > 1 or self.micro_batches > 1):
             raise TraceUnsupported("trace: padding_mask is traced for a train step on one rank or FSDP2 (no tensor or"

@@ -85,3 +85,12 @@ def test_paged_states_stay_resident_up_to_the_cuda_total():
     assert plan.peak.paged_resident > 0
     assert plan.peak.device == plan.capacity_bytes == gpu_by_id("rtx4090").torch_total_memory_bytes
     assert plan.fits
+
+
+def test_size_reports_the_capacity_its_fits_are_judged_against():
+    """``trainfit size`` prints 'training on 1 x <GPU> (X GiB)' beside each scope's fits verdict (``plan.fits``):
+    X is the same CUDA total."""
+    from trainfit.size import model_size
+
+    s = model_size("Qwen/Qwen3-0.6B", tokens=512, gpu="h100-sxm")
+    assert s.gpu_capacity_bytes == 85_027_979_264

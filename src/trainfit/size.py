@@ -239,7 +239,7 @@ def model_size(model: str, *, tokens: int = 4096, batch: int = 1, gpu: str = "h1
         kv_bytes_per_token=kv_bytes_per_token(spec, tp=1, dtype_bytes=BYTES_PER_DTYPE[kv_dtype]),
         kv_dtype=kv_dtype,
         linear_state_bytes_per_seq=linear_state_bytes_per_seq(spec, tp=1),
-        tokens=tokens, batch=batch, gpu_id=g.id, gpu_name=g.name, gpu_capacity_bytes=g.memory_bytes,
+        tokens=tokens, batch=batch, gpu_id=g.id, gpu_name=g.name, gpu_capacity_bytes=g.usable_memory_bytes,
         training=tuple(training), notes=tuple(notes),
     )
 

@@ -40,7 +40,10 @@ def test_json_schema(capsys):
     assert obj["peak_phase"] in {p["name"] for p in obj["phases"]}
     assert [p["name"] for p in obj["phases"]] == ["load", "forward", "backward", "optimizer_step"]
     assert isinstance(obj["fits"], bool) and obj["fits"]
-    assert obj["gpu_capacity_bytes"] == 40960 * 2**20
+    # the CUDA total of the default a100-40gb: catalog/data/gpus/a100-40gb.json torch_total_memory_bytes (CUDA
+    # deviceQuery's totalGlobalMem on an A100 40GB, quoted in that entry's notes), not nvidia-smi's 40960 MiB
+    assert obj["gpu_capacity_bytes"] == 42_405_855_232
+    assert obj["gpu_capacity_basis"] == "cuda_total"
     assert obj["host_ram_bytes"] > 0
     comps = set().union(*(p["components"] for p in obj["phases"]))
     assert {"weights", "gradients", "optimizer_states", "activations", "logits"} <= comps

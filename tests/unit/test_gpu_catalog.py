@@ -251,3 +251,32 @@ def test_hf_config_of_returns_a_copy_callers_may_edit():
     cfg = hf_config_of("Qwen/Qwen2.5-7B")
     cfg["num_hidden_layers"] = 2
     assert hf_config_of("Qwen/Qwen2.5-7B")["num_hidden_layers"] == 28
+
+
+CUDA_TOTALS_DEVICEQUERY = {
+    # thamada/nvidia-smi gls/<file>_deviceQuery.py @b09ef139265ffc7e3c78006346981de8e4d70499, the device's
+    # "Total amount of global memory: ... (N bytes)" line (cudaDeviceProp.totalGlobalMem, torch's total_memory)
+    "a100-80gb": 85_100_068_864,  # A100SXMx4 l.13
+    "a40": 47_608_692_736,  # A40x10 l.13
+    "h100-nvl": 99_861_594_112,  # H100NVLx2 l.14
+    "l4": 23_570_219_008,  # L4 l.13
+    "rtx-6000-ada": 51_002_867_712,  # RTX6000Ada_x8 l.13
+}
+
+
+def test_cuda_totals_quoted_from_device_query():
+    for gid, total in CUDA_TOTALS_DEVICEQUERY.items():
+        g = resolve_gpu(gid)
+        assert g.torch_total_memory_bytes == total == g.usable_memory_bytes, gid
+        assert f"{total} bytes" in g.notes and "b09ef139265ffc7e3c78006346981de8e4d70499" in g.notes, gid
+
+
+def test_entries_without_a_cuda_total_say_so():
+    """Where no published CUDA total is cited the entry keeps nvidia-smi's total for the fit and its notes say so
+    (MI300X: torch reports the rocm-smi total, its notes say why the field is null)."""
+    for gid in gpu_ids():
+        g = resolve_gpu(gid)
+        if g.torch_total_memory_bytes is None:
+            assert g.usable_memory_bytes == g.memory_bytes, gid
+            assert ("fits are judged against the nvidia-smi total" in g.notes
+                    or "torch_total_memory_bytes is left null" in g.notes), gid

@@ -73,7 +73,11 @@ def phase_results(
     lower bound beside it. A DeepSpeed ZeRO step without offload is replayed the same way
     (``stream_pools.zero_step_sequence``: the IPG bucket, its reductions on DeepSpeed's reduction stream,
     ZeRO-3's gathered parameters on the all-gather stream, the flat fp32 step); elsewhere (offload,
-    ZeRO-1 with ``overlap_comm``) the fitted share stands."""
+    ZeRO-1 with ``overlap_comm``) the fitted share stands.
+
+    ``capacity``: the card's room, the CUDA total (``GpuSpec.usable_memory_bytes``, what ``Plan.fits`` is judged
+    against): managed (paged) states stay resident and the allocator frees idle cached blocks or unmaps free pages
+    only up to the memory CUDA can hand out, which is that total, not nvidia-smi's."""
     large = _large_tensor_count(spec, sharding, card)
     step_transient = max([at_least] + [_transient(p) for p in peaks if p.phase is not Phase.LOAD])
     out = [

@@ -134,7 +134,22 @@ class Plan:
 
     @property
     def capacity_bytes(self) -> int:
-        return self.gpu.memory_bytes
+        """What a GPU holds at most: the CUDA total (``torch.cuda.get_device_properties().total_memory``, the
+        catalog's ``torch_total_memory_bytes``), a few hundred MiB below nvidia-smi's total; the caching allocator
+        cannot reserve past it (its OOM message quotes it as "total capacity"). nvidia-smi's total where the catalog
+        has no published CUDA total (``capacity_basis``)."""
+        return self.gpu.usable_memory_bytes
+
+    @property
+    def capacity_basis(self) -> str:
+        """Which figure ``capacity_bytes`` is: ``cuda_total`` or ``nvidia_smi_total`` (no published CUDA total)."""
+        return "cuda_total" if self.gpu.torch_total_memory_bytes else "nvidia_smi_total"
+
+    @property
+    def capacity_label(self) -> str:
+        """``capacity_basis`` as the verdict line words it."""
+        return ("CUDA total" if self.capacity_basis == "cuda_total"
+                else "nvidia-smi total; no published CUDA total")
 
     @property
     def fits(self) -> bool:

@@ -140,7 +140,7 @@ def walk_stages(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding
             peaks = _merge(peaks, peaks_of(terms))
         heavier = max(runs, key=lambda r: max(p.allocated for p in peaks_of(r[0])))
         phases = phase_results(peaks, spec=stage_spec(ss, stage), sharding=sharding, card=card,
-                               capacity=gpu.memory_bytes, at_least=max(step_max_transient(t) for t, _ in runs),
+                               capacity=gpu.usable_memory_bytes, at_least=max(step_max_transient(t) for t, _ in runs),
                                compute_capability=gpu.compute_capability)
         device = max(p.device for p in phases)
         by_stage.append(tuple(phases))

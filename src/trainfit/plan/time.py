@@ -92,7 +92,60 @@ datasheet, https://resources.nvidia.com/en-us-dgx-systems/dgx-b300-datasheet, re
 ConnectX-8 SuperNIC at 800 Gb/s per GPU: https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03), Meta's
 Grand Teton H100 96GB HBM2e hosts ('backend RDMA network with 400 Gb/s per GPU', pytorch/torchtitan docs/performance.md
 @eaea6f6a2fa940f03a10906be1df3489cf30af85 l.6); the A800 (an A100 with
-NVLink cut to 400 GB/s, catalog a800-80gb) assumed on the A100's server. Other (PCIe) cards: 100 Gb/s assumed."""
+NVLink cut to 400 GB/s, catalog a800-80gb) assumed on the A100's server. Other (PCIe) cards: 100 Gb/s assumed. The
+figures with a quoted source are in ``NIC_SOURCE_BY_GPU``; a multi-node plan names the figure it used and its source,
+or 'uncited default', in its assumptions (``nic_note``)."""
+
+
+_DGX_HOPPER_NICS = ("NVIDIA DGX BasePOD reference architecture, core components, https://docs.nvidia.com/dgx-basepod/"
+                    "reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html, read"
+                    " 2026-12-05, DGX H200 and H100: 'Four OSFP ports serving eight single-port NVIDIA ConnectX-7 VPI, ...,"
+                    " up to 400 Gb/s InfiniBand/Ethernet'")
+NIC_SOURCE_BY_GPU = {
+    "h100-sxm": _DGX_HOPPER_NICS,
+    "h200": _DGX_HOPPER_NICS,
+    "b200": "NVIDIA DGX B200 user guide, https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html,"
+            " read 2026-12-05: '4 x OSFP ports for 8 x NVIDIA ConnectX-7 Single Port Cards', InfiniBand 'Up to 400Gbps'",
+    "b300": "NVIDIA DGX B300 datasheet, https://resources.nvidia.com/en-us-dgx-systems/dgx-b300-datasheet, read"
+            " 2026-12-03: 8 ConnectX-8 SuperNICs at up to 800 Gb/s",
+    "gb300": "https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03: a ConnectX-8 SuperNIC at 800 Gb/s"
+             " per GPU",
+    "h100-sxm-hbm2e-96gb": "pytorch/torchtitan docs/performance.md@eaea6f6a2fa940f03a10906be1df3489cf30af85 l.6:"
+                           " 'backend RDMA network with 400 Gb/s per GPU'",
+}
+"""Where ``NIC_GBPS_BY_GPU``'s figure is quoted; the other kinds' figures (one NIC per GPU of the vendor's reference
+server, 100 Gb/s for PCIe cards) are uncited defaults, and the plan's assumption line says so (``nic_note``)."""
+
+
+def nic_default_source(gpu_id: str) -> str:
+    """The catalog default NIC's source for ``gpu_id``, or the words 'uncited default' and what it assumes."""
+    if gpu_id in NIC_SOURCE_BY_GPU:
+        return NIC_SOURCE_BY_GPU[gpu_id]
+    if gpu_id in NIC_GBPS_BY_GPU:
+        return "uncited default: one NIC per GPU, as in the vendor's reference 8-GPU server"
+    return "uncited default: 100 Gb/s assumed for a card without a reference server in the table"
+
+
+def nic_note(card: RunCard, gpu: GpuSpec) -> str | None:
+    """The plan's assumption line of the inter-node network its cross-node collectives (and a split rollout's weight
+    sync) were timed on, whenever the card has more than one node: the NIC per GPU and per node, whether the card
+    stated it (``hardware.nic_gbps_per_gpu`` / ``nic_gbps_per_node``) or the catalog default gave it (its source,
+    ``nic_default_source``), and the fields to change it. None on one node."""
+    hw = card.hardware
+    if hw.nodes <= 1:
+        return None
+    per_gpu_gbps = nic_bytes_per_s(card) * 8 / 1e9
+    gpus = hw.gpus_per_node
+    why = ("stated (hardware.nic_gbps_per_gpu)" if hw.nic_gbps_per_gpu is not None
+           else f"the catalog default for {gpu.id} ({nic_default_source(gpu.id)})")
+    if hw.nic_gbps_per_node:
+        share_gbps = min(per_gpu_gbps, hw.nic_gbps_per_node / gpus)
+        link = (f"{hw.nic_gbps_per_node:g} Gb/s per node, stated (hardware.nic_gbps_per_node), shared by its {gpus} GPUs:"
+                f" {share_gbps:g} Gb/s per GPU when all cross at once, at most {per_gpu_gbps:g} Gb/s per GPU, {why}")
+    else:
+        link = f"{per_gpu_gbps:g} Gb/s per GPU ({per_gpu_gbps * gpus:g} Gb/s per node of {gpus} GPUs), {why}"
+    return (f"inter-node network: {hw.nodes} nodes, {link}; set hardware.nic_gbps_per_gpu / hardware.nic_gbps_per_node"
+            " to the cluster's")
 
 
 def nic_bytes_per_s(card: RunCard) -> float:
@@ -1502,15 +1555,14 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return None
     try:
         r = rates_of(card, gpu, rates)
-        link = link_note(card, gpu, r, calibration=rates)
+        links = tuple(n for n in (link_note(card, gpu, r, calibration=rates), nic_note(card, gpu)) if n)
         if card.method in (Method.PPO, Method.GRPO):
             from trainfit.plan.rl_time import rl_step_time
 
             t = rl_step_time(card, spec, gpu, sharding, rollout, r)
-            return replace(t, assumptions=t.assumptions + (link,)) if link else t
+            return replace(t, assumptions=t.assumptions + links)
         t = _sft_time(card, spec, gpu, sharding, r)
-        if link:
-            t = replace(t, assumptions=t.assumptions + (link,))
+        t = replace(t, assumptions=t.assumptions + links)
         if paged_spill_bytes > 0:
             secs = PAGING_PASSES * paged_spill_bytes / r.pcie_bytes_per_s
             t = StepTiming(t.total_s + secs, t.tokens_per_step,

@@ -181,7 +181,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
                 state_bytes_per_gpu=reference_swap_state_bytes(spec, card, divisor=sharding.weights_divisor),
                 gpus_per_node=card.hardware.gpus_per_node)
         peaks = dpo_reference_phases(card, terms, peaks, ref_w=ref_w, ref_tr=ref_tr)
-    phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+    phases = phase_results(peaks, spec=step_spec, sharding=sharding, card=card, capacity=gpu.usable_memory_bytes,
                            at_least=step_max_transient(terms), compute_capability=gpu.compute_capability,
                            terms=terms if card.method is Method.SFT else None)
     groups = (GroupPlan("all", sharding.world_size, tuple(phases)),)
@@ -462,7 +462,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
         notes = [*notes, critic_note]
     out = []
     for g in groups:
-        phases = phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.memory_bytes,
+        phases = phase_results(g.peaks, spec=spec, sharding=sharding, card=card, capacity=gpu.usable_memory_bytes,
                                at_least=step_max_transient(actor) if g.name != "rollout" else 0.0,
                                compute_capability=gpu.compute_capability)
         out.append(GroupPlan(g.name, g.gpus, tuple(phases)))

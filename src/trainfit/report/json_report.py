@@ -50,6 +50,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
         "stage_peak_device_bytes": [_b(v) for v in plan.stage_peaks],
         "fits": plan.fits,
         "gpu_capacity_bytes": plan.capacity_bytes,
+        "gpu_capacity_basis": plan.capacity_basis,
         "headroom_bytes": plan.capacity_bytes - _b(peak.device),  # exactly capacity - the peak printed above
         "host_ram_bytes": _b(plan.host_ram_bytes),
         "host_ram": {k: _b(v) for k, v in plan.host_ram.items()},

@@ -23,7 +23,7 @@ def plan_notebook_html(plan: Any) -> str:
     color = "#1a7f37" if fits else "#c62828"
     facts = [
         f"peak {peak.device / GIB:.2f} GiB per GPU in {escape(peak.phase.value)} ({escape(peak.at)})",
-        f"of {plan.capacity_bytes / GIB:.2f} GiB",
+        f"of {plan.capacity_bytes / GIB:.2f} GiB ({escape(plan.capacity_label)})",
         f"{'headroom' if head >= 0 else 'over by'} {abs(head) / GIB:.2f} GiB",
     ]
     if plan.step_seconds:

@@ -96,7 +96,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     if plan.fits:
         console.print(
             f"[green bold]FITS[/green bold]: peak {gib(peak.device)} (device) of {gib(plan.capacity_bytes)}"
-            f" per GPU, headroom {gib(plan.headroom_bytes)}"
+            f" per GPU ({plan.capacity_label}), headroom {gib(plan.headroom_bytes)}"
             f" (allocated {gib(peak.allocated)}, reserved {gib(peak.reserved)})"
         )
     elif not plan.host_ram_fits and peak.device <= plan.capacity_bytes:
@@ -109,7 +109,7 @@ def render_plan(plan: Plan, console: Console) -> None:
     else:
         console.print(
             f"[red bold]DOES NOT FIT[/red bold]: peak {gib(peak.device)} (device) of {gib(plan.capacity_bytes)}"
-            f" per GPU, over by {gib(-plan.headroom_bytes)}"
+            f" per GPU ({plan.capacity_label}), over by {gib(-plan.headroom_bytes)}"
             f" (allocated {gib(peak.allocated)}, reserved {gib(peak.reserved)})"
         )
     if rl:

@@ -110,5 +110,6 @@ def _seconds(times: dict[str, float], name: str) -> float | None:
 
 
 def capacity_bytes(plan: Any) -> float:
-    """The planned GPU's memory (bytes): what a forecast on the CPU is measured against."""
-    return float(plan.gpu.memory_bytes)
+    """The planned GPU's memory (bytes): what a forecast on the CPU is measured against, the plan's own capacity
+    (the CUDA total where the catalog has it, ``Plan.capacity_bytes``)."""
+    return float(plan.capacity_bytes)

@@ -1568,7 +1568,7 @@ _FC_C_CARDS: dict[int, dict[str, Any]] = {
     # examples/glm45/glm-45-air-qlora.yaml @753906cf (2026-03-05): quantize_moe_experts (the 3-D expert tensors nf4 as
     # well), LoRA r 16 alpha 8 on q/k/v/o only, 2048-token packed rows, batch 2, bnb AdamW8bit, cut cross-entropy
     2705: {**_ax_qlora_card("zai-org/GLM-4.5-Air", optimizer="adamw_8bit", cce=True, dropout=0.0, rank=16),
-           "lora": {"rank": 16, "alpha": 8, "dropout": 0.0, "double_quant": True,
+           "lora": {"rank": 16, "alpha": 8, "dropout": 0.0, "double_quant": True, "quantize_moe_experts": True,
                     "targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}},
     2706: _tt_ao_card("adamw"),
     2707: _tt_ao_card("adamw_8bit"),

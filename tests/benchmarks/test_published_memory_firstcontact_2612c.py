@@ -105,3 +105,20 @@ def test_packed_dpo_card_holds_a_pair_of_half_rows() -> None:
     assert card.parallel.strategy.value == "zero3" and card.world_size == 4
     assert card.hardware.allocator.value == "expandable_segments"
 
+
+
+def test_glm_air_card_quantizes_the_expert_stacks() -> None:
+    """axolotl's glm-45-air-qlora.yaml sets quantize_moe_experts: the card says so (lora.quantize_moe_experts), which
+    stores transformers 5's 3-D expert stacks in NF4 and fits the 80 GB card the run trained on; without it the stacks
+    plan in bf16, over twice the card (first contact: +207.5 %)."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    card = P.POINTS[2705]["card"]
+    assert card["lora"]["quantize_moe_experts"] is True
+    assert P.plan_point(2705).peak.reserved < 80 * 2**30
+    bf16 = copy.deepcopy(card)
+    bf16["lora"]["quantize_moe_experts"] = False
+    assert make_plan(load_card_dict(bf16)).peak.reserved > 150 * 2**30
+    assert "MODEL CHANGE after first contact" in next(p for p in POINTS if p["id"] == 2705)["notes"]

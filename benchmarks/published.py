@@ -1544,7 +1544,7 @@ _FC_C_CARDS: dict[int, dict[str, Any]] = {
            "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none",
                          "optimizer": "paged_adamw_8bit", "optimizer_states": "same_as_weights",
                          "optimizer_impl": "foreach"},
-           "hardware": {"gpu": "l40s", "gpus_per_node": 1}, "attention": "flash",
+           "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1}, "attention": "flash",
            "parallel": {"strategy": "single", "gradient_checkpointing": True},
            "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 8},
            "software": {"transformers": "4.40.0"}},

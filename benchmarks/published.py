@@ -1488,6 +1488,125 @@ def _firstcontact_b_mappings() -> dict[int, dict[str, Any]]:
 POINTS.update(_firstcontact_b_mappings())
 
 
+# ---- first-contact points, third set (published_memory_points_firstcontact_2612c.json, ids 2701+, sources there)
+#
+# Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
+# axolotl's example READMEs not scored before (2701-2705: llama-3, qwen3.5, glm45), torchao's low-bit AdamW table of
+# torchtune Llama-2-7B full fine-tunes (2706-2708), the llama-recipes FSDP LoRA memory PR (2709-2712), ms-swift's
+# LoRA-initialisation tuner headers (2713-2715) and its packed full-DPO header (2716).
+
+_TT_AO_CARD = {
+    "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+    "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+    "parallel": {"strategy": "single", "gradient_checkpointing": True},
+    "batch": {"micro_batch_size": 2, "seq_len": 1024},
+    "loss": {"chunked": True, "kernel": "torchtune"},
+}
+"""torchtune 52d1b838's full_finetune_single_device with llama2/7B_full_low_memory.yaml (batch_size 2, activation
+checkpointing, CEWithChunkedOutputLoss, dtype bf16, Alpaca with max_seq_len null) and the optimizer swapped, as the
+torchao low-bit-optim README's Llama-2-7B table states; optimizer_in_bwd false (the README's figures need the gradients
+held: see the points' notes). Alpaca is not truncated: 1024 tokens an approximate upper bound on a batch's longest row
+(approx_seq; with checkpointing and the chunked loss the activations are under 1 GiB either way)."""
+
+
+def _tt_ao_card(optimizer: str) -> dict[str, Any]:
+    """A torchao Llama-2-7B row: pure bf16 full fine-tune with ``optimizer`` (torch fused AdamW, or an 8-bit AdamW)."""
+    return {**_TT_AO_CARD, "precision": dict(_TT_PURE_BF16, optimizer=optimizer)}
+
+
+def _recipes_lora_card(*, keeps_logits: bool) -> dict[str, Any]:
+    """llama-recipes (meta-llama/llama-cookbook) llama_finetuning.py at e5970e2e (2023-07-25, PR #41 merged): Llama-2-7B
+    LoRA under FSDP1 full shard on 4 A100-40GB, pure bf16 (``model.to(torch.bfloat16)`` before get_peft_model), PEFT
+    LoRA r 8 alpha 32 on q_proj / v_proj, dropout 0.05 (configs/peft.py), torch AdamW (fsdp_config.optimizer "AdamW"),
+    batch 4 of samsum concatenated into 2048-token chunks (ft_datasets/utils.py Concatenator(chunk_size=2048)),
+    activation checkpointing (fsdp_activation_checkpointing True), limit_all_gathers True, transformers >= 4.31 eager
+    attention. ``keeps_logits``: the loop before the PR (``outputs = model(**batch); loss = outputs.loss``), which holds
+    the model output through backward; after it ``loss = model(**batch).loss`` (utils/train_utils.py l.88)."""
+    card: dict[str, Any] = {
+        "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
+        "lora": {"rank": 8, "alpha": 32, "targets": ["q_proj", "v_proj"], "dropout": 0.05},
+        "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                      "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"},
+        "hardware": {"gpu": "a100-40gb", "gpus_per_node": 4}, "attention": "eager",
+        "parallel": {"strategy": "fsdp", "fsdp_version": "fsdp1", "gradient_checkpointing": True},
+        "batch": {"micro_batch_size": 4, "seq_len": 2048},
+        "software": {"transformers": "4.31.0"},
+    }
+    if keeps_logits:
+        card["loop"] = {"keeps_output_through_backward": True}
+    return card
+
+
+_FC_C_CARDS: dict[int, dict[str, Any]] = {
+    # axolotl examples/llama-3 @15f7910d (2024-04-18): fft-8b.yaml, full fine-tune of the bf16 checkpoint with bnb
+    # PagedAdamW8bit, 8192-token packed rows, non-reentrant checkpointing, flash attention, the HF model's own loss
+    2701: {"model": "meta-llama/Meta-Llama-3-8B", "scope": "full",
+           "precision": {"weights": "bf16", "compute": "bf16", "master_weights": "none",
+                         "optimizer": "paged_adamw_8bit", "optimizer_states": "same_as_weights",
+                         "optimizer_impl": "foreach"},
+           "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1}, "attention": "flash",
+           "parallel": {"strategy": "single", "gradient_checkpointing": True},
+           "batch": {"micro_batch_size": 1, "seq_len": 8192, "grad_accum": 8},
+           "software": {"transformers": "4.40.0"}},
+    # lora-8b.yml at the same commit trains NousResearch/Llama-2-7b-hf (Llama-2-7B) in LLM.int8 with LoRA r 32
+    2702: _ax_qlora_card("meta-llama/Llama-2-7b-hf", optimizer="adamw_8bit", cce=False, dropout=0.05, seq=4096,
+                         gpu="rtx4090", weights="int8", scope="lora"),
+    # qlora-fsdp-70b.yaml: casperhansen/llama-3-70b-fp16 (Meta-Llama-3-70B), nf4 double quant with bf16 quant storage,
+    # FSDP1 full shard with fsdp_offload_params, 512-token rows padded, re-entrant checkpointing, torch AdamW
+    2703: _fc_hf_card("meta-llama/Meta-Llama-3-70B", scope="qlora", gpus=2, gpu="rtx4090", strategy="fsdp", mbs=1,
+                      seq=512, accum=4, attention="flash",
+                      lora={"rank": 8, "alpha": 16, "dropout": 0.05, "double_quant": True},
+                      parallel={"fsdp_version": "fsdp1", "offload": "params_and_optimizer"},
+                      precision={"weights": "nf4", "master_weights": "none", "optimizer_states": "fp32"},
+                      loop={"checkpoint_reentrant": True}),
+    # examples/qwen3.5/27b-qlora.yaml @c1193823 (2026-03-06): QLoRA r 16 alpha 32 on q/k/v/o/down/up (no gate_proj, no
+    # linear-attention projections), 2048-token packed rows, cut cross-entropy, torchao AdamW4bit (planned as the 8-bit
+    # AdamW: the adapters' states are well under 0.1 GiB either way)
+    2704: {**_ax_qlora_card("Qwen/Qwen3.5-27B", optimizer="adamw_8bit", cce=True, dropout=0.0, rank=16, mbs=1),
+           "lora": {"rank": 16, "alpha": 32, "dropout": 0.0, "double_quant": True,
+                    "targets": ["q_proj", "k_proj", "v_proj", "o_proj", "down_proj", "up_proj"]}},
+    # examples/glm45/glm-45-air-qlora.yaml @753906cf (2026-03-05): quantize_moe_experts (the 3-D expert tensors nf4 as
+    # well), LoRA r 16 alpha 8 on q/k/v/o only, 2048-token packed rows, batch 2, bnb AdamW8bit, cut cross-entropy
+    2705: {**_ax_qlora_card("zai-org/GLM-4.5-Air", optimizer="adamw_8bit", cce=True, dropout=0.0, rank=16),
+           "lora": {"rank": 16, "alpha": 8, "dropout": 0.0, "double_quant": True, "quantize_moe_experts": True,
+                    "targets": ["q_proj", "k_proj", "v_proj", "o_proj"]}},
+    2706: _tt_ao_card("adamw"),
+    2707: _tt_ao_card("adamw_8bit"),
+    2708: _tt_ao_card("adamw_8bit"),
+    2709: _recipes_lora_card(keeps_logits=False),
+    2710: _recipes_lora_card(keeps_logits=False),
+    2711: _recipes_lora_card(keeps_logits=True),
+    2712: _recipes_lora_card(keeps_logits=True),
+    # ms-swift tuners/{olora,pissa,neftune}/train.sh @b40f31df (2024-12-05): the tuners/lora run of point 2661 with only
+    # the adapter initialisation (OLoRA, PiSSA) or NEFTune's embedding noise changed
+    2713: _swift_sft_card("Qwen/Qwen2-7B-Instruct", seq=131),
+    2714: _swift_sft_card("Qwen/Qwen2-7B-Instruct", seq=131),
+    2715: _swift_sft_card("Qwen/Qwen2-7B-Instruct", seq=131),
+    # ms-swift examples/train/packing/dpo.sh @2900bbf4 (2025-08-13): full DPO of Qwen2.5-7B-Instruct under ZeRO-3 on 4
+    # GPUs, pairs packed into 8192-token rows (a pair of 4096-token sequences holds the same tokens), flash attention,
+    # the reference a second bf16 copy, expandable segments
+    2716: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", scope="full", gpus=4, strategy="zero3", method="dpo", seq=4096,
+                          attention="flash", deepspeed=_SWIFT_Z3_HEAD,
+                          hardware={"allocator": "expandable_segments"}),
+}
+
+
+def _firstcontact_c_mappings() -> dict[int, dict[str, Any]]:
+    """POINTS entries of the third first-contact set: the cards of ``_FC_C_CARDS``, the metric the point names."""
+    path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612c.json"
+    if not path.is_file():
+        return {}
+    out: dict[int, dict[str, Any]] = {}
+    for p in json.loads(path.read_text()):
+        metric = p["mem_metric"].split(" ")[0].rstrip(":")
+        extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
+        out[p["id"]] = _mapped_or_refused(p, _FC_C_CARDS[p["id"]], metric=metric, extra=extra)
+    return out
+
+
+POINTS.update(_firstcontact_c_mappings())
+
+
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
@@ -1516,8 +1635,14 @@ MEMORY_POINTS_FIRSTCONTACT_B = ROOT / "benchmarks" / "data" / "published_memory_
 ``_firstcontact_b_mappings``): ms-swift example headers (DPO, SimPO, ZeRO-3 with and without Liger) and axolotl's example
 READMEs (gpt-oss 20B / 120B under FSDP2, Mistral-Small-24B QLoRA, Llama 2 7B on an RTX 4090); each note records the
 first-contact error."""
+MEMORY_POINTS_FIRSTCONTACT_C = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612c.json"
+"""Published peak-memory measurements scored on first contact, third set (ids 2701+, mapped by
+``_firstcontact_c_mappings``): axolotl's llama-3 / qwen3.5 / glm45 example READMEs, torchao's low-bit AdamW table of
+torchtune Llama-2-7B full fine-tunes, llama-recipes' FSDP LoRA memory PR, ms-swift's LoRA-initialisation tuner headers
+and its packed full-DPO header; each note records the first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
-                      MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT, MEMORY_POINTS_FIRSTCONTACT_B)
+                      MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT, MEMORY_POINTS_FIRSTCONTACT_B,
+                      MEMORY_POINTS_FIRSTCONTACT_C)
 
 POINTS.update(_train_entry_mappings())
 

@@ -269,6 +269,15 @@ def bnb_loop_experts(card: RunCard) -> bool:
                                 stacked=experts is MoeExperts.LOOP_V5))
 
 
+def nf4_expert_stacks(card: RunCard) -> bool:
+    """A QLoRA card whose 3-D expert stacks are quantized to NF4 while loading (``lora.quantize_moe_experts``: axolotl's
+    ``patch_moe_quantization_on_load`` calls bitsandbytes' ``replace_parameter_4bit`` on each 3-D parameter named
+    *expert*, with the base's quant type and double quant, axolotl-ai-cloud/axolotl src/axolotl/monkeypatch/moe_quant.py
+    l.121-131 @753906cfc7a669e9b1788193174304bbd9059a8e): they are stored as NF4 like the quantized linears. Memory only:
+    the step time keeps pricing the stacks as v5's bf16 grouped GEMMs."""
+    return card.scope is Scope.QLORA and card.lora is not None and card.lora.quantize_moe_experts
+
+
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     """Bytes of one trained weight, of its gradient, whether an fp32 master copy is kept, and bytes of one
     optimizer-state element, as the card's precision section and scope set them."""
@@ -570,7 +579,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
     compute = ComputeDtype.BF16 if prec.compute.quantized_gemms else model_dtype(card)  # fp8 / fp4: only the GEMMs
     # PEFT's prepare_model_for_kbit_training: the non-4-bit parameters are fp32 (memory.kbit_upcast)
     kbit = card.scope is Scope.QLORA and card.lora.prepare_kbit is not KbitPrepare.NONE
-    loop_nf4 = bnb_loop_experts(card)
+    loop_nf4 = bnb_loop_experts(card) or nf4_expert_stacks(card)
     w = weight_bytes(spec, weights=wdtype, compute=ComputeDtype.FP32 if kbit else compute, trainable=trainable,
                      quantized_experts=loop_nf4)
     trl_cast = kbit and card.lora.prepare_kbit is KbitPrepare.TRL

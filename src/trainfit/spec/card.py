@@ -190,6 +190,13 @@ class LoraSection(_Section):
     adapter_dtype: AdapterDtype = Field(
         AdapterDtype.FP32, description="fp32 (PEFT's default autocast_adapter_dtype) or bf16 (torchtune)."
     )
+    quantize_moe_experts: bool = Field(
+        False, description="QLoRA on a MoE model whose routed experts are 3-D stacks (transformers 5): the stacks"
+        " are quantized to the base's NF4 while loading, as axolotl's quantize_moe_experts does (bitsandbytes"
+        " replace_parameter_4bit on every 3-D parameter named *expert*: axolotl-ai-cloud/axolotl"
+        " src/axolotl/monkeypatch/moe_quant.py l.121-131 @753906cfc7a669e9b1788193174304bbd9059a8e); bitsandbytes'"
+        " own loader skips them (it swaps nn.Linear modules only). Memory: the experts' stored bytes. Default false:"
+        " the stacks stay in the compute dtype. Scope qlora only.")
     modules_to_save: list[str] = Field(
         default_factory=_empty_list, max_length=16,
         description="Modules trained in full beside the adapter (PEFT modules_to_save): embed_tokens, lm_head.",
@@ -1767,6 +1774,9 @@ class RunCard(_Section):
         if self.precision.nf4_compute_dtype is not Nf4ComputeDtype.BF16 and self.scope is not Scope.QLORA:
             raise ValueError(f"precision.nf4_compute_dtype: read for scope qlora (the 4-bit base's GEMMs); scope"
                              f" {self.scope.value} has none; allowed with it: bf16")
+        if self.lora.quantize_moe_experts and self.scope is not Scope.QLORA:
+            raise ValueError(f"lora.quantize_moe_experts: read for scope qlora (the experts take the 4-bit base's NF4);"
+                             f" scope {self.scope.value} has no 4-bit base; allowed with it: false")
         if self.lora.prepare_kbit is not KbitPrepare.NONE and (self.scope is not Scope.QLORA or self.lora.dequant is not QloraDequant.BITSANDBYTES
                                        or self.precision.compute is not ComputeDtype.BF16):
             raise ValueError("lora.prepare_kbit: read for scope qlora on bitsandbytes' 4-bit base under bf16 compute;"

@@ -1,0 +1,124 @@
+"""First-contact memory points, third set (benchmarks/data/published_memory_points_firstcontact_2612c.json, ids 2701+).
+
+Each point cites its repository, path (or pull request) and a 40-hex commit, names the counter it was read as, and
+records in its note trainfit's error on first contact; each maps to a card that plans (``_FC_C_CARDS`` in
+benchmarks/published.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import load_benchmark
+
+import trainfit
+from trainfit.spec.card import load_card_dict
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_memory_points_firstcontact_2612c.json"
+P = load_benchmark("published.py", "trainfit_bench_published_firstcontact_2612c")
+POINTS = json.loads(DATA.read_text())
+
+
+def test_ids_are_new_and_unique() -> None:
+    ids = [p["id"] for p in POINTS]
+    assert len(ids) == len(set(ids)) == 16 and all(2701 <= i < 2800 for i in ids)
+    others = [q["id"] for f in P.MEMORY_POINT_FILES + (P.DEEPSPEED_POINTS,) if f != DATA and f.is_file()
+              for q in json.loads(f.read_text())]
+    assert not set(ids) & set(others)
+    assert DATA in P.MEMORY_POINT_FILES
+
+
+def test_sources_are_not_reused() -> None:
+    """No point cites a repository path another memory-point file cites (the third set is out of sample)."""
+    def path_of(src: str) -> str:
+        return " ".join(src.split(" ")[:2])
+
+    mine = {path_of(p["source"]) for p in POINTS}
+    theirs = {path_of(q.get("source", "")) for f in P.MEMORY_POINT_FILES + (P.DEEPSPEED_POINTS,) if f != DATA
+              and f.is_file() for q in json.loads(f.read_text())}
+    assert not mine & theirs
+
+
+@pytest.mark.parametrize("p", POINTS, ids=lambda p: str(p["id"]))
+def test_point_cites_commit_metric_and_first_contact(p: dict) -> None:
+    assert re.search(r"github\.com/\S+ \S+ @[0-9a-f]{40} \(20\d\d-\d\d-\d\d", p["source"])
+    entry = P.POINTS[p["id"]]
+    assert entry["card"] is not None, entry.get("unsupported")
+    assert p["mem_metric"].startswith(entry["metric"]) and entry["unit"] == p["peak_mem_unit"]
+    m = re.match(r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; trainfit at [0-9a-f]{8}\): "
+                 r"planned (\w+) ([\d.]+) (Gi?B) against the published ([\d.]+) (Gi?B): ([+-]\d+\.\d) %", p["notes"])
+    assert m and m.group(1) == entry["metric"] and float(m.group(4)) == p["peak_mem"]
+    assert m.group(3) == m.group(5) == p["peak_mem_unit"]
+    assert re.search(r"AdamW (foreach|fused):", p["notes"])
+
+
+def test_first_contact_errors_are_the_recorded_arithmetic() -> None:
+    """Each note's error is (planned - published) / published of the two figures it prints."""
+    for p in POINTS:
+        m = re.match(r".*?planned \w+ ([\d.]+) Gi?B against the published ([\d.]+) Gi?B: ([+-]\d+\.\d) %", p["notes"])
+        assert m, p["id"]
+        pred, pub, err = (float(g) for g in m.groups())
+        assert abs((pred - pub) / pub * 100 - err) < 0.1, p["id"]
+
+
+def test_torchao_rows_differ_by_the_optimizer_only() -> None:
+    """torchao's Llama-2-7B table (torchtune 52d1b838, pure bf16): the three cards share everything but
+    precision.optimizer, and the 8-bit rows plan the moments' halving below the fused row: the bf16 moments of
+    6.74e9 parameters (25.1 GiB) against one byte a moment plus block scales."""
+    fused, bnb, ao = (P.POINTS[i]["card"] for i in (2706, 2707, 2708))
+    strip = lambda c: {k: v for k, v in c.items() if k != "precision"}  # noqa: E731
+    assert strip(fused) == strip(bnb) == strip(ao)
+    assert fused["precision"]["optimizer"] == "adamw" and fused["precision"]["optimizer_impl"] == "fused"
+    assert bnb["precision"]["optimizer"] == ao["precision"]["optimizer"] == "adamw_8bit"
+    drop = (P.plan_point(2706).peak.allocated - P.plan_point(2707).peak.allocated) / 2**30
+    assert 11.5 < drop < 13.0
+
+
+def test_recipes_pairs_differ_by_the_kept_output() -> None:
+    """llama-recipes PR #41: the before / after cards differ only in loop.keeps_output_through_backward, and the
+    kept output plans more allocated bytes (the published figures moved by 4.98 GB active)."""
+    after, before = P.POINTS[2709]["card"], P.POINTS[2711]["card"]
+    assert {k: v for k, v in before.items() if k != "loop"} == after
+    assert before["loop"] == {"keeps_output_through_backward": True}
+    assert P.plan_point(2711).peak.allocated > P.plan_point(2709).peak.allocated
+    card = load_card_dict(after)
+    assert card.parallel.strategy.value == "fsdp" and card.world_size == 4 and card.attention.value == "eager"
+
+
+def test_swift_tuner_headers_plan_the_lora_run() -> None:
+    """ms-swift's olora / pissa / neftune headers change only the adapter's initialisation or the embedding noise of
+    the tuners/lora run (point 2661): the same card, which plans the same bytes."""
+    ref = P.POINTS[2661]["card"]
+    for pid in (2713, 2714, 2715):
+        assert P.POINTS[pid]["card"] == ref
+
+
+def test_packed_dpo_card_holds_a_pair_of_half_rows() -> None:
+    """ms-swift packing/dpo.sh packs pairs into 8192-token rows: planned as one pair of 4096-token sequences under
+    ZeRO-3 on 4 GPUs with expandable segments, the reference a second copy (full DPO)."""
+    card = load_card_dict(P.POINTS[2716]["card"])
+    assert card.method.value == "dpo" and card.batch.micro_batch_size == 1 and card.batch.seq_len == 4096
+    assert card.parallel.strategy.value == "zero3" and card.world_size == 4
+    assert card.hardware.allocator.value == "expandable_segments"
+
+
+
+def test_glm_air_card_quantizes_the_expert_stacks() -> None:
+    """axolotl's glm-45-air-qlora.yaml sets quantize_moe_experts: the card says so (lora.quantize_moe_experts), which
+    stores transformers 5's 3-D expert stacks in NF4 and fits the 80 GB card the run trained on; without it the stacks
+    plan in bf16, over twice the card (first contact: +207.5 %)."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    card = P.POINTS[2705]["card"]
+    assert card["lora"]["quantize_moe_experts"] is True
+    assert P.plan_point(2705).peak.reserved < 80 * 2**30
+    bf16 = copy.deepcopy(card)
+    bf16["lora"]["quantize_moe_experts"] = False
+    assert make_plan(load_card_dict(bf16)).peak.reserved > 150 * 2**30
+    assert "MODEL CHANGE after first contact" in next(p for p in POINTS if p["id"] == 2705)["notes"]

@@ -1283,9 +1283,11 @@ class RolloutSection(_Section):
     gpus: int | None = Field(None, ge=1, le=1024, description="split: GPUs per node given to the rollout engine.")
     nodes: int | None = Field(None, ge=1, le=100_000, description="split: whole nodes given to the rollout engine, the other nodes train (NeMo RL policy.generation.colocated.resources.num_nodes); instead of gpus.")
     tensor_parallel: int = Field(1, ge=1, le=1024)
-    gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default"
-                                          " 0.3). Engine sglang: mem_fraction_static, the weights and the KV pool"
-                                          " only (activations and CUDA graphs on top).")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="vLLM budget fraction. Engine sglang: mem_fraction_static, the weights and the"
+        " KV pool only (activations and CUDA graphs on top). null: the framework's default for the placement"
+        " (methods.presets.default_gpu_memory_utilization: TRL colocate 0.3, TRL's vllm-serve 0.9, unsloth 0.5; the"
+        " verl / openrlhf / nemo-rl / skyrl presets fill their own); RunCard resolves it once, a stated value stays.")
     prompt_len: int = Field(512, ge=1, le=10_000_000, description="Longest prompt tokens (verl data.max_prompt_length):"
                             " memory, KV capacity and padded passes use it.")
     prompt_len_mean: int | None = Field(
@@ -1699,6 +1701,7 @@ class RunCard(_Section):
 
     @model_validator(mode="after")
     def _coherent(self) -> RunCard:
+        _resolve_gpu_memory_utilization(self)
         if self.scope is Scope.FULL and "lora" in self.model_fields_set:
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
         _check_peft_variant(self)
@@ -2246,6 +2249,22 @@ def _check_weight_transport(card: "RunCard") -> None:
     if ro.quantization is not RolloutQuantization.FP8 and prec.fp8_params:
         raise ValueError("precision.fp8_params: fp8 primary weights have no bf16 vLLM to receive them under"
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
+
+
+def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
+    """Fill a null ``rollout.gpu_memory_utilization`` with the framework's default for the card's preset and placement
+    (``methods.presets.default_gpu_memory_utilization``). A stated value (card, ``--set`` or preset fill) is never
+    replaced; the filled one stays out of ``model_fields_set``, so a card re-validated from
+    ``model_dump(exclude_unset=True)`` with another placement or preset resolves it afresh. The section is copied
+    first: a ``RolloutSection`` shared by several cards is not changed."""
+    if card.rollout.gpu_memory_utilization is not None:
+        return
+    from trainfit.methods.presets import default_gpu_memory_utilization
+
+    value, _source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    rollout = card.rollout.model_copy()
+    object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
+    object.__setattr__(card, "rollout", rollout)
 
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:

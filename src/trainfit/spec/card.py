@@ -1707,6 +1707,7 @@ class RunCard(_Section):
         _check_peft_variant(self)
         _check_attention_kernel(self)
         _check_unsloth_one_gpu(self)
+        _check_trl_ppo(self)
         _check_weight_transport(self)
         _check_token_budget(self)
         hw = self.hardware
@@ -2265,6 +2266,24 @@ def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     rollout = card.rollout.model_copy()
     object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
     object.__setattr__(card, "rollout", rollout)
+
+
+TRL_PPO_REFUSAL = (
+    "preset: 'trl' with method ppo: TRL has no PPOTrainer in its trainers (PPO lives in trl.experimental.ppo, which"
+    " generates with HF generate and trains policy and value as one wrapper; not planned); allowed with method ppo:"
+    " preset verl or openrlhf, or no preset; with preset trl: method sft, rm, dpo or grpo"
+)
+"""The one line refusing ``preset: trl`` with ``method: ppo``. At the commit the preset cites (huggingface/trl
+@f2cd57710ae345ea6428ae95363267fcf38a3dc8) trl/__init__.py and trl/trainer/ export no PPOTrainer; PPO is
+trl/experimental/ppo/ppo_trainer.py (``batch_generation``, HF generate, l.115 and l.690; ``PolicyAndValueWrapper``,
+l.275), under trl/experimental/__init__.py's "unstable or incubating features" notice. The preset's rollout block (a
+colocated vLLM engine) describes GRPOTrainer, which PPO there does not have."""
+
+
+def _check_trl_ppo(card: "RunCard") -> None:
+    """``preset: trl`` plans TRL's own trainers; PPO is not one (``TRL_PPO_REFUSAL``)."""
+    if card.preset == "trl" and card.method is Method.PPO:
+        raise ValueError(TRL_PPO_REFUSAL)
 
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:

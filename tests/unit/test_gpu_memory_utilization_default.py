@@ -1,7 +1,9 @@
 """rollout.gpu_memory_utilization left null takes the framework's default for the preset and placement; a stated
 value is kept. Sources: huggingface/trl trl/trainer/grpo_config.py l.646-647 (0.3, colocate) and
 trl/scripts/vllm_serve.py l.248-249 (0.9, the server) @f2cd57710ae345ea6428ae95363267fcf38a3dc8; unslothai/unsloth
-unsloth/models/loader.py l.78 @027b5100c7492bce025fe2f03681f440843e4666 (0.5)."""
+unsloth/models/loader.py l.78 @027b5100c7492bce025fe2f03681f440843e4666 (0.5); OpenRLHF/OpenRLHF
+openrlhf/cli/train_ppo_ray.py l.250-254 (0.95) and README.md l.459, l.766 (0.5, hybrid engine)
+@3c3be6234e0cb353e76bb8019947db9dfe99fca7."""
 
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ _SPLIT = {"method": "grpo", "rollout.placement": "split", "rollout.gpus": 2}
     ({"method": "grpo", "preset": "unsloth", "hardware.gpus_per_node": 1, "scope": "qlora"}, 0.5),
     ({"method": "grpo", "preset": "verl"}, 0.5),
     ({"method": "grpo", "preset": "nemo-rl"}, 0.6),
+    ({"method": "grpo", "preset": "openrlhf"}, 0.5),
+    ({**_SPLIT, "preset": "openrlhf"}, 0.95),
+    ({**_SPLIT, "preset": "verl"}, 0.5),
     ({**_SPLIT, "rollout.gpu_memory_utilization": 0.3}, 0.3),
     ({"method": "grpo", "preset": "unsloth", "hardware.gpus_per_node": 1, "scope": "qlora",
       "rollout.gpu_memory_utilization": 0.3}, 0.3),

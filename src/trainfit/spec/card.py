@@ -1286,8 +1286,9 @@ class RolloutSection(_Section):
     gpu_memory_utilization: float | None = Field(
         None, gt=0, le=1, description="vLLM budget fraction. Engine sglang: mem_fraction_static, the weights and the"
         " KV pool only (activations and CUDA graphs on top). null: the framework's default for the placement"
-        " (methods.presets.default_gpu_memory_utilization: TRL colocate 0.3, TRL's vllm-serve 0.9, unsloth 0.5; the"
-        " verl / openrlhf / nemo-rl / skyrl presets fill their own); RunCard resolves it once, a stated value stays.")
+        " (methods.presets.default_gpu_memory_utilization: TRL colocate 0.3, TRL's vllm-serve 0.9, unsloth 0.5,"
+        " openrlhf 0.5 hybrid / 0.95 split; the verl / nemo-rl / skyrl presets fill their own); RunCard resolves it"
+        " once, a stated value stays.")
     prompt_len: int = Field(512, ge=1, le=10_000_000, description="Longest prompt tokens (verl data.max_prompt_length):"
                             " memory, KV capacity and padded passes use it.")
     prompt_len_mean: int | None = Field(

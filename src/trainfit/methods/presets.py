@@ -297,7 +297,11 @@ def default_gpu_memory_utilization(*, preset: str | None, placement: Placement) 
     The verl, nemo-rl and skyrl presets fill their framework's own value (one for either placement) before this is
     read. openrlhf: the hybrid-engine quick start's colocated, the argparse default split. unsloth: the loader's
     default. No preset (TRL assumed), trl, and presets that state none (miles, slime, the SFT presets):
-    TRL's, by placement: colocate is GRPOConfig's, split is the ``trl vllm-serve`` server's."""
+    TRL's, by placement: colocate is GRPOConfig's, split is the ``trl vllm-serve`` server's.
+
+    Step-time benchmark when this replaced the flat 0.3 (2026-12-05): no row moved, the published RL entries that
+    leave the fraction unstated included (3 TRL and 8 OpenRLHF runs on split engines); the fraction sizes the
+    engine's memory and KV capacity, and none of them was bound by it."""
     if preset == "unsloth":
         return _UNSLOTH_GPU_MEMORY_UTILIZATION, "Unsloth FastLanguageModel.from_pretrained default"
     if preset == "openrlhf":

@@ -81,11 +81,29 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
             if m != mbs and total % m == 0:
                 out.append({"batch.micro_batch_size": m, "batch.grad_accum": total // m})  # the global batch kept
         del dp
+    if _loop_quantizes_kept_experts(card):
+        out.append({"parallel.moe_experts": "loop"})
     if per_node < 8:
         out.append({"hardware.gpus_per_node": min(8, 2 * per_node)})
     else:
         out.append({"hardware.nodes": 2 * card.hardware.nodes})
     return out
+
+
+def _loop_quantizes_kept_experts(card) -> bool:
+    """A QLoRA MoE card whose routed experts stay in the compute dtype (transformers 5's fused 3-D parameters) and
+    that transformers < 5's per-expert loop would store in NF4: ``parallel.moe_experts`` loop is a candidate (the
+    plan's assumption line names the release it holds for, ``plan.assumptions.unquantized_experts_line``)."""
+    from trainfit.plan.resolve import model_spec_of
+    from trainfit.plan.terms import loop_would_quantize_experts, unquantized_expert_params
+
+    if not loop_would_quantize_experts(card):
+        return False
+    try:
+        spec = model_spec_of(card)
+    except TrainfitError:
+        return False
+    return unquantized_expert_params(card, spec) > 0
 
 
 @dataclass(slots=True)

@@ -45,6 +45,8 @@ def _passes(card):
 @pytest.mark.parametrize("method", ["grpo", "ppo"])
 @pytest.mark.parametrize("iterations", [1, 2])
 def test_memory_and_time_agree_per_preset(preset, method, iterations):
+    if (preset, method) == ("trl", "ppo"):
+        pytest.skip("preset trl refuses method ppo (spec.card.TRL_PPO_REFUSAL)")
     card = _card(preset, method, iterations=iterations)
     want = old_logprob_pass(card)
     assert _passes(card) == (want, want)

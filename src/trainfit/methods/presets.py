@@ -12,7 +12,7 @@ from typing import Any
 
 from trainfit.errors import CardError
 from trainfit.spec.dotted import merge_under
-from trainfit.spec.enums import FSDP_STRATEGIES, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, Placement, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,12 +54,13 @@ PRESETS: dict[str, Preset] = {
     "trl": Preset(
         name="trl",
         source="TRL 1.16 GRPOConfig (trl/trainer/grpo_config.py): vllm_mode colocate uses "
-        "vllm_gpu_memory_utilization=0.3, beta=0.0 (no reference model), gradient_checkpointing=True; "
+        "vllm_gpu_memory_utilization=0.3 (trl vllm-serve for a split engine: 0.9; default_gpu_memory_utilization), beta=0.0 (no reference model), gradient_checkpointing=True; "
         "transformers Trainer default optim adamw_torch_fused; GRPO/DPO compute log-probs with a fused, tiled "
         "lm_head (add_fused_lm_head, trl/trainer/utils.py; kernels/chunked_logprob.py): no full logits",
         card={
             "loss": {"chunked": True, "kernel": "trl"},
-            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.3, "sleep_level": 0},
+            # no gpu_memory_utilization: TRL's default depends on the placement (default_gpu_memory_utilization)
+            "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 0},
             "roles": {"kl_coef": 0.0},
             # no parallel.fsdp_version: TRL's FSDP is accelerate's, and accelerate has no single default
             # (huggingface/accelerate @16cb6eb80dd9aa8b4df1a63ef57863e455d53b83 src/accelerate/utils/dataclasses.py
@@ -113,9 +114,12 @@ PRESETS: dict[str, Preset] = {
         source="OpenRLHF 0.11 (OpenRLHF/OpenRLHF README.md at 3c3be6234e0cb353e76bb8019947db9dfe99fca7, "
         "version.txt 0.11.0; the flags trainfit exports, recorded from openrlhf 0.11.2 argparse): hybrid engine "
         "--train.colocate_all --vllm.enable_sleep --ds.enable_sleep (vLLM sleep level 1, "
-        "openrlhf/trainer/ray/vllm_engine.py), --vllm.gpu_memory_utilization 0.5 in the 8x A100 quick start",
+        "openrlhf/trainer/ray/vllm_engine.py), --vllm.gpu_memory_utilization 0.5 in the 8x A100 quick start "
+        "(hybrid engine; split engines: the argparse default 0.95, default_gpu_memory_utilization)",
         card={
-            "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.5, "sleep_level": 1},
+            # no gpu_memory_utilization: the quick start's 0.5 is the hybrid engine's, a split engine keeps the
+            # argparse default (default_gpu_memory_utilization)
+            "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 1},
             "parallel": {"strategy": "zero3", "gradient_checkpointing": True},
         },
         knobs={
@@ -249,8 +253,9 @@ from trainfit.methods.unsloth import UNSLOTH_PRESET_SOURCE  # noqa: E402  (pure 
 PRESETS["unsloth"] = Preset(
     name="unsloth",
     source=UNSLOTH_PRESET_SOURCE,
-    # no gpu_memory_utilization: FastLanguageModel.from_pretrained's argument, set by every notebook read; the card's
-    # value (default or set) is the engine's budget (approximate_vllm_memory_usage's lowering is not modelled)
+    # no gpu_memory_utilization: FastLanguageModel.from_pretrained's argument (default 0.5,
+    # default_gpu_memory_utilization), set by every notebook read; the card's value (default or set) is the engine's
+    # budget (approximate_vllm_memory_usage's lowering is not modelled)
     card={
         "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 0},
         "parallel": {"strategy": "single", "gradient_checkpointing": True},
@@ -268,6 +273,46 @@ PRESETS["unsloth"] = Preset(
         "batch.grad_accum": "gradient_accumulation_steps",
     },
 )
+
+_TRL_COLOCATE_GPU_MEMORY_UTILIZATION = 0.3
+"""GRPOConfig.vllm_gpu_memory_utilization ``default=0.3``, read only under vllm_mode colocate (huggingface/trl
+trl/trainer/grpo_config.py l.646-647 @f2cd57710ae345ea6428ae95363267fcf38a3dc8)."""
+_TRL_SERVER_GPU_MEMORY_UTILIZATION = 0.9
+"""``trl vllm-serve``'s ScriptArguments.gpu_memory_utilization ``default=0.9``: the engine on its own GPUs
+(huggingface/trl trl/scripts/vllm_serve.py l.248-249 @f2cd57710ae345ea6428ae95363267fcf38a3dc8)."""
+_OPENRLHF_HYBRID_GPU_MEMORY_UTILIZATION = 0.5
+"""``--vllm.gpu_memory_utilization 0.5`` with ``--train.colocate_all``: the hybrid-engine quick start (OpenRLHF/OpenRLHF
+README.md l.459 and l.766 @3c3be6234e0cb353e76bb8019947db9dfe99fca7)."""
+_OPENRLHF_SPLIT_GPU_MEMORY_UTILIZATION = 0.95
+"""``--vllm.gpu_memory_utilization`` ``default=0.95``: vLLM engines on their own GPUs (OpenRLHF/OpenRLHF
+openrlhf/cli/train_ppo_ray.py l.250-254 @3c3be6234e0cb353e76bb8019947db9dfe99fca7)."""
+_UNSLOTH_GPU_MEMORY_UTILIZATION = 0.5
+"""FastLanguageModel.from_pretrained(..., gpu_memory_utilization = 0.5) (unslothai/unsloth unsloth/models/loader.py
+l.78 @027b5100c7492bce025fe2f03681f440843e4666, the preset's 2025.2.4; l.430 @015bdef0d94a241bcd94eec7a405b1700632180d)."""
+
+
+def default_gpu_memory_utilization(*, preset: str | None, placement: Placement) -> tuple[float, str]:
+    """``(fraction, where it comes from)``: the vLLM budget a card with no ``rollout.gpu_memory_utilization`` gets.
+
+    The verl, nemo-rl and skyrl presets fill their framework's own value (one for either placement) before this is
+    read. openrlhf: the hybrid-engine quick start's colocated, the argparse default split. unsloth: the loader's
+    default. No preset (TRL assumed), trl, and presets that state none (miles, slime, the SFT presets):
+    TRL's, by placement: colocate is GRPOConfig's, split is the ``trl vllm-serve`` server's.
+
+    Step-time benchmark when this replaced the flat 0.3 (2026-12-05): no row moved, the published RL entries that
+    leave the fraction unstated included (3 TRL and 8 OpenRLHF runs on split engines); the fraction sizes the
+    engine's memory and KV capacity, and none of them was bound by it."""
+    if preset == "unsloth":
+        return _UNSLOTH_GPU_MEMORY_UTILIZATION, "Unsloth FastLanguageModel.from_pretrained default"
+    if preset == "openrlhf":
+        if placement is Placement.SPLIT:
+            return _OPENRLHF_SPLIT_GPU_MEMORY_UTILIZATION, "OpenRLHF --vllm.gpu_memory_utilization default, split engines"
+        return _OPENRLHF_HYBRID_GPU_MEMORY_UTILIZATION, "OpenRLHF hybrid-engine quick start"
+    whose = "TRL" if preset in (None, "trl") else f"TRL's (preset {preset} states none)"
+    if placement is Placement.SPLIT:
+        return _TRL_SERVER_GPU_MEMORY_UTILIZATION, f"{whose} trl vllm-serve default, split engine"
+    return _TRL_COLOCATE_GPU_MEMORY_UTILIZATION, f"{whose} GRPOConfig.vllm_gpu_memory_utilization default, colocate"
+
 
 def preset(name: str) -> Preset:
     from trainfit.methods.unsloth import REFUSED_PRESETS

@@ -68,6 +68,17 @@ SYNC_BUCKET_BYTES = 1 * GIB
 ``rollout.weight_sync_bucket_mib`` replaces it (``sync_bucket_bytes``)."""
 
 
+def _gpu_memory_utilization_source(card: RunCard) -> str:
+    """`` (where it comes from)`` for a fraction the card left null (``spec.card._resolve_gpu_memory_utilization``);
+    empty for one the card, a ``--set`` or the preset stated."""
+    if "gpu_memory_utilization" in card.rollout.model_fields_set:
+        return ""
+    from trainfit.methods.presets import default_gpu_memory_utilization
+
+    _value, source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    return f" ({source})"
+
+
 def sync_bucket_bytes(card: RunCard) -> float:
     """The bucket a bucketed weight sync holds: the card's ``rollout.weight_sync_bucket_mib`` (miles / slime
     ``--update-weight-buffer-size``), else ``SYNC_BUCKET_BYTES``. miles' source rank keeps each TP-gathered,
@@ -855,7 +866,8 @@ def rl_groups(
         groups.append(GroupPhases("rollout", roll_gpus, rpeaks))
     notes.append(
         f"rollout: {ro.engine.value}, {ro.placement.value}, tensor parallel {ro.tensor_parallel},"
-        f" gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"
+        f" gpu_memory_utilization {ro.gpu_memory_utilization}{_gpu_memory_utilization_source(card)},"
+        f" sleep level {ro.sleep_level}"
     )
     notes.append(f"reference: {ref_place.value}; reward: {reward_model(card) or card.roles.reward_model}")
     # a roles.reference the user set and the framework skips at kl 0: a warning (plan.make_plan,

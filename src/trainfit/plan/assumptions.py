@@ -5,9 +5,9 @@ from __future__ import annotations
 from trainfit.memory.sharding import Sharding
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Method, RolloutEngine
+from trainfit.spec.enums import ComputeDtype, Method, RolloutEngine, Scope
 from trainfit.spec.model import ModelSpec
-from trainfit.units import GIB, MIB
+from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
 
 
 def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replayed: bool = False) -> list[str]:
@@ -77,6 +77,9 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
         from trainfit.compute.rates import FP4_MATMUL_ASSUMPTION
 
         out.append(FP4_MATMUL_ASSUMPTION)
+    experts_line = unquantized_experts_line(card, spec)
+    if experts_line:
+        out.append(experts_line)
     if spec.num_linear_attention_layers:
         from trainfit.memory.activations import DELTANET_KERNELS
 
@@ -86,6 +89,37 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
     if not spec.verified:
         out.append(f"UNVERIFIED MODEL CONFIG: {spec.name}: {spec.note}")
     return out
+
+
+def unquantized_experts_line(card: RunCard, spec: ModelSpec) -> str | None:
+    """The assumption a quantized-base MoE plan states: how many routed-expert parameters stay in the compute dtype
+    and why (``plan.terms.unquantized_expert_params``), and, where transformers < 5's per-expert loop would quantize
+    them (``plan.terms.loop_would_quantize_experts``), that ``parallel.moe_experts`` loop plans that release (its
+    experts are per-expert ``nn.Linear`` modules: transformers 4.48.1 models/mixtral/modeling_mixtral.py l.73-75,
+    turned into ``Linear4bit`` by integrations/bitsandbytes.py l.168, l.202). None otherwise."""
+    from trainfit.memory.weights import base_weight_bytes
+    from trainfit.plan.resolve import model_dtype
+    from trainfit.plan.terms import loop_would_quantize_experts, unquantized_expert_params
+
+    kept = unquantized_expert_params(card, spec)
+    if not kept:
+        return None
+    dtype = model_dtype(card)
+    line = (f"weights {card.weights_dtype.value}: the routed experts' {kept / 1e9:.2f} B parameters stay"
+            f" {dtype.value} ({kept * BYTES_PER_DTYPE[dtype.value] / GIB:.2f} GiB before any upcast): transformers 5"
+            " stores them as fused 3-D parameters, not nn.Linear, and its bitsandbytes loader replaces nn.Linear"
+            " modules only (integrations/bitsandbytes.py replace_with_bnb_linear, transformers 5.24.0 l.184-228)")
+    if loop_would_quantize_experts(card):
+        dq = card.lora.double_quant
+        kw = {"weights": card.weights_dtype, "compute": dtype, "double_quant": dq}
+        looped = base_weight_bytes(spec, quantized_experts=True, **kw)
+        line += (f"; on transformers < 5 (4.51-4.57: a loop of per-expert nn.Linear modules, which it quantizes)"
+                 f" set parallel.moe_experts loop: base weights {looped / GIB:.2f} GiB instead of"
+                 f" {base_weight_bytes(spec, quantized_experts=False, **kw) / GIB:.2f} GiB")
+    if card.scope is Scope.QLORA:
+        line += ("; axolotl quantizes the stacks to NF4 while loading when asked (lora.quantize_moe_experts true,"
+                 " plan.terms.nf4_expert_stacks)")
+    return line
 
 
 def deepspeed_read(card: RunCard) -> bool:

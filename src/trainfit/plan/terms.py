@@ -278,6 +278,30 @@ def nf4_expert_stacks(card: RunCard) -> bool:
     return card.scope is Scope.QLORA and card.lora is not None and card.lora.quantize_moe_experts
 
 
+def loop_would_quantize_experts(card: RunCard) -> bool:
+    """Whether ``parallel.moe_experts`` loop would store this QLoRA card's routed experts in NF4: ``bnb_loop_experts``
+    with transformers < 5's per-expert ``nn.Linear`` modules (``stacked`` false) in place of the card's layout."""
+    lo = card.lora
+    return (card.scope is Scope.QLORA and lo is not None
+            and bnb_nf4_experts(nf4_base=True, gptq=lo.dequant is QloraDequant.AUTOGPTQ_TORCH,
+                                torch_ops=lo.dequant is QloraDequant.TORCHAO or card.preset == "torchtune",
+                                stacked=False))
+
+
+def unquantized_expert_params(card: RunCard, spec: ModelSpec) -> int:
+    """Routed-expert weights a quantized base (nf4, int8, fp8) keeps in the compute dtype, whole model: the fused 3-D
+    expert parameters of transformers 5's MoE layers (and v5's eager loop, ``loop_v5``, which slices them), which
+    bitsandbytes' loader does not convert (``memory.weights`` docstring: it replaces ``nn.Linear`` modules only,
+    transformers 5.24.0 wheel integrations/bitsandbytes.py ``replace_with_bnb_linear`` l.184-228). 0 for a dense
+    model, an unquantized base, transformers < 5's loop (``loop`` / ``loop_all``: per-expert linears), or stacks quantized
+    while loading (``nf4_expert_stacks``)."""
+    from trainfit.memory.quant import QUANTIZED
+
+    if card.weights_dtype not in QUANTIZED or card.parallel.moe_experts.is_loop or nf4_expert_stacks(card):
+        return 0
+    return round(sum(g.weight_params for g in linear_groups(spec) if g.is_fused_experts) * count_scale(spec))
+
+
 def trained_dtype_bytes(card: RunCard) -> tuple[float, float, bool, float]:
     """Bytes of one trained weight, of its gradient, whether an fp32 master copy is kept, and bytes of one
     optimizer-state element, as the card's precision section and scope set them."""

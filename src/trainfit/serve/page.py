@@ -49,8 +49,8 @@ function card(){
     loss: {chunked: $('chunked').checked},
   };
   if (c.method === 'ppo' || c.method === 'grpo'){
-    c.rollout = {placement: $('placement').value, gpu_memory_utilization: num('gmu'),
-                 response_len: int('resp'), num_generations: int('ngen')};
+    c.rollout = {placement: $('placement').value, response_len: int('resp'), num_generations: int('ngen')};
+    if (num('gmu') !== '') c.rollout.gpu_memory_utilization = num('gmu');  // empty: the framework's default
     if (c.rollout.placement === 'split') c.rollout.gpus = int('rgpus');
   }
   return c;
@@ -184,7 +184,7 @@ def index_html() -> str:
   <label class="check"><input type="checkbox" id="chunked"> chunked loss (no full logits)</label>
   <label class="rl">Rollout placement<select id="placement">{_options(["colocate", "split"], "colocate")}</select></label>
   <label class="rl" id="rgpus-wrap">Rollout GPUs per node<input type="number" id="rgpus" min="1" value="1"></label>
-  <label class="rl">vLLM memory fraction<input type="number" id="gmu" min="0.05" max="1" step="0.05" value="0.3"></label>
+  <label class="rl">vLLM memory fraction<input type="number" id="gmu" min="0.05" max="1" step="0.05" value="" placeholder="default"></label>
   <label class="rl">Response length<input type="number" id="resp" min="1" value="1024"></label>
   <label class="rl">Generations per prompt<input type="number" id="ngen" min="1" value="8"></label>
 </form>

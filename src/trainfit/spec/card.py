@@ -1300,9 +1300,12 @@ class RolloutSection(_Section):
     gpus: int | None = Field(None, ge=1, le=1024, description="split: GPUs per node given to the rollout engine.")
     nodes: int | None = Field(None, ge=1, le=100_000, description="split: whole nodes given to the rollout engine, the other nodes train (NeMo RL policy.generation.colocated.resources.num_nodes); instead of gpus.")
     tensor_parallel: int = Field(1, ge=1, le=1024)
-    gpu_memory_utilization: float = Field(0.3, gt=0, le=1, description="vLLM budget fraction (TRL colocate default"
-                                          " 0.3). Engine sglang: mem_fraction_static, the weights and the KV pool"
-                                          " only (activations and CUDA graphs on top).")
+    gpu_memory_utilization: float | None = Field(
+        None, gt=0, le=1, description="vLLM budget fraction. Engine sglang: mem_fraction_static, the weights and the"
+        " KV pool only (activations and CUDA graphs on top). null: the framework's default for the placement"
+        " (methods.presets.default_gpu_memory_utilization: TRL colocate 0.3, TRL's vllm-serve 0.9, unsloth 0.5,"
+        " openrlhf 0.5 hybrid / 0.95 split; the verl / nemo-rl / skyrl presets fill their own); RunCard resolves it"
+        " once, a stated value stays.")
     prompt_len: int = Field(512, ge=1, le=10_000_000, description="Longest prompt tokens (verl data.max_prompt_length):"
                             " memory, KV capacity and padded passes use it.")
     prompt_len_mean: int | None = Field(
@@ -1716,11 +1719,13 @@ class RunCard(_Section):
 
     @model_validator(mode="after")
     def _coherent(self) -> RunCard:
+        _resolve_gpu_memory_utilization(self)
         if self.scope is Scope.FULL and "lora" in self.model_fields_set:
             raise ValueError("lora: LoRA settings were given but scope is 'full'; set scope: lora or qlora, or drop lora")
         _check_peft_variant(self)
         _check_attention_kernel(self)
         _check_unsloth_one_gpu(self)
+        _check_trl_ppo(self)
         _check_weight_transport(self)
         _check_token_budget(self)
         hw = self.hardware
@@ -2266,6 +2271,40 @@ def _check_weight_transport(card: "RunCard") -> None:
     if ro.quantization is not RolloutQuantization.FP8 and prec.fp8_params:
         raise ValueError("precision.fp8_params: fp8 primary weights have no bf16 vLLM to receive them under"
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
+
+
+def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
+    """Fill a null ``rollout.gpu_memory_utilization`` with the framework's default for the card's preset and placement
+    (``methods.presets.default_gpu_memory_utilization``). A stated value (card, ``--set`` or preset fill) is never
+    replaced; the filled one stays out of ``model_fields_set``, so a card re-validated from
+    ``model_dump(exclude_unset=True)`` with another placement or preset resolves it afresh. The section is copied
+    first: a ``RolloutSection`` shared by several cards is not changed."""
+    if card.rollout.gpu_memory_utilization is not None:
+        return
+    from trainfit.methods.presets import default_gpu_memory_utilization
+
+    value, _source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    rollout = card.rollout.model_copy()
+    object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
+    object.__setattr__(card, "rollout", rollout)
+
+
+TRL_PPO_REFUSAL = (
+    "preset: 'trl' with method ppo: TRL has no PPOTrainer in its trainers (PPO lives in trl.experimental.ppo, which"
+    " generates with HF generate and trains policy and value as one wrapper; not planned); allowed with method ppo:"
+    " preset verl or openrlhf, or no preset; with preset trl: method sft, rm, dpo or grpo"
+)
+"""The one line refusing ``preset: trl`` with ``method: ppo``. At the commit the preset cites (huggingface/trl
+@f2cd57710ae345ea6428ae95363267fcf38a3dc8) trl/__init__.py and trl/trainer/ export no PPOTrainer; PPO is
+trl/experimental/ppo/ppo_trainer.py (``batch_generation``, HF generate, l.115 and l.690; ``PolicyAndValueWrapper``,
+l.275), under trl/experimental/__init__.py's "unstable or incubating features" notice. The preset's rollout block (a
+colocated vLLM engine) describes GRPOTrainer, which PPO there does not have."""
+
+
+def _check_trl_ppo(card: "RunCard") -> None:
+    """``preset: trl`` plans TRL's own trainers; PPO is not one (``TRL_PPO_REFUSAL``)."""
+    if card.preset == "trl" and card.method is Method.PPO:
+        raise ValueError(TRL_PPO_REFUSAL)
 
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:

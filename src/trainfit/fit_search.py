@@ -712,9 +712,11 @@ def fit(
         if cell not in best and cell not in empty:
             empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
     skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
+    unit, per_step = run_step_unit(_card0(next(iter(cells.values()))[0]))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
-                     stack=stated_stack(next(iter(cells.values()))[0], pinned))
+                     stack=stated_stack(next(iter(cells.values()))[0], pinned), step_unit=unit,
+                     optimizer_steps_per_step=per_step)
 
 
 ONE_RANK_NOTE = ("parallel.fsdp_one_rank applies to the 1-GPU rows only (on more training GPUs FSDP2 runs"
@@ -1053,11 +1055,28 @@ class FitResult(SearchResult):
     layout or no accepted configuration (``skipped_kinds``)."""
     stack: Stack | None = None
     """The software stack the card states (``stated_stack``); None: left open, each row shows its own."""
+    step_unit: str = "optimizer_step"
+    """What one of a row's steps is (``run_step_unit``): ``optimizer_step``, or ``rl_step`` for PPO / GRPO."""
+    optimizer_steps_per_step: int = 1
+    """Optimizer steps in one such step (``rollout.optimizer_steps_per_rl_step`` for an RL step)."""
 
     @property
     def best(self) -> Row | None:
         r = self.rows[0] if self.rows else None
         return r if r is not None and r.fits and r.within_limits else None
+
+
+def run_step_unit(card: Any) -> tuple[str, int]:
+    """(unit, optimizer steps per step) of the steps ``fit --steps`` counts and a row's ``step_seconds`` times:
+    an RL step for PPO / GRPO (one rollout batch, its ``rollout.mini_batches x num_iterations`` optimizer steps),
+    as verl counts ``trainer.total_training_steps`` (volcengine/verl verl/trainer/ppo/ray_trainer.py
+    @b178a3cd56f58b2d502255daba591e92833930a7 l.378-383, one ``global_steps += 1`` per batch generated and
+    trained, l.1346 / l.1700); else an optimizer step. TRL's GRPO ``max_steps`` counts optimizer steps (one
+    generation every ``steps_per_generation * num_iterations`` micro-steps: huggingface/trl trl/trainer/grpo_trainer.py
+    @f2cd57710ae345ea6428ae95363267fcf38a3dc8 l.1571-1579), the help says so."""
+    if card.method.value in ("ppo", "grpo"):
+        return "rl_step", card.rollout.optimizer_steps_per_rl_step
+    return "optimizer_step", 1
 
 
 def smallest_sync(base: dict[str, Any]) -> str:

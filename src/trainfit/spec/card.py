@@ -1563,6 +1563,12 @@ class RolloutSection(_Section):
                                  " with that mean: 0 to the share the truncated exponential of that mean puts at"
                                  " the cap") from None
 
+    @property
+    def optimizer_steps_per_rl_step(self) -> int:
+        """Optimizer steps one RL step (one rollout batch) runs: ``mini_batches`` x ``num_iterations`` (verl
+        train_batch_size / ppo_mini_batch_size x ppo_epochs)."""
+        return self.mini_batches * self.num_iterations
+
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:
         if self.vllm_engine is not VllmEngineGeneration.V1 and self.engine is not RolloutEngine.VLLM:

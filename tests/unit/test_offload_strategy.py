@@ -4,9 +4,9 @@ DeepSpeed ZeRO-1/2/3 (``offload_optimizer``, ZeRO-3 ``offload_param``) or torch 
 zero2/zero3 or fsdp", ``export.accelerate``; "ZeRO stage 0 cannot offload", ``export.deepspeed``), so the card
 refuses it in one line, and ``fit`` never generates such a row. On one GPU, ``fit`` offloads the way DeepSpeed's
 ZeRO-Offload runs on one GPU (https://www.deepspeed.ai/tutorials/zero-offload/, read 2026-12-05: "ZeRO-Offload
-enables large models with up to 13 billion parameters to be efficiently trained on a single GPU", with
-``zero_optimization.stage`` 2 and ``offload_optimizer``): strategy zero2 for optimizer offload, zero3
-(``offload_param``, stage 3 only) for parameter offload."""
+enables large models with up to 13 billion parameters to be efficiently trained on a single GPU"): strategy zero2 for
+optimizer offload, zero3 for parameter offload (``offload_param`` "Valid only with stage 3", deepspeedai/DeepSpeed
+deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.21-22)."""
 
 import pytest
 

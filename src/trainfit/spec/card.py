@@ -527,13 +527,15 @@ def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]
 
 OFFLOAD_STRATEGIES = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3, Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
 """The strategies whose framework offloads (``parallel.offload`` optimizer or params_and_optimizer): DeepSpeed
-ZeRO-1/2/3 (``zero_optimization.offload_optimizer``, "valid only with stage 1, 2 and 3", and ``offload_param``,
-stage 3 only: https://www.deepspeed.ai/docs/config-json/, read 2026-12-05; ZeRO-1/2 parameter offload is refused by
-``plan.terms.zero_param_offload_refusal``) and torch FSDP's ``CPUOffload``. Under ``single`` (one process, no
+ZeRO-1/2/3 (``offload_optimizer`` "Valid with stage 1, 2, and 3", ``offload_param`` "Valid only with stage 3":
+deepspeedai/DeepSpeed deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.52-53,
+l.21-22; ZeRO-1/2 parameter offload is refused by ``plan.terms.zero_param_offload_refusal``) and torch FSDP's
+``CPUOffload`` (parameters and optimizer together: ``plan.plan_refusals``). Under ``single`` (one process, no
 wrapper) and ``ddp`` (torch DistributedDataParallel, DeepSpeed stage 0) nothing offloads: accelerate has no offload
 outside DeepSpeed and FSDP, and DeepSpeed's stage 0 none (``export.accelerate``, ``export.deepspeed`` drop it). One
 GPU offloads under zero2 / zero3, DeepSpeed's ZeRO-Offload (https://www.deepspeed.ai/tutorials/zero-offload/, read
-2026-12-05: "up to 13 billion parameters ... on a single GPU"); Unsloth's offload is activations only
+2026-12-05: "ZeRO-Offload enables large models with up to 13 billion parameters to be efficiently trained on a single
+GPU"); Unsloth's offload is activations only
 (``parallel.activation_offload``)."""
 
 

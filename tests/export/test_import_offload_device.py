@@ -95,3 +95,14 @@ def test_offload_at_stage_0_is_a_note(key):
     assert imported.card["parallel"] == {"strategy": "ddp", "offload": "none"} | {
         k: v for k, v in imported.card["parallel"].items() if k not in ("strategy", "offload")}
     assert any("stage 0" in n and "ignored and not planned" in n for n in imported.notes), imported.notes
+
+
+def test_openrlhf_adam_offload_at_stage_0_is_a_note():
+    from trainfit.export.importers import read_openrlhf
+
+    script = ("deepspeed --module openrlhf.cli.train_sft --model.model_name_or_path Qwen/Qwen3-0.6B --ds.zero_stage 0"
+              " --ds.adam_offload")
+    imported = read_openrlhf(script)
+    assert imported.card["parallel"]["strategy"] in ("ddp", "single")
+    assert imported.card["parallel"]["offload"] == "none"
+    assert any(n.startswith("--ds.adam_offload: ") and "ignored and not planned" in n for n in imported.notes)

@@ -1459,7 +1459,14 @@ def read_openrlhf(text: str) -> Imported:
     if stage == 3 and "--ds.zpg" in fl:
         strategy = "hsdp"
     set_dotted(d, "parallel.strategy", strategy)
-    set_dotted(d, "parallel.offload", "optimizer" if "--ds.adam_offload" in fl else "none")
+    adam_offload = "--ds.adam_offload" in fl
+    if adam_offload and stage == 0:
+        # OpenRLHF's get_train_ds_config writes offload_optimizer, "Valid with stage 1, 2, and 3"
+        # (deepspeed/runtime/zero/offload_config.py l.52-53 @1978617c691b2c992a17902975187ef8d61176fa)
+        notes.append("--ds.adam_offload: DeepSpeed offloads the optimizer from ZeRO stage 1; at --ds.zero_stage 0 it"
+                     " is ignored and not planned")
+        adam_offload = False
+    set_dotted(d, "parallel.offload", "optimizer" if adam_offload else "none")
     if "--ds.overlap_comm" in fl:  # openrlhf/utils/deepspeed/deepspeed_utils.py get_train_ds_config sets both
         set_dotted(d, "deepspeed.overlap_comm", True)
         set_dotted(d, "deepspeed.contiguous_gradients", True)

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
+from trainfit.objective import StepUnit
 from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, REFUSALS_KEPT, SFT_SPACE, Row, SearchResult, _evaluate
 from trainfit.spec.card import divisors, rl_group_sizes
 from trainfit.spec.dotted import deep_copy
@@ -1055,8 +1056,8 @@ class FitResult(SearchResult):
     layout or no accepted configuration (``skipped_kinds``)."""
     stack: Stack | None = None
     """The software stack the card states (``stated_stack``); None: left open, each row shows its own."""
-    step_unit: str = "optimizer_step"
-    """What one of a row's steps is (``run_step_unit``): ``optimizer_step``, or ``rl_step`` for PPO / GRPO."""
+    step_unit: StepUnit = StepUnit.OPTIMIZER_STEP
+    """What one of a row's steps is (``run_step_unit``): an optimizer step, or an RL step for PPO / GRPO."""
     optimizer_steps_per_step: int = 1
     """Optimizer steps in one such step (``rollout.optimizer_steps_per_rl_step`` for an RL step)."""
 
@@ -1066,7 +1067,7 @@ class FitResult(SearchResult):
         return r if r is not None and r.fits and r.within_limits else None
 
 
-def run_step_unit(card: Any) -> tuple[str, int]:
+def run_step_unit(card: Any) -> tuple[StepUnit, int]:
     """(unit, optimizer steps per step) of the steps ``fit --steps`` counts and a row's ``step_seconds`` times:
     an RL step for PPO / GRPO (one rollout batch, its ``rollout.mini_batches x num_iterations`` optimizer steps),
     as verl counts ``trainer.total_training_steps`` (volcengine/verl verl/trainer/ppo/ray_trainer.py
@@ -1075,8 +1076,8 @@ def run_step_unit(card: Any) -> tuple[str, int]:
     generation every ``steps_per_generation * num_iterations`` micro-steps: huggingface/trl trl/trainer/grpo_trainer.py
     @f2cd57710ae345ea6428ae95363267fcf38a3dc8 l.1571-1579), the help says so."""
     if card.method.value in ("ppo", "grpo"):
-        return "rl_step", card.rollout.optimizer_steps_per_rl_step
-    return "optimizer_step", 1
+        return StepUnit.RL_STEP, card.rollout.optimizer_steps_per_rl_step
+    return StepUnit.OPTIMIZER_STEP, 1
 
 
 def smallest_sync(base: dict[str, Any]) -> str:

@@ -37,6 +37,14 @@ class Objective(StrEnum):
     CARDS = "cards"
 
 
+class StepUnit(StrEnum):
+    """What one of ``Goal.steps`` (and a row's ``step_seconds``) is: an optimizer step (SFT, RM, DPO) or an RL step
+    (PPO, GRPO: one rollout batch and its optimizer steps; ``fit_search.run_step_unit``)."""
+
+    OPTIMIZER_STEP = "optimizer_step"
+    RL_STEP = "rl_step"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Goal:
     objective: Objective = Objective.COST

@@ -93,7 +93,7 @@ def fit(
 
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
-                    "run_step_unit": result.step_unit, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
+                    "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
                     "run_optimizer_steps": (None if goal.steps is None
                                             else goal.steps * result.optimizer_steps_per_step),
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
@@ -248,7 +248,9 @@ def _render(result, rows, goal) -> None:
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)};"
                     " * = Pareto front (time vs cost)")
-    step_col = "RL step s" if result.step_unit == "rl_step" else "step s"
+    from trainfit.objective import StepUnit
+
+    step_col = "RL step s" if result.step_unit is StepUnit.RL_STEP else "step s"
     for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", step_col, "tokens/s", "cost/h",
                 "cost/run" if run else "cost/step", "run h" if run else "", "stack", "tp/pp/cp/ep", "knobs"):
         t.add_column(col, overflow="fold")
@@ -297,7 +299,9 @@ def _run_text(result, goal) -> str:
     """The run's length with its unit (``FitResult.step_unit``): " of 200 RL steps (800 optimizer steps, ...)",
     " of 1,000 optimizer steps", " of 1e+09 tokens (RL steps = tokens / tokens per RL step, per row)"; empty
     without a run length."""
-    rl = result.step_unit == "rl_step"
+    from trainfit.objective import StepUnit
+
+    rl = result.step_unit is StepUnit.RL_STEP
     k = result.optimizer_steps_per_step
     if goal.steps is not None:
         if not rl:

@@ -71,3 +71,9 @@ def test_help_names_the_unit(capsys):
         pass
     text = re.sub(r"[\s│]+", " ", capsys.readouterr().out)
     assert "RL steps for PPO/GRPO" in text and "TRL's max_steps counts optimizer steps" in text
+
+
+def test_html_names_the_rl_step(tmp_path, capsys):
+    html = tmp_path / "fit.html"
+    _fit(tmp_path, capsys, "--html", str(html))
+    assert "<th>RL step s</th>" in html.read_text()

@@ -127,6 +127,8 @@ def fit(
     ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
     entry, as ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
     or ``["USD:CNY=7.2"]`` (a list or tuple; one such string alone is one item, as one ``--fx``).
+    ``steps``: optimizer steps for sft / rm / dpo, RL steps for ppo / grpo (the result's ``step_unit`` and
+    ``optimizer_steps_per_step`` say which, ``fit_search.run_step_unit``).
     """
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price

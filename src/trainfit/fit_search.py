@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.errors import TrainfitError
+from trainfit.objective import StepUnit
 from trainfit.search import DEFAULT_LIMIT, PARALLEL_MIN, REFUSALS_KEPT, SFT_SPACE, Row, SearchResult, _evaluate
 from trainfit.spec.card import divisors, rl_group_sizes
 from trainfit.spec.dotted import deep_copy
@@ -299,14 +300,52 @@ def _free(space: dict[str, list[Any]], pinned: frozenset[str]) -> dict[str, list
     return {k: v for k, v in space.items() if k not in pinned}
 
 
-def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, int]]) -> list[dict[str, Any]]:
-    """Every SFT-like knob setting for ``count`` cards (pins held)."""
+ONE_GPU_OFFLOAD_STRATEGY = {"none": "single", "optimizer": "zero2", "params_and_optimizer": "zero3"}
+"""The strategy ``fit`` plans one GPU under, by ``parallel.offload``: no offload runs plain (``single``); offload runs
+as DeepSpeed's ZeRO-Offload does on one GPU, stage 2 with ``offload_optimizer`` and stage 3 for ``offload_param``
+(``spec.card.OFFLOAD_STRATEGIES``: no framework offloads under ``single``)."""
+
+
+def _offload_allowed(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """``combos`` less those whose strategy cannot offload what they offload (``spec.card.offload_strategy_refusal``),
+    a knob the combination leaves out read from ``base`` (the card's value, else its default): never generated, so
+    never ranked nor counted invalid."""
+    from trainfit.spec.card import offload_strategy_refusal
+    from trainfit.spec.enums import Offload, Strategy
+
+    par = (base or {}).get("parallel") or {}
+
+    def allowed(c: dict[str, Any]) -> bool:
+        try:
+            strategy = Strategy(str(c.get("parallel.strategy", par.get("strategy", Strategy.FSDP.value))))
+            offload = Offload(str(c.get("parallel.offload", par.get("offload", Offload.NONE.value))))
+        except ValueError:  # a value the card refuses: the plan says why (counted invalid)
+            return True
+        return offload_strategy_refusal(strategy=strategy, offload=offload) is None
+
+    return [c for c in combos if allowed(c)]
+
+
+def _one_gpu_strategy(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """One GPU with the strategy open: each combination's strategy set by its offload (``ONE_GPU_OFFLOAD_STRATEGY``)."""
+    par = (base or {}).get("parallel") or {}
+    return [c | {"parallel.strategy": ONE_GPU_OFFLOAD_STRATEGY.get(str(c.get("parallel.offload", par.get("offload", "none"))),
+                                                                   "single")} for c in combos]
+
+
+def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, int]],
+               base: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Every SFT-like knob setting for ``count`` cards (pins held, a pinned value read from ``base``), none
+    offloading under a strategy that cannot (``_offload_allowed``); one GPU offloads under DeepSpeed's stages
+    (``ONE_GPU_OFFLOAD_STRATEGY``)."""
     space = _free(SFT_FIT_SPACE, pinned)
-    if count == 1 and "parallel.strategy" not in pinned:
+    one_gpu = count == 1 and "parallel.strategy" not in pinned
+    if one_gpu:
         space["parallel.strategy"] = ["single"]
     if "batch" not in pinned:
         space["batch"] = batches
-    return _product(space)
+    combos = _product(space)
+    return _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
 
 
 def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -338,9 +377,11 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
                 limit = gpus if gpus is not None else per_node
                 # an engine's tensor parallel must divide its GPUs (spec.card refuses the rest, as TRL and verl do)
                 layout["rollout.tensor_parallel"] = [t for t in tps if t <= limit and limit % t == 0] or [1]
-            if count == 1 and "parallel.strategy" not in pinned:
+            one_gpu = count == 1 and "parallel.strategy" not in pinned
+            if one_gpu:
                 layout["parallel.strategy"] = ["single"]
-            out += _product(space | layout)
+            combos = _product(space | layout)
+            out += _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
     return out
 
 
@@ -602,7 +643,7 @@ def fit(
             batches = _pairs(base, gb, dp, pinned=pinned)
             if not batches:
                 return []  # the global batch does not split over this many data-parallel ranks
-        return layout_combos(lay, sft_combos(count, pinned=pinned, batches=batches))
+        return layout_combos(lay, sft_combos(count, pinned=pinned, batches=batches, base=base))
 
     rows: list[Row] = []
     bases: list[dict[str, Any]] = []
@@ -672,9 +713,11 @@ def fit(
         if cell not in best and cell not in empty:
             empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
     skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
+    unit, per_step = run_step_unit(_card0(next(iter(cells.values()))[0]))
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
-                     stack=stated_stack(next(iter(cells.values()))[0], pinned))
+                     stack=stated_stack(next(iter(cells.values()))[0], pinned), step_unit=unit,
+                     optimizer_steps_per_step=per_step)
 
 
 ONE_RANK_NOTE = ("parallel.fsdp_one_rank applies to the 1-GPU rows only (on more training GPUs FSDP2 runs"
@@ -1013,11 +1056,28 @@ class FitResult(SearchResult):
     layout or no accepted configuration (``skipped_kinds``)."""
     stack: Stack | None = None
     """The software stack the card states (``stated_stack``); None: left open, each row shows its own."""
+    step_unit: StepUnit = StepUnit.OPTIMIZER_STEP
+    """What one of a row's steps is (``run_step_unit``): an optimizer step, or an RL step for PPO / GRPO."""
+    optimizer_steps_per_step: int = 1
+    """Optimizer steps in one such step (``rollout.optimizer_steps_per_rl_step`` for an RL step)."""
 
     @property
     def best(self) -> Row | None:
         r = self.rows[0] if self.rows else None
         return r if r is not None and r.fits and r.within_limits else None
+
+
+def run_step_unit(card: Any) -> tuple[StepUnit, int]:
+    """(unit, optimizer steps per step) of the steps ``fit --steps`` counts and a row's ``step_seconds`` times:
+    an RL step for PPO / GRPO (one rollout batch, its ``rollout.mini_batches x num_iterations`` optimizer steps),
+    as verl counts ``trainer.total_training_steps`` (volcengine/verl verl/trainer/ppo/ray_trainer.py
+    @b178a3cd56f58b2d502255daba591e92833930a7 l.378-383, one ``global_steps += 1`` per batch generated and
+    trained, l.1346 / l.1700); else an optimizer step. TRL's GRPO ``max_steps`` counts optimizer steps (one
+    generation every ``steps_per_generation * num_iterations`` micro-steps: huggingface/trl trl/trainer/grpo_trainer.py
+    @f2cd57710ae345ea6428ae95363267fcf38a3dc8 l.1571-1579), the help says so."""
+    if card.method.value in ("ppo", "grpo"):
+        return StepUnit.RL_STEP, card.rollout.optimizer_steps_per_rl_step
+    return StepUnit.OPTIMIZER_STEP, 1
 
 
 def smallest_sync(base: dict[str, Any]) -> str:

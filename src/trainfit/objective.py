@@ -26,7 +26,7 @@ from typing import Any
 from trainfit.errors import CardError
 
 MAX_RUN_STEPS = 10**12
-"""Most optimizer steps in a run (larger counts overflow the float cost and time of the run)."""
+"""Most steps in a run (``Goal.steps``; larger counts overflow the float cost and time of the run)."""
 MAX_RUN_TOKENS = 1e16
 """Most tokens in a run: 10 quadrillion, ~250x the largest published pre-training runs (~40e12)."""
 
@@ -37,13 +37,23 @@ class Objective(StrEnum):
     CARDS = "cards"
 
 
+class StepUnit(StrEnum):
+    """What one of ``Goal.steps`` (and a row's ``step_seconds``) is: an optimizer step (SFT, RM, DPO) or an RL step
+    (PPO, GRPO: one rollout batch and its optimizer steps; ``fit_search.run_step_unit``)."""
+
+    OPTIMIZER_STEP = "optimizer_step"
+    RL_STEP = "rl_step"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Goal:
     objective: Objective = Objective.COST
     steps: int | None = None
-    """Optimizer steps in the run."""
+    """Steps in the run, each a row's ``step_seconds``: optimizer steps for SFT, RM and DPO; RL steps for PPO and
+    GRPO (one rollout batch and its ``rollout.optimizer_steps_per_rl_step`` optimizer steps), as verl counts
+    ``trainer.total_training_steps`` (``fit_search.run_step_unit``)."""
     tokens: float | None = None
-    """Tokens in the run (steps = ceil(tokens / tokens per step), per row)."""
+    """Tokens in the run (steps = ceil(tokens / tokens per step), per row: RL steps for PPO and GRPO)."""
     budget: float | None = None
     budget_currency: str | None = None
     deadline_s: float | None = None
@@ -52,7 +62,7 @@ class Goal:
 
     def __post_init__(self) -> None:
         if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, Integral)):
-            raise CardError(f"--steps: a whole number of optimizer steps, got {str(self.steps)[:40]!r}")
+            raise CardError(f"--steps: a whole number of steps, got {str(self.steps)[:40]!r}")
         if self.steps is not None and type(self.steps) is not int:  # a NumPy integer is a whole number too
             object.__setattr__(self, "steps", operator.index(self.steps))
         if self.steps is not None and not 1 <= self.steps <= MAX_RUN_STEPS:

@@ -47,7 +47,8 @@ class Row:
     tokens_per_step: float | None = None
     price_id: str = ""
     run_steps: int | None = None
-    """Optimizer steps in the run (``fit --steps``, or ``--tokens`` / tokens per step); None without a run."""
+    """Steps in the run (``fit --steps``, or ``--tokens`` / tokens per step): optimizer steps, RL steps for PPO and
+    GRPO (``objective.Goal.steps``); None without a run."""
     run_seconds: float | None = None
     cost_per_run: float | None = None
     """In ``currency``."""

@@ -17,6 +17,9 @@ CASES = {
     "plan_4090_qlora_27b": ["plan", "--model", "Qwen/Qwen3.5-27B", "--scope", "qlora", "--gpu", "rtx4090", "--gpus", "4",
                             "--strategy", "fsdp", "--seq", "4096"],
     "plan_bare_27b_lora": ["plan", "--set", "model={params: 27e9}", "--scope", "lora", "--gpu", "rtx4090", "--gpus", "8"],
+    # GRPO plans rollout.prompt_len + response_len (methods/rl.py ``seq = ro.prompt_len + ro.response_len``;
+    # plan/walk.py walk_rl's actor_card ``batch__seq_len=seq_len``): --seq is named in the warnings, not planned
+    "plan_grpo_seq_unused": ["plan", "--method", "grpo", "--gpu", "a100-80gb", "--seq", "4096"],
 }
 
 
@@ -105,3 +108,27 @@ def test_json_rl_phases_are_timed(capsys):
     obj = json.loads(capsys.readouterr().out)
     names = [t["name"] for t in obj["time"]["phases"]]
     assert names[0] == "generation" and "old_logprob" in names and "actor_update" in names and "weight_sync" in names
+
+
+SEQ_WARNING = ("batch.seq_len: 4096 is not read for method grpo; a sequence is rollout.prompt_len + rollout.response_len"
+               " = 512 + 1024 = 1536 tokens (rollout.max_tokens_per_micro_batch packs the training rows when set);"
+               " set those instead")
+
+
+def test_rl_names_an_unread_seq_len_in_its_json_warnings(capsys):
+    """The README: values a plan accepts but does not use are named in its warnings. A GRPO / PPO step's sequences
+    are the rollout's prompt + response (plan.walk.walk_rl), so batch.seq_len is not read."""
+    assert main(["plan", "--method", "grpo", "--gpu", "a100-80gb", "--seq", "4096", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["card"]["batch"]["seq_len"] == 4096
+    assert SEQ_WARNING in obj["warnings"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["--method", "grpo", "--seq", "1536"],  # the rollout's own length: nothing contradicts it
+    ["--method", "sft", "--seq", "4096"],  # read
+])
+def test_no_seq_len_warning_where_it_is_read_or_agrees(argv, capsys):
+    assert main(["plan", "--gpu", "a100-80gb", *argv, "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert not [w for w in obj["warnings"] if w.startswith("batch.seq_len")]

@@ -64,7 +64,9 @@ def test_offload_copies_and_exposed_communication_share_one_window():
     # each hidden behind the whole backward, so a longer backward shortened both and the step (1.5 ms faster at 8)
     def step(mbs):
         card = {"model": "Qwen/Qwen3-0.6B", "scope": "full", "hardware": {"gpu": "rtx4090", "gpus_per_node": 2},
-                "parallel": {"strategy": "ddp", "gradient_checkpointing": False, "offload": "optimizer"},
+                # zero1: the card refuses offload under ddp (spec.card.offload_strategy_refusal); ZeRO-1's gradient
+                # reduction and its copy to the host share the window as DDP's did
+                "parallel": {"strategy": "zero1", "gradient_checkpointing": False, "offload": "optimizer"},
                 "batch": {"micro_batch_size": mbs, "seq_len": 64, "grad_accum": 1}, "attention": "sdpa"}
         return make_plan(load_card_dict(card)).step_seconds
 
@@ -77,7 +79,8 @@ def test_offload_copies_hide_behind_the_recompute_inside_the_backward():
     # time from the recompute to the backward and the step got 0.1 ms faster
     def step(seq):
         card = {"model": "Qwen/Qwen3-8B", "scope": "full", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
-                "parallel": {"strategy": "single", "gradient_checkpointing": False, "offload": "optimizer",
+                # zero2 (DeepSpeed ZeRO-Offload on one GPU): the card refuses offload under single
+                "parallel": {"strategy": "zero2", "gradient_checkpointing": False, "offload": "optimizer",
                              "selective_checkpointing": "op"},
                 "batch": {"micro_batch_size": 3, "seq_len": seq, "grad_accum": 1}, "attention": "sdpa"}
         return make_plan(load_card_dict(card)).step_seconds

@@ -84,3 +84,25 @@ def test_a_device_deepspeed_refuses_is_refused_shortly(device):
     with pytest.raises(InputError, match=r"allowed: none, cpu") as exc:
         read_deepspeed(_ds(device))
     assert len(str(exc.value)) < 200
+
+
+# ZeRO stage 0 (strategy ddp) builds no ZeRO optimizer, and offload_optimizer is "Valid with stage 1, 2, and 3"
+# (deepspeedai/DeepSpeed deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.52-53):
+# the block is said in a note, not planned (the card refuses offload under ddp: spec.card.offload_strategy_refusal)
+@pytest.mark.parametrize("key", ["offload_optimizer", "offload_param"])
+def test_offload_at_stage_0_is_a_note(key):
+    imported = read_deepspeed(json.dumps({"zero_optimization": {"stage": 0, key: {"device": "cpu"}}}))
+    assert imported.card["parallel"] == {"strategy": "ddp", "offload": "none"} | {
+        k: v for k, v in imported.card["parallel"].items() if k not in ("strategy", "offload")}
+    assert any("stage 0" in n and "ignored and not planned" in n for n in imported.notes), imported.notes
+
+
+def test_openrlhf_adam_offload_at_stage_0_is_a_note():
+    from trainfit.export.importers import read_openrlhf
+
+    script = ("deepspeed --module openrlhf.cli.train_sft --model.model_name_or_path Qwen/Qwen3-0.6B --ds.zero_stage 0"
+              " --ds.adam_offload")
+    imported = read_openrlhf(script)
+    assert imported.card["parallel"]["strategy"] in ("ddp", "single")
+    assert imported.card["parallel"]["offload"] == "none"
+    assert any(n.startswith("--ds.adam_offload: ") and "ignored and not planned" in n for n in imported.notes)

@@ -107,8 +107,8 @@ def test_fit_api_takes_numpy_integers():
 
 @pytest.mark.parametrize(("kwargs", "fragment"), [
     (dict(max_gpus=True), "max_gpus: a whole number of cards >= 1, got True"),
-    (dict(steps=True), "steps: a whole number of optimizer steps, got 'True'"),
-    (dict(steps=2.5), "steps: a whole number of optimizer steps, got '2.5'"),
+    (dict(steps=True), "steps: a whole number of steps, got 'True'"),
+    (dict(steps=2.5), "steps: a whole number of steps, got '2.5'"),
     (dict(steps=0), "steps: must be in 1..1,000,000,000,000, got 0"),
     (dict(steps=10, deadline_s=-5), "deadline_s: a finite duration > 0"),
     (dict(steps=10, tokens=1e6), "steps and tokens: give one, not both"),

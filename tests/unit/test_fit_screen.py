@@ -51,9 +51,11 @@ def _spy(monkeypatch) -> dict[str, int]:
 
 
 CASES = [
-    # a cell whose fastest candidates fit on the floor but not replayed (the verdict flips twice)
+    # a cell whose fastest candidates fit on the floor but not replayed (the verdict flips); up to 2 cards: on one
+    # the flip was a one-GPU optimizer offload under strategy single, which fit no longer generates (no framework
+    # offloads there: spec.card.offload_strategy_refusal)
     pytest.param({"model": "Qwen/Qwen3-4B", "method": "sft", "scope": "full", "batch": {"seq_len": 4096},
-                  "loss": {"chunked": True}, "parallel": {"gradient_checkpointing": True}}, ["rtx4090"], 1,
+                  "loss": {"chunked": True}, "parallel": {"gradient_checkpointing": True}}, ["rtx4090"], 2,
                  {"model", "method", "scope", "batch.seq_len", "loss.chunked", "parallel.gradient_checkpointing",
                   "precision.optimizer", "parallel.tensor_parallel_impl"}, Objective.TIME, 1, id="flips"),
     # nothing fits: the closest attempt (smallest replayed peak) of each count

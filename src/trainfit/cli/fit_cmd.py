@@ -18,8 +18,8 @@ def fit(
     gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
     max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
     objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per step, time breaking ties).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Optimizer steps in the run: ranks by cost per run.")] = None,
-    tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Steps in the run: ranks by cost per run. Optimizer steps for SFT, RM and DPO; RL steps for PPO/GRPO (one rollout batch and its rollout.mini_batches x num_iterations optimizer steps, as verl's trainer.total_training_steps counts; TRL's max_steps counts optimizer steps: divide it by those).")] = None,
+    tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row; RL steps for PPO/GRPO).")] = None,
     budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
     deadline: Annotated[str | None, typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
     price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, or GPU=<price table id>, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
@@ -87,12 +87,15 @@ def fit(
 
         write_text_atomic(html, fit_html(result, title=f"trainfit fit: {', '.join(gpus)}"),
                           inputs=[card, calibration, price_table], what="--html")
-    rows = [_row(r) for r in result.rows]
+    rows = [_row(r, result.optimizer_steps_per_step) for r in result.rows]
     if json_:
         from trainfit.report.html import skipped_of
 
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
                     "objective": goal.objective.value, "run_steps": goal.steps, "run_tokens": goal.tokens,
+                    "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
+                    "run_optimizer_steps": (None if goal.steps is None
+                                            else goal.steps * result.optimizer_steps_per_step),
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
                     "calibration": _calibration(cal, gpus, card_, result.rows),
                     "rows": rows,
@@ -214,13 +217,16 @@ def _prices(items, table_path, market, gpus):
     return out
 
 
-def _row(r) -> dict:
+def _row(r, optimizer_steps_per_step: int = 1) -> dict:
+    """A row as JSON; ``run_optimizer_steps``: its run's steps x ``optimizer_steps_per_step`` (``FitResult``)."""
     return {
         "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "within_limits": r.within_limits,
         "peak_gpu_bytes": round(r.peak_device_bytes), "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
         "host_ram_bytes": int(r.host_ram_bytes), "tokens_per_s": r.tokens_per_s,
         "step_seconds": r.step_seconds, "step_unavailable": r.step_unavailable, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
-        "cost_per_step": r.cost_per_step, "run_steps": r.run_steps, "run_seconds": r.run_seconds,
+        "cost_per_step": r.cost_per_step, "run_steps": r.run_steps,
+        "run_optimizer_steps": None if r.run_steps is None else r.run_steps * optimizer_steps_per_step,
+        "run_seconds": r.run_seconds,
         "cost_per_run": r.cost_per_run, "rank_cost": r.rank_cost, "rank_currency": r.rank_currency,
         "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
         "parallel": dict(r.parallel), "stack": r.stack.value if r.stack is not None else None,
@@ -240,8 +246,12 @@ def _render(result, rows, goal) -> None:
     by = {"cost": "cost per run" if run else "cost per step (then step time)", "time": "run time" if run else "step time",
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
-                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}; * = Pareto front (time vs cost)")
-    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", "step s", "tokens/s", "cost/h",
+                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)};"
+                    " * = Pareto front (time vs cost)")
+    from trainfit.objective import StepUnit
+
+    step_col = "RL step s" if result.step_unit is StepUnit.RL_STEP else "step s"
+    for col in ("", "GPU", "cards", "fits", "peak (device)", "headroom", "host RAM/node", step_col, "tokens/s", "cost/h",
                 "cost/run" if run else "cost/step", "run h" if run else "", "stack", "tp/pp/cp/ep", "knobs"):
         t.add_column(col, overflow="fold")
     for r in rows:
@@ -283,6 +293,24 @@ def _render(result, rows, goal) -> None:
     c.print(stack_note(result.stack), markup=False)
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
             " states hardware.host_ram_gib.")
+
+
+def _run_text(result, goal) -> str:
+    """The run's length with its unit (``FitResult.step_unit``): " of 200 RL steps (800 optimizer steps, ...)",
+    " of 1,000 optimizer steps", " of 1e+09 tokens (RL steps = tokens / tokens per RL step, per row)"; empty
+    without a run length."""
+    from trainfit.objective import StepUnit
+
+    rl = result.step_unit is StepUnit.RL_STEP
+    k = result.optimizer_steps_per_step
+    if goal.steps is not None:
+        if not rl:
+            return f" of {goal.steps:,} optimizer steps"
+        return (f" of {goal.steps:,} RL steps ({goal.steps * k:,} optimizer steps, {k} per RL step:"
+                " rollout.mini_batches x num_iterations)")
+    if goal.tokens is not None:
+        return f" of {goal.tokens:.4g} tokens ({'RL' if rl else 'optimizer'} steps = tokens / tokens per step, per row)"
+    return ""
 
 
 def _money(amount: float | None, currency: str | None) -> str:

@@ -227,6 +227,12 @@ def _zero_offload(t: str, zero: dict[str, Any], stage: int, notes: list[str],
                          f" ({1 - ratio:.0%}) on the GPU; the card plans them all on the host, so the GPU memory is"
                          " planned low")
     param_here = _offload_device(t, keys[1], par.get("device", "none"), read=stage == 3)
+    if stage == 0 and off != "none":
+        # offload_optimizer is "Valid with stage 1, 2, and 3" (deepspeed/runtime/zero/offload_config.py l.52-53
+        # @1978617c691b2c992a17902975187ef8d61176fa): stage 0 builds no ZeRO optimizer to offload
+        notes.append(f"{keys[0]} {str(opt.get('device'))[:40]}: DeepSpeed offloads the optimizer from ZeRO stage 1; at"
+                     " ZeRO stage 0 it is ignored and not planned")
+        off = "none"
     if stage == 3 and param_here:
         off = "params_and_optimizer"
     elif stage != 3 and par.get("device", "none") != "none":
@@ -1453,7 +1459,14 @@ def read_openrlhf(text: str) -> Imported:
     if stage == 3 and "--ds.zpg" in fl:
         strategy = "hsdp"
     set_dotted(d, "parallel.strategy", strategy)
-    set_dotted(d, "parallel.offload", "optimizer" if "--ds.adam_offload" in fl else "none")
+    adam_offload = "--ds.adam_offload" in fl
+    if adam_offload and stage == 0:
+        # OpenRLHF's get_train_ds_config writes offload_optimizer, "Valid with stage 1, 2, and 3"
+        # (deepspeed/runtime/zero/offload_config.py l.52-53 @1978617c691b2c992a17902975187ef8d61176fa)
+        notes.append("--ds.adam_offload: DeepSpeed offloads the optimizer from ZeRO stage 1; at --ds.zero_stage 0 it"
+                     " is ignored and not planned")
+        adam_offload = False
+    set_dotted(d, "parallel.offload", "optimizer" if adam_offload else "none")
     if "--ds.overlap_comm" in fl:  # openrlhf/utils/deepspeed/deepspeed_utils.py get_train_ds_config sets both
         set_dotted(d, "deepspeed.overlap_comm", True)
         set_dotted(d, "deepspeed.contiguous_gradients", True)

@@ -321,10 +321,11 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
 
         if (line := unloaded_reference_warning(card)) is not None:  # a reference the user set, skipped at kl 0
             warnings.append(line)
-    from trainfit.plan.assumptions import context_extension_line, currency_line, unread_deepspeed_line
+    from trainfit.plan.assumptions import context_extension_line, currency_line, unread_deepspeed_line, unread_seq_len_line
 
     price = price_of(card)
-    for line in (unread_deepspeed_line(card), currency_line(card, None if price is None else price.currency)):
+    for line in (unread_seq_len_line(card), unread_deepspeed_line(card),
+                 currency_line(card, None if price is None else price.currency)):
         if line is not None:
             warnings.append(line)
     if (line := context_extension_line(card, spec)) is not None:

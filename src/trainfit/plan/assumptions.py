@@ -138,6 +138,24 @@ def deepspeed_read(card: RunCard) -> bool:
     return _deepspeed_zero(card)
 
 
+def unread_seq_len_line(card: RunCard) -> str | None:
+    """The plan's warning when a PPO / GRPO card states a ``batch.seq_len`` other than the rollout's: the RL step's
+    sequences are ``rollout.prompt_len + rollout.response_len`` (``methods.rl``, the actor card of
+    ``plan.walk.walk_rl`` replaces ``batch.seq_len`` with them, or with the packed row under
+    ``rollout.max_tokens_per_micro_batch``), so the card's value is not read; None otherwise (a value equal to the
+    rollout's length contradicts nothing). The embedded default card states 2048 (its SFT case), so ``plan --method
+    grpo`` on it names that value too."""
+    if card.method not in (Method.PPO, Method.GRPO) or "seq_len" not in card.batch.model_fields_set:
+        return None
+    ro = card.rollout
+    if card.batch.seq_len == ro.prompt_len + ro.response_len:
+        return None
+    return (f"batch.seq_len: {card.batch.seq_len} is not read for method {card.method.value}; a sequence is"
+            f" rollout.prompt_len + rollout.response_len = {ro.prompt_len} + {ro.response_len} ="
+            f" {ro.prompt_len + ro.response_len} tokens (rollout.max_tokens_per_micro_batch packs the training rows"
+            " when set); set those instead")
+
+
 def unread_deepspeed_line(card: RunCard) -> str | None:
     """The plan's warning when the card sets ``deepspeed`` fields that no part of the plan reads (``deepspeed_read``
     false: ddp, fsdp, fsdp_grad_op, hsdp, single, or Megatron-Core's zero1); None otherwise. The same wording as the

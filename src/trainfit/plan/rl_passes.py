@@ -817,7 +817,7 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
     mbs = card.batch.micro_batch_size
     replica = card.parallel.model_parallel  # GPUs one model replica spans (tp x cp x pp)
     ga, mbs = balanced_micro_batches(ceil(seqs_per_gpu * replica / ro.mini_batches), mbs)
-    opt_steps = ro.mini_batches * ro.num_iterations
+    opt_steps = ro.optimizer_steps_per_rl_step
     work_cv = update_work_cv(card, spec, micro_batch_sequences=mbs if fixed_update_micro_batches(card, packed=packed)
                              else mbs * ga)
     update_len, update_context = seq_len, None

@@ -563,7 +563,9 @@ def fit_notes(result: Any) -> list[str]:
 
 
 def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, seconds: float, svg: str | None = None,
-                 notes: list[str] | tuple[str, ...] = ()) -> str:
+                 notes: list[str] | tuple[str, ...] = (), step_label: str = "step s") -> str:
+    """The ranked table, the facts line and the chart; ``step_label``: the step column's head ("RL step s" where a
+    row's step is an RL step, ``fit_search.FitResult.step_unit``)."""
     body = []
     for i, r in enumerate(rows, 1):
         cost = f'{r["cost_per_hour"]:.2f} {_e(r["currency"])}' if r["cost_per_hour"] is not None else "-"
@@ -579,7 +581,8 @@ def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, se
     table = (
         '<table class="fit"><caption>Ranked: fitting first, then fewest cards, shortest step, lowest cost;'
         " * = Pareto front (time against cost)</caption><thead><tr><th>#</th><th></th><th>GPU</th><th>cards</th>"
-        "<th>fits</th><th>peak GiB</th><th>headroom GiB</th><th>step s</th><th>cost/h</th><th>stack</th><th>knobs</th></tr></thead>"
+        f"<th>fits</th><th>peak GiB</th><th>headroom GiB</th><th>{_e(step_label)}</th><th>cost/h</th><th>stack</th>"
+        "<th>knobs</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
     return (
@@ -641,8 +644,12 @@ def write_plan_html(plan: Any, path: str | Path) -> Path:
 
 def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
     rows = fit_rows(result)
+    from trainfit.objective import StepUnit
+
+    rl = getattr(result, "step_unit", StepUnit.OPTIMIZER_STEP) is StepUnit.RL_STEP
     body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid,
-                                                    seconds=result.seconds, notes=fit_notes(result))
+                                                    seconds=result.seconds, notes=fit_notes(result),
+                                                    step_label="RL step s" if rl else "step s")
     return page(title, body)
 
 

@@ -532,6 +532,32 @@ def every_nth_layer(*, num_layers: int, every_n_layers: int) -> tuple[bool, ...]
     return tuple((i + 1) % every_n_layers == 0 for i in range(num_layers))
 
 
+OFFLOAD_STRATEGIES = (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3, Strategy.FSDP, Strategy.FSDP_GRAD_OP, Strategy.HSDP)
+"""The strategies whose framework offloads (``parallel.offload`` optimizer or params_and_optimizer): DeepSpeed
+ZeRO-1/2/3 (``offload_optimizer`` "Valid with stage 1, 2, and 3", ``offload_param`` "Valid only with stage 3":
+deepspeedai/DeepSpeed deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.52-53,
+l.21-22; ZeRO-1/2 parameter offload is refused by ``plan.terms.zero_param_offload_refusal``) and torch FSDP's
+``CPUOffload`` (parameters and optimizer together: ``plan.plan_refusals``). Under ``single`` (one process, no
+wrapper) and ``ddp`` (torch DistributedDataParallel, DeepSpeed stage 0) nothing offloads: accelerate has no offload
+outside DeepSpeed and FSDP, and DeepSpeed's stage 0 none (``export.accelerate``, ``export.deepspeed`` drop it). One
+GPU offloads under zero2 / zero3, DeepSpeed's ZeRO-Offload (https://www.deepspeed.ai/tutorials/zero-offload/, read
+2026-12-05: "ZeRO-Offload enables large models with up to 13 billion parameters to be efficiently trained on a single
+GPU"); Unsloth's offload is activations only
+(``parallel.activation_offload``)."""
+
+
+def offload_strategy_refusal(*, strategy: Strategy, offload: Offload) -> str | None:
+    """The card's one line refusing ``parallel.offload`` under a strategy no framework offloads with (``single``,
+    ``ddp``: ``OFFLOAD_STRATEGIES``); None where it is allowed. Also what ``fit`` leaves out of its knob search
+    (``fit_search.sft_combos``, ``rl_combos``)."""
+    if offload is Offload.NONE or strategy in OFFLOAD_STRATEGIES:
+        return None
+    return (f"parallel.offload: '{offload.value}' with parallel.strategy '{strategy.value}': no framework offloads"
+            f" under {strategy.value} (DeepSpeed offloads from ZeRO stage 1, torch FSDP with CPUOffload); allowed"
+            f" strategies with offload: {', '.join(s.value for s in OFFLOAD_STRATEGIES)} (one GPU: zero2 or zero3,"
+            f" DeepSpeed ZeRO-Offload); allowed with {strategy.value}: none")
+
+
 class ParallelSection(_Section):
     strategy: Strategy = Strategy.FSDP
     offload: Offload = Offload.NONE
@@ -774,6 +800,8 @@ class ParallelSection(_Section):
 
     @model_validator(mode="after")
     def _one_checkpointing(self) -> "ParallelSection":
+        if (why := offload_strategy_refusal(strategy=self.strategy, offload=self.offload)) is not None:
+            raise ValueError(why)
         if self.fsdp_no_sync and not (self.strategy is Strategy.FSDP and self.fsdp_version is FsdpVersion.FSDP1):
             raise ValueError(f"parallel.fsdp_no_sync: FSDP1's no_sync (strategy fsdp, fsdp_version fsdp1); got strategy"
                              f" '{self.strategy.value}', fsdp_version '{self.fsdp_version.value}'; allowed with them: false")
@@ -1556,6 +1584,12 @@ class RolloutSection(_Section):
                                  f" response_len {self.response_len} gives no length distribution ({e}); allowed"
                                  " with that mean: 0 to the share the truncated exponential of that mean puts at"
                                  " the cap") from None
+
+    @property
+    def optimizer_steps_per_rl_step(self) -> int:
+        """Optimizer steps one RL step (one rollout batch) runs: ``mini_batches`` x ``num_iterations`` (verl
+        train_batch_size / ppo_mini_batch_size x ppo_epochs)."""
+        return self.mini_batches * self.num_iterations
 
     @model_validator(mode="after")
     def _prompt_mean_within_max(self) -> RolloutSection:

@@ -80,3 +80,16 @@ def test_attention_call_syncs_slow_the_plan():
     plain = make_plan(load_card_dict(card)).step_seconds
     synced = make_plan(load_card_dict({**card, "loop": {"attention_call_syncs": 2}})).step_seconds
     assert synced > plain
+
+
+def test_out_of_range_syncs_refused_with_one_line():
+    with pytest.raises(CardError, match="loop.attention_call_syncs") as exc:
+        load_card_dict({**_card(unsloth_layers=True), "loop": {"attention_call_syncs": 17}})
+    assert "\n" not in str(exc.value)
+
+
+def test_plan_facts_hold_the_new_fields():
+    from trainfit.export.common import plan_facts
+    facts = plan_facts(load_card_dict({**_card(unsloth_layers=True), "loop": {"attention_call_syncs": 2}}))
+    assert facts["parallel.unsloth_layers"] is True and facts["loop.attention_call_syncs"] == 2.0
+    assert "loop.attention_call_syncs" not in plan_facts(load_card_dict(_card()))

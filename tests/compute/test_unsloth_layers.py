@@ -93,3 +93,11 @@ def test_plan_facts_hold_the_new_fields():
     facts = plan_facts(load_card_dict({**_card(unsloth_layers=True), "loop": {"attention_call_syncs": 2}}))
     assert facts["parallel.unsloth_layers"] is True and facts["loop.attention_call_syncs"] == 2.0
     assert "loop.attention_call_syncs" not in plan_facts(load_card_dict(_card()))
+
+
+def test_fit_keeps_an_unsloth_card_off_model_parallel_layouts():
+    from trainfit.fit_search import STACK_PINS, layout_stacks
+    from trainfit.spec.enums import Stack
+    assert "parallel.unsloth_layers" in STACK_PINS
+    assert layout_stacks(fused=True, own=False, open_=False, stated=Stack.UNSLOTH) == []
+    assert layout_stacks(fused=False, own=False, open_=False, stated=Stack.UNSLOTH) == [False]

@@ -74,13 +74,29 @@ at 4,096 tokens x 1,024 x 2 B = 8 MB a layer they take about 0.2-0.3 ms over PCI
 on every row planned; the per-micro-step gradient accumulation adds into the fp32 adapter gradients (14 a layer from
 the second micro-step) are left out, as the eager inventory leaves PEFT's; the memory-bound traffic keeps the compile
 memory factor (Unsloth's Triton norm, RoPE and SwiGLU each read and write their tensors once, as a fused chain would;
-not recounted here). Host-side per-step work of Unsloth's patched trainer (torch.cuda.synchronize / empty_cache
-calls, the gradient-accumulation loss normalisation) was looked for and not found in the training step:
-``torch.cuda.empty_cache()`` is called by the zoo's checkpointing only when it (re)initialises its buffers
-(gradient_checkpointing.py l.827, l.902), not per step.
+not recounted here). Host-side per-step work of Unsloth's patched trainer, looked for and not
+found per step: the ``torch.cuda.empty_cache()`` calls run once, in the banner Unsloth patches in before the
+training loop (unsloth/models/llama.py l.2490-2496), at model load (unsloth_zoo/patching_utils.py l.345, l.524
+@fd50fb1c950594249e54d46066bcae46c888e62f) and when the checkpointing buffers are (re)initialised
+(gradient_checkpointing.py l.827, l.902); unsloth/trainer.py, unsloth/models/_utils.py and unsloth/models/llama.py
+hold no ``torch.cuda.synchronize()``. The gradient-accumulation normalisation hands the trainer's
+``num_items_in_batch`` to the loss (llama.py l.1405-1407, l.1421-1428); its host cost was not read further.
 
-Null result kept here: the RTX 5090 rows stay +25 to +45 % over their runs with or without this count (their misses
-were over before, too); what separates that card from the H100 / H200 / B200 rows is not found in Unsloth's code.
+Effect on the 38 Surogate Unsloth rows (benchmarks/step_times.md, 2026-12-05; each entry's ``checked`` gives its
+own): median |error| 27.1 -> 14.8 %. H100: 0.6B / 1.7B -20 to -36 % -> -9 to -14 %, 4B-32B -14 to +2 % -> -13 to
++3 %; H200: 0.6B / 1.7B -24 to -35 % -> -7 to -13 %, 4B / 8B -11 to -17 % -> -10 to -18 %; B200: 0.6B-4B -38 to
+-43 % -> -14 to -21 %, 8B-32B -25 to -37 % -> -24 to -31 %. The host floor the small rows publish (0.75-0.98 s a step
+whatever the GPU) is now most of the plan's step on the three fast cards.
+
+Still open, and where to look next: (1) every B200 row stays -14 to -31 % while the same runs on the H100 plan -14 to
++3 %. The published B200 steps are slower than the H100's where the host sets the pace (0.6B bf16: 0.858 against
+0.769 s), so the B200 machine's host looks slower per launch; the plan prices one per-kernel host rate on every card
+(``compute.rates``) and its 8B / 14B B200 steps are launch-bound (the recompute's host seconds lead). No published host
+figure of that machine was found. (2) The RTX 5090 rows stay +23 to
++45 % (+25 to +43 % before): the count moves them by at most 2.4 points; what separates that card from the H100 /
+H200 / B200 rows is not in Unsloth's code. (3) The per-kernel host rates are the eager transformers layer's
+(``compute.rates``), applied to Unsloth's Python (Triton launches, autograd Functions): no published per-launch cost
+of either was found to replace them.
 Pure: no torch.
 """
 

@@ -64,6 +64,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from trainfit.calibration.engine import VERL_GEN_TIMER_ALSO
 from trainfit.methods.unsloth import REFUSED_PRESETS
+from trainfit.compute.unsloth_layers import UNSLOTH_PACKED_ATTENTION_SYNCS
 
 TRAIN_DATA = HERE / "data" / "published_train_times.json"
 RL_DATA = HERE / "data" / "published_rl_times.json"
@@ -913,6 +914,36 @@ UNSLOTH_FUSED_LORA = (
     " states the GEMMs' dtype here, as for BF16_ADAPTER_FRAMEWORKS")
 """Why an Unsloth LoRA / QLoRA training entry without dropout plans ``lora.adapter_dtype: bf16``
 (``unsloth_fused_lora``)."""
+
+
+UNSLOTH_LAYERS = (
+    "parallel.unsloth_layers (compile off): FastLanguageModel runs Qwen3 through FastQwen3Model's eager fast forward"
+    " (Triton RMSNorm / RoPE, fused LoRA autograd functions; no torch.compile on the layers), its kernels counted from"
+    " unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a (trainfit.compute.unsloth_layers); loop."
+    "checkpoint_reentrant: use_gradient_checkpointing 'unsloth' is UnslothCheckpointFunction, whose forward runs the"
+    " layer under no_grad and whose backward re-runs all of it (unslothai/unsloth-zoo unsloth_zoo/"
+    "gradient_checkpointing.py l.497, l.589 @fd50fb1c950594249e54d46066bcae46c888e62f)"
+)
+"""Why an Unsloth training entry plans ``parallel.unsloth_layers`` and a re-entrant checkpoint (``unsloth_layers_card``)."""
+UNSLOTH_PACKED_SYNCS_NOTE = (
+    "loop.attention_call_syncs {n}: packed rows carry packed_seq_lengths, and every attention forward reads their max"
+    " back with .item() (unsloth/utils/packing.py l.222) and copies them to the host for xFormers' block mask (l.236)"
+)
+
+
+def unsloth_layers_card(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """Fill ``card`` (in place) for an Unsloth training entry: Unsloth's own layers, not compile
+    (``parallel.unsloth_layers``), its re-entrant offloaded checkpoint, and on packed rows the attention's host
+    syncs (``trainfit.compute.unsloth_layers``); the notes that say so."""
+    card["parallel"]["compile"] = False
+    card["parallel"]["unsloth_layers"] = True
+    notes = [UNSLOTH_LAYERS]
+    if card["parallel"].get("gradient_checkpointing"):
+        card.setdefault("loop", {})["checkpoint_reentrant"] = True
+    if e["batch"].get("packed"):
+        card.setdefault("loop", {})["attention_call_syncs"] = UNSLOTH_PACKED_ATTENTION_SYNCS
+        notes.append(UNSLOTH_PACKED_SYNCS_NOTE.format(n=UNSLOTH_PACKED_ATTENTION_SYNCS))
+    return notes
 
 
 def unsloth_fused_lora(lora: dict[str, Any] | None, framework: str) -> bool:
@@ -1913,6 +1944,9 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         # torchtitan's fp32 parameter shards FSDP2 casts to bf16 on their way into the all-gather (the fp32 gradients
         # come with grad_dtype_of's rule above, TORCHTITAN_FP32_PRECISION)
         card["precision"]["weights"] = "fp32"
+    if e["framework"] == "unsloth":  # Unsloth's own layers, not compile (unsloth_layers_card)
+        card_notes = unsloth_layers_card(e, card)
+        notes = [n for n in notes if not n.startswith("unsloth's fused kernels")] + card_notes
     if scope in ("lora", "qlora", "dora"):
         card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
         if not e.get("lora"):

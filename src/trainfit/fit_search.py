@@ -103,7 +103,7 @@ MEGATRON_DROPPED = {"precision.optimizer": ("adamw_8bit", "paged_adamw", "paged_
 ``MP_DROPPED``: Megatron-Core builds Adam or SGD only ("optimizer (str): Optimizer to use (one of Adam or SGD)",
 NVIDIA/Megatron-LM megatron/core/optimizer/optimizer_config.py @e914fb787a4664e5c43bb64cfe3b0c317c9db02f), not
 bitsandbytes' 8-bit or paged optimizers or Adafactor."""
-STACK_PINS = ("preset", "parallel.tensor_parallel_impl", "parallel.compile")
+STACK_PINS = ("preset", "parallel.tensor_parallel_impl", "parallel.compile", "parallel.unsloth_layers")
 """Card keys that state the software stack (a framework preset, the layers' implementation, torch.compile): a card
 pinning one keeps its stack; else ``fit`` searches the eager stack and Megatron-Core's (``layout_stacks``)."""
 CP_KINDS = ("ring", "ulysses")
@@ -525,7 +525,8 @@ def layout_stacks(*, fused: bool, own: bool, open_: bool, stated: Stack, megatro
     leaves Megatron-Core out."""
     if open_:
         return ([True] if fused else [False, True]) if megatron_ok else ([] if fused and not own else [False])
-    if fused and not own and stated is Stack.EAGER:
+    if fused and not own and stated in (Stack.EAGER, Stack.UNSLOTH):
+        # Unsloth's layers run on one GPU, eagerly: no tensor / pipeline-parallel layout of its own either
         return []
     return [False]
 

@@ -1567,7 +1567,7 @@ def step_inventory(
     moe_load_balancing: MoeLoadBalancing | None = None, attention_fp8: str = "",
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    attention_call_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
     te_ring_context_parallel: int = 1, megatron_rope: bool = False,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
@@ -1623,6 +1623,9 @@ def step_inventory(
     into a zeroed full-size tensor (``LOSS_INPUT_COPY_BACKWARD_*``; both counted as fused); ``packed_flash_syncs``: packed rows reach
     transformers' flash attention with ``position_ids`` only, so every attention call synchronises the host
     (``PACKED_FLASH_FORWARD_SYNCS`` / ``PACKED_FLASH_BACKWARD_SYNCS``; the recompute re-runs the forward's);
+    ``attention_call_syncs``: host syncs the model's own code makes in every attention layer's forward, beside the
+    kernel's (``loop.attention_call_syncs``; Unsloth's packed rows: ``UNSLOTH_PACKED_ATTENTION_SYNCS``), the recompute's
+    included;
     ``expert_loop``: the routed experts run as transformers < 5's Python loop (``expert_loop`` module: per expert three
     GEMMs, its kernels and host syncs, and in backward a full-size input gradient), whatever ``grouped_gemm`` says;
     ``expert_loop_every``: that loop as transformers 4.51-4.52 run it, over every expert by index (no hit test: fewer
@@ -2424,6 +2427,9 @@ def step_inventory(
                       if packed_flash_syncs and not eager_attention else (0.0, 0.0))
     if unpad and unpad_call_syncs:
         sync_f += UNPAD_CALL_SYNCS * full
+    # the model's own attention forward reads its packed-sample lengths back to the host (loop.attention_call_syncs:
+    # Unsloth's packed path, ``UNSLOTH_PACKED_ATTENTION_SYNCS``); the recompute re-runs them
+    sync_f += attention_call_syncs * full
     sync_attn = sync_f  # the core-attention recompute re-runs attention only
     sync_f += loop_syncs + dispatch_syncs + lora_syncs + geglu_syncs
     win = dict(window_attention_forward_flops=win_fwd, window_attention_seq=win_seq,

@@ -736,7 +736,7 @@ def train_step_time(
     moe_eager_launch: bool = False, moe_load_balancing: MoeLoadBalancing | None = None,
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
-    head: bool = True, scan_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
+    head: bool = True, scan_syncs: float = 0.0, attention_call_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
     loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_ring_context_parallel: int = 1, te_layers: bool = False,
     launch_blocking: bool = False,
@@ -813,6 +813,7 @@ def train_step_time(
     per-sequence GRPO loss, ``nemo_rl_pg_loss``); ``head``: False when the timed pipeline rank holds no output head
     (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed; ``scan_syncs``: host-synchronising
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
+    ``attention_call_syncs``: as ``inventory.step_inventory`` (host syncs in every attention layer's forward);
     ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``te_ring_context_parallel``: as ``inventory.step_inventory`` (Transformer Engine's
     ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory``
@@ -866,7 +867,7 @@ def train_step_time(
                          moe_eager_launch=moe_eager_launch, moe_load_balancing=moe_load_balancing,
                          fp8_layer_share=fp8_layer_share,
                          expert_streams=expert_streams, expert_padding=expert_padding,
-                         unpad_call_syncs=unpad_call_syncs,
+                         unpad_call_syncs=unpad_call_syncs, attention_call_syncs=attention_call_syncs,
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,

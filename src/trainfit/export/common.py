@@ -465,6 +465,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     if card.loop.loss_input_copy:  # memory: the compiled loss saves a copy beside the kept logits
         f["loop.loss_input_copy"] = True
     f["loop.token_scan_syncs"] = card.loop.token_scan_syncs  # time: the loop's per-token host syncs
+    if card.loop.attention_call_syncs:  # time: host syncs in every attention layer's forward
+        f["loop.attention_call_syncs"] = float(card.loop.attention_call_syncs)
     f["loop.launch_blocking"] = card.loop.launch_blocking  # time: CUDA_LAUNCH_BLOCKING=1, every launch waits
     from trainfit.plan.time import launcher_of
     f["loop.launcher"] = launcher_of(card).value  # time: the host ops' thread count (plan.time.host_one_thread_per_rank)

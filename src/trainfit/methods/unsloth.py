@@ -124,6 +124,11 @@ the budget lowering (above). Not read, and the next place to look: how TRL 0.14-
 under Unsloth's patched forward at these releases (Unsloth 2025.2.4 has no GRPO loss replacement of its own:
 unsloth/models has no rl_replacements.py @027b5100), and whether vLLM 0.7-0.8 sizes its KV cache from the budget
 less its own profile peak only, so the trainer's later allocations are bounded by what the engine left.
+
+Training layers (2026-12-05): Unsloth's decoder layers are its own eager fast forward, not torch.compile'd; their
+kernels are counted at 2026.1.3 in ``compute.unsloth_layers`` (``parallel.unsloth_layers``, the Surogate SFT rows).
+The six GRPO notebook rows keep the eager / PEFT inventory their preset plans: they ran Unsloth 2025.2.4 to 2025.5.x,
+whose layers were not recounted, and they do not move.
 """
 
 from __future__ import annotations

@@ -329,7 +329,7 @@ from trainfit.plan.rl_batches import (
 from trainfit.plan.rl_common import bf16_engine_weight_bytes, generated_prompts, hsdp_shard_of, rl_phase
 from trainfit.plan.rl_offload import reference_swap_phase
 from trainfit.plan.time import (
-    COMPILE_KERNEL_FACTOR,
+    kernel_factor_of,
     COMPILE_MEMORY_FACTOR,
     a2a_thd_sequences_of,
     adapter_of,
@@ -629,7 +629,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             adapter=adapter, eager_attention=eager, parallel=par,
             gathered_weight_bytes=actor_w if _runs_actor_weights(card, name) else frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
-            kernel_factor=COMPILE_KERNEL_FACTOR if compile_ else 1.0,
+            kernel_factor=kernel_factor_of(card),
             # each packed sequence attends alone: the span of the varied lengths, not the mean's (packed_span_factor)
             attention_context=(context or rank_seq) * span if span != 1.0 else context,
             # SDPA handed transformers' sliding-window mask past the window, as the training pass of the same card

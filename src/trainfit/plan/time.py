@@ -27,6 +27,7 @@ from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_lin
                                     stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time
+from trainfit.compute.unsloth_layers import UNSLOTH_KERNEL_FACTOR
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
@@ -59,6 +60,15 @@ COMPILE_MEMORY_FACTOR = 0.5
 about half the memory-bound traffic remains (each chain reads its inputs and writes its output once)."""
 COMPILE_KERNEL_FACTOR = 0.35
 """... and about a third of the kernels (and their host dispatch) remain."""
+
+
+def kernel_factor_of(card: RunCard) -> float:
+    """The factor the card's layer kernels (and their host dispatch) are scaled by: Unsloth's counted layer inventory
+    over the eager one (``compute.unsloth_layers.UNSLOTH_KERNEL_FACTOR``) on ``parallel.unsloth_layers``, the compile
+    factor on a fused-kernel card (``fused_kernels``), else 1."""
+    if card.parallel.unsloth_layers:
+        return UNSLOTH_KERNEL_FACTOR
+    return COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +181,14 @@ def fused_kernels(card: RunCard) -> bool:
     model's own nn.Linear layers (torch.distributed.tensor.parallel.parallelize_module) and runs its nn.RMSNorm,
     F.silu(w1(x)) * w3(x) and RoPE as eager PyTorch ops (pytorch/torchtitan torchtitan/experiments/qwen3/model/model.py
     l.74, 140-145, 253, 299-300 and infra/parallelize.py l.183-195; torchtitan/models/llama3/model/model.py l.69, 237,
-    276-277 @d66b72a6ac57be4e7ff749dabe2908a4fcc58a1d), no Transformer Engine: timed as the eager stack."""
-    return (card.parallel.compile or card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
+    276-277 @d66b72a6ac57be4e7ff749dabe2908a4fcc58a1d), no Transformer Engine: timed as the eager stack.
+
+    Unsloth's layers (``parallel.unsloth_layers``) too: their Triton norm, RoPE and SwiGLU read and write each tensor
+    once, as a fused chain does, so the compile memory factor applies; their kernel count is their own
+    (``kernel_factor_of``, ``compute.unsloth_layers``).
+    """
+    return (card.parallel.compile or card.parallel.unsloth_layers
+            or card.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON
             or (card.parallel.tensor_parallel * card.parallel.pipeline_parallel > 1
                 and card.parallel.model_parallel_kernels is not ModelParallelKernels.EAGER))
 
@@ -186,6 +202,8 @@ def stack_of(card: RunCard) -> Stack:
         return Stack.MEGATRON
     if card.parallel.compile:
         return Stack.COMPILE
+    if card.parallel.unsloth_layers:
+        return Stack.UNSLOTH
     return Stack.MEGATRON if fused_kernels(card) else Stack.EAGER
 
 
@@ -1083,7 +1101,7 @@ def training_time(
         parallel=par_dp, optimizer=opt, trained_params=params, trained_tensors=tensors,
         gathered_weight_bytes=(w.base + w.adapter) * share, count_scale=scale,
         memory_factor=COMPILE_MEMORY_FACTOR if fused_kernels(card) else 1.0,
-        kernel_factor=COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0,
+        kernel_factor=kernel_factor_of(card),
         model_parallel=mp, attention_context=packed_context or (
             (attention_context or seq_len) * attention_span_factor if attention_span_factor != 1.0
             else attention_context or (seq_len if cp > 1 else None)),
@@ -1139,6 +1157,8 @@ def training_time(
         loss_sequences=micro_batch_size * (seq_len / attention_context if attention_context else 1.0),
         # the loop's element-by-element reads walk the whole (unsharded) micro-batch (loop.token_scan_syncs)
         scan_syncs=card.loop.token_scan_syncs * max(0, micro_batch_size * seq_len - 1),
+        # the model's attention forward reads values back to the host in every layer (loop.attention_call_syncs)
+        attention_call_syncs=card.loop.attention_call_syncs,
         rope_loop_samples=rope_samples,
         rope_loop_context_parallel=cp,
         a2a_thd_sequences=a2a,

@@ -647,6 +647,11 @@ class ParallelSection(_Section):
         " null: every layer (torchtune's OffloadActivations).")
     fsdp_shard_embeddings: bool = Field(False, description="FSDP: the embedding and lm_head are units of their own, gathered only around their use (torchtune custom_sharded_layers: [tok_embeddings, output]); default: they sit in the root unit.")
     compile: bool = Field(False, description="torch.compile: fused elementwise kernels and fewer launches in the time model; per-layer compiled decoder layers save fewer activations where the compiled rules were measured (memory.activations.compiled_rules_apply), and torchtune's chunked loss keeps its compiled per-chunk tensors.")
+    unsloth_layers: bool = Field(False, description="The decoder layers are Unsloth's (FastLanguageModel's patched"
+                                 " fast forward: Triton RMSNorm and RoPE, fused LoRA autograd functions, xFormers / SDPA"
+                                 " attention), launched eagerly, not torch.compile'd: the time model scales the card's"
+                                 " kernels by Unsloth's counted layer inventory (compute.unsloth_layers) instead of the"
+                                 " compile factor. Step time only; needs compile false.")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size) | nanotron (nanotron's linears: in memory the sequence-shard inputs, rows' embedding gradient and Megatron's vocab-parallel loss (its max subtracted out of place), its MLP per-op; in time the per-op model, no Transformer Engine).")
@@ -805,6 +810,9 @@ class ParallelSection(_Section):
         if self.fsdp_no_sync and not (self.strategy is Strategy.FSDP and self.fsdp_version is FsdpVersion.FSDP1):
             raise ValueError(f"parallel.fsdp_no_sync: FSDP1's no_sync (strategy fsdp, fsdp_version fsdp1); got strategy"
                              f" '{self.strategy.value}', fsdp_version '{self.fsdp_version.value}'; allowed with them: false")
+        if self.unsloth_layers and self.compile:
+            raise ValueError("parallel.unsloth_layers: Unsloth's decoder layers run eagerly, not under torch.compile;"
+                             " allowed with compile true: false (or compile false with unsloth_layers true)")
         if self.gradient_checkpointing and self.selective_checkpointing is not SelectiveCheckpointing.NONE:
             raise ValueError(f"parallel.selective_checkpointing: '{self.selective_checkpointing.value}' with"
                              " gradient_checkpointing: true (full recompute already); allowed with it: none")
@@ -1124,6 +1132,12 @@ class LoopSection(_Section):
         " each behind an elementwise kernel: a Python loop that walks a GPU tensor element by element (prime-rl's RL"
         " trainer before 2026-06-15: get_response_lengths compares position_ids[i] == 0 on the GPU for every token, 1)."
         " 0: none.")
+    attention_call_syncs: float = Field(
+        0.0, ge=0.0, le=16.0, description="Host-synchronising reads of a device value the model's own code makes in"
+        " every attention layer's forward, the recompute's included: the host waits for the GPU to drain its queue"
+        " each time. Unsloth (2026.1) on packed rows: 2 (its attention reads the packed lengths' max with .item() and"
+        " copies them to the host for xFormers' block mask in every layer: trainfit.methods.unsloth"
+        " UNSLOTH_PACKED_ATTENTION_SYNCS). 0: none. Step time only.")
     launcher: Launcher | None = Field(
         None, description="torchrun | ray | spawn: the process launcher, which sets each rank's OMP_NUM_THREADS, the"
         " threads of its host-side torch ops (torch's AdamW step and FSDP2's gradient add under FSDP CPU offload):"

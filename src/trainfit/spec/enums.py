@@ -801,6 +801,9 @@ class Stack(StrEnum):
     """transformers / PEFT modules launched op by op (no torch.compile, no Transformer Engine)."""
     COMPILE = "compile"
     """torch.compile (``parallel.compile``): fused elementwise kernels, fewer launches."""
+    UNSLOTH = "unsloth"
+    """Unsloth's patched decoder layers (``parallel.unsloth_layers``): Triton kernels and fused LoRA functions, launched
+    eagerly (``compute.unsloth_layers``)."""
     MEGATRON = "megatron"
     """Megatron-Core's layers on Transformer Engine's fused kernels (``parallel.tensor_parallel_impl: megatron``), or
     a tensor / pipeline-parallel run, which the time model times on those kernels (``plan.time.fused_kernels``)."""

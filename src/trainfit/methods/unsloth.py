@@ -148,6 +148,20 @@ UNSLOTH_MULTI_GPU_REFUSAL = (
 )
 """The one line refusing ``preset: unsloth`` on more than one GPU (``spec.card`` validation)."""
 
+UNSLOTH_FP8_QLORA_REFUSAL = (
+    "rollout.quantization: fp8 with preset unsloth and scope qlora cannot run: Unsloth's fp8 engine is its load_in_fp8"
+    " (the trainer and the engine share one fp8 copy of the base), which it refuses beside load_in_4bit; allowed with"
+    " fp8: scope lora; with qlora: rollout.quantization none"
+)
+"""The one line refusing ``preset: unsloth`` with a 4-bit QLoRA base and an fp8 engine (``spec.card`` validation).
+Unsloth's only fp8 engine is ``load_in_fp8`` ("fp8 LoRA"), whose settings check raises "Unsloth: `load_in_fp8` is not
+compatible with `load_in_4bit`, `load_in_8bit` or `load_in_16bit`" (unslothai/unsloth
+@015bdef0d94a241bcd94eec7a405b1700632180d unsloth/models/loader_utils.py ``_get_fp8_mode_and_check_settings``
+l.780-783, the check added in 86f708097d19f9ecfe254adaf4044d4471d36374, 2025-11-25), and ``FastModel.from_pretrained``
+refuses any two of 4-bit, 8-bit, 16-bit and fp8 ("Can only load in 4bit or 8bit or 16bit, not a combination!",
+unsloth/models/loader.py l.1310-1319, same commit). The base is then fp8, not bitsandbytes 4-bit, so the bitsandbytes
+decode stream (``compute.bnb_decode``) never meets an fp8 engine."""
+
 REFUSED_PRESETS: dict[str, str] = {}
 """Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason (none now:
 ``unsloth`` is planned on one GPU, ``UNSLOTH_MULTI_GPU_REFUSAL``)."""

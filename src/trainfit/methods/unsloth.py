@@ -74,9 +74,12 @@ the 4-bit dequantisation and the slice copy into the output, bitsandbytes/functi
 kernels a layer, some 3 % of a decode step at the graph's kernel gap. The T4's sustained GDDR6 rate (the plan takes
 90 % of the datasheet's 320 GB/s, ``compute.rates.HBM_FRACTION``) was not found measured in a citable source. Not
 modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
-``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
-PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
-on one device; a multi-GPU Unsloth was not read).
+``gpu_memory_utilization`` is taken as the engine's budget) and the time of Unsloth's efficient GRPO loss (its memory
+is planned, 6. above). Unsloth's fused LoRA kernels are planned as ``lora.adapter_dtype: bf16`` (adapter GEMMs in the
+activation dtype) where a card states it, as ``benchmarks/step_times.py`` ``unsloth_fused_lora`` does for Unsloth's
+fine-tuning entries; the preset does not set it, so its GRPO cards keep
+PEFT's fp32 adapters. Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
+on one device; a multi-GPU Unsloth was not read); and (``UNSLOTH_FP8_QLORA_REFUSAL``) an fp8 engine over a QLoRA base, which Unsloth refuses.
 
 Checked and left out (2026-12-05): the budget lowering of 2. does not bind on the notebook rows planned. At
 ``gpu_memory_utilization`` 0.9 the memory left outside the engine is at least 0.1 x the card (1.47 GB on a T4), while

@@ -77,7 +77,8 @@ modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage``
 ``gpu_memory_utilization`` is taken as the engine's budget) and the time of Unsloth's efficient GRPO loss (its memory
 is planned, 6. above). Unsloth's fused LoRA kernels are planned as ``lora.adapter_dtype: bf16`` (adapter GEMMs in the
 activation dtype) where a card states it, as ``benchmarks/step_times.py`` ``unsloth_fused_lora`` does for Unsloth's
-fine-tuning entries; the preset does not set it, so its GRPO cards keep
+fine-tuning entries whose targeted module groups have no base-layer bias
+(``unsloth_peft_path_modules``); the preset does not set it, so its GRPO cards keep
 PEFT's fp32 adapters. Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
 on one device; a multi-GPU Unsloth was not read); and (``UNSLOTH_FP8_QLORA_REFUSAL``) an fp8 engine over a QLoRA base, which Unsloth refuses.
 

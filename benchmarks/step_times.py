@@ -946,10 +946,70 @@ def unsloth_layers_card(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     return notes
 
 
-def unsloth_fused_lora(lora: dict[str, Any] | None, framework: str) -> bool:
+UNSLOTH_FUSED_GROUPS: dict[str, tuple[str, ...]] = {
+    "mlp": ("gate_proj", "up_proj", "down_proj"), "qkv": ("q_proj", "k_proj", "v_proj"), "o": ("o_proj",)}
+"""The module groups Unsloth's ``patch_peft_model`` moves onto its fused LoRA kernels, each as one unit: LoRA_MLP when
+gate, up and down all carry an adapter and none of their base layers has a bias, LoRA_QKV the same for q, k and v,
+LoRA_W for o (unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a unsloth/models/llama.py l.3261-3334:
+``hasattr(x, "lora_A")`` and ``getattr(x, "base_layer", x).bias is None`` for every member). A group that fails keeps
+PEFT's forward, with PEFT's fp32 adapters (Qwen2 / 2.5's q, k and v have a bias: "a bias term (like in Qwen) is
+used")."""
+
+
+def _lora_target_names(lora: dict[str, Any]) -> set[str]:
+    targets = lora.get("targets", "all-linear")
+    if targets == "all-linear":
+        return {m for group in UNSLOTH_FUSED_GROUPS.values() for m in group}
+    if targets == "qv":
+        return {"q_proj", "v_proj"}
+    return set(targets)
+
+
+def unsloth_peft_path_modules(lora: dict[str, Any], model: Any) -> list[str]:
+    """The targeted decoder modules an Unsloth LoRA leaves on PEFT's path (``UNSLOTH_FUSED_GROUPS``): those of a group
+    not wholly targeted, or whose base layers have a bias (``model``: the card's model value; its ModelSpec's
+    ``attention_bias`` for q/k/v, ``o_proj_bias``, ``mlp_bias``)."""
+    if isinstance(model, dict) and model.get("config") is not None:
+        from trainfit.catalog.hf_config import spec_from_hf_config
+
+        spec = spec_from_hf_config(model["config"], name=model.get("id") or "inline config", source="entry config")
+    else:
+        from trainfit.catalog.models import resolve_model as catalog_model
+
+        spec = catalog_model(model["id"] if isinstance(model, dict) and "id" in model else model)
+    bias = {"mlp": spec.mlp_bias, "qkv": spec.attention_bias, "o": spec.o_proj_bias}
+    targeted = _lora_target_names(lora)
+    kept: list[str] = []
+    for name, group in UNSLOTH_FUSED_GROUPS.items():
+        hit = [m for m in group if m in targeted]
+        if hit and (bias[name] or len(hit) < len(group)):
+            kept += hit
+    return kept
+
+
+def unsloth_fused_lora(lora: dict[str, Any] | None, framework: str, *, model: Any = None) -> bool:
     """An Unsloth LoRA whose layers take Unsloth's fused LoRA kernels (``UNSLOTH_FUSED_LORA``): dropout 0 (a dropout
-    keeps PEFT's own forward, llama.py l.3248). Bias is ``none`` on every such entry (the default; the entries' notes)."""
-    return (framework or "").lower() == "unsloth" and bool(lora) and not lora.get("dropout")
+    keeps PEFT's own forward, llama.py l.3248; bias ``none`` on every such entry, the default) and every targeted
+    module in a group Unsloth patches (``unsloth_peft_path_modules`` empty for ``model``). The card has one
+    ``lora.adapter_dtype``, so an entry with any module left on PEFT's path plans them all as PEFT's (fp32), its note
+    naming those modules (``unsloth_lora_note``). ``model`` None: the bias is not checked (the entry's model unknown)."""
+    if (framework or "").lower() != "unsloth" or not lora or lora.get("dropout"):
+        return False
+    return model is None or not unsloth_peft_path_modules(lora, model)
+
+
+def unsloth_lora_note(lora: dict[str, Any] | None, framework: str, *, model: Any) -> str | None:
+    """The note of an Unsloth LoRA entry without dropout: ``UNSLOTH_FUSED_LORA`` when every targeted module takes the
+    fused kernels, else which modules stay on PEFT's path and why the card keeps fp32 adapters; None otherwise."""
+    if (framework or "").lower() != "unsloth" or not lora or lora.get("dropout"):
+        return None
+    kept = unsloth_peft_path_modules(lora, model)
+    if not kept:
+        return UNSLOTH_FUSED_LORA
+    return (f"lora.adapter_dtype fp32 (PEFT's): Unsloth leaves {', '.join(kept)} on PEFT's path (a base-layer bias or a"
+            " group not wholly targeted: unsloth/models/llama.py l.3261-3334 @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a)"
+            " and the card states one adapter dtype, so the other targeted modules' fused bf16 GEMMs are planned as"
+            " PEFT's too")
 
 
 TORCHTUNE_NF4 = (
@@ -966,7 +1026,7 @@ card scopes of those names (``spec.card.Scope``), which plan them (``memory.peft
 ``Adapter``)."""
 
 
-def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, Any]:
+def lora_section(lora: dict[str, Any] | None, framework: str = "", *, model: Any = None) -> dict[str, Any]:
     if not lora:
         return {}
     targets = lora.get("targets", "all-linear")
@@ -980,7 +1040,7 @@ def lora_section(lora: dict[str, Any] | None, framework: str = "") -> dict[str, 
     if lora.get("modules_to_save"):
         # PEFT modules_to_save as the entry's framework sets it (cited in its note): trained in full beside the adapter
         out["modules_to_save"] = list(lora["modules_to_save"])
-    if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS or unsloth_fused_lora(lora, framework):
+    if (framework or "").lower() in BF16_ADAPTER_FRAMEWORKS or unsloth_fused_lora(lora, framework, model=model):
         out["adapter_dtype"] = "bf16"
     if lora.get("expert_adapters"):  # prime-rl's unmerged grouped expert adapters where the entry's note cites them
         out["expert_adapters"] = lora["expert_adapters"]
@@ -1948,11 +2008,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card_notes = unsloth_layers_card(e, card)
         notes = [n for n in notes if not n.startswith("unsloth's fused kernels")] + card_notes
     if scope in ("lora", "qlora", "dora"):
-        card["lora"] = lora_section(e.get("lora"), e.get("framework", "")) or {}
+        card["lora"] = lora_section(e.get("lora"), e.get("framework", ""), model=card["model"]) or {}
         if not e.get("lora"):
             notes.append("LoRA settings not stated: the card's defaults")
-        if unsloth_fused_lora(e.get("lora"), e.get("framework", "")):
-            notes.append(UNSLOTH_FUSED_LORA)
+        if (unsloth_note := unsloth_lora_note(e.get("lora"), e.get("framework", ""), model=card["model"])):
+            notes.append(unsloth_note)
         if e["framework"] == "prime-rl" and scope == "lora" and PRIME_RL_SETTINGS_COMMIT in (e.get("note") or ""):
             card["lora"]["call_syncs"], note = prime_rl_lora_call_syncs(e, gpu)
             notes.append(note)

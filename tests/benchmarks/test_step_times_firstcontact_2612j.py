@@ -138,3 +138,22 @@ def test_unsloth_bf16_adapters_shorten_the_planned_step_on_an_h100() -> None:
     fp32["lora"].pop("adapter_dtype")
     bf16_s, fp32_s = st.plan_card(card).step_s, st.plan_card(fp32).step_s
     assert bf16_s < 0.85 * fp32_s
+
+
+def test_unsloth_fused_lora_follows_the_base_bias_per_module_group() -> None:
+    # unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a unsloth/models/llama.py l.3261-3334: MLP, QKV and O
+    # are patched only when every member has lora_A and a base layer with bias None; Qwen2.5's q/k/v have a bias
+    # (attention_bias), so they keep PEFT's path with fp32 adapters, and the card (one adapter_dtype) plans PEFT's
+    e = ROWS[UNSLOTH[0]]
+    qwen25 = {**e, "model": "Qwen/Qwen2.5-7B", "model_config": None}
+    assert st.unsloth_peft_path_modules(e["lora"], "Qwen/Qwen2.5-7B") == ["q_proj", "k_proj", "v_proj"]
+    assert st.unsloth_peft_path_modules(e["lora"], e["model"]) == []
+    card, notes = st.map_train(qwen25)
+    assert "adapter_dtype" not in card["lora"] and st.UNSLOTH_FUSED_LORA not in notes
+    assert any("Unsloth leaves q_proj, k_proj, v_proj on PEFT's path" in n for n in notes)
+    # Qwen2.5 with adapters on o and the MLP only: every targeted group is patched
+    mlp_o = {**e["lora"], "targets": ["o_proj", "gate_proj", "up_proj", "down_proj"]}
+    assert st.unsloth_fused_lora(mlp_o, "unsloth", model="Qwen/Qwen2.5-7B")
+    # a group not wholly targeted (q and v without k) is not patched either
+    assert st.unsloth_peft_path_modules({**e["lora"], "targets": "qv"}, "meta-llama/Llama-3.1-8B") == [
+        "q_proj", "v_proj"]

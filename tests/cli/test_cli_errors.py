@@ -44,6 +44,10 @@ def run(argv, capsys):
          "preset: 'unsloth' plans one GPU"),  # the default card's 8 GPUs a node
         (["plan", "--method", "grpo", "--preset", "unsloth", "--set", "hardware.gpus_per_node=1"],
          "scope: 'full' with preset unsloth has no weight path to the engine"),  # spec.card._check_unsloth_one_gpu
+        (["plan", "--method", "grpo", "--preset", "unsloth", "--set", "hardware.gpus_per_node=1", "--set",
+          "hardware.gpu=l4", "--set", "scope=qlora", "--set", "precision.weights=nf4", "--set",
+          "rollout.quantization=fp8"],  # trainfit.methods.unsloth UNSLOTH_FP8_QLORA_REFUSAL
+         "rollout.quantization: fp8 with preset unsloth and scope qlora cannot run"),
         (["plan", "--set", "parallel.stratgy=fsdp"], "parallel.stratgy: unknown key; allowed keys here: strategy, offload, gradient_checkpointing"),
     ],
 )

@@ -94,3 +94,21 @@ def test_card_reference_names_the_software_pins_that_change_the_plan():
     assert "`software.verl` < {}.{} offloads Megatron weights".format(*VERL_MEGATRON_PINNED_REUSE_SINCE) in text
     assert ("before {}.{} a Megatron card's `rollout.trainer_offload` is refused".format(
         *VERL_MEGATRON_PARAM_OFFLOAD_SINCE) in text)
+
+
+def test_card_reference_names_loss_triton_trl_logits_and_the_unsloth_bitsandbytes_pin():
+    """The card fields and gates the planner reads have their prose: ``loss.triton`` (methods.roles.
+    TRL_FUSED_HEAD_COMPACT), TRL's completion-only logits (methods.roles.TRL_LOGITS_TO_KEEP_SINCE, every no-preset or
+    trl GRPO card), the bitsandbytes pin before plan.rl_generation.BNB_GEMM_4BIT_FUSED_SINCE that changes the Unsloth
+    engine's decode, and the fp8-over-qlora refusal (methods.unsloth.UNSLOTH_FP8_QLORA_REFUSAL)."""
+    from trainfit.methods.roles import TRL_FUSED_HEAD_COMPACT, TRL_LOGITS_TO_KEEP_SINCE
+    from trainfit.plan.rl_generation import BNB_GEMM_4BIT_FUSED_SINCE
+
+    text = " ".join(README.split("Allowed values:", 1)[1].split("## How the numbers are made", 1)[0].split())
+    assert f"`{TRL_FUSED_HEAD_COMPACT}` true or false" in text
+    assert ("a GRPO card with no preset or `preset: trl` plans its policy and reference logits over the completion's"
+            in text and "(TRL's `logits_to_keep`, from {}.{})".format(*TRL_LOGITS_TO_KEEP_SINCE) in text)
+    unsloth = " ".join(README.split("`preset: unsloth` plans", 1)[1].split("\n\n", 1)[0].split())
+    assert "a `software.bitsandbytes` pin before {}.{} changes the engine's decode".format(
+        *BNB_GEMM_4BIT_FUSED_SINCE) in unsloth
+    assert "`rollout.quantization: fp8` over a qlora base" in unsloth

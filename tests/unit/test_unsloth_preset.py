@@ -127,3 +127,18 @@ def test_the_unsloth_kernel_is_refused_outside_the_unsloth_grpo_card() -> None:
         RunCard(method="grpo", preset="unsloth", hardware={"gpus_per_node": 1}, loss={"kernel": "unsloth"})
     assert "loss.kernel: 'unsloth' is Unsloth's chunked GRPO loss (no full logits), read with loss.chunked true" \
         in str(exc.value)
+
+
+def test_an_fp8_engine_over_a_qlora_base_is_refused_with_one_line() -> None:
+    """Unsloth refuses load_in_fp8 beside load_in_4bit (unsloth @015bdef0 unsloth/models/loader_utils.py l.780-783):
+    before the refusal this card reached generation_time with rank_weight_bytes twice (TypeError)."""
+    from trainfit.methods.unsloth import UNSLOTH_FP8_QLORA_REFUSAL
+
+    card = {**CARD, "preset": "unsloth", "hardware": {"gpu": "l4", "gpus_per_node": 1},
+            "precision": {"compute": "bf16", "weights": "nf4"},
+            "rollout": {**CARD["rollout"], "quantization": "fp8"}, "software": {"bitsandbytes": "0.45.2"}}
+    with pytest.raises(ValidationError) as exc:
+        RunCard(**card)
+    assert UNSLOTH_FP8_QLORA_REFUSAL in str(exc.value) and "\n" not in UNSLOTH_FP8_QLORA_REFUSAL
+    # the same engine over a 16-bit LoRA base (Unsloth's fp8 LoRA) is not refused by this check
+    RunCard(**{**card, "scope": "lora", "precision": {"compute": "bf16"}})

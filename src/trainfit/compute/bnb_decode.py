@@ -23,7 +23,9 @@ loader leaves unquantized (embedding, ``lm_head``, norms) stay 16-bit, read once
 
 bitsandbytes 0.50.0 (2026-07-24) added a fused ``gemm_4bit`` kernel for short row counts, chosen per GPU
 (``memory.nf4_dequant`` module docstring); it is not modelled here: ``plan.rl_generation.bnb_engine_inputs`` applies
-these bytes to a card pinned before 0.50 only. Not modelled either: the dequantised weight of a small shard staying
+these bytes to a card pinned before 0.50 only (unpinned or from 0.50 the engine streams the stored packed base:
+``plan.rl_generation.BNB_UNPINNED_ASSUMPTION``), and ``hf_peft_inputs`` applies them to transformers' ``generate``
+on a bitsandbytes base under the same pin. Not modelled either: the dequantised weight of a small shard staying
 in L2 (an upper bound on its re-read), the per-shard dequantise, GEMM and slice-copy kernels' launches and gaps, and
 the prefill's one dequantisation a forward (compute-bound there).
 """

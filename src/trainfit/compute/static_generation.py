@@ -54,7 +54,10 @@ takes its fused kernel on the packed 4-bit weights for at most 512 rows of a lar
 weight and calls ``F.linear`` above that (bitsandbytes 0.50.2 autograd/_functions.py l.453-472, backends/cuda/ops.py
 ``_gemm_4bit_use_custom_cuda`` l.677-679, ``_dequant_linear_fallback`` l.904-916): a decode step of a few rows streams
 the 4-bit weights (the caller's ``weight_bytes``), the prefill's ``batch x prompt`` rows dequantise
-(``prefill_extra_bytes``: ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` per quantised weight, at the HBM rate).
+(``prefill_extra_bytes``: ``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` per quantised weight, at the HBM rate). Before
+bitsandbytes 0.50 (a ``software.bitsandbytes`` pin, ``plan.rl_generation.bnb_dequantises_per_call``) every call of two
+or more rows dequantises the whole weight and reads the 16-bit copy (``compute.bnb_decode``): the prefill's
+dequantisation whatever its rows, and each decode step of a batch streams ``decode_weight_bytes``.
 """
 
 from __future__ import annotations
@@ -171,6 +174,7 @@ def static_batch_generation_time(
     prompt_len_padded: int, response_len_longest: float, weight_bytes: float, kv_bytes_per_token: float,
     layer_gathers: dict[str, Any] | None = None, unit_host_s_per_forward: float = 0.0,
     adapter_kernels_per_forward: float = 0.0, prefill_extra_bytes: float = 0.0,
+    decode_weight_bytes: float | None = None,
 ) -> StaticGenerationTime:
     """``calls`` sequential ``generate`` calls on one rank, each a static batch of ``batch_sequences`` prompts
     left-padded to ``prompt_len_padded`` tokens, decoding ``response_len_longest`` steps (module docstring).
@@ -180,7 +184,9 @@ def static_batch_generation_time(
     unsharded model or one gathered once per call); ``unit_host_s_per_forward``: the units' hooks, host seconds per
     forward (module docstring, "A sharded trainer's forwards"); ``adapter_kernels_per_forward``: PEFT's kernels
     (``peft_lora_forward_kernels``) launched in every forward, ``prefill_extra_bytes``: HBM bytes the prefill moves
-    beyond its GEMMs (a 4-bit base's dequantisation; module docstring, "A PEFT policy"). Raises ``CardError`` for a count below 1 or negative
+    beyond its GEMMs (a 4-bit base's dequantisation; module docstring, "A PEFT policy"); ``decode_weight_bytes``: the
+    weight bytes one decode step streams where they differ from ``weight_bytes`` (bitsandbytes before 0.50,
+    ``compute.bnb_decode``; None: ``weight_bytes``). Raises ``CardError`` for a count below 1 or negative
     lengths."""
     if min(calls, batch_sequences) < 1 or prompt_len_padded < 0 or response_len_longest < 0:
         raise CardError("static generation: calls and batch_sequences >= 1, lengths >= 0")
@@ -205,8 +211,9 @@ def static_batch_generation_time(
         t = prompt_len_padded + steps * (i + 0.5) / DECODE_POINTS
         d = decode_step_seconds(
             spec=spec, matmul_params=matmul_params, rates=rates, tp=1, batch=batch_sequences,
-            context_tokens=batch_sequences * t, weight_bytes=weight_bytes, kv_bytes_per_token=kv_bytes_per_token,
-            cuda_graphs=False, engine_generation="v0",  # in-process: no engine frontend
+            context_tokens=batch_sequences * t,
+            weight_bytes=weight_bytes if decode_weight_bytes is None else decode_weight_bytes,
+            kv_bytes_per_token=kv_bytes_per_token, cuda_graphs=False, engine_generation="v0",  # in-process: no engine frontend
             engine_s_per_step=HF_SAMPLE_STEP_KERNELS * eager_s + unit_host_s_per_forward + adapter_host_s,
             engine_s_per_sequence=0.0,
             eager_s_per_kernel=eager_s)

@@ -74,9 +74,13 @@ the 4-bit dequantisation and the slice copy into the output, bitsandbytes/functi
 kernels a layer, some 3 % of a decode step at the graph's kernel gap. The T4's sustained GDDR6 rate (the plan takes
 90 % of the datasheet's 320 GB/s, ``compute.rates.HBM_FRACTION``) was not found measured in a citable source. Not
 modelled: the lowering of the engine budget by ``approximate_vllm_memory_usage`` (2. above; the card's
-``gpu_memory_utilization`` is taken as the engine's budget), Unsloth's patched LoRA kernels and GRPO loss (planned as
-PEFT's and TRL's). Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
-on one device; a multi-GPU Unsloth was not read).
+``gpu_memory_utilization`` is taken as the engine's budget) and the time of Unsloth's efficient GRPO loss (its memory
+is planned, 6. above). Unsloth's fused LoRA kernels are planned as ``lora.adapter_dtype: bf16`` (adapter GEMMs in the
+activation dtype) where a card states it, as ``benchmarks/step_times.py`` ``unsloth_fused_lora`` does for Unsloth's
+fine-tuning entries whose targeted module groups have no base-layer bias
+(``unsloth_peft_path_modules``); the preset does not set it, so its GRPO cards keep
+PEFT's fp32 adapters. Refused (``UNSLOTH_MULTI_GPU_REFUSAL``): more than one GPU (the notebooks' loader runs one process
+on one device; a multi-GPU Unsloth was not read); and (``UNSLOTH_FP8_QLORA_REFUSAL``) an fp8 engine over a QLoRA base, which Unsloth refuses.
 
 Checked and left out (2026-12-05): the budget lowering of 2. does not bind on the notebook rows planned. At
 ``gpu_memory_utilization`` 0.9 the memory left outside the engine is at least 0.1 x the card (1.47 GB on a T4), while
@@ -152,6 +156,20 @@ UNSLOTH_MULTI_GPU_REFUSAL = (
     " a multi-GPU Unsloth run was not read); allowed: hardware.gpus_per_node 1 and hardware.nodes 1"
 )
 """The one line refusing ``preset: unsloth`` on more than one GPU (``spec.card`` validation)."""
+
+UNSLOTH_FP8_QLORA_REFUSAL = (
+    "rollout.quantization: fp8 with preset unsloth and scope qlora cannot run: Unsloth's fp8 engine is its load_in_fp8"
+    " (the trainer and the engine share one fp8 copy of the base), which it refuses beside load_in_4bit; allowed with"
+    " fp8: scope lora; with qlora: rollout.quantization none"
+)
+"""The one line refusing ``preset: unsloth`` with a 4-bit QLoRA base and an fp8 engine (``spec.card`` validation).
+Unsloth's only fp8 engine is ``load_in_fp8`` ("fp8 LoRA"), whose settings check raises "Unsloth: `load_in_fp8` is not
+compatible with `load_in_4bit`, `load_in_8bit` or `load_in_16bit`" (unslothai/unsloth
+@015bdef0d94a241bcd94eec7a405b1700632180d unsloth/models/loader_utils.py ``_get_fp8_mode_and_check_settings``
+l.780-783, the check added in 86f708097d19f9ecfe254adaf4044d4471d36374, 2025-11-25), and ``FastModel.from_pretrained``
+refuses any two of 4-bit, 8-bit, 16-bit and fp8 ("Can only load in 4bit or 8bit or 16bit, not a combination!",
+unsloth/models/loader.py l.1310-1319, same commit). The base is then fp8, not bitsandbytes 4-bit, so the bitsandbytes
+decode stream (``compute.bnb_decode``) never meets an fp8 engine."""
 
 REFUSED_PRESETS: dict[str, str] = {}
 """Framework names a card may give as ``preset`` that trainfit knows and refuses, each with its reason (none now:

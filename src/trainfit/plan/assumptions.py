@@ -65,6 +65,10 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
                        " trainer's process, load_weights per parameter; split: one HTTP request per parameter to"
                        " trl vllm-serve, compute.sync); set preset to verl, openrlhf, nemo-rl, miles or slime for"
                        " that framework's sync")
+        if bnb_4bit_generates(card):
+            from trainfit.plan.rl_generation import BNB_UNPINNED_ASSUMPTION
+
+            out.append(BNB_UNPINNED_ASSUMPTION)
         if ro.prompt_len_mean is None:
             out.append(f"prompt tokens: every prompt at rollout.prompt_len ({ro.prompt_len}, the maximum) for time as"
                        " for memory, an upper bound where prompts are shorter; set rollout.prompt_len_mean (the mean"
@@ -89,6 +93,18 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
     if not spec.verified:
         out.append(f"UNVERIFIED MODEL CONFIG: {spec.name}: {spec.note}")
     return out
+
+
+def bnb_4bit_generates(card: RunCard) -> bool:
+    """True when an RL card generates through bitsandbytes 4-bit linears: a QLoRA base (``lora.dequant``
+    bitsandbytes) run by transformers' ``generate`` (``rollout.engine: hf``) or by Unsloth's vLLM engine on the
+    trainer's weights (``methods.unsloth.engine_shares_trainer_weights``); ``plan.rl_generation``'s
+    ``BNB_UNPINNED_ASSUMPTION`` then applies."""
+    from trainfit.methods.unsloth import engine_shares_trainer_weights
+    from trainfit.spec.enums import QloraDequant, Scope
+
+    return (card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES
+            and (card.rollout.engine is RolloutEngine.HF or engine_shares_trainer_weights(card.preset)))
 
 
 def unquantized_experts_line(card: RunCard, spec: ModelSpec) -> str | None:

@@ -65,31 +65,63 @@ BNB_GEMM_4BIT_FUSED_SINCE = (0, 50)
 every call (``compute.bnb_decode``)."""
 
 
-def bnb_engine_inputs(card: RunCard, spec: ModelSpec) -> dict[str, float]:
-    """The decode weight stream of an engine whose linears are bitsandbytes 4-bit (``compute.bnb_decode``): the
-    Unsloth preset under QLoRA (its engine holds the trainer's one NF4 copy, ``methods.unsloth`` 1.) with a
-    ``software.bitsandbytes`` pin before ``BNB_GEMM_4BIT_FUSED_SINCE``. ``rank_weight_bytes``: a step of two or more
-    sequences (every quantized linear dequantised, then read 16-bit); ``one_row_rank_weight_bytes``: a step of one
-    (``gemv_4bit`` on the packed weight). One GPU (the preset refuses more), so the rank holds the whole model. Empty
-    otherwise, and for a later or unpinned bitsandbytes (its fused short-row kernel is not modelled: the engine is
-    then planned at the bf16 stream)."""
-    from trainfit.compute.bnb_decode import bnb_4bit_step_weight_bytes
-    from trainfit.memory.params import param_breakdown
-    from trainfit.memory.weights import count_scale, quantized_linear_params
-    from trainfit.methods.unsloth import engine_shares_trainer_weights
+BNB_UNPINNED_ASSUMPTION = (
+    "bitsandbytes 4-bit generation: with no software.bitsandbytes pin, 0.50 or later is planned (matmul_4bit under no_grad"
+    " runs the fused gemm_4bit on the packed 4-bit weights, up to 512 rows, in transformers' generate and in Unsloth's"
+    " vLLM engine alike); a pin before 0.50 plans its dequantise-then-GEMM: every 4-bit weight dequantised to 16 bits and"
+    " read back in each forward of two or more rows"
+)
+"""The one assumption both bitsandbytes 4-bit generation paths share (``hf_peft_inputs``, ``bnb_engine_inputs``): an
+unpinned card is planned at the newest bitsandbytes read, as an unpinned framework is elsewhere. bitsandbytes 0.50.0
+(bitsandbytes-foundation/bitsandbytes @c5d481be1be2b04c7859bc6753268d4e7b748ee3) ``matmul_4bit`` sends a no-grad call
+to ``torch.ops.bitsandbytes.gemm_4bit`` (bitsandbytes/autograd/_functions.py l.453-471), whose CUDA dispatch keeps the
+fused kernel up to ``GEMM_4BIT_FUSED_MAX_ROWS`` rows; the plan's assumptions state it (``plan.assumptions``)."""
+
+
+def bnb_dequantises_per_call(card: RunCard) -> bool:
+    """True for a ``software.bitsandbytes`` pin before ``BNB_GEMM_4BIT_FUSED_SINCE`` (``spec.card.pin_before``): its
+    ``matmul_4bit`` dequantises the whole 4-bit weight for any call of two or more rows (``compute.bnb_decode``).
+    False unpinned (``BNB_UNPINNED_ASSUMPTION``) or from 0.50."""
     from trainfit.spec.card import pin_before
-    from trainfit.spec.enums import Dtype
 
     pin = (card.software.model_extra or {}).get("bitsandbytes")
-    if not (engine_shares_trainer_weights(card.preset) and card.weights_dtype is Dtype.NF4
-            and pin is not None and pin_before(str(pin), BNB_GEMM_4BIT_FUSED_SINCE)):
-        return {}
+    return pin is not None and pin_before(str(pin), BNB_GEMM_4BIT_FUSED_SINCE)
+
+
+def _bnb_split_bytes(spec: ModelSpec) -> tuple[float, float]:
+    """(4-bit linear weights, bytes of the 16-bit rest: embedding, lm_head, norms) of the whole model."""
+    from trainfit.memory.params import param_breakdown
+    from trainfit.memory.weights import count_scale, quantized_linear_params
+
     scale = count_scale(spec)
     quantized = quantized_linear_params(spec)
-    kept_bytes = (param_breakdown(spec).total - quantized) * 2.0 * scale  # embedding, lm_head, norms: 16-bit
-    return {"rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized * scale,
+    return quantized * scale, (param_breakdown(spec).total - quantized) * 2.0 * scale
+
+
+def bnb_engine_inputs(card: RunCard, spec: ModelSpec) -> dict[str, float]:
+    """The decode weight stream of an engine whose linears are bitsandbytes 4-bit (``compute.bnb_decode``): the
+    Unsloth preset under QLoRA (its engine holds the trainer's one NF4 copy, ``methods.unsloth`` 1.). With a
+    ``software.bitsandbytes`` pin before ``BNB_GEMM_4BIT_FUSED_SINCE`` (``bnb_dequantises_per_call``):
+    ``rank_weight_bytes`` a step of two or more sequences (every quantized linear dequantised, then read 16-bit),
+    ``one_row_rank_weight_bytes`` a step of one (``gemv_4bit`` on the packed weight). Unpinned or from 0.50
+    (``BNB_UNPINNED_ASSUMPTION``): ``rank_weight_bytes`` the stored base (``plan.time.gathered_weight_bytes_of``: the
+    packed weights with their quantization state and the 16-bit rest), which the fused ``gemm_4bit`` streams, the
+    same base bytes ``hf_peft_inputs`` plans transformers' ``generate`` on. One GPU (the preset refuses more), so the rank holds the whole model. Empty for any other engine
+    (an fp8 engine over a QLoRA base is refused, ``methods.unsloth.UNSLOTH_FP8_QLORA_REFUSAL``)."""
+    from trainfit.compute.bnb_decode import bnb_4bit_step_weight_bytes
+    from trainfit.methods.unsloth import engine_shares_trainer_weights
+    from trainfit.spec.enums import Dtype
+
+    if not (engine_shares_trainer_weights(card.preset) and card.weights_dtype is Dtype.NF4):
+        return {}
+    if not bnb_dequantises_per_call(card):
+        from trainfit.plan.time import gathered_weight_bytes_of
+
+        return {"rank_weight_bytes": gathered_weight_bytes_of(card, spec).base}
+    quantized, kept_bytes = _bnb_split_bytes(spec)
+    return {"rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized,
                                                             unquantized_bytes=kept_bytes, rows=2),
-            "one_row_rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized * scale,
+            "one_row_rank_weight_bytes": bnb_4bit_step_weight_bytes(quantized_weights=quantized,
                                                                     unquantized_bytes=kept_bytes, rows=1)}
 
 
@@ -291,15 +323,21 @@ linear under ``no_grad``; above, it dequantises the weight and calls ``F.linear`
 the small-weight tiers above it, l.635-675, are not modelled apart)."""
 
 
-def hf_peft_inputs(card: RunCard, spec: ModelSpec, *, prefill_rows: int) -> dict[str, float]:
+def hf_peft_inputs(card: RunCard, spec: ModelSpec, *, prefill_rows: int, decode_rows: int = 2) -> dict[str, float]:
     """What the trained PEFT model changes in ``generate`` (``compute.static_generation``, "A PEFT policy"):
     ``adapter_kernels_per_forward`` (``peft_lora_forward_kernels`` over the adapted linears, ``memory.lora.
     targeted_groups``; the adapters of routed experts' 3-D stacks are not counted, a lower bound as
     ``decode_step.engine_lora_kernels``), and for a QLoRA base through bitsandbytes ``weight_bytes`` (the stored model,
     ``plan.time.gathered_weight_bytes_of``: nf4 plus the adapters, what each decode step's fused 4-bit GEMMs stream)
     and ``prefill_extra_bytes`` (``inventory.NF4_DEQUANT_BYTES_PER_WEIGHT`` over ``memory.weights.
-    quantized_linear_params`` where the prefill's ``prefill_rows`` exceed ``GEMM_4BIT_FUSED_MAX_ROWS``). Empty for a
-    full fine-tune; a 4-bit base through GPTQ or torchao is left at the bf16 stream (not read for ``generate``)."""
+    quantized_linear_params`` where the prefill's ``prefill_rows`` exceed ``GEMM_4BIT_FUSED_MAX_ROWS``). With a
+    ``software.bitsandbytes`` pin before 0.50 (``bnb_dequantises_per_call``) the same ``matmul_4bit`` dequantises
+    every 4-bit weight for any call of two or more rows (bitsandbytes @7aec4a88465440b6466a526fe9bbb30930a04ba4, the
+    0.45.2 tag, autograd/_functions.py l.462, l.512-533; ``compute.bnb_decode``): the prefill's dequantisation for
+    ``prefill_rows`` above one, and ``decode_weight_bytes`` a decode step of ``decode_rows`` (the static batch's
+    sequences) streams, ``bnb_4bit_step_weight_bytes`` with the adapters as 16-bit bytes beside the unquantized rest.
+    Unpinned: ``BNB_UNPINNED_ASSUMPTION``. Empty for a full fine-tune; a 4-bit base through GPTQ or torchao is left at
+    the bf16 stream (not read for ``generate``)."""
     from trainfit.compute.inventory import NF4_DEQUANT_BYTES_PER_WEIGHT
     from trainfit.compute.static_generation import peft_lora_forward_kernels
     from trainfit.memory.lora import targeted_groups
@@ -317,9 +355,16 @@ def hf_peft_inputs(card: RunCard, spec: ModelSpec, *, prefill_rows: int) -> dict
     if card.scope is Scope.QLORA and card.lora.dequant is QloraDequant.BITSANDBYTES:
         w = gathered_weight_bytes_of(card, spec)
         out["weight_bytes"] = w.base + w.adapter
-        if prefill_rows > GEMM_4BIT_FUSED_MAX_ROWS:
+        dequantises = bnb_dequantises_per_call(card)
+        if prefill_rows > (1 if dequantises else GEMM_4BIT_FUSED_MAX_ROWS):
             out["prefill_extra_bytes"] = (NF4_DEQUANT_BYTES_PER_WEIGHT * quantized_linear_params(spec)
                                           * count_scale(spec))
+        if dequantises:
+            from trainfit.compute.bnb_decode import bnb_4bit_step_weight_bytes
+
+            quantized, kept_bytes = _bnb_split_bytes(spec)
+            out["decode_weight_bytes"] = bnb_4bit_step_weight_bytes(
+                quantized_weights=quantized, unquantized_bytes=kept_bytes + w.adapter, rows=max(1, decode_rows))
     return out
 
 
@@ -352,7 +397,8 @@ def hf_generation_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates)
         longest_tokens=lengths.get("longest_tokens"))[-1][0]
     gathers, hooks_s, root_s = hf_sharded_forward_terms(card, spec, r)
     peft = {"weight_bytes": bf16_engine_weight_bytes(spec)} | hf_peft_inputs(card, spec,
-                                                                            prefill_rows=batch * ro.prompt_len)
+                                                                            prefill_rows=batch * ro.prompt_len,
+                                                                            decode_rows=batch)
     g = static_batch_generation_time(
         spec=spec, matmul_params=matmul_params(spec), rates=r, calls=calls, batch_sequences=batch,
         prompt_len_padded=ro.prompt_len, response_len_longest=longest,

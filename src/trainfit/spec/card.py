@@ -2357,7 +2357,8 @@ def _check_trl_ppo(card: "RunCard") -> None:
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:
     """``preset: unsloth`` plans one GPU: its loader runs vLLM and the trainer in one process on one device
-    (``methods.unsloth``); more GPUs are refused with one line, and so is an RL card without an adapter."""
+    (``methods.unsloth``); more GPUs are refused with one line, and so is an RL card without an adapter, and a QLoRA
+    card with an fp8 engine (``UNSLOTH_FP8_QLORA_REFUSAL``: Unsloth refuses load_in_fp8 beside load_in_4bit)."""
     if card.preset == "unsloth" and card.hardware.gpus_per_node * card.hardware.nodes != 1:
         from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
 
@@ -2367,6 +2368,11 @@ def _check_unsloth_one_gpu(card: "RunCard") -> None:
         # the preset's weight path has no full-parameter sync (methods.unsloth 3.)
         raise ValueError(f"scope: '{card.scope.value}' with preset unsloth has no weight path to the engine (Unsloth"
                          " hands vLLM the LoRA adapter over the shared base weights); allowed: lora, qlora")
+    if (card.preset == "unsloth" and card.scope is Scope.QLORA
+            and card.rollout.quantization is RolloutQuantization.FP8):
+        from trainfit.methods.unsloth import UNSLOTH_FP8_QLORA_REFUSAL
+
+        raise ValueError(UNSLOTH_FP8_QLORA_REFUSAL)
 
 
 def _check_attention_kernel(card: "RunCard") -> None:

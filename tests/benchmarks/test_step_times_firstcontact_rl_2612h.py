@@ -229,3 +229,38 @@ def test_the_sampled_loop_prices_its_ops_outside_the_layers(monkeypatch: pytest.
     # 16 calls of 64 decode steps, each (62 - 28) ops more at the eager price
     expected = 16 * 64 * (62 - HF_GREEDY_STEP_KERNELS) * eager_s
     assert sampled.trainfit_s - greedy.trainfit_s == pytest.approx(expected, rel=0.02)
+
+
+DEV_ROWS = sorted(i for i, e in ROWS.items() if e.get("trl_version") == "0.14.0.dev0")
+
+
+@pytest.mark.parametrize("row_id", DEV_ROWS)
+def test_a_trl_main_row_saved_before_num_logits_to_keep_plans_every_position(row_id: str) -> None:
+    """TRL main before huggingface/trl 801582ec240c46ecd487a72fcc8944f268380830 (#2683, committed 2025-01-29 17:12:18
+    +0100) computes the logits of every position (b6a084c46e17ad3439557b2c75703671eb4db151 trl/trainer/grpo_trainer.py
+    l.219: ``logits = model(input_ids).logits``); each 0.14.0.dev0 notebook was committed before it (the 2025-01-29
+    one, f806c021, at 15:41:19 +0100), so the harness pins TRL before 0.14 and the plan keeps every position."""
+    from trainfit.methods.roles import logit_positions
+    from trainfit.spec.card import load_card_dict
+
+    e = ROWS[row_id]
+    assert e["source"]["date"] <= "2025-01-29"
+    card, notes = st.map_rl(e)
+    assert card["software"]["trl"] == st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP
+    parsed = load_card_dict(card)
+    seq_len = parsed.rollout.prompt_len + parsed.rollout.response_len
+    assert logit_positions(parsed, seq_len=seq_len) == seq_len
+    assert not any("l.430-444 @49711efa" in n for n in notes)
+    assert any("l.219" in n and "b6a084c4" in n for n in notes)
+
+
+def test_the_v0_14_0_row_keeps_the_completion_logits_only() -> None:
+    """The v0.14.0 row (49711efa, after #2683) asks for the completion's logits only (grpo_trainer.py l.430-444)."""
+    from trainfit.methods.roles import logit_positions
+    from trainfit.spec.card import load_card_dict
+
+    card, notes = st.map_rl(ROWS["cookbook-grpo-trl014-qwen2-05b-lora-numina-a100-40gb-1g"])
+    assert "trl" not in (card.get("software") or {})
+    parsed = load_card_dict(card)
+    assert logit_positions(parsed, seq_len=192) == parsed.rollout.response_len + 1
+    assert any("l.430-444 @49711efa" in n for n in notes)

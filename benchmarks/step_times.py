@@ -3178,10 +3178,13 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
         # its own model (l.447-449): the entry's train.reference_model "copy"
         copy = tr.get("reference_model") == "copy"
         card["roles"] = {**card.get("roles", {}), "reference": "gpu" if copy else "lora_disabled"}
+        # a 0.14.0.dev0 row ran main before v0.14.0: the same two cases at b6a084c4 (TRL_MAIN_BEFORE_LOGITS_TO_KEEP)
+        at = ("l.104-107 @b6a084c4", "l.235-238 @b6a084c4") if e["trl_version"] == "0.14.0.dev0" else (
+            "l.203-205 @49711efa", "l.447-451 @49711efa")
         notes.append(f"LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on {tr['lora'].get('targets')};"
                      + (" reference = a frozen copy of the PEFT model on the GPU (a PeftModel passed without"
-                        " peft_config: create_reference_model, grpo_trainer.py l.203-205 @49711efa)" if copy else
-                        " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)"))
+                        f" peft_config: create_reference_model, grpo_trainer.py {at[0]})" if copy else
+                        f" reference = the actor with its adapter disabled (grpo_trainer.py {at[1]})"))
     card["roles"] = {**card.get("roles", {}), "kl_coef": float(tr.get("kl_coef") or TRL_GRPO_BETA_UNTIL_0_19)}
     if e.get("reward_model"):
         # a reward model among reward_funcs: TRL scores every completion with its forward (grpo_trainer.py l.471-486

@@ -265,7 +265,8 @@ def test_a_trl_main_row_saved_before_num_logits_to_keep_plans_every_position(row
     parsed = load_card_dict(card)
     seq_len = parsed.rollout.prompt_len + parsed.rollout.response_len
     assert logit_positions(parsed, seq_len=seq_len) == seq_len
-    assert not any("l.430-444 @49711efa" in n for n in notes)
+    assert not any("@49711efa" in n for n in notes)  # v0.14.0 code these runs did not execute
+    assert any("create_reference_model, grpo_trainer.py l.104-107 @b6a084c4" in n for n in notes)
     assert any("l.219" in n and "b6a084c4" in n for n in notes)
 
 

@@ -155,8 +155,14 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     # one model change since first contact: the sampled decode step's loop ops (HF_SAMPLE_STEP_KERNELS)
     after = AFTER_SAMPLING.search(e["note"])
     assert after and float(after.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)
-    # and the SDPA mask check counted after the note was written (sdpa_check_s)
-    assert row.trainfit_s == pytest.approx(float(after.group(1)) + sdpa_check_s(e), abs=0.006)
+    # and two changes after the note was written: the SDPA mask check (sdpa_check_s) and, on the v0.14.0 row only,
+    # the completion-only logits of num_logits_to_keep (roles.TRL_LOGITS_TO_KEEP_SINCE; the 0.14.0.dev0 rows ran main
+    # before it, st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP), recorded when every TRL row was planned over every position
+    full = copy.deepcopy(card)
+    full["software"] = {**full.get("software", {}), "trl": st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP}
+    keep_saving_s = st.plan_card(full).step_s - st.plan_card(card).step_s
+    assert (keep_saving_s > 0.01) == (e["trl_version"] == "0.14.0")
+    assert row.trainfit_s == pytest.approx(float(after.group(1)) + sdpa_check_s(e) - keep_saving_s, abs=0.006)
     assert row.trainfit_s > float(match.group(1))  # the loop's ops only add host time to a launch-bound decode
 
 

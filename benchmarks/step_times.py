@@ -3236,6 +3236,17 @@ TRL_HF_RELEASES = ("0.14.0.dev0", "0.14.0")
 (huggingface/trl @49711efab9e0cc3762d3228c9fd5a8064d489503): a later release changes the batch semantics
 (per_device_train_batch_size counts completions from #2776), the log-prob passes and the generate calls (#3283)."""
 
+TRL_MAIN_BEFORE_LOGITS_TO_KEEP = "<0.14"
+"""The ``software.trl`` pin of a row that ran TRL main as ``0.14.0.dev0`` (PEP 440: before 0.14.0, so ``<0.14`` admits
+it): main carried that version from GRPO's landing (huggingface/trl 0f5ffad26e96d1a0eef568be91da956e81b4a11b, #2565,
+2025-01-20) to the v0.14.0 release (49711efab9e0cc3762d3228c9fd5a8064d489503, 2025-01-29 16:37:03 +0000), and
+``num_logits_to_keep`` entered GRPO only at 801582ec240c46ecd487a72fcc8944f268380830 (#2683, 2025-01-29 17:12:18
++0100, 25 minutes before the release); before it the policy and reference passes compute the logits of every position
+(b6a084c46e17ad3439557b2c75703671eb4db151 trl/trainer/grpo_trainer.py l.219-220: ``logits = model(input_ids).logits``,
+``logits[:, :-1, :]``; 0f5ffad2 l.214 the same). Every ``0.14.0.dev0`` row here is a huggingface/cookbook notebook
+committed before #2683 (3d4d7691 2025-01-22, 34f8cc90 2025-01-26, f806c021 2025-01-29 15:41:19 +0100), so the pin is
+before 0.14 and ``trainfit.methods.roles.logit_positions`` keeps the whole sequence (``TRL_LOGITS_TO_KEEP_SINCE``)."""
+
 
 def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     """Fill ``card`` (in place) for a TRL GRPO row that generates with transformers' ``generate`` (use_vllm False) at a
@@ -3245,7 +3256,8 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
     copy of the PEFT model when a PeftModel is passed without it (l.203-205, ``train.reference_model`` "copy"), at the
     default beta 0.04
     (``TRL_GRPO_BETA_UNTIL_0_19``), the log-probs over the completion positions' full logits (l.430-444:
-    ``num_logits_to_keep``, a log_softmax per row: no fused head, ``loss.chunked`` false), no old-policy pass (one
+    ``num_logits_to_keep``, a log_softmax per row: no fused head, ``loss.chunked`` false; a ``0.14.0.dev0`` row ran
+    main before it and keeps every position's logits, ``TRL_MAIN_BEFORE_LOGITS_TO_KEEP``), no old-policy pass (one
     iteration), the trainer's gradient checkpointing as the entry states it (the TrainingArguments default is off)."""
     tr = e["train"]
     if e["trl_version"] not in TRL_HF_RELEASES:
@@ -3260,10 +3272,13 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
         # its own model (l.447-449): the entry's train.reference_model "copy"
         copy = tr.get("reference_model") == "copy"
         card["roles"] = {**card.get("roles", {}), "reference": "gpu" if copy else "lora_disabled"}
+        # a 0.14.0.dev0 row ran main before v0.14.0: the same two cases at b6a084c4 (TRL_MAIN_BEFORE_LOGITS_TO_KEEP)
+        at = ("l.104-107 @b6a084c4", "l.235-238 @b6a084c4") if e["trl_version"] == "0.14.0.dev0" else (
+            "l.203-205 @49711efa", "l.447-451 @49711efa")
         notes.append(f"LoRA rank {tr['lora']['rank']} alpha {tr['lora']['alpha']} on {tr['lora'].get('targets')};"
                      + (" reference = a frozen copy of the PEFT model on the GPU (a PeftModel passed without"
-                        " peft_config: create_reference_model, grpo_trainer.py l.203-205 @49711efa)" if copy else
-                        " reference = the actor with its adapter disabled (grpo_trainer.py l.447-451 @49711efa)"))
+                        f" peft_config: create_reference_model, grpo_trainer.py {at[0]})" if copy else
+                        f" reference = the actor with its adapter disabled (grpo_trainer.py {at[1]})"))
     card["roles"] = {**card.get("roles", {}), "kl_coef": float(tr.get("kl_coef") or TRL_GRPO_BETA_UNTIL_0_19)}
     if e.get("reward_model"):
         # a reward model among reward_funcs: TRL scores every completion with its forward (grpo_trainer.py l.471-486
@@ -3274,6 +3289,13 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
                                                            if reward != e["reward_model"] else ""))
     card["loss"] = {**card.get("loss", {}), "chunked": False}
     card["parallel"]["gradient_checkpointing"] = bool(tr.get("activation_checkpointing"))
+    if e["trl_version"] == "0.14.0.dev0":
+        # TRL main before #2683: the logits of every position (TRL_MAIN_BEFORE_LOGITS_TO_KEEP)
+        card["software"] = {**card.get("software", {}), "trl": TRL_MAIN_BEFORE_LOGITS_TO_KEEP}
+        notes.append(f"beta {card['roles']['kl_coef']} (TRL's default before v0.19); TRL main before"
+                     " num_logits_to_keep (#2683): log-probs over every position's full logits (software.trl"
+                     f" {TRL_MAIN_BEFORE_LOGITS_TO_KEEP}, loss.chunked false, grpo_trainer.py l.219-220 @b6a084c4)")
+        return notes
     notes.append(f"beta {card['roles']['kl_coef']} (TRL's default before v0.19); log-probs over the completion"
                  " positions' full logits (loss.chunked false, grpo_trainer.py l.430-444 @49711efa)")
     return notes

@@ -13,7 +13,9 @@ not representable (rule -98.6, -88.2, -73.6, -95.4 %); one more mapped row score
 or 32 eager decode steps: about 95 % of the planned step), and the three misses are about the same in seconds
 (3.6-4.2 s a step) across 64 and 512 sequences. One model change followed: the sampled decode step's ops outside the
 decoder layers (static_generation.HF_SAMPLE_STEP_OPS, counted at transformers 4.47.1: 62 where the greedy OPT loop's
-28 stood): -3.3, -4.0 and -8.5 % after it; no other row moves (no other mapped row generates with engine hf).
+28 stood): -3.3, -4.0 and -8.5 % after it; no other row moves (no other mapped row generates with engine hf). Later
+the same day the SDPA mask check was counted (2 ops a step, transformers 4.47.1 modeling_attn_mask_utils.py l.284;
+``sdpa_check_s``): -3.4 -> -3.1, -4.0 -> -3.7, -8.5 -> -8.2 and the interrupted row -56.3 -> -56.2 %.
 
 Checked and not changed (2026-12-05): (1) the response lengths: the plan decodes to the caps (64, 32), as the Qwen2-0.5B
 completions of a <think> format at these caps do; (2) the prefill has no launch floor (its one forward is priced by
@@ -94,6 +96,19 @@ st = load_step_times("trainfit_bench_step_times_firstcontact_rl_2612h")
 ROWS = {e["id"]: {**e, "_file": DATA.name} for e in json.loads(DATA.read_text())}
 
 
+def sdpa_check_s(e: dict) -> float:
+    """Seconds the SDPA mask check (static_generation.HF_SAMPLE_STEP_OPS "sdpa_ignore_causal_mask_check": eq and all,
+    transformers 4.47.1 modeling_attn_mask_utils.py l.284) adds to a row after its notes' figures were recorded: its 2
+    ops in every decode step of every generate call, at the eager host price."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute import decode_step, static_generation
+    from trainfit.compute.rates import default_rates
+
+    eager_s = decode_step.eager_s_per_kernel_of(default_rates(resolve_gpu(e["gpu"])), "hf")
+    ops = static_generation.HF_SAMPLE_STEP_OPS["sdpa_ignore_causal_mask_check"]
+    return e["rollout"]["generation_calls"] * e["data"]["response_len_max"] * ops * eager_s
+
+
 def seconds(clock: str) -> int:
     parts = [int(x) for x in clock.split(":")]
     return parts[0] * 3600 + parts[1] * 60 + parts[2] if len(parts) == 3 else parts[0] * 60 + parts[1]
@@ -140,8 +155,14 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     # one model change since first contact: the sampled decode step's loop ops (HF_SAMPLE_STEP_KERNELS)
     after = AFTER_SAMPLING.search(e["note"])
     assert after and float(after.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)
-    assert row.trainfit_s == pytest.approx(float(after.group(1)), abs=0.006)
-    assert float(after.group(3)) == pytest.approx(100 * (row.trainfit_s / row.published_s - 1), abs=0.06)
+    # and two changes after the note was written: the SDPA mask check (sdpa_check_s) and, on the v0.14.0 row only,
+    # the completion-only logits of num_logits_to_keep (roles.TRL_LOGITS_TO_KEEP_SINCE; the 0.14.0.dev0 rows ran main
+    # before it, st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP), recorded when every TRL row was planned over every position
+    full = copy.deepcopy(card)
+    full["software"] = {**full.get("software", {}), "trl": st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP}
+    keep_saving_s = st.plan_card(full).step_s - st.plan_card(card).step_s
+    assert (keep_saving_s > 0.01) == (e["trl_version"] == "0.14.0")
+    assert row.trainfit_s == pytest.approx(float(after.group(1)) + sdpa_check_s(e) - keep_saving_s, abs=0.006)
     assert row.trainfit_s > float(match.group(1))  # the loop's ops only add host time to a launch-bound decode
 
 
@@ -162,7 +183,7 @@ def test_the_interrupted_run_row_is_its_bar_over_the_steps_run_and_records_its_f
     match = FIRST_CONTACT.search(e["note"])
     assert match and "after the sampled-loop change" in e["note"] and not AFTER_SAMPLING.search(e["note"])
     (row,) = st.rl_rows([e], [])
-    assert row.trainfit_s == pytest.approx(float(match.group(1)), abs=0.006)
+    assert row.trainfit_s == pytest.approx(float(match.group(1)) + sdpa_check_s(e), abs=0.006)
 
 
 def test_a_trl_release_not_read_is_not_representable() -> None:
@@ -211,13 +232,13 @@ def test_the_reward_model_forward_is_in_the_step() -> None:
 
 def test_the_sampled_loop_prices_its_ops_outside_the_layers(monkeypatch: pytest.MonkeyPatch) -> None:
     """TRL generates with do_sample: each decode step runs transformers' sampling loop, the mask, rotary table, final
-    norm and stopping checks outside the layers (static_generation.HF_SAMPLE_STEP_OPS, 62 ops at transformers 4.47.1),
+    norm and stopping checks outside the layers (static_generation.HF_SAMPLE_STEP_OPS, 64 ops at transformers 4.47.1),
     each at the eager host price on a launch-bound step; with the greedy OPT loop's 28 the step is shorter by the
     difference times the decode steps."""
     from trainfit.compute import decode_step, static_generation
     from trainfit.compute.hybrid_engine import HF_GREEDY_STEP_KERNELS
 
-    assert static_generation.HF_SAMPLE_STEP_KERNELS == sum(static_generation.HF_SAMPLE_STEP_OPS.values()) == 62
+    assert static_generation.HF_SAMPLE_STEP_KERNELS == sum(static_generation.HF_SAMPLE_STEP_OPS.values()) == 64
     e = ROWS["cookbook-grpo-trl014-qwen2-05b-lora-numina-a100-40gb-1g"]
     (sampled,) = st.rl_rows([e], [])
     monkeypatch.setattr(static_generation, "HF_SAMPLE_STEP_KERNELS", HF_GREEDY_STEP_KERNELS)
@@ -226,6 +247,42 @@ def test_the_sampled_loop_prices_its_ops_outside_the_layers(monkeypatch: pytest.
     from trainfit.compute.rates import default_rates
 
     eager_s = decode_step.eager_s_per_kernel_of(default_rates(resolve_gpu("a100-40gb")), "hf")
-    # 16 calls of 64 decode steps, each (62 - 28) ops more at the eager price
-    expected = 16 * 64 * (62 - HF_GREEDY_STEP_KERNELS) * eager_s
+    # 16 calls of 64 decode steps, each (64 - 28) ops more at the eager price
+    expected = 16 * 64 * (64 - HF_GREEDY_STEP_KERNELS) * eager_s
     assert sampled.trainfit_s - greedy.trainfit_s == pytest.approx(expected, rel=0.02)
+
+
+DEV_ROWS = sorted(i for i, e in ROWS.items() if e.get("trl_version") == "0.14.0.dev0")
+
+
+@pytest.mark.parametrize("row_id", DEV_ROWS)
+def test_a_trl_main_row_saved_before_num_logits_to_keep_plans_every_position(row_id: str) -> None:
+    """TRL main before huggingface/trl 801582ec240c46ecd487a72fcc8944f268380830 (#2683, committed 2025-01-29 17:12:18
+    +0100) computes the logits of every position (b6a084c46e17ad3439557b2c75703671eb4db151 trl/trainer/grpo_trainer.py
+    l.219: ``logits = model(input_ids).logits``); each 0.14.0.dev0 notebook was committed before it (the 2025-01-29
+    one, f806c021, at 15:41:19 +0100), so the harness pins TRL before 0.14 and the plan keeps every position."""
+    from trainfit.methods.roles import logit_positions
+    from trainfit.spec.card import load_card_dict
+
+    e = ROWS[row_id]
+    assert e["source"]["date"] <= "2025-01-29"
+    card, notes = st.map_rl(e)
+    assert card["software"]["trl"] == st.TRL_MAIN_BEFORE_LOGITS_TO_KEEP
+    parsed = load_card_dict(card)
+    seq_len = parsed.rollout.prompt_len + parsed.rollout.response_len
+    assert logit_positions(parsed, seq_len=seq_len) == seq_len
+    assert not any("@49711efa" in n for n in notes)  # v0.14.0 code these runs did not execute
+    assert any("create_reference_model, grpo_trainer.py l.104-107 @b6a084c4" in n for n in notes)
+    assert any("l.219" in n and "b6a084c4" in n for n in notes)
+
+
+def test_the_v0_14_0_row_keeps_the_completion_logits_only() -> None:
+    """The v0.14.0 row (49711efa, after #2683) asks for the completion's logits only (grpo_trainer.py l.430-444)."""
+    from trainfit.methods.roles import logit_positions
+    from trainfit.spec.card import load_card_dict
+
+    card, notes = st.map_rl(ROWS["cookbook-grpo-trl014-qwen2-05b-lora-numina-a100-40gb-1g"])
+    assert "trl" not in (card.get("software") or {})
+    parsed = load_card_dict(card)
+    assert logit_positions(parsed, seq_len=192) == parsed.rollout.response_len + 1
+    assert any("l.430-444 @49711efa" in n for n in notes)

@@ -123,7 +123,7 @@ def test_the_fp32_model_explains_most_of_the_qlora_gap() -> None:
 
 
 @pytest.mark.parametrize("model", ["llama3.1-8b", "llama2-13b", "phi3-mini"])
-def test_the_rtx_pro_6000_qlora_rows_plan_slower_than_the_h100_ones(model: str) -> None:
+def test_the_rtx_pro_6000_qlora_rows_against_the_h100_ones_an_open_miss(model: str) -> None:
     """The page publishes the RTX PRO 6000 QLoRA step at 1.18-1.21x the H100's (30.7 / 26.1 s, 52.0 / 43.0,
     20.7 / 17.6). With the base GEMMs alone in fp32 the plan gave 0.85-0.93 (both cards' measured SGEMM rates,
     rates._FP32_MATMUL_FRACTION: 77.1 and 52.0 TFLOP/s); with the rest of the fp32-loaded model (SDPA's
@@ -142,12 +142,22 @@ def test_the_rtx_pro_6000_qlora_rows_plan_slower_than_the_h100_ones(model: str) 
     because the H100 row stays the further off, as the page's H100 rows do generally. A candidate mechanism was not
     added: heads resident together sharing a mask tile through L2 (``mask_bias_read_bytes``: "Not credited"). The
     PRO 6000's 188 SMs would hold more heads at once than the H100's 132 and cut its share of the reads more, but no
-    measurement pins how many heads share."""
+    measurement pins how many heads share.
+
+    OPEN MISS (2026-12-05): those ratios rested on sm_120's memory-efficient kernel kept at the H100's FlashAttention-2
+    base (0.45 / 0.34), a figure no sm_120 measurement supports. sm_120 has no wgmma and runs the kernel's sm80 path, so
+    it now takes the sm8x base (attention_time._MEM_EFFICIENT_BASE, as FlashAttention-2 does there), and the PRO 6000
+    plans faster than the H100: 0.90, 0.89 and 0.97 (Llama-3.1-8B, Llama-2-13B, Phi-3-mini) against the published
+    1.18, 1.21 and 1.18. The same rows, bf16 LoRA and full included, miss by -29 to -38 % (their notes). What makes the
+    PRO 6000 slower than the sm8x rates say is not known; the next step is a measurement of this kernel on sm_120, not a
+    constant fitted to these rows. The test pins the miss so that a change that moves it is seen."""
     pro, h100 = (ROWS[f"ult-gputest-{model}-qlora-{gpu}-1g"] for gpu in ("pro6000", "h100"))
     planned = st.plan_card(st.map_train(pro)[0]).step_s / st.plan_card(st.map_train(h100)[0]).step_s
     published = pro["measured"]["value"] / h100["measured"]["value"]
-    assert planned > 1.0
-    assert abs(planned / published - 1) < 0.11  # Phi-3-mini +10.5 % (docstring), the others -3.2 % and -8.3 %
+    assert 1.15 < published < 1.25
+    # the open miss: 0.887-0.971 planned against 1.176-1.209 published (docstring)
+    assert 0.85 < planned < 1.0
+    assert -0.27 < planned / published - 1 < -0.17
 
 
 @pytest.mark.parametrize("row_id", QLORA_ROWS)

@@ -334,13 +334,23 @@ def test_consumer_blackwell_runs_flashattention2_at_the_ampere_ada_rates():
     assert rtx5090.compute_capability == "12.0" and rtx5090.matmul_flops_per_s == pytest.approx(209.5e12)
 
 
-def test_consumer_blackwell_memory_efficient_kernel_keeps_its_unmeasured_base():
-    """Only PyTorch's FlashAttention backend is measured on sm_120; the memory-efficient (CUTLASS) kernel keeps the base it
-    had (``attention_time._MEM_EFFICIENT_BASE``), so its seconds are 0.80 / 0.45 x the flash-rate ones."""
+def test_consumer_blackwell_memory_efficient_kernel_takes_the_sm8x_base():
+    """sm_120 has no wgmma: PyTorch's memory-efficient (CUTLASS) kernel runs its sm80 code path there as FlashAttention-2
+    does (module docstring, "Consumer Blackwell"), so it scales the sm8x FlashAttention-2 rate, not the H100's 0.45 /
+    0.34: per matmul FLOP the RTX 5090 and the RTX 4090 (sm_89) take the same seconds, forward and backward."""
     from trainfit.compute.attention_time import mem_efficient_attention_seconds
 
     rtx5090 = default_rates(resolve_gpu("rtx5090"))
-    kept = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=rtx5090, backward=False)
     ada = default_rates(resolve_gpu("rtx4090"))
-    ada_s = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=ada, backward=False)
-    assert kept * rtx5090.matmul_flops_per_s == pytest.approx(ada_s * ada.matmul_flops_per_s * 0.80 / 0.45)
+    for backward in (False, True):
+        sm120 = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=rtx5090, backward=backward)
+        ada_s = mem_efficient_attention_seconds(forward_flops=1e13, seq_len=8192, rates=ada, backward=backward)
+        assert sm120 * rtx5090.matmul_flops_per_s == pytest.approx(ada_s * ada.matmul_flops_per_s)
+
+
+def test_consumer_blackwell_takes_the_sm8x_head_dim_64_ratio():
+    """The sm8x row is taken whole on sm_120 (module docstring): the head-dim-64 ratio too (0.90 / 0.90, Dao 2023 Fig. 4),
+    not 1 (no loss at head dim 64)."""
+    for backward in (False, True):
+        sm120 = head_dim_efficiency(compute_capability="12.0", head_dim=64, backward=backward)
+        assert sm120 == head_dim_efficiency(compute_capability="8.9", head_dim=64, backward=backward) == 0.90

@@ -94,3 +94,36 @@ def test_size_reports_the_capacity_its_fits_are_judged_against():
 
     s = model_size("Qwen/Qwen3-0.6B", tokens=512, gpu="h100-sxm")
     assert s.gpu_capacity_bytes == 85_027_979_264
+
+
+def test_amd_spec_total_is_labelled_as_the_vendor_spec(capsys):
+    """MI325X and MI355X hold the ROCm specification table's 256 / 288 GiB (their catalog notes: no published
+    rocm-smi total was found), not an nvidia-smi reading: the verdict line and --json say so (``spec_total``)."""
+    for gid in ("mi325x", "mi355x"):
+        assert gpu_by_id(gid).memory_total_basis.value == "spec"
+        main(["plan", "--gpu", gid, "--model", "Qwen/Qwen3-0.6B"])
+        out = capsys.readouterr().out
+        assert "GiB per GPU (vendor spec total; no published rocm-smi or torch total)" in out and "nvidia-smi total" not in out
+        assert _json(["plan", "--gpu", gid, "--model", "Qwen/Qwen3-0.6B"], capsys)["gpu_capacity_basis"] == "spec_total"
+
+
+def test_mi300x_total_is_rocm_smis(capsys):
+    """MI300X holds 196,592 MiB, the VRAM total rocm-smi prints and torch reports as total_memory (ROCm/ROCm issue
+    #4203, cited in its catalog entry), not the 192 GiB spec: ``rocm_smi_total``."""
+    assert gpu_by_id("mi300x").memory_bytes == 196_592 * 2**20
+    main(["plan", "--gpu", "mi300x", "--model", "Qwen/Qwen3-0.6B"])
+    out = capsys.readouterr().out
+    assert "GiB per GPU (rocm-smi total, torch's total_memory on ROCm)" in out and "nvidia-smi total" not in out
+    assert _json(["plan", "--gpu", "mi300x", "--model", "Qwen/Qwen3-0.6B"], capsys)["gpu_capacity_basis"] == "rocm_smi_total"
+
+
+def test_plan_json_doc_names_every_capacity_basis():
+    """docs/plan-json.md lists every value ``gpu_capacity_basis`` can take (plan.result.CAPACITY_BASES)."""
+    from pathlib import Path
+
+    from trainfit.plan.result import CAPACITY_BASES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "plan-json.md").read_text()
+    line = next(ln for ln in doc.splitlines() if ln.startswith("| `gpu_capacity_basis`"))
+    for basis, _ in [("cuda_total", ""), *CAPACITY_BASES.values()]:
+        assert f"`{basis}`" in line, basis

@@ -278,5 +278,20 @@ def test_entries_without_a_cuda_total_say_so():
         g = resolve_gpu(gid)
         if g.torch_total_memory_bytes is None:
             assert g.usable_memory_bytes == g.memory_bytes, gid
-            assert ("fits are judged against the nvidia-smi total" in g.notes
-                    or "torch_total_memory_bytes is left null" in g.notes), gid
+            basis = {"nvidia_smi": "fits are judged against the nvidia-smi total",
+                     "spec": "fits are judged against this vendor-spec total",
+                     "rocm_smi": "torch_total_memory_bytes is left null"}[g.memory_total_basis.value]
+            assert basis in g.notes, gid
+            assert ("nvidia-smi total" in g.notes) == (g.memory_total_basis.value == "nvidia_smi"), gid
+
+
+def test_memory_total_basis_is_validated():
+    """A catalog entry's memory_total_basis outside the enum is refused, naming the field and the allowed values."""
+    import pytest
+
+    from trainfit.catalog.gpus import _spec
+    from trainfit.errors import CatalogError
+
+    entry = {"id": "x", "name": "x", "memory_bytes": 1, "memory_label": "1 B", "memory_total_basis": "rocm"}
+    with pytest.raises(CatalogError, match=r"memory_total_basis: 'rocm' is not one of nvidia_smi, rocm_smi, spec"):
+        _spec(entry)

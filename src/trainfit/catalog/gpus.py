@@ -1,7 +1,8 @@
 """GPU catalog: one JSON file per card under data/gpus/, each naming its source(s).
 
 Units are in the field names. ``memory_bytes`` is the total that ``nvidia-smi`` reports
-(MiB x 2**20; ``rocm-smi``'s VRAM total for the AMD entry); ``torch_total_memory_bytes`` is what
+(MiB x 2**20; ``rocm-smi``'s VRAM total for the MI300X, the vendor's specification figure for the AMD entries with no
+published smi total: ``memory_total_basis``); ``torch_total_memory_bytes`` is what
 ``torch.cuda.get_device_properties().total_memory`` reports where a published value is known (it is
 driver-dependent and a few hundred MiB below nvidia-smi's total), else None. Rates are dense (no 2:4
 sparsity); NVLink is NVIDIA's total bidirectional figure per GPU; PCIe is per direction for x16 (None
@@ -25,6 +26,7 @@ Pure Python: no torch import.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from enum import Enum
 from functools import lru_cache
 from typing import Any
 
@@ -32,6 +34,17 @@ from trainfit.catalog.files import load_folder, load_own_file, read_json
 from trainfit.errors import CatalogError
 
 _DATA = "trainfit.catalog.data.gpus"
+
+
+class MemoryTotalBasis(str, Enum):
+    """What an entry's ``memory_bytes`` is: ``nvidia_smi`` the total nvidia-smi prints (every NVIDIA entry),
+    ``rocm_smi`` the VRAM total rocm-smi prints (AMD MI300X, whose torch ``total_memory`` is the same), ``spec`` the
+    vendor's specification figure where no smi reading was found (AMD MI325X, MI355X: the ROCm specification
+    table's GiB)."""
+
+    NVIDIA_SMI = "nvidia_smi"
+    ROCM_SMI = "rocm_smi"
+    SPEC = "spec"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -42,6 +55,8 @@ class GpuSpec:
     memory_bytes: int
     memory_label: str
     torch_total_memory_bytes: int | None = None
+    memory_total_basis: MemoryTotalBasis = MemoryTotalBasis.NVIDIA_SMI
+    """Which reading ``memory_bytes`` is (``MemoryTotalBasis``)."""
     hbm_bytes_per_s: float | None = None
     bf16_dense_flops_per_s: float | None = None
     fp16_dense_flops_per_s: float | None = None
@@ -110,7 +125,8 @@ class GpuSpec:
 
     @property
     def usable_memory_bytes(self) -> int:
-        """torch's total when known, else nvidia-smi's total."""
+        """torch's total when known, else ``memory_bytes`` (``memory_total_basis``: nvidia-smi's total, rocm-smi's, or
+        the vendor's specification)."""
         return self.torch_total_memory_bytes or self.memory_bytes
 
 
@@ -123,6 +139,12 @@ def _spec(entry: dict[str, Any]) -> GpuSpec:
         raise CatalogError(f"gpu catalog entry '{entry.get('id')}': unknown keys {sorted(unknown)}")
     data = dict(entry)
     data["aliases"] = tuple(data.get("aliases", ()))
+    if "memory_total_basis" in data:
+        allowed = [b.value for b in MemoryTotalBasis]
+        if data["memory_total_basis"] not in allowed:
+            raise CatalogError(f"gpu catalog entry '{entry.get('id')}': memory_total_basis:"
+                               f" '{data['memory_total_basis']}' is not one of {', '.join(allowed)}")
+        data["memory_total_basis"] = MemoryTotalBasis(data["memory_total_basis"])
     data.setdefault("fp16_dense_flops_per_s", data.get("bf16_dense_flops_per_s"))
     return GpuSpec(**data)
 

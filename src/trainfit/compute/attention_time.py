@@ -81,7 +81,9 @@ sm80/86/89 0.90   0.90   Dao 2023, "FlashAttention-2", arXiv:2307.08691, Fig. 4(
                          repository's copy, Dao-AILab/flash-attention assets/flash2_a100_fwd_bwd_benchmark.png
                          @4f285b354796fb17df8636485b9a04df3ebbb7dc (v2.0.0); the forward-only and backward-only
                          figures (Fig. 5, 6) were not read, so both phases take the forward + backward ratio
-others     1.00   1.00   not applied: no head-dim table for sm120 cards was read
+sm120      0.90   0.90   the sm8x row (its kernels are the sm8x code path, "Consumer Blackwell"); no sm120 head-dim
+                         table was read
+others     1.00   1.00   not applied
 =========  =====  =====  ======================================================================================
 
 Stated kernel (``RunCard.attention_kernel``; ``auto`` keeps the tables above). The fused kernel a run used sets the
@@ -401,6 +403,7 @@ WINDOW_MASK_KERNELS = 1
 _EFFICIENCY = {"8": (0.80, 0.62), "9": (0.45, 0.34), "10": (0.45, 0.34), "12": (0.80, 0.62)}
 BASE_HEAD_DIM = 128
 _HEAD_DIM_64 = {"8": (0.90, 0.90), "9": (0.89, 0.90), "10": (0.67, 0.67)}  # (fwd, bwd) at head dim 64 / at 128
+_HEAD_DIM_64["12"] = _HEAD_DIM_64["8"]  # sm_120 runs the sm8x code path (module docstring, "Consumer Blackwell")
 
 
 AUTO_KERNEL = "auto"
@@ -678,15 +681,16 @@ def mem_efficient_tile_factor(*, head_dim: float | None, backward: bool) -> floa
     return (2 * k + 3 * n) / (5 * d) if backward else (k + n) / (2 * d)
 
 
-_MEM_EFFICIENT_BASE = {"12": (0.45, 0.34)}
+_MEM_EFFICIENT_BASE: dict[str, tuple[float, float]] = {}
 """The FlashAttention-2 base ``mem_efficient_attention_seconds`` scales where it is not the architecture's own
-FlashAttention-2 rate. sm_120: the sm8x rate that FlashAttention-2 takes there (module docstring, "Consumer
-Blackwell") is measured on PyTorch's FlashAttention backend only; nothing published times the memory-efficient
-(CUTLASS) kernel on sm_120, so it keeps the base it had before: the Hopper figures, FlashAttention-2 on an H100 in the
-FlashAttention-3 paper (Shah et al. 2024, arXiv:2407.08608, Fig. 1-2; the sm90 row above), not an sm_120 reading of
-this kernel. At the sm8x base the RTX PRO 6000 rows of universal-llm-trainer (batch.padding mask, this kernel) would
-go from -5..-23 % to -29..-38 % (benchmarks/step_times.json), so that kernel does not look as fast there; the next step
-is a measurement."""
+FlashAttention-2 rate: none. sm_120 takes the sm8x base as FlashAttention-2 does, on the same mechanism: it has no
+wgmma, so PyTorch's memory-efficient (CUTLASS) kernels run their sm80 tensor-op path there (``MEM_EFFICIENT_K_STEP``:
+the sm80 GEMMs), as on an RTX 4090 (module docstring, "Consumer Blackwell"). Until 2026-12-05 it kept the H100's
+FlashAttention-2 figures (0.45 / 0.34), which no sm_120 measurement supports and which planned the RTX 5090's kernel
+36 % slower per matmul FLOP than the RTX 4090's. Open miss (2026-12-05): at the sm8x base the RTX PRO 6000 rows of
+universal-llm-trainer that run this kernel (batch.padding mask) are planned faster than they ran (each entry's note);
+nothing published times this kernel on sm_120, so the next step is a measurement, not a constant fitted to those
+rows."""
 
 
 def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,

@@ -81,6 +81,7 @@ within a bound, so a few points suffice)."""
 HF_SAMPLE_STEP_OPS = {
     "prepare_inputs_for_generation": 6,
     "embedding": 1,
+    "sdpa_ignore_causal_mask_check": 2,
     "sdpa_causal_mask": 13,
     "rotary_cos_sin": 8,
     "final_norm": 8,
@@ -100,6 +101,13 @@ trl/trainer/grpo_trainer.py l.331-337 @49711efab9e0cc3762d3228c9fd5a8064d489503,
 * ``prepare_inputs_for_generation`` (transformers/generation/utils.py l.349-430): the input ids' contiguous clone,
   the position ids from the mask (cumsum, minus one, ``== 0``, ``masked_fill_``) and their contiguous clone: 6.
 * the token embedding: 1.
+* the SDPA mask check before the mask is built (transformers/models/qwen2/modeling_qwen2.py l.960
+  ``AttentionMaskConverter._ignore_causal_mask_sdpa``; transformers/modeling_attn_mask_utils.py l.284
+  ``torch.all(attention_mask == 1)``): eq, all: 2. The ``elif`` then reads the result on the host, a blocking
+  device-to-host read every step; the loop's stopping flag is one too (``this_peer_finished`` set at utils.py l.3311, read by
+  ``_has_unfinished_sequences`` l.2450). The decode step
+  has no term for a per-step host read (``decode_step_seconds`` prices the eager step's launches, not a host that
+  waits for the device), so neither read is priced: only the two kernels are counted.
 * the 4-D mask, rebuilt every step because the padded batch's 2-D mask is not all ones
   (transformers/models/qwen2/modeling_qwen2.py ``_update_causal_mask`` l.934-1008,
   ``_prepare_4d_causal_attention_mask_with_cache_position`` l.1050-1074): ``torch.full``, ``arange > cache_position``
@@ -121,7 +129,7 @@ trl/trainer/grpo_trainer.py l.331-337 @49711efab9e0cc3762d3228c9fd5a8064d489503,
   ``MaxLengthCriteria`` l.77-84 ``torch.full``, ``EosTokenCriteria`` l.466 ``isin``, ``StoppingCriteriaList`` l.494-497
   ``torch.full`` and two ors; not, and, max, eq): 9.
 
-62 in all, where ``hybrid_engine.HF_GREEDY_STEP_KERNELS`` (28) counts transformers 4.28's greedy OPT loop (DeepSpeed-
+64 in all, where ``hybrid_engine.HF_GREEDY_STEP_KERNELS`` (28) counts transformers 4.28's greedy OPT loop (DeepSpeed-
 Chat's generate, which does not sample). Other transformers releases restructure the mask (5.x builds it in
 ``masking_utils``) and are planned with this count."""
 HF_SAMPLE_STEP_KERNELS = sum(HF_SAMPLE_STEP_OPS.values())

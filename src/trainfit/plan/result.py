@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from trainfit.catalog.gpus import GpuSpec
+from trainfit.catalog.gpus import GpuSpec, MemoryTotalBasis
 from trainfit.memory.overhead import OverheadBytes
 from trainfit.memory.parallel import RankCoords
 from trainfit.memory.sharding import Sharding
@@ -35,6 +35,14 @@ class PhaseResult:
         """``allocated`` without the cuBLAS workspaces: the live tensors a fake-tensor trace measures."""
         return self.allocated - self.overhead.cublas_workspace
 
+
+CAPACITY_BASES = {
+    MemoryTotalBasis.NVIDIA_SMI: ("nvidia_smi_total", "nvidia-smi total; no published CUDA total"),
+    MemoryTotalBasis.ROCM_SMI: ("rocm_smi_total", "rocm-smi total, torch's total_memory on ROCm"),
+    MemoryTotalBasis.SPEC: ("spec_total", "vendor spec total; no published rocm-smi or torch total"),
+}
+"""A GPU without a published CUDA total: its ``memory_total_basis`` -> (``gpu_capacity_basis`` in --json, the verdict
+line's words)."""
 
 PEAK_TIE_BYTES = 1024
 """Device figures within this of the largest tie for the peak: the phases of a step share the reserved high-water
@@ -142,14 +150,18 @@ class Plan:
 
     @property
     def capacity_basis(self) -> str:
-        """Which figure ``capacity_bytes`` is: ``cuda_total`` or ``nvidia_smi_total`` (no published CUDA total)."""
-        return "cuda_total" if self.gpu.torch_total_memory_bytes else "nvidia_smi_total"
+        """Which figure ``capacity_bytes`` is: ``cuda_total``; else, with no published CUDA total, the catalog's
+        ``memory_total_basis`` (``CAPACITY_BASES``): ``nvidia_smi_total``, ``rocm_smi_total`` or ``spec_total``."""
+        if self.gpu.torch_total_memory_bytes:
+            return "cuda_total"
+        return CAPACITY_BASES[self.gpu.memory_total_basis][0]
 
     @property
     def capacity_label(self) -> str:
         """``capacity_basis`` as the verdict line words it."""
-        return ("CUDA total" if self.capacity_basis == "cuda_total"
-                else "nvidia-smi total; no published CUDA total")
+        if self.gpu.torch_total_memory_bytes:
+            return "CUDA total"
+        return CAPACITY_BASES[self.gpu.memory_total_basis][1]
 
     @property
     def fits(self) -> bool:

@@ -59,6 +59,7 @@ from trainfit.spec.enums import (
     QloraDequant,
     RecomputeModule,
     RefPlacement,
+    RoleWeightsDtype,
     ResponseShape,
     ResumeKind,
     RolloutEngine,
@@ -239,6 +240,13 @@ class PrecisionSection(_Section):
     optimizer_in_backward: bool = Field(
         False, description="Step each parameter in its grad hook and free the gradient (torchtune optimizer_in_bwd)."
     )
+    autocast: bool = Field(
+        True, description="Whether the trainer runs its models' forwards under torch autocast in precision.compute"
+        " (accelerate's mixed_precision, the HF Trainer's bf16 / fp16 flags: Accelerator.prepare_model wraps forward in"
+        " autocast only under native AMP, huggingface/accelerate src/accelerate/accelerator.py l.1402-1413 @v1.3.0"
+        " bdd70d5d93c3a66e859d966b6482871971ae7510, the reward and reference models prepared with evaluation_mode too)."
+        " false: each model's GEMMs run in its weights' dtype; an fp32 reward model (roles.reward_model_dtype fp32)"
+        " then runs fp32 GEMMs. Default true.")
     fp8_recipe: Fp8Recipe | None = Field(
         None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
         " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
@@ -1603,8 +1611,30 @@ class RolloutSection(_Section):
 class RolesSection(_Section):
     reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed | host_swap; default by method (host_swap under the nemo-rl preset).")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
+    reward_model_dtype: RoleWeightsDtype | None = Field(
+        None, description="With a reward model id: the dtype its weights are loaded in, bf16 | fp16 | fp32 (null: the"
+        " trained model's 16-bit dtype). fp32 = a from_pretrained without torch_dtype under transformers 4.x (TRL's"
+        " GRPOTrainer forwards model_init_kwargs' torch_dtype as given, spec.enums.RoleWeightsDtype): 4 B a weight,"
+        " and fp32 GEMMs at the card's fp32 (non-tensor-core) rate unless precision.autocast casts its forward.")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
     kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient (null: PPO 0.05, DPO 0.1, GRPO 0, or under the openrlhf / skyrl / nemo-rl presets their frameworks' GRPO default 0.01 / 0.001 / 0.01: methods.roles.GRPO_DEFAULT_KL_PRESETS). At 0 whether a reference is loaded and run depends on the framework and method (methods.roles.reference_loaded): none for GRPO under every preset and for PPO under verl / openrlhf / skyrl / slime / miles; PPO with no preset, under trl or under nemo-rl keeps it.")
+
+
+def _check_role_dtypes(card: Any) -> None:
+    """``roles.reward_model_dtype`` only beside a reward model id; ``precision.autocast`` false only where the trained
+    model's weights are its compute dtype (without autocast nothing casts fp32 weights down to a 16-bit compute)."""
+    ro = card.roles
+    if ro.reward_model_dtype is not None and ro.reward_model in ("rule", "none"):
+        raise ValueError(f"roles.reward_model_dtype: '{ro.reward_model_dtype.value}' is read with a reward model id;"
+                         f" roles.reward_model is '{ro.reward_model}'; allowed with it: null")
+    prec = card.precision
+    if not prec.autocast and prec.weights is Dtype.FP32 and prec.compute is not ComputeDtype.FP32:
+        raise ValueError(f"precision.autocast: false runs the model's GEMMs in its weights' dtype, fp32, while"
+                         f" precision.compute is '{prec.compute.value}'; allowed with weights fp32: autocast true, or"
+                         " compute fp32")
+    if not prec.autocast and prec.compute.quantized_gemms:
+        raise ValueError(f"precision.autocast: false with precision.compute '{prec.compute.value}', whose quantised"
+                         " GEMMs run inside the framework's own autocast; allowed with it: true")
 
 
 def verl_actor_loss(card: Any) -> bool:
@@ -1741,6 +1771,7 @@ class RunCard(_Section):
             # methods.roles.reward_model: a frozen reward model is loaded by ppo and grpo only
             raise ValueError(f"roles.reward_model: a reward model is read by methods ppo and grpo only; method"
                              f" {self.method.value} has none, allowed: rule or none (got {self.roles.reward_model!r})")
+        _check_role_dtypes(self)
         _check_reference_placement(self)
         ro = self.rollout
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:

@@ -19,23 +19,24 @@ from trainfit.plan import make_plan
 from trainfit.spec.card import load_card_dict
 
 
-def _card(dtype: str | None = None, autocast: bool = True, reward_model: str = "google/gemma-2b") -> dict:
+def _card(dtype: str | None = None, autocast: bool = True, reward_model: str = "google/gemma-2b",
+          tf32: bool = False, gpu: str = "a100-40gb") -> dict:
     roles = {"reward_model": reward_model, **({"reward_model_dtype": dtype} if dtype else {})}
     return {"model": "Qwen/Qwen2-0.5B", "method": "grpo", "scope": "lora", "preset": "trl",
-            "hardware": {"gpu": "a100-40gb", "gpus_per_node": 1, "nodes": 1},
+            "hardware": {"gpu": gpu, "gpus_per_node": 1, "nodes": 1},
             "parallel": {"strategy": "single"}, "batch": {"micro_batch_size": 8},
-            "precision": {"autocast": autocast}, "roles": roles,
+            "precision": {"autocast": autocast, **({"tf32": True} if tf32 else {})}, "roles": roles,
             "rollout": {"placement": "colocate", "prompts_per_step": 16, "num_generations": 2, "prompt_len": 512,
                         "response_len": 16}}
 
 
 @lru_cache(maxsize=8)
-def _plan(dtype: str | None, autocast: bool):
-    return make_plan(load_card_dict(_card(dtype, autocast)))
+def _plan(dtype: str | None, autocast: bool, tf32: bool = False):
+    return make_plan(load_card_dict(_card(dtype, autocast, tf32=tf32)))
 
 
-def _phases(dtype: str | None, autocast: bool) -> dict[str, object]:
-    return {ph.name: ph for ph in _plan(dtype, autocast).time.phases}
+def _phases(dtype: str | None, autocast: bool, tf32: bool = False) -> dict[str, object]:
+    return {ph.name: ph for ph in _plan(dtype, autocast, tf32).time.phases}
 
 
 def _reward_weights(dtype: str | None, autocast: bool) -> float:
@@ -94,3 +95,21 @@ def test_the_cli_refuses_it_in_one_line_with_exit_2(tmp_path):
     p = subprocess.run([sys.executable, "-m", "trainfit.cli.main", "plan", str(path)], capture_output=True, text=True)
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr and p.stderr.count("\n") == 1 and "roles.reward_model_dtype" in p.stderr
+
+
+def test_tf32_allowed_puts_the_fp32_gemms_on_the_tensor_cores():
+    """precision.tf32 (torch.backends.cuda.matmul.allow_tf32): the A100's dense TF32 rate is 156 TFLOP/s, 8x its
+    CUDA-core fp32 rate and half its bf16 rate (the A100 datasheet): the fp32 reward model's GEMMs land between."""
+    gpu = resolve_gpu("a100-40gb")
+    assert (gpu.tf32_dense_flops_per_s, gpu.fp32_flops_per_s) == (156e12, 19.5e12)
+    bf16, simt, tf32 = (_phases(None, True)["reward_model"].terms["gemm"], _phases("fp32", False)["reward_model"].terms["gemm"],
+                        _phases("fp32", False, True)["reward_model"].terms["gemm"])
+    assert bf16 < tf32 < simt
+    assert tf32 == pytest.approx(2 * bf16, rel=0.05)  # the same tensor-core tiles at half the peak
+    assert _phases(None, True, True)["reward_model"].seconds == pytest.approx(_phases(None, True)["reward_model"].seconds)
+
+
+def test_tf32_on_a_gpu_without_a_tf32_figure_is_refused():
+    with pytest.raises(CardError, match=r"precision\.tf32: true needs the GPU's TF32 tensor-core rate; l4 has none.*"
+                                        r"allowed: false, or GPUs .*a100-40gb"):
+        load_card_dict(_card("fp32", False, tf32=True, gpu="l4"))

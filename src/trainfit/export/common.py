@@ -439,6 +439,7 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.fp4_recipe": p.fp4_recipe.value if p.fp4_recipe else None, "precision.fp4_params": p.fp4_params,
         "precision.nf4_compute_dtype": p.nf4_compute_dtype.value,  # time: the 4-bit base's GEMM rate
         "precision.autocast": p.autocast,  # time: an fp32 reward model's GEMM rate (methods.roles)
+        "precision.tf32": p.tf32,  # time: fp32 GEMMs on the TF32 tensor cores
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "host_ram_gib", "nic_gbps_per_gpu",

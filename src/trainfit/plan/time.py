@@ -348,6 +348,11 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
         r = replace(r, host_numa_nodes=card.hardware.host_numa_nodes)
     if card.hardware.nic_gbps_per_node:
         r = replace(r, node_nic_bytes_per_s=card.hardware.nic_gbps_per_node * 1e9 / 8)
+    if card.precision.tf32 and gpu.tf32_dense_flops_per_s and gpu.half_dense_flops_per_s:
+        # fp32 GEMMs on the TF32 tensor cores at the fraction of its peak the card's bf16 GEMMs sustain (the same
+        # tensor-core pipes; no TF32 sweep is read): the card validator refused a GPU without a TF32 figure
+        r = replace(r, tf32_matmul_flops_per_s=gpu.tf32_dense_flops_per_s
+                    * r.matmul_flops_per_s / gpu.half_dense_flops_per_s)
     return r
 
 

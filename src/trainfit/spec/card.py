@@ -247,6 +247,12 @@ class PrecisionSection(_Section):
         " bdd70d5d93c3a66e859d966b6482871971ae7510, the reward and reference models prepared with evaluation_mode too)."
         " false: each model's GEMMs run in its weights' dtype; an fp32 reward model (roles.reward_model_dtype fp32)"
         " then runs fp32 GEMMs. Default true.")
+    tf32: bool = Field(
+        False, description="Whether fp32 matmuls may run on the TF32 tensor cores (torch.backends.cuda.matmul."
+        "allow_tf32, the HF Trainer's tf32 flag). PyTorch's default is false since 1.12 (\"This flag defaults to False"
+        " in PyTorch 1.12 and later\", https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05): fp32 GEMMs"
+        " (an fp32 reward model without autocast, a QLoRA base dequantised to fp32) then take the CUDA cores' fp32"
+        " rate; true: the catalog's dense TF32 rate (refused on a GPU without one). Default false.")
     fp8_recipe: Fp8Recipe | None = Field(
         None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
         " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
@@ -1632,6 +1638,8 @@ def _check_role_dtypes(card: Any) -> None:
         raise ValueError(f"precision.autocast: false runs the model's GEMMs in its weights' dtype, fp32, while"
                          f" precision.compute is '{prec.compute.value}'; allowed with weights fp32: autocast true, or"
                          " compute fp32")
+    if prec.tf32:
+        _check_tf32_gpu(card.hardware.gpu)
     if not prec.autocast and prec.compute.quantized_gemms:
         raise ValueError(f"precision.autocast: false with precision.compute '{prec.compute.value}', whose quantised"
                          " GEMMs run inside the framework's own autocast; allowed with it: true")
@@ -2541,6 +2549,22 @@ def _block_scaled_gpus(*, te_mxfp8: bool = False) -> list[str]:
     from trainfit.catalog.gpus import gpu_ids, resolve_gpu
 
     return [g for g in gpu_ids() if _block_scaled_ok(resolve_gpu(g).compute_capability, te_mxfp8=te_mxfp8)]
+
+
+def _check_tf32_gpu(gpu: str) -> None:
+    """``precision.tf32`` true needs the catalog card's dense TF32 rate (``GpuSpec.tf32_dense_flops_per_s``); a custom
+    card (memory only) or a name the catalog does not know is left to the GPU lookup."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if not spec.tf32_dense_flops_per_s:
+        allowed = ", ".join(i for i in gpu_ids() if resolve_gpu(i).tf32_dense_flops_per_s)
+        raise ValueError(f"precision.tf32: true needs the GPU's TF32 tensor-core rate; {spec.id} has none in the"
+                         f" catalog; allowed: false, or GPUs {allowed}")
 
 
 def _check_block_scaled_gpu(gpu: str, *, key: str, what: str, te_mxfp8: bool = False) -> None:

@@ -40,7 +40,14 @@ matmuls by default (torch.backends.cuda.matmul.allow_tf32 False since PyTorch 1.
 https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05): about 2 x 2.0e9 x 16 x 520 = 33 TFLOP a call at
 the A100's 19.5 TFLOP/s fp32 peak, some 2 s a call and 4 s a step where the plan has 0.39 s in 16 bits. It would
 carry this row from -56 % to about +14 % at 520 padded tokens (less with shorter posts), and move no other (the other reward-model row ran under bf16 autocast).
-A card field for the reward model's dtype (and the fp32 GEMM rate without TF32) is what it needs."""
+A card field for the reward model's dtype (and the fp32 GEMM rate without TF32) is what it needs.
+
+Closed (2026-12-05): the card states it (roles.reward_model_dtype fp32, precision.autocast false; precision.tf32 stays
+false, PyTorch's default), read at accelerate v1.3.0 (bdd70d5d) prepare_model l.1402-1413 and TRL v0.14.0 (49711efa)
+l.218-222 (a reward model given by id is loaded with model_init_kwargs) and l.353-355 (prepared with
+evaluation_mode). The row's reward forward then prices fp32 GEMMs at the A100's 19.5 TFLOP/s: 2.28 s (-58.9 %, the
+step after the completion-only logits change) -> 5.68 s (+2.3 %); no other row moves (the rmgemma2b-numina row states
+fp32 weights too, under bf16=True autocast: memory only)."""
 
 from __future__ import annotations
 

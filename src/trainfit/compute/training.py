@@ -745,9 +745,12 @@ def train_step_time(
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
     fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
-    forward_shares: bool = False, head_positions: int | None = None,
+    forward_shares: bool = False, head_positions: int | None = None, model_dtype_bytes: float | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
+
+    ``model_dtype_bytes``: as ``inventory.step_inventory`` (4: a model trained in fp32 without autocast,
+    ``precision.compute`` fp32: its forward and backward GEMMs at the card's fp32 rate, ``gemm._model_compute_s``).
 
     ``forward_shares``: the communication phases also carry what a forward-only pass over the same micro-steps pays
     (each model-parallel kind's ``forward``, the FSDP units' ``forward_gathers``, the pipeline bubble's
@@ -842,7 +845,7 @@ def train_step_time(
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         head_positions=head_positions,
+                         head_positions=head_positions, model_dtype_bytes=model_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.spec.card import RunCard, pin_before, rl_group_sizes
-from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, LossKernel, Method, Placement, RefPlacement, Scope
+from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, ComputeDtype, LossKernel, Method, Placement, RefPlacement, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,9 +372,12 @@ def reward_model_gemm_dtype_bytes(card: RunCard) -> float:
     huggingface/trl trl/trainer/grpo_trainer.py l.353-355 @49711efab9e0cc3762d3228c9fd5a8064d489503); PyTorch
     leaves TF32 off for matmuls by default (``torch.backends.cuda.matmul.allow_tf32`` False since 1.12,
     https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05), so those GEMMs take the CUDA cores.
-    2 otherwise (bf16 / fp16 tensor cores)."""
+    2 otherwise (bf16 / fp16 tensor cores). With ``precision.tf32`` the fp32 GEMMs take the TF32 tensor rate
+    (``plan.time.rates_of``)."""
     fp32 = reward_model_weight_bytes_per_param(card) == 4
-    return 4.0 if fp32 and not card.precision.autocast else 2.0
+    # precision.compute fp32: the run has no 16-bit autocast to run it under either
+    cast = card.precision.autocast and card.precision.compute is not ComputeDtype.FP32
+    return 4.0 if fp32 and not cast else 2.0
 
 
 def group_sizes(card: RunCard) -> tuple[int, int]:

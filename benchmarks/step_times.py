@@ -3287,6 +3287,15 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
         card["roles"]["reward_model"] = reward
         notes.append(f"reward model {e['reward_model']}" + (f" planned as {reward} (same config shapes, a scalar head)"
                                                            if reward != e["reward_model"] else ""))
+        if tr.get("reward_model_dtype"):
+            # the dtype the notebook loads it in (train.reward_model_dtype_source cites it): fp32 without torch_dtype
+            card["roles"]["reward_model_dtype"] = tr["reward_model_dtype"]
+            notes.append(f"reward model weights {tr['reward_model_dtype']} (train.reward_model_dtype):"
+                         f" {tr['reward_model_dtype_source']}")
+    if tr.get("autocast") is False:
+        # no bf16 / fp16 flag: accelerate prepares every model without autocast (train.autocast_source cites it)
+        card["precision"] = {**card.get("precision", {}), "autocast": False}
+        notes.append(f"no autocast (train.autocast false): {tr['autocast_source']}")
     card["loss"] = {**card.get("loss", {}), "chunked": False}
     card["parallel"]["gradient_checkpointing"] = bool(tr.get("activation_checkpointing"))
     if e["trl_version"] == "0.14.0.dev0":

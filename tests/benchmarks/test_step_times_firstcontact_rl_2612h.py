@@ -42,7 +42,14 @@ matmuls by default (torch.backends.cuda.matmul.allow_tf32 False since PyTorch 1.
 https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05): about 2 x 2.0e9 x 16 x 520 = 33 TFLOP a call at
 the A100's 19.5 TFLOP/s fp32 peak, some 2 s a call and 4 s a step where the plan has 0.39 s in 16 bits. It would
 carry this row from -56 % to about +14 % at 520 padded tokens (less with shorter posts), and move no other (the other reward-model row ran under bf16 autocast).
-A card field for the reward model's dtype (and the fp32 GEMM rate without TF32) is what it needs."""
+A card field for the reward model's dtype (and the fp32 GEMM rate without TF32) is what it needs.
+
+Closed (2026-12-05): the card states it (roles.reward_model_dtype fp32, precision.autocast false; precision.tf32 stays
+false, PyTorch's default), read at accelerate v1.3.0 (bdd70d5d) prepare_model l.1402-1413 and TRL v0.14.0 (49711efa)
+l.218-222 (a reward model given by id is loaded with model_init_kwargs) and l.353-355 (prepared with
+evaluation_mode). The row's reward forward then prices fp32 GEMMs at the A100's 19.5 TFLOP/s: 2.28 s (-58.9 %, the
+step after the completion-only logits change) -> 5.68 s (+2.3 %); no other row moves (the rmgemma2b-numina row states
+fp32 weights too, under bf16=True autocast: memory only)."""
 
 from __future__ import annotations
 
@@ -89,6 +96,9 @@ FIRST_CONTACT = re.compile(
     r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; benchmarks/step_times\.py on the tree of"
     r" [0-9a-f]{8}[^)]*\): trainfit (\d+\.\d\d) s against (\d+\.\d\d) s on the step, error ([+-]\d+\.\d) %; the 6N"
     r" rule ([+-]\d+\.\d) % \((\d+\.\d\d) s\)\.")
+AFTER_FP32_RM = re.compile(
+    r"AFTER THE FP32 REWARD MODEL \(2026-12-05; [^)]*\): trainfit (\d+\.\d\d) s against (\d+\.\d\d) s on the step,"
+    r" error ([+-]\d+\.\d) %\.")
 AFTER_SAMPLING = re.compile(
     r"AFTER THE SAMPLING LOOP \(2026-12-05; [^)]*\): trainfit (\d+\.\d\d) s against (\d+\.\d\d) s on the step,"
     r" error ([+-]\d+\.\d) %\.")
@@ -141,7 +151,8 @@ def test_row_maps_to_trl_without_vllm_and_records_its_first_contact(row_id: str)
     ro = card["rollout"]
     assert card["preset"] == "trl" and card["scope"] == "lora" and card["model"] == "Qwen/Qwen2-0.5B"
     assert (ro["engine"], ro["generation_calls"]) == ("hf", 16)
-    reward = {"reward_model": "google/gemma-2b"} if e["reward_model"] else {}
+    # the notebook loads RM-Gemma-2B without torch_dtype: float32 weights (its bf16=True autocasts the forward)
+    reward = {"reward_model": "google/gemma-2b", "reward_model_dtype": "fp32"} if e["reward_model"] else {}
     # the notebook passes its own PeftModel without peft_config: TRL's reference is a frozen copy (l.203-205)
     assert e["train"]["reference_model"] == "copy" and "GRPOTrainer(model=model" in e["train"]["reference_model_source"]
     assert card["roles"] == {"reference": "gpu", "kl_coef": st.TRL_GRPO_BETA_UNTIL_0_19, **reward}
@@ -172,7 +183,8 @@ TLDR_TRAIN_ROWS = 116722  # trl-lib/tldr's train split
 
 def test_the_interrupted_run_row_is_its_bar_over_the_steps_run_and_records_its_first_contact() -> None:
     """The notebook's first version saved the bar of a run it stopped at step 357 of 2187 (3 epochs of 729 steps: the
-    10 % split's prompts over 8 prompts x 2 micro-batches); scored after the sampled-loop change, with none since."""
+    10 % split's prompts over 8 prompts x 2 micro-batches); scored after the sampled-loop change; its fp32 reward
+    model run without autocast (roles.reward_model_dtype, precision.autocast) is the one change since."""
     e = ROWS[INTERRUPTED]
     assert e["source"]["commit"] == "3d4d7691b962af21f054d6013cb06a4c95cd14bd" and "[ 357/2187 33:01 <" in e["quote"]
     assert e["measured"]["step_s"] == pytest.approx(seconds("33:01") / 357, abs=1e-3)
@@ -182,8 +194,30 @@ def test_the_interrupted_run_row_is_its_bar_over_the_steps_run_and_records_its_f
     assert card["roles"]["reward_model"] == "google/gemma-2b" and card["roles"]["reference"] == "gpu"
     match = FIRST_CONTACT.search(e["note"])
     assert match and "after the sampled-loop change" in e["note"] and not AFTER_SAMPLING.search(e["note"])
+    assert card["roles"]["reward_model_dtype"] == "fp32" and card["precision"]["autocast"] is False
+    after = AFTER_FP32_RM.search(e["note"])
+    assert after and float(after.group(2)) == pytest.approx(e["measured"]["step_s"], abs=0.006)
     (row,) = st.rl_rows([e], [])
-    assert row.trainfit_s == pytest.approx(float(match.group(1)) + sdpa_check_s(e), abs=0.006)
+    assert row.trainfit_s == pytest.approx(float(after.group(1)), abs=0.006)
+    assert (row.trainfit_s / e["measured"]["step_s"] - 1) * 100 == pytest.approx(float(after.group(3)), abs=0.06)
+
+
+def test_the_fp32_reward_model_without_autocast_is_what_moves_the_interrupted_run() -> None:
+    """The notebook's first version loads RM-Gemma-2B without torch_dtype (float32) and sets no bf16: its reward
+    forward runs fp32 GEMMs (2 x 2.5e9 params x 32 sequences x up to 528 tokens a step at 19.5 TFLOP/s). Under autocast
+    (bf16=True, as the notebook's later versions set) the same fp32 weights run 16-bit GEMMs: the step is seconds
+    shorter, and the other rows, which set bf16=True or have no reward model, do not move."""
+    e = copy.deepcopy(ROWS[INTERRUPTED])
+    (fp32,) = st.rl_rows([e], [])
+    e["train"]["autocast"] = True
+    (cast,) = st.rl_rows([e], [])
+    assert fp32.trainfit_s - cast.trainfit_s > 3.0
+    other = copy.deepcopy(ROWS["cookbook-grpo-trl014dev-qwen2-05b-lora-rmgemma2b-numina-a100-40gb-1g"])
+    assert other["train"]["reward_model_dtype"] == "fp32" and "bf16=True" in other["train"]["reward_model_dtype_source"]
+    (under_autocast,) = st.rl_rows([other], [])
+    other["train"].pop("reward_model_dtype")
+    (sixteen,) = st.rl_rows([other], [])
+    assert under_autocast.trainfit_s == pytest.approx(sixteen.trainfit_s, rel=1e-12)
 
 
 def test_a_trl_release_not_read_is_not_representable() -> None:

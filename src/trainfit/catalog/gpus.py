@@ -84,6 +84,9 @@ class GpuSpec:
     """Streaming multiprocessors (NVIDIA) or compute units (AMD) on the card as shipped."""
     fp32_flops_per_s: float | None = None
     """Dense FP32 FLOP/s on the CUDA cores / vector units, no tensor or matrix cores (no TF32)."""
+    tf32_dense_flops_per_s: float | None = None
+    """Dense TF32 tensor-core FLOP/s (the datasheet figure without sparsity): the rate of fp32 GEMMs where the run
+    allows TF32 (``precision.tf32``); None where the catalog has no cited figure (``precision.tf32`` is refused)."""
     compute_capability: str | None = None
     """CUDA compute capability ("9.0"); picks torch's default cuBLAS workspace size."""
     compute_capability_source: str = ""

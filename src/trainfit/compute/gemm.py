@@ -94,6 +94,9 @@ def depth_efficiency(*, k: float) -> float:
 
 def _model_compute_s(*, m: float, n: float, k: float, groups: float, rates: DeviceRates, fp32: bool = False,
                      peak: float | None = None) -> float:
+    if fp32 and rates.tf32_matmul_flops_per_s:  # TF32 allowed (precision.tf32): tensor-core tiles at the TF32 rate
+        peak = rates.tf32_matmul_flops_per_s
+        fp32 = False
     if fp32:  # no tensor cores: SIMT fp32 at the card's fp32 rate (rates._FP32_MATMUL_FRACTION), in smaller tiles
         eff = tile_fill(m=m, n=n, tile_m=FP32_TILE_M, tile_n=FP32_TILE_N) * depth_efficiency(k=k)
         return gemm_flops(m=m, n=n, k=k, groups=groups) / ((rates.fp32_matmul_flops_per_s or rates.matmul_flops_per_s / 12) * eff)

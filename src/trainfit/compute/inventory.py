@@ -1573,8 +1573,14 @@ def step_inventory(
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
     sdpa_copy_kernels: int = 0, hbm_bytes_per_s: float | None = None, fsdp2_fp32_outputs: bool = False,
     mask_layers: int = 0, expert_hit_share: float | None = None, head_positions: int | None = None,
+    model_dtype_bytes: float | None = None,
 ) -> StepInventory:
     """The op inventory of one micro-step of ``micro_batch_size × seq_len`` tokens on one GPU.
+
+    ``model_dtype_bytes``: the dtype bytes the whole (unquantised) model computes in where it is not the adapter's
+    (4: a role model loaded in float32 whose forward nothing autocasts, ``methods.roles.reward_model_gemm_dtype_bytes``):
+    its linears and head run fp32 GEMMs, SDPA gets fp32 q / k / v, the residual stream is fp32, as a QLoRA base loaded
+    in float32 (``Adapter.base_dtype_bytes``); None: that adapter's, else the 16-bit compute dtype.
 
     ``head_positions``: the positions per sequence whose logits are computed (TRL GRPO's ``logits_to_keep + 1``:
     transformers slices the hidden states before ``lm_head``; ``methods.roles.logit_positions``): the head's GEMMs and
@@ -1685,7 +1691,8 @@ def step_inventory(
     casts = fp8_casts if fp8_casts is not None else TRANSFORMER_ENGINE
     # the dtype of the modules outside a QLoRA base's 4-bit linears (the head, eager attention's products): fp32 where
     # the model is loaded in float32 without autocast (Adapter.base_dtype_bytes), else the 16-bit compute dtype
-    model_dtype_bytes = float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0
+    if model_dtype_bytes is None:
+        model_dtype_bytes = float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0
     t = float(micro_batch_size * seq_len)
     h = spec.hidden_size
     fwd, bwd = [], []
@@ -1893,8 +1900,7 @@ def step_inventory(
             # output-gradient casts of the routed rows (not the sequence shard)
             te_fp8 = fp8 and casts.transformer_engine and not expert_loop
             # a QLoRA model loaded in float32 (Adapter.base_dtype_bytes): its dequantised experts run fp32 GEMMs too
-            d = casts.gemm_operand_bytes if te_fp8 else (
-                float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
+            d = casts.gemm_operand_bytes if te_fp8 else model_dtype_bytes
             # Megatron-Core's TEGroupedMLP: TE's GroupedLinear launches one cuBLAS GEMM per local expert
             # (gemm.multi_stream_grouped_gemm_seconds), forward, dgrad and wgrad alike
             # grouped_gemm's gmm (expert_streams) is the same loop over four streams
@@ -2029,8 +2035,7 @@ def step_inventory(
                         fwd_k += n
                         bwd_k += n
             continue
-        e = casts.gemm_operand_bytes if fp8 else (
-            float(adapter.base_dtype_bytes) if adapter is not None and adapter.nf4_base else 2.0)
+        e = casts.gemm_operand_bytes if fp8 else model_dtype_bytes
         q_share = fp8_layer_share if fp8 else 1.0  # the quantised layers' share of this group's GEMMs and casts
         if g.bias and not frozen:  # the bias gradient: a reduction of dY over the tokens (BIAS_GRAD_BYTES)
             bq_b += BIAS_GRAD_BYTES * t * g.out_features * g.count

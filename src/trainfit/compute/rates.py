@@ -847,6 +847,10 @@ class DeviceRates:
     (``compute.offload.rank_host_memory_bytes_per_s``); 1: one memory domain, the node's ranks share it all."""
     fp32_matmul_flops_per_s: float | None = None
     """fp32 matmul without tensor cores (None: 1/12 of the bf16 rate)."""
+    tf32_matmul_flops_per_s: float | None = None
+    """fp32 matmul on the TF32 tensor cores, set only where the card allows TF32 (``precision.tf32``, applied by
+    ``plan.time.rates_of``): the catalog's dense TF32 peak at the card's bf16 tensor-core fraction; None: fp32 GEMMs
+    on the CUDA cores (``fp32_matmul_flops_per_s``), PyTorch's default."""
     fp8_matmul_flops_per_s: float | None = None
     """Sustained dense fp8 (E4M3/E5M2) matmul rate; None on cards without fp8 tensor cores (Ampere, Turing,
     Volta), where ``precision.compute: fp8`` is refused."""

@@ -745,9 +745,12 @@ def train_step_time(
     op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
     fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
-    forward_shares: bool = False, head_positions: int | None = None,
+    forward_shares: bool = False, head_positions: int | None = None, model_dtype_bytes: float | None = None,
 ) -> TrainStepTime:
     """Seconds of one optimizer step on one GPU (all GPUs of a data-parallel group run in lockstep).
+
+    ``model_dtype_bytes``: as ``inventory.step_inventory`` (4: a model trained in fp32 without autocast,
+    ``precision.compute`` fp32: its forward and backward GEMMs at the card's fp32 rate, ``gemm._model_compute_s``).
 
     ``forward_shares``: the communication phases also carry what a forward-only pass over the same micro-steps pays
     (each model-parallel kind's ``forward``, the FSDP units' ``forward_gathers``, the pipeline bubble's
@@ -843,7 +846,7 @@ def train_step_time(
     mp = model_parallel
     gradient_checkpointing = gradient_checkpointing or selective != "none" or bool(recompute_modules)
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         head_positions=head_positions,
+                         head_positions=head_positions, model_dtype_bytes=model_dtype_bytes,
                          eager_attention=eager_attention, attention_context=attention_context, causal_skip=causal_skip,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
@@ -2102,11 +2105,12 @@ def forward_only_time(
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
     fsdp2_fp32_outputs: bool = False, adapter_enabled: bool = True,
     moe_dispatcher: MoeDispatcher = MoeDispatcher.ALLTOALL, fused_expert_mlp: bool = False,
-    tensor_parallel_comm_s: float = 0.0, launch_blocking: bool = False,
+    tensor_parallel_comm_s: float = 0.0, launch_blocking: bool = False, model_dtype_bytes: float | None = None,
 ) -> ForwardOnlyPass:
     """A no-grad forward over ``micro_steps`` micro-batches (log-probs, values, rewards) on one GPU:
     the layers and the head (the log-softmax and gather cost about what the loss does), plus the
-    per-layer all-gathers a sharded model leaves exposed. ``expert_parallel`` / ``expert_token_shards``: as
+    per-layer all-gathers a sharded model leaves exposed. ``model_dtype_bytes``: as ``inventory.step_inventory`` (4: a role
+    model loaded in float32 and run without autocast, its GEMMs at the card's fp32 rate, ``gemm._model_compute_s``). ``expert_parallel`` / ``expert_token_shards``: as
     ``inventory.step_inventory`` (an expert-parallel shard's router and dispatch). ``fp8`` / ``fp8_weight_cache``:
     as ``train_step_time`` (a model trained in fp8 runs its no-grad forwards in fp8 too: Megatron-Core's fp8
     context wraps every forward, torchao's Float8Linear is the module; ``fp8_casts``: who casts, as
@@ -2236,7 +2240,7 @@ def forward_only_time(
     if adapter is not None and not adapter_enabled:
         adapter = replace(adapter, targets=())  # the frozen (possibly 4-bit) base alone: no module is adapted
     inv = step_inventory(spec, micro_batch_size=micro_batch_size, seq_len=seq_len, adapter=adapter,
-                         head_positions=head_positions,
+                         head_positions=head_positions, model_dtype_bytes=model_dtype_bytes,
                          window_mask=window_mask, window_mask_dtype_bytes=window_mask_dtype_bytes,
                          mask_layers=mask_layers,
                          eager_attention=eager_attention, attention_context=attention_context,

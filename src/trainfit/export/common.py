@@ -438,6 +438,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         "precision.fp8_attention": p.fp8_attention,
         "precision.fp4_recipe": p.fp4_recipe.value if p.fp4_recipe else None, "precision.fp4_params": p.fp4_params,
         "precision.nf4_compute_dtype": p.nf4_compute_dtype.value,  # time: the 4-bit base's GEMM rate
+        "precision.autocast": p.autocast,  # time: an fp32 reward model's GEMM rate (methods.roles)
+        "precision.tf32": p.tf32,  # time: fp32 GEMMs on the TF32 tensor cores
     })
     hw = card.hardware
     for k in ("gpu", "gpu_memory_gib", "gpus_per_node", "nodes", "host_ram_gib", "nic_gbps_per_gpu",
@@ -506,6 +508,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
                 f.pop(f"rollout.{k}")
         f["task.kind"] = card.task.kind.value
         f["roles.reward_model"] = card.roles.reward_model
+        rm_dtype = card.roles.reward_model_dtype  # memory and time: the reward model's weights and GEMMs
+        f["roles.reward_model_dtype"] = rm_dtype.value if rm_dtype is not None else None
         if card.method is Method.PPO:
             c = card.roles.critic
             f["roles.critic"] = "same_as_actor" if c in (None, "same_as_actor", model_name(card)) else c

@@ -138,9 +138,10 @@ class GroupPhases:
     peaks: tuple[PhasePeak, ...]
 
 
-def frozen_weights(spec: ModelSpec, card: RunCard, *, divisor: int) -> float:
-    """A frozen copy of ``spec`` in the card's weight dtype, sharded by ``divisor``."""
-    w = card.weights_dtype if card.weights_dtype is not Dtype.FP32 else Dtype.BF16
+def frozen_weights(spec: ModelSpec, card: RunCard, *, divisor: int, dtype: Dtype | None = None) -> float:
+    """A frozen copy of ``spec`` in the card's weight dtype (``dtype`` where the card states the role model's own:
+    ``roles.reward_model_dtype``), sharded by ``divisor``."""
+    w = dtype or (card.weights_dtype if card.weights_dtype is not Dtype.FP32 else Dtype.BF16)
     return weight_bytes(spec, weights=w, compute=ComputeDtype.BF16, trainable=TrainableSpec()).base / divisor
 
 
@@ -675,7 +676,10 @@ def rl_groups(
     rm_spec = reward_spec_of(card)
     rm_w = 0.0
     if rm_spec is not None:
-        rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor if reward_divisor is None else reward_divisor)
+        # the reward model in the dtype the card states it loaded in (roles.reward_model_dtype: fp32 4 B a weight)
+        rm_dtype = card.roles.reward_model_dtype
+        rm_w = frozen_weights(rm_spec, card, divisor=weights_divisor if reward_divisor is None else reward_divisor,
+                              dtype=Dtype(rm_dtype.value) if rm_dtype is not None else None)
     critic_keep = _persistent(critic) if critic is not None else 0.0  # its gradient buffer added below
 
     # the engine

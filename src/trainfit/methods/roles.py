@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainfit.spec.card import RunCard, pin_before, rl_group_sizes
-from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, LossKernel, Method, Placement, RefPlacement, Scope
+from trainfit.spec.enums import FSDP_STRATEGIES, SERVING_ENGINES, ComputeDtype, LossKernel, Method, Placement, RefPlacement, Scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +354,30 @@ def reward_model(card: RunCard) -> str | None:
         return None
     r = card.roles.reward_model
     return None if r in ("rule", "none") else r
+
+
+def reward_model_weight_bytes_per_param(card: RunCard) -> int | None:
+    """Bytes a weight of the card's reward model is held in where the card states its dtype
+    (``roles.reward_model_dtype``: 4 for fp32, 2 for bf16 / fp16); None where it does not (the trained model's)."""
+    d = card.roles.reward_model_dtype
+    return None if d is None or reward_model(card) is None else d.bytes
+
+
+def reward_model_gemm_dtype_bytes(card: RunCard) -> float:
+    """Bytes of the operands the reward model's forward GEMMs run in: 4 (fp32, the card's non-tensor-core fp32 rate,
+    ``compute.gemm``) where its weights are fp32 (``roles.reward_model_dtype``) and nothing autocasts its forward
+    (``precision.autocast`` false: accelerate wraps a prepared model's forward in autocast only under native mixed
+    precision, huggingface/accelerate src/accelerate/accelerator.py l.1402-1413 @v1.3.0
+    bdd70d5d93c3a66e859d966b6482871971ae7510, and TRL 0.14 prepares its reward models through it,
+    huggingface/trl trl/trainer/grpo_trainer.py l.353-355 @49711efab9e0cc3762d3228c9fd5a8064d489503); PyTorch
+    leaves TF32 off for matmuls by default (``torch.backends.cuda.matmul.allow_tf32`` False since 1.12,
+    https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05), so those GEMMs take the CUDA cores.
+    2 otherwise (bf16 / fp16 tensor cores). With ``precision.tf32`` the fp32 GEMMs take the TF32 tensor rate
+    (``plan.time.rates_of``)."""
+    fp32 = reward_model_weight_bytes_per_param(card) == 4
+    # precision.compute fp32: the run has no 16-bit autocast to run it under either
+    cast = card.precision.autocast and card.precision.compute is not ComputeDtype.FP32
+    return 4.0 if fp32 and not cast else 2.0
 
 
 def group_sizes(card: RunCard) -> tuple[int, int]:

@@ -316,6 +316,7 @@ from trainfit.methods.roles import (
     old_logprob_pass,
     reference_placement,
     reward_model,
+    reward_model_gemm_dtype_bytes,
 )
 from trainfit.plan.rl_batches import (
     RlBatch,
@@ -335,6 +336,7 @@ from trainfit.plan.time import (
     adapter_of,
     attention_kernel_of,
     compute_dtype_bytes,
+    fp32_model_gemm_dtype_bytes,
     fp8_attention_recipe,
     fp8_casts_of,
     fp8_layer_share_of,
@@ -627,6 +629,10 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # TRL's GRPO: the completion's logits only (logits_to_keep; roles.logit_positions)
             head_positions=logit_positions(card, seq_len=rank_seq),
             adapter=adapter, eager_attention=eager, parallel=par,
+            # a reward model loaded in float32 and run without autocast: fp32 GEMMs (roles.reward_model_gemm_dtype_bytes)
+            # the other passes in the trained model's compute dtype (plan.time.fp32_model_gemm_dtype_bytes)
+            model_dtype_bytes=(reward_model_gemm_dtype_bytes(card) if name == "reward_model"
+                               else fp32_model_gemm_dtype_bytes(card)),
             gathered_weight_bytes=actor_w if _runs_actor_weights(card, name) else frozen_w,
             count_scale=count_scale(pspec), memory_factor=COMPILE_MEMORY_FACTOR if compile_ else 1.0,
             kernel_factor=kernel_factor_of(card),

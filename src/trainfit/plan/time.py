@@ -419,6 +419,11 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
         r = replace(r, host_numa_nodes=card.hardware.host_numa_nodes)
     if card.hardware.nic_gbps_per_node:
         r = replace(r, node_nic_bytes_per_s=card.hardware.nic_gbps_per_node * 1e9 / 8)
+    if card.precision.tf32 and gpu.tf32_dense_flops_per_s and gpu.half_dense_flops_per_s:
+        # fp32 GEMMs on the TF32 tensor cores at the fraction of its peak the card's bf16 GEMMs sustain (the same
+        # tensor-core pipes; no TF32 sweep is read): the card validator refused a GPU without a TF32 figure
+        r = replace(r, tf32_matmul_flops_per_s=gpu.tf32_dense_flops_per_s
+                    * r.matmul_flops_per_s / gpu.half_dense_flops_per_s)
     return r
 
 
@@ -837,6 +842,16 @@ def legacy_sdpa_copies_of(spec: ModelSpec, card: RunCard, *, eager: bool) -> dic
     return {"sdpa_copy_bytes_per_token": per_token, "sdpa_copy_kernels": kernels} if kernels else {}
 
 
+def fp32_model_gemm_dtype_bytes(card: RunCard) -> float | None:
+    """4 where the trained model computes in fp32 (``precision.compute`` fp32: fp32 weights run without autocast, as
+    accelerate leaves a model without native mixed precision, huggingface/accelerate src/accelerate/accelerator.py
+    l.1402-1413 @v1.3.0 bdd70d5d93c3a66e859d966b6482871971ae7510): its GEMMs, forward and backward, and those of the
+    passes that run it (old log-probs, its reference copy, a critic of its precision) run in fp32 at the card's fp32
+    rate, or TF32 with ``precision.tf32``; None otherwise (the 16-bit compute dtype, or a QLoRA base's own
+    ``Adapter.base_dtype_bytes``)."""
+    return 4.0 if card.precision.compute is ComputeDtype.FP32 else None
+
+
 def compute_dtype_bytes(card: RunCard) -> int:
     """Bytes of the card's activations' dtype: 4 in fp32 compute, else 2 (bf16 / fp16; fp8 / fp4 run their non-GEMM
     ops in bf16; a QLoRA model loaded in float32: 4, ``resolve.model_dtype``), as the memory plan takes them."""
@@ -1088,6 +1103,8 @@ def training_time(
                                                             seq_len=max(1, seq_len // cp))
     t = train_step_time(
         shard, rates=rates, micro_batch_size=micro_batch_size, seq_len=max(1, seq_len // cp), micro_steps=micro_steps,
+        # a model computed in fp32 (precision.compute fp32: no autocast): fp32 GEMMs (fp32_model_gemm_dtype_bytes)
+        model_dtype_bytes=fp32_model_gemm_dtype_bytes(card),
         # TRL's GRPO update: the completion's logits only (logits_to_keep; methods.roles.logit_positions)
         head_positions=logit_positions(card, seq_len=max(1, seq_len // cp)),
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,

@@ -59,6 +59,7 @@ from trainfit.spec.enums import (
     QloraDequant,
     RecomputeModule,
     RefPlacement,
+    RoleWeightsDtype,
     ResponseShape,
     ResumeKind,
     RolloutEngine,
@@ -246,6 +247,19 @@ class PrecisionSection(_Section):
     optimizer_in_backward: bool = Field(
         False, description="Step each parameter in its grad hook and free the gradient (torchtune optimizer_in_bwd)."
     )
+    autocast: bool = Field(
+        True, description="Whether the trainer runs its models' forwards under torch autocast in precision.compute"
+        " (accelerate's mixed_precision, the HF Trainer's bf16 / fp16 flags: Accelerator.prepare_model wraps forward in"
+        " autocast only under native AMP, huggingface/accelerate src/accelerate/accelerator.py l.1402-1413 @v1.3.0"
+        " bdd70d5d93c3a66e859d966b6482871971ae7510, the reward and reference models prepared with evaluation_mode too)."
+        " false: each model's GEMMs run in its weights' dtype; an fp32 reward model (roles.reward_model_dtype fp32)"
+        " then runs fp32 GEMMs. Default true.")
+    tf32: bool = Field(
+        False, description="Whether fp32 matmuls may run on the TF32 tensor cores (torch.backends.cuda.matmul."
+        "allow_tf32, the HF Trainer's tf32 flag). PyTorch's default is false since 1.12 (\"This flag defaults to False"
+        " in PyTorch 1.12 and later\", https://pytorch.org/docs/stable/notes/cuda.html, read 2026-12-05): fp32 GEMMs"
+        " (an fp32 reward model without autocast, a QLoRA base dequantised to fp32) then take the CUDA cores' fp32"
+        " rate; true: the catalog's dense TF32 rate (refused on a GPU without one). Default false.")
     fp8_recipe: Fp8Recipe | None = Field(
         None, description="With compute fp8 (required): delayed (TE DelayedScaling, amax history) | current"
         " (per-tensor dynamic: TE Float8CurrentScaling, torchao/torchtitan float8 tensorwise) | blockwise"
@@ -1661,8 +1675,32 @@ class RolloutSection(_Section):
 class RolesSection(_Section):
     reference: RefPlacement | None = Field(None, description="gpu | cpu | none | lora_disabled | precomputed | host_swap; default by method (host_swap under the nemo-rl preset).")
     reward_model: str = Field("rule", description="none | rule | a model id (a frozen scalar-head model).")
+    reward_model_dtype: RoleWeightsDtype | None = Field(
+        None, description="With a reward model id: the dtype its weights are loaded in, bf16 | fp16 | fp32 (null: the"
+        " trained model's 16-bit dtype). fp32 = a from_pretrained without torch_dtype under transformers 4.x (TRL's"
+        " GRPOTrainer forwards model_init_kwargs' torch_dtype as given, spec.enums.RoleWeightsDtype): 4 B a weight,"
+        " and fp32 GEMMs at the card's fp32 (non-tensor-core) rate unless precision.autocast casts its forward.")
     critic: str | None = Field(None, description="PPO: same_as_actor (default) or a model id; 'none' is refused.")
     kl_coef: float | None = Field(None, ge=0, le=1e6, description="KL coefficient (null: PPO 0.05, DPO 0.1, GRPO 0, or under the openrlhf / skyrl / nemo-rl presets their frameworks' GRPO default 0.01 / 0.001 / 0.01: methods.roles.GRPO_DEFAULT_KL_PRESETS). At 0 whether a reference is loaded and run depends on the framework and method (methods.roles.reference_loaded): none for GRPO under every preset and for PPO under verl / openrlhf / skyrl / slime / miles; PPO with no preset, under trl or under nemo-rl keeps it.")
+
+
+def _check_role_dtypes(card: Any) -> None:
+    """``roles.reward_model_dtype`` only beside a reward model id; ``precision.autocast`` false only where the trained
+    model's weights are its compute dtype (without autocast nothing casts fp32 weights down to a 16-bit compute)."""
+    ro = card.roles
+    if ro.reward_model_dtype is not None and ro.reward_model in ("rule", "none"):
+        raise ValueError(f"roles.reward_model_dtype: '{ro.reward_model_dtype.value}' is read with a reward model id;"
+                         f" roles.reward_model is '{ro.reward_model}'; allowed with it: null")
+    prec = card.precision
+    if not prec.autocast and prec.weights is Dtype.FP32 and prec.compute is not ComputeDtype.FP32:
+        raise ValueError(f"precision.autocast: false runs the model's GEMMs in its weights' dtype, fp32, while"
+                         f" precision.compute is '{prec.compute.value}'; allowed with weights fp32: autocast true, or"
+                         " compute fp32")
+    if prec.tf32:
+        _check_tf32_gpu(card.hardware.gpu)
+    if not prec.autocast and prec.compute.quantized_gemms:
+        raise ValueError(f"precision.autocast: false with precision.compute '{prec.compute.value}', whose quantised"
+                         " GEMMs run inside the framework's own autocast; allowed with it: true")
 
 
 def verl_actor_loss(card: Any) -> bool:
@@ -1801,6 +1839,7 @@ class RunCard(_Section):
             # methods.roles.reward_model: a frozen reward model is loaded by ppo and grpo only
             raise ValueError(f"roles.reward_model: a reward model is read by methods ppo and grpo only; method"
                              f" {self.method.value} has none, allowed: rule or none (got {self.roles.reward_model!r})")
+        _check_role_dtypes(self)
         _check_reference_placement(self)
         ro = self.rollout
         if ro.engine is RolloutEngine.DEEPSPEED_HYBRID and ro.placement is Placement.SPLIT:
@@ -2613,6 +2652,22 @@ def _block_scaled_gpus(*, te_mxfp8: bool = False) -> list[str]:
     from trainfit.catalog.gpus import gpu_ids, resolve_gpu
 
     return [g for g in gpu_ids() if _block_scaled_ok(resolve_gpu(g).compute_capability, te_mxfp8=te_mxfp8)]
+
+
+def _check_tf32_gpu(gpu: str) -> None:
+    """``precision.tf32`` true needs the catalog card's dense TF32 rate (``GpuSpec.tf32_dense_flops_per_s``); a custom
+    card (memory only) or a name the catalog does not know is left to the GPU lookup."""
+    from trainfit.catalog.gpus import gpu_ids, resolve_gpu
+    from trainfit.errors import CatalogError
+
+    try:
+        spec = resolve_gpu(gpu)
+    except CatalogError:
+        return
+    if not spec.tf32_dense_flops_per_s:
+        allowed = ", ".join(i for i in gpu_ids() if resolve_gpu(i).tf32_dense_flops_per_s)
+        raise ValueError(f"precision.tf32: true needs the GPU's TF32 tensor-core rate; {spec.id} has none in the"
+                         f" catalog; allowed: false, or GPUs {allowed}")
 
 
 def _check_block_scaled_gpu(gpu: str, *, key: str, what: str, te_mxfp8: bool = False) -> None:

@@ -392,6 +392,25 @@ class AdapterDtype(StrEnum):
     BF16 = "bf16"
 
 
+class RoleWeightsDtype(StrEnum):
+    """Dtype a frozen role model's weights are loaded in (``roles.reward_model_dtype``).
+
+    A role model loaded with ``from_pretrained`` and no ``torch_dtype`` is float32 under transformers 4.x (TRL
+    0.14's GRPOTrainer loads a reward model given by id with ``args.model_init_kwargs``, whose ``torch_dtype`` it
+    forwards as given: huggingface/trl trl/trainer/grpo_trainer.py l.170-178, l.218-222
+    @49711efab9e0cc3762d3228c9fd5a8064d489503; the same at f2cd57710ae345ea6428ae95363267fcf38a3dc8 l.513-520).
+    Its GEMMs then run in fp32 unless the trainer autocasts its forward (``precision.autocast``).
+    """
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP32 = "fp32"
+
+    @property
+    def bytes(self) -> int:
+        return 4 if self is RoleWeightsDtype.FP32 else 2
+
+
 class KbitPrepare(StrEnum):
     """What cast a QLoRA run's non-4-bit parameters after loading (``lora.prepare_kbit``; ``compute.kbit_upcast``,
     ``memory.kbit_upcast``). ``none``: nothing, they stay in the compute dtype. ``peft``: PEFT's

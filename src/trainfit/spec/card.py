@@ -651,7 +651,8 @@ class ParallelSection(_Section):
                                  " fast forward: Triton RMSNorm and RoPE, fused LoRA autograd functions, xFormers / SDPA"
                                  " attention), launched eagerly, not torch.compile'd: the time model scales the card's"
                                  " kernels by Unsloth's counted layer inventory (compute.unsloth_layers) instead of the"
-                                 " compile factor. Step time only; needs compile false.")
+                                 " compile factor. Step time only; needs compile false, scope lora or qlora, lora.dropout 0"
+                                 " and one GPU (the counted case).")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size) | nanotron (nanotron's linears: in memory the sequence-shard inputs, rows' embedding gradient and Megatron's vocab-parallel loss (its max subtracted out of place), its MLP per-op; in time the per-op model, no Transformer Engine).")
@@ -1773,6 +1774,7 @@ class RunCard(_Section):
         _check_peft_variant(self)
         _check_attention_kernel(self)
         _check_unsloth_one_gpu(self)
+        _check_unsloth_layers(self)
         _check_trl_ppo(self)
         _check_weight_transport(self)
         _check_token_budget(self)
@@ -2353,6 +2355,20 @@ def _check_trl_ppo(card: "RunCard") -> None:
     """``preset: trl`` plans TRL's own trainers; PPO is not one (``TRL_PPO_REFUSAL``)."""
     if card.preset == "trl" and card.method is Method.PPO:
         raise ValueError(TRL_PPO_REFUSAL)
+
+
+def _check_unsloth_layers(card: "RunCard") -> None:
+    """``parallel.unsloth_layers`` scales the card's kernels by Unsloth's counted layer (``compute.unsloth_layers``:
+    LoRA on the seven linears, lora_dropout 0, one GPU); a card outside that count is refused with one line, never
+    planned with it silently."""
+    if not card.parallel.unsloth_layers:
+        return
+    gpus = card.hardware.gpus_per_node * card.hardware.nodes
+    if card.scope not in (Scope.LORA, Scope.QLORA) or card.lora.dropout != 0 or gpus != 1:
+        raise ValueError(
+            f"parallel.unsloth_layers: Unsloth's layers were counted for a one-GPU LoRA without dropout; got scope"
+            f" '{card.scope.value}', lora.dropout {card.lora.dropout:g}, {gpus} gpus; allowed with true: scope lora or"
+            " qlora, lora.dropout 0 and one GPU (hardware.gpus_per_node 1, nodes 1), else false")
 
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:

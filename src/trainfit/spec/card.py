@@ -2326,7 +2326,7 @@ def _check_weight_transport(card: "RunCard") -> None:
 def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     """Fill a null ``rollout.gpu_memory_utilization`` with the framework's default for the card's preset and placement
     (``methods.presets.default_gpu_memory_utilization``). A stated value (card, ``--set`` or preset fill) is never
-    replaced; the filled one stays out of ``model_fields_set``, so a card re-validated from
+    replaced; the filled one stays out of ``model_fields_set`` (an explicit null is taken out of it), so a card re-validated from
     ``model_dump(exclude_unset=True)`` with another placement or preset resolves it afresh. The section is copied
     first: a ``RolloutSection`` shared by several cards is not changed."""
     if card.rollout.gpu_memory_utilization is not None:
@@ -2336,6 +2336,9 @@ def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     value, _source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
     rollout = card.rollout.model_copy()
     object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
+    # an explicit null (YAML ``null``, ``--set ...=null``) reads as unstated: drop it from the copy's fields set, so a
+    # dump with exclude_unset leaves it out and the plan's assumption line keeps the default's source
+    rollout.__pydantic_fields_set__ = set(rollout.__pydantic_fields_set__) - {"gpu_memory_utilization"}
     object.__setattr__(card, "rollout", rollout)
 
 

@@ -2323,6 +2323,54 @@ def _check_weight_transport(card: "RunCard") -> None:
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
 
 
+def default_gpu_memory_utilization_of(card: "RunCard") -> tuple[float, str]:
+    """``(fraction, source)`` a null ``rollout.gpu_memory_utilization`` resolves to
+    (``methods.presets.default_gpu_memory_utilization``); an SGLang engine's from the card's GPU memory (nvidia-smi
+    total), engine TP size, model (MLA or not) and scope (an adapter: the engine serves LoRA)."""
+    from trainfit.methods.presets import default_gpu_memory_utilization
+
+    ro = card.rollout
+    if ro.engine is not RolloutEngine.SGLANG:
+        return default_gpu_memory_utilization(preset=card.preset, placement=ro.placement)
+    spec = _catalog_model_spec(card)
+    return default_gpu_memory_utilization(
+        preset=card.preset, placement=ro.placement, engine=ro.engine, gpu_memory_mib=_nvidia_smi_mib(card),
+        engine_tp=ro.tensor_parallel, mla=spec is not None and spec.mla is not None,
+        lora=card.scope in (Scope.LORA, Scope.QLORA))
+
+
+def _nvidia_smi_mib(card: "RunCard") -> float | None:
+    """The card's GPU memory as nvidia-smi reports it, MiB (the catalog's ``memory_bytes``; a custom card's
+    ``gpu_memory_gib``); None when neither is known."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import TrainfitError
+
+    hw = card.hardware
+    if hw.gpu_memory_gib is not None:
+        return float(hw.gpu_memory_gib) * 1024
+    try:
+        return resolve_gpu(hw.gpu).memory_bytes / 2**20
+    except (TrainfitError, KeyError, ValueError):
+        return None
+
+
+def _catalog_model_spec(card: "RunCard"):
+    """The card's model spec from the catalog or an inline config, without a hub look-up; None otherwise."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.catalog.models import from_catalog
+    from trainfit.errors import TrainfitError
+
+    m = card.model
+    try:
+        if isinstance(m, str):
+            return from_catalog(m)
+        if m.config is not None:
+            return spec_from_hf_config(m.config, name=m.id or "inline config", source="inline")
+        return from_catalog(m.id) if m.id and m.params is None else None
+    except (TrainfitError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     """Fill a null ``rollout.gpu_memory_utilization`` with the framework's default for the card's preset and placement
     (``methods.presets.default_gpu_memory_utilization``). A stated value (card, ``--set`` or preset fill) is never
@@ -2331,9 +2379,7 @@ def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     first: a ``RolloutSection`` shared by several cards is not changed."""
     if card.rollout.gpu_memory_utilization is not None:
         return
-    from trainfit.methods.presets import default_gpu_memory_utilization
-
-    value, _source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    value, _source = default_gpu_memory_utilization_of(card)
     rollout = card.rollout.model_copy()
     object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
     # an explicit null (YAML ``null``, ``--set ...=null``) reads as unstated: drop it from the copy's fields set, so a

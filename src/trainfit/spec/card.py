@@ -2131,6 +2131,14 @@ class RunCard(_Section):
             raise ValueError(f"parallel.moe_experts: loop_v5 needs transformers >= 5 (software.transformers"
                              f" {self.software.transformers}); allowed with a 4.x pin: loop, loop_all (transformers' 4.x"
                              " experts; grouped_streams or grouped_padded for a trainer's own)")
+        if self.parallel.moe_experts in (MoeExperts.LOOP, MoeExperts.LOOP_ALL) and pin_at_least(
+                self.software.transformers, (5, 0)):
+            # transformers 5.0 builds the routed experts as fused 3-D parameters (set_experts_implementation): the 4.x
+            # per-expert nn.Linear modules the loop and loop_all describe are not there
+            raise ValueError(f"parallel.moe_experts: {self.parallel.moe_experts.value} is transformers < 5's per-expert"
+                             f" nn.Linear loop; software.transformers {self.software.transformers} has fused expert"
+                             " parameters; allowed with a >= 5 pin: loop_v5 (v5's eager loop), grouped (or a trainer's"
+                             " own: grouped_streams, grouped_padded)")
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")

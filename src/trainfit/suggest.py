@@ -82,7 +82,14 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
                 out.append({"batch.micro_batch_size": m, "batch.grad_accum": total // m})  # the global batch kept
         del dp
     if _loop_quantizes_kept_experts(card):
-        out.append({"parallel.moe_experts": "loop"})
+        # the loop is transformers < 5's layout: a release change, offered only where the card allows that release
+        from trainfit.spec.card import pin_before
+
+        pin = card.software.transformers
+        if not pin:
+            out.append({"parallel.moe_experts": "loop", "software.transformers": "<5"})
+        elif pin_before(pin, (5, 0)):
+            out.append({"parallel.moe_experts": "loop"})
     if per_node < 8:
         out.append({"hardware.gpus_per_node": min(8, 2 * per_node)})
     else:
@@ -93,7 +100,9 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
 def _loop_quantizes_kept_experts(card) -> bool:
     """A QLoRA MoE card whose routed experts stay in the compute dtype (transformers 5's fused 3-D parameters) and
     that transformers < 5's per-expert loop would store in NF4: ``parallel.moe_experts`` loop is a candidate (the
-    plan's assumption line names the release it holds for, ``plan.assumptions.unquantized_experts_line``)."""
+    plan's assumption line names the release it holds for, ``plan.assumptions.unquantized_experts_line``), with the
+    pin ``<5`` on an unpinned card, and not at all on a card pinned to 5 or later or to something unread
+    (``candidate_changes``)."""
     from trainfit.plan.resolve import model_spec_of
     from trainfit.plan.terms import loop_would_quantize_experts, unquantized_expert_params
 

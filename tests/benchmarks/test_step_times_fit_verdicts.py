@@ -78,16 +78,26 @@ def test_megatron_bridge_deepseek_v3_recipe_moments_are_bf16() -> None:
 def test_miles_p2p_rows_take_the_launchers_engine_fraction_and_optimizer_offload() -> None:
     """miles' P2P weight-transfer table ran the repository's launcher (examples/infra_features/p2p_weight_transfer/
     run.py @748935dc, cited in each entry): SGLang mem_fraction_static 0.8 and Megatron's optimizer CPU offload for
-    GLM-4.5-Air. With the card's default 0.3 share its SGLang engine could not hold its 24.9 GiB weight shard; with the
-    launcher's 0.8 it starts and the row fits. The weight-sync time does not depend on either."""
+    GLM-4.5-Air. With the share left unstated the SGLang engine takes SGLang's own ServerArgs rule
+    (methods.sglang_memory; sglang 0.5.15.post1 server_args.py _handle_gpu_memory_settings l.3469-3690): an H100
+    (nvidia-smi 81,559 MiB) at engine TP 8 picks chunked_prefill_size 8192 and decode max_bs 512 (l.3524-3533), so
+    reserved = 512 + 8192 x 1.5 + 512 x 2 + 8 / 8 x 1024 + 58 prefill graph sizes x 8 = 15,312 MiB and the fraction
+    round((81,559 - 15,312) / 81,559, 3) = 0.812 (l.3623-3690); the engine starts there too (it did not at the old
+    flat 0.3). The weight-sync time does not depend on the fraction."""
+    from trainfit.spec.card import load_card_dict
+
     e = RL["miles-p2p-weight-sync-glm45-air-h100-4p4n-nccl"]
     assert e["rollout"]["gpu_memory_utilization"] == 0.8 and e["train"]["offload"] == "optimizer"
     card, _ = st.map_rl(e)
     planned = st.plan_card(card)
     assert planned.engine_fits and planned.fits is True
     card["rollout"].pop("gpu_memory_utilization")
+    assert card["rollout"]["engine"] == "sglang" and card["rollout"]["tensor_parallel"] == 8
+    assert load_card_dict(card).rollout.gpu_memory_utilization == 0.812
     default = st.plan_card(card)
-    assert not default.engine_fits and default.parts["weight_sync"] == planned.parts["weight_sync"]
+    assert default.engine_fits and default.parts["weight_sync"] == planned.parts["weight_sync"]
+    card["rollout"]["gpu_memory_utilization"] = 0.3  # the old flat default: the engine cannot hold its shard
+    assert not st.plan_card(card).engine_fits
 
 
 @pytest.mark.parametrize("row_id", ["vectorlm-a100-llama3-8b-full-1g-2k-mbs8", "vectorlm-a100-llama3-8b-full-1g-4k-mbs4",

@@ -101,3 +101,45 @@ def test_fit_keeps_an_unsloth_card_off_model_parallel_layouts():
     assert "parallel.unsloth_layers" in STACK_PINS
     assert layout_stacks(fused=True, own=False, open_=False, stated=Stack.UNSLOTH) == []
     assert layout_stacks(fused=False, own=False, open_=False, stated=Stack.UNSLOTH) == [False]
+
+
+# parallel.unsloth_layers is Unsloth's counted LoRA layer (compute.unsloth_layers: Qwen3, LoRA on the seven linears,
+# lora_dropout 0, one GPU); a card outside that scope is refused with one line, and the factor is stated whenever used
+
+@pytest.mark.parametrize("change, field", [
+    ({"scope": "full", "lora": None}, "scope"),
+    ({"lora": {"rank": 16, "alpha": 32, "targets": list(TARGETS), "dropout": 0.05}}, "lora.dropout"),
+    ({"hardware": {"gpu": "h100-sxm", "gpus_per_node": 2, "nodes": 1},
+      "parallel": {"strategy": "ddp", "gradient_checkpointing": True, "unsloth_layers": True}}, "gpus"),
+])
+def test_unsloth_layers_refused_outside_the_counted_scope(change, field):
+    card = {**_card(unsloth_layers=True), **change}
+    card = {k: v for k, v in card.items() if v is not None}
+    with pytest.raises(CardError, match="^parallel.unsloth_layers: ") as exc:
+        load_card_dict(card)
+    msg = str(exc.value)
+    assert "\n" not in msg and field in msg and "allowed" in msg
+
+
+def test_default_card_refuses_unsloth_layers_from_the_cli():
+    # the reviewer's reproducer: the default card (Qwen3-8B full, 8 GPUs, FSDP) planned 17 % faster, silently
+    import subprocess
+    proc = subprocess.run([sys.executable, "-m", "trainfit", "plan", "--set", "parallel.unsloth_layers=true", "--json"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "parallel.unsloth_layers" in proc.stderr
+
+
+def test_unsloth_layers_plan_states_the_factor_and_its_source():
+    lines = make_plan(load_card_dict(_card(unsloth_layers=True))).time.assumptions
+    hit = [a for a in lines if a.startswith("parallel.unsloth_layers")]
+    assert len(hit) == 1
+    assert f"{UNSLOTH_KERNEL_FACTOR:.3f}" in hit[0] and "c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a" in hit[0]
+    assert not [a for a in make_plan(load_card_dict(_card())).time.assumptions
+                if a.startswith("parallel.unsloth_layers")]
+
+
+def test_unsloth_layers_on_qlora_says_it_takes_the_lora_count():
+    lines = make_plan(load_card_dict({**_card(unsloth_layers=True), "scope": "qlora"})).time.assumptions
+    hit = [a for a in lines if a.startswith("parallel.unsloth_layers")]
+    assert len(hit) == 1 and "4-bit" in hit[0] and "not counted" in hit[0]

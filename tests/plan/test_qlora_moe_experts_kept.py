@@ -41,4 +41,37 @@ def test_fix_suggestions_try_the_loop():
     plan = make_plan(card)
     assert not plan.fits
     singles, _pairs = suggestions(card, plan, pairs=False)
-    assert {"parallel.moe_experts": "loop"} in [s.changes for s in singles]
+    assert {"parallel.moe_experts": "loop", "software.transformers": "<5"} in [s.changes for s in singles]
+
+
+# The loop is transformers < 5's layout: offered as that release change, never to a card pinned to 5 or later, and a
+# card that states it under a >= 5 pin is refused (loop_v5 is v5's eager loop; transformers 5.0 builds the experts as
+# fused 3-D parameters, the 4.x per-expert nn.Linear modules are gone: the module docstring's sources)
+
+def _singles(overrides):
+    card = load_card(None, {**_MOE, "hardware.gpu": "l40s", **overrides})
+    plan = make_plan(card)
+    assert not plan.fits
+    singles, _pairs = suggestions(card, plan, pairs=False)
+    return [s.changes for s in singles]
+
+
+def test_unpinned_card_is_offered_the_loop_as_a_release_change():
+    assert {"parallel.moe_experts": "loop", "software.transformers": "<5"} in _singles({})
+
+
+def test_card_pinned_to_transformers_5_is_not_offered_the_loop():
+    # the reviewer's reproducer (Qwen3-30B-A3B QLoRA, software.transformers 5.0.0) was offered it
+    assert not [c for c in _singles({"software.transformers": "5.0.0"}) if "parallel.moe_experts" in c]
+
+
+def test_loop_refused_under_a_transformers_5_pin():
+    import pytest
+    from trainfit.errors import CardError
+
+    for loop in ("loop", "loop_all"):
+        with pytest.raises(CardError, match="^parallel.moe_experts: ") as exc:
+            load_card(None, {**_MOE, "parallel.moe_experts": loop, "software.transformers": "5.0.0"})
+        assert "\n" not in str(exc.value) and "loop_v5" in str(exc.value)
+    load_card(None, {**_MOE, "parallel.moe_experts": "loop_v5", "software.transformers": "5.0.0"})
+    load_card(None, {**_MOE, "parallel.moe_experts": "loop", "software.transformers": "4.57.6"})

@@ -49,3 +49,21 @@ def test_assumption_line_names_the_source_only_when_defaulted():
     line = next(a for a in defaulted.assumptions if a.startswith("rollout:"))
     assert "gpu_memory_utilization 0.9 (TRL trl vllm-serve default, split engine)" in line
     assert not any("vllm-serve default" in a for a in stated.assumptions)
+
+
+def test_explicit_null_is_resolved_but_not_kept_as_set():
+    # an explicit null (a YAML `gpu_memory_utilization: null`, or --set ...=null) is the same as leaving it out: the
+    # resolved default must not be dumped as stated, or a re-validated colocate variant keeps the split engine's 0.9
+    card = load_card(None, {**_SPLIT, "rollout.gpu_memory_utilization": None})
+    assert card.rollout.gpu_memory_utilization == 0.9
+    data = card.model_dump(mode="json", exclude_unset=True)
+    assert "gpu_memory_utilization" not in data.get("rollout", {})
+    data["rollout"].update(placement="colocate")
+    data["rollout"].pop("gpus", None)
+    assert RunCard.model_validate(data).rollout.gpu_memory_utilization == 0.3  # TRL GRPOConfig, colocate
+
+
+def test_explicit_null_keeps_the_assumption_source():
+    plan = make_plan(load_card(None, {**_SPLIT, "rollout.gpu_memory_utilization": None}))
+    line = next(a for a in plan.assumptions if a.startswith("rollout:"))
+    assert "gpu_memory_utilization 0.9 (TRL trl vllm-serve default, split engine)" in line

@@ -97,6 +97,12 @@ figure of that machine was found. (2) The RTX 5090 rows stay +23 to
 H200 / B200 rows is not in Unsloth's code. (3) The per-kernel host rates are the eager transformers layer's
 (``compute.rates``), applied to Unsloth's Python (Triton launches, autograd Functions): no published per-launch cost
 of either was found to replace them.
+Scope (``spec.card`` refuses ``parallel.unsloth_layers`` outside it, ``UNSLOTH_LAYERS_REFUSAL``): the count is of a
+LoRA layer (scope lora or qlora) with ``lora_dropout`` 0 (a dropout keeps PEFT's own forward, not the fused
+functions: unsloth/models/llama.py l.3248) on one GPU (Unsloth's loader is one process on one device,
+``methods.unsloth.UNSLOTH_MULTI_GPU_REFUSAL``). A QLoRA card takes the same LoRA count: Unsloth's 4-bit path
+(``fast_dequantize`` of each base weight inside ``matmul_lora``, unsloth/kernels/utils.py) was not counted, so the
+factor scales the card's own bitsandbytes dequantisation kernels as it scales the rest (``unsloth_layers_note``).
 Pure: no torch.
 """
 
@@ -130,3 +136,18 @@ def unsloth_kernel_factor() -> float:
 
 UNSLOTH_KERNEL_FACTOR = unsloth_kernel_factor()
 """198 / 301.4 = 0.657 (``unsloth_kernel_factor``)."""
+
+UNSLOTH_LAYERS_SOURCE = "unslothai/unsloth @c80faef72223fb12e84fb8ac84d8ab2e18ef5a4a (2026.1.3)"
+"""Where the layer was counted (module docstring)."""
+
+
+def unsloth_layers_note(*, qlora: bool) -> str:
+    """The plan's assumption line of a ``parallel.unsloth_layers`` card: the factor, what it was counted for and where;
+    on a QLoRA card, that the LoRA count stands (the 4-bit dequantisation path was not counted)."""
+    line = (f"parallel.unsloth_layers: the layers' kernels x{UNSLOTH_KERNEL_FACTOR:.3f} (Unsloth's counted layer over"
+            f" the eager one, {UNSLOTH_KERNEL_FACTOR * 301.4:.0f} / 301.4 kernels; Qwen3, LoRA on the seven linears,"
+            f" lora_dropout 0, one GPU; {UNSLOTH_LAYERS_SOURCE}, trainfit.compute.unsloth_layers)")
+    if qlora:
+        line += ("; scope qlora takes the LoRA count: Unsloth's 4-bit dequantisation path (fast_dequantize in"
+                 " matmul_lora) was not counted, the card's own dequantisation kernels are scaled by the same factor")
+    return line

@@ -1389,6 +1389,11 @@ def _openrlhf_flags(argv: list[str]) -> _CheckedRead:
     return out
 
 
+_OPENRLHF_GPU_MEMORY_UTILIZATION_DEFAULT = 0.95
+"""``--vllm.gpu_memory_utilization`` ``default=0.95`` (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.250-254
+@3c3be6234e0cb353e76bb8019947db9dfe99fca7), used by every engine whatever the placement (l.56-76)."""
+
+
 def read_openrlhf(text: str) -> Imported:
     t = "openrlhf"
     argv = _shell_argv(text, t)
@@ -1538,6 +1543,14 @@ def read_openrlhf(text: str) -> Imported:
             ro["tensor_parallel"] = tp
             if "--vllm.gpu_memory_utilization" in fl:
                 ro["gpu_memory_utilization"] = one("--vllm.gpu_memory_utilization", float)
+            else:
+                # argparse default=0.95, handed to create_vllm_engines unchanged with or without --train.colocate_all
+                # (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.56-76, l.250-254 @3c3be6234e0cb353e76bb8019947db9dfe99fca7);
+                # unset, the card would take TRL's budget (the importer sets no preset)
+                ro["gpu_memory_utilization"] = _OPENRLHF_GPU_MEMORY_UTILIZATION_DEFAULT
+                notes.append(f"--vllm.gpu_memory_utilization not given: OpenRLHF's argparse default"
+                             f" {_OPENRLHF_GPU_MEMORY_UTILIZATION_DEFAULT:g}, split or colocate_all (train_ppo_ray.py"
+                             " l.250-254 @3c3be6234e0cb353e76bb8019947db9dfe99fca7)")
             if "--train.colocate_all" in fl:
                 ro["placement"] = "colocate"
                 gpn = per_node

@@ -12,7 +12,7 @@ from typing import Any
 
 from trainfit.errors import CardError
 from trainfit.spec.dotted import merge_under
-from trainfit.spec.enums import FSDP_STRATEGIES, Placement, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, Placement, RolloutEngine, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,17 +291,31 @@ _UNSLOTH_GPU_MEMORY_UTILIZATION = 0.5
 l.78 @027b5100c7492bce025fe2f03681f440843e4666, the preset's 2025.2.4; l.430 @015bdef0d94a241bcd94eec7a405b1700632180d)."""
 
 
-def default_gpu_memory_utilization(*, preset: str | None, placement: Placement) -> tuple[float, str]:
+def default_gpu_memory_utilization(*, preset: str | None, placement: Placement, engine: RolloutEngine | None = None,
+                                   gpu_memory_mib: float | None = None, engine_tp: int = 1, mla: bool = False,
+                                   lora: bool = False) -> tuple[float, str]:
     """``(fraction, where it comes from)``: the vLLM budget a card with no ``rollout.gpu_memory_utilization`` gets.
 
     The verl, nemo-rl and skyrl presets fill their framework's own value (one for either placement) before this is
     read. openrlhf: the hybrid-engine quick start's colocated, the argparse default split. unsloth: the loader's
-    default. No preset (TRL assumed), trl, and presets that state none (miles, slime, the SFT presets):
+    default. No preset (TRL assumed), trl, and presets that state none (the SFT presets; miles and slime plan SGLang):
     TRL's, by placement: colocate is GRPOConfig's, split is the ``trl vllm-serve`` server's.
 
     Step-time benchmark when this replaced the flat 0.3 (2026-12-05): no row moved, the published RL entries that
     leave the fraction unstated included (3 TRL and 8 OpenRLHF runs on split engines); the fraction sizes the
-    engine's memory and KV capacity, and none of them was bound by it."""
+    engine's memory and KV capacity, and none of them was bound by it.
+
+    An SGLang engine (``engine`` sglang: the miles and slime presets) takes SGLang's own default instead, whatever the
+    preset: ``mem_fraction_static`` is None in ServerArgs and set by its rule on the GPU's nvidia-smi memory
+    (``gpu_memory_mib``, None: unknown), the engine's TP size and whether the model is MLA or the engine serves LoRA
+    (``methods.sglang_memory``); miles and slime pass ServerArgs' defaults through."""
+    if engine is RolloutEngine.SGLANG:
+        from trainfit.methods.sglang_memory import SGLANG_MEM_FRACTION_SOURCE, sglang_mem_fraction_static
+
+        value = sglang_mem_fraction_static(gpu_memory_mib=gpu_memory_mib, tp_size=engine_tp, mla=mla, lora=lora)
+        gpu = f"{gpu_memory_mib:.0f} MiB GPU" if gpu_memory_mib else "GPU memory unknown"
+        return value, (f"{SGLANG_MEM_FRACTION_SOURCE}: {gpu}, engine TP {engine_tp}"
+                       f"{', MLA model' if mla else ''}{', LoRA engine' if lora else ''}")
     if preset == "unsloth":
         return _UNSLOTH_GPU_MEMORY_UTILIZATION, "Unsloth FastLanguageModel.from_pretrained default"
     if preset == "openrlhf":

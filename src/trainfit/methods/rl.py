@@ -73,9 +73,9 @@ def _gpu_memory_utilization_source(card: RunCard) -> str:
     empty for one the card, a ``--set`` or the preset stated."""
     if "gpu_memory_utilization" in card.rollout.model_fields_set:
         return ""
-    from trainfit.methods.presets import default_gpu_memory_utilization
+    from trainfit.spec.card import default_gpu_memory_utilization_of
 
-    _value, source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    _value, source = default_gpu_memory_utilization_of(card)
     return f" ({source})"
 
 

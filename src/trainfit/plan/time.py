@@ -27,7 +27,7 @@ from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_lin
                                     stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time
-from trainfit.compute.unsloth_layers import UNSLOTH_KERNEL_FACTOR
+from trainfit.compute.unsloth_layers import UNSLOTH_KERNEL_FACTOR, unsloth_layers_note
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
@@ -1592,7 +1592,8 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return None
     try:
         r = rates_of(card, gpu, rates)
-        links = tuple(n for n in (link_note(card, gpu, r, calibration=rates), nic_note(card, gpu)) if n)
+        unsloth = unsloth_layers_note(qlora=card.scope is Scope.QLORA) if card.parallel.unsloth_layers else None
+        links = tuple(n for n in (link_note(card, gpu, r, calibration=rates), nic_note(card, gpu), unsloth) if n)
         if card.method in (Method.PPO, Method.GRPO):
             from trainfit.plan.rl_time import rl_step_time
 

@@ -665,7 +665,8 @@ class ParallelSection(_Section):
                                  " fast forward: Triton RMSNorm and RoPE, fused LoRA autograd functions, xFormers / SDPA"
                                  " attention), launched eagerly, not torch.compile'd: the time model scales the card's"
                                  " kernels by Unsloth's counted layer inventory (compute.unsloth_layers) instead of the"
-                                 " compile factor. Step time only; needs compile false.")
+                                 " compile factor. Step time only; needs compile false, scope lora or qlora, lora.dropout 0"
+                                 " and one GPU (the counted case).")
     tensor_parallel: int = Field(1, ge=1, le=1024, description="Megatron-style tensor parallel size (heads, MLP width and vocabulary split).")
     sequence_parallel: bool = Field(False, description="Megatron sequence parallel: norms and dropout on sequence shards (needs tensor_parallel > 1).")
     tensor_parallel_impl: TensorParallelImpl = Field(TensorParallelImpl.DTENSOR, description="dtensor (torch's DTensor plan, torchtitan) | megatron (Megatron-Core: Megatron-LM, NeMo, Megatron-Bridge: sequence-parallel linears save their input's shard, the embedding keeps its rows' gradient, vocab_parallel_cross_entropy, at every tensor-parallel size) | nanotron (nanotron's linears: in memory the sequence-shard inputs, rows' embedding gradient and Megatron's vocab-parallel loss (its max subtracted out of place), its MLP per-op; in time the per-op model, no Transformer Engine).")
@@ -1811,6 +1812,7 @@ class RunCard(_Section):
         _check_peft_variant(self)
         _check_attention_kernel(self)
         _check_unsloth_one_gpu(self)
+        _check_unsloth_layers(self)
         _check_trl_ppo(self)
         _check_weight_transport(self)
         _check_token_budget(self)
@@ -2168,6 +2170,14 @@ class RunCard(_Section):
             raise ValueError(f"parallel.moe_experts: loop_v5 needs transformers >= 5 (software.transformers"
                              f" {self.software.transformers}); allowed with a 4.x pin: loop, loop_all (transformers' 4.x"
                              " experts; grouped_streams or grouped_padded for a trainer's own)")
+        if self.parallel.moe_experts in (MoeExperts.LOOP, MoeExperts.LOOP_ALL) and pin_at_least(
+                self.software.transformers, (5, 0)):
+            # transformers 5.0 builds the routed experts as fused 3-D parameters (set_experts_implementation): the 4.x
+            # per-expert nn.Linear modules the loop and loop_all describe are not there
+            raise ValueError(f"parallel.moe_experts: {self.parallel.moe_experts.value} is transformers < 5's per-expert"
+                             f" nn.Linear loop; software.transformers {self.software.transformers} has fused expert"
+                             " parameters; allowed with a >= 5 pin: loop_v5 (v5's eager loop), grouped (or a trainer's"
+                             " own: grouped_streams, grouped_padded)")
         if self.lora.expert_adapters is not ExpertAdapters.MERGED and self.scope is not Scope.LORA:
             raise ValueError(f"lora.expert_adapters: grouped is prime-rl's unmerged expert LoRA on a bf16 base; allowed"
                              f" with scope {self.scope.value}: merged")
@@ -2360,19 +2370,68 @@ def _check_weight_transport(card: "RunCard") -> None:
                          " weight_transport nccl_reshard; allowed with it: false, or rollout.quantization fp8")
 
 
+def default_gpu_memory_utilization_of(card: "RunCard") -> tuple[float, str]:
+    """``(fraction, source)`` a null ``rollout.gpu_memory_utilization`` resolves to
+    (``methods.presets.default_gpu_memory_utilization``); an SGLang engine's from the card's GPU memory (nvidia-smi
+    total), engine TP size, model (MLA or not) and scope (an adapter: the engine serves LoRA)."""
+    from trainfit.methods.presets import default_gpu_memory_utilization
+
+    ro = card.rollout
+    if ro.engine is not RolloutEngine.SGLANG:
+        return default_gpu_memory_utilization(preset=card.preset, placement=ro.placement)
+    spec = _catalog_model_spec(card)
+    return default_gpu_memory_utilization(
+        preset=card.preset, placement=ro.placement, engine=ro.engine, gpu_memory_mib=_nvidia_smi_mib(card),
+        engine_tp=ro.tensor_parallel, mla=spec is not None and spec.mla is not None,
+        lora=card.scope in (Scope.LORA, Scope.QLORA))
+
+
+def _nvidia_smi_mib(card: "RunCard") -> float | None:
+    """The card's GPU memory as nvidia-smi reports it, MiB (the catalog's ``memory_bytes``; a custom card's
+    ``gpu_memory_gib``); None when neither is known."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.errors import TrainfitError
+
+    hw = card.hardware
+    if hw.gpu_memory_gib is not None:
+        return float(hw.gpu_memory_gib) * 1024
+    try:
+        return resolve_gpu(hw.gpu).memory_bytes / 2**20
+    except (TrainfitError, KeyError, ValueError):
+        return None
+
+
+def _catalog_model_spec(card: "RunCard"):
+    """The card's model spec from the catalog or an inline config, without a hub look-up; None otherwise."""
+    from trainfit.catalog.hf_config import spec_from_hf_config
+    from trainfit.catalog.models import from_catalog
+    from trainfit.errors import TrainfitError
+
+    m = card.model
+    try:
+        if isinstance(m, str):
+            return from_catalog(m)
+        if m.config is not None:
+            return spec_from_hf_config(m.config, name=m.id or "inline config", source="inline")
+        return from_catalog(m.id) if m.id and m.params is None else None
+    except (TrainfitError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _resolve_gpu_memory_utilization(card: "RunCard") -> None:
     """Fill a null ``rollout.gpu_memory_utilization`` with the framework's default for the card's preset and placement
     (``methods.presets.default_gpu_memory_utilization``). A stated value (card, ``--set`` or preset fill) is never
-    replaced; the filled one stays out of ``model_fields_set``, so a card re-validated from
+    replaced; the filled one stays out of ``model_fields_set`` (an explicit null is taken out of it), so a card re-validated from
     ``model_dump(exclude_unset=True)`` with another placement or preset resolves it afresh. The section is copied
     first: a ``RolloutSection`` shared by several cards is not changed."""
     if card.rollout.gpu_memory_utilization is not None:
         return
-    from trainfit.methods.presets import default_gpu_memory_utilization
-
-    value, _source = default_gpu_memory_utilization(preset=card.preset, placement=card.rollout.placement)
+    value, _source = default_gpu_memory_utilization_of(card)
     rollout = card.rollout.model_copy()
     object.__setattr__(rollout, "gpu_memory_utilization", value)  # frozen section: the one resolution of a null
+    # an explicit null (YAML ``null``, ``--set ...=null``) reads as unstated: drop it from the copy's fields set, so a
+    # dump with exclude_unset leaves it out and the plan's assumption line keeps the default's source
+    rollout.__pydantic_fields_set__ = set(rollout.__pydantic_fields_set__) - {"gpu_memory_utilization"}
     object.__setattr__(card, "rollout", rollout)
 
 
@@ -2392,6 +2451,20 @@ def _check_trl_ppo(card: "RunCard") -> None:
     """``preset: trl`` plans TRL's own trainers; PPO is not one (``TRL_PPO_REFUSAL``)."""
     if card.preset == "trl" and card.method is Method.PPO:
         raise ValueError(TRL_PPO_REFUSAL)
+
+
+def _check_unsloth_layers(card: "RunCard") -> None:
+    """``parallel.unsloth_layers`` scales the card's kernels by Unsloth's counted layer (``compute.unsloth_layers``:
+    LoRA on the seven linears, lora_dropout 0, one GPU); a card outside that count is refused with one line, never
+    planned with it silently."""
+    if not card.parallel.unsloth_layers:
+        return
+    gpus = card.hardware.gpus_per_node * card.hardware.nodes
+    if card.scope not in (Scope.LORA, Scope.QLORA) or card.lora.dropout != 0 or gpus != 1:
+        raise ValueError(
+            f"parallel.unsloth_layers: Unsloth's layers were counted for a one-GPU LoRA without dropout; got scope"
+            f" '{card.scope.value}', lora.dropout {card.lora.dropout:g}, {gpus} gpus; allowed with true: scope lora or"
+            " qlora, lora.dropout 0 and one GPU (hardware.gpus_per_node 1, nodes 1), else false")
 
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:

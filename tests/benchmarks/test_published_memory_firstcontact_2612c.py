@@ -122,3 +122,20 @@ def test_glm_air_card_quantizes_the_expert_stacks() -> None:
     bf16["lora"]["quantize_moe_experts"] = False
     assert make_plan(load_card_dict(bf16)).peak.reserved > 150 * 2**30
     assert "MODEL CHANGE after first contact" in next(p for p in POINTS if p["id"] == 2705)["notes"]
+
+
+def test_qwen35_27b_note_records_the_checked_leads() -> None:
+    """Point 2704 (axolotl's Qwen3.5-27B QLoRA, -56 % at first contact): its note records the two
+    leads read and why neither closes the gap, and the claim it rests on: the plan's peak is the
+    backward of the last layer, a full-attention layer, so the Gated DeltaNet recompute (where
+    transformers 5.3.0's q/k repeat to the value heads would add its 2 x 33.6 MB) is not the moment
+    that peaks."""
+    from trainfit.spec.enums import LayerKind
+
+    note = next(p for p in POINTS if p["id"] == 2704)["notes"]
+    assert "CHECKED 2026-12-05" in note
+    assert "torch-fallback lead does not apply" in note and "The vision tower IS loaded" in note
+    assert "LEADS LEFT" in note
+    plan = P.plan_point(2704)
+    assert plan.peak.at == "layer 63 backward"
+    assert plan.spec.layer_kind(63) is LayerKind.FULL_ATTENTION

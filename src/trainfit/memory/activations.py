@@ -824,7 +824,16 @@ def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     ``chunk_gated_delta_rule`` (q/k L2-normalised in the kernel; saves the normalised bf16 q and k on the
     key heads with their fp32 rstd, a contiguous copy of v, the fp32 chunk-cumulated gate, beta and the
     bf16 (T, Hv, 64) UT-transform matrix A). Sources in ``trainfit.trace.kernels``, which emulates both
-    kernels in the trace."""
+    kernels in the trace.
+
+    Not modelled: transformers 5.3.0 (wheel ``transformers/models/qwen3_5/modeling_qwen3_5.py``
+    l.588-590) and axolotl's packed forward (axolotl-ai-cloud/axolotl
+    ``src/axolotl/monkeypatch/models/qwen3_5/modeling.py`` l.198-200
+    @c119382337645796dbc8e82e2b212f14a58e69bd) repeat q and k from the key heads to the value heads
+    *before* the kernel, so there the kernel saves Hv-head q and k (Qwen3.5-27B, 2048 tokens: 2 x 33.6 MB
+    more per layer, inside one layer's recompute under checkpointing); the transformers this file and the
+    trace follow (5.24.0: ``modeling_qwen3_5.py`` l.325-326, l.632) repeat inside the torch fallback only,
+    and the kernel gets Hk heads."""
     la = spec.linear_attention
     assert la is not None
     T, a, h = ctx.T, ctx.a, spec.hidden_size

@@ -11,7 +11,25 @@ First contact (2026-12-05, the tree of f1bff9a6, no model change since): trainfi
 (median |error| 16.3 %) and -4.9 to +4.0 % on the seven 64k rows (median 2.5 %), 13-row median |error| 4.9 %; the 6N
 rule at 40 % MFU -59 to -71 % (median |error| 69.7 %). The 16k miss (0.5-0.8 s a step) is the one the 2612c rows of
 these models already show at 16k (-17.1 %, -17.9 %) and that the 64k rows do not: a per-step cost that does not grow
-with the tokens. Not modelled here (see the report of this change); no model change was made."""
+with the tokens. In seconds: 0.78 s (1 GPU), 0.61 (2), 0.50 (8) on Llama-3.2-3B and 0.84 / 0.65 / 0.59 s (1 / 2 / 4) on
+SmolLM3 at 16k, while at 64k the plan is 1.0 s short on one GPU and 0.3-0.9 s long on 4-8: the published step is flat
+in the GPU count (3.88-3.95 s at 16k, 20.1-21.8 s at 64k) where the plan grows with it (its FSDP2 collectives). Neither a
+fixed per-step cost nor the collectives alone fits both lengths; no mechanism was read in prime-rl's code for it, and
+no model change was made.
+
+Null result, recorded for the next set (2026-12-05): published RL step or phase times from frameworks other than verl,
+for a published_rl_times_firstcontact file, were looked for and none new with a stated launch configuration was
+found. Checked and not used: OpenRLHF's README across its history (the DSChat comparison and the 2024-03 benchmark
+tables are already rows), its issue #350 (an 'Episode' progress bar of 19.27 s/it without the launch command), issue
+#1035 (the timings are in an image) and pull request #507 (the before/after figures are not in its text); NeMo RL's
+docs/about/performance-summary.md (every version, cff17f83 to aea463dd, already rows) and pull request #1052 (an example
+timing block without its run's configuration); alibaba/ROLL docs at 8eb27cc2 (metric names, no timings); AReaL's
+docs/adapt-bailing-moe-v2.5.md (an SFT step of a hybrid-attention MoE) and blog/AReaL_v0_1.md, v0_2.md (the timings are
+figures); SkyRL docs at a9564572 (the timed pages are already rows); miles docs at 31f1ca96 (agentic runs in minutes a
+step without batch or lengths); slime issues #385 and #1072 (already rows); the TRL co-located vLLM post
+(huggingface/blog vllm-colocate.md, speedups as plots only) and TRL pull request #3162 (an image); huggingface/trl
+docs at f2cd5771 (no timing tables). The prime-rl trainer baselines above are what the search gave; they are the RL
+update phase of a non-verl framework and are scored as the train rows they are (map_train), not as RL rows."""
 
 from __future__ import annotations
 

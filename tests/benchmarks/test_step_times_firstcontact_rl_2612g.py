@@ -224,3 +224,16 @@ def test_the_allocated_figure_rules_out_an_h200_and_admits_an_a100_80gb() -> Non
     assert f"{own[0]:.1f}-{own[1]:.1f} GiB at step 2" in checked
     assert f"{card - own[1]:.1f}-{card - own[0]:.1f} GiB under the card" in checked
     assert f"the same floor is {floor('a100-80gb'):.1f} GiB" in checked
+
+
+def test_the_time_models_note_on_these_rows_closes_the_reserved_memory_lead() -> None:
+    """plan/rl_passes.py's null result on these rows left the over-the-card reserved figure as an open lead; its
+    paragraph now records the mechanism (the sleeping pool torch still counts) and the step-2 headroom the test above
+    computes, so the next reader does not reopen it."""
+    import trainfit.plan.rl_passes as rl_passes
+
+    doc = " ".join(rl_passes.__doc__.split())
+    assert "A lead left open" not in doc
+    assert "vllm-project/vllm issues 17117 and 33625" in doc
+    assert "51.7-61.7 GiB at step 2" in doc and "17.6-27.6 GiB under it" in doc
+    assert "not caching-allocator retries at the card's limit" in doc

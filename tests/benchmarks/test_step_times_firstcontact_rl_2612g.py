@@ -4,7 +4,9 @@ Qwen2-7B-Instruct on one node of 8 A100-class GPUs, the two logs verl's docs/alg
 TP 2 x PP 2, GSM8K). GPG changes the advantage and the loss, not the passes: the cards are verl GRPO cards without a
 reference. The FSDP log gives two rows, an early step of short responses and a late one whose responses reach the cap
 on half the samples. Every row cites its log at a commit and quotes its step line, its step is the step timer of a step
-that neither validated nor saved, and its note records the first-contact error.
+that neither validated nor saved, and its note records the first-contact error. The GPU (the logs name none) was
+checked after first contact: the tests at the end pin the evidence for an 80 GB A100-class card (the run fork's
+get_device_flops and the logged MFU; the reserved and allocated peaks, which count the sleeping vLLM pool).
 
 Read for this file and not used (2026-12-05): NVIDIA/dgxc-benchmarking's RL-free recipes (see the 2612l file); the verl
 issues #3277 and #2060 (configs without the GPU or without the timers in the readable text); the verl-project/verl

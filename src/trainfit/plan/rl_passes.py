@@ -282,11 +282,15 @@ micro-batch ((2) above) share only verl's trainer and the worker wrappers, and t
 benchmark show one constant across the verl FSDP updates with fixed micro-batches: their miss over the plan is 0.02 s
 a micro-batch on play-verl's Qwen2.5-0.5B PPO run (H100, 64 a rank), 0.17 s on verl issue 1208's 0.5B GRPO run
 (GH200, 32), 0.35 s on verl PR 5596's Qwen3-8B (GB200, 40) and 1.0-1.2 s on the GPG Qwen2-7B steps (A100, 40). A
-charge fitted to one of these would over-plan the others. A lead left
-open: the same step lines log ``perf/max_memory_reserved_gb`` 99.2 and 113.6, more than an 80 GB card holds. That
-count therefore includes memory that is not resident at once (the colocated engine's sleeping pool is the likely
-share). Whether the FSDP passes ran at the card's limit, where every caching-allocator retry frees the cache after a
-device sync, is not logged (``num_alloc_retries`` is not among the metrics).
+charge fitted to one of these would over-plan the others. The lead
+this paragraph left open, checked 2026-12-05 (no model change): the same step lines log
+``perf/max_memory_reserved_gb`` 99.2 and 113.6, more than an 80 GB card holds. vLLM's sleep releases the colocated
+engine's physical memory while torch's counters keep it (vllm-project/vllm issues 17117 and 33625, read 2026-12-05),
+so the figure is the engine's pool (at most 0.6 of the card here) plus the actor's own reserved memory; the card is
+still the A100 class the logged MFU names (the entries' checked text: the run's fork commit, its get_device_flops
+table, the allocated peaks that rule out an H200). The actor's own reserved memory is then 51.7-61.7 GiB at step 2
+of the card's 79.26 GiB: 17.6-27.6 GiB under it, while step 2 misses by the same 57 s as step 209. So the fixed
+excess is not caching-allocator retries at the card's limit; ``num_alloc_retries`` is still not logged.
 
 Pure: no torch.
 """

@@ -52,3 +52,10 @@ def test_plan_reproducer_suggests_zero2_optimizer_offload(capsys):
     assert obj["fits"] is False
     changes = [s["changes"] for s in obj["suggestions"]["single"]]
     assert {"parallel.offload": "optimizer", "parallel.strategy": "zero2"} in changes
+
+
+def test_text_labels_the_offload_with_its_strategy_a_single_change(capsys):
+    assert main(["plan", "--model", "Qwen/Qwen3-4B", "--gpu", "l4", "--gpus", "1", "--strategy", "single",
+                 "--seq", "1024"]) == 0
+    out = capsys.readouterr().out
+    assert "  single: parallel.offload=optimizer, parallel.strategy=zero2: " in out

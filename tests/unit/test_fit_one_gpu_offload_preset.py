@@ -62,3 +62,10 @@ def test_the_card_refuses_unsloth_under_a_sharding_strategy(strategy):
     line = str(exc.value)
     assert "\n" not in line
     assert f"parallel.strategy: '{strategy}' with preset unsloth" in line and "allowed: single" in line
+
+
+def test_the_single_offload_refusal_names_the_fsdp_presets_one_gpu_path():
+    card = RL | {"preset": "verl", "parallel": {"strategy": "single", "offload": "params_and_optimizer"}}
+    with pytest.raises((CardError, ValueError)) as exc:
+        load_card_dict(card)
+    assert "(one GPU: zero2 or zero3, DeepSpeed ZeRO-Offload; fsdp under presets verl, nemo-rl, skyrl)" in str(exc.value)

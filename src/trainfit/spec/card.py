@@ -542,8 +542,8 @@ wrapper) and ``ddp`` (torch DistributedDataParallel, DeepSpeed stage 0) nothing 
 outside DeepSpeed and FSDP, and DeepSpeed's stage 0 none (``export.accelerate``, ``export.deepspeed`` drop it). One
 GPU offloads under zero2 / zero3, DeepSpeed's ZeRO-Offload (https://www.deepspeed.ai/tutorials/zero-offload/, read
 2026-12-05: "ZeRO-Offload enables large models with up to 13 billion parameters to be efficiently trained on a single
-GPU"); Unsloth's offload is activations only
-(``parallel.activation_offload``)."""
+GPU"), or fsdp under the torch-FSDP presets (verl, nemo-rl, skyrl: ``methods.presets.one_gpu_offload_strategy``);
+Unsloth's offload is activations only (``parallel.activation_offload``)."""
 
 
 def offload_strategy_refusal(*, strategy: Strategy, offload: Offload) -> str | None:
@@ -555,7 +555,7 @@ def offload_strategy_refusal(*, strategy: Strategy, offload: Offload) -> str | N
     return (f"parallel.offload: '{offload.value}' with parallel.strategy '{strategy.value}': no framework offloads"
             f" under {strategy.value} (DeepSpeed offloads from ZeRO stage 1, torch FSDP with CPUOffload); allowed"
             f" strategies with offload: {', '.join(s.value for s in OFFLOAD_STRATEGIES)} (one GPU: zero2 or zero3,"
-            f" DeepSpeed ZeRO-Offload); allowed with {strategy.value}: none")
+            f" DeepSpeed ZeRO-Offload; fsdp under presets verl, nemo-rl, skyrl); allowed with {strategy.value}: none")
 
 
 class ParallelSection(_Section):

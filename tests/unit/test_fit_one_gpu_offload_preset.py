@@ -69,3 +69,21 @@ def test_the_single_offload_refusal_names_the_fsdp_presets_one_gpu_path():
     with pytest.raises((CardError, ValueError)) as exc:
         load_card_dict(card)
     assert "(one GPU: zero2 or zero3, DeepSpeed ZeRO-Offload; fsdp under presets verl, nemo-rl, skyrl)" in str(exc.value)
+
+
+def test_fit_searches_an_unsloth_card_that_leaves_the_strategy_open(tmp_path, capsys):
+    # fit reads the card file before the preset fills single: the unstated default is not refused, every row single
+    import json
+
+    import yaml
+
+    from trainfit.cli.main import main
+
+    card = RL | {"preset": "unsloth", "hardware": {"gpu": "l4", "gpus_per_node": 1, "nodes": 1},
+                 "rollout": {"response_len": 128, "prompt_len": 64, "num_generations": 4, "prompts_per_step": 1}}
+    path = tmp_path / "unsloth.yaml"
+    path.write_text(yaml.safe_dump(card), encoding="utf-8")
+    assert main(["fit", str(path), "--gpu", "l4", "--max-gpus", "1", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert rows and {(r["knobs"].get("parallel.strategy"), r["knobs"].get("parallel.offload")) for r in rows} == {
+        ("single", "none")}

@@ -2364,9 +2364,12 @@ def _check_unsloth_one_gpu(card: "RunCard") -> None:
         from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
 
         raise ValueError(UNSLOTH_MULTI_GPU_REFUSAL)
-    if card.preset == "unsloth" and card.parallel.strategy not in (Strategy.SINGLE, Strategy.DDP):
+    if (card.preset == "unsloth" and "strategy" in card.parallel.model_fields_set
+            and card.parallel.strategy not in (Strategy.SINGLE, Strategy.DDP)):
         # one process, no DeepSpeed engine nor FSDP wrapper: the loader builds the trainer on the in-process vLLM
-        # engine's tensors (methods.unsloth UNSLOTH_PRESET_SOURCE); its offload is activations only
+        # engine's tensors (methods.unsloth UNSLOTH_PRESET_SOURCE); its offload is activations only. A stated
+        # strategy only: the preset fills single where the card leaves it open (methods.presets), and `fit` reads
+        # its base card before the preset and sets each one-GPU row's strategy (fit_search._one_gpu_strategy)
         raise ValueError(f"parallel.strategy: '{card.parallel.strategy.value}' with preset unsloth cannot run:"
                          " Unsloth trains in one process with no DeepSpeed ZeRO or FSDP wrapper (its offload is"
                          " activations only, parallel.activation_offload); allowed: single, ddp")

@@ -54,14 +54,22 @@ def test_unsloth_gets_no_offload_row():
     assert _sft("unsloth") == {("single", "none")}
 
 
-@pytest.mark.parametrize("strategy", ["zero2", "zero3", "fsdp"])
-def test_the_card_refuses_unsloth_under_a_sharding_strategy(strategy):
+@pytest.mark.parametrize("strategy", ["zero1", "zero2", "zero3"])
+def test_the_card_refuses_unsloth_under_a_zero_strategy(strategy):
     card = RL | {"preset": "unsloth", "parallel": {"strategy": strategy}}
     with pytest.raises((CardError, ValueError)) as exc:
         load_card_dict(card)
     line = str(exc.value)
     assert "\n" not in line
-    assert f"parallel.strategy: '{strategy}' with preset unsloth" in line and "allowed: single" in line
+    assert f"parallel.strategy: '{strategy}' with preset unsloth" in line and "allowed: single, ddp, fsdp" in line
+
+
+def test_plan_with_preset_unsloth_and_no_card_still_plans():
+    # the embedded default card states strategy fsdp; the preset's single does not override it
+    from trainfit.api import load_card
+
+    card = load_card(None, {"method": "grpo", "preset": "unsloth", "hardware.gpus_per_node": 1, "scope": "lora"})
+    assert card.parallel.strategy.value == "fsdp"
 
 
 def test_the_single_offload_refusal_names_the_fsdp_presets_one_gpu_path():
@@ -72,7 +80,7 @@ def test_the_single_offload_refusal_names_the_fsdp_presets_one_gpu_path():
 
 
 def test_fit_searches_an_unsloth_card_that_leaves_the_strategy_open(tmp_path, capsys):
-    # fit reads the card file before the preset fills single: the unstated default is not refused, every row single
+    # fit reads the card file before the preset fills single; every one-GPU row is single (no offload)
     import json
 
     import yaml

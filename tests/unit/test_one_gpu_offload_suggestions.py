@@ -59,3 +59,15 @@ def test_text_labels_the_offload_with_its_strategy_a_single_change(capsys):
                  "--seq", "1024"]) == 0
     out = capsys.readouterr().out
     assert "  single: parallel.offload=optimizer, parallel.strategy=zero2: " in out
+
+
+def test_no_offload_suggestion_for_unsloth_on_the_default_cards_fsdp():
+    # `trainfit plan --preset unsloth` without a card keeps the embedded default's strategy fsdp: still no offload
+    from trainfit.api import load_card
+
+    card = load_card(None, {"method": "grpo", "preset": "unsloth", "hardware.gpus_per_node": 1, "scope": "lora",
+                            "hardware.gpu": "l4"})
+    base = card.model_dump(mode="json", exclude_unset=True)
+    assert card.parallel.strategy.value == "fsdp"
+    assert _offloads(candidate_changes(card, base)) == []
+    assert not [p for _, p in _variants(card) if "parallel.offload" in p]

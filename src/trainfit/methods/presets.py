@@ -337,13 +337,18 @@ def one_gpu_offload_strategy(*, preset: str | None, offload: str) -> Strategy | 
 
 def offload_change(*, preset: str | None, world_size: int, strategy: Strategy, offload: str) -> dict[str, str] | None:
     """The card keys a suggestion sets to move ``parallel.offload`` to ``offload`` (``suggest``, ``preflight.diagnose``),
-    or None where the card's framework does not offload that way. On one GPU under ``single`` or ``ddp`` (which offload
-    nothing, ``spec.card.offload_strategy_refusal``) the offload comes with the strategy its framework runs it under
-    (``one_gpu_offload_strategy``), as ``fit`` searches it; elsewhere the offload alone."""
-    if offload == "none" or world_size > 1 or strategy not in (Strategy.SINGLE, Strategy.DDP):
+    or None where the card's framework does not offload that way on one GPU (``one_gpu_offload_strategy``, whatever
+    the card's strategy). On one GPU under ``single`` or ``ddp`` (which offload nothing,
+    ``spec.card.offload_strategy_refusal``) the offload comes with the strategy its framework runs it under, as
+    ``fit`` searches it; elsewhere the offload alone."""
+    if offload == "none" or world_size > 1:
         return {"parallel.offload": offload}
     to = one_gpu_offload_strategy(preset=preset, offload=offload)
-    return None if to is None else {"parallel.offload": offload, "parallel.strategy": to.value}
+    if to is None:
+        return None
+    if strategy in (Strategy.SINGLE, Strategy.DDP):
+        return {"parallel.offload": offload, "parallel.strategy": to.value}
+    return {"parallel.offload": offload}
 
 
 def default_gpu_memory_utilization(*, preset: str | None, placement: Placement) -> tuple[float, str]:

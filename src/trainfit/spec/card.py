@@ -2357,22 +2357,21 @@ def _check_trl_ppo(card: "RunCard") -> None:
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:
     """``preset: unsloth`` plans one GPU: its loader runs vLLM and the trainer in one process on one device
-    (``methods.unsloth``); more GPUs are refused with one line, and so are a ZeRO or FSDP strategy, an RL card
+    (``methods.unsloth``); more GPUs are refused with one line, and so are a DeepSpeed ZeRO strategy, an RL card
     without an adapter, and a QLoRA card with an fp8 engine (``UNSLOTH_FP8_QLORA_REFUSAL``: Unsloth refuses
     load_in_fp8 beside load_in_4bit)."""
     if card.preset == "unsloth" and card.hardware.gpus_per_node * card.hardware.nodes != 1:
         from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
 
         raise ValueError(UNSLOTH_MULTI_GPU_REFUSAL)
-    if (card.preset == "unsloth" and "strategy" in card.parallel.model_fields_set
-            and card.parallel.strategy not in (Strategy.SINGLE, Strategy.DDP)):
-        # one process, no DeepSpeed engine nor FSDP wrapper: the loader builds the trainer on the in-process vLLM
-        # engine's tensors (methods.unsloth UNSLOTH_PRESET_SOURCE); its offload is activations only. A stated
-        # strategy only: the preset fills single where the card leaves it open (methods.presets), and `fit` reads
-        # its base card before the preset and sets each one-GPU row's strategy (fit_search._one_gpu_strategy)
+    if card.preset == "unsloth" and card.parallel.strategy in (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3):
+        # one process, no DeepSpeed engine: the loader builds the trainer on the in-process vLLM engine's tensors
+        # (methods.unsloth UNSLOTH_PRESET_SOURCE); its offload is activations only. FSDP is not refused: the embedded
+        # default card states strategy fsdp, which the preset's single does not override, so `trainfit plan --preset
+        # unsloth` without a card plans one GPU under it (an FSDP wrapper over one rank shards nothing)
         raise ValueError(f"parallel.strategy: '{card.parallel.strategy.value}' with preset unsloth cannot run:"
-                         " Unsloth trains in one process with no DeepSpeed ZeRO or FSDP wrapper (its offload is"
-                         " activations only, parallel.activation_offload); allowed: single, ddp")
+                         " Unsloth trains in one process with no DeepSpeed engine (its offload is activations only,"
+                         " parallel.activation_offload); allowed: single, ddp, fsdp")
     if card.preset == "unsloth" and card.method in (Method.GRPO, Method.PPO) and card.scope not in (Scope.LORA, Scope.QLORA):
         # each generate call hands vLLM the trainer's LoRA adapter (load_lora) over the shared, frozen base weights:
         # the preset's weight path has no full-parameter sync (methods.unsloth 3.)

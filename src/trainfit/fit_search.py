@@ -300,12 +300,6 @@ def _free(space: dict[str, list[Any]], pinned: frozenset[str]) -> dict[str, list
     return {k: v for k, v in space.items() if k not in pinned}
 
 
-ONE_GPU_OFFLOAD_STRATEGY = {"none": "single", "optimizer": "zero2", "params_and_optimizer": "zero3"}
-"""The strategy ``fit`` plans one GPU under, by ``parallel.offload``: no offload runs plain (``single``); offload runs
-as DeepSpeed's ZeRO-Offload does on one GPU, stage 2 with ``offload_optimizer`` and stage 3 for ``offload_param``
-(``spec.card.OFFLOAD_STRATEGIES``: no framework offloads under ``single``)."""
-
-
 def _offload_allowed(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
     """``combos`` less those whose strategy cannot offload what they offload (``spec.card.offload_strategy_refusal``),
     a knob the combination leaves out read from ``base`` (the card's value, else its default): never generated, so
@@ -327,17 +321,27 @@ def _offload_allowed(combos: list[dict[str, Any]], base: dict[str, Any] | None) 
 
 
 def _one_gpu_strategy(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """One GPU with the strategy open: each combination's strategy set by its offload (``ONE_GPU_OFFLOAD_STRATEGY``)."""
+    """One GPU with the strategy open: each combination's strategy set by its offload as the card's framework runs
+    it (``methods.presets.one_gpu_offload_strategy``: DeepSpeed's ZeRO-Offload, verl / NeMo RL / SkyRL under FSDP),
+    a combination whose offload the framework does not run left out."""
+    from trainfit.methods.presets import one_gpu_offload_strategy
+
     par = (base or {}).get("parallel") or {}
-    return [c | {"parallel.strategy": ONE_GPU_OFFLOAD_STRATEGY.get(str(c.get("parallel.offload", par.get("offload", "none"))),
-                                                                   "single")} for c in combos]
+    preset = (base or {}).get("preset")
+    out: list[dict[str, Any]] = []
+    for c in combos:
+        strategy = one_gpu_offload_strategy(preset=None if preset is None else str(preset),
+                                            offload=str(c.get("parallel.offload", par.get("offload", "none"))))
+        if strategy is not None:
+            out.append(c | {"parallel.strategy": strategy.value})
+    return out
 
 
 def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, int]],
                base: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Every SFT-like knob setting for ``count`` cards (pins held, a pinned value read from ``base``), none
-    offloading under a strategy that cannot (``_offload_allowed``); one GPU offloads under DeepSpeed's stages
-    (``ONE_GPU_OFFLOAD_STRATEGY``)."""
+    offloading under a strategy that cannot (``_offload_allowed``); one GPU offloads as the card's framework does
+    (``_one_gpu_strategy``)."""
     space = _free(SFT_FIT_SPACE, pinned)
     one_gpu = count == 1 and "parallel.strategy" not in pinned
     if one_gpu:

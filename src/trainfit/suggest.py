@@ -54,6 +54,7 @@ _MISSING = object()
 def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
     """Single changes from ``fit``'s space for this card (``base``: the card as set, defaults unset);
     each a dict of the keys it sets (a split placement sets its engine GPUs with it)."""
+    from trainfit.methods.presets import offload_change
     from trainfit.search import RL_SPACE, SFT_FIT_SPACE
 
     rl = card.method.value in ("ppo", "grpo")
@@ -68,6 +69,11 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
             change = {key: v}
             if key == "parallel.strategy" and card.world_size == 1:
                 continue
+            if key == "parallel.offload":  # one GPU: with the strategy its framework offloads under
+                change = offload_change(preset=card.preset, world_size=card.world_size,
+                                        strategy=card.parallel.strategy, offload=str(v))
+                if change is None:
+                    continue
             if key == "rollout.placement" and v == "split":
                 if per_node < 2:
                     continue

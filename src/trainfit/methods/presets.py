@@ -291,6 +291,66 @@ _UNSLOTH_GPU_MEMORY_UTILIZATION = 0.5
 l.78 @027b5100c7492bce025fe2f03681f440843e4666, the preset's 2025.2.4; l.430 @015bdef0d94a241bcd94eec7a405b1700632180d)."""
 
 
+ONE_GPU_FSDP_OFFLOADS: dict[str, frozenset[str]] = {
+    "verl": frozenset({"optimizer", "params_and_optimizer"}),
+    "nemo-rl": frozenset({"params_and_optimizer"}),
+    "skyrl": frozenset({"params_and_optimizer"}),
+}
+"""The torch-FSDP frameworks (no DeepSpeed backend) and the ``parallel.offload`` values each runs on one GPU, under
+strategy fsdp. verl's actor offloads the optimizer state alone or with the parameter shard (``fsdp_config.
+optimizer_offload`` / ``param_offload``, moved between phases: volcengine/verl verl/workers/fsdp_workers.py
+``update_actor`` l.893-898, l.928-932 @b178a3cd56f58b2d502255daba591e92833930a7; ``plan.rl_offload
+.verl_fsdp_actor_offload``). NeMo RL and SkyRL offload through FSDP2's ``CPUOffloadPolicy`` (SkyRL
+skyrl_train/distributed/fsdp_strategy.py l.343-344, ``compute.sync``), parameters with their gradients and
+optimizer states, or nothing (``plan.time.fsdp_optimizer_offload_refusal``). The card does not refuse verl with a ZeRO
+strategy: the plan reads any non-FSDP strategy under preset verl as verl's Megatron trainer (``plan.rl_offload
+.verl_megatron_offload_refusal``, ``plan.time.verl_fsdp_workers``), zero1 standing for Megatron's distributed
+optimizer (the verl Megatron benchmark rows), and ``export.verl`` writes zero2 / zero3 as Megatron's distributed
+optimizer / Megatron-FSDP; only ``fit``'s one-GPU offload rows had put verl under DeepSpeed's ZeRO-Offload."""
+
+NO_ONE_GPU_OFFLOAD_PRESETS = frozenset({"unsloth", "miles", "slime"})
+"""Presets ``fit`` plans no one-GPU parameter or optimizer offload for: Unsloth offloads activations only
+(``parallel.activation_offload``, ``methods.unsloth``) and runs no sharding wrapper; miles and slime train with
+Megatron-LM (or FSDP), whose one-GPU offload was not read."""
+
+_ZERO_OFFLOAD_STRATEGY = {"optimizer": Strategy.ZERO2, "params_and_optimizer": Strategy.ZERO3}
+"""DeepSpeed's ZeRO-Offload on one GPU (https://www.deepspeed.ai/tutorials/zero-offload/, read 2026-12-05):
+``offload_optimizer`` from stage 1, ``offload_param`` "Valid only with stage 3" (deepspeedai/DeepSpeed
+deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.21-22, l.52-53)."""
+
+
+def one_gpu_offload_strategy(*, preset: str | None, offload: str) -> Strategy | None:
+    """The strategy a one-GPU card with ``parallel.offload`` ``offload`` runs under in its framework, or None where
+    the framework does not offload that way (``fit`` then generates no such row; suggestions propose none).
+
+    No offload: ``single``. FSDP frameworks (``ONE_GPU_FSDP_OFFLOADS``): fsdp for the offloads they run. Unsloth,
+    miles, slime (``NO_ONE_GPU_OFFLOAD_PRESETS``): None. TRL, OpenRLHF, LLaMA-Factory, ms-swift and no preset
+    (the HF Trainer / DeepSpeed path): zero2 for the optimizer, zero3 for parameters and optimizer."""
+    if offload == "none":
+        return Strategy.SINGLE
+    if preset in ONE_GPU_FSDP_OFFLOADS:
+        return Strategy.FSDP if offload in ONE_GPU_FSDP_OFFLOADS[preset] else None
+    if preset in NO_ONE_GPU_OFFLOAD_PRESETS:
+        return None
+    return _ZERO_OFFLOAD_STRATEGY.get(offload)
+
+
+def offload_change(*, preset: str | None, world_size: int, strategy: Strategy, offload: str) -> dict[str, str] | None:
+    """The card keys a suggestion sets to move ``parallel.offload`` to ``offload`` (``suggest``, ``preflight.diagnose``),
+    or None where the card's framework does not offload that way on one GPU (``one_gpu_offload_strategy``, whatever
+    the card's strategy). On one GPU under ``single`` or ``ddp`` (which offload nothing,
+    ``spec.card.offload_strategy_refusal``) the offload comes with the strategy its framework runs it under, as
+    ``fit`` searches it; elsewhere the offload alone."""
+    if offload == "none" or world_size > 1:
+        return {"parallel.offload": offload}
+    to = one_gpu_offload_strategy(preset=preset, offload=offload)
+    if to is None:
+        return None
+    if strategy in (Strategy.SINGLE, Strategy.DDP):
+        return {"parallel.offload": offload, "parallel.strategy": to.value}
+    return {"parallel.offload": offload}
+
+
 def default_gpu_memory_utilization(*, preset: str | None, placement: Placement, engine: RolloutEngine | None = None,
                                    gpu_memory_mib: float | None = None, engine_tp: int = 1, mla: bool = False,
                                    lora: bool = False) -> tuple[float, str]:

@@ -546,10 +546,17 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         out.append(("scope -> qlora", {"scope": "qlora", "precision.weights": None}))
     if card.world_size > 1 and p.strategy.value in ("single", "ddp", "zero1", "zero2", "fsdp_grad_op"):
         out.append((f"parallel.strategy {p.strategy.value} -> fsdp (shard weights too)", {"parallel.strategy": "fsdp"}))
-    if p.offload.value == "none":
-        out.append(("parallel.offload -> optimizer", {"parallel.offload": "optimizer"}))
-    elif p.offload.value == "optimizer":
-        out.append(("parallel.offload -> params_and_optimizer", {"parallel.offload": "params_and_optimizer"}))
+    from trainfit.methods.presets import offload_change
+
+    more = {"none": "optimizer", "optimizer": "params_and_optimizer"}.get(p.offload.value)
+    patch = None if more is None else offload_change(preset=card.preset, world_size=card.world_size,
+                                                     strategy=p.strategy, offload=more)
+    if patch is None and more == "optimizer":  # a framework that offloads only both (FSDP2's CPUOffloadPolicy)
+        more = "params_and_optimizer"
+        patch = offload_change(preset=card.preset, world_size=card.world_size, strategy=p.strategy, offload=more)
+    if patch is not None:
+        with_strategy = f" with parallel.strategy {patch['parallel.strategy']}" if "parallel.strategy" in patch else ""
+        out.append((f"parallel.offload -> {more}{with_strategy}", patch))
     if card.precision.optimizer.value == "adamw":
         out.append(("precision.optimizer -> adamw_8bit", {"precision.optimizer": "adamw_8bit"}))
     return out

@@ -642,14 +642,20 @@ def write_plan_html(plan: Any, path: str | Path) -> Path:
     return p
 
 
-def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
-    rows = fit_rows(result)
+def fit_step_label(result: Any) -> str:
+    """The fit table's step column head for ``result`` (``fit_search.FitResult.step_unit``): "RL step s" where a
+    row's step is an RL step (PPO / GRPO), else "step s"."""
     from trainfit.objective import StepUnit
 
     rl = getattr(result, "step_unit", StepUnit.OPTIMIZER_STEP) is StepUnit.RL_STEP
+    return "RL step s" if rl else "step s"
+
+
+def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
+    rows = fit_rows(result)
     body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid,
                                                     seconds=result.seconds, notes=fit_notes(result),
-                                                    step_label="RL step s" if rl else "step s")
+                                                    step_label=fit_step_label(result))
     return page(title, body)
 
 

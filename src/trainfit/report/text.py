@@ -171,9 +171,9 @@ def render_suggestions(fixes, console: Console) -> None:
         )
         return
     console.print("changes that make it fit (each re-planned; ranked by the step time they cost):")
-    for items in (singles, pairs):
+    # a single change may set two keys (offload with its one-GPU strategy, a split placement with its engine GPUs)
+    for label, items in (("single", singles), ("pair", pairs)):
         for s in items:
-            label = {1: "single", 2: "pair"}.get(len(s.changes), f"{len(s.changes)} changes")
             what = ", ".join(f"{s.names[k]}={v}" for k, v in s.changes.items())
             cost = f", step {s.delta_seconds:+.2f} s" if s.delta_seconds is not None else ""
             console.print(f"  {label}: {what}: saves {gib(s.saving_bytes)}, peak {gib(s.peak_device_bytes)}{cost}", markup=False)

@@ -22,8 +22,8 @@ from trainfit.errors import CardError, TrainfitError
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
-from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_svg, plan_fragment, plan_svg,
-                                  skipped_of)
+from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_step_label, fit_svg,
+                                  plan_fragment, plan_svg, skipped_of)
 from trainfit.report.json_report import plan_to_dict
 from trainfit.search import GPU_COUNTS, fit, flat_keys
 from trainfit.spec.card import RunCard, load_card_dict
@@ -157,9 +157,11 @@ def fit_payload(body: Any) -> dict[str, Any]:
     rows = fit_rows(result)
     svg = fit_svg(rows)
     out = {"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds, "rows": rows, "svg": svg,
-           "card_stack": result.stack.value if result.stack is not None else None, "skipped": skipped_of(result)}
+           "card_stack": result.stack.value if result.stack is not None else None, "skipped": skipped_of(result),
+           # what a row's step is, as `trainfit fit --json` says it (cli/fit_cmd.py)
+           "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step}
     out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg,
-                               notes=fit_notes(result))
+                               notes=fit_notes(result), step_label=fit_step_label(result))
     return finite(out)
 
 

@@ -556,8 +556,8 @@ wrapper) and ``ddp`` (torch DistributedDataParallel, DeepSpeed stage 0) nothing 
 outside DeepSpeed and FSDP, and DeepSpeed's stage 0 none (``export.accelerate``, ``export.deepspeed`` drop it). One
 GPU offloads under zero2 / zero3, DeepSpeed's ZeRO-Offload (https://www.deepspeed.ai/tutorials/zero-offload/, read
 2026-12-05: "ZeRO-Offload enables large models with up to 13 billion parameters to be efficiently trained on a single
-GPU"); Unsloth's offload is activations only
-(``parallel.activation_offload``)."""
+GPU"), or fsdp under the torch-FSDP presets (verl, nemo-rl, skyrl: ``methods.presets.one_gpu_offload_strategy``);
+Unsloth's offload is activations only (``parallel.activation_offload``)."""
 
 
 def offload_strategy_refusal(*, strategy: Strategy, offload: Offload) -> str | None:
@@ -569,7 +569,7 @@ def offload_strategy_refusal(*, strategy: Strategy, offload: Offload) -> str | N
     return (f"parallel.offload: '{offload.value}' with parallel.strategy '{strategy.value}': no framework offloads"
             f" under {strategy.value} (DeepSpeed offloads from ZeRO stage 1, torch FSDP with CPUOffload); allowed"
             f" strategies with offload: {', '.join(s.value for s in OFFLOAD_STRATEGIES)} (one GPU: zero2 or zero3,"
-            f" DeepSpeed ZeRO-Offload); allowed with {strategy.value}: none")
+            f" DeepSpeed ZeRO-Offload; fsdp under presets verl, nemo-rl, skyrl); allowed with {strategy.value}: none")
 
 
 class ParallelSection(_Section):
@@ -2469,12 +2469,21 @@ def _check_unsloth_layers(card: "RunCard") -> None:
 
 def _check_unsloth_one_gpu(card: "RunCard") -> None:
     """``preset: unsloth`` plans one GPU: its loader runs vLLM and the trainer in one process on one device
-    (``methods.unsloth``); more GPUs are refused with one line, and so is an RL card without an adapter, and a QLoRA
-    card with an fp8 engine (``UNSLOTH_FP8_QLORA_REFUSAL``: Unsloth refuses load_in_fp8 beside load_in_4bit)."""
+    (``methods.unsloth``); more GPUs are refused with one line, and so are a DeepSpeed ZeRO strategy, an RL card
+    without an adapter, and a QLoRA card with an fp8 engine (``UNSLOTH_FP8_QLORA_REFUSAL``: Unsloth refuses
+    load_in_fp8 beside load_in_4bit)."""
     if card.preset == "unsloth" and card.hardware.gpus_per_node * card.hardware.nodes != 1:
         from trainfit.methods.unsloth import UNSLOTH_MULTI_GPU_REFUSAL
 
         raise ValueError(UNSLOTH_MULTI_GPU_REFUSAL)
+    if card.preset == "unsloth" and card.parallel.strategy in (Strategy.ZERO1, Strategy.ZERO2, Strategy.ZERO3):
+        # one process, no DeepSpeed engine: the loader builds the trainer on the in-process vLLM engine's tensors
+        # (methods.unsloth UNSLOTH_PRESET_SOURCE); its offload is activations only. FSDP is not refused: the embedded
+        # default card states strategy fsdp, which the preset's single does not override, so `trainfit plan --preset
+        # unsloth` without a card plans one GPU under it (an FSDP wrapper over one rank shards nothing)
+        raise ValueError(f"parallel.strategy: '{card.parallel.strategy.value}' with preset unsloth cannot run:"
+                         " Unsloth trains in one process with no DeepSpeed engine (its offload is activations only,"
+                         " parallel.activation_offload); allowed: single, ddp, fsdp")
     if card.preset == "unsloth" and card.method in (Method.GRPO, Method.PPO) and card.scope not in (Scope.LORA, Scope.QLORA):
         # each generate call hands vLLM the trainer's LoRA adapter (load_lora) over the shared, frozen base weights:
         # the preset's weight path has no full-parameter sync (methods.unsloth 3.)

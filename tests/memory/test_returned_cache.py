@@ -75,3 +75,18 @@ def test_refusal_is_one_line_exit_2(capsys):
     assert rc == 2
     assert err.strip().count("\n") == 0 and "loop.returns_kv_cache" in err and "allowed here: false" in err
     assert "Traceback" not in err
+
+
+def test_trace_refuses_the_returned_cache():
+    """The trace builds its model with use_cache off (trace/build.py), so it cannot see the cache: refused, named."""
+    from trainfit.accuracy.grid import GridCase
+    from trainfit.cli.trace_cmd import TraceCardError, hf_config_for, trace_request_kwargs
+
+    card = {"model": {"config": GridCase("llama").hf_config(), "id": "llama"}, "method": "sft",
+            "hardware": {"gpu": "h100-sxm", "gpus_per_node": 1},
+            "parallel": {"strategy": "single", "gradient_checkpointing": True}}
+    loaded = load_card_dict(card)
+    assert trace_request_kwargs(loaded, hf_config_for(loaded))
+    returned = load_card_dict(card | {"loop": {"returns_kv_cache": True}})
+    with pytest.raises(TraceCardError, match="^loop.returns_kv_cache: the trace builds the model with use_cache off"):
+        trace_request_kwargs(returned, hf_config_for(returned))

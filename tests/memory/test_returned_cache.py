@@ -51,6 +51,12 @@ def test_returned_cache_lives_to_the_end_of_the_forward_only():
     assert on["backward"] == off["backward"] and on["optimizer_step"] == off["optimizer_step"]
 
 
+def test_the_plan_lists_the_cache_as_an_assumption():
+    plan = make_plan(load_card_dict(CARD | {"loop": {"returns_kv_cache": True}}))
+    assert any(a.startswith("loop.returns_kv_cache: the model returns every attention layer's keys and values"
+                            " (4.00 GiB a micro-batch)") for a in plan.assumptions)
+
+
 def test_kept_output_holds_its_cache_through_backward_and_the_step():
     """``outputs = model(**batch)`` kept through backward (before PR #41): the cache with it through backward and
     the optimizer step, and the previous micro-batch's beside the next forward's own."""

@@ -1011,6 +1011,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights_gpu += fp8_b
         notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
+    kv_returned = _returned_kv_cache(card, spec, act_dtype, seq_len)
+    if kv_returned:
+        kept = card.loop.keeps_output_through_backward
+        notes.append(f"loop.returns_kv_cache: the model returns every attention layer's keys and values"
+                     f" ({kv_returned / GIB:.2f} GiB a micro-batch), alive to the end of the forward"
+                     + (", then with the kept output through backward, the optimizer step and beside the next"
+                        " forward's" if kept else "") + " (memory.returned_cache)")
     terms = StepTerms(
         weights=weights_gpu,
         adapter_weights=adapter_gpu,
@@ -1056,7 +1063,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         graph_held_inputs=graph_held,
         ctx_held_inputs=bnb_ctx_held,
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
-        returned_kv_cache=_returned_kv_cache(card, spec, act_dtype, seq_len),
+        returned_kv_cache=kv_returned,
         kv_cache_kept=card.loop.returns_kv_cache and card.loop.keeps_output_through_backward,
         **fsdp,
         **zero_terms,

@@ -1521,7 +1521,13 @@ def _recipes_lora_card(*, keeps_logits: bool) -> dict[str, Any]:
     batch 4 of samsum concatenated into 2048-token chunks (ft_datasets/utils.py Concatenator(chunk_size=2048)),
     activation checkpointing (fsdp_activation_checkpointing True), limit_all_gathers True, transformers >= 4.31 eager
     attention. ``keeps_logits``: the loop before the PR (``outputs = model(**batch); loss = outputs.loss``), which holds
-    the model output through backward; after it ``loss = model(**batch).loss`` (utils/train_utils.py l.88)."""
+    the model output through backward; after it ``loss = model(**batch).loss`` (utils/train_utils.py l.88). Both
+    return the key/value cache (``loop.returns_kv_cache``): from_pretrained leaves config.use_cache at Llama-2's true
+    (llama_finetuning.py l.93-97) and the layers are checkpointed by torch's apply_activation_checkpointing
+    (policies/activation_checkpointing_functions.py l.17-32), not the model's gradient_checkpointing flag that turns
+    use_cache off (transformers 4.31.0 models/llama/modeling_llama.py l.658-663). The kept output's logits are the fp32
+    ones: LlamaForCausalLM upcasts them itself before the loss and returns the upcast tensor (l.825, l.844-850), the
+    bf16 lm_head output freed (``loop.kept_output_dtype: fp32``)."""
     card: dict[str, Any] = {
         "model": "meta-llama/Llama-2-7b-hf", "scope": "lora",
         "lora": {"rank": 8, "alpha": 32, "targets": ["q_proj", "v_proj"], "dropout": 0.05},
@@ -1532,8 +1538,9 @@ def _recipes_lora_card(*, keeps_logits: bool) -> dict[str, Any]:
         "batch": {"micro_batch_size": 4, "seq_len": 2048},
         "software": {"transformers": "4.31.0"},
     }
+    card["loop"] = {"returns_kv_cache": True}
     if keeps_logits:
-        card["loop"] = {"keeps_output_through_backward": True}
+        card["loop"] |= {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"}
     return card
 
 

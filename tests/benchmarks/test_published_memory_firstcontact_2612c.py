@@ -82,11 +82,24 @@ def test_recipes_pairs_differ_by_the_kept_output() -> None:
     """llama-recipes PR #41: the before / after cards differ only in loop.keeps_output_through_backward, and the
     kept output plans more allocated bytes (the published figures moved by 4.98 GB active)."""
     after, before = P.POINTS[2709]["card"], P.POINTS[2711]["card"]
-    assert {k: v for k, v in before.items() if k != "loop"} == after
-    assert before["loop"] == {"keeps_output_through_backward": True}
+    assert {k: v for k, v in before.items() if k != "loop"} == {k: v for k, v in after.items() if k != "loop"}
+    assert after["loop"] == {"returns_kv_cache": True}
+    assert before["loop"] == {"returns_kv_cache": True, "keeps_output_through_backward": True,
+                              "kept_output_dtype": "fp32"}
     assert P.plan_point(2711).peak.allocated > P.plan_point(2709).peak.allocated
     card = load_card_dict(after)
     assert card.parallel.strategy.value == "fsdp" and card.world_size == 4 and card.attention.value == "eager"
+
+
+def test_recipes_cards_return_the_cache_and_keep_fp32_logits() -> None:
+    """Both llama-recipes loops return the key/value cache (use_cache left true, layers checkpointed by torch's
+    wrapper: transformers 4.31.0 modeling_llama.py l.658-663); the loop before PR #41 keeps it, and the fp32 logits
+    LlamaForCausalLM returns (l.825), through backward: 4 GiB of cache and 4 B a logit beyond the output-dropping
+    loop's backward."""
+    kept = {x.phase.value: x.allocated for x in P.plan_point(2711).phases}
+    dropped = {x.phase.value: x.allocated for x in P.plan_point(2709).phases}
+    cache, logits = 32 * 2 * 4 * 2048 * 4096 * 2, 4 * 2048 * 32000 * 4
+    assert kept["backward"] - dropped["backward"] == pytest.approx(cache + logits, rel=1e-6)
 
 
 def test_swift_tuner_headers_plan_the_lora_run() -> None:

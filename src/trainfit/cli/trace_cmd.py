@@ -64,6 +64,9 @@ def trace_request_kwargs(card, spec_config: dict[str, Any], *, layouts: bool = F
     if pp > 1 and world > 1:
         raise TraceCardError("parallel.pipeline_parallel: a pipeline stage is traced on one rank; use strategy single"
                              " or as many GPUs as stages")
+    if card.loop.returns_kv_cache:
+        raise TraceCardError("loop.returns_kv_cache: the trace builds the model with use_cache off, so its output"
+                             " holds no cache; trace with false")
     if p.compute.value == "fp8":
         raise TraceCardError("precision.compute: fp8 is not traced (no fp8 GEMMs on the CPU trace); its fp8 weight"
                              " copies and scaling state rest on memory/fp8.py; trace compute bf16 for the rest")

@@ -464,6 +464,8 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     f["attention_kernel"] = card.attention_kernel.value  # the fused kernel's rates (compute.attention_time)
     f["loop.keeps_output_through_backward"] = card.loop.keeps_output_through_backward  # memory: the kept logits
     f["loop.kept_output_dtype"] = card.loop.kept_output_dtype.value
+    if card.loop.returns_kv_cache:  # memory: the checkpointed model's returned key/value cache
+        f["loop.returns_kv_cache"] = True
     if card.loop.loss_input_copy:  # memory: the compiled loss saves a copy beside the kept logits
         f["loop.loss_input_copy"] = True
     f["loop.token_scan_syncs"] = card.loop.token_scan_syncs  # time: the loop's per-token host syncs

@@ -176,7 +176,8 @@ def supported(t: StepTerms) -> bool:
                 or t.comm_forward_transient or t.layer_forward_transient or t.zero_ipg_buckets
                 or t.zero_step_grads or t.zero_step_cast or t.zero_step_fp32_grad or t.zero_persistent_params
                 or t.grads_preallocated or t.grad_buffer or t.gathered_forward or t.gathered_backward or t.offload_staging
-                or t.paged_optimizer_states or t.graph_held_inputs or t.ctx_held_inputs)
+                or t.paged_optimizer_states or t.graph_held_inputs or t.ctx_held_inputs
+                or t.returned_kv_cache)
 
 
 def _split(total: float, weights: tuple[int, ...] | list[int]) -> list[int]:

@@ -170,6 +170,12 @@ class StepTerms:
     """bitsandbytes before 0.43.2 under a non-reentrant checkpoint: this micro-batch's MatMul4Bit inputs, attributes of
     the first forward's graph nodes (its saved-tensor hooks see only ``save_for_backward``), alive beside the
     checkpointed inputs from the loss to the end of backward (``trainfit.memory.bnb_saved_input.ctx_held_input_bytes``)."""
+    returned_kv_cache: float = 0.0
+    """loop.returns_kv_cache: one micro-batch's key/value cache the checkpointed model returns (every attention
+    layer's keys and values, ``trainfit.memory.returned_cache``), alive at the forward's end."""
+    kv_cache_kept: bool = False
+    """With ``returned_kv_cache`` and loop.keeps_output_through_backward: the bound output holds its cache through
+    backward and the optimizer step, and beside the next forward's own cache until that forward returns."""
     kept_output_fp32: bool = False
     """loop.kept_output_dtype fp32: the kept logits are the fp32 copy the loss reads (the compute-dtype logits are
     freed before the log-softmax; ``trainfit.memory.alloc_sequence``)."""
@@ -253,6 +259,9 @@ def forward_peak(t: StepTerms) -> PhasePeak:
         comps["graph_held_inputs"] = t.graph_held_inputs
     if t.ctx_held_inputs:
         comps["ctx_held_inputs"] = t.ctx_held_inputs
+    if t.returned_kv_cache:
+        # this forward's cache at its end, beside the previous micro-batch's while the loop still binds its output
+        comps["kv_cache"] = t.returned_kv_cache * (2 if t.kv_cache_kept else 1)
     if t.pipeline_buffers:
         comps["pipeline_buffers"] = t.pipeline_buffers
     loss_point = PhasePeak(Phase.FORWARD, comps, t.forward_at)
@@ -288,6 +297,8 @@ def backward_peak(t: StepTerms) -> PhasePeak:
         base = base | {"offload_staging": t.offload_staging}
     if t.kept_output:
         base = base | {"kept_output": t.kept_output}
+    if t.kv_cache_kept:
+        base = base | {"kv_cache": t.returned_kv_cache}
     if t.ctx_held_inputs:
         base = base | {"ctx_held_inputs": t.ctx_held_inputs}
     fsdp_static = t.fsdp_root_unit + t.fsdp_root_grads
@@ -407,7 +418,8 @@ def optimizer_peak(t: StepTerms) -> PhasePeak:
     }
     # what a loop that keeps its output bound until the next forward still holds
     held = (({"kept_output": t.kept_output} if t.kept_output else {})
-            | ({"graph_held_inputs": t.graph_held_inputs} if t.graph_held_inputs else {}))
+            | ({"graph_held_inputs": t.graph_held_inputs} if t.graph_held_inputs else {})
+            | ({"kv_cache": t.returned_kv_cache} if t.kv_cache_kept else {}))
     comps |= held
     if not (t.zero_step_cast or t.zero_step_fp32_grad):
         return PhasePeak(Phase.OPTIMIZER_STEP, comps, "optimizer.step()")

@@ -37,6 +37,7 @@ from trainfit.memory import kbit_upcast, nf4_dequant, peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, linear_groups, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
+from trainfit.memory.returned_cache import returned_kv_cache_bytes
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
 from trainfit.plan.fsdp_no_sync import fsdp_no_sync as resolved_fsdp_no_sync
@@ -1010,6 +1011,13 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights_gpu += fp8_b
         notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
+    kv_returned = _returned_kv_cache(card, spec, act_dtype, seq_len)
+    if kv_returned:
+        kept = card.loop.keeps_output_through_backward
+        notes.append(f"loop.returns_kv_cache: the model returns every attention layer's keys and values"
+                     f" ({kv_returned / GIB:.2f} GiB a micro-batch), alive to the end of the forward"
+                     + (", then with the kept output through backward, the optimizer step and beside the next"
+                        " forward's" if kept else "") + " (memory.returned_cache)")
     terms = StepTerms(
         weights=weights_gpu,
         adapter_weights=adapter_gpu,
@@ -1055,6 +1063,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         graph_held_inputs=graph_held,
         ctx_held_inputs=bnb_ctx_held,
         kept_output_fp32=_kept_fp32(card) and not card.loss.chunked,
+        returned_kv_cache=kv_returned,
+        kv_cache_kept=card.loop.returns_kv_cache and card.loop.keeps_output_through_backward,
         **fsdp,
         **zero_terms,
         **step_grads,
@@ -1106,6 +1116,20 @@ def loss_input_copy_of(card: RunCard) -> LossInputCopy:
     on = card.loop.loss_input_copy
     return LossInputCopy(forward_copy=on and shifted_slice_copies(micro_batch_size=card.batch.micro_batch_size),
                          slice_backward=on)
+
+
+def _returned_kv_cache(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: int) -> float:
+    """``loop.returns_kv_cache``: the keys and values of every full-attention layer that the checkpointed model
+    returns in its output (``trainfit.memory.returned_cache``); 0 without the flag. Multi-head latent attention
+    returns its own cache layout, not planned (CardError naming the field)."""
+    if not card.loop.returns_kv_cache:
+        return 0.0
+    if spec.mla is not None:
+        raise CardError("loop.returns_kv_cache: the returned cache of multi-head latent attention is not planned;"
+                          " allowed for this model: false")
+    return returned_kv_cache_bytes(num_layers=spec.num_full_attention_layers,
+                                   micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
+                                   kv_dim=spec.kv_dim, act_bytes=act_dtype)
 
 
 def _kept_fp32(card: RunCard) -> bool:

@@ -1134,6 +1134,13 @@ class LoopSection(_Section):
         KeptOutputDtype.COMPUTE, description="With keeps_output_through_backward: compute (the logits as lm_head returns"
         " them) or fp32 (the loop casts them with .float() before the loss and keeps the copy; the compute-dtype logits"
         " are dropped: prime-rl's SFT trainer).")
+    returns_kv_cache: bool = Field(
+        False, description="The model's forward returns every layer's keys and values (transformers'"
+        " past_key_values, config.use_cache true) while its decoder layers are checkpointed by a wrapper outside the"
+        " model, so the model's own gradient_checkpointing flag never turns use_cache off (torch's"
+        " apply_activation_checkpointing: llama-recipes' FSDP runs, transformers 4.31 modeling_llama.py l.658-663)."
+        " The cache lives to the end of the forward, and with keeps_output_through_backward through backward and the"
+        " optimizer step (memory.returned_cache). Read with parallel.gradient_checkpointing true.")
     loss_input_copy: bool = Field(
         False, description="With keeps_output_through_backward and loss.compiled: the loop passes the loss a contiguous"
         " copy of the logits without their last position and keeps the logits themselves, so the compiled loss saves"
@@ -2117,6 +2124,13 @@ class RunCard(_Section):
                              f" loss), not planned with method {self.method.value}, loop.kept_output_dtype fp32, tensor"
                              f" parallelism (loss_parallel) or Megatron-Core's / nanotron's vocab-parallel loss; allowed"
                              f" here: false")
+        if self.loop.returns_kv_cache and not (
+                self.parallel.gradient_checkpointing and self.method is Method.SFT
+                and self.parallel.tensor_parallel == 1 and self.parallel.context_parallel == 1
+                and self.parallel.pipeline_parallel == 1):
+            raise ValueError("loop.returns_kv_cache: the cache a checkpointed sft model returns (transformers"
+                             " use_cache), read with parallel.gradient_checkpointing true, method sft and no tensor,"
+                             " context or pipeline parallelism; allowed here: false")
         if self.loop.loss_input_copy and not (self.loss.compiled and self.loop.keeps_output_through_backward):
             raise ValueError("loop.loss_input_copy: the compiled loss's saved copy beside the kept logits, read with"
                              " loss.compiled true and loop.keeps_output_through_backward true; allowed here: false")

@@ -242,7 +242,7 @@ def check_plan_json(d: dict[str, Any], ctx: str = "") -> None:
     assert d["model"]["params_total"] > 0, ctx
 
 
-_VERDICT = re.compile(r"(FITS|DOES NOT FIT): peak ([\d.]+) GiB \(device\) of ([\d.]+) GiB per GPU, (headroom|over by) ([\d.]+) GiB")
+_VERDICT = re.compile(r"(FITS|DOES NOT FIT): peak ([\d.]+) GiB \(device\) of ([\d.]+) GiB per GPU(?: \([^)]*\))?, (headroom|over by) ([\d.]+) GiB")
 
 
 def check_plan_text(text: str, ctx: str = "") -> None:

@@ -331,7 +331,19 @@ def test_consumer_blackwell_runs_flashattention2_at_the_ampere_ada_rates():
     measured_forward = 186.73 / 209.5
     assert attention_efficiency(compute_capability="12.0", seq_len=65536, backward=False) <= measured_forward
     rtx5090 = default_rates(resolve_gpu("rtx5090"))
-    assert rtx5090.compute_capability == "12.0" and rtx5090.matmul_flops_per_s == pytest.approx(209.5e12)
+    assert rtx5090.compute_capability == "12.0" and rtx5090.matmul_flops_per_s == pytest.approx(234.98e12)
+
+
+def test_rtx5090_planned_flash_forward_is_its_measured_sdpa_rate():
+    """The RTX 5090's sustained matmul rate is its measured torch.mm bf16 (234.98 TFLOP/s, the mean of four cards in
+    zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f l.28, 45, 88, 103), not
+    the datasheet's 209.5 (``rates._OTHER_MATMUL_FRACTION``), so the sm8x forward ratio (0.80) plans PyTorch SDPA's
+    FlashAttention forward at the rate measured on the card: 186.73 TFLOP/s at 400 W and 190.58 at 600 W
+    (gau-nernst/learn-cuda 07_attention/README.md @e83c25699bfb7741426f0ab7094d6bacb0871ddc and
+    @19b2a2d35eb0d35977234079608404fdfa9e300a). Held at 209.5 it planned 167.6, 10 % under the 400 W figure."""
+    rtx5090 = default_rates(resolve_gpu("rtx5090"))
+    forward = attention_efficiency(compute_capability="12.0", seq_len=65536, backward=False) * rtx5090.matmul_flops_per_s
+    assert 186.73e12 <= forward <= 190.58e12
 
 
 def test_consumer_blackwell_memory_efficient_kernel_takes_the_sm8x_base():

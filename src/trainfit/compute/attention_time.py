@@ -26,12 +26,14 @@ Dao-AILab/flash-attention pull request #2592, read 2026-12-05), so ``mma.sync`` 
 its tensor cores' own path, as on sm80/86/89, and it has the ~100 KB shared memory per SM of sm86/89 (the same pull
 request), whose kernel configurations the sm8x rates cover. Measured: PyTorch SDPA's FlashAttention backend on an RTX
 5090, bf16, head dim 128, 8 heads, 4,096 queries over 8,192 keys, non-causal forward: 186.73 TFLOP/s at a 400 W limit,
-89.13 % of the 209.5 dense rate (the catalog's, and the card's sustained matmul rate): gau-nernst/learn-cuda
+89.13 % of the catalog's 209.5 dense rate and 79.5 % of the card's sustained matmul rate (its measured torch.mm
+234.98, ``rates._OTHER_MATMUL_FRACTION``): gau-nernst/learn-cuda
 07_attention/README.md ("`F.sdpa()` (Flash Attention) | 186.73 | 89.13%", "5090 @ 400W") and 07_attention/main.py
 l.30-40, 79, 86-87 (``head_dim = 128``, ``sdpa_kernel([SDPBackend.FLASH_ATTENTION])``, no mask, TFLOP/s from
 ``4 * bs * nh * lq * lkv * head_dim``) @e83c25699bfb7741426f0ab7094d6bacb0871ddc (2025-08-17); re-measured on torch
 2.14 at 187.0 (400 W) and 190.58 (600 W, 90.97 %), 07_attention/README.md @19b2a2d35eb0d35977234079608404fdfa9e300a
-("Update 2026/10/03"); read 2026-12-05. That forward sits at or above the sm8x causal 0.80, twice the 0.45 the card
+("Update 2026/10/03"); read 2026-12-05. That forward sits at the sm8x causal 0.80 of the sustained rate (0.795 at
+400 W, 0.811 at 600 W), twice the 0.45 the card
 took before (the Hopper figure, unsourced for sm_120); no sm_120 backward is published, so both phases take the sm8x
 row whole (no constant of sm_120's own). The Surogate Unsloth RTX 5090 rows moved with it (each entry's note).
 
@@ -690,7 +692,14 @@ FlashAttention-2 figures (0.45 / 0.34), which no sm_120 measurement supports and
 36 % slower per matmul FLOP than the RTX 4090's. Open miss (2026-12-05): at the sm8x base the RTX PRO 6000 rows of
 universal-llm-trainer that run this kernel (batch.padding mask) are planned faster than they ran (each entry's note);
 nothing published times this kernel on sm_120, so the next step is a measurement, not a constant fitted to those
-rows."""
+rows. Checked 2026-12-05, a null result on the card-level inputs: the page (docs/gpu_test.md and README.md at the
+rows' commit) names no edition and prints no nvidia-smi, so a 300 W Max-Q is not assumed; the card's torch.mm bf16
+reports (Workstation 417.98 and 368.43, Server 409.42 and 417.34 TFLOP/s) put its sustained rate within 3 % of the
+82.7 % it takes; the page's own words (no padding: the causal flash path) plan the Llama-3.1-8B full row at 4.53 s,
+further from 10.9 than the mask's 6.77. The Llama and Phi-3 bf16 rows ran 1.84-2.32x their H100 twins (the same page), about or above both
+the sustained matmul ratio (794.5 / 413.7 = 1.92) and the bandwidth ratio (1.87), so no datasheet or torch.mm
+figure of the card closes them; the fp32-compute QLoRA rows ran 1.18-1.21x the H100 where the measured fp32 torch.mm
+(77.12 against 52.00 TFLOP/s) plans them faster. Each entry's note has its figures."""
 
 
 def mem_efficient_attention_seconds(*, forward_flops: float, seq_len: float, rates: DeviceRates, backward: bool,

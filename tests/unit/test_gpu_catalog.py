@@ -323,12 +323,12 @@ def test_h20_cuda_total_is_the_published_device_properties_mib():
     assert "total_memory=97285MB" in g.notes and "78c9b002749f86a2dc601af3d02c5eaf6cc91507 l.624" in g.notes
 
 
-def test_t4_cuda_total_is_the_midpoint_of_the_oom_message_rounding():
-    """'GPU 0 has a total capacity of 14.56 GiB' (Tesla T4, current drivers): printed to 0.01 GiB, stored as the
-    midpoint since no exact byte figure is cited, and the note says so."""
+def test_t4_published_totals_disagree_so_none_is_stored():
+    """'total capacity of 14.56 GiB' (GCP T4s, 2025) and '14.75 GiB' (a Colab T4, 2024) are ~190 MiB apart with no
+    nvidia-smi total from the same hosts: the entry keeps nvidia-smi's total and quotes both."""
     g = resolve_gpu("t4")
-    assert g.torch_total_memory_bytes == round(14.56 * 2**30) == g.usable_memory_bytes
-    assert "total capacity of 14.56 GiB" in g.notes and "midpoint" in g.notes
+    assert g.torch_total_memory_bytes is None and g.usable_memory_bytes == g.memory_bytes == 15360 * 2**20
+    assert "total capacity of 14.56 GiB" in g.notes and "'14.75 GiB'" in g.notes and "neither is stored" in g.notes
 
 
 def test_a6000_ecc_on_device_query_is_not_taken_for_the_ecc_off_entry():

@@ -61,3 +61,27 @@ def test_hopper_default_cites_the_dgx_reference_architecture():
     (line,) = _nic_lines(make_plan(load_card_dict(card)))
     assert "4 nodes, 400 Gb/s per GPU (3200 Gb/s per node of 8 GPUs)" in line
     assert "dgx-basepod" in line and "uncited" not in line
+
+
+def _default_line(gpu):
+    card = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": gpu, "gpus_per_node": 4 if gpu == "gb200" else 8,
+                                                   "nodes": 2}, "parallel": {"strategy": "fsdp"}}
+    (line,) = _nic_lines(make_plan(load_card_dict(card)))
+    return line
+
+
+def test_a100_h800_gb200_defaults_cite_their_reference_hosts():
+    """DGX A100: 'Compute: 8x ConnectX-6 IB HDR 200Gb/Sec' (NVIDIA's MLPerf Training system descriptions, v0.7 for the
+    40 GB part, v1.0 for the 80 GB); H800: 'each connected to a CX7 InfiniBand 400 Gb/s RDMA network card' (DeepEP
+    README l.88); GB200: '4x NVIDIA ConnectX-7 single port 400G OSFP NIC' per tray of 4 GPUs (DGX GB200 user guide)."""
+    for gpu, gbps, where in (("a100-40gb", 200, "training_results_v0.7"), ("a100-80gb", 200, "training_results_v1.0"),
+                             ("h800", 400, "DeepEP README.md@0aaa6744c890c5af051f622252975c4393795000 l.88"),
+                             ("gb200", 400, "dgxgb200-user-guide/hardware.html")):
+        line = _default_line(gpu)
+        assert f"{gbps} Gb/s per GPU" in line and where in line and "uncited" not in line, gpu
+
+
+def test_a800_and_h20_defaults_stay_uncited_and_say_why():
+    for gpu, gbps in (("a800-80gb", 200), ("h20", 400)):
+        line = _default_line(gpu)
+        assert f"{gbps} Gb/s per GPU" in line and "uncited default" in line and "sold in OEM servers" in line, gpu

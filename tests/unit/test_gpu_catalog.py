@@ -295,3 +295,45 @@ def test_memory_total_basis_is_validated():
     entry = {"id": "x", "name": "x", "memory_bytes": 1, "memory_label": "1 B", "memory_total_basis": "rocm"}
     with pytest.raises(CatalogError, match=r"memory_total_basis: 'rocm' is not one of nvidia_smi, rocm_smi, spec"):
         _spec(entry)
+
+
+CUDA_TOTALS_DEVICEQUERY_GLS = {
+    # thamada/gls gls/<file>_deviceQuery.py @e20f22d0eec076b6eeed628fdb1312d84a6fb663 l.13, the device's
+    # "Total amount of global memory: ... (N bytes)" line, beside the same host's nvidia-smi dump (<file>_smi.py)
+    "a10": 23_595_909_120,  # A10: 22503 MBytes
+    "gh200": 101_468_602_368,  # GH200: 96768 MBytes, 'NVIDIA GH200 480GB'
+    "rtx5090": 33_680_457_728,  # RTX5090: 32120 MBytes
+    "v100-sxm2-16gb": 16_928_342_016,  # V100_x8: 16144 MBytes
+}
+
+
+def test_cuda_totals_quoted_from_gls_device_query():
+    for gid, total in CUDA_TOTALS_DEVICEQUERY_GLS.items():
+        g = resolve_gpu(gid)
+        assert g.torch_total_memory_bytes == total == g.usable_memory_bytes, gid
+        assert f"({total} bytes)" in g.notes and "e20f22d0eec076b6eeed628fdb1312d84a6fb663 l.13" in g.notes, gid
+
+
+def test_h20_cuda_total_is_the_published_device_properties_mib():
+    """_CudaDeviceProperties(name='NVIDIA H20', ..., total_memory=97285MB) (alipay/PainlessInferenceAcceleration
+    flood/flood/ops/seg_attn.py@78c9b002 l.624): torch's repr is whole MiB; the H20-derived 96 GB Grand Teton entry
+    takes the same figure."""
+    g = resolve_gpu("h20")
+    assert g.torch_total_memory_bytes == 97285 * 2**20 == resolve_gpu("h100-sxm-hbm2e-96gb").torch_total_memory_bytes
+    assert "total_memory=97285MB" in g.notes and "78c9b002749f86a2dc601af3d02c5eaf6cc91507 l.624" in g.notes
+
+
+def test_t4_published_totals_disagree_so_none_is_stored():
+    """'total capacity of 14.56 GiB' (GCP T4s, 2025) and '14.75 GiB' (a Colab T4, 2024) are ~190 MiB apart with no
+    nvidia-smi total from the same hosts: the entry keeps nvidia-smi's total and quotes both."""
+    g = resolve_gpu("t4")
+    assert g.torch_total_memory_bytes is None and g.usable_memory_bytes == g.memory_bytes == 15360 * 2**20
+    assert "total capacity of 14.56 GiB" in g.notes and "'14.75 GiB'" in g.notes and "neither is stored" in g.notes
+
+
+def test_a6000_ecc_on_device_query_is_not_taken_for_the_ecc_off_entry():
+    """The one published RTX A6000 deviceQuery (45619 MBytes) ran with ECC on (nvidia-smi 46068 MiB); the entry is the
+    ECC-off card (49140 MiB), so the figure is quoted but not stored."""
+    g = resolve_gpu("rtx-a6000")
+    assert g.torch_total_memory_bytes is None and g.memory_bytes == 49140 * 2**20
+    assert "47834660864 bytes" in g.notes and "not stored" in g.notes

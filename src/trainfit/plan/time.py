@@ -101,17 +101,32 @@ NDR), DGX A100 (ConnectX-6, 200 Gb/s HDR), DGX B300 (8 ConnectX-8 SuperNICs at u
 datasheet, https://resources.nvidia.com/en-us-dgx-systems/dgx-b300-datasheet, read 2026-12-03), GB300 NVL72 (a
 ConnectX-8 SuperNIC at 800 Gb/s per GPU: https://www.nvidia.com/en-us/data-center/gb300-nvl72/, read 2026-12-03), Meta's
 Grand Teton H100 96GB HBM2e hosts ('backend RDMA network with 400 Gb/s per GPU', pytorch/torchtitan docs/performance.md
-@eaea6f6a2fa940f03a10906be1df3489cf30af85 l.6); the A800 (an A100 with
-NVLink cut to 400 GB/s, catalog a800-80gb) assumed on the A100's server. Other (PCIe) cards: 100 Gb/s assumed. The
-figures with a quoted source are in ``NIC_SOURCE_BY_GPU``; a multi-node plan names the figure it used and its source,
-or 'uncited default', in its assumptions (``nic_note``)."""
+@eaea6f6a2fa940f03a10906be1df3489cf30af85 l.6), GB200 NVL72 (a ConnectX-7 at 400 Gb/s per GPU: four per compute
+tray of four GPUs), the H800 (a ConnectX-7 at 400 Gb/s per GPU on DeepSeek's hosts); the A800 (an A100 with NVLink
+cut to 400 GB/s, catalog a800-80gb) assumed on the A100's server and the H20 on the Hopper one, both uncited
+(``NIC_UNCITED_BY_GPU`` says why). Other (PCIe) cards: 100 Gb/s assumed. The figures with a quoted source are in
+``NIC_SOURCE_BY_GPU``; a multi-node plan names the figure it used and its source, or 'uncited default', in its
+assumptions (``nic_note``)."""
 
 
 _DGX_HOPPER_NICS = ("NVIDIA DGX BasePOD reference architecture, core components, https://docs.nvidia.com/dgx-basepod/"
                     "reference-architecture-infrastructure-foundation-enterprise-ai/latest/core-components.html, read"
                     " 2026-12-05, DGX H200 and H100: 'Four OSFP ports serving eight single-port NVIDIA ConnectX-7 VPI, ...,"
                     " up to 400 Gb/s InfiniBand/Ethernet'")
+_DGX_A100_NICS = ("MLPerf Training system descriptions of NVIDIA's DGX A100 nodes, 'host_networking': '... Compute: 8x"
+                  " ConnectX-6 IB HDR 200Gb/Sec' (one 200 Gb/s HDR NIC per GPU), for the A100-SXM4-40GB:"
+                  " mlcommons/training_results_v0.7 NVIDIA/systems/dgxa100_n32_ngc20.06_pytorch.json"
+                  "@c66406115bb3c60cb9c49889b076727ccecba31e l.17, and the A100-SXM4-80GB:"
+                  " mlcommons/training_results_v1.0 NVIDIA/systems/dgxa100_n32_ngc21.05_pytorch.json"
+                  "@8200377f425ae24b6ed6c2816b9273aab0996d43 l.17")
 NIC_SOURCE_BY_GPU = {
+    "a100-80gb": _DGX_A100_NICS,
+    "a100-40gb": _DGX_A100_NICS,
+    "h800": "deepseek-ai/DeepEP README.md@0aaa6744c890c5af051f622252975c4393795000 l.88: 'We test normal kernels on H800"
+            " (~160 GB/s NVLink maximum bandwidth), with each connected to a CX7 InfiniBand 400 Gb/s RDMA network card'",
+    "gb200": "NVIDIA DGX GB200 user guide, hardware, https://docs.nvidia.com/dgx/dgxgb200-user-guide/hardware.html, read"
+             " 2026-12-05: compute tray '2x Grace CPUs and 4x Blackwell GPUs', cluster network '4x NVIDIA ConnectX-7"
+             " single port 400G OSFP NIC' (one 400 Gb/s NIC per GPU)",
     "h100-sxm": _DGX_HOPPER_NICS,
     "h200": _DGX_HOPPER_NICS,
     "b200": "NVIDIA DGX B200 user guide, https://docs.nvidia.com/dgx/dgxb200-user-guide/introduction-to-dgxb200.html,"
@@ -126,11 +141,22 @@ NIC_SOURCE_BY_GPU = {
 """Where ``NIC_GBPS_BY_GPU``'s figure is quoted; the other kinds' figures (one NIC per GPU of the vendor's reference
 server, 100 Gb/s for PCIe cards) are uncited defaults, and the plan's assumption line says so (``nic_note``)."""
 
+NIC_UNCITED_BY_GPU = {
+    "a800-80gb": ("one 200 Gb/s NIC per GPU, as on the DGX A100 the A800 derives from; the A800 is sold in OEM servers"
+                  " and neither an NVIDIA reference server nor a published A800 host's NICs are cited here"),
+    "h20": ("one 400 Gb/s NIC per GPU, as on the DGX H100; the H20 is sold in OEM servers and neither an NVIDIA"
+            " reference server nor a published H20 (96 GB) host's NICs are cited here (a published 8 x 400 Gb/s RoCE"
+            " cluster, https://github.com/NVIDIA/nccl-tests/issues/367 read 2026-12-05, is of the H20-3e, another card)"),
+}
+"""Catalog NIC defaults left uncited, with the reason the plan's assumption line gives."""
+
 
 def nic_default_source(gpu_id: str) -> str:
     """The catalog default NIC's source for ``gpu_id``, or the words 'uncited default' and what it assumes."""
     if gpu_id in NIC_SOURCE_BY_GPU:
         return NIC_SOURCE_BY_GPU[gpu_id]
+    if gpu_id in NIC_UNCITED_BY_GPU:
+        return f"uncited default: {NIC_UNCITED_BY_GPU[gpu_id]}"
     if gpu_id in NIC_GBPS_BY_GPU:
         return "uncited default: one NIC per GPU, as in the vendor's reference 8-GPU server"
     return "uncited default: 100 Gb/s assumed for a card without a reference server in the table"

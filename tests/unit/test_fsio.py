@@ -129,16 +129,27 @@ def _read(path, **kw):
 
 def test_read_text_bounded_reads_a_file_a_pipe_and_the_null_device(tmp_path):
     import threading
+    import time
 
     (tmp_path / "f").write_text("0123456789")  # exactly the bound
     assert _read(tmp_path / "f") == "0123456789"
     assert _read(os.devnull) == ""
     os.mkfifo(tmp_path / "p")
     fd = os.open(tmp_path / "p", os.O_RDWR)  # a writer present before the reader opens it (Linux)
-    t = threading.Thread(target=lambda: os.fdopen(fd, "wb").write(b"abc"), daemon=True)
+    os.write(fd, b"abc")  # in the pipe's buffer before the reader opens it, kept there by the open writer
+
+    def close_once_the_reader_has_it_open() -> None:
+        # the writer closes only after the reader's descriptor exists: closing earlier would drop the buffered bytes
+        # (the pipe's last descriptor gone) and the read would race the thread under load
+        target = os.path.realpath(tmp_path / "p")
+        while sum(os.path.realpath(f"/proc/self/fd/{n}") == target for n in os.listdir("/proc/self/fd")) < 2:
+            time.sleep(0.005)
+        os.close(fd)
+
+    t = threading.Thread(target=close_once_the_reader_has_it_open, daemon=True)
     t.start()
     assert _read(tmp_path / "p") == "abc"
-    t.join()
+    t.join(timeout=10)
 
 
 @pytest.mark.parametrize(("make", "message"), [

@@ -40,4 +40,9 @@ def test_sustained_rate_never_above_the_datasheet(gpu_id):
     if not gpu.half_dense_flops_per_s or not gpu.hbm_bytes_per_s:
         return
     r = default_rates(gpu)
-    assert 0.5 * gpu.half_dense_flops_per_s <= r.matmul_flops_per_s <= gpu.half_dense_flops_per_s
+    # above the datasheet only where a cited torch.mm measurement is (a GeForce card holding a clock above the rated
+    # boost clock its datasheet rate is computed at: compute.rates._OTHER_MATMUL_FRACTION), and never above that
+    from trainfit.compute.rates import _OTHER_MATMUL_FRACTION
+
+    cap = max(1.0, _OTHER_MATMUL_FRACTION.get(gpu.id, (1.0, ""))[0])
+    assert 0.5 * gpu.half_dense_flops_per_s <= r.matmul_flops_per_s <= cap * gpu.half_dense_flops_per_s * (1 + 1e-12)

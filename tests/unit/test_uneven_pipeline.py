@@ -138,7 +138,14 @@ def test_qwen3_235b_pp8_last_stage_10_plans():
     from trainfit.plan import make_plan
 
     plan = make_plan(load_card_dict(_q235()))
-    assert plan.step_seconds and plan.step_seconds > 0
+    # The colocated engine at the script's 0.6 share of the H20's CUDA total (97,285 MiB, cited in the catalog since
+    # 2026-12-05; it was judged on nvidia-smi's total before) leaves 0.26 GiB of KV cache beside the 54.7 GiB TP-8
+    # weight shard, short of one 11,680-token request (0.52 GiB): the step is then unavailable, for that reason only.
+    # What this test checks is the uneven pipeline split of the trainer, planned either way.
+    if plan.step_seconds is None:
+        assert "rollout engine cannot start" in plan.step_unavailable and "KV cache" in plan.step_unavailable
+    else:
+        assert plan.step_seconds > 0
     assert len(plan.stage_phases) == 8
     assert plan.worst_rank.pp == max(range(8), key=lambda s: plan.stage_peaks[s])
     assert any("uneven split: last stage 10 layers" in a for a in plan.assumptions)

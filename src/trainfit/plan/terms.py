@@ -37,7 +37,6 @@ from trainfit.memory import kbit_upcast, nf4_dequant, peft_variants
 from trainfit.memory.optimizer import PAGED, master_weight_bytes, optimizer_state_bytes, step_temporary_bytes
 from trainfit.memory.params import ParamBreakdown, TensorGroup, linear_groups, param_breakdown, param_tensors
 from trainfit.memory.phases import StepTerms
-from trainfit.memory.returned_cache import returned_kv_cache_bytes
 from trainfit.memory.sharding import Sharding
 from trainfit.memory.weights import WeightBytes, count_scale, total_params, weight_bytes
 from trainfit.plan.fsdp_no_sync import fsdp_no_sync as resolved_fsdp_no_sync
@@ -1127,6 +1126,8 @@ def _returned_kv_cache(card: RunCard, spec: ModelSpec, act_dtype: int, seq_len: 
     if spec.mla is not None:
         raise CardError("loop.returns_kv_cache: the returned cache of multi-head latent attention is not planned;"
                           " allowed for this model: false")
+    from trainfit.memory.returned_cache import returned_kv_cache_bytes  # cards with the flag only (cold start)
+
     return returned_kv_cache_bytes(num_layers=spec.num_full_attention_layers,
                                    micro_batch_size=card.batch.micro_batch_size, seq_len=seq_len,
                                    kv_dim=spec.kv_dim, act_bytes=act_dtype)

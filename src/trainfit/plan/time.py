@@ -27,7 +27,6 @@ from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_lin
                                     stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time
-from trainfit.compute.unsloth_layers import UNSLOTH_KERNEL_FACTOR, unsloth_layers_note
 from trainfit.compute.training import (
     ModelParallel, OptimizerSpec, Parallel, PhaseTime, train_step_time,
 )
@@ -67,6 +66,8 @@ def kernel_factor_of(card: RunCard) -> float:
     over the eager one (``compute.unsloth_layers.UNSLOTH_KERNEL_FACTOR``) on ``parallel.unsloth_layers``, the compile
     factor on a fused-kernel card (``fused_kernels``), else 1."""
     if card.parallel.unsloth_layers:
+        from trainfit.compute.unsloth_layers import UNSLOTH_KERNEL_FACTOR  # Unsloth cards only (cold start)
+
         return UNSLOTH_KERNEL_FACTOR
     return COMPILE_KERNEL_FACTOR if fused_kernels(card) else 1.0
 
@@ -1618,7 +1619,11 @@ def step_time_of(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
         return None
     try:
         r = rates_of(card, gpu, rates)
-        unsloth = unsloth_layers_note(qlora=card.scope is Scope.QLORA) if card.parallel.unsloth_layers else None
+        unsloth = None
+        if card.parallel.unsloth_layers:
+            from trainfit.compute.unsloth_layers import unsloth_layers_note  # Unsloth cards only (cold start)
+
+            unsloth = unsloth_layers_note(qlora=card.scope is Scope.QLORA)
         links = tuple(n for n in (link_note(card, gpu, r, calibration=rates), nic_note(card, gpu), unsloth) if n)
         if card.method in (Method.PPO, Method.GRPO):
             from trainfit.plan.rl_time import rl_step_time

@@ -1472,20 +1472,21 @@ _FC_B_CARDS: dict[int, dict[str, Any]] = {
 }
 
 
-def _firstcontact_b_mappings() -> dict[int, dict[str, Any]]:
-    """POINTS entries of the second first-contact set: the cards of ``_FC_B_CARDS``, the metric the point names."""
-    path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612b.json"
+def _firstcontact_card_mappings(data_file: str, cards: dict[int, dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """POINTS entries of a later first-contact set (``benchmarks/data/<data_file>``): each point's card from ``cards``,
+    the metric the point names; an empty dict when the file is absent."""
+    path = ROOT / "benchmarks" / "data" / data_file
     if not path.is_file():
         return {}
     out: dict[int, dict[str, Any]] = {}
     for p in json.loads(path.read_text()):
         metric = p["mem_metric"].split(" ")[0].rstrip(":")
         extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
-        out[p["id"]] = _mapped_or_refused(p, _FC_B_CARDS[p["id"]], metric=metric, extra=extra)
+        out[p["id"]] = _mapped_or_refused(p, cards[p["id"]], metric=metric, extra=extra)
     return out
 
 
-POINTS.update(_firstcontact_b_mappings())
+POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612b.json", _FC_B_CARDS))
 
 
 # ---- first-contact points, third set (published_memory_points_firstcontact_2612c.json, ids 2701+, sources there)
@@ -1598,20 +1599,7 @@ _FC_C_CARDS: dict[int, dict[str, Any]] = {
 }
 
 
-def _firstcontact_c_mappings() -> dict[int, dict[str, Any]]:
-    """POINTS entries of the third first-contact set: the cards of ``_FC_C_CARDS``, the metric the point names."""
-    path = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612c.json"
-    if not path.is_file():
-        return {}
-    out: dict[int, dict[str, Any]] = {}
-    for p in json.loads(path.read_text()):
-        metric = p["mem_metric"].split(" ")[0].rstrip(":")
-        extra = {k: True for k in ("ambiguous", "approx_seq") if p.get(k)}
-        out[p["id"]] = _mapped_or_refused(p, _FC_C_CARDS[p["id"]], metric=metric, extra=extra)
-    return out
-
-
-POINTS.update(_firstcontact_c_mappings())
+POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612c.json", _FC_C_CARDS))
 
 
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
@@ -1639,12 +1627,12 @@ MEMORY_POINTS_FIRSTCONTACT = ROOT / "benchmarks" / "data" / "published_memory_po
 config-hub table and PEFT / HF Trainer DeepSpeed and FSDP runs of Llama 70B; each note records the first-contact error."""
 MEMORY_POINTS_FIRSTCONTACT_B = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612b.json"
 """Published peak-memory measurements scored on first contact, second set (ids 2661+, mapped by
-``_firstcontact_b_mappings``): ms-swift example headers (DPO, SimPO, ZeRO-3 with and without Liger) and axolotl's example
+``_firstcontact_card_mappings``): ms-swift example headers (DPO, SimPO, ZeRO-3 with and without Liger) and axolotl's example
 READMEs (gpt-oss 20B / 120B under FSDP2, Mistral-Small-24B QLoRA, Llama 2 7B on an RTX 4090); each note records the
 first-contact error."""
 MEMORY_POINTS_FIRSTCONTACT_C = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612c.json"
 """Published peak-memory measurements scored on first contact, third set (ids 2701+, mapped by
-``_firstcontact_c_mappings``): axolotl's llama-3 / qwen3.5 / glm45 example READMEs, torchao's low-bit AdamW table of
+``_firstcontact_card_mappings``): axolotl's llama-3 / qwen3.5 / glm45 example READMEs, torchao's low-bit AdamW table of
 torchtune Llama-2-7B full fine-tunes, llama-recipes' FSDP LoRA memory PR, ms-swift's LoRA-initialisation tuner headers
 and its packed full-DPO header; each note records the first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
@@ -1679,6 +1667,13 @@ def reference_path() -> Path | None:
 DEEPSPEED_POINTS = ROOT / "benchmarks" / "data" / "published_deepspeed_points.json"
 """DeepSpeed ZeRO out-of-memory / fit reports found for issue 15, in measured_points.json's shape (with
 ``outcome`` oom | fits and, for an OOM, ``requested``: the failing allocation's size)."""
+
+
+def points_of_other_files(data: Path) -> list[dict[str, Any]]:
+    """Every published memory point of the other point files (``MEMORY_POINT_FILES`` and ``DEEPSPEED_POINTS``, those
+    present): what a set's tests check its ids and sources against."""
+    return [q for f in MEMORY_POINT_FILES + (DEEPSPEED_POINTS,) if f != data and f.is_file()
+            for q in json.loads(f.read_text())]
 
 
 def load_points(path: Path | None = None, *, heldout: bool = False) -> list[dict[str, Any]]:

@@ -26,8 +26,7 @@ POINTS = json.loads(DATA.read_text())
 def test_ids_are_new_and_unique() -> None:
     ids = [p["id"] for p in POINTS]
     assert len(ids) == len(set(ids)) and all(2601 <= i < 2700 for i in ids)
-    others = [q["id"] for f in P.MEMORY_POINT_FILES + (P.DEEPSPEED_POINTS,) if f != DATA and f.is_file()
-              for q in json.loads(f.read_text())]
+    others = [q["id"] for q in P.points_of_other_files(DATA)]
     assert not set(ids) & set(others)
     assert DATA in P.MEMORY_POINT_FILES
 

@@ -26,8 +26,7 @@ GIB = 2**30
 def test_ids_are_new_and_unique() -> None:
     ids = [p["id"] for p in POINTS]
     assert len(ids) == len(set(ids)) == 16 and all(2661 <= i < 2700 for i in ids)
-    others = [q["id"] for f in P.MEMORY_POINT_FILES + (P.DEEPSPEED_POINTS,) if f != DATA and f.is_file()
-              for q in json.loads(f.read_text())]
+    others = [q["id"] for q in P.points_of_other_files(DATA)]
     assert not set(ids) & set(others)
     assert DATA in P.MEMORY_POINT_FILES
 
@@ -38,8 +37,7 @@ def test_sources_are_not_reused() -> None:
         return " ".join(src.split(" ")[:2])
 
     mine = {path_of(p["source"]) for p in POINTS}
-    theirs = {path_of(q.get("source", "")) for f in P.MEMORY_POINT_FILES + (P.DEEPSPEED_POINTS,) if f != DATA
-              and f.is_file() for q in json.loads(f.read_text())}
+    theirs = {path_of(q.get("source", "")) for q in P.points_of_other_files(DATA)}
     assert not mine & theirs
 
 

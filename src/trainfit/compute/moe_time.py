@@ -687,6 +687,13 @@ small or not present on these rows:
   the short FP8 / MXFP8 rows route 2,048 (MBS 1) to 4,096 (MBS 2) rows to each local expert, balanced, so the last
   128-row tile of a group is at most 6% empty; the short shapes are the gpt-oss-120b SFT card's 256 rows an expert (BF16,
   EP 8, 16 local experts), whose GEMMs are a small part of a host-bound plan (the "Expert GEMM rate" bullet above).
+* One hardware queue for the EP-overlap streams (``CUDA_DEVICE_MAX_CONNECTIONS=1`` would put the communication and
+  compute streams' kernels in issue order, an all-to-all blocking the GEMMs queued behind it). Megatron-Bridge's
+  performance launcher sets 1 only on Hopper with TP or CP > 1 and no ``moe_a2a_overlap``; 8 otherwise, 32 with the
+  DeepEP / HybridEP backends or on sm100 and newer (scripts/performance/perf_plugins.py
+  ``_set_num_cuda_device_max_connections`` l.206-237 @7af9601c9da746d21481194356295bfe23df3737, v0.2.0, the 25.11
+  presets; l.218-249 @21b02e0cfb2f8ff907e0d8baee0c5205876c6812, v0.3.0, the 26.02 ones). The 25.11 H100 row (TP 1,
+  all-to-all) ran with 8, the 26.02 H100 row (DeepEP asked) and the B300 rows with 32: no such serialisation there.
 
 What stays unpriced for want of a per-layer or per-call figure: the host cost of Megatron-Core's combined 1F1B
 schedule (EP overlap) and of the interleaved schedule at MBS 1, the eager Megatron-Core / Transformer Engine MoE

@@ -646,6 +646,60 @@ expert loop). Not counted: ``GroupedLinear``'s backward re-quantisation of a sav
 (``save_original_input``, grouped_linear.py l.507-522 @v2.16), and Megatron-Core's ``SequentialMLP`` experts (one TE
 linear each, ``moe_grouped_gemm`` off), whose casts stay one budget per projection.
 
+**The MoE rows beyond -50%, read as a set once more (2026-12-05); nothing set.** Every MoE training point of
+``benchmarks/step_times.json`` listed by framework, GPU, precision, EP and routing: the rows beyond -50% are not
+separated by precision or GPU generation but by recipe and software path. Same model, system and layout, one switch
+apart: Megatron-Bridge's H100 FP8-CS Qwen3-30B-A3B (PP 2, EP 8) plans -14.2% (25.09) and -11.9% (26.02.01) without the
+EP-overlap recipe and -64.4% (25.11) / -59.0% (26.02) with it; its B300 Qwen3-235B-A22B MXFP8 plans -56.2% / -53.0%
+with VP 4 (26.02 / 26.02.01) and -6.8% / +5.6% without VP at MBS 2 (26.04 / 26.04.01), the B200 rows of 26.02 without
+VP -25.0%; gpt-oss-120b on 64 H100s plans -19.4 to -22.3% in the tuned performance tables (TP 1, fused router,
+force-balanced) and -55.6% (SFT) / -63.9% (pre-training) as the functional verification cards (TP 2 with sequence
+parallel, eager router and dispatcher, natural routing). Force-balanced Megatron-Bridge MoE pre-training rows plan
+with a median of -16.2% on Hopper FP8 / FP8-CS (13 rows) and -19.5% on Hopper BF16 (7), -0.3% on Blackwell MXFP8 / FP8
+(87) and -18.2% on Blackwell BF16 (24); their natural-routing Hopper BF16 rows (the verification cards, 8) -33.4%. FP8
+rows plan closer than BF16 ones on both generations, so low precision is not what the short rows share, nor Hopper
+against Blackwell (the B300 VP rows sit in the Blackwell MXFP8 set). The short rows are the recipes NVIDIA
+itself reverted for host overhead (the entries' ``checked``, and "Published regressions" above), the eager
+natural-routing verification cards and NeMo RL v0.3 policy (above), and ms-swift's ZeRO-3 row with transformers < 5's
+expert loop (its entry; ``compute.expert_loop``, ``compute.zero3_trace``). Three more candidates read in code, each too
+small or not present on these rows:
+
+* Python's automatic garbage collection (a full collection on one rank stalls the others at the next collective).
+  Megatron-Bridge's gpt-oss H100 pre-training recipes set ``cfg.train.manual_gc = True`` with interval 100
+  (src/megatron/bridge/recipes/gpt_oss/h100/gpt_oss.py l.89-90 and l.213-214
+  @6799f099712c961f15cf92d6bd88998f029d672d); its SFT recipes build on ``_sft_common`` (src/megatron/bridge/recipes/
+  common.py l.136 and l.181-185, same commit: ``TrainingConfig`` without ``manual_gc``), whose default is off
+  (NVIDIA/Megatron-LM megatron/training/config/training_config.py l.91 ``manual_gc: bool = False``
+  @d12f6c8c9aff51e166d872fd70151687a8e3f375), so the SFT cards run Python's automatic GC and the pre-training cards do
+  not. It does not separate them: gpt-oss-120b pre-training (manual GC) plans -63.9% against SFT (automatic) -55.6%,
+  gpt-oss-20b -44.6% against -48.8%. The one published size of aligning the collections is about 1.5% a step
+  ("on 512 GPU FSDP, adding this (gc_schedule=1) gave a perf boost of ~1.5% per iter", pytorch/torchtitan pull request
+  #148, https://github.com/pytorch/torchtitan/pull/148, read 2026-12-05). Not priced.
+* FP8 current scaling's per-tensor amax all-reduce. Transformer Engine reduces the amax over the tensor-parallel group
+  only under sequence parallelism, for a column-parallel layer's input and a row-parallel layer's output gradient
+  (transformer_engine/pytorch/module/layernorm_linear.py l.1872-1879 and l.1889-1896, the same in linear.py l.2065 and
+  layernorm_mlp.py l.2621-2669, @4220403e831d29e93868f7793693ea83f6b8b05b); ``GroupedLinear`` (the experts) sets no
+  amax reduction (grouped_linear.py, same commit). The H100 FP8-CS Qwen3-30B-A3B rows run TP 1 without sequence
+  parallelism: none there. The TP 2 Qwen3-235B-A22B FP8-CS rows (-12 to -16%) take about two 4-byte all-reduces over
+  two NVLink ranks per layer and micro-batch, about 15 us each (``collectives.nccl_collective_seconds``, one node):
+  12 layers a stage x 512 micro-batches x 2 x 15 us = 0.18 s of a 77 s step (0.2%). Not priced.
+* Grouped-GEMM tile quantisation at few rows per expert (``gemm.wave_efficiency`` / ``tile_fill`` already price it):
+  the short FP8 / MXFP8 rows route 2,048 (MBS 1) to 4,096 (MBS 2) rows to each local expert, balanced, so the last
+  128-row tile of a group is at most 6% empty; the short shapes are the gpt-oss-120b SFT card's 256 rows an expert (BF16,
+  EP 8, 16 local experts), whose GEMMs are a small part of a host-bound plan (the "Expert GEMM rate" bullet above).
+* One hardware queue for the EP-overlap streams (``CUDA_DEVICE_MAX_CONNECTIONS=1`` would put the communication and
+  compute streams' kernels in issue order, an all-to-all blocking the GEMMs queued behind it). Megatron-Bridge's
+  performance launcher sets 1 only on Hopper with TP or CP > 1 and no ``moe_a2a_overlap``; 8 otherwise, 32 with the
+  DeepEP / HybridEP backends or on sm100 and newer (scripts/performance/perf_plugins.py
+  ``_set_num_cuda_device_max_connections`` l.206-237 @7af9601c9da746d21481194356295bfe23df3737, v0.2.0, the 25.11
+  presets; l.218-249 @21b02e0cfb2f8ff907e0d8baee0c5205876c6812, v0.3.0, the 26.02 ones). The 25.11 H100 row (TP 1,
+  all-to-all) ran with 8, the 26.02 H100 row (DeepEP asked) and the B300 rows with 32: no such serialisation there.
+
+What stays unpriced for want of a per-layer or per-call figure: the host cost of Megatron-Core's combined 1F1B
+schedule (EP overlap) and of the interleaved schedule at MBS 1, the eager Megatron-Core / Transformer Engine MoE
+layer's per-layer cost on the verification cards, and DeepSpeed ZeRO-3's per-module work on a GPU beyond the CPU
+measurement (``rates.ZERO3_MODULE_FORWARD_HOST_S``: stream events and NCCL launches are not in it).
+
 Pure Python: no torch import.
 """
 

@@ -110,3 +110,13 @@ def test_split_skyrl_row_states_the_runs_per_parameter_sync() -> None:
     # the colocated row keeps the preset's CUDA-IPC path (SkyRL groups parameters by module there)
     sync, _ = st.map_rl(ROWS["skyrl-llmjudge-readme-grpo-qwen25-0.5b-gsm8k-l4-1g-sync-rule"])
     assert "weight_sync" not in sync["rollout"]
+
+
+def test_slime_issue_verl_row_plans_verl_engine_sequence_cap() -> None:
+    # verl builds its synchronous vLLM rollout with max_num_seqs=config.max_num_seqs, default 1024 on the issue's date
+    # (volcengine/verl verl/trainer/config/rollout/rollout.yaml l.59, vllm_rollout_spmd.py l.187-198
+    # @14c397f474f1c5de232a36ab4752794b2eb8b3d7); left unset, the card would plan vLLM's 256
+    e = ROWS["slime-issue385-verl-grpo-qwen3-0.6b-gsm8k-h200-16g"]
+    assert "14c397f474f1c5de232a36ab4752794b2eb8b3d7" in e["rollout"]["max_num_seqs_source"]
+    card, _ = st.map_rl(e)
+    assert card["rollout"]["max_num_seqs"] == 1024

@@ -19,6 +19,16 @@ representable (rule -98.8 / -99.3 % and -98.9 %); #1526 on-policy before -14.0 %
 Median |error| of the nine mapped figures 11.9 % (the eight steps 9.7 %, the one generation 17.1 %); the rule on the same
 nine 97.5 % (steps 96.0 %), over all twelve 98.3 % (ten steps 97.6 %, two generation phases 99.4 %).
 
+After first contact (2026-12-05), no model change. The largest systematic miss on these rows is under-planning of the
+big MoE runs: DeepSeek-V3 colocated -18.7 % (generation 47.6 s against 57.4 s, the rest 50.9 s against 63.8 s: both
+short by about a fifth), one-step-off -11.9 %, Qwen3-235B at vLLM memory 0.80 -15.1 %; it is the same under-plan the
+performance-summary rows of these recipes already show (nemorl-v05/v06-grpo-dsv3-h100-bf16-256g-onpol -25 / -26 %), not a
+new mechanism, and it was not chased here. One mechanism-level lead came out of the #3278 pair, recorded in its rows'
+``checked`` field: the plan does not move between 0.80 and 0.88 (its 0.80 engine already holds the KV the batch needs)
+while the run's step falls 10.9 %; the plan reproduces the 0.80 step only with about 3.2 GiB less KV a GPU (the engine's
+reservation outside the KV cache, or a length mix crowding the cap). Not changed: one row is the only evidence, and a
+reservation set from it would be a constant fitted to one row.
+
 Read and not used (2026-12-05): NVIDIA-NeMo/RL #3135 and #4118 / #3438 (force-on-policy and HybridEP recipe tables:
 only the opening of each description was readable, not the tables); #1052 (a timing print without the run's config);
 #1381 (step times read off plots of an unnamed recipe); eric-haibin-lin/verl-data gsm8k/qwen2-7b_math_megatron.log and

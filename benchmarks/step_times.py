@@ -3978,7 +3978,34 @@ def published_rl_seconds(e: dict[str, Any]) -> tuple[float | None, str]:
     if t.get("value") and t.get("steps"):
         factor = {"h": 3600.0, "min": 60.0, "s": 1.0}[t.get("unit", "h")]
         return t["value"] * factor / t["steps"], f"step = total time / {t['steps']} steps (mean, with overheads)"
+    tokens = nemo_rl_step_tokens(e)
+    tput = m.get("throughput") or {}
+    if tokens and tput.get("metric") == "tokens_per_s_per_gpu" and tput.get("value"):
+        return (tokens / (float(tput["value"]) * e["gpus"]),
+                f"step = {tokens:,.0f} tokens a step (prompts × generations × (mean prompt + mean response), the entry's"
+                f" lengths) / ({tput['value']} tokens/s/GPU × {e['gpus']} GPUs): NeMo RL's E2E tokens/s/GPU"
+                " (NEMO_RL_E2E_TOKENS)")
     return None, ""
+
+
+NEMO_RL_E2E_TOKENS = (
+    "NeMo RL's E2E tokens/s/GPU is total_num_tokens / total_step_time / total_num_gpus, total_num_tokens the summed "
+    "input_lengths (prompt + response) of the step's trained batch and total_num_gpus the whole cluster, generation "
+    "GPUs included (the code ``throughput_prompt`` cites), in the synchronous and the asynchronous trainer alike: a "
+    "row that publishes that figure and no step time has step = its batch's tokens / (figure × GPUs). The tokens are "
+    "the entry's prompts × generations × (mean prompt + mean response), so the published step is only as good as the "
+    "lengths the entry states (each such entry says where they come from).")
+"""Why a NeMo RL row with a published E2E tokens/s/GPU and no step time is scored (``published_rl_seconds``)."""
+
+
+def nemo_rl_step_tokens(e: dict[str, Any]) -> float | None:
+    """Prompt + response tokens of a NeMo RL RL-step row's batch from its stated means (``NEMO_RL_E2E_TOKENS``); None
+    for another framework, another kind of row or a row without both means."""
+    d = e["data"]
+    if (e.get("framework") != "nemo-rl" or e.get("kind") != "rl_step" or not d.get("prompt_len_mean")
+            or not d.get("response_len_mean") or not d.get("prompts_per_step") or not d.get("n_per_prompt")):
+        return None
+    return float(d["prompts_per_step"] * d["n_per_prompt"] * (d["prompt_len_mean"] + d["response_len_mean"]))
 
 
 def rl_rows(entries: list[dict[str, Any]], ledger: list[dict[str, Any]]) -> list[Row]:

@@ -1,24 +1,31 @@
 """benchmarks/step_times.py, the out-of-sample fine-tuning rows of published_train_times_firstcontact_2612o.json: the
 partner submissions of MLPerf Training v5.0's llama2_70b_lora benchmark (mlcommons/training_results_v5.0
 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c), LoRA r 16 of Llama 2 70B on GovReport rows of 8,192 tokens, global batch 8.
-The rule that picked them: every one-node llama2_70b_lora result of a submitter other than NVIDIA and AMD in that
-round (whose own systems are the 2612b rows), 17 systems: Dell (H200 SXM x2, H200 NVL x8 and x4, B200, MI300X),
-GigaComputing (B200, MI325X), Lenovo (B200), MangoBoost (MI300X), Oracle (B200, GB200 x4, H200, MI300X), QCT (H200,
-MI325X) and Supermicro (MI325X). The multi-node partner results (Dell 2 x H200 and 4-16 GB200 trays, MangoBoost 2 and 4
-MI300X nodes, Oracle 2 / 18 GB200 trays, 8 B200 and 64 H200 nodes, SCITIX 8 H100 nodes) were left for later, not
-scored. Each row's figure is global_batch_size over the median of its ten runs' mean MLLOG tracked_stats throughput;
-its note records the first-contact error.
+The rule that picked them: every llama2_70b_lora result of a submitter other than NVIDIA and AMD in that round (whose
+own systems are the 2612b rows) that runs on whole 8-GPU nodes or GB200 trays, except Dell's GB200 tray runs (4, 8, 9
+and 16 trays: Dell publishes no GB200 run config), 25 systems: Dell (H200 SXM x2, H200 NVL x8 and x4, B200, MI300X, 2
+H200 nodes), GigaComputing (B200, MI325X), Lenovo (B200), MangoBoost (MI300X on 1, 2 and 4 nodes), Oracle (B200 on 1
+and 8 nodes, GB200 on 1, 2 and 18 trays, H200 on 1 and 64 nodes, MI300X), QCT (H200, MI325X), SCITIX (8 H100 nodes)
+and Supermicro (MI325X). Each row's figure is global_batch_size over the median of its ten runs' mean MLLOG
+tracked_stats throughput; its note records the first-contact error.
 
-Eight rows are planned: the ones whose submitter publishes the run config that matches its log (Dell's H200 / H200 NVL
-/ B200 NeMo 25.04 configs, Oracle's and GigaComputing's B200 configs, Supermicro's MI325X config). Nine are not
-representable and scored by the rule only: block recompute of 21 of 80 layers on the three MI300X runs (as AMD's own
-MI300X row), CUDA-graph capture on Oracle's GB200 tray, and no published run config (or one that contradicts the log's
-accumulation) for Oracle's H200, GigaComputing's MI325X, QCT's two systems and Lenovo's B200.
+Ten rows are planned: the ones whose submitter publishes the run config that matches its log (Dell's one-node H200 /
+H200 NVL / B200 NeMo 25.04 configs, Oracle's and GigaComputing's one-node B200 configs, Supermicro's MI325X config,
+Oracle's 2-tray GB200 and 64-node H200 configs). Fifteen are not representable and scored by the rule only: block
+recompute of 21 of 80 layers on the five MI300X runs (as AMD's own MI300X row), CUDA-graph capture (Oracle's 1- and
+18-tray GB200 and 8-node B200, SCITIX's H100), and no published run config (or one that contradicts the log's
+accumulation) for Oracle's one-node H200, Dell's two H200 nodes, GigaComputing's MI325X, QCT's two systems and Lenovo's
+B200.
 
-First contact (2026-12-05, the tree of 86d246a0, no model change since): trainfit -4.3 to +1.8 % on the eight planned
-rows (median |error| 1.4 %); the 6N rule at 40 % MFU +59.5 to +193.1 % on all seventeen (median +146 %: the rule
-charges 6N a token where the LoRA backward computes no weight gradients of the frozen base and the runs compute in
-fp8). No systematic miss to explain: no model change was made for these rows. The two Dell H200 SXM rows (-4.3 %,
+First contact (2026-12-05, the tree of 86d246a0, no model change since): trainfit -4.3 to +1.8 % on the nine one- and
+two-tray rows and -38.1 % on Oracle's 64 H200 nodes (median |error| of the ten 1.3 %; the rule on the same ten 147 %); the 6N rule at 40 % MFU +19.9
+to +193.1 % on all twenty-five (median +128 %: the rule charges 6N a token where the LoRA backward computes no weight
+gradients of the frozen base and the runs compute in fp8). No systematic miss to explain: no model change was made
+for these rows. The one large miss, Oracle's 512 H200 (0.49 s planned, 0.79 s published), is one row: the same
+TP 4 / CP 2 recipe on NVIDIA's 1,024 H100 (v4.1, 2612b) is planned within 1 %, and its time is not in the one-node
+parts the other rows check (the plan's data-parallel all-reduce is of the LoRA gradients only, 65.5 M parameters,
+about 131 MB in bf16; Oracle's cluster network and its SHARP setting are what differ, and no published figure
+isolates them). The two Dell H200 SXM rows (-4.3 %,
 -3.7 %) sit where NVIDIA's own v4.0 / v4.1 H200 rows sit (-5.9 %, -7.4 %): the plan is a few per cent fast on H200
 for this benchmark, already recorded in those rows' 'checked' notes; the Dell runs use a2a context parallel on the
 25.04 container where the earlier NVIDIA H200 runs used the 24.09 p2p ring, and the miss did not change sign, so it
@@ -64,15 +71,18 @@ NOT_REPRESENTABLE = re.compile(
     r"First-contact error: not representable \(card_cannot_state\), no trainfit figure; the 6N rule ([+-]\d+\.\d) %"
     r" \((\d+\.\d\d) s against (\d+\.\d\d) s\)\.$")
 PLANNED = {
-    # id: (catalog GPU, GPUs, tensor parallel, context parallel, accumulation), as the run config and the log state them
-    "mlperf50-dell-llama2-70b-lora-h200-xe9680l-1x8": ("h200", 8, 1, 2, 2),
-    "mlperf50-dell-llama2-70b-lora-h200-xe9680-1x8": ("h200", 8, 1, 2, 2),
-    "mlperf50-dell-llama2-70b-lora-h200nvl-xe7740-1x8": ("h200-nvl", 8, 1, 2, 2),
-    "mlperf50-dell-llama2-70b-lora-h200nvl-xe7745-1x4": ("h200-nvl", 4, 1, 2, 4),
-    "mlperf50-dell-llama2-70b-lora-b200-xe9680l-1x8": ("b200", 8, 1, 1, 1),
-    "mlperf50-oracle-llama2-70b-lora-b200-1x8": ("b200", 8, 1, 1, 1),
-    "mlperf50-gigacomputing-llama2-70b-lora-b200-g893sd1-1x8": ("b200", 8, 1, 1, 1),
-    "mlperf50-supermicro-llama2-70b-lora-mi325x-1x8": ("mi325x", 8, 1, 1, 1),
+    # id: (catalog GPU, GPUs, tensor parallel, context parallel, accumulation, global batch), as the run config and the
+    # log state them
+    "mlperf50-dell-llama2-70b-lora-h200-xe9680l-1x8": ("h200", 8, 1, 2, 2, 8),
+    "mlperf50-dell-llama2-70b-lora-h200-xe9680-1x8": ("h200", 8, 1, 2, 2, 8),
+    "mlperf50-dell-llama2-70b-lora-h200nvl-xe7740-1x8": ("h200-nvl", 8, 1, 2, 2, 8),
+    "mlperf50-dell-llama2-70b-lora-h200nvl-xe7745-1x4": ("h200-nvl", 4, 1, 2, 4, 8),
+    "mlperf50-dell-llama2-70b-lora-b200-xe9680l-1x8": ("b200", 8, 1, 1, 1, 8),
+    "mlperf50-oracle-llama2-70b-lora-b200-1x8": ("b200", 8, 1, 1, 1, 8),
+    "mlperf50-gigacomputing-llama2-70b-lora-b200-g893sd1-1x8": ("b200", 8, 1, 1, 1, 8),
+    "mlperf50-supermicro-llama2-70b-lora-mi325x-1x8": ("mi325x", 8, 1, 1, 1, 8),
+    "mlperf50-oracle-llama2-70b-lora-gb200-2x4": ("gb200", 8, 1, 1, 1, 8),
+    "mlperf50-oracle-llama2-70b-lora-h200-64x8": ("h200", 512, 4, 2, 1, 64),
 }
 
 st = load_step_times("trainfit_bench_step_times_firstcontact_2612o")
@@ -80,11 +90,11 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 
 def test_file_is_loaded_whole_and_cites_only_results_no_earlier_row_cites() -> None:
-    assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ROWS, 17, set(ROWS) - set(PLANNED))
+    assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ROWS, 25, set(ROWS) - set(PLANNED))
     earlier = {(e["source"].get("repo"), e["source"].get("path")) for e in st.load_entries(st.TRAIN_DATA)
                if e["_file"] != DATA.name}
     cited = [(e["source"]["repo"], e["source"]["path"]) for e in ROWS.values()]
-    assert len(set(cited)) == 17 and not set(cited) & earlier
+    assert len(set(cited)) == 25 and not set(cited) & earlier
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))
@@ -92,13 +102,14 @@ def test_row_is_its_result_directory_and_records_its_first_contact(row_id: str) 
     e = ROWS[row_id]
     assert e["source"]["repo"] == "mlcommons/training_results_v5.0" and e["source"]["commit"] == COMMIT
     assert e["source"]["path"].endswith("/llama2_70b_lora") and not e["source"]["path"].startswith(("NVIDIA/", "AMD/"))
-    # the figure is global batch 8 over the median of the ten runs' mean throughputs, to the 4 decimals kept
+    # the figure is the logged global batch over the median of the ten runs' mean throughputs, to the 4 decimals kept
+    gbs = int(re.search(r"global_batch_size (\d+);", e["quote"]).group(1))
     runs = e["measured"]["also"]["runs"]
     assert sorted(runs) == [f"result_{i}.txt" for i in range(10)]
     median = statistics.median(runs.values())
     assert e["measured"]["also"]["throughput_samples_per_s_median_of_run_means"] == pytest.approx(median, abs=1e-4)
-    assert e["measured"]["value"] == pytest.approx(8 / median, abs=2e-4)
-    assert e["batch"]["global_batch_size"] * e["batch"]["seq_len"] == 8 * 8192
+    assert e["measured"]["value"] == pytest.approx(gbs / median, abs=2e-4)
+    assert (e["batch"]["global_batch_size"], e["batch"]["seq_len"]) == (gbs, 8192)
     assert f"gradient_accumulation_steps {e['batch']['grad_accum']};" in e["quote"]
     assert e["note"].startswith("FIRST CONTACT (scored 2026-12-05 before any model change for them). ")
     if row_id in PLANNED:
@@ -117,10 +128,10 @@ def test_row_is_its_result_directory_and_records_its_first_contact(row_id: str) 
 @pytest.mark.parametrize("row_id", sorted(PLANNED))
 def test_planned_row_maps_to_its_stated_layout_planned_as_at_first_contact(row_id: str) -> None:
     e = ROWS[row_id]
-    gpu, gpus, tp, cp, ga = PLANNED[row_id]
+    gpu, gpus, tp, cp, ga, gbs = PLANNED[row_id]
     assert (e["gpu"], e["gpus"], e["parallel"]["tp"], e["parallel"]["cp"], e["batch"]["grad_accum"]) == (gpu, gpus, tp, cp, ga)
-    # data parallel x accumulation x micro-batch 1 is the logged global batch 8
-    assert gpus // (tp * cp) * ga == 8
+    # data parallel x accumulation x micro-batch 1 is the logged global batch
+    assert gpus // (tp * cp) * ga == gbs == e["batch"]["global_batch_size"]
     card, _ = st.map_train(e)
     st.validate(card)
     assert card["lora"]["rank"] == 16 and card["hardware"]["gpu"] == gpu

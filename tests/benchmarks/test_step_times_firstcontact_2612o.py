@@ -1,53 +1,66 @@
 """benchmarks/step_times.py, the out-of-sample fine-tuning rows of published_train_times_firstcontact_2612o.json: the
 partner submissions of MLPerf Training v5.0's llama2_70b_lora benchmark (mlcommons/training_results_v5.0
-@0fdc28f013256aea84fa36fdaf1e0fa46094b18c), LoRA r 16 of Llama 2 70B on GovReport rows of 8,192 tokens, global batch 8.
-The rule that picked them: every llama2_70b_lora result of a submitter other than NVIDIA and AMD in that round (whose
-own systems are the 2612b rows) that runs on whole 8-GPU nodes or GB200 trays, except Dell's GB200 tray runs (4, 8, 9
-and 16 trays: Dell publishes no GB200 run config), 25 systems: Dell (H200 SXM x2, H200 NVL x8 and x4, B200, MI300X, 2
-H200 nodes), GigaComputing (B200, MI325X), Lenovo (B200), MangoBoost (MI300X on 1, 2 and 4 nodes), Oracle (B200 on 1
-and 8 nodes, GB200 on 1, 2 and 18 trays, H200 on 1 and 64 nodes, MI300X), QCT (H200, MI325X), SCITIX (8 H100 nodes)
-and Supermicro (MI325X). Each row's figure is global_batch_size over the median of its ten runs' mean MLLOG
-tracked_stats throughput; its note records the first-contact error.
+@0fdc28f013256aea84fa36fdaf1e0fa46094b18c), LoRA r 16 of Llama 2 70B on GovReport rows of 8,192 tokens, global batch 8
+(64 and 9 on Oracle's 64-node H200 and 18-tray GB200 runs). The rule that picked them: every llama2_70b_lora result of
+a submitter other than NVIDIA and AMD in that round (whose own systems are the 2612b rows) that runs on whole 8-GPU
+nodes or GB200 trays, except Dell's GB200 tray runs (4, 8, 9 and 16 trays: Dell publishes no GB200 run config), 25
+systems: Dell (H200 SXM x2, H200 NVL x8 and x4, B200, MI300X, 2 H200 nodes), GigaComputing (B200, MI325X), Lenovo
+(B200), MangoBoost (MI300X on 1, 2 and 4 nodes), Oracle (B200 on 1 and 8 nodes, GB200 on 1, 2 and 18 trays, H200 on 1
+and 64 nodes, MI300X), QCT (H200, MI325X), SCITIX (8 H100 nodes) and Supermicro (MI325X). Each row's figure is
+global_batch_size over the median of its ten runs' mean MLLOG tracked_stats throughput; its note records the
+first-contact error.
 
 Ten rows are planned: the ones whose submitter publishes the run config that matches its log (Dell's one-node H200 /
 H200 NVL / B200 NeMo 25.04 configs, Oracle's and GigaComputing's one-node B200 configs, Supermicro's MI325X config,
 Oracle's 2-tray GB200 and 64-node H200 configs). Fifteen are not representable and scored by the rule only: block
 recompute of 21 of 80 layers on the five MI300X runs (as AMD's own MI300X row), CUDA-graph capture (Oracle's 1- and
 18-tray GB200 and 8-node B200, SCITIX's H100), and no published run config (or one that contradicts the log's
-accumulation) for Oracle's one-node H200, Dell's two H200 nodes, GigaComputing's MI325X, QCT's two systems and Lenovo's
-B200.
+accumulation) for Oracle's one-node H200, Dell's two H200 nodes, GigaComputing's MI325X, QCT's two systems and
+Lenovo's B200.
 
 First contact (2026-12-05, the tree of 86d246a0, no model change since): trainfit -4.3 to +1.8 % on the nine one- and
-two-tray rows and -38.1 % on Oracle's 64 H200 nodes (median |error| of the ten 1.3 %; the rule on the same ten 147 %); the 6N rule at 40 % MFU +19.9
-to +193.1 % on all twenty-five (median +128 %: the rule charges 6N a token where the LoRA backward computes no weight
-gradients of the frozen base and the runs compute in fp8). No systematic miss to explain: no model change was made
-for these rows. The one large miss, Oracle's 512 H200 (0.49 s planned, 0.79 s published), is one row: the same
-TP 4 / CP 2 recipe on NVIDIA's 1,024 H100 (v4.1, 2612b) is planned within 1 %, and its time is not in the one-node
-parts the other rows check (the plan's data-parallel all-reduce is of the LoRA gradients only, 65.5 M parameters,
-about 131 MB in bf16; Oracle's cluster network and its SHARP setting are what differ, and no published figure
-isolates them). The two Dell H200 SXM rows (-4.3 %,
--3.7 %) sit where NVIDIA's own v4.0 / v4.1 H200 rows sit (-5.9 %, -7.4 %): the plan is a few per cent fast on H200
-for this benchmark, already recorded in those rows' 'checked' notes; the Dell runs use a2a context parallel on the
-25.04 container where the earlier NVIDIA H200 runs used the 24.09 p2p ring, and the miss did not change sign, so it
-is not the context-parallel kind.
+two-tray rows and -38.1 % on Oracle's 64 H200 nodes (median |error| of the ten 1.3 %; the rule on the same ten 147 %);
+the 6N rule at 40 % MFU +19.9 to +193.1 % on all twenty-five (median +128 %: the rule charges 6N a token where the
+LoRA backward computes no weight gradients of the frozen base and the runs compute in fp8). No systematic miss to
+explain: no model change was made for these rows. The one large miss, Oracle's 512 H200 (0.49 s planned, 0.79 s
+published), is one row: the same TP 4 / CP 2 recipe on NVIDIA's 1,024 H100 (v4.1, 2612b) is planned within 1 %, and
+its time is not in the one-node parts the other rows check (the plan's data-parallel all-reduce is of the LoRA
+gradients only, 65.5 M parameters, about 131 MB in bf16; Oracle's cluster network and its SHARP setting are what
+differ, and no published figure isolates them). The two Dell H200 SXM rows (-4.3 %, -3.7 %) sit where NVIDIA's own
+v4.0 / v4.1 H200 rows sit (-5.9 %, -7.4 %): the plan is a few per cent fast on H200 for this benchmark, already
+recorded in those rows' 'checked' notes; the Dell runs use a2a context parallel on the 25.04 container where the
+earlier NVIDIA H200 runs used the 24.09 p2p ring, and the miss did not change sign, so it is not the context-parallel
+kind.
 
-Fit verdicts: all eight planned rows plan as not fitting in memory although they ran (the failed-fit count 89 -> 97),
-as NVIDIA's own v5.0 B200 and v4.1 H200 rows and AMD's MI325X rows of this benchmark already did (2612b, 2612d): the
-same memory miss on the same recipe, not a new one; no memory term was changed here.
+Step after first contact, the largest systematic gap (2026-12-05): not a time miss but a representability gap, the
+five MI300X rows (and AMD's own two, 2612b / 2612d) run Megatron's block recompute, ACG=full, ACM=block, ACL=21:
+Megatron-Core checkpoints the first recompute_num_layers layers of each pipeline stage and keeps the rest
+(NVIDIA/Megatron-LM megatron/core/recompute.py l.167-181 @d98e8a64ddf34856e74b24714e3bedb2f5a39553; recompute_method /
+recompute_num_layers, megatron/core/transformer/transformer_config.py l.543-551), and under fp8 the window starts at
+the first layer whose input requires grad (l.175-176: with a frozen LoRA base that is layer 1, not 0). The card states
+every layer, none, a selective set or every n-th layer (parallel.checkpoint_every_n_layers, torchtitan's rule), not
+the first n; a 'first n layers' field would need its own trace and export refusals beside the every-n ones
+(trace/api.py, export/torchtitan.py). Not done here: no card field was added, the rows stay not representable. The
+ROCm fork the AMD runs use (ROCm/Megatron-LM megatron_190213a_mlperf) was not read.
 
-Not used, for the next engineer (2026-12-05): the fine-tuning rows the brief asked for on consumer and rare cards were
-looked for and not found with a card's worth of configuration: Unsloth's notebooks (unslothai/notebooks nb/*-Alpaca /
-*-Conversational, Tesla T4 / L4 / A100 outputs with 'N seconds used for training' over 60 steps) train on unpacked
-Alpaca / chat micro-batches padded to their longest sample, whose lengths the notebooks do not print (no total_flos);
-philschmid/deep-learning-pytorch-huggingface training/*.ipynb (A10G, g6 L4 and H100 runs of packed TRL SFT and DPO)
-publish total times of packed datasets whose packed-sequence count (so the step count) is not printed;
-Lightning-AI/litgpt tutorials/resource-tables.md (A100 40GB, 'Time 1k iterations' of unpadded Alpaca micro-batches of
-unpublished length); fms-acceleration's scripts/benchmarks/refs/a100_80gb_update_cross_entropy_and_deps.csv
-(@bfdef09c185b7a836222066d4096d52ec7e1f5da) is the already-scored a100_80gb.csv under its earlier name, line for line;
-ROCm/rocm-blogs' torchtune / Llama 2 LoRA / QLoRA posts (MI210 / MI250, not catalog GPUs); Liger-Kernel's
-examples (throughput in images only) and the PyTorch blog 'Peak Performance, Minimized Memory' (4 A100, plots only);
-huggingface/peft method_comparison results not yet scored are PEFT methods the card cannot state (AdaLoRA, BOFT,
-LoHa, LoKr, OFT, VeRA and others)."""
+Fit verdicts: nine of the ten planned rows (all but the 512-H200 run, whose TP 4 / CP 2 splits each sequence's
+activations over eight GPUs) plan as not fitting in memory although they ran (the failed-fit count 89 -> 98), as
+NVIDIA's own v5.0 B200 and v4.1 H200 rows and AMD's MI325X rows of this benchmark already did (2612b, 2612d): the same
+memory miss on the same recipe, not a new one; no memory term was changed here.
+
+Not used, for the next engineer (2026-12-05): fine-tuning rows on consumer and rarer cards (L4, A10G, L40S, RTX
+30/40/50, A6000, H20) were looked for and not found with a card's worth of configuration: Unsloth's notebooks
+(unslothai/notebooks nb/*-Alpaca / *-Conversational, Tesla T4 / L4 / A100 outputs with 'N seconds used for training'
+over 60 steps) train on unpacked Alpaca / chat micro-batches padded to their longest sample, whose lengths the
+notebooks do not print (no total_flos); philschmid/deep-learning-pytorch-huggingface training/*.ipynb (A10G, g6 L4 and
+H100 runs of packed TRL SFT and DPO) publish total times of packed datasets whose packed-sequence count (so the step
+count) is not printed; Lightning-AI/litgpt tutorials/resource-tables.md (A100 40GB, 'Time 1k iterations' of unpadded
+Alpaca micro-batches of unpublished length); fms-acceleration's
+scripts/benchmarks/refs/a100_80gb_update_cross_entropy_and_deps.csv (@bfdef09c185b7a836222066d4096d52ec7e1f5da) is the
+already-scored a100_80gb.csv under its earlier name, line for line; ROCm/rocm-blogs' torchtune / Llama 2 LoRA / QLoRA
+posts (MI210 / MI250, not catalog GPUs); Liger-Kernel's examples (throughput in images only) and the PyTorch blog
+'Peak Performance, Minimized Memory' (4 A100, plots only); huggingface/peft method_comparison results not yet scored
+are PEFT methods the card cannot state (AdaLoRA, BOFT, LoHa, LoKr, OFT, VeRA and others)."""
 
 from __future__ import annotations
 
@@ -66,7 +79,8 @@ DATA = REPO / "benchmarks" / "data" / "published_train_times_firstcontact_2612o.
 COMMIT = "0fdc28f013256aea84fa36fdaf1e0fa46094b18c"
 FIRST_CONTACT = re.compile(
     r"First-contact error \(trainfit on the tree of 86d246a0, 2026-12-05, before any change made for this row\): "
-    r"(\d+\.\d{3}) s planned vs (\d+\.\d{3}) s published = ([+-]\d+\.\d) % \(the 6·N rule at 40 % MFU: ([+-]\d+\.\d) %\)\.$")
+    r"(\d+\.\d{3}) s planned vs (\d+\.\d{3}) s published = ([+-]\d+\.\d) %"
+    r" \(the 6·N rule at 40 % MFU: ([+-]\d+\.\d) %\)\.$")
 NOT_REPRESENTABLE = re.compile(
     r"First-contact error: not representable \(card_cannot_state\), no trainfit figure; the 6N rule ([+-]\d+\.\d) %"
     r" \((\d+\.\d\d) s against (\d+\.\d\d) s\)\.$")
@@ -129,7 +143,8 @@ def test_row_is_its_result_directory_and_records_its_first_contact(row_id: str) 
 def test_planned_row_maps_to_its_stated_layout_planned_as_at_first_contact(row_id: str) -> None:
     e = ROWS[row_id]
     gpu, gpus, tp, cp, ga, gbs = PLANNED[row_id]
-    assert (e["gpu"], e["gpus"], e["parallel"]["tp"], e["parallel"]["cp"], e["batch"]["grad_accum"]) == (gpu, gpus, tp, cp, ga)
+    stated = (e["gpu"], e["gpus"], e["parallel"]["tp"], e["parallel"]["cp"], e["batch"]["grad_accum"])
+    assert stated == (gpu, gpus, tp, cp, ga)
     # data parallel x accumulation x micro-batch 1 is the logged global batch
     assert gpus // (tp * cp) * ga == gbs == e["batch"]["global_batch_size"]
     card, _ = st.map_train(e)

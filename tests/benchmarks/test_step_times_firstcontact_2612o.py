@@ -51,8 +51,9 @@ memory miss on the same recipe, not a new one; no memory term was changed here.
 Next source, not scored here: MLPerf Training v5.1's llama2_70b_lora partner results
 (mlcommons/training_results_v5.1 @441d65f4445cd59687466533fd9f55399136e7a4: Dell B300 and MI355X, GigaComputing and
 Supermicro MI355X, Cisco MI350X (not a catalog GPU), MiTAC / ASUS / MangoBoost MI325X, Wiwynn GB200, University of
-Florida B200 on 1-16 nodes); their logs do not carry the v5.0 'throughput' key this file's rows read, and several
-configs run NVFP4 (config_*_fp4.sh), so they need their own reading.
+Florida B200 on 1-16 nodes). The AMD-recipe logs carry the tracked_stats throughput this file's rows read; the
+NVIDIA-recipe ones (e.g. Dell's B300) log tracked_stats train_step_time instead, and several configs run NVFP4
+(config_*_fp4.sh), so they need their own reading.
 
 Not used, for the next engineer (2026-12-05): fine-tuning rows on consumer and rarer cards (L4, A10G, L40S, RTX
 30/40/50, A6000, H20) were looked for and not found with a card's worth of configuration: Unsloth's notebooks

@@ -1662,9 +1662,14 @@ _FC_D_CARDS: dict[int, dict[str, Any]] = {
     # ms-swift examples/train/early_stop/lora_sft.sh: the run of point 711 (examples/train/lora_sft.sh) with early stop
     2816: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=607),
     # ms-swift examples/train/agent/loss_scale/train.sh: Qwen2.5-3B LoRA with embed_tokens and lm_head trained in full
-    # (modules_to_save), Liger's fused linear cross-entropy, rows truncated at max_length 2048
-    2817: _swift_sft_card("Qwen/Qwen2.5-3B", lora={"modules_to_save": ["embed_tokens", "lm_head"]},
-                          loss={"chunked": True, "kernel": "liger"}),
+    # (modules_to_save), rows truncated at max_length 2048. The script sets use_liger_kernel, but --loss_scale hermes is
+    # not binary (swift/loss_scale/config/hermes.json weights <tool_call> spans 2.0; ConfigLossScale.is_loss_scale_binary,
+    # swift/loss_scale/base.py l.161-166), so the template keeps a loss_scale tensor (swift/template/base.py l.1000) and
+    # compute_loss pops the labels before the forward, warning that Liger's cross-entropy 'will not take effect'
+    # (swift/trainers/seq2seq_trainer.py l.131-137): the model returns the full logits and per_token_loss_func scores
+    # logits.float() with reduction none (swift/trainers/utils.py l.101-113), all @d0c71e48c3871cb539f974a8b6bce668c3fb805f.
+    # Planned as the eager loss with the fp32 upcast (the card's default), not Liger's fused linear cross-entropy.
+    2817: _swift_sft_card("Qwen/Qwen2.5-3B", lora={"modules_to_save": ["embed_tokens", "lm_head"]}),
 }
 
 

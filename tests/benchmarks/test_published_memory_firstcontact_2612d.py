@@ -119,3 +119,20 @@ def test_ptuning_points_plan_their_virtual_tokens_on_the_run_gpu() -> None:
 def test_swift_early_stop_is_point_711s_card() -> None:
     """ms-swift's early_stop/lora_sft.sh runs the model, data mix, LoRA and batch of examples/train/lora_sft.sh."""
     assert P.POINTS[2816]["card"] == P.POINTS[711]["card"]
+
+
+def test_swift_loss_scale_card_scores_the_full_logits() -> None:
+    """ms-swift's non-binary loss_scale (hermes) pops the labels before the forward, so Liger's fused cross-entropy
+    does not run and ms-swift scores the fp32-upcast logits itself: the card plans the eager loss (no loss section),
+    which plans more than Liger's fused loss on the same card (the logits and their fp32 copy)."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    card = P.POINTS[2817]["card"]
+    assert "loss" not in card and card["lora"]["modules_to_save"] == ["embed_tokens", "lm_head"]
+    liger = copy.deepcopy(card)
+    liger["loss"] = {"chunked": True, "kernel": "liger"}
+    assert P.plan_point(2817).peak.reserved > make_plan(load_card_dict(liger)).peak.reserved + 2 * 10**9
+    assert "MAPPING CORRECTED after first contact" in BY_ID[2817]["notes"]
+    assert "-31.1 %" in BY_ID[2817]["notes"].split("MAPPING CORRECTED")[0]

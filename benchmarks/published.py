@@ -1602,6 +1602,80 @@ _FC_C_CARDS: dict[int, dict[str, Any]] = {
 POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612c.json", _FC_C_CARDS))
 
 
+# ---- first-contact points, fourth set (published_memory_points_firstcontact_2612d.json, ids 2801+, sources there)
+#
+# Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
+# PEFT's MetaMathQA result files not scored before (2801-2806: LoRA with KaSA, with the Riemannian-preconditioned AdamW,
+# block-diagonal LoRA on the MLP, and P-tuning with its MLP prompt encoder, on an L40S or an RTX 4090), torchtitan's
+# per-parameter FSDP commit (2807-2815: Llama-2-7B shapes on 8 Meta H100s, FSDP1 / FSDP2, full, every-other-layer and no
+# activation checkpointing) and two ms-swift LoRA example headers (2816-2817).
+
+
+def _peft_4090_card(scope: str, **section: dict) -> dict[str, Any]:
+    """A PEFT MetaMathQA run on an RTX 4090 with transformers 5.12.1 (the run files' meta_info.package_info and
+    system_info): the L40S harness card (``_peft_l40s_card``) on that GPU and version."""
+    card = _peft_l40s_card(scope, **section)
+    return {**card, "software": {"transformers": "5.12.1"}, "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}}
+
+
+def _titan_pr165_card(*, fsdp_version: str, ac: str) -> dict[str, Any]:
+    """torchtitan @83c879f1 (PR #165) and its parent: train_configs/llama_7b.toml (flavor 7B = dim 4096, 32 layers, 32
+    heads, Llama-2's 32,000-token tokenizer and 11,008-wide MLP: Llama-2-7B's shapes), local batch 8 x 2048 tokens, 8
+    GPUs of one host, FSDP full shard per transformer block with MixedPrecisionPolicy(param bf16, reduce fp32) over fp32
+    parameters (parallelize_llama.py l.211-229; FSDP1's MixedPrecision alike at the parent, l.223-231), torch AdamW
+    foreach (train.py l.95-96), F.cross_entropy on the bf16 logits outside autocast (train.py l.284: loss.upcast
+    false). ``ac``: full (checkpoint_wrapper per block), every_other (the config's default mode selective with
+    selective_ac_option '2', config_manager.py l.246-255) or none."""
+    parallel: dict[str, Any] = {"strategy": "fsdp", "fsdp_version": fsdp_version,
+                                "gradient_checkpointing": ac != "none"}
+    if ac == "every_other":
+        parallel["checkpoint_every_n_layers"] = 2
+    return {
+        "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
+        "precision": {"weights": "fp32", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
+                      "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"},
+        "hardware": {"gpu": "h100-sxm-hbm2e-96gb", "gpus_per_node": 8}, "attention": "sdpa",
+        "parallel": parallel, "batch": {"micro_batch_size": 8, "seq_len": 2048},
+        "loss": {"upcast": False},
+    }
+
+
+_FC_D_CARDS: dict[int, dict[str, Any]] = {
+    # KaSA and the Riemannian-preconditioned AdamW leave the LoRA r 32 q/v run of point 44 in memory terms
+    2801: _peft_l40s_card("lora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
+    2802: _peft_l40s_card("lora", lora={"rank": 32, "alpha": 64, "targets": ["q_proj", "v_proj"]}),
+    # BD-LoRA r 14 on gate/up/down (block-diagonal factors: fewer adapter parameters than plain LoRA r 14)
+    2803: _peft_l40s_card("lora", lora={"rank": 14, "alpha": 28, "targets": _MLP}),
+    # P-tuning: the virtual tokens as prompt tuning's; the MLP prompt encoder's parameters are not a card term
+    2804: _peft_l40s_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 20}),
+    2805: _peft_4090_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 30}),
+    2806: _peft_4090_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 50}),
+    2807: _titan_pr165_card(fsdp_version="fsdp1", ac="full"),
+    2808: _titan_pr165_card(fsdp_version="fsdp1", ac="full"),
+    2809: _titan_pr165_card(fsdp_version="fsdp1", ac="every_other"),
+    2810: _titan_pr165_card(fsdp_version="fsdp1", ac="every_other"),
+    2811: _titan_pr165_card(fsdp_version="fsdp2", ac="full"),
+    2812: _titan_pr165_card(fsdp_version="fsdp2", ac="full"),
+    2813: _titan_pr165_card(fsdp_version="fsdp2", ac="every_other"),
+    2814: _titan_pr165_card(fsdp_version="fsdp2", ac="every_other"),
+    2815: _titan_pr165_card(fsdp_version="fsdp2", ac="none"),
+    # ms-swift examples/train/early_stop/lora_sft.sh: the run of point 711 (examples/train/lora_sft.sh) with early stop
+    2816: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=607),
+    # ms-swift examples/train/agent/loss_scale/train.sh: Qwen2.5-3B LoRA with embed_tokens and lm_head trained in full
+    # (modules_to_save), rows truncated at max_length 2048. The script sets use_liger_kernel, but --loss_scale hermes is
+    # not binary (swift/loss_scale/config/hermes.json weights <tool_call> spans 2.0; ConfigLossScale.is_loss_scale_binary,
+    # swift/loss_scale/base.py l.161-166), so the template keeps a loss_scale tensor (swift/template/base.py l.1000) and
+    # compute_loss pops the labels before the forward, warning that Liger's cross-entropy 'will not take effect'
+    # (swift/trainers/seq2seq_trainer.py l.131-137): the model returns the full logits and per_token_loss_func scores
+    # logits.float() with reduction none (swift/trainers/utils.py l.101-113), all @d0c71e48c3871cb539f974a8b6bce668c3fb805f.
+    # Planned as the eager loss with the fp32 upcast (the card's default), not Liger's fused linear cross-entropy.
+    2817: _swift_sft_card("Qwen/Qwen2.5-3B", lora={"modules_to_save": ["embed_tokens", "lm_head"]}),
+}
+
+
+POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612d.json", _FC_D_CARDS))
+
+
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
@@ -1635,9 +1709,14 @@ MEMORY_POINTS_FIRSTCONTACT_C = ROOT / "benchmarks" / "data" / "published_memory_
 ``_firstcontact_card_mappings``): axolotl's llama-3 / qwen3.5 / glm45 example READMEs, torchao's low-bit AdamW table of
 torchtune Llama-2-7B full fine-tunes, llama-recipes' FSDP LoRA memory PR, ms-swift's LoRA-initialisation tuner headers
 and its packed full-DPO header; each note records the first-contact error."""
+MEMORY_POINTS_FIRSTCONTACT_D = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612d.json"
+"""Published peak-memory measurements scored on first contact, fourth set (ids 2801+, mapped by
+``_firstcontact_card_mappings``): PEFT's MetaMathQA result files of LoRA variants (KaSA, Riemannian AdamW, BD-LoRA) and
+P-tuning, torchtitan's per-parameter FSDP commit (FSDP1 / FSDP2, three checkpointing settings, 8 GPUs) and two ms-swift
+LoRA example headers; each note records the first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
                       MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT, MEMORY_POINTS_FIRSTCONTACT_B,
-                      MEMORY_POINTS_FIRSTCONTACT_C)
+                      MEMORY_POINTS_FIRSTCONTACT_C, MEMORY_POINTS_FIRSTCONTACT_D)
 
 POINTS.update(_train_entry_mappings())
 

@@ -1,0 +1,138 @@
+"""First-contact memory points, fourth set (benchmarks/data/published_memory_points_firstcontact_2612d.json, ids 2801+).
+
+Each point cites its repository, path (or pull request) and a 40-hex commit, names the counter it was read as, and
+records in its note trainfit's error on first contact; each maps to a card that plans (``_FC_D_CARDS`` in
+benchmarks/published.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from step_times_module import load_benchmark
+
+import trainfit
+from trainfit.spec.card import load_card_dict
+
+REPO = Path(trainfit.__file__).resolve().parents[2]
+DATA = REPO / "benchmarks" / "data" / "published_memory_points_firstcontact_2612d.json"
+P = load_benchmark("published.py", "trainfit_bench_published_firstcontact_2612d")
+POINTS = json.loads(DATA.read_text())
+BY_ID = {p["id"]: p for p in POINTS}
+
+
+def test_ids_are_new_and_unique() -> None:
+    ids = [p["id"] for p in POINTS]
+    assert len(ids) == len(set(ids)) == 17 and all(2801 <= i < 2900 for i in ids)
+    others = [q["id"] for q in P.points_of_other_files(DATA)]
+    assert not set(ids) & set(others)
+    assert DATA in P.MEMORY_POINT_FILES
+
+
+def test_sources_are_not_reused() -> None:
+    """No point cites a repository path another memory-point file cites (the fourth set is out of sample)."""
+    def path_of(src: str) -> str:
+        return " ".join(src.split(" ")[:2])
+
+    mine = {path_of(p["source"]) for p in POINTS}
+    theirs = {path_of(q.get("source", "")) for q in P.points_of_other_files(DATA)}
+    assert not mine & theirs
+
+
+@pytest.mark.parametrize("p", POINTS, ids=lambda p: str(p["id"]))
+def test_point_cites_commit_metric_and_first_contact(p: dict) -> None:
+    assert re.search(r"github\.com/\S+ \S+ @[0-9a-f]{40} \(20\d\d-\d\d-\d\d", p["source"])
+    entry = P.POINTS[p["id"]]
+    assert entry["card"] is not None, entry.get("unsupported")
+    assert p["mem_metric"].startswith(entry["metric"]) and entry["unit"] == p["peak_mem_unit"]
+    m = re.match(r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; trainfit at [0-9a-f]{8}\): "
+                 r"planned (\w+) ([\d.]+) (Gi?B) against the published ([\d.]+) (Gi?B): ([+-]\d+\.\d) %", p["notes"])
+    assert m and m.group(1) == entry["metric"] and float(m.group(4)) == p["peak_mem"]
+    assert m.group(3) == m.group(5) == p["peak_mem_unit"]
+    assert re.search(r"AdamW (foreach|fused):", p["notes"])
+
+
+def test_first_contact_errors_are_the_recorded_arithmetic() -> None:
+    """Each note's error is (planned - published) / published of the two figures it prints."""
+    for p in POINTS:
+        m = re.match(r".*?planned \w+ ([\d.]+) Gi?B against the published ([\d.]+) Gi?B: ([+-]\d+\.\d) %", p["notes"])
+        assert m, p["id"]
+        pred, pub, err = (float(g) for g in m.groups())
+        assert abs((pred - pub) / pub * 100 - err) < 0.1, p["id"]
+
+
+def test_torchtitan_percent_figures_convert_against_the_logged_total() -> None:
+    """torchtitan PR #165 prints percents of the GPU's 95.0396 GiB (its commit message says so): each point's GiB is
+    that product, and the percent is the one its source quotes."""
+    for pid in range(2807, 2815):
+        p = BY_ID[pid]
+        pct = float(re.search(r"([\d.]+)% of 95\.0396 GiB", p["notes"]).group(1))
+        assert f"{pct}%" in p["source"]
+        assert p["peak_mem"] == round(pct / 100 * 95.0396, 2)
+
+
+def test_torchtitan_cards_differ_by_fsdp_version_and_checkpointing_only() -> None:
+    """The nine torchtitan points share one card but for parallel.fsdp_version and the checkpointing setting: the
+    active / reserved pairs of a run plan one card, and FSDP1 / FSDP2 differ only in the version field."""
+    def strip(card: dict) -> dict:
+        return {k: v for k, v in card.items() if k != "parallel"}
+
+    cards = {pid: P.POINTS[pid]["card"] for pid in range(2807, 2816)}
+    assert all(strip(c) == strip(cards[2807]) for c in cards.values())
+    for a, b in ((2807, 2808), (2809, 2810), (2811, 2812), (2813, 2814)):
+        assert cards[a] == cards[b]
+        assert P.POINTS[a]["metric"] == "allocated" and P.POINTS[b]["metric"] == "reserved"
+    assert cards[2807]["parallel"] == {**cards[2811]["parallel"], "fsdp_version": "fsdp1"}
+    assert cards[2809]["parallel"]["checkpoint_every_n_layers"] == 2
+    assert cards[2815]["parallel"]["gradient_checkpointing"] is False
+    card = load_card_dict(cards[2811])
+    assert card.world_size == 8 and card.batch.micro_batch_size == 8 and card.batch.seq_len == 2048
+    assert card.loss.upcast is False
+    assert P.plan_point(2813).spec.num_layers == 32
+
+
+def test_every_other_layer_checkpointing_plans_between_full_and_none() -> None:
+    """The ambiguous 'SAC' rows (every other block checkpointed) plan more than full checkpointing and less than none."""
+    full, half, none = (P.plan_point(pid).peak.reserved for pid in (2812, 2814, 2815))
+    assert full < half < none
+
+
+def test_peft_lora_variants_plan_point_44s_card() -> None:
+    """KaSA and the Riemannian AdamW change no memory term of the LoRA r 32 q/v run: the card of point 44."""
+    assert P.POINTS[2801]["card"] == P.POINTS[2802]["card"] == P.POINTS[44]["card"]
+
+
+def test_ptuning_points_plan_their_virtual_tokens_on_the_run_gpu() -> None:
+    """P-tuning is planned as prompt tuning with the run's virtual tokens (20, 30, 50); the 30 / 50 runs are on an
+    RTX 4090 with transformers 5.12.1 (their result files' system_info and package_info)."""
+    for pid, n, gpu in ((2804, 20, "l40s"), (2805, 30, "rtx4090"), (2806, 50, "rtx4090")):
+        card = P.POINTS[pid]["card"]
+        assert card["scope"] == "prompt_tuning" and card["prompt_tuning"]["num_virtual_tokens"] == n
+        assert card["hardware"]["gpu"] == gpu
+    assert P.POINTS[2805]["card"]["software"] == {"transformers": "5.12.1"}
+    assert "prompt encoder" in BY_ID[2804]["notes"]
+
+
+def test_swift_early_stop_is_point_711s_card() -> None:
+    """ms-swift's early_stop/lora_sft.sh runs the model, data mix, LoRA and batch of examples/train/lora_sft.sh."""
+    assert P.POINTS[2816]["card"] == P.POINTS[711]["card"]
+
+
+def test_swift_loss_scale_card_scores_the_full_logits() -> None:
+    """ms-swift's non-binary loss_scale (hermes) pops the labels before the forward, so Liger's fused cross-entropy
+    does not run and ms-swift scores the fp32-upcast logits itself: the card plans the eager loss (no loss section),
+    which plans more than Liger's fused loss on the same card (the logits and their fp32 copy)."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    card = P.POINTS[2817]["card"]
+    assert "loss" not in card and card["lora"]["modules_to_save"] == ["embed_tokens", "lm_head"]
+    liger = copy.deepcopy(card)
+    liger["loss"] = {"chunked": True, "kernel": "liger"}
+    assert P.plan_point(2817).peak.reserved > make_plan(load_card_dict(liger)).peak.reserved + 2 * 10**9
+    assert "MAPPING CORRECTED after first contact" in BY_ID[2817]["notes"]
+    assert "-31.1 %" in BY_ID[2817]["notes"].split("MAPPING CORRECTED")[0]

@@ -73,7 +73,12 @@ PREF_DATA = HERE / "data" / "published_pref_times_firstcontact_2612.json"
 own subset (``PREF_SUBSET``)."""
 PREF_DATA_2612B = HERE / "data" / "published_pref_times_firstcontact_2612b.json"
 """The second set of DPO / reward-model publications (ms-swift example scripts, OpenRLHF issue #354, Unsloth's DPO
-and ORPO notebooks), loaded beside ``PREF_DATA`` and scored in the same subset."""
+and ORPO notebooks), loaded beside ``PREF_DATA`` and scored in the same subset. None of its entries can be planned
+(checked 2026-12-05, each entry's ``card_cannot_state``): the example scripts name no GPU, and every run trains on
+variable-length pairs (padded to the longest of a batch, padding-free, or packed to an unpublished fill) whose token
+counts no source publishes, so the tokens a step runs would be a guess. What would make some of them scorable: the
+pairs' measured lengths in each run's template and tokenizer (as ``packed_sample_lengths.json`` measures SFT data),
+e.g. the first 309 UltraFeedback train_prefs pairs in Zephyr's template for the T4 DPO notebook."""
 PREF_FILES = (PREF_DATA, PREF_DATA_2612B)
 """Every DPO / reward-model data file, in the order the benchmark loads them (``pref_entries``)."""
 PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"

@@ -71,6 +71,16 @@ RL_DATA = HERE / "data" / "published_rl_times.json"
 PREF_DATA = HERE / "data" / "published_pref_times_firstcontact_2612.json"
 """Published DPO and reward-model step times: training entries with a ``method`` (``dpo`` | ``rm``), scored in their
 own subset (``PREF_SUBSET``)."""
+PREF_DATA_2612B = HERE / "data" / "published_pref_times_firstcontact_2612b.json"
+"""The second set of DPO / reward-model publications (ms-swift example scripts, OpenRLHF issue #354, Unsloth's DPO
+and ORPO notebooks), loaded beside ``PREF_DATA`` and scored in the same subset. None of its entries can be planned
+(checked 2026-12-05, each entry's ``card_cannot_state``): the example scripts name no GPU, and every run trains on
+variable-length pairs (padded to the longest of a batch, padding-free, or packed to an unpublished fill) whose token
+counts no source publishes, so the tokens a step runs would be a guess. What would make some of them scorable: the
+pairs' measured lengths in each run's template and tokenizer (as ``packed_sample_lengths.json`` measures SFT data),
+e.g. the first 309 UltraFeedback train_prefs pairs in Zephyr's template for the T4 DPO notebook."""
+PREF_FILES = (PREF_DATA, PREF_DATA_2612B)
+"""Every DPO / reward-model data file, in the order the benchmark loads them (``pref_entries``)."""
 PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"
 """Measured mean prompt tokens per (dataset, model) as the framework feeds them (``rl_prompt_lengths.py``)."""
 
@@ -79,6 +89,11 @@ def data_files(main: Path) -> list[Path]:
     """``main`` and its per-source companions (``published_train_times_<source>.json``), in name order: one list
     of entries over all of them (each companion holds one publication's rows)."""
     return [main, *sorted(main.parent.glob(f"{main.stem}_*.json"))]
+
+
+def pref_entries() -> list[dict[str, Any]]:
+    """The DPO / reward-model entries of every file in ``PREF_FILES``, each tagged with its file."""
+    return [e for f in PREF_FILES for e in load_entries(f)]
 
 
 def load_entries(main: Path) -> list[dict[str, Any]]:
@@ -4445,7 +4460,7 @@ def counts(ledger: list[dict[str, Any]]) -> dict[str, Any]:
 def build() -> dict[str, Any]:
     ledger: list[dict[str, Any]] = []
     rows = train_rows(load_entries(TRAIN_DATA), ledger)
-    rows += train_rows(load_entries(PREF_DATA), ledger)
+    rows += train_rows(pref_entries(), ledger)
     rows += rl_rows(load_entries(RL_DATA), ledger)
     rows += h200_rows(ledger)
     rows += h200_loop_v4_rows(ledger)

@@ -254,7 +254,9 @@ per sequence, for the query and the key of each layer (``compute.inventory.thd_r
 serial (``inventory.PassInventory.serial_kernels``): the sync has drained the queue and each kernel on a
 few-hundred-token slice runs shorter than its launch, so the GPU idles through the loop. Stated on the rows whose
 config is read (train.packed_rope_loop_source): the GPG Megatron log prints 'apply_rope_fusion=False' (log-prob -65.0
--> -45.8 %, update -41.8 -> -25.7 %, step -46.4 -> -33.4 %); verl PR 1629's two PPO steps (-5.8 -> +12.2 %, +26.4 ->
+-> -45.8 %, update -41.8 -> -25.7 %, step -46.4 -> -33.4 %; then, with the recompute the run never ran taken out,
+the same log's 'recompute_granularity=None' in the entry's checked text, update -48.0 % and step -44.9 %: the update
+still misses as its FSDP twin's does, by more than the loop); verl PR 1629's two PPO steps (-5.8 -> +12.2 %, +26.4 ->
 +51.1 %; their response lengths are not published, the card's default profile stands in) and the one-step-off
 Megatron rows (log-prob +8.6 -> +17.3 % and +2.3 -> +10.9 %, update +9.4 -> +13.5 % and +5.8 -> +9.8 %, step +8.4 ->
 +11.9 %) run the same converter with no override. Megatron-Bridge's seven verification rows that loop over 392-token

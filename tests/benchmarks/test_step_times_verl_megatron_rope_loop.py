@@ -71,6 +71,18 @@ def test_no_other_rl_row_states_the_loop() -> None:
     assert mapped >= 8
 
 
+def test_the_fused_rope_rows_say_why_they_do_not_loop() -> None:
+    """The verl_megatron_practice GRPO rows' notes cite the script line that fuses RoPE, for the actor and, through
+    verl's ref config, the reference."""
+    rows = [e for e in _entries("published_rl_times_verl_megatron_practice.json").values()
+            if e["id"].startswith("verlmp-grpo-qwen25-7b")]
+    assert len(rows) == 8
+    for e in rows:
+        assert "override_transformer_config.apply_rope_fusion=True" in e["note"], e["id"]
+        assert "qwen2.5_7b_megatron_vllm_benchmark.sh l.102 @f8e0d3a187afe6edbde583f46a5708a76a3423a3" in e["note"]
+        assert "verl/trainer/config/ref/megatron_ref.yaml l.16" in e["note"]
+
+
 def test_the_loop_slows_the_gpg_log_prob_pass() -> None:
     """Mapped and planned as the harness does: the old-policy pass of the GPG Megatron row (640 four-sequence
     micro-batches a rank) is slower with the loop than the same card without it."""

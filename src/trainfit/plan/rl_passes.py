@@ -259,9 +259,10 @@ the same log's 'recompute_granularity=None' in the entry's checked text, update 
 still misses as its FSDP twin's does, by more than the loop); verl PR 1629's two PPO steps (-5.8 -> +12.2 %, +26.4 ->
 +51.1 %; their response lengths are not published, the card's default profile stands in) and the one-step-off
 Megatron rows (log-prob +8.6 -> +17.3 % and +2.3 -> +10.9 %, update +9.4 -> +13.5 % and +5.8 -> +9.8 %, step +8.4 ->
-+11.9 %) run the same converter with no override. Megatron-Bridge's seven verification rows that loop over 392-token
-samples move 0.2-3.1 points closer (all under). All rows 10.70 -> 10.83 %, no subset's median moves, H200 rows
-unchanged. The verl_megatron_practice script sets ``override_transformer_config.apply_rope_fusion=True`` (its
++11.9 %) run the same converter with no override. Of Megatron-Bridge's seven verification rows that loop over 392-token
+samples, six move 0.2-3.1 points closer (all under); the Qwen3-8B 32k SFT row (+25.9 %) does not move. All rows
+10.70 -> 10.83 %, no subset's median moves, H200 rows unchanged. The verl_megatron_practice script sets
+``override_transformer_config.apply_rope_fusion=True`` (its
 entries' notes), RLinf's recipe ``apply_rope_fusion: True`` (RLinf/RLinf
 examples/math/config/qwen2.5-1.5b-grpo-megatron.yaml @27368f3541d652c8cd38c93574e91c035401cf49), NeMo RL's Megatron
 policy defaults it to True (NVIDIA-NeMo/RL nemo_rl/models/megatron/setup.py l.2292
@@ -927,7 +928,8 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
         timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
                                     seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context,
                                     attention_span_factor=span,
-                                    # each packed sequence one thd sample of Megatron-Core's RoPE loop (rope_loop_samples_of)
+                                    # each packed sequence one thd sample of Megatron-Core's RoPE loop
+                                    # (rope_loop_samples_of)
                                     packed_sequence_tokens=seq_len if packed else None))
                  for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,

@@ -2871,6 +2871,13 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     card: dict[str, Any] = {"model": model, "method": "ppo" if method == "ppo" else "grpo", "scope": "full",
                             "hardware": hw, "parallel": parallel,
                             "batch": {"micro_batch_size": mbs or 1}, "rollout": rollout}
+    if tr.get("packed_rope_loop") and tr.get("strategy") == "megatron":
+        # Megatron-Core's unfused thd RoPE over the packed rollout sequences (apply_rope_fusion False in the run's
+        # transformer config, cited in train.packed_rope_loop_source): card batch.packed_rope_loop, each packed
+        # sequence one sample (plan.time.rope_loop_samples_of)
+        card["batch"]["packed_rope_loop"] = True
+        notes.append("batch.packed_rope_loop: RoPE per packed sequence (apply_rope_fusion False: "
+                     f"{tr.get('packed_rope_loop_source', 'the entry recipe')})")
     if tr.get("fp4_recipe"):  # Megatron fp4 (NVFP4): the trainer's linears in fp4
         card["precision"] = {"compute": "fp4", "fp4_recipe": tr["fp4_recipe"]}
         notes.append(f"training and log-prob passes in fp4, {tr['fp4_recipe']} scaling")

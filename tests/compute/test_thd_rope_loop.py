@@ -1,6 +1,7 @@
 """Megatron-Core's unfused thd RoPE loop (compute.inventory.thd_rope_loop): its kernel and sync counts, measured
 with tools/measure_thd_rope_ops.py, enter the forward, its recompute and the backward only when the card says
-batch.packed_rope_loop; the card refuses the flag without batch.packed_sample_tokens."""
+batch.packed_rope_loop; the card refuses the flag without batch.packed_sample_tokens outside an RL method with
+packed passes (where each rollout sequence is a sample)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,50 @@ def test_the_loop_slows_a_packed_step_only_when_the_card_says_so() -> None:
 def test_the_card_refuses_the_loop_without_packed_samples() -> None:
     with pytest.raises(Exception, match="packed_rope_loop"):
         load_card_dict({**CARD, "batch": {**CARD["batch"], "packed_rope_loop": True}})
+
+
+def test_the_forward_loop_is_serial_and_its_host_time_adds_to_a_device_bound_pass() -> None:
+    """The loop follows a ``.tolist()`` (the queue drained) and runs ~13 tiny kernels per sample: the GPU idles
+    through it, so on a device-bound pass its host seconds add instead of hiding behind the GEMMs
+    (inventory.PassInventory.serial_kernels, training.pass_seconds)."""
+    from trainfit.catalog.gpus import resolve_gpu
+    from trainfit.compute.rates import default_rates
+    from trainfit.compute.training import pass_seconds, synced_seconds
+
+    f, b = inv.thd_rope_loop(samples=4, layers=14)
+    assert f.serial_kernels == f.kernels and b.serial_kernels == 0  # no sync in the backward: autograd queues it
+    r = default_rates(resolve_gpu("a100-80gb"))
+    gemm = inv.PassInventory((inv.Gemm("big", 8192, 8192, 8192, count=200),), kernels=200.0)
+    plain = pass_seconds(gemm, rates=r, seq_len=1024, backward=False)
+    assert plain.gemm_s > 10 * f.kernels * r.host_s_per_backward_kernel  # device-bound by far
+    looped = pass_seconds(gemm + f, rates=r, seq_len=1024, backward=False)
+    serial_host = f.kernels * r.host_s_per_backward_kernel
+    assert looped.seconds - plain.seconds >= serial_host  # the loop's host time is exposed in full
+    # the rest of the pass keeps its own flow shop, cut by the loop's syncs (training.synced_seconds), nothing else
+    rest = synced_seconds(host_s=plain.host_s, device_s=plain.gemm_s, kernels=200.0, syncs=f.host_syncs)
+    assert looped.seconds == pytest.approx(rest + serial_host, rel=1e-9)
+    assert rest - plain.seconds < 0.25 * serial_host
+
+
+def test_an_rl_card_loops_over_its_packed_sequences() -> None:
+    """Under grpo with packed passes each rollout sequence is one thd sample (plan.time.rope_loop_samples_of): the
+    log-prob pass and the update take the loop without batch.packed_sample_tokens; an sft card still needs it and a
+    grpo card whose passes pad (rollout.packed_sequences false) is refused."""
+    card = {"model": "Qwen/Qwen2-7B-Instruct", "method": "grpo", "scope": "full", "preset": "verl",
+            "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 1},
+            "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True,
+                         "tensor_parallel_impl": "megatron", "compile": True},
+            "batch": {"micro_batch_size": 4},
+            "rollout": {"placement": "colocate", "tensor_parallel": 2, "prompts_per_step": 256, "num_generations": 5,
+                        "prompt_len": 92, "response_len": 1024, "response_len_mean": 182, "logprob_micro_batch_size": 4}}
+    plain = make_plan(load_card_dict(card))
+    looped = make_plan(load_card_dict({**card, "batch": {**card["batch"], "packed_rope_loop": True}}))
+    for part in ("old_logprob", "actor_update"):
+        assert looped.time_parts[part] > plain.time_parts[part] * 1.1, part
+    assert looped.time_parts["generation"] == plain.time_parts["generation"]
+    with pytest.raises(Exception, match="packed_rope_loop"):
+        load_card_dict({**card, "batch": {**card["batch"], "packed_rope_loop": True},
+                        "rollout": {**card["rollout"], "packed_sequences": False}})
 
 
 def test_te_a2a_reorders_count_both_sides_of_every_all_to_all() -> None:

@@ -812,6 +812,13 @@ class PassInventory:
     attention_window_tokens: float = 0.0
     """The sliding window of the layers in ``window_attention_forward_flops`` (``ModelSpec.sliding_window``; 0: none):
     the fp8 windowed kernel's measured rate holds at one window only (``attention_time.fp8_window_attention_ratio``)."""
+    serial_kernels: float = 0.0
+    """Of ``bare_kernels``, those a Python loop launches one by one right after a host sync, each on a slice so small
+    that the GPU runs it in less time than the host takes to launch it: the queue is empty (the sync drained it) and
+    stays empty, so the GPU idles through the loop and its host seconds add to the pass's instead of hiding behind
+    the rest of the pass's device work (``training.pass_seconds``). Megatron-Core's unfused thd RoPE
+    (``thd_rope_loop``): ``.tolist()`` of the sample lengths, then about 13 elementwise kernels per sample on a
+    few-hundred-token slice of the query or key."""
 
     @property
     def gemm_flops(self) -> float:
@@ -833,6 +840,7 @@ class PassInventory:
             attention_dtype_bytes=max(self.attention_dtype_bytes, other.attention_dtype_bytes),
             masked_attention_forward_flops=self.masked_attention_forward_flops + other.masked_attention_forward_flops,
             attention_window_tokens=max(self.attention_window_tokens, other.attention_window_tokens),
+            serial_kernels=self.serial_kernels + other.serial_kernels,
         )
 
 
@@ -1403,7 +1411,8 @@ def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1) -
     fk = calls * (THD_ROPE_FORWARD_KERNELS_PER_CALL + per_sample * samples)
     bk = calls * max(0.0, THD_ROPE_BACKWARD_KERNELS_PER_CALL + THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE * samples)
     fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=calls * THD_ROPE_FORWARD_SYNCS_PER_CALL,
-                        fused_kernels=fk, bare_kernels=fk)
+                        fused_kernels=fk, bare_kernels=fk, serial_kernels=fk)
+    # the backward's kernels are queued by autograd behind the layer's other gradients, with no sync: not serial
     bwd = PassInventory((), 0.0, 0.0, 0.0, bk, fused_kernels=bk, bare_kernels=bk)
     return fwd, bwd
 

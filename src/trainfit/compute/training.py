@@ -446,7 +446,12 @@ def pass_seconds(inv: PassInventory, *, rates: DeviceRates, seq_len: float, back
     # bare aten calls outside module forwards (inventory.PassInventory.bare_kernels): the backward's rate either way
     host = (kernels - inv.bare_kernels) * per_kernel + inv.bare_kernels * rates.host_s_per_backward_kernel
     syncs = launch_blocking_syncs(kernels=kernels, host_syncs=inv.host_syncs) if launch_blocking else inv.host_syncs
-    seconds = synced_seconds(host_s=host, device_s=gemm + attn + mem, kernels=kernels, syncs=syncs)
+    # a loop launched right after a sync on slices shorter to run than to launch (inventory.PassInventory
+    # .serial_kernels): the GPU idles through it, its host seconds do not overlap the pass's other device work
+    serial_host = inv.serial_kernels * rates.host_s_per_backward_kernel
+    seconds = synced_seconds(host_s=host - serial_host, device_s=gemm + attn + mem,
+                             kernels=max(1.0, kernels - inv.serial_kernels) if inv.serial_kernels else kernels,
+                             syncs=syncs) + serial_host
     return PassTime(seconds, gemm, attn, mem, host, seconds - max(gemm + attn + mem, host))
 
 

@@ -235,6 +235,53 @@ is it a wait between data-parallel ranks: row 3 has none and shows the largest c
 micro-batch at TP 4 and TP 2 is what would name it.
 So the constant stays unexplained in the cited code; no per-micro-batch charge is made.
 
+What a Megatron-Core trainer adds to the RL passes, 2026-12-05 (benchmarks/step_times.json before this paragraph's
+change; log-prob / update errors). Against the FSDP rows of the same sources: NeMo RL v0.3's blog and issue #959
+rerun, Llama-3.1-8B and 70B and Qwen3-32B Megatron -12..+18 % / -18..-5 % (their DTensor twins -4..+2 % / -31..-8 %);
+its Qwen3-30B-A3B Megatron row -52 / -60 % is a MoE row (no dense miss of that size in the source), left to the MoE
+rows' notes (compute.model_parallel). verl's one-step-off H20 DAPO rows, Megatron TP 2 x PP 2 +9 / +2 % and +9 / +6 %
+(FSDP2 +10 / +15 % and +21 / +34 %); RLinf's Megatron row -24 / 0 % against verl FSDP's -7 / +5 %; the
+verl_megatron_practice rows -12 % (log-prob, token budget) and -21 / -33 % (update, budget) but -67 % and -56..-65 %
+with fixed 2- and 4-sequence micro-batches ((2) above); the GPG Qwen2-7B TP 2 x PP 2 row -65 / -42 % against its
+FSDP twin's -33 / -37 %. So the miss is not Megatron's as such: it follows the fixed small micro-batches of
+verl_megatron_practice, the MoE path, and the GPG run.
+Taken: Megatron-Core's unfused RoPE over packed sequences where the run's transformer config leaves
+``apply_rope_fusion`` at its default False (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py l.255
+@c550cf6c41c31cd3ec72e05c25ea0c979f2b6631): every micro-batch of verl's Megatron actor is one thd row
+(``rope_loop_samples_of``), and ``apply_rotary_pos_emb`` (megatron/core/models/common/embeddings/rope_utils.py l.200,
+l.250, same commit) takes ``_apply_rotary_pos_emb_thd``: a ``.tolist()`` of the lengths (l.166), then about 13 kernels
+per sequence, for the query and the key of each layer (``compute.inventory.thd_rope_loop``). The loop's forward is
+serial (``inventory.PassInventory.serial_kernels``): the sync has drained the queue and each kernel on a
+few-hundred-token slice runs shorter than its launch, so the GPU idles through the loop. Stated on the rows whose
+config is read (train.packed_rope_loop_source): the GPG Megatron log prints 'apply_rope_fusion=False' (log-prob -65.0
+-> -45.8 %, update -41.8 -> -25.7 %, step -46.4 -> -33.4 %; then, with the recompute the run never ran taken out,
+the same log's 'recompute_granularity=None' in the entry's checked text, update -48.0 % and step -44.9 %: the update
+still misses as its FSDP twin's does, by more than the loop); verl PR 1629's two PPO steps (-5.8 -> +12.2 %, +26.4 ->
++51.1 %; their response lengths are not published, the card's default profile stands in) and the one-step-off
+Megatron rows (log-prob +8.6 -> +17.3 % and +2.3 -> +10.9 %, update +9.4 -> +13.5 % and +5.8 -> +9.8 %, step +8.4 ->
++11.9 %) run the same converter with no override. Of Megatron-Bridge's seven verification rows that loop over 392-token
+samples, six move 0.2-3.1 points closer (all under); the Qwen3-8B 32k SFT row (+25.9 %) does not move. All rows
+10.70 -> 10.83 %, no subset's median moves, H200 rows unchanged. The verl_megatron_practice script sets
+``override_transformer_config.apply_rope_fusion=True`` (its
+entries' notes), RLinf's recipe ``apply_rope_fusion: True`` (RLinf/RLinf
+examples/math/config/qwen2.5-1.5b-grpo-megatron.yaml @27368f3541d652c8cd38c93574e91c035401cf49), NeMo RL's Megatron
+policy defaults it to True (NVIDIA-NeMo/RL nemo_rl/models/megatron/setup.py l.2292
+@7ea279abfbeb698b092856d0dab61e7cf39bc909): not looped, and (2)'s constant stays unexplained.
+Checked in the same pass and not a cause (no change): (i) Transformer Engine's thd attention per layer (TE v2.2.1,
+the verl image's, transformer_engine/pytorch/attention.py @c55e425ac5751c72bfa656560fc7c65ab7d895e9): it reads
+``max_seqlen`` from the tensors only when it is None (l.5967-5978; verl passes Python ints, verl/models/mcore/util.py
+l.90-97 @62549582a71881fe861b09f8375e3aea80ac6754), and its ``pad_between_seqs`` test ``torch.equal(
+cu_seqlens_q_padded[:-1], cu_seqlens_q[:-1])`` (l.6141-6148) compares two views of the one tensor verl passes as both,
+which torch's ``cuda_equal`` answers without a kernel or a sync for aliased views of the same storage, offset and
+strides (pytorch/pytorch pull request #102714 'Introduce fast path for cuda_equal', merged 2023-06-03, read
+2026-12-05); TE's fused thd RoPE is one kernel each way (transformer_engine/pytorch/dot_product_attention/rope.py
+l.102-143). (ii) Pipeline p2p with ``variable_seq_lengths`` True (verl's base transformer config; the GPG log l.672
+'variable_seq_lengths=True, ... batch_p2p_comm=False'): every send and receive first swaps the tensor's shape and
+calls ``torch.cuda.synchronize()`` (Megatron-LM megatron/core/pipeline_parallel/p2p_communication.py
+``_communicate_shapes`` l.21-110, called at l.282-287, @d580efc68a9f0dbf1945f834f6f6200cd01d3343 core_v0.12.0): a
+drain at each micro-batch boundary of a stage, which the plan's per-pass ``max(host, device)`` already implies; the two
+stages still run different micro-batches at once, so each adds a round trip, not a stage's time.
+
 verl's FSDP update and old-policy pass against the GPG Qwen2-7B rows, checked 2026-12-05: no model change (null
 result). The FSDP run's two steps (benchmarks/data/published_rl_times_firstcontact_2612g.json: 8 A100-class GPUs, in
 both passes and at both steps 40 fixed micro-batches of 16 sequences a rank) split each timer into a part that grows
@@ -694,7 +741,8 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
                 "entropy_kernels": VERL_ENTROPY_COMPILED_KERNELS} if takes_entropy(card, name) else {}),
             # Megatron-Core's thd RoPE loop and Transformer Engine's a2a thd reorders run in a no-grad forward as in
             # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
-            rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
+            rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp,
+                                                   sequence_tokens=seq_len if packed else None),
             rope_loop_context_parallel=cp,
             a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
             # Transformer Engine's ring context-parallel glue runs in its forward, grad or not (compute.cp_ring)
@@ -879,7 +927,10 @@ def update_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, batch: RlBatch
     def update(name: str, pspec: ModelSpec, shapes_=shapes):
         timed = [(pr, training_time(card, pspec, r, ranks=train_gpus, gpus_per_node=per_node, micro_batch_size=b,
                                     seq_len=length, micro_steps=k, work_cv=work_cv, attention_context=context,
-                                    attention_span_factor=span))
+                                    attention_span_factor=span,
+                                    # each packed sequence one thd sample of Megatron-Core's RoPE loop
+                                    # (rope_loop_samples_of)
+                                    packed_sequence_tokens=seq_len if packed else None))
                  for k, pr, b, length, context in shapes_]
         phase = _weighted(name, [(pr, rl_phase(name, t.total_s * opt_steps, t.bound,
                                                **{p.name: p.seconds * opt_steps for p in t.phases}))

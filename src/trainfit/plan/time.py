@@ -1057,7 +1057,7 @@ def gathered_weight_bytes_of(card: RunCard, spec: ModelSpec) -> WeightBytes:
 def training_time(
     card: RunCard, spec: ModelSpec, rates: DeviceRates, *, ranks: int, gpus_per_node: int, micro_batch_size: int,
     seq_len: int, micro_steps: int, work_cv: float = 0.0, attention_context: float | None = None,
-    attention_span_factor: float = 1.0, forward_shares: bool = False,
+    attention_span_factor: float = 1.0, forward_shares: bool = False, packed_sequence_tokens: float | None = None,
 ):
     """One optimizer step on ``ranks`` training GPUs (``gpus_per_node`` of them per node), each holding its
     model-parallel shard; ``seq_len`` is the whole sequence (context parallel splits it here). ``work_cv``: the
@@ -1069,7 +1069,8 @@ def training_time(
     ``plan.rl_passes.packed_span_factor``): the causal span each query covers is ``attention_context`` (else the
     sequence) times it; the sequence count the loss sees keeps the mean. ``forward_shares``: the phases also carry a
     forward-only pass's share of the collectives (``compute.training.train_step_time``; DPO's reference forward,
-    ``reference_forward_of``)."""
+    ``reference_forward_of``). ``packed_sequence_tokens``: an RL update's packed sequences' mean tokens, each one
+    thd sample of the row (``rope_loop_samples_of``); None: the card's ``batch.packed_sample_tokens``."""
     par = card.parallel
     tp, cp, pp = par.tensor_parallel, par.context_parallel, par.pipeline_parallel
     shard = rank_spec(spec, tp=tp, pp=pp, ep=par.expert_parallel, etp=par.expert_tensor_parallel,
@@ -1124,7 +1125,8 @@ def training_time(
     padded_skip, padding_note = padding_mask_attention(card, eager=eager, seq_len=seq_len)
     causal_skip = causal_skip and padded_skip
     kernel, kernel_note = attention_kernel_of(card, rates, eager=eager, head_dim=kernel_head_dim_of(spec))
-    rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
+    rope_samples = rope_loop_samples_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len,
+                                        sequence_tokens=packed_sequence_tokens)
     a2a = a2a_thd_sequences_of(card, micro_batch_size=micro_batch_size, seq_len=seq_len)
     off_layers, off_bytes, off_rate = activation_offload_of(card, shard, rates, micro_batch_size=micro_batch_size,
                                                             seq_len=max(1, seq_len // cp))
@@ -1220,14 +1222,21 @@ def training_time(
     return replace(t, assumptions=t.assumptions + notes) if notes else t
 
 
-def rope_loop_samples_of(card: RunCard, *, micro_batch_size: int, seq_len: int) -> float:
+def rope_loop_samples_of(card: RunCard, *, micro_batch_size: int, seq_len: int,
+                         sequence_tokens: float | None = None) -> float:
     """Packed samples per micro-batch over which Megatron-Core's unfused thd RoPE loops (``batch.packed_rope_loop``,
     ``compute.inventory.thd_rope_loop``): ``micro_batch_size x seq_len / packed_sample_tokens`` (the whole row's,
-    before any context-parallel split: every rank loops over every sample); 0 when the card does not say so."""
+    before any context-parallel split: every rank loops over every sample); 0 when the card does not say so.
+    ``sequence_tokens``: an RL pass's packed sequences' mean tokens (``plan.rl_passes``), where the card states no
+    ``packed_sample_tokens``: verl's Megatron actor packs every micro-batch into one thd row whose samples are its
+    rollout sequences (``preprocess_packed_seqs``, volcengine/verl verl/models/mcore/util.py l.23-102
+    @62549582a71881fe861b09f8375e3aea80ac6754, from ``gptmodel_forward``'s ``pack_seqs=True``,
+    verl/models/mcore/model_forward.py l.22-39), so the loop runs once per sequence."""
     b = card.batch
-    if not b.packed_rope_loop or not b.packed_sample_tokens:
+    per_sample = b.packed_sample_tokens or sequence_tokens
+    if not b.packed_rope_loop or not per_sample:
         return 0.0
-    return micro_batch_size * seq_len / b.packed_sample_tokens
+    return micro_batch_size * seq_len / per_sample
 
 
 def te_ring_context_parallel_of(card: RunCard, *, eager: bool) -> int:

@@ -985,7 +985,10 @@ class BatchSection(_Section):
         False,
         description="With packed_sample_tokens: rotary embeddings are applied one packed sample at a time in a Python"
                     " loop, with two host syncs per call (Megatron-Core's unfused thd RoPE, apply_rope_fusion False):"
-                    " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop).")
+                    " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop). Under method"
+                    " ppo or grpo with packed log-prob and update passes (rollout.packed_sequences) each rollout"
+                    " sequence is one sample (verl's Megatron actor packs every micro-batch into one thd row), so"
+                    " packed_sample_tokens is not needed there.")
     padding: Padding = Field(
         Padding.NONE,
         description="none: rows are full (or the mask is all ones), attention is causal. mask: every sample is padded"
@@ -996,9 +999,6 @@ class BatchSection(_Section):
     @model_validator(mode="after")
     def _packed(self) -> BatchSection:
         mean, cv = self.packed_sample_tokens, self.packed_sample_length_cv
-        if self.packed_rope_loop and mean is None:
-            raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set"
-                             " batch.packed_sample_tokens (their mean tokens), or packed_rope_loop false")
         if mean is not None and self.padding is Padding.MASK:
             raise ValueError("batch.padding: mask pads each sample to a row of its own; batch.packed_sample_tokens packs"
                              " several samples into a row; allowed with packed_sample_tokens: padding none")
@@ -1823,6 +1823,7 @@ class RunCard(_Section):
         _check_trl_ppo(self)
         _check_weight_transport(self)
         _check_token_budget(self)
+        _check_packed_rope_loop(self)
         hw = self.hardware
         if hw.gpu_memory_gib is not None and hw.gpu.strip().lower() not in ("", "custom"):
             raise ValueError(
@@ -2293,6 +2294,20 @@ def _check_token_budget(card: RunCard) -> None:
     if rows:
         raise ValueError(f"rollout.{keys[0]}: verl's dynamic batching; rollout.{rows[0]} is NeMo RL's packed row"
                          " capacity, another framework's micro-batching; give one of them")
+
+
+def _check_packed_rope_loop(card: RunCard) -> None:
+    """``batch.packed_rope_loop`` needs the samples it loops over: ``batch.packed_sample_tokens``, or an RL method
+    whose log-prob and update passes pack each rollout sequence as one sample (``rollout.packed_sequences`` not
+    false); one line naming the field."""
+    b = card.batch
+    if not b.packed_rope_loop or b.packed_sample_tokens is not None:
+        return
+    if card.method in (Method.PPO, Method.GRPO) and card.rollout.packed_sequences is not False:
+        return
+    raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set batch.packed_sample_tokens"
+                     " (their mean tokens), or use method ppo / grpo with packed passes (rollout.packed_sequences null"
+                     " or true), or packed_rope_loop false")
 
 
 def _check_weight_transport(card: "RunCard") -> None:

@@ -78,7 +78,10 @@ H20's CUDA total) plans 0.26 GiB of KV, short of one 11,680-token request (0.52 
   +27.9 %; on GB200 -47.1 -> -24.4 %), Llama-3.1-8B -3..+3 % -> +7..+13 %; the 235B pair and every engine of 128
   sequences or fewer unchanged. Those engines ran 256-512 sequences each; capped at 128 the plan is 20-30 % slow where
   it was within 8 %, so something in its decode at 128 sequences, or in those rows' lengths, offsets the cap: an open
-  lead, not a fix.
+  lead, not a fix. On the Qwen3-30B-A3B v0.6 32-GPU row the planned generation goes 142.5 -> 191.5 s, memory-bound
+  both ways (long tail 0 -> 26 s): at 128 sequences a decode step still reads nearly all 128 experts of each layer
+  (128 x 8 routed picks), so the cap adds steps (+34 %) at almost the same step price; if the run did hold 128, that
+  step price is about a fifth too high for this MoE engine (the row's step 152 s published, 194 s planned at 128).
 * *What a 94-layer MoE at TP 8 may keep outside the KV that this module under-counts.* The CUDA-graph estimate vLLM
   takes out of the budget is measured, not derived: the first capture of each mode plus the second capture's increase
   times the remaining graphs, FULL and PIECEWISE overlaid (``profile_cudagraph_memory``, vllm/v1/worker/

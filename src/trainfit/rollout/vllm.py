@@ -15,9 +15,10 @@ start-up sequence (``vllm/v1/worker/gpu_worker.py``):
    ``min(max_num_seqs, max_num_batched_tokens)`` rows; ``memory_profiling``
    (``vllm/utils/mem_utils.py``) returns ``non_kv_cache_memory = weights + torch_peak_increase
    + non_torch_increase`` and the KV cache gets ``requested_memory - non_kv_cache_memory``.
-   Since vLLM v0.21 ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` is the default (PR #30515
-   added it, off; the v0.21 log line reads "CUDA graph memory profiling is enabled (default
-   since v0.21.0)"), so the CUDA-graph estimate is also taken out of the budget. Before that,
+   ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` is the default already in the 0.20.0 wheel
+   (vllm/envs.py l.1724-1726; PR #30515 added it, off; the log line reads "CUDA graph memory
+   profiling is enabled (default since v0.21.0)"), so the CUDA-graph estimate is also taken out
+   of the budget. Before that,
    graphs were captured in ``compile_or_warm_up_model`` *after* the KV cache was allocated and
    lived outside the budget (issue #17549). :attr:`EngineConfig.cuda_graphs_in_budget` picks.
 3. KV cache pages (``vllm/v1/core/kv_cache_utils.py``): ``num_blocks = available //
@@ -36,6 +37,73 @@ split into groups of equal size that share one pool of blocks
 Not modelled: sliding-window layers (counted as full attention, which over-states their KV),
 prefix caching of linear-attention state (``mamba_cache_mode`` 'align'/'all' keep extra state
 blocks; 'none' is modelled), speculative decoding, pipeline/data/expert parallelism, LoRA slots.
+
+**Checked: the engine's memory fraction and its non-KV reservation (2026-12-05, null result, nothing changed).** Two
+leads: NVIDIA-NeMo/RL PR #3278 (Qwen3-235B-A22B one-step-off on 256 H100, vLLM TP 8, 16 engines of 32 sequences; rows
+``nemorl-pr3278-...-gmu080`` / ``-gmu088`` of ``benchmarks/data/published_rl_times_firstcontact_2612i.json``)
+publishes the step falling 10.9 % (226.8 -> 202.0 s) from ``gpu_memory_utilization`` 0.80 to 0.88, and the plan gives
+192.6 s for both; the verl Qwen3-235B H20 example card (``tests/unit/test_uneven_pipeline.py`` ``_q235``, 0.6 of the
+H20's CUDA total) plans 0.26 GiB of KV, short of one 11,680-token request (0.52 GiB). What was read and found:
+
+* *Why the plan does not move.* KV capacity does bind in the plan: the decode fluid admits and preempts against it
+  (``compute.continuous_batching``). At 0.80 the engine keeps 6.61 GiB of KV (147,376 tokens: 63.35 GiB budget less
+  the 54.91 GiB TP-8 weight shard, a 1.04 GiB profile peak, 0.50 GiB non-torch, 0.29 GiB CUDA graphs); the default
+  length mix (truncated exponential of mean 5,721 at the 8,074-token cap: scale about 11,000, 48 % of responses at the
+  cap) never holds more at once than 32 x P(L > t) x (118 + t), about 126,000 tokens just below the cap, so nothing is
+  preempted and 0.88 adds KV the batch does not use. The shape decides it (``benchmarks/step_times.py`` cards, 0.80 /
+  0.88): shifted exponential 188.2 / 188.2 s, uniform 182.8 / 182.8 s, every response at the mean 166.7 s (preempted,
+  0.47 s recompute) / 159.0 s: the plan moves 4.6 % there against the run's 10.9 %. The 8,192-token cap's crowding is
+  modelled as far as the mean allows; the share at the cap is not published for this run.
+* *vLLM at that row.* NeMo RL @cc34bee3448a5ff60b84d29fa2d6ce44358e7012 pins vLLM 0.20.0 (pyproject.toml l.147-150).
+  In the 0.20.0 wheel (PyPI, read 2026-12-05) the budget is this module's: ``request_memory`` takes ``total x
+  gpu_memory_utilization`` (vllm/v1/worker/utils.py l.403-410) and ``determine_available_memory`` leaves the KV cache
+  that less weights, torch peak increase, non-torch increase and the CUDA-graph estimate (vllm/v1/worker/gpu_worker.py
+  l.364-425); ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS`` already defaults to 1 in that wheel (vllm/envs.py
+  l.1724-1726), so ``cuda_graphs_in_budget`` holds for 0.20.0 too, not only from 0.21.
+* *NeMo RL's asynchronous engine runs at vLLM's scheduler defaults.* ``AsyncLLM.from_engine_args(AsyncEngineArgs(
+  **llm_kwargs))`` (nemo_rl/models/generation/vllm/vllm_worker_async.py l.294-302 @cc34bee3) passes neither
+  ``max_num_seqs`` nor ``max_num_batched_tokens`` (vllm_worker.py ``llm_kwargs`` l.530-556; of the performance recipes
+  only grpo-deepseek-v3-64n8g-fp8-async-1off.yaml sets ``max_num_seqs``), and ``from_engine_args`` builds the config
+  under ``UsageContext.ENGINE_CONTEXT`` (vllm/v1/engine/async_llm.py l.232-242), which ``get_batch_defaults`` does not
+  list (vllm/engine/arg_utils.py l.2179-2259), so the engine keeps ``SchedulerConfig``'s 128 sequences and 2,048
+  batched tokens (arg_utils.py l.2354-2369, vllm/config/scheduler.py l.42-44); 128 likewise in vLLM 0.10.0
+  (vllm/config.py ``SchedulerConfig.__post_init__`` l.2389) and 0.11.2 (config/scheduler.py l.32, 44). Its profile run
+  is then 2,048 tokens and its sampler warm-up 128 rows, and for 8 rows or more 0.20.0 applies top-k/top-p with a
+  Triton kernel (vllm/v1/sample/ops/topk_topp_sampler.py l.245-255), not the sort ``SAMPLER_BYTES_PER_LOGIT`` prices
+  (the sort of 0.10.0 / 0.11.2): this engine's reservation is smaller than planned (at 128 / 2,048 the plan keeps 7.16
+  GiB of KV, +0.55 GiB), the opposite of what the 0.80 row asks. Not applied: on the NeMo RL AsyncLLM step rows the
+  128-sequence cap is a timing change too (25 rows move, 10 by more than a point), and stated on their cards
+  (``benchmarks/step_times.py`` against the tree of 578413d8) it moves the RL step median 15.5 -> 16.7 % and all rows
+  10.70 -> 10.87 %: Qwen3-30B-A3B on H100 -8..+5 % -> +13..+34 % (PR #1526 after -7.4 -> +24.0 %, v0.6 32 GPUs -4.3 ->
+  +27.9 %; on GB200 -47.1 -> -24.4 %), Llama-3.1-8B -3..+3 % -> +7..+13 %; the 235B pair and every engine of 128
+  sequences or fewer unchanged. Those engines ran 256-512 sequences each; capped at 128 the plan is 20-30 % slow where
+  it was within 8 %, so something in its decode at 128 sequences, or in those rows' lengths, offsets the cap: an open
+  lead, not a fix. On the Qwen3-30B-A3B v0.6 32-GPU row the planned generation goes 142.5 -> 191.5 s, memory-bound
+  both ways (long tail 0 -> 26 s): at 128 sequences a decode step still reads nearly all 128 experts of each layer
+  (128 x 8 routed picks), so the cap adds steps (+34 %) at almost the same step price; if the run did hold 128, that
+  step price is about a fifth too high for this MoE engine (the row's step 152 s published, 194 s planned at 128).
+* *What a 94-layer MoE at TP 8 may keep outside the KV that this module under-counts.* The CUDA-graph estimate vLLM
+  takes out of the budget is measured, not derived: the first capture of each mode plus the second capture's increase
+  times the remaining graphs, FULL and PIECEWISE overlaid (``profile_cudagraph_memory``, vllm/v1/worker/
+  gpu_model_runner.py l.5949-6047); :data:`CUDA_GRAPH_BASE_BYTES` does not grow with depth or piecewise splits. NCCL
+  buffers allocated lazily in the profile's first collectives land in ``non_torch_increase`` (:data:`NON_TORCH_BYTES`,
+  :data:`NON_TORCH_TP_EXTRA_BYTES` are estimates). The 0.80 step needs about 3.2 GiB less KV than planned (3.7 GiB at
+  vLLM 0.20's 128 / 2,048 defaults); no start-up log ("Estimated CUDA graph memory", "Available KV cache memory") of
+  this engine or of another 94-layer MoE at TP 8 is published, so nothing is priced: a reservation read off this row
+  would be a constant fitted to one row.
+* *The H20 card.* Its 0.26 GiB rests on the same estimates (non-torch 0.50 GiB, graphs 0.29 GiB) and on the sampler
+  warm-up at the card's 256 sequences (0.98 GiB at 27 bytes a logit); verl passes its own ``max_num_seqs`` (1,024 by
+  default: volcengine/verl verl/trainer/config/rollout/rollout.yaml l.68 @cdd7d874f4dc4c40bac4a6a41bfbef771d0397b8,
+  cited by the H20 weight-sync rows of ``published_rl_times.json``) and the script's vLLM release is not pinned, so
+  whether that engine's reservation is over- or under-counted is not settled here (1,024 rows at the sort's 27 bytes
+  would make it 3.9 GiB, at a Triton top-k/top-p less). Unchanged.
+* *Every RL row that states the fraction or whose plan preempts* (``benchmarks/engine_kv_rows.py`` ->
+  ``engine_kv_rows.md``, 164 rows, 161 stating it): the 9 with a generation figure whose plan preempts read a median
+  generation error of -18.9 % (7 under; verl's H20 DAPO Qwen3-14B-Base -34..-44 %, Qwen2.5-32B -19..+5 %, verl #7412
+  RTX 4090 -57 %, Marin's Qwen3-235B -16 %, NeMo RL v0.3's Qwen3-32B +38 %), the 68 it does not -9.8 % (median |error|
+  19.6 %, 46 under). The preempting rows lean short, which fits the recompute charge being the fluid's lower bound
+  (distinct sequences at their last preemption, not each event: ``compute.continuous_batching``) rather than a
+  reservation error; no engine-memory term explains the set.
 """
 
 from __future__ import annotations
@@ -303,7 +371,7 @@ class EngineConfig:
     enforce_eager: bool = False
     """True: no CUDA graphs."""
     cuda_graphs_in_budget: bool = True
-    """vLLM >= 0.21 (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` default): the graph estimate
+    """vLLM >= 0.20 (``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1`` default): the graph estimate
     comes out of the budget. False: older vLLM, or the env var set to 0: graphs are captured after
     the KV cache and sit on top of the budget."""
     sleep_level: int = 0

@@ -17,7 +17,11 @@ Its time is the larger of the two roofs, each at what the card sustains (``rates
 * **Depth.** Each tile streams ``k`` in slices; the prologue/epilogue cost is fixed, so a short
   ``k`` runs below peak: ``depth_efficiency = k / (k + K_HALF)`` with ``K_HALF = 128`` (one tile
   width of pipeline fill; same guide, "Math and memory bounds").
-* **Skinny shapes** (LoRA's rank-r products, decode at a small batch) fall on the memory roof.
+* **Skinny shapes** (LoRA's rank-r products, decode at a small batch) fall on the memory roof when their k is short;
+  a rank-r ``X @ A`` with a long k (m tokens, n = r, k = hidden) has fewer output tiles than SMs and is priced on the
+  tile and wave roof, above its memory roof (no split-K). Split-K for those was tried and not taken (2026-12-05: it
+  brings the RTX 5090 Unsloth rows in and moves the H100 / H200 rows and the LoRA median away; the numbers are in
+  the rtx5090 catalog entry's notes).
 * **fp8.** A GEMM with 1-byte operands (``dtype_bytes=1``: Transformer Engine / torchao float8 linears)
   runs at ``rates.fp8_matmul_flops_per_s`` under the same tile, wave and depth model (its tiles are
   128 wide on Hopper too: cuBLASLt / CUTLASS fp8 kernels); a card without an fp8 rate is an error. The

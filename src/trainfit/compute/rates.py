@@ -11,7 +11,7 @@ Sources of the defaults (each is listed in the plan's assumptions when used):
 * Matmul: "Maximum Achievable Matmul FLOPS comparison table", stas00/ml-engineering
   ``compute/accelerator/README.md`` @744d01e18b79512572f64a6bbd8b5f4a725203a7 (BF16 table): MAMF / datasheet =
   86.9 % A100 SXM, 81.1 % A100 PCIe, 80.3 % H100 SXM ("H200 is the same"), 83.8 % GH200, 77.6 % B200, 72.9 % GB200,
-  51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.matmul rate (97.0 %,
+  51.4 % MI300X (``_MAMF_FRACTION``). The RTX 4090 its published torch.mm rate (101.2 %,
   ``_OTHER_MATMUL_FRACTION``). Other NVIDIA cards take 80 % (about the H100 ratio), stated.
 * FP8 matmul: the catalog's dense fp8 peak (datasheet, without sparsity) at the card's bf16 MAMF
   fraction (no published fp8 MAMF table covers every card; assumed, and listed when used), except where a
@@ -149,9 +149,11 @@ Blackwell held-out half 12.8 -> 13.1 % and the B200 rows 11.8 -> 14.9 %, and the
 None is taken; the MAMF fractions above stay."""
 _MAMF_SOURCE = "stas00/ml-engineering compute/accelerator/README.md (MAMF table)"
 _OTHER_MATMUL_FRACTION = {
-    "rtx4090": (0.970, "torch.matmul bf16 8192^3 160.17 TFLOP/s on an RTX 4090 (torch 2.7, cu128): github.com/zzc0721/"
-                       "torch-performance-test-data issue #78, 2025-10-17; fp16 there and in issues #41 and #50 reach"
-                       " 165.7-168.4"),
+    "rtx4090": (167.21 / 165.2, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 170.06, 173.31, 162.39 and"
+                                " 163.09 TFLOP/s on four RTX 4090 named 24GB (l.21, l.24, l.27, l.33; the lines"
+                                " _FP32_MATMUL_FRACTION reads): github.com/zzc0721/torch-performance-test-data"
+                                " database.md @9d82827637262c4351e3f9483f96b8cff57a601f; mean 167.21, 101.2 % of the"
+                                " datasheet's 165.2 (FP32 accumulate, at the 2,520 MHz rated boost clock)"),
     "rtx3090": (76.53 / 71.0, "torch.mm bf16, the best of square 1,024-10,240 (test.py), 76.58 TFLOP/s on an RTX 3090"
                               " (bare metal), 76.34 (bare metal, torch 2.6) and 76.68 (a cloud instance, torch 2.8) on"
                               " two others: github.com/zzc0721/torch-performance-test-data database.md"
@@ -189,7 +191,7 @@ _OTHER_MATMUL_FRACTION = {
 """Cards outside the MAMF table with a published large-matmul measurement: (fraction of the datasheet bf16 peak,
 source). A GeForce card holds a clock above the boost clock its datasheet rate is computed at (RTX 4090: 2,520 MHz;
 RTX 3090: 1,695 MHz; RTX 5090: 2,407 MHz), so it sustains about its whole datasheet rate or more, not the H100's 80 %.
-Where the measured rate is above the datasheet's (RTX 3090 107.8 %, RTX 5090 112.2 %) it is planned as measured, like
+Where the measured rate is above the datasheet's (RTX 3090 107.8 %, RTX 5090 112.2 %, RTX 4090 101.2 %) it is planned as measured, like
 every other card's measured fraction: the datasheet figure is ``SMs x FLOP per clock x rated boost clock``, and 234.98
 TFLOP/s on a 170-SM RTX 5090 at the GeForce 512 dense bf16 FLOP per clock per SM with FP32 accumulate (209.5 / 170 /
 2.407 GHz) needs 2.70 GHz, the clock GPU Boost holds under the matmul, not an error in the datasheet. Until 2026-12-05
@@ -207,7 +209,24 @@ This database reads at or below the MAMF table on the cards both measure (H200 7
 1,696.03 = 75.4 % against 77.6 %, A100 40GB 246.33 = 79.0 % against 86.9 %: one shape sweep, no search), so its
 figure is a floor. The H20's 96.0 % and the L20's 95.5 % are taken: far above the 80 % either card took before, and
 a floor. The L40S's 269.15 TFLOP/s (74.3 %, database.md l.55) is within that offset of the 80 % default and is not
-taken."""
+taken.
+
+RTX 4090 (2026-12-05): the same database's four lines of cards named 'RTX 4090 24GB' (the lines its fp32 entry in
+``_FP32_MATMUL_FRACTION`` reads), 167.21 TFLOP/s, in place of one 8192^3 torch.matmul report (issue #78 of the same
+repository, 160.17, 97.0 %): the best-of-sweep figure every other GeForce entry here takes. Lines 64 and 89 ('NVIDIA
+GeForce RTX 4090', 165.71 and 164.81) name no memory size (a 48 GB board prints the same name) and are left out; with
+them the mean is 166.56 (100.8 %). The 20 RTX 4090 step rows plan 1-4 % faster: the 11 fsdp_qlora 2 x 4090 rows
++22..+44 % -> +19..+41 % (that file's median 22.5 -> 19.7 %), torchtune's file median 5.2 -> 5.0 % (its three
+4090 rows planned too fast, full fine-tuning and FSDP, move 1-2 points further: -31.6 -> -32.6, -18.7 -> -20.3,
+-7.3 -> -9.6 %), the Unsloth Mistral GRPO row +64.1 -> +63.1 %; LoRA / QLoRA median 9.54 -> 9.61 %, all training
+8.85 -> 8.86 %, no H200 row moves.
+
+Not taken: the 48 GB RTX 4090 (``rtx4090-48gb``) keeps the 80 % default although the database measures three such
+cards (l.9, l.31, l.53: 160.53, 162.43, 167.71, mean 163.56 = 99.0 %; its fp32 entry reads them). Its one step row,
+verl issue #7412's GRPO on 4 such cards, is planned 2x too fast already (step -52 %, generation -57 %, actor update
+-54 %, log-prob -26 %; no P2P, a modified board, and a verl update whose fixed cost is open: compute/sync.py and
+plan/rl_passes.py), and at 99.0 % it goes step -55.6 %, log-prob -35.5 %, actor update -59.8 % (checked 2026-12-05):
+the faster GEMMs are not what that row misses, and no other row is on this card to check them."""
 _FP32_DB = "github.com/zzc0721/torch-performance-test-data database.md @9d82827637262c4351e3f9483f96b8cff57a601f"
 
 

@@ -1199,6 +1199,20 @@ class ModelRef(_Section):
     mtp: bool = Field(False, description="Train the model's multi-token-prediction modules too (DeepSeek-V3:"
                                          " num_nextn_predict_layers); off by default, as transformers builds none.")
 
+    @model_validator(mode="after")
+    def _reference_is_read(self) -> ModelRef:
+        """``reference`` is the shape a bare ``params`` count assumes (``catalog.bare``): beside an id, a path or a
+        config there is a real shape and it would be ignored, so it is refused there, and an empty one too."""
+        if self.reference is None:
+            return self
+        if not self.reference.strip():
+            raise ValueError("model.reference: empty; allowed: a catalog id (e.g. Qwen/Qwen3-32B, see `trainfit models`),"
+                             " or omit it for the nearest reference shape")
+        if self.params is None:
+            raise ValueError("model.reference: only read with model.params (the shape a bare parameter count assumes);"
+                             " beside an id, a path or a config the model's own shape is planned: omit it")
+        return self
+
 
 def pin_before(pin: Any, since: tuple[int, int]) -> bool:
     """True for a ``software`` version pin whose every release is before ``since``: a release pin

@@ -1,0 +1,46 @@
+"""Findings of the seventh review of the December 2026 hardening pass, as explicit cases (each fails without its fix).
+As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
+no traceback and no output file; ``--json`` prints ``{"error": line}`` on a refusal (tests/cli/test_cli_json_errors.py).
+The output-stream findings of the same review (a named pipe nobody reads, ``--out /dev/stdout`` redirected to a file,
+the Python API's HTML writers) are in tests/unit/test_fsio_streams.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from fuzzlib import check_run, run_cli
+
+
+def _plan(tmp_path, text):
+    card = tmp_path / "card.yaml"
+    card.write_text(text)
+    run = run_cli(["plan", str(card), "--json"])
+    check_run(run, codes=(0, 2), json_out=True)
+    return run
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. model.reference (the shape a bare parameter count assumes): an empty one was dropped and the nearest shape
+#    planned without a word; one given beside an id, a path or a config (no bare count) was ignored; an unknown one
+#    was reported as "model: '...' is not in the catalog, not a local path, and not in the Hugging Face cache or
+#    reachable hub" (the wrong field, and places never looked in: a reference is looked up in the catalog only).
+@pytest.mark.parametrize("model, line", [
+    ("{params: 27e9, reference: ''}", "model.reference: empty; allowed: a catalog id"),
+    ("{params: 27e9, reference: '  '}", "model.reference: empty; allowed: a catalog id"),
+    ("{id: Qwen/Qwen3-8B, reference: Qwen/Qwen3-32B}", "model.reference: only read with model.params"),
+    ("{path: /nonexistent/model, reference: Qwen/Qwen3-32B}", "model.reference: only read with model.params"),
+    ("{params: 27e9, reference: Qwen/Qwen3-32b}",
+     "model.reference: 'Qwen/Qwen3-32b' is not in the catalog (the reference shape is a catalog model); did you mean:"),
+    ("{params: 27e9, reference: /tmp/some/config.json}",
+     "model.reference: '/tmp/some/config.json' is not in the catalog (the reference shape is a catalog model);"),
+])
+def test_model_reference_is_read_or_refused_naming_itself(tmp_path, model, line):
+    run = _plan(tmp_path, f"model: {model}\n")
+    assert run.rc == 2 and line in run.stderr, run.stderr
+    assert "not a local path" not in run.stderr and "Hugging Face" not in run.stderr
+
+
+def test_model_reference_by_catalog_id_or_alias_still_plans(tmp_path):
+    run = _plan(tmp_path, "model: {params: 27e9, reference: Qwen/Qwen3-8B}\n")
+    assert run.rc == 0, run.stderr
+    assert "Qwen/Qwen3-8B's shape" in " ".join(__import__("json").loads(run.stdout)["assumptions"])

@@ -44,3 +44,16 @@ def test_model_reference_by_catalog_id_or_alias_still_plans(tmp_path):
     run = _plan(tmp_path, "model: {params: 27e9, reference: Qwen/Qwen3-8B}\n")
     assert run.rc == 0, run.stderr
     assert "Qwen/Qwen3-8B's shape" in " ".join(__import__("json").loads(run.stdout)["assumptions"])
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. model.params beside model.config: two sources of the model's size, and the config's won without a word (a card
+#    saying 7e9 parameters was planned at the inline config's 95,040). An id or a path beside either stays allowed:
+#    it names what the framework loads (export.common.model_name), the count or config sizes the plan.
+def test_model_params_beside_an_inline_config_is_refused(tmp_path):
+    cfg = ("{hidden_size: 64, num_hidden_layers: 2, num_attention_heads: 2, vocab_size: 100, intermediate_size: 128,"
+           " model_type: llama}")
+    run = _plan(tmp_path, f"model: {{params: 7e9, config: {cfg}}}\n")
+    assert run.rc == 2 and "model.params: give a parameter count or an inline config, not both" in run.stderr, run.stderr
+    run = _plan(tmp_path, f"model: {{id: org/tiny, config: {cfg}}}\n")
+    assert run.rc == 0, run.stderr

@@ -1202,7 +1202,11 @@ class ModelRef(_Section):
     @model_validator(mode="after")
     def _reference_is_read(self) -> ModelRef:
         """``reference`` is the shape a bare ``params`` count assumes (``catalog.bare``): beside an id, a path or a
-        config there is a real shape and it would be ignored, so it is refused there, and an empty one too."""
+        config there is a real shape and it would be ignored, so it is refused there, and an empty one too. ``params``
+        beside ``config`` is refused too: the config's own count would be planned (``plan.resolve.model_spec_of``)."""
+        if self.params is not None and self.config is not None:
+            raise ValueError("model.params: give a parameter count or an inline config, not both (the config's own count"
+                             " would be planned); an id or a path beside either names what the framework loads")
         if self.reference is None:
             return self
         if not self.reference.strip():

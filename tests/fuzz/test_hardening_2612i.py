@@ -2,7 +2,32 @@
 As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
 no traceback and no output file; ``--json`` prints ``{"error": line}`` on a refusal (tests/cli/test_cli_json_errors.py).
 The output-stream findings of the same review (a named pipe nobody reads, ``--out /dev/stdout`` redirected to a file,
-the Python API's HTML writers) are in tests/unit/test_fsio_streams.py."""
+the Python API's HTML writers) are in tests/unit/test_fsio_streams.py; the web API's cross-site ones in
+tests/serve/test_api_cross_site.py.
+
+Checked in the same review and found clean (no case kept, nothing to fix):
+- the reward grader, from inside a jailed candidate (a ``solution.py`` probing its world through ``Candidate``): its
+  open descriptors are 0-2 (``/dev/null``) and the request and reply pipes; its environment PATH, HOME, TMPDIR, LANG
+  and PYTHONDONTWRITEBYTECODE only; argv ``['-c']``; no ``/proc``, ``/sys``, ``/run`` or ``/work`` (so no parent
+  argv, no other process, no hidden test); ``/`` holds the read-only system trees, ``/ws`` and empty private tmpfs;
+  a fresh uid with no groups, pid 2 under the namespace's init; no host unix socket. No copy of ``hidden.sealed``
+  lies outside the checkout on the machine. Monkeypatching builtins / sys.exit, fake "passed" prints (the score is
+  read from junit XML), forks, sleeps, daemons, memory, disk, network and writes outside stay covered by
+  tests/accept/test_sandbox_attacks.py. The hidden tests compare JSON values with ``==`` (``True == 1``,
+  ``5.0 == 5``): equal values, not a way past a test.
+- cards with YAML python tags (``!!python/object/apply:os.system``, ``!!python/name``), custom tags, ``!!binary``,
+  ``!!set``, timestamps, merge keys, duplicate keys, several documents, NUL, a BOM, non-text keys, list or scalar
+  roots, 5,000-digit integers, NaN / inf / negative / huge numbers, ANSI escapes and RTL marks: one line each, no
+  code run. No input is unpickled anywhere. An empty card plans the default card (pinned in test_regressions). YAML
+  1.1 reads ``2:00`` as 120 and ``0x10`` as 16 (PyYAML's SafeLoader, as the frameworks' own YAML readers do): left.
+- the newest card fields (roles.reward_model_dtype, precision.autocast, precision.tf32, lora.quantize_moe_experts,
+  loop.returns_kv_cache, parallel.unsloth_layers, loss.triton): 22 odd values each on an SFT and a GRPO card, by
+  file and by ``--set``, with and without ``--json``; exports of each to six targets name it where not carried.
+- ``size`` with ``/dev/zero``, ``/dev/null``, folders, ``..``, 300-character and newline names, config.json values
+  that are NaN, negative, huge, fractional, booleans or non-dividing head counts; ``export --out`` to ``/dev/full``,
+  ``/dev/null``, a link, a dangling link, a folder, a missing folder, a path through a file.
+- the web API's model sources (local paths in model, model.id, model.path, roles.reward_model, roles.critic,
+  model.reference): refused before any file is opened (checked with an audit hook)."""
 
 from __future__ import annotations
 

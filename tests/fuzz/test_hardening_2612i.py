@@ -82,3 +82,30 @@ def test_model_params_beside_an_inline_config_is_refused(tmp_path):
     assert run.rc == 2 and "model.params: give a parameter count or an inline config, not both" in run.stderr, run.stderr
     run = _plan(tmp_path, f"model: {{id: org/tiny, config: {cfg}}}\n")
     assert run.rc == 0, run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. A card's text reached the terminal raw: `trainfit plan` printed model.id as given, so a card from elsewhere
+#    holding ESC sequences (``\x1b]0;...`` sets the window title, ``\x1b[...`` moves the cursor and recolours, OSC 8
+#    makes links) drove the user's terminal (rich drops BEL and a few others, not ESC). Control characters other than
+#    tab, newline and carriage return are refused wherever the card holds text, naming the key.
+@pytest.mark.parametrize("text, key", [
+    ('model: {id: "\\e]0;PWNED\\a\\e[31mRED", params: 7e9}\n', "model.id"),
+    ('model: "Qwen/Qwen3-0.6B\\e[2J"\n', "model"),
+    ('model: Qwen/Qwen3-0.6B\nscope: lora\nlora: {modules_to_save: [lm_head, "x\\x9b31m"]}\n', "lora.modules_to_save[1]"),
+    ('model: Qwen/Qwen3-0.6B\nrecipe: {path: "a\\x7fb"}\n', "recipe.path"),
+])
+def test_control_characters_in_card_text_are_refused_naming_the_key(tmp_path, text, key):
+    run = _plan(tmp_path, text)
+    assert run.rc == 2, run.stdout[:300]
+    assert f"trainfit: error: {key}: control character U+" in run.stderr, run.stderr
+    assert "\x1b" not in run.stdout + run.stderr and "\x9b" not in run.stdout + run.stderr
+
+
+def test_control_characters_given_with_set_are_refused_too():
+    run = run_cli(["plan", "--set", "model={id: \"a\\e[31m\", params: 7e9}"])  # YAML's \e escape
+    check_run(run, codes=(2,))
+    assert "model.id: control character U+001B" in run.stderr, run.stderr
+    run = run_cli(["plan", "--set", "recipe.path=a\x1b[31m"])  # a raw ESC: not YAML, read as the text it is
+    check_run(run, codes=(2,))
+    assert "recipe.path: control character U+001B" in run.stderr, run.stderr

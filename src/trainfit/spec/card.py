@@ -2918,9 +2918,43 @@ def check_sections(data: Any) -> None:
                             f" allowed keys here: {', '.join(ann.model_fields)}")
 
 
+_ALLOWED_CONTROLS = frozenset("\t\n\r\x85")
+"""Tab and the line breaks (newline, carriage return, NEL): text that moves to a new line, no escape sequence."""
+
+
+def _terminal_control(text: str) -> str | None:
+    """The first C0 / DEL / C1 control character in ``text`` other than tab and the line breaks: printed raw, ESC
+    (U+001B), CSI (U+009B) and OSC (U+009D) start escape sequences a terminal runs (rich drops BEL and a few others
+    only)."""
+    for ch in text:
+        code = ord(ch)
+        if (code < 0x20 or 0x7F <= code <= 0x9F) and ch not in _ALLOWED_CONTROLS:
+            return ch
+    return None
+
+
+def refuse_control_characters(data: Any, key: str = "") -> None:
+    """Refuse, naming the key, a control character in any text of a card (keys and values, nested sections and
+    lists, an inline config.json too): the plan, the exports and the errors print the card's text."""
+    if isinstance(data, str):
+        ch = _terminal_control(data)
+        if ch is not None:
+            raise CardError(f"{key or 'card'}: control character U+{ord(ch):04X} in {data[:60]!r}; allowed: printable"
+                            " text (a terminal runs ESC and CSI as escape sequences)")
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            if isinstance(k, str):
+                refuse_control_characters(k, key or "card")
+            refuse_control_characters(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            refuse_control_characters(v, f"{key}[{i}]")
+
+
 def load_card_dict(data: dict[str, Any]) -> RunCard:
     if not isinstance(data, dict):
         raise CardError("card: the file must hold a mapping of keys to values")
+    refuse_control_characters(data)
     try:
         return RunCard.model_validate(data)
     except ValidationError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -229,6 +230,8 @@ def _reason(exc: OSError) -> str:
         return "folder does not exist"
     if exc.errno == errno.ENAMETOOLONG:
         return "file name too long"
+    if exc.errno == errno.ENXIO:
+        return "a named pipe with no reader"
     return exc.strerror or type(exc).__name__
 
 
@@ -240,13 +243,9 @@ def write_bytes_atomic(path: PathLike, data: bytes, *, inputs: Iterable[PathLike
     """
     p = check_output_path(path, inputs=inputs, what=what)
     parent = p.parent if str(p.parent) else Path(".")
-    if p.exists() and not p.is_file():  # a device or a pipe (/dev/stdout): write through, never rename over it
-        try:
-            with open(p, "wb") as f:
-                f.write(data)
-                f.flush()
-        except OSError as exc:
-            raise OutputError(f"{what}: cannot write '{path}': {_reason(exc)}") from exc
+    own_fd = _own_open_fd(p)
+    if own_fd is not None or (p.exists() and not p.is_file()):  # /dev/stdout, a device, a pipe: never renamed over
+        _write_through(p, data, own_fd=own_fd, what=what, shown=str(path))
         return p
     tmp_name: str | None = None
     try:
@@ -271,6 +270,69 @@ def write_bytes_atomic(path: PathLike, data: bytes, *, inputs: Iterable[PathLike
             except OSError:
                 pass
     return p
+
+
+_FD_LINK = re.compile(r"/proc/(self|thread-self|\d+)(?:/task/\d+)?/fd/(\d+)")
+"""A process's open file as the kernel shows it: where ``/dev/stdout``, ``/dev/stderr`` and ``/dev/fd/N`` lead."""
+
+
+def _own_open_fd(path: Path) -> int | None:
+    """The file descriptor when ``path`` is, or links to, an open file of this process (``/dev/stdout``,
+    ``/dev/fd/1``, ``/proc/self/fd/N``), else None: a stream to write into, whatever it leads to (a file the shell
+    redirected stdout to is a regular file). Links are followed one hop at a time, each folder resolved, at most 40
+    hops (the kernel's bound)."""
+    p = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    for _ in range(40):
+        m = _FD_LINK.fullmatch(p)
+        if m:
+            ours = m.group(1) in ("self", "thread-self") or int(m.group(1)) == os.getpid()
+            return int(m.group(2)) if ours else None
+        try:
+            target = os.readlink(p)
+        except (OSError, ValueError):  # not a link (or not there): the path itself is what gets written
+            return None
+        target = os.path.join(os.path.dirname(p), target)
+        p = os.path.join(os.path.realpath(os.path.dirname(target)), os.path.basename(target))
+    return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _write_through(p: Path, data: bytes, *, own_fd: int | None, what: str, shown: str) -> None:
+    """Write ``data`` into the stream ``p`` names. This process's own open file is written through its descriptor
+    (after what the command printed there: stdout and stderr are flushed first; the descriptor's offset is shared,
+    as a shell redirect expects). A named pipe is opened without blocking, so one nobody reads ends in one line
+    (ENXIO) instead of waiting for ever, and is then written blocking (at the reader's pace)."""
+    import stat
+    import sys
+
+    try:
+        if own_fd is not None:
+            for stream in (sys.stdout, sys.stderr):
+                try:
+                    stream.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+            _write_all(own_fd, data)
+            return
+        flags = os.O_WRONLY | os.O_TRUNC
+        try:
+            if stat.S_ISFIFO(os.stat(p).st_mode):
+                flags |= os.O_NONBLOCK
+        except (OSError, ValueError):
+            pass
+        fd = os.open(p, flags)
+        try:
+            os.set_blocking(fd, True)
+            _write_all(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise OutputError(f"{what}: cannot write '{shown}': {_reason(exc)}") from exc
 
 
 def write_text_atomic(

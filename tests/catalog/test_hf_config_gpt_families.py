@@ -169,7 +169,7 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
     card.write_text(f"model: {tmp_path / 'config.json'}\nscope: full\n")
     rc = main(["plan", str(card), "--json"])
     out, err = capsys.readouterr()
-    assert rc == 2 and out == ""
+    assert rc == 2 and json.loads(out) == {"error": err[len("trainfit: error: "):].rstrip("\n")}  # under --json
     assert err.count("\n") == 1 and "cannot be planned: GPT-2 with attention dropout (attn_pdrop 0.1)" in err
     assert "Traceback" not in err
 

@@ -87,7 +87,7 @@ def test_bad_card_file_writes_nothing(tmp_path, capsys):
     card = tmp_path / "card.yaml"
     card.write_text("model: Qwen/Qwen3-8B\nmethod: sftt\n")
     rc, out, err = run(["plan", str(card), "--json"], capsys)
-    assert rc == 2 and out == ""
+    assert rc == 2 and json.loads(out) == {"error": err[len("trainfit: error: "):].rstrip("\n")}  # test_cli_json_errors
     assert "method: 'sftt' is not allowed; allowed: sft, rm, dpo, ppo or grpo" in err
 
 

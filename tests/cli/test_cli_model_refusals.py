@@ -1,6 +1,8 @@
 """MoE-only card options on a dense model: ``fit`` and ``export`` refuse them with ``plan``'s one line (exit 2),
 before any search, instead of an empty table or a written config."""
 
+import json
+
 import pytest
 
 from trainfit.cli.main import main
@@ -17,7 +19,8 @@ def _refusal(argv, capsys) -> str:
     rc = main(argv)
     out, err = capsys.readouterr()
     assert rc == 2, (out, err)
-    assert out == ""
+    # under --json the refusal is also {"error": line} on stdout (tests/cli/test_cli_json_errors.py), else nothing
+    assert out == ("" if "--json" not in argv else json.dumps({"error": err.strip()[len("trainfit: error: "):]}) + "\n")
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     return lines[0]

@@ -5,7 +5,7 @@ Invariants (``check_run``):
 - the exit code is one the command documents (0 or 2; ``check`` also 1);
 - no exception escapes ``trainfit.cli.main.main`` and no "Traceback" is printed;
 - a usage error (exit 2) is one line ``trainfit: error: ...`` (or click's own usage block);
-- ``--json`` output is strict JSON (no NaN or Infinity);
+- ``--json`` output is strict JSON (no NaN or Infinity); a refusal under ``--json`` prints ``{"error": line}``;
 - an output file exists only when the exit is 0, and no temporary file is left behind;
 - each case finishes within ``CASE_SECONDS``;
 - a plan's verdict agrees with its peak and capacity, its headroom is capacity minus peak, and no
@@ -201,6 +201,12 @@ def check_run(run: Run, *, codes: tuple[int, ...] = (0, 2), outputs: tuple[Path,
             return _strict_json(run.stdout)
         except json.JSONDecodeError as exc:
             raise AssertionError(f"--json output is not JSON ({exc})\n{ctx}") from None
+    if json_out and run.rc == 2 and "--json" in run.argv:  # a refusal under --json: {"error": its line} on stdout
+        try:
+            obj = _strict_json(run.stdout)
+        except json.JSONDecodeError as exc:
+            raise AssertionError(f"a refusal under --json printed no JSON error object ({exc})\n{ctx}") from None
+        assert isinstance(obj, dict) and set(obj) == {"error"} and obj["error"], f"not {{'error': line}}\n{ctx}"
     return None
 
 

@@ -35,7 +35,8 @@ class Client:
     def json(self, method: str, path: str, obj: Any = None, body: bytes | None = None) -> tuple[int, Any]:
         if obj is not None:
             body = json.dumps(obj).encode()
-        status, data, headers = self.raw(method, path, body, {"Content-Type": "application/json"} if body is not None else {})
+        json_body = body is not None or method == "POST"  # a POST is declared JSON even when empty (the server's 415)
+        status, data, headers = self.raw(method, path, body, {"Content-Type": "application/json"} if json_body else {})
         assert headers.get("content-type", "").startswith("application/json"), (status, data[:200])
         return status, json.loads(data)
 

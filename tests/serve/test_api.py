@@ -140,7 +140,7 @@ def test_short_body_and_slow_client(server, client):
 
     host, port = server.server_address[:2]
     with socket.create_connection((host, port), timeout=10) as s:
-        s.sendall(b"POST /api/plan HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{}")
+        s.sendall(b"POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{}")
         s.shutdown(socket.SHUT_WR)
         reply = s.recv(4096)
     assert reply.startswith(b"HTTP/1.0 400")

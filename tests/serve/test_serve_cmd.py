@@ -29,7 +29,9 @@ def test_serve_command():
         line = proc.stderr.readline()
         m = re.search(r"(http://127\.0\.0\.1:\d+/)", line)
         assert m, line
-        with urllib.request.urlopen(m.group(1) + "api/plan", data=b'{"hardware": {"gpus_per_node": 1}}', timeout=30) as r:
+        req = urllib.request.Request(m.group(1) + "api/plan", data=b'{"hardware": {"gpus_per_node": 1}}',
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as r:
             assert r.status == 200 and json.loads(r.read())["fits"] is False
         assert "256 KiB" in line
     finally:

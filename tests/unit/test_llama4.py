@@ -2,6 +2,8 @@
 Llama4ForCausalLM on the meta device, the dense/MoE interleave with a shared expert, and a LoRA and a
 full card refused in one line (the dense expert compute of transformers' Llama4TextMoe is not modelled)."""
 
+import json
+
 import pytest
 
 from trainfit.catalog.hf_config import spec_from_hf_config
@@ -111,5 +113,5 @@ def test_cli_refuses_in_one_line(tmp_path, capsys):
     card.write_text(f"model: {SCOUT}\nscope: lora\nlora: {{rank: 16}}\n")
     rc = main(["plan", str(card), "--json"])
     out, err = capsys.readouterr()
-    assert rc == 2 and out == ""
+    assert rc == 2 and json.loads(out) == {"error": err[len("trainfit: error: "):].rstrip("\n")}  # under --json
     assert err.count("\n") == 1 and "cannot be planned" in err and "Traceback" not in err

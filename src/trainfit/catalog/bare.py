@@ -36,6 +36,24 @@ def nearest_reference(params: float) -> str:
     return min(REFERENCE_SHAPES, key=lambda mid: abs(param_breakdown(from_catalog(mid)).total - params))
 
 
+def _catalog_reference(reference: object) -> str:
+    """``model.reference`` as a catalog id: the shape is looked up in the catalog only (no local path, no hub), so an
+    unknown one is refused naming the field, not as an unknown ``model``."""
+    from trainfit.catalog.models import catalog_entry, near_model_hint
+    from trainfit.errors import CatalogError
+
+    name = str(reference).strip()
+    if not name:
+        raise ConfigError("model.reference: empty; allowed: a catalog id (e.g. Qwen/Qwen3-32B, see `trainfit models`),"
+                          " or omit it for the nearest reference shape")
+    try:
+        catalog_entry(name)
+    except CatalogError:
+        raise ConfigError(f"model.reference: '{name[:120]}' is not in the catalog (the reference shape is a catalog"
+                          f" model){near_model_hint(name)}") from None
+    return name
+
+
 def spec_from_param_count(params: object, *, reference: object = None) -> ModelSpec:
     from trainfit.catalog.models import from_catalog
 
@@ -50,7 +68,7 @@ def spec_from_param_count(params: object, *, reference: object = None) -> ModelS
     if not math.isfinite(value) or not 1 <= value <= MAX_PARAMS:
         raise ConfigError(f"model.params: must be between 1 and {MAX_PARAMS:.0e}, got {str(params)[:40]}")
     count = int(value)
-    ref_id = str(reference) if reference is not None else nearest_reference(count)
+    ref_id = _catalog_reference(reference) if reference is not None else nearest_reference(count)
     ref = from_catalog(ref_id)
     return replace(
         ref,

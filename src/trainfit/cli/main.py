@@ -156,6 +156,35 @@ def main(argv: list[str] | None = None) -> int:
             gc.freeze()
 
 
+def _json_requested(args: list[str]) -> bool:
+    """Whether the command line asks for ``--json`` as click reads it: the flag itself, not another option's value
+    (``plan --model --json`` names a model) nor a word after ``--``; an unknown option before it does not hide it."""
+    if len(args) < 2 or args[0] not in COMMANDS or "--json" not in args[1:]:
+        return False
+    try:
+        command = build_cli().commands[args[0]]
+        names = [p.name for p in command.params if "--json" in getattr(p, "opts", ())]
+        ctx = command.make_context(args[0], list(args[1:]), resilient_parsing=True, ignore_unknown_options=True)
+    except Exception:  # noqa: BLE001 - a line click cannot read at all asked for nothing it could see
+        return False
+    return any(ctx.params.get(name) is True for name in names)
+
+
+def _json_error(line: str) -> None:
+    """The refusal as one JSON object on stdout, ``{"error": line}``: the web API's shape (docs/api.md)."""
+    import json
+
+    sys.stdout.write(json.dumps({"error": line}) + "\n")
+
+
+def _refuse(line: str, args: list[str]) -> int:
+    """A user error: one line on stderr, under ``--json`` also ``{"error": line}`` on stdout; exit code 2."""
+    sys.stderr.write(f"trainfit: error: {line}\n")
+    if _json_requested(args):
+        _json_error(line)
+    return 2
+
+
 def _main(args: list[str]) -> int:
     """``main`` on the command line's words."""
     debug = "--debug" in args
@@ -171,19 +200,19 @@ def _main(args: list[str]) -> int:
     except TrainfitError as exc:
         if debug:
             raise
-        sys.stderr.write(f"trainfit: error: {_one_line(exc)}\n")
-        return 2
+        return _refuse(_one_line(exc), args)
     except ValueError as exc:  # a spec invariant that slipped past validation
         if debug:
             raise
-        sys.stderr.write(f"trainfit: error: {_one_line(exc)}\n")
-        return 2
+        return _refuse(_one_line(exc), args)
     except Exception as exc:  # usage errors, exits and aborts of typer's (vendored) click
         code = getattr(exc, "exit_code", None)
         if hasattr(exc, "show") and isinstance(code, int):  # a usage error: one message, its exit code
             if debug:
                 raise
             exc.show()
+            if code == 2 and hasattr(exc, "format_message") and _json_requested(args):
+                _json_error(_one_line(exc.format_message()))
             return code
         if type(exc).__name__ == "Exit" and isinstance(code, int):
             return code

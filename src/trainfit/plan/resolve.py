@@ -62,7 +62,7 @@ def _model_ref(card: RunCard) -> str | dict:
     if isinstance(m, str):
         return m
     if m.params is not None:
-        return {"params": m.params, **({"reference": m.reference} if m.reference else {})}
+        return {"params": m.params, **({"reference": m.reference} if m.reference is not None else {})}
     ref = m.id or m.path
     if ref is None:
         raise CardError("model: give an id, a path, or params")

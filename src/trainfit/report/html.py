@@ -636,10 +636,11 @@ def plan_html(plan: Any) -> str:
 
 
 def write_plan_html(plan: Any, path: str | Path) -> Path:
-    """Write the plan report as one self-contained HTML file; returns the path."""
-    p = Path(path)
-    p.write_text(plan_html(plan), encoding="utf-8")
-    return p
+    """Write the plan report as one self-contained HTML file; returns the path. Written as ``trainfit plan --html``
+    writes (``fsio.write_text_atomic``): a bad path or a full disk is one ``OutputError`` line and no half report."""
+    from trainfit.fsio import write_text_atomic
+
+    return write_text_atomic(Path(path), plan_html(plan), what="path")
 
 
 def fit_step_label(result: Any) -> str:
@@ -660,7 +661,8 @@ def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
 
 
 def write_fit_html(result: Any, path: str | Path, title: str = "trainfit fit") -> Path:
-    """Write the fit report (ranked table, time/cost chart with the Pareto front) as one HTML file."""
-    p = Path(path)
-    p.write_text(fit_html(result, title=title), encoding="utf-8")
-    return p
+    """Write the fit report (ranked table, time/cost chart with the Pareto front) as one HTML file, as
+    ``write_plan_html`` does (atomic; one ``OutputError`` line on a bad path)."""
+    from trainfit.fsio import write_text_atomic
+
+    return write_text_atomic(Path(path), fit_html(result, title=title), what="path")

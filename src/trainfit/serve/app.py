@@ -187,6 +187,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _guard(self, fn: Any) -> None:
         try:
+            self._check_host()
             fn()
         except ApiError as exc:
             self._json(exc.status, {"error": str(exc)}, exc.headers)
@@ -198,6 +199,19 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(500, {"error": "internal error; see the server's log"})
             except OSError:
                 pass
+
+    def _check_host(self) -> None:
+        """On a loopback address, the ``Host`` header must name a loopback host: a page on another site whose own name
+        resolves to 127.0.0.1 (DNS rebinding) is the browser's same origin and could otherwise drive the API and read
+        its answers. A request with no ``Host`` (HTTP/1.0) passes; a server bound elsewhere (``--host``) is exposed
+        on purpose and checks nothing here."""
+        host = self.headers.get("Host")
+        if host is None or not _loopback(str(self.server.server_address[0])):
+            return
+        name = urlsplit("//" + host.strip()).hostname if host.strip() else None
+        if name is None or not _loopback(name):
+            raise ApiError(403, f"Host: '{host[:80]}' is not a loopback name; this server answers only pages opened"
+                                f" as {self.server.url} (or localhost)")
 
     def _path(self) -> str:
         return urlsplit(self.path).path.rstrip("/") or "/"
@@ -284,12 +298,29 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, f"POST {path}: use GET", {"Allow": "GET, HEAD"})
             raise ApiError(404, f"no such endpoint: {path[:100]}; the API is under /api (see docs/api.md)")
         raw = self._body()
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if ctype != "application/json":  # a cross-site page sends text/plain or a form without a preflight
+            raise ApiError(415, f"Content-Type: '{ctype[:60]}' is not accepted; send the body as application/json"
+                                " (the page and curl -H 'Content-Type: application/json' do)")
         try:
             body = parse_json(raw)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from None
         status, payload = self.server.runner(kind, body)
         self._json(status, payload)
+
+
+def _loopback(name: str) -> bool:
+    """``localhost`` (and names under it, RFC 6761 section 6.3) or a loopback address (127.0.0.0/8, ::1)."""
+    import ipaddress
+
+    name = name.strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def models() -> list[dict[str, Any]]:

@@ -1199,6 +1199,24 @@ class ModelRef(_Section):
     mtp: bool = Field(False, description="Train the model's multi-token-prediction modules too (DeepSeek-V3:"
                                          " num_nextn_predict_layers); off by default, as transformers builds none.")
 
+    @model_validator(mode="after")
+    def _reference_is_read(self) -> ModelRef:
+        """``reference`` is the shape a bare ``params`` count assumes (``catalog.bare``): beside an id, a path or a
+        config there is a real shape and it would be ignored, so it is refused there, and an empty one too. ``params``
+        beside ``config`` is refused too: the config's own count would be planned (``plan.resolve.model_spec_of``)."""
+        if self.params is not None and self.config is not None:
+            raise ValueError("model.params: give a parameter count or an inline config, not both (the config's own count"
+                             " would be planned); an id or a path beside either names what the framework loads")
+        if self.reference is None:
+            return self
+        if not self.reference.strip():
+            raise ValueError("model.reference: empty; allowed: a catalog id (e.g. Qwen/Qwen3-32B, see `trainfit models`),"
+                             " or omit it for the nearest reference shape")
+        if self.params is None:
+            raise ValueError("model.reference: only read with model.params (the shape a bare parameter count assumes);"
+                             " beside an id, a path or a config the model's own shape is planned: omit it")
+        return self
+
 
 def pin_before(pin: Any, since: tuple[int, int]) -> bool:
     """True for a ``software`` version pin whose every release is before ``since``: a release pin
@@ -2915,9 +2933,43 @@ def check_sections(data: Any) -> None:
                             f" allowed keys here: {', '.join(ann.model_fields)}")
 
 
+_ALLOWED_CONTROLS = frozenset("\t\n\r\x85")
+"""Tab and the line breaks (newline, carriage return, NEL): text that moves to a new line, no escape sequence."""
+
+
+def _terminal_control(text: str) -> str | None:
+    """The first C0 / DEL / C1 control character in ``text`` other than tab and the line breaks: printed raw, ESC
+    (U+001B), CSI (U+009B) and OSC (U+009D) start escape sequences a terminal runs (rich drops BEL and a few others
+    only)."""
+    for ch in text:
+        code = ord(ch)
+        if (code < 0x20 or 0x7F <= code <= 0x9F) and ch not in _ALLOWED_CONTROLS:
+            return ch
+    return None
+
+
+def refuse_control_characters(data: Any, key: str = "") -> None:
+    """Refuse, naming the key, a control character in any text of a card (keys and values, nested sections and
+    lists, an inline config.json too): the plan, the exports and the errors print the card's text."""
+    if isinstance(data, str):
+        ch = _terminal_control(data)
+        if ch is not None:
+            raise CardError(f"{key or 'card'}: control character U+{ord(ch):04X} in {data[:60]!r}; allowed: printable"
+                            " text (a terminal runs ESC and CSI as escape sequences)")
+    elif isinstance(data, dict):
+        for k, v in data.items():
+            if isinstance(k, str):
+                refuse_control_characters(k, key or "card")
+            refuse_control_characters(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(data, (list, tuple)):
+        for i, v in enumerate(data):
+            refuse_control_characters(v, f"{key}[{i}]")
+
+
 def load_card_dict(data: dict[str, Any]) -> RunCard:
     if not isinstance(data, dict):
         raise CardError("card: the file must hold a mapping of keys to values")
+    refuse_control_characters(data)
     try:
         return RunCard.model_validate(data)
     except ValidationError as exc:

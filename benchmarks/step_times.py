@@ -1910,6 +1910,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if e["precision"].get("fp8_attention"):  # the config sets fp8_dot_product_attention (the entry cites it)
             card["precision"]["fp8_attention"] = True
             notes.append("fp8 attention: precision.fp8_attention (the config's fp8_dot_product_attention: TE fp8_dpa)")
+    if e["precision"].get("fp8_activation_input_store"):  # the config sets activation_func_fp8_input_store (cited)
+        card["precision"]["fp8_activation_input_store"] = True
+        notes.append("fp8 SwiGLU input store: precision.fp8_activation_input_store (the config's"
+                     " activation_func_fp8_input_store: the fused SwiGLU keeps fc1's output as float8_e4m3fn)")
     if compute == "fp4":  # the entry's fp4 recipe (nvfp4), required as on the card
         card["precision"].update(compute="fp4", fp4_recipe=e["precision"].get("fp4_recipe"))
         notes.append(f"fp4: {e['precision'].get('fp4_recipe')} scaling (the entry's recipe)")

@@ -433,6 +433,22 @@ def fp8_linear_input_bytes(card: RunCard) -> float:
     return saved_input_bytes(recipe=recipe)
 
 
+def glu_input_bytes(card: RunCard, spec: ModelSpec) -> float:
+    """Bytes per element a dense SwiGLU keeps of its input (``memory.activations.glu_saved_input_bytes``) under
+    ``precision.fp8_activation_input_store``; 0 without it (the compute dtype's). Megatron-Core refuses the option for
+    any MLP but SwiGLU (transformer_config.py ``__post_init__``), and so does the plan."""
+    if not card.precision.fp8_activation_input_store:
+        return 0.0
+    from trainfit.errors import CardError
+    from trainfit.memory.activations import glu_saved_input_bytes
+
+    if not (spec.mlp_gated and spec.hidden_act == "silu"):
+        raise CardError(f"precision.fp8_activation_input_store: Megatron-Core stores the activation input in fp8 only"
+                        f" for SwiGLU; this model's MLP is {'gated' if spec.mlp_gated else 'ungated'}"
+                        f" '{spec.hidden_act}'")
+    return glu_saved_input_bytes(compute_dtype_bytes=2, fp8_input_store=True)
+
+
 def torchao_nvfp4(card: RunCard) -> bool:
     """torchao's NVFP4 linears (``compute: fp4`` without Megatron-Core: torchtitan's NVFP4 converter)."""
     from trainfit.memory.fp8 import transformer_engine_linears
@@ -763,6 +779,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
         fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
+        glu_input_bytes=glu_input_bytes(card, spec),
     )
     act = activation_bytes(spec, **act_kw, frozen_saves_input=bnb_saves)
     bnb_ctx_held, graph_held, bnb_graph_ckpt = 0.0, 0.0, False

@@ -102,8 +102,22 @@ def test_mlperf_fp8_act_rows_fit_only_with_it(row_id):
     card["precision"]["fp8_activation_input_store"] = False
     without = make_plan(st.validate(card))
     assert with_it.fits and not without.fits
+    assert any(n.startswith("precision.fp8_activation_input_store: each dense SwiGLU") for n in with_it.assumptions)
+    assert not any(n.startswith("precision.fp8_activation_input_store") for n in without.assumptions)
     saved = 80 * 8192 * 2 * 28672 * 1.0
     assert with_it.peak.phase == without.peak.phase and with_it.peak.at == without.peak.at
     assert without.peak.components["activations"] - with_it.peak.components["activations"] == saved
     # the device figure: the same less the caching allocator's rounding of the freed blocks
     assert without.peak.device - with_it.peak.device == pytest.approx(saved, abs=2 * 2**20)
+
+
+def test_export_names_what_it_does_not_write():
+    from trainfit.export.common import shared_notes
+    from trainfit.spec.card import load_card_dict
+
+    d = {"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+         "parallel": {"tensor_parallel_impl": "megatron"}, "precision": {"fp8_activation_input_store": True}}
+    notes = shared_notes(load_card_dict(d), "nemo-rl")
+    assert any(n.startswith("precision.fp8_activation_input_store: nemo-rl's file gets no") for n in notes)
+    d["precision"]["fp8_activation_input_store"] = False
+    assert not any("fp8_activation_input_store" in n for n in shared_notes(load_card_dict(d), "nemo-rl"))

@@ -433,6 +433,11 @@ def fp8_linear_input_bytes(card: RunCard) -> float:
     return saved_input_bytes(recipe=recipe)
 
 
+GLU_INPUT_STORE_NOTE = ("precision.fp8_activation_input_store: each dense SwiGLU keeps fc1's output (gate and up) as"
+                        " float8_e4m3fn for its backward, 1 B per element (Megatron-Core activation_func_fp8_input_store;"
+                        " memory.activations.glu_saved_input_bytes); MoE experts' SwiGLU not changed")
+
+
 def glu_input_bytes(card: RunCard, spec: ModelSpec) -> float:
     """Bytes per element a dense SwiGLU keeps of its input (``memory.activations.glu_saved_input_bytes``) under
     ``precision.fp8_activation_input_store``; 0 without it (the compute dtype's). Megatron-Core refuses the option for
@@ -1027,6 +1032,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights_gpu += fp8_b
         notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
+    if card.precision.fp8_activation_input_store:
+        notes.append(GLU_INPUT_STORE_NOTE)
     kv_returned = _returned_kv_cache(card, spec, act_dtype, seq_len)
     if kv_returned:
         kept = card.loop.keeps_output_through_backward

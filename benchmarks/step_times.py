@@ -4482,8 +4482,11 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
     * universal-llm-trainer gpu_test (8, 1 GPU): full 8B +20..26 GiB (A100 / H100), +3.7 GiB (Pro 6000); Gemma-2-9B
       LoRA +19.4 GiB, QLoRA +37.8 GiB. A card question first: the page says 'Model type: torch.bfloat16' (pure bf16
       weights and AdamW states would fit); unresolved.
-    * NeMo Automodel 1-GPU LoRA at 2 x 4096 (2): llama3 8B +10.2 GiB (+13 %), qwen2.5 7B +2.2 GiB (+3 %); the
-      benchmark yaml's activation checkpointing setting is not yet read (the entry leaves it null).
+    * NeMo Automodel 1-GPU LoRA at 2 x 4096 (2): llama3 8B +10.2 GiB (+13 %), qwen2.5 7B +2.2 GiB (+3 %). It does
+      run without recompute: examples/llm_benchmark/llama3_1/llama3_1_8b_peft_benchmark.yaml
+      @e05319ebf6f74ebfe3bb6621f5416c008661ff6f has no activation_checkpointing key under distributed (strategy
+      fsdp2); it sets peft.use_triton: true with dropout 0.1, so Automodel's Triton LoRA kernels (what they save
+      for the backward, against PEFT's per-op set the card plans) are the candidate, not yet read.
     * DeepSpeed-Chat PPO (3): OPT-175B +89 GiB (rollout), 30B +10.8 GiB (rollout), 6.7B +18.6 GiB: the hybrid
       engine's inference-time layout and ZeRO-3 gather are the candidates.
     * Unsloth GRPO notebooks on a T4 (4): +0.2 .. +2.5 GiB (1-17 %): Unsloth's offloaded gradient checkpointing and

@@ -1925,6 +1925,10 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if e["precision"].get("fp8_attention"):  # the config sets fp8_dot_product_attention (the entry cites it)
             card["precision"]["fp8_attention"] = True
             notes.append("fp8 attention: precision.fp8_attention (the config's fp8_dot_product_attention: TE fp8_dpa)")
+    if e["precision"].get("fp8_activation_input_store"):  # the config sets activation_func_fp8_input_store (cited)
+        card["precision"]["fp8_activation_input_store"] = True
+        notes.append("fp8 SwiGLU input store: precision.fp8_activation_input_store (the config's"
+                     " activation_func_fp8_input_store: the fused SwiGLU keeps fc1's output as float8_e4m3fn)")
     if compute == "fp4":  # the entry's fp4 recipe (nvfp4), required as on the card
         card["precision"].update(compute="fp4", fp4_recipe=e["precision"].get("fp4_recipe"))
         notes.append(f"fp4: {e['precision'].get('fp4_recipe')} scaling (the entry's recipe)")
@@ -4478,7 +4482,48 @@ def build() -> dict[str, Any]:
 def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
     """Mapped rows whose plan does not fit in memory although the published run ran: failed fit verdicts.
     ``timed`` False where the plan has no figure for the row (its rollout engine cannot start), so the row
-    is outside the medians but still counted here."""
+    is outside the medians but still counted here.
+
+    The misses by cause (2026-12-05, 92 points, 79 distinct entries; planned peak / the card's CUDA total, what the
+    plan's ``fits`` compares; "engine": the rollout engine cannot start either). Flipped on that date: the six MLPerf
+    v5.0 Llama-2-70B LoRA B200 / GB200 rows whose run config sets FP8_ACT=1 (Megatron-Core's fp8 SwiGLU input store,
+    ``precision.fp8_activation_input_store``: 192.6 -> 157.6 GiB, fits 178.4 / 185.0).
+
+    * Synthetic weight-sync rows (22; one phase timed on a placeholder training batch; their memory verdict is not the
+      published run's, skip): ckptengine-broadcast-* (6; +56 % .. +602 %, engine), slime-blog-weight-sync-* (1),
+      skyrl-pr334-megatron-weight-sync-* (2, +82 %), miles-p2p-weight-sync-* (2: glm5 +2 %, kimi-k2 engine only),
+      verl-weight-sync-qwen3-* (4, +62 % / +880 %), verl7291-weight-sync-* (7, +0.1 GiB .. +59 %).
+    * MLPerf Llama-2-70B LoRA, rest (10). Hopper H200 / H200-NVL with fp8_params, CP 2 (5: mlperf41-nv h200, four
+      Dell h200): 194.5 / 139.8 GiB, +54.7 GiB (+39 %); the weights are 128.5 GiB because an fp8 primary weight keeps
+      its transpose on a GPU without non-TN fp8 GEMMs (memory/fp8.py): whether Transformer Engine keeps that
+      transpose between steps for a frozen base weight, or builds it in the backward and drops it, is the open
+      question (TE tensor/float8_tensor.py at the container's pin); not the SwiGLU store: the Dell H200 configs set
+      FP8_ACTIVATION=True but their yaml reads FP8_ACT (conf/megatron_gpt_peft_tuning_config.yaml l.46 @0fdc28f0), so
+      it was off there. MI325X (3: AMD, Supermicro v5.0, AMD v5.1): +1.0 GiB (+0.4 %), the AMD recipe's own memory
+      settings unread. L40S v4.0 (2, TP 4, CP 2): +10.7 GiB (+24 %); the v4.0 recipe's FP8_ACT / offload unread.
+    * universal-llm-trainer gpu_test (8, 1 GPU): full 8B +20..26 GiB (A100 / H100), +3.7 GiB (Pro 6000); Gemma-2-9B
+      LoRA +19.4 GiB, QLoRA +37.8 GiB. A card question first: the page says 'Model type: torch.bfloat16' (pure bf16
+      weights and AdamW states would fit); unresolved.
+    * NeMo Automodel 1-GPU LoRA at 2 x 4096 (2): llama3 8B +10.2 GiB (+13 %), qwen2.5 7B +2.2 GiB (+3 %). It does
+      run without recompute: examples/llm_benchmark/llama3_1/llama3_1_8b_peft_benchmark.yaml
+      @e05319ebf6f74ebfe3bb6621f5416c008661ff6f has no activation_checkpointing key under distributed (strategy
+      fsdp2); it sets peft.use_triton: true with dropout 0.1, so Automodel's Triton LoRA kernels (what they save
+      for the backward, against PEFT's per-op set the card plans) are the candidate, not yet read.
+    * DeepSpeed-Chat PPO (3): OPT-175B +89 GiB (rollout), 30B +10.8 GiB (rollout), 6.7B +18.6 GiB: the hybrid
+      engine's inference-time layout and ZeRO-3 gather are the candidates.
+    * Unsloth GRPO notebooks on a T4 (4): +0.2 .. +2.5 GiB (1-17 %): Unsloth's offloaded gradient checkpointing and
+      vLLM's shared pool are the candidates.
+    * fms-acceleration Mistral-7B full, batch 8 (3): +1.9 / +3.0 GiB (A100, 2-4 %), +3.7 GiB (L40, 8 %) at the
+      optimizer step.
+    * torchtune on RTX 4090 (2): 2 x LoRA FSDP +22.7 GiB (+96 %: activation offloading / the recipe's defaults
+      unread), 4 x full FSDP +0.1 GiB.
+    * Pretraining (14): gpt-oss-120b / -20b (Automodel, Megatron-Bridge: +8 .. +29 GiB), DeepSeek-V3 MXFP8 on GB200 /
+      GB300 (6: +4.9 / +10.6 GiB, 3-4 %), Nemotron-4 340B fp8 +10.2 GiB, flash-attention GPT-3 355M +20.2 GiB,
+      torchtitan Llama-2-13B no AC +2.9 GiB, torchtitan PR 1690 Qwen3-32B +0.3 / +0.6 GiB.
+    * RL steps (10) and one LoRA row: rocm-blog verl DeepSeek-7B +39 GiB, verl PR 6660 Qwen3.5-27B +25 GiB
+      (rollout), verl PR 1629 TP2 +22.6 GiB / TP2PP2 +2 GiB (rollout), verl Megatron practice 7B +10.6 GiB (old log-prob), SkyRL L4 0.5B
+      +8 GiB (2), verl issue 7412 4090-48GB +2.3 GiB, TRL cookbook +1.1 GiB, AReaL +1.0 GiB; ms-swift QwQ-32B LoRA
+      ZeRO-3 offload Ulysses +8.5 GiB."""
     return [{"id": r.id, "quantity": r.quantity, "timed": r.trainfit_s is not None}
             for r in rows if r.status == "mapped" and r.fits is False]
 

@@ -230,6 +230,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"precision.fp8_params: {target} has no setting for fp8 primary weights (Transformer Engine"
                      " fp8_model_init, Megatron fp8_param / fp8_param_gather); not written, the file keeps bf16 weights"
                      " beside their fp8 copies (use --to verl or nemo-rl)")
+    if p.fp8_activation_input_store:
+        notes.append(f"precision.fp8_activation_input_store: {target}'s file gets no activation_func_fp8_input_store"
+                     " from trainfit; not written, the SwiGLU keeps its bf16 input (set it in the Megatron-Core"
+                     " transformer config by hand)")
     if p.fp8_attention and target != "verl":
         notes.append(f"precision.fp8_attention: {target} has no setting for Transformer Engine's fp8 attention"
                      " (Megatron-Core fp8_dot_product_attention); not written, attention runs bf16 (use --to verl)")

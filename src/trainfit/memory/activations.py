@@ -273,6 +273,9 @@ class _Ctx:
     """Each frozen linear keeps its input for the backward whenever that input needs a gradient (bitsandbytes'
     MatMul4Bit before 0.43.2, ``memory.bnb_saved_input``): one storage per distinct input, shared with what an
     adapter in the compute dtype saves of it (``_linear``, ``_SHARED_INPUT``)."""
+    glu_input_bytes: float = 0.0
+    """Megatron-Core ``activation_func_fp8_input_store``: bytes per element a dense SwiGLU keeps of its input (the
+    gate and up halves of fc1's output) for its backward (``glu_saved_input_bytes``); 0: the compute dtype's."""
 
 
 def _norm(ctx: _Ctx, *, width: int, rows: int, zero_centred: bool, x_rg: bool, const_width: int,
@@ -536,12 +539,13 @@ def _dense_mlp(ctx: _Ctx, spec: ModelSpec, width: int, x_rg: bool, *, fused_glu:
         total += b
         b, u_rg = _linear(ctx, "up_proj", h, x_rg, input_saved=True)
         total += b
+    gi = ctx.glu_input_bytes or a  # the gate / up halves as the SwiGLU keeps them (fp8 input store: 1 B)
     if g_rg:
-        total += T * a * width  # act(gate) saves gate
+        total += T * gi * width  # act(gate) saves gate
     if u_rg and not ctx.compiled and not fused_glu:
         total += T * a * width  # mul saves act(gate) (compiled / fused: recomputed from the saved gate)
     if g_rg:
-        total += T * a * width  # mul saves up
+        total += T * gi * width  # mul saves up
     b, d_rg = _linear(ctx, "down_proj", width, g_rg or u_rg)
     total += b
     return total, g_rg or u_rg or d_rg
@@ -818,6 +822,32 @@ def megatron_dense_mlp_bytes(spec: ModelSpec, *, tokens: int, compute_dtype_byte
                            fused_glu=spec.hidden_act == "silu")
 
 
+FP8_GLU_INPUT_BYTES = 1.0
+"""Bytes per element of the SwiGLU input Megatron-Core keeps under ``activation_func_fp8_input_store``
+(``torch.float8_e4m3fn``)."""
+
+MEGATRON_FP8_GLU_INPUT_SOURCES = (
+    "NVIDIA/Megatron-LM as bundled by mlcommons/training_results_v5.0 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c"
+    " (GigaComputing/benchmarks/llama2_70b_lora/implementations/pytorch/Megatron-LM/): megatron/core/transformer/"
+    "transformer_config.py l.112-114 ('activation_func_fp8_input_store: Store the input of MLP activation function in"
+    " FP8 for backprop to save memory. The stored input is casted back to the original precision before backprop"
+    " compuatation.'), l.835-837 (SwiGLU only); megatron/core/transformer/mlp.py l.113-117 (MLP.forward hands it to"
+    " bias_swiglu_impl on the fused path); megatron/core/fusions/fused_bias_swiglu.py l.61-63 (SwiGLUFunction.forward:"
+    " input_for_backward = input.to(torch.float8_e4m3fn) if fp8_input_store else input; ctx.save_for_backward("
+    "input_for_backward)) and l.69-71 (cast back in backward). NeMo's MLPerf llama2_70b_lora recipe sets it from"
+    " FP8_ACT (NVIDIA/benchmarks/llama2_70b_lora/implementations/nyx_n1_ngc25.04_nemo/conf/"
+    "megatron_gpt_peft_tuning_config.yaml l.46, train.py l.218; config_DGXB200_1x8x1xtp1pp1cp1.sh l.13 FP8_ACT=1)")
+"""Where ``precision.fp8_activation_input_store`` comes from."""
+
+
+def glu_saved_input_bytes(*, compute_dtype_bytes: int, fp8_input_store: bool) -> float:
+    """Bytes per element a dense SwiGLU keeps of its input (fc1's gate and up halves) for its backward: the compute
+    dtype's, or 1 B under Megatron-Core's ``activation_func_fp8_input_store`` (``MEGATRON_FP8_GLU_INPUT_SOURCES``),
+    which casts the saved input to float8_e4m3fn and back in the backward. Only the fused SwiGLU takes the option; the
+    MoE experts' SwiGLU (``megatron_moe_bytes``) is not changed here."""
+    return FP8_GLU_INPUT_BYTES if fp8_input_store else float(compute_dtype_bytes)
+
+
 def _deltanet(ctx: _Ctx, spec: ModelSpec, x_rg: bool) -> tuple[int, bool]:
     """Gated DeltaNet with the CUDA kernels transformers runs when they are installed (``DELTANET_KERNELS``):
     causal-conv1d's ``causal_conv1d_fn`` (SiLU fused: saves only its input) and flash-linear-attention's
@@ -1084,6 +1114,7 @@ def activation_bytes(
     padding_mask: bool = False,
     frozen_saves_input: bool = False,
     fp32_stream_autocast: bool = False,
+    glu_input_bytes: float = 0.0,
 ) -> ActivationBytes:
     """Saved-for-backward bytes per decoder layer, embedding and head (see the module docstring).
 
@@ -1147,7 +1178,7 @@ def activation_bytes(
                adapter_bytes=adapter, lora_dropout=dropout, lora_dropout_out=post, T_seq=T_seq,
                linear_input_bytes=linear_input_bytes, hf_sdpa=hf_sdpa, padding_mask=padding_mask,
                frozen_saves_input=frozen_saves_input and not full,
-               fp32_stream_autocast=fp32_stream_autocast)
+               fp32_stream_autocast=fp32_stream_autocast, glu_input_bytes=glu_input_bytes)
     frozen_w = saved_frozen_weight_bytes(gptq_torch_dequant=gptq_torch_dequant and not full, rows=T)
     per_layer = []
     kernel_bwd: list[int] = []

@@ -68,7 +68,7 @@ from trainfit.plan.rank_buffers import backward_buffers, comm_buffers, loss_regi
 from trainfit.plan.resolve import model_dtype, trainable_spec
 from trainfit.plan.terms import (HOST_BYTES_PER_PROCESS, hf_sdpa_of, _autocast_copies, _fsdp_terms, _megatron_fsdp_fp8_units,
                                  autocast_copies_weights, padding_mask_of, megatron_fsdp_fp8_params,
-                                 fp8_linear_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
+                                 fp8_linear_input_bytes, glu_input_bytes, fsdp_casts_gathered_params, fsdp_gathered_dtype,
                                  gptq_torch_dequant, sac_saves_linear_outputs,
                                  lora_tensors, torchao_fp8_gather_units, trained_dtype_bytes, zero_config_of,
                                  zero_master_states)
@@ -594,7 +594,7 @@ def _activations(card: RunCard, spec: ModelSpec, ss: ModelSpec, layout: Parallel
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
                            gptq_torch_dequant=gptq_torch_dequant(card),
-                           padding_mask=padding_mask_of(card))
+                           padding_mask=padding_mask_of(card), glu_input_bytes=glu_input_bytes(card, ss))
     act = _autocast_copies(act, ss, enabled=autocast, scale=count_scale(ss))
     extra = 0.0
     if layout.cp > 1:

@@ -88,6 +88,10 @@ def model_parallel_notes(card: RunCard, spec: ModelSpec, layout: ParallelLayout)
         notes.append(fp8_activation_note(card))
         if card.precision.quantized_params:
             notes.append(fp8_params_note(card))
+    if card.precision.fp8_activation_input_store:
+        from trainfit.plan.terms import GLU_INPUT_STORE_NOTE
+
+        notes.append(GLU_INPUT_STORE_NOTE)
     if layout.pp > 1:
         from trainfit.memory.pipeline import schedule_note
 

@@ -433,6 +433,27 @@ def fp8_linear_input_bytes(card: RunCard) -> float:
     return saved_input_bytes(recipe=recipe)
 
 
+GLU_INPUT_STORE_NOTE = ("precision.fp8_activation_input_store: each dense SwiGLU keeps fc1's output (gate and up) as"
+                        " float8_e4m3fn for its backward, 1 B per element (Megatron-Core activation_func_fp8_input_store;"
+                        " memory.activations.glu_saved_input_bytes); MoE experts' SwiGLU not changed")
+
+
+def glu_input_bytes(card: RunCard, spec: ModelSpec) -> float:
+    """Bytes per element a dense SwiGLU keeps of its input (``memory.activations.glu_saved_input_bytes``) under
+    ``precision.fp8_activation_input_store``; 0 without it (the compute dtype's). Megatron-Core refuses the option for
+    any MLP but SwiGLU (transformer_config.py ``__post_init__``), and so does the plan."""
+    if not card.precision.fp8_activation_input_store:
+        return 0.0
+    from trainfit.errors import CardError
+    from trainfit.memory.activations import glu_saved_input_bytes
+
+    if not (spec.mlp_gated and spec.hidden_act == "silu"):
+        raise CardError(f"precision.fp8_activation_input_store: Megatron-Core stores the activation input in fp8 only"
+                        f" for SwiGLU; this model's MLP is {'gated' if spec.mlp_gated else 'ungated'}"
+                        f" '{spec.hidden_act}'")
+    return glu_saved_input_bytes(compute_dtype_bytes=2, fp8_input_store=True)
+
+
 def torchao_nvfp4(card: RunCard) -> bool:
     """torchao's NVFP4 linears (``compute: fp4`` without Megatron-Core: torchtitan's NVFP4 converter)."""
     from trainfit.memory.fp8 import transformer_engine_linears
@@ -763,6 +784,7 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         gptq_torch_dequant=gptq_torch_dequant(card),
         padding_mask=padding_mask_of(card),
         fp32_stream_autocast=trainable.lora is not None and autocast_copies_weights(card, sharding),
+        glu_input_bytes=glu_input_bytes(card, spec),
     )
     act = activation_bytes(spec, **act_kw, frozen_saves_input=bnb_saves)
     bnb_ctx_held, graph_held, bnb_graph_ckpt = 0.0, 0.0, False
@@ -1010,6 +1032,8 @@ def step_terms(card: RunCard, spec: ModelSpec, sharding: Sharding) -> tuple[Step
         weights_gpu += fp8_b
         notes.append(fp8_note)
         notes.append(fp8_activation_note(card))
+    if card.precision.fp8_activation_input_store:
+        notes.append(GLU_INPUT_STORE_NOTE)
     kv_returned = _returned_kv_cache(card, spec, act_dtype, seq_len)
     if kv_returned:
         kept = card.loop.keeps_output_through_backward

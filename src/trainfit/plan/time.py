@@ -406,6 +406,7 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
     from trainfit.memory.activations import activation_bytes
     from trainfit.plan.terms import (
         fp8_linear_input_bytes,
+        glu_input_bytes,
         gptq_torch_dequant,
         hf_sdpa_of,
         padding_mask_of,
@@ -422,7 +423,7 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
                            bf16_layers=(card.precision.bf16_first_layers, card.precision.bf16_last_layers),
                            hf_sdpa=hf_sdpa_of(card),
                            gptq_torch_dequant=gptq_torch_dequant(card),
-                           padding_mask=padding_mask_of(card))
+                           padding_mask=padding_mask_of(card), glu_input_bytes=glu_input_bytes(card, shard))
     n = min(n, len(act.per_layer))
     rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
                                  host_memory_bytes_per_s=rates.host_memory_bytes_per_s,

@@ -307,6 +307,11 @@ class PrecisionSection(_Section):
         " fused attention kernel runs on quantised Q, K, V (MXFP8 under fp8_recipe mxfp8, per-tensor fp8 otherwise)"
         " at cuDNN's measured fp8 / bf16 rate ratio (compute.attention_time.fp8_attention_ratio; 1 where none is"
         " measured). Needs compute fp8 and Transformer Engine attention (parallel.tensor_parallel_impl megatron).")
+    fp8_activation_input_store: bool = Field(
+        False, description="Megatron-Core activation_func_fp8_input_store (NeMo / MLPerf FP8_ACT): the fused SwiGLU keeps"
+        " its input, fc1's gate and up halves, as float8_e4m3fn for its backward (1 B per element instead of the compute"
+        " dtype's) and casts it back there (memory.activations.MEGATRON_FP8_GLU_INPUT_SOURCES). Dense SwiGLU MLPs only;"
+        " needs parallel.tensor_parallel_impl megatron.")
 
     @property
     def quantized_params(self) -> bool:
@@ -2112,6 +2117,10 @@ class RunCard(_Section):
             raise ValueError(f"precision.fp8_attention: Transformer Engine's fp8 attention (Megatron-Core"
                              f" fp8_dot_product_attention) needs precision.compute fp8 (is '{prec.compute.value}') and"
                              f" parallel.tensor_parallel_impl megatron (is '{self.parallel.tensor_parallel_impl.value}')")
+        if prec.fp8_activation_input_store and self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON:
+            raise ValueError(f"precision.fp8_activation_input_store: true is Megatron-Core's"
+                             f" activation_func_fp8_input_store, read with tensor_parallel_impl: megatron (got"
+                             f" {self.parallel.tensor_parallel_impl.value}); allowed otherwise: false")
         if prec.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED and (
                 prec.optimizer is not Optimizer.ADAMW
                 or self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):

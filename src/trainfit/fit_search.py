@@ -48,6 +48,7 @@ import multiprocessing
 import os
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from trainfit.errors import TrainfitError
@@ -141,6 +142,50 @@ class Layout:
         """Search order: the card's own layout first, then by the ranks a replica spans (expert
         parallel sizes, which split the data x context ranks, beside the other layouts of a degree)."""
         return (self.degree, 0 if self.own else 1)
+
+
+WHAT_TO_TRAIN = ("model", "method", "scope")
+"""The card fields that say what to train: held by ``fit`` with a card file or the default card alike
+(``fit_pins``); ``scope`` is searched only on request (``search_scope``)."""
+DERIVED_FROM_GLOBAL_BATCH = ("batch", "batch.grad_accum")
+"""Card-file keys ``fit`` does not hold: each row chooses its accumulation (and its micro-batch where the card leaves
+it out) so that micro-batch x accumulation x data-parallel ranks is the held global batch (``_pairs``). Pinned on the
+command line (``--set batch.grad_accum``), the accumulation is held."""
+
+
+class BatchBasis(StrEnum):
+    """What every row of a ``fit`` holds fixed per step, so that its costs compare like with like."""
+
+    GLOBAL_BATCH = "global_batch"
+    """The sequences per optimizer step (``--global-batch``, else the card's micro-batch x accumulation x
+    data-parallel ranks as written): every row trains the same samples a step; ranked per step or per run."""
+    PER_TOKEN = "per_token"
+    """Micro-batch and accumulation both pinned: each row's batch is micro x accumulation x its own data-parallel
+    ranks, so rows are ranked per token (cost and time per token)."""
+    ROLLOUT_BATCH = "rollout_batch"
+    """PPO / GRPO: the card's rollout batch (prompts x generations per RL step) is every row's step."""
+
+
+def fit_pins(data: dict[str, Any], *, card_file: bool, search_scope: bool = False) -> set[str]:
+    """The card keys ``fit`` holds: ``WHAT_TO_TRAIN`` always (the embedded default card's full SFT is what
+    ``trainfit fit`` with no card trains), and for a card file every field it writes except its hardware section
+    (where the search starts) and ``DERIVED_FROM_GLOBAL_BATCH``. ``search_scope``: leave ``scope`` to the search."""
+    held = set(WHAT_TO_TRAIN) - ({"scope"} if search_scope else set())
+    if card_file:
+        held |= {k for k in flat_keys(data) if not k.startswith("hardware") and k not in DERIVED_FROM_GLOBAL_BATCH}
+        if search_scope:
+            held.discard("scope")
+    return held
+
+
+def batch_basis(*, rl: bool, pinned: frozenset[str], global_batch: int | None) -> BatchBasis:
+    """The ``BatchBasis`` of a search: per token where micro-batch and accumulation are both pinned and no
+    ``--global-batch`` is given (the global batch then differs per data-parallel size)."""
+    if rl:
+        return BatchBasis.ROLLOUT_BATCH
+    if global_batch is None and {"batch.micro_batch_size", "batch.grad_accum"} <= pinned:
+        return BatchBasis.PER_TOKEN
+    return BatchBasis.GLOBAL_BATCH
 
 
 def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
@@ -346,7 +391,7 @@ def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, in
     one_gpu = count == 1 and "parallel.strategy" not in pinned
     if one_gpu:
         space["parallel.strategy"] = ["single"]
-    if "batch" not in pinned:
+    if batches:  # none: the batch is held as the card states it (per-token basis, ``batch_basis``)
         space["batch"] = batches
     combos = _product(space)
     return _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
@@ -613,7 +658,10 @@ def fit(
         (clean.get("hardware") or {}).pop(key, None)
     counts = fit_counts(base, max_gpus=max_gpus, pinned=pinned)
     floor = screen
-    gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
+    basis = batch_basis(rl=rl, pinned=pinned, global_batch=global_batch)
+    gb = _global_batch(base, global_batch) if basis is BatchBasis.GLOBAL_BATCH else None
+    if basis is BatchBasis.PER_TOKEN:
+        goal = per_token_goal(goal)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
     # (gpu, count) -> its base card and its layouts, smallest replica first (the order the jobs are listed in)
@@ -722,7 +770,46 @@ def fit(
     return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
                      stack=stated_stack(next(iter(cells.values()))[0], pinned), step_unit=unit,
-                     optimizer_steps_per_step=per_step)
+                     optimizer_steps_per_step=per_step, batch_basis=basis, global_batch=gb,
+                     tokens_per_global_batch=_common_tokens_per_step(ranked) if gb is not None else None)
+
+
+def per_token_goal(goal: Any) -> Any:
+    """``goal`` ranked per token (``Goal.per_token``); a run length in steps is refused in one line: with the
+    micro-batch and accumulation pinned, a step of one row is not a step of another (``BatchBasis.PER_TOKEN``)."""
+    from dataclasses import replace
+
+    from trainfit.errors import CardError
+
+    if goal.steps is not None:
+        raise CardError("--steps: batch.micro_batch_size and batch.grad_accum are pinned, so each row's step carries"
+                        " its own global batch (x its data-parallel ranks) and steps are not the same work; give the"
+                        " run as --tokens, or pin --global-batch instead of batch.grad_accum")
+    return replace(goal, per_token=True)
+
+
+def with_scope_note(result: FitResult, base: dict[str, Any]) -> FitResult:
+    """``result`` with ``scope_note`` among its warnings (a search asked to leave scope open)."""
+    from dataclasses import replace
+
+    return replace(result, warnings=(*result.warnings, scope_note(base)))
+
+
+def scope_note(base: dict[str, Any]) -> str:
+    """``fit``'s warning when scope is searched (``fit_pins(search_scope=True)``): rows may train another scope."""
+    from trainfit.spec.card import RunCard
+
+    own = base.get("scope", RunCard.model_fields["scope"].default)
+    own = getattr(own, "value", own)
+    return (f"scope searched (--search-scope): the card trains scope {own}; each row's knobs name the scope it"
+            " trains, which may differ from the card's")
+
+
+def _common_tokens_per_step(rows: list[Row]) -> float | None:
+    """The tokens one step of every timed row carries (the same for all at a held global batch); None if none
+    is timed or they differ."""
+    seen = {round(r.tokens_per_step, 6) for r in rows if r.tokens_per_step and r.step_seconds is not None}
+    return next(iter(seen)) if len(seen) == 1 else None
 
 
 ONE_RANK_NOTE = ("parallel.fsdp_one_rank applies to the 1-GPU rows only (on more training GPUs FSDP2 runs"
@@ -1065,6 +1152,12 @@ class FitResult(SearchResult):
     """What one of a row's steps is (``run_step_unit``): an optimizer step, or an RL step for PPO / GRPO."""
     optimizer_steps_per_step: int = 1
     """Optimizer steps in one such step (``rollout.optimizer_steps_per_rl_step`` for an RL step)."""
+    batch_basis: BatchBasis = BatchBasis.GLOBAL_BATCH
+    """What every row holds fixed per step (``batch_basis``)."""
+    global_batch: int | None = None
+    """The sequences per optimizer step every row trains (``BatchBasis.GLOBAL_BATCH``); else None."""
+    tokens_per_global_batch: float | None = None
+    """The tokens in that global batch, as the rows' plans count them (None where no row was timed)."""
 
     @property
     def best(self) -> Row | None:

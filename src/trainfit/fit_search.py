@@ -1215,10 +1215,10 @@ def _chunk_worker(bounds: tuple[int, int]) -> Any:
 
 
 PROGRESS_CHUNK = 500
-"""Most items in one chunk of a large space (``_over_workers``): about 5-10 s of RL plans on one core (10-17 ms
-each), so the progress bar moves every few seconds. Four chunks a worker (the split before) made a 150,912-plan
-GRPO search (Qwen3.5-27B on RTX 4090s, scope, strategy and placement open, 11 card counts) report progress eight
-times in about 25 minutes on two cores."""
+"""Most items in one chunk of a large space (``_over_workers``): a few seconds of RL plans on one core (about 5 ms
+of CPU each), so the progress bar moves every few seconds. Four chunks a worker (the split before) made the open
+GRPO search of Qwen3.5-27B on RTX 4090s (scope, strategy and placement open, 11 card counts: 150,912 plans, about
+14 CPU-minutes, and wall-clock minutes more on busy cores) report progress eight times in all."""
 
 
 def _over_workers(run: Any, n: int, workers: int | None, progress: Any) -> list[Any]:

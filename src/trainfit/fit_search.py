@@ -767,7 +767,7 @@ def fit(
             empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
     skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
     unit, per_step = run_step_unit(_card0(next(iter(cells.values()))[0]))
-    return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
+    return FitResult(tuple(_fit_pareto(ranked, per_token=basis is BatchBasis.PER_TOKEN)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
                      stack=stated_stack(next(iter(cells.values()))[0], pinned), step_unit=unit,
                      optimizer_steps_per_step=per_step, batch_basis=basis, global_batch=gb,
@@ -1286,17 +1286,24 @@ def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *,
     return rows, evaluated, invalid, refusals
 
 
-def _fit_pareto(rows: list[Row]) -> list[Row]:
+def _fit_pareto(rows: list[Row], *, per_token: bool = False) -> list[Row]:
     """Fitting rows within the limits that no other such row (same ranking currency) beats on both
-    step time and cost per step; unpriced rows compare GPU-seconds per step."""
+    step time and cost per step; unpriced rows compare GPU-seconds per step. ``per_token``
+    (``BatchBasis.PER_TOKEN``: the rows' steps carry different batches): time and cost per token."""
     from dataclasses import replace
+
+    def per(r: Row) -> float:
+        return r.tokens_per_step or 1.0 if per_token else 1.0
 
     def cost(r: Row) -> tuple[str, float]:
         if r.rank_cost_per_step is not None:
-            return ("=" + (r.rank_currency or ""), r.rank_cost_per_step)
+            return ("=" + (r.rank_currency or ""), r.rank_cost_per_step / per(r))
         if r.cost_per_step is not None:
-            return (r.currency or "", r.cost_per_step)
-        return ("gpu-s", r.gpus * (r.step_seconds or 0.0))
+            return (r.currency or "", r.cost_per_step / per(r))
+        return ("gpu-s", r.gpus * (r.step_seconds or 0.0) / per(r))
+
+    def secs(r: Row) -> float:
+        return r.step_seconds / per(r)
 
     ok = [r for r in rows if r.fits and r.within_limits and r.step_seconds is not None]
     out = []
@@ -1306,8 +1313,8 @@ def _fit_pareto(rows: list[Row]) -> list[Row]:
             continue
         g, c = cost(r)
         beaten = any(
-            o is not r and cost(o)[0] == g and o.step_seconds <= r.step_seconds and cost(o)[1] <= c
-            and (o.step_seconds < r.step_seconds or cost(o)[1] < c)
+            o is not r and cost(o)[0] == g and secs(o) <= secs(r) and cost(o)[1] <= c
+            and (secs(o) < secs(r) or cost(o)[1] < c)
             for o in ok
         )
         out.append(replace(r, pareto=not beaten))

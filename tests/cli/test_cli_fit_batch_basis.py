@@ -88,6 +88,9 @@ def test_micro_batch_and_accumulation_pinned_on_the_command_line_rank_per_token(
     assert len({round(_tokens_per_step(r)) for r in fitting}) > 1  # 1 sequence per data-parallel rank
     per_token = [r["cost_per_step"] / _tokens_per_step(r) for r in fitting]
     assert per_token == sorted(per_token)
+    # the Pareto front is per token too: the fastest row per token is on it (per step it was beaten)
+    fastest = min(fitting, key=lambda r: r["step_seconds"] / _tokens_per_step(r))
+    assert fastest["pareto"]
     rc = main(["fit", str(_card(tmp_path)), *KINDS, *PINNED_BATCH])
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "ranked by cost per token" in out

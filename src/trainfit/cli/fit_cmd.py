@@ -18,7 +18,7 @@ def fit(
     gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
     max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
     objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per step, time breaking ties).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Steps in the run: ranks by cost per run. Optimizer steps for SFT, RM and DPO; RL steps for PPO/GRPO (one rollout batch and its rollout.mini_batches x num_iterations optimizer steps, as verl's trainer.total_training_steps counts; TRL's max_steps counts optimizer steps: divide it by those).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Steps in the run: ranks by cost per run. Optimizer steps for SFT, RM and DPO, each of the global batch every row holds (--global-batch), so the same samples on every row; RL steps for PPO/GRPO (one rollout batch and its rollout.mini_batches x num_iterations optimizer steps, as verl's trainer.total_training_steps counts; TRL's max_steps counts optimizer steps: divide it by those).")] = None,
     tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row; RL steps for PPO/GRPO).")] = None,
     budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
     deadline: Annotated[str | None, typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,

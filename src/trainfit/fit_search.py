@@ -774,6 +774,18 @@ def fit(
                      tokens_per_global_batch=_common_tokens_per_step(ranked) if gb is not None else None)
 
 
+def basis_note(result: FitResult) -> str:
+    """What every row of ``result`` trains per step (``BatchBasis``), as the fit table's title and the HTML report's
+    notes say it."""
+    if result.batch_basis is BatchBasis.PER_TOKEN:
+        return ("batch.micro_batch_size and batch.grad_accum are pinned, so each row's step carries its own global"
+                " batch (x its data-parallel ranks): ranked per token")
+    if result.batch_basis is BatchBasis.ROLLOUT_BATCH:
+        return "every row trains the card's rollout batch per RL step"
+    tokens = "" if result.tokens_per_global_batch is None else f" ({result.tokens_per_global_batch:,.0f} tokens)"
+    return f"every row trains {result.global_batch:,} sequences{tokens} per optimizer step (the global batch, held)"
+
+
 def per_token_goal(goal: Any) -> Any:
     """``goal`` ranked per token (``Goal.per_token``); a run length in steps is refused in one line: with the
     micro-batch and accumulation pinned, a step of one row is not a step of another (``BatchBasis.PER_TOKEN``)."""

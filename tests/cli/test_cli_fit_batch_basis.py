@@ -70,11 +70,13 @@ def test_global_batch_option_is_held_with_a_card_file(tmp_path, capsys):
             assert _tokens_per_step(r) == pytest.approx(16 * SEQ, rel=1e-9)
 
 
-def test_the_text_states_the_held_global_batch(tmp_path, capsys):
-    rc = main(["fit", str(_card(tmp_path)), *KINDS, "--steps", "1000"])
+def test_the_text_and_the_html_report_state_the_held_global_batch(tmp_path, capsys):
+    report = tmp_path / "fit.html"
+    rc = main(["fit", str(_card(tmp_path)), *KINDS, "--steps", "1000", "--html", str(report)])
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0
     assert "every row trains 8 sequences (16,384 tokens) per optimizer step" in out
+    assert "every row trains 8 sequences (16,384 tokens) per optimizer step" in report.read_text()
 
 
 PINNED_BATCH = ["--set", "batch.micro_batch_size=1", "--set", "batch.grad_accum=1"]

@@ -124,19 +124,6 @@ def _basis(result) -> dict:
                                 else round(result.tokens_per_global_batch))}
 
 
-def _basis_text(result) -> str:
-    from trainfit.fit_search import BatchBasis
-
-    if result.batch_basis is BatchBasis.PER_TOKEN:
-        return ("; batch.micro_batch_size and batch.grad_accum are pinned, so each row's step carries its own global"
-                " batch (x its data-parallel ranks): ranked per token")
-    if result.batch_basis is BatchBasis.ROLLOUT_BATCH:
-        return "; every row trains the card's rollout batch per RL step"
-    tokens = ("" if result.tokens_per_global_batch is None
-              else f" ({result.tokens_per_global_batch:,.0f} tokens)")
-    return f"; every row trains {result.global_batch:,} sequences{tokens} per optimizer step (the global batch, held)"
-
-
 def _calibration(cal, gpus: list[str], card, rows) -> dict | None:
     """The file the search's plans read, the kinds it holds, and per searched kind what its plans apply: the rates
     (only for a kind with a row that has a step time), the engine host constants the card's rollout engine reads
@@ -265,7 +252,7 @@ def _render(result, rows, goal) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from trainfit.fit_search import LAYOUT_KEYS, STACK_KEY, stack_note
+    from trainfit.fit_search import LAYOUT_KEYS, STACK_KEY, basis_note, stack_note
     from trainfit.report.fmt import gib
     from trainfit.search import layout_text
 
@@ -278,7 +265,7 @@ def _render(result, rows, goal) -> None:
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)}"
-                    f"{_basis_text(result)}; * = Pareto front (time vs cost)")
+                    f"; {basis_note(result)}; * = Pareto front (time vs cost)")
     from trainfit.objective import StepUnit
 
     step_col = "RL step s" if result.step_unit is StepUnit.RL_STEP else "step s"

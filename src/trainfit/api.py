@@ -116,11 +116,14 @@ def fit(
     overrides: Mapping[str, Any] | None = None,
     global_batch: int | None = None,
     calibration: Any = None,
+    search_scope: bool = False,
 ) -> FitResult:
     """The best plan of each GPU kind and card count, ranked by ``objective`` (``trainfit fit``).
 
-    As on the command line, a given card's fields are pinned (its hardware section is where the
-    search starts) and so is every ``overrides`` key; without a card only model and method are.
+    As on the command line (``fit_search.fit_pins``), model, method and scope are held, with a card or the
+    default one (``search_scope``: scope searched, the result's warnings say so); a given card's other fields are
+    pinned too (its hardware section is where the search starts; its ``batch.grad_accum`` is chosen per row to
+    hold the global batch) and so is every ``overrides`` key.
     ``gpus``: catalog ids, a list or one comma-separated string (``"rtx4090,h100-sxm"``, as ``--gpu`` takes them).
     ``prices``: GPU id -> a price with a currency (``"1.98CNY"``), a price-table id (``"rtx4090-pro"``)
     or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
@@ -133,13 +136,12 @@ def fit(
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price
     from trainfit.errors import CardError
-    from trainfit.fit_search import card_on_a_kind
+    from trainfit.fit_search import card_on_a_kind, fit_pins
     from trainfit.objective import Goal, Objective
     from trainfit.search import fit as search_fit
-    from trainfit.search import flat_keys
 
     data = card_data(card)
-    pinned = {k for k in flat_keys(data) if not k.startswith("hardware")} if card is not None else {"model", "method"}
+    pinned = fit_pins(data, card_file=card is not None, search_scope=search_scope)
     if overrides:
         data = card_data(data, overrides)
         pinned |= set(overrides)
@@ -221,12 +223,19 @@ def fit(
             p = named_price(source, p) or parse_price(p)
         table[gid] = for_gpu(p, gid)
     try:
-        return search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
-                          global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
+        result = search_fit(data, gpus=kinds, max_gpus=max_gpus, prices=table, pinned=frozenset(pinned),
+                            global_batch=global_batch, calibration=_calibration(calibration), goal=goal)
     except CardError as exc:  # the command line's flag named as this function's argument
         if str(exc).startswith("--global-batch:"):
             raise CardError("global_batch:" + str(exc).removeprefix("--global-batch:")) from None
+        if str(exc).startswith("--steps:"):
+            raise CardError(_argument_names(str(exc))) from None
         raise
+    if "scope" not in pinned:
+        from trainfit.fit_search import with_scope_note
+
+        result = with_scope_note(result, data)
+    return result
 
 
 GOAL_ARGUMENTS = {"--steps": "steps", "--tokens": "tokens", "--deadline": "deadline_s", "--budget": "budget"}

@@ -48,6 +48,7 @@ import multiprocessing
 import os
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from trainfit.errors import TrainfitError
@@ -141,6 +142,50 @@ class Layout:
         """Search order: the card's own layout first, then by the ranks a replica spans (expert
         parallel sizes, which split the data x context ranks, beside the other layouts of a degree)."""
         return (self.degree, 0 if self.own else 1)
+
+
+WHAT_TO_TRAIN = ("model", "method", "scope")
+"""The card fields that say what to train: held by ``fit`` with a card file or the default card alike
+(``fit_pins``); ``scope`` is searched only on request (``search_scope``)."""
+DERIVED_FROM_GLOBAL_BATCH = ("batch", "batch.grad_accum")
+"""Card-file keys ``fit`` does not hold: each row chooses its accumulation (and its micro-batch where the card leaves
+it out) so that micro-batch x accumulation x data-parallel ranks is the held global batch (``_pairs``). Pinned on the
+command line (``--set batch.grad_accum``), the accumulation is held."""
+
+
+class BatchBasis(StrEnum):
+    """What every row of a ``fit`` holds fixed per step, so that its costs compare like with like."""
+
+    GLOBAL_BATCH = "global_batch"
+    """The sequences per optimizer step (``--global-batch``, else the card's micro-batch x accumulation x
+    data-parallel ranks as written): every row trains the same samples a step; ranked per step or per run."""
+    PER_TOKEN = "per_token"
+    """Micro-batch and accumulation both pinned: each row's batch is micro x accumulation x its own data-parallel
+    ranks, so rows are ranked per token (cost and time per token)."""
+    ROLLOUT_BATCH = "rollout_batch"
+    """PPO / GRPO: the card's rollout batch (prompts x generations per RL step) is every row's step."""
+
+
+def fit_pins(data: dict[str, Any], *, card_file: bool, search_scope: bool = False) -> set[str]:
+    """The card keys ``fit`` holds: ``WHAT_TO_TRAIN`` always (the embedded default card's full SFT is what
+    ``trainfit fit`` with no card trains), and for a card file every field it writes except its hardware section
+    (where the search starts) and ``DERIVED_FROM_GLOBAL_BATCH``. ``search_scope``: leave ``scope`` to the search."""
+    held = set(WHAT_TO_TRAIN) - ({"scope"} if search_scope else set())
+    if card_file:
+        held |= {k for k in flat_keys(data) if not k.startswith("hardware") and k not in DERIVED_FROM_GLOBAL_BATCH}
+        if search_scope:
+            held.discard("scope")
+    return held
+
+
+def batch_basis(*, rl: bool, pinned: frozenset[str], global_batch: int | None) -> BatchBasis:
+    """The ``BatchBasis`` of a search: per token where micro-batch and accumulation are both pinned and no
+    ``--global-batch`` is given (the global batch then differs per data-parallel size)."""
+    if rl:
+        return BatchBasis.ROLLOUT_BATCH
+    if global_batch is None and {"batch.micro_batch_size", "batch.grad_accum"} <= pinned:
+        return BatchBasis.PER_TOKEN
+    return BatchBasis.GLOBAL_BATCH
 
 
 def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
@@ -346,7 +391,7 @@ def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, in
     one_gpu = count == 1 and "parallel.strategy" not in pinned
     if one_gpu:
         space["parallel.strategy"] = ["single"]
-    if "batch" not in pinned:
+    if batches:  # none: the batch is held as the card states it (per-token basis, ``batch_basis``)
         space["batch"] = batches
     combos = _product(space)
     return _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
@@ -613,7 +658,10 @@ def fit(
         (clean.get("hardware") or {}).pop(key, None)
     counts = fit_counts(base, max_gpus=max_gpus, pinned=pinned)
     floor = screen
-    gb = None if rl or "batch" in pinned else _global_batch(base, global_batch)
+    basis = batch_basis(rl=rl, pinned=pinned, global_batch=global_batch)
+    gb = _global_batch(base, global_batch) if basis is BatchBasis.GLOBAL_BATCH else None
+    if basis is BatchBasis.PER_TOKEN:
+        goal = per_token_goal(goal)
     t0 = time.perf_counter()
     fallback = {"rollout.weight_sync": smallest_sync(clean)} if rl and "rollout.weight_sync" not in pinned else {}
     # (gpu, count) -> its base card and its layouts, smallest replica first (the order the jobs are listed in)
@@ -719,10 +767,61 @@ def fit(
             empty[cell] = "every configuration tried was refused (the card's rules or the planner)"
     skipped = skipped_kinds(refused_cells | empty, gpus=gpus, counts=counts)
     unit, per_step = run_step_unit(_card0(next(iter(cells.values()))[0]))
-    return FitResult(tuple(_fit_pareto(ranked)), evaluated, invalid, time.perf_counter() - t0,
+    return FitResult(tuple(_fit_pareto(ranked, per_token=basis is BatchBasis.PER_TOKEN)), evaluated, invalid, time.perf_counter() - t0,
                      goal=goal, warnings=tuple(warnings), skipped=skipped,
                      stack=stated_stack(next(iter(cells.values()))[0], pinned), step_unit=unit,
-                     optimizer_steps_per_step=per_step)
+                     optimizer_steps_per_step=per_step, batch_basis=basis, global_batch=gb,
+                     tokens_per_global_batch=_common_tokens_per_step(ranked) if gb is not None else None)
+
+
+def basis_note(result: FitResult) -> str:
+    """What every row of ``result`` trains per step (``BatchBasis``), as the fit table's title and the HTML report's
+    notes say it."""
+    if result.batch_basis is BatchBasis.PER_TOKEN:
+        return ("batch.micro_batch_size and batch.grad_accum are pinned, so each row's step carries its own global"
+                " batch (x its data-parallel ranks): ranked per token")
+    if result.batch_basis is BatchBasis.ROLLOUT_BATCH:
+        return "every row trains the card's rollout batch per RL step"
+    tokens = "" if result.tokens_per_global_batch is None else f" ({result.tokens_per_global_batch:,.0f} tokens)"
+    return f"every row trains {result.global_batch:,} sequences{tokens} per optimizer step (the global batch, held)"
+
+
+def per_token_goal(goal: Any) -> Any:
+    """``goal`` ranked per token (``Goal.per_token``); a run length in steps is refused in one line: with the
+    micro-batch and accumulation pinned, a step of one row is not a step of another (``BatchBasis.PER_TOKEN``)."""
+    from dataclasses import replace
+
+    from trainfit.errors import CardError
+
+    if goal.steps is not None:
+        raise CardError("--steps: batch.micro_batch_size and batch.grad_accum are pinned, so each row's step carries"
+                        " its own global batch (x its data-parallel ranks) and steps are not the same work; give the"
+                        " run as --tokens, or pin --global-batch instead of batch.grad_accum")
+    return replace(goal, per_token=True)
+
+
+def with_scope_note(result: FitResult, base: dict[str, Any]) -> FitResult:
+    """``result`` with ``scope_note`` among its warnings (a search asked to leave scope open)."""
+    from dataclasses import replace
+
+    return replace(result, warnings=(*result.warnings, scope_note(base)))
+
+
+def scope_note(base: dict[str, Any]) -> str:
+    """``fit``'s warning when scope is searched (``fit_pins(search_scope=True)``): rows may train another scope."""
+    from trainfit.spec.card import RunCard
+
+    own = base.get("scope", RunCard.model_fields["scope"].default)
+    own = getattr(own, "value", own)
+    return (f"scope searched (--search-scope): the card trains scope {own}; each row's knobs name the scope it"
+            " trains, which may differ from the card's")
+
+
+def _common_tokens_per_step(rows: list[Row]) -> float | None:
+    """The tokens one step of every timed row carries (the same for all at a held global batch); None if none
+    is timed or they differ."""
+    seen = {round(r.tokens_per_step, 6) for r in rows if r.tokens_per_step and r.step_seconds is not None}
+    return next(iter(seen)) if len(seen) == 1 else None
 
 
 ONE_RANK_NOTE = ("parallel.fsdp_one_rank applies to the 1-GPU rows only (on more training GPUs FSDP2 runs"
@@ -1065,6 +1164,12 @@ class FitResult(SearchResult):
     """What one of a row's steps is (``run_step_unit``): an optimizer step, or an RL step for PPO / GRPO."""
     optimizer_steps_per_step: int = 1
     """Optimizer steps in one such step (``rollout.optimizer_steps_per_rl_step`` for an RL step)."""
+    batch_basis: BatchBasis = BatchBasis.GLOBAL_BATCH
+    """What every row holds fixed per step (``batch_basis``)."""
+    global_batch: int | None = None
+    """The sequences per optimizer step every row trains (``BatchBasis.GLOBAL_BATCH``); else None."""
+    tokens_per_global_batch: float | None = None
+    """The tokens in that global batch, as the rows' plans count them (None where no row was timed)."""
 
     @property
     def best(self) -> Row | None:
@@ -1121,17 +1226,34 @@ def _chunk_worker(bounds: tuple[int, int]) -> Any:
     return _CHUNK_WORK(*bounds)
 
 
+PROGRESS_CHUNK = 500
+"""Most items in one chunk of a large space (``_over_workers``): a few seconds of RL plans on one core (about 5 ms
+of CPU each), so the progress bar moves every few seconds. Four chunks a worker (the split before) made the open
+GRPO search of Qwen3.5-27B on RTX 4090s (scope, strategy and placement open, 11 card counts: 150,912 plans, about
+14 CPU-minutes, and wall-clock minutes more on busy cores) report progress eight times in all. A 60 s profile of
+that search put its time in the plans themselves (``make_plan``: the RL memory walk, the RL step time, the step terms,
+the card's validation), about 5 s in listing the jobs, and found no invariant recomputed per row: the size is the
+cross product of the open knobs (pin some with --set; scope is held unless --search-scope)."""
+
+
 def _over_workers(run: Any, n: int, workers: int | None, progress: Any) -> list[Any]:
     """``run(lo, hi)`` over the items ``[0, n)``, in order: the whole range in this process, or, for large
-    spaces, the first 16 here (a warm-up) and the rest in chunks over forked workers; the result does not
+    spaces, the first 16 here (a warm-up) and the rest in chunks of at most ``PROGRESS_CHUNK`` over forked
+    workers (or, with one worker and a ``progress`` to report to, in this process); the result does not
     depend on the split. ``progress(fraction)`` after each chunk."""
     global _CHUNK_WORK
     n_workers = workers if workers is not None else (os.cpu_count() or 1) if _unlimited_memory() else 1
+    if n_workers == 1 and n >= PARALLEL_MIN and progress is not None:
+        out = []
+        for lo in range(0, n, PROGRESS_CHUNK):
+            out.append(run(lo, min(lo + PROGRESS_CHUNK, n)))
+            progress(min(lo + PROGRESS_CHUNK, n) / n)
+        return out
     if n_workers > 1 and n >= PARALLEL_MIN and "fork" in multiprocessing.get_all_start_methods():
         head = min(16, n)
         out = [run(0, head)]
         _CHUNK_WORK = run
-        step = -(-(n - head) // (4 * n_workers))
+        step = min(-(-(n - head) // (4 * n_workers)), PROGRESS_CHUNK)
         bounds = [(i, min(i + step, n)) for i in range(head, n, step)]
         try:
             with multiprocessing.get_context("fork").Pool(n_workers) as pool:
@@ -1176,17 +1298,24 @@ def _run_jobs(bases, jobs, fallback, calibration, workers, progress, *,
     return rows, evaluated, invalid, refusals
 
 
-def _fit_pareto(rows: list[Row]) -> list[Row]:
+def _fit_pareto(rows: list[Row], *, per_token: bool = False) -> list[Row]:
     """Fitting rows within the limits that no other such row (same ranking currency) beats on both
-    step time and cost per step; unpriced rows compare GPU-seconds per step."""
+    step time and cost per step; unpriced rows compare GPU-seconds per step. ``per_token``
+    (``BatchBasis.PER_TOKEN``: the rows' steps carry different batches): time and cost per token."""
     from dataclasses import replace
+
+    def per(r: Row) -> float:
+        return r.tokens_per_step or 1.0 if per_token else 1.0
 
     def cost(r: Row) -> tuple[str, float]:
         if r.rank_cost_per_step is not None:
-            return ("=" + (r.rank_currency or ""), r.rank_cost_per_step)
+            return ("=" + (r.rank_currency or ""), r.rank_cost_per_step / per(r))
         if r.cost_per_step is not None:
-            return (r.currency or "", r.cost_per_step)
-        return ("gpu-s", r.gpus * (r.step_seconds or 0.0))
+            return (r.currency or "", r.cost_per_step / per(r))
+        return ("gpu-s", r.gpus * (r.step_seconds or 0.0) / per(r))
+
+    def secs(r: Row) -> float:
+        return r.step_seconds / per(r)
 
     ok = [r for r in rows if r.fits and r.within_limits and r.step_seconds is not None]
     out = []
@@ -1196,8 +1325,8 @@ def _fit_pareto(rows: list[Row]) -> list[Row]:
             continue
         g, c = cost(r)
         beaten = any(
-            o is not r and cost(o)[0] == g and o.step_seconds <= r.step_seconds and cost(o)[1] <= c
-            and (o.step_seconds < r.step_seconds or cost(o)[1] < c)
+            o is not r and cost(o)[0] == g and secs(o) <= secs(r) and cost(o)[1] <= c
+            and (secs(o) < secs(r) or cost(o)[1] < c)
             for o in ok
         )
         out.append(replace(r, pareto=not beaten))

@@ -59,6 +59,9 @@ class Goal:
     deadline_s: float | None = None
     fx: dict[tuple[str, str], float] = field(default_factory=dict)
     """(from, to) -> units of ``to`` per unit of ``from``."""
+    per_token: bool = False
+    """Rank without a run length by cost and time per token, not per step: the rows' steps carry different
+    batches (``fit_search.BatchBasis.PER_TOKEN``). With ``tokens`` the run's cost is already per token's worth."""
 
     def __post_init__(self) -> None:
         if self.steps is not None and (isinstance(self.steps, bool) or not isinstance(self.steps, Integral)):
@@ -141,7 +144,7 @@ def annotate(rows: list[Any], goal: Goal, *, currencies: list[str] | None = None
         run_s = steps * r.step_seconds if (steps is not None and r.step_seconds is not None) else None
         per_run = r.cost_per_hour * run_s / 3600 if (run_s is not None and r.cost_per_hour is not None) else None
         own = per_run if goal.has_run else r.cost_per_hour  # the budget's unit: per run, else per hour
-        ranked = per_run if goal.has_run else r.cost_per_step
+        ranked = per_run if goal.has_run else _step_figure(r.cost_per_step, r, goal)
         ok = True
         if goal.budget is not None:
             spent = convert(own, r.currency, goal.budget_currency, goal.fx)
@@ -171,7 +174,8 @@ def rank_key(r: Any, goal: Goal) -> tuple:
 
     if not r.fits:
         return (2, 0, 0, r.gpus, r.peak_device_bytes, 0.0, knob_text(r.knobs))
-    time = r.run_seconds if r.run_seconds is not None else (r.step_seconds if r.step_seconds is not None else inf)
+    step_s = _step_figure(r.step_seconds, r, goal)
+    time = r.run_seconds if r.run_seconds is not None else (step_s if step_s is not None else inf)
     cost = r.rank_cost if r.rank_cost is not None else inf
     # a cost that cannot be ranked in the ranking currency sorts in its own currency's group
     group = "" if (r.cost_per_hour is None
@@ -181,10 +185,18 @@ def rank_key(r: Any, goal: Goal) -> tuple:
     if goal.objective is Objective.TIME:
         return (limits, 0, "", time, cost, r.gpus, knob_text(r.knobs))
     if goal.objective is Objective.CARDS:
-        per = cost if goal.has_run else (r.rank_cost_per_step if r.rank_cost_per_step is not None else inf)
-        return (limits, 0, "", r.gpus, per, time, knob_text(r.knobs))
-    own = (r.cost_per_run if goal.has_run else r.cost_per_step) if group else cost
+        per = cost if goal.has_run else _step_figure(r.rank_cost_per_step, r, goal)
+        return (limits, 0, "", r.gpus, per if per is not None else inf, time, knob_text(r.knobs))
+    own = (r.cost_per_run if goal.has_run else _step_figure(r.cost_per_step, r, goal)) if group else cost
     return (limits, int(unpriced), group, own if own is not None else inf, time, r.gpus, knob_text(r.knobs))
+
+
+def _step_figure(value: float | None, r: Any, goal: Goal) -> float | None:
+    """A row's per-step ``value`` (cost or seconds) as ranked without a run length: per step, or per token under
+    ``Goal.per_token`` (None where the row carries no token count)."""
+    if value is None or not goal.per_token or goal.has_run:
+        return value
+    return value / r.tokens_per_step if r.tokens_per_step else None
 
 
 def beats(a: Any, b: Any, goal: Goal) -> bool:

@@ -369,7 +369,7 @@ FLAG_VALUES: dict[str, list[str]] = {
     "--to": ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "nope", ""],
     "--timeout": FLOAT_TEXT,
     "--message": [OOM.format(a="2.32", t="23.55", f="10", u="23", al="20", r="1"), "", "CUDA out of memory", "\x00", "x" * 3000],
-    "--force": [], "--json": [], "--ckpt": [], "--no-ckpt": [], "--dry-run": [],
+    "--force": [], "--json": [], "--ckpt": [], "--no-ckpt": [], "--dry-run": [], "--search-scope": [],
     "--from": ["accelerate", "deepspeed", "trl", "verl", "openrlhf", "torchtitan", "nemo-rl", "TRL", "nope", ""],
     "--memory-margin": FLOAT_TEXT, "--time-margin": FLOAT_TEXT,
 }
@@ -379,7 +379,7 @@ COMMAND_FLAGS = {
     "plan": ["--model", "--method", "--scope", "--gpu", "--gpus", "--nodes", "--strategy", "--offload", "--mbs", "--seq",
              "--grad-accum", "--ckpt", "--no-ckpt", "--attention", "--preset", "--set", "--html", "--calibration", "--json"],
     "fit": ["--gpu", "--max-gpus", "--objective", "--steps", "--tokens", "--budget", "--deadline", "--price",
-            "--price-table", "--market", "--fx", "--set", "--global-batch", "--json", "--html", "--calibration"],
+            "--price-table", "--market", "--fx", "--set", "--global-batch", "--search-scope", "--json", "--html", "--calibration"],
     "export": ["--to", "--out", "--set", "--json"],
     "check": ["--timeout", "--set", "--json", "--calibration"],
     "record": ["--out", "--force", "--timeout", "--measured", "--json"],

@@ -18,7 +18,7 @@ def fit(
     gpu: Annotated[str, typer.Option(help="Comma-separated GPU catalog ids to consider.")] = DEFAULT_GPUS,
     max_gpus: Annotated[int, typer.Option(help="Most cards: every count 1-8 on one node, then 16, 32, 64.")] = 64,
     objective: Annotated[str | None, typer.Option(help="cost | time | cards. Default: cost (per run with --steps/--tokens, else per step, time breaking ties).")] = None,
-    steps: Annotated[int | None, typer.Option(help="Steps in the run: ranks by cost per run. Optimizer steps for SFT, RM and DPO; RL steps for PPO/GRPO (one rollout batch and its rollout.mini_batches x num_iterations optimizer steps, as verl's trainer.total_training_steps counts; TRL's max_steps counts optimizer steps: divide it by those).")] = None,
+    steps: Annotated[int | None, typer.Option(help="Steps in the run: ranks by cost per run. Optimizer steps for SFT, RM and DPO, each of the global batch every row holds (--global-batch), so the same samples on every row; RL steps for PPO/GRPO (one rollout batch and its rollout.mini_batches x num_iterations optimizer steps, as verl's trainer.total_training_steps counts; TRL's max_steps counts optimizer steps: divide it by those).")] = None,
     tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row; RL steps for PPO/GRPO).")] = None,
     budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
     deadline: Annotated[str | None, typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
@@ -27,24 +27,28 @@ def fit(
     market: Annotated[str | None, typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): its cheapest entry.")] = None,
     fx: Annotated[list[str], typer.Option(help="Exchange rate FROM:TO=RATE (1 FROM = RATE TO), e.g. USD:CNY=7.2. Repeatable. Without one, currencies are ranked apart.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE (hardware.gpus_per_node pins the count). Repeatable.")] = [],
-    global_batch: Annotated[int | None, typer.Option(help="Sequences per optimizer step, kept fixed (default: the card's micro-batch x accumulation x GPUs).")] = None,
+    global_batch: Annotated[int | None, typer.Option(help="Sequences per optimizer step, held fixed on every row (default: the card's micro-batch x accumulation x data-parallel ranks, as written); each row picks its accumulation (and micro-batch, unless pinned) to train exactly that many, and a card count that cannot split it is listed as skipped. With batch.micro_batch_size and batch.grad_accum both pinned by --set, and no --global-batch, rows are ranked per token instead (--steps refused; give --tokens).")] = None,
+    search_scope: Annotated[bool, typer.Option("--search-scope", help="Also search scope (full, lora, qlora): without it the card's scope is held, the default card's full SFT included; the output warns that rows may train another scope.")] = False,
     json_: Annotated[bool, typer.Option("--json", help="One JSON object on stdout.")] = False,
     html: Annotated[Path | None, typer.Option(help="Also write an HTML report: ranked table and cost-against-time chart.")] = None,
     calibration: Annotated[Path | None, typer.Option("--calibration", help="Calibration file of measured rates (`trainfit calibrate`). Default: $TRAINFIT_CALIBRATION, else $XDG_CONFIG_HOME/trainfit/calibration.json, when it exists.")] = None,
 ) -> None:
     """The best plan of each GPU kind and card count, ranked by the objective; Pareto front marked.
 
-    What the card file sets is pinned, except its hardware section (where the search starts); --set pins more, hardware.* included."""
+    Model, method and scope (what to train) are held as the card states them, with a card file or the default card
+    alike (--search-scope opens scope). What a card file writes is pinned too, except its hardware section (where the
+    search starts) and batch.grad_accum (chosen per row to hold the global batch); with no CARD the default card's
+    other fields are starting values the search varies. --set pins more, hardware.* and batch.grad_accum included."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.cli.common import default_card_dict, parse_set, set_path
     from trainfit.errors import CardError
-    from trainfit.fit_search import card_on_a_kind
-    from trainfit.search import GPU_COUNTS, flat_keys
+    from trainfit.fit_search import card_on_a_kind, fit_pins, with_scope_note
+    from trainfit.search import GPU_COUNTS
     from trainfit.search import fit as run_fit
     from trainfit.spec.card import load_card_dict, read_card_file
 
     data = read_card_file(card) if card is not None else default_card_dict()
-    pinned = {k for k in flat_keys(data) if not k.startswith("hardware")} if card is not None else {"model", "method"}
+    pinned = fit_pins(data, card_file=card is not None, search_scope=search_scope)
     for item in set_:
         key, value = parse_set(item)
         set_path(data, key, value)
@@ -81,6 +85,8 @@ def fit(
         result = run_fit(data, gpus=gpus, max_gpus=max_gpus, prices=prices, pinned=frozenset(pinned),
                          progress=lambda f: bar.update(task, completed=f), global_batch=global_batch,
                          calibration=cal, goal=goal)
+    if "scope" not in pinned:
+        result = with_scope_note(result, data)
     if html is not None:  # atomic: a full disk leaves no half-written report
         from trainfit.fsio import write_text_atomic
         from trainfit.report.html import fit_html
@@ -96,6 +102,7 @@ def fit(
                     "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
                     "run_optimizer_steps": (None if goal.steps is None
                                             else goal.steps * result.optimizer_steps_per_step),
+                    "batch_basis": _basis(result),
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
                     "calibration": _calibration(cal, gpus, card_, result.rows),
                     "rows": rows,
@@ -107,6 +114,14 @@ def fit(
 
         _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, card_, result.rows))), soft_wrap=True)
     _render(result, rows, goal)
+
+
+def _basis(result) -> dict:
+    """What every row holds per step (``fit_search.BatchBasis``): the global batch in sequences and tokens, or
+    neither (per token; PPO / GRPO: the card's rollout batch)."""
+    return {"basis": result.batch_basis.value, "sequences_per_step": result.global_batch,
+            "tokens_per_step": (None if result.tokens_per_global_batch is None
+                                else round(result.tokens_per_global_batch))}
 
 
 def _calibration(cal, gpus: list[str], card, rows) -> dict | None:
@@ -237,17 +252,20 @@ def _render(result, rows, goal) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from trainfit.fit_search import LAYOUT_KEYS, STACK_KEY, stack_note
+    from trainfit.fit_search import LAYOUT_KEYS, STACK_KEY, basis_note, stack_note
     from trainfit.report.fmt import gib
     from trainfit.search import layout_text
 
     c = Console(width=160)
     run = goal.has_run
-    by = {"cost": "cost per run" if run else "cost per step (then step time)", "time": "run time" if run else "step time",
+    per_token = result.goal is not None and result.goal.per_token and not run
+    step_by = ("cost per token (then time per token)", "time per token") if per_token else (
+        "cost per step (then step time)", "step time")
+    by = {"cost": "cost per run" if run else step_by[0], "time": "run time" if run else step_by[1],
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
-                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)};"
-                    " * = Pareto front (time vs cost)")
+                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)}"
+                    f"; {basis_note(result)}; * = Pareto front (time vs cost)")
     from trainfit.objective import StepUnit
 
     step_col = "RL step s" if result.step_unit is StepUnit.RL_STEP else "step s"
@@ -265,7 +283,7 @@ def _render(result, rows, goal) -> None:
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
             (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
             r["stack"] or "-", layout_text(tuple(r["parallel"].items())),
-            ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items())
+            ", ".join(_knob(k, v) for k, v in sorted(r["knobs"].items())
                       if k not in LAYOUT_KEYS.values() and k != STACK_KEY),
         )
     c.print(t)
@@ -293,6 +311,13 @@ def _render(result, rows, goal) -> None:
     c.print(stack_note(result.stack), markup=False)
     c.print("Rows without a price rank after priced ones on cost; host RAM counts toward 'fits' only when the card"
             " states hardware.host_ram_gib.")
+
+
+def _knob(key: str, value) -> str:
+    """One knob as the table shows it; the (micro-batch, accumulation) pair as ``batch=1x8``."""
+    if key == "batch" and isinstance(value, dict):
+        return f"batch={value.get('micro_batch_size')}x{value.get('grad_accum')} (micro x accum)"
+    return f"{key}={value}"
 
 
 def _run_text(result, goal) -> str:

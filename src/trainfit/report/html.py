@@ -554,10 +554,12 @@ def skipped_of(result: Any) -> list[dict[str, Any]]:
 
 
 def fit_notes(result: Any) -> list[str]:
-    """The lines under the fit table: how the rows' software stacks were chosen, then each skipped kind or count."""
-    from trainfit.fit_search import stack_note
+    """The lines under the fit table: what every row trains per step (``fit_search.basis_note``), how the rows'
+    software stacks were chosen, then each skipped kind or count."""
+    from trainfit.fit_search import basis_note, stack_note
 
-    return [stack_note(getattr(result, "stack", None))] + [
+    basis = [basis_note(result)] if getattr(result, "batch_basis", None) is not None else []
+    return basis + [stack_note(getattr(result, "stack", None))] + [
         f"skipped {k.gpu}{'' if k.gpus is None else f' at {k.gpus} cards'}: {k.reason}"
         for k in getattr(result, "skipped", ())]
 

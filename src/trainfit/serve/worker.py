@@ -19,6 +19,7 @@ from typing import Any
 from trainfit.catalog.models import catalog_entry, catalog_ids  # noqa: F401
 from trainfit.compute.cost import parse_price
 from trainfit.errors import CardError, TrainfitError
+from trainfit.fit_search import fit_pins
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
@@ -118,7 +119,9 @@ def fit_payload(body: Any) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise CardError("card: the file must hold a mapping of keys to values")
     data = dict(data)
-    pinned = set(flat_keys(data))  # like a card file given to `trainfit fit`: what it sets is kept
+    # like a card file given to `trainfit fit` (fit_search.fit_pins: what it sets is kept, scope included, its
+    # accumulation chosen per row to hold the global batch), its hardware section pinned as well
+    pinned = fit_pins(data, card_file=True) | {k for k in flat_keys(data) if k.startswith("hardware")}
     if data.get("preset"):
         data = apply_preset(data, str(data["preset"]))
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))

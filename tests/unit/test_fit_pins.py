@@ -1,0 +1,29 @@
+"""What `fit` holds (``fit_search.fit_pins``): model, method and scope with or without a card file; a card file's
+other fields but its hardware and its accumulation (chosen per row to hold the global batch)."""
+
+from trainfit.cli.common import default_card_dict
+from trainfit.fit_search import BatchBasis, batch_basis, fit_pins
+
+
+def test_the_default_card_holds_what_to_train_only():
+    assert fit_pins(default_card_dict(), card_file=False) == {"model", "method", "scope"}
+
+
+def test_the_same_card_as_a_file_holds_what_it_writes_but_hardware_and_accumulation():
+    held = fit_pins(default_card_dict(), card_file=True)
+    assert {"model", "method", "scope", "batch.micro_batch_size", "batch.seq_len", "parallel.strategy"} <= held
+    assert not {k for k in held if k.startswith("hardware")}
+    assert "batch.grad_accum" not in held and "batch" not in held
+
+
+def test_search_scope_leaves_scope_open_on_both_paths():
+    for card_file in (False, True):
+        assert "scope" not in fit_pins(default_card_dict(), card_file=card_file, search_scope=True)
+
+
+def test_the_basis_is_per_token_only_with_both_batch_sizes_pinned_and_no_global_batch():
+    both = frozenset({"batch.micro_batch_size", "batch.grad_accum"})
+    assert batch_basis(rl=False, pinned=both, global_batch=None) is BatchBasis.PER_TOKEN
+    assert batch_basis(rl=False, pinned=both, global_batch=16) is BatchBasis.GLOBAL_BATCH
+    assert batch_basis(rl=False, pinned=frozenset({"batch.micro_batch_size"}), global_batch=None) is BatchBasis.GLOBAL_BATCH
+    assert batch_basis(rl=True, pinned=both, global_batch=None) is BatchBasis.ROLLOUT_BATCH

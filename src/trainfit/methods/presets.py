@@ -458,8 +458,35 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # weights by default (MegatronLoraConfig.merge_lora True, skyrl/train/config/config.py l.325) and syncs full
         # weights, so it keeps level 2 (_uses_lora_weight_sync, inference_servers/utils.py l.23-34 @2e9c89af)
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}
+    if name == "unsloth":
+        merged["parallel"] = unsloth_activation_offload(merged.get("parallel") or {},
+                                                        stated=card_data.get("parallel") or {})
     merged["preset"] = name
     return merged
+
+
+def unsloth_activation_offload(parallel: dict[str, Any], *, stated: dict[str, Any]) -> dict[str, Any]:
+    """The merged ``parallel`` section of a ``preset: unsloth`` card with Unsloth's offloaded checkpointing:
+    ``activation_offload`` true where every layer is checkpointed (``gradient_checkpointing`` true, no selective or
+    every-n-th rule) and the card (``stated``) does not state ``activation_offload`` itself
+    (``methods.unsloth.UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE``); the section unchanged otherwise."""
+    if "activation_offload" in stated:
+        return parallel
+    checkpointed = str(parallel.get("gradient_checkpointing", True)).lower() == "true"
+    selective = str(parallel.get("selective_checkpointing") or "none") != "none"
+    if not checkpointed or selective or parallel.get("checkpoint_every_n_layers") is not None:
+        return parallel
+    return {**parallel, "activation_offload": True}
+
+
+def preset_source(name: str, *, rl: bool) -> str:
+    """The source line a plan states for preset ``name``: an RL plan (``rl``: method ppo or grpo) the preset's own,
+    another method the line of what that method runs (Unsloth: TRL's SFTTrainer, ``UNSLOTH_SFT_SOURCE``)."""
+    if name == "unsloth":
+        from trainfit.methods.unsloth import UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE, UNSLOTH_SFT_SOURCE
+
+        return f"{UNSLOTH_PRESET_SOURCE if rl else UNSLOTH_SFT_SOURCE}; {UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE}"
+    return preset(name).source
 
 
 def knob_name(name: str | None, key: str) -> str:

@@ -38,9 +38,9 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
         "GiB = 2^30 bytes, GB = 10^9 bytes",
     ]
     if card.preset:
-        from trainfit.methods.presets import preset
+        from trainfit.methods.presets import preset_source
 
-        out.append(f"preset {card.preset}: {preset(card.preset).source}")
+        out.append(f"preset {card.preset}: {preset_source(card.preset, rl=card.method in (Method.PPO, Method.GRPO))}")
     if card.method in (Method.PPO, Method.GRPO):
         out.append(
             "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"

@@ -189,3 +189,17 @@ def test_the_assumption_names_the_trainer_of_the_method() -> None:
     assert "SFTTrainer" in sft_line and "GRPOTrainer" not in sft_line and "vLLM" not in sft_line
     assert "GRPOTrainer" in grpo_line
     assert "offloaded" in sft_line and "offloaded" in grpo_line
+
+
+def test_the_trl_export_leaves_the_offload_to_unsloth() -> None:
+    """The preset's activation_offload is Unsloth's offloaded checkpointing (get_peft_model's
+    use_gradient_checkpointing="unsloth"), not TRL's activation_offloading, which would offload a second time."""
+    from trainfit.export.trl import build
+    from trainfit.spec.card import load_card_dict
+
+    base = {"model": "Qwen/Qwen2.5-3B", "method": "sft", "scope": "lora", "hardware": {"gpu": "a10g", "gpus_per_node": 1}}
+    uns = build(load_card_dict(apply_preset(dict(base), "unsloth")))
+    assert "activation_offloading" not in uns.data["args"]
+    assert any('use_gradient_checkpointing="unsloth"' in n for n in uns.notes)
+    trl = build(load_card_dict(apply_preset({**base, "parallel": {"activation_offload": True}}, "trl")))
+    assert trl.data["args"]["activation_offloading"] is True

@@ -142,3 +142,64 @@ def test_an_fp8_engine_over_a_qlora_base_is_refused_with_one_line() -> None:
     assert UNSLOTH_FP8_QLORA_REFUSAL in str(exc.value) and "\n" not in UNSLOTH_FP8_QLORA_REFUSAL
     # the same engine over a 16-bit LoRA base (Unsloth's fp8 LoRA) is not refused by this check
     RunCard(**{**card, "scope": "lora", "precision": {"compute": "bf16"}})
+
+
+REVIEW_CARD = {
+    "model": "Qwen/Qwen3-8B", "method": "grpo", "scope": "qlora", "preset": "unsloth", "lora": {"rank": 32, "alpha": 64},
+    "hardware": {"gpu": "l40s", "gpus_per_node": 1, "nodes": 1}, "batch": {"micro_batch_size": 8},
+    "rollout": {"prompts_per_step": 1, "num_generations": 8, "prompt_len": 512, "response_len": 4096},
+}
+
+
+@pytest.mark.parametrize("method", ["grpo", "sft", "dpo"])
+def test_the_preset_offloads_the_checkpointed_layer_inputs(method: str) -> None:
+    """use_gradient_checkpointing='unsloth' (FastLanguageModel.get_peft_model's default from 2025.7.4, unslothai/unsloth
+    3824a6ad789ff707965072a06eb67d9205073634; set by the notebooks before it) keeps each checkpointed layer input on the
+    host (unsloth-zoo gradient_checkpointing.py ``hidden_states.to("cpu", non_blocking = True)`` then
+    ``ctx.save_for_backward(saved_hidden_states)``, l.145 / l.148 @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de): the preset
+    plans parallel.activation_offload for every method, unless the card states it or turns checkpointing off."""
+    assert apply_preset({"method": method}, "unsloth")["parallel"]["activation_offload"] is True
+    stated = apply_preset({"method": method, "parallel": {"activation_offload": False}}, "unsloth")
+    assert stated["parallel"]["activation_offload"] is False
+    no_ckpt = apply_preset({"method": method, "parallel": {"gradient_checkpointing": False}}, "unsloth")
+    assert "activation_offload" not in no_ckpt["parallel"]
+    assert "activation_offload" not in apply_preset({"method": method}, "trl").get("parallel", {})
+
+
+def test_the_review_card_fits_with_the_checkpoints_on_the_host() -> None:
+    """Qwen3-8B GRPO QLoRA on one L40S, micro-batch 8 x 4608 tokens: with the layer inputs on the GPU the plan said
+    'does not fit' (about 48 GiB of 44.5); Unsloth keeps them on the host, 36 layers x 8 x 4608 x 4096 x 2 B =
+    10.1 GiB, which the plan now counts in host RAM, not on the device."""
+    on_host = api.plan(REVIEW_CARD)
+    on_gpu = api.plan({**REVIEW_CARD, "parallel": {"activation_offload": False}})
+    inputs = 36 * 8 * 4608 * 4096 * 2
+    assert on_host.fits and not on_gpu.fits
+    assert on_host.host_ram.get("activations", 0.0) >= inputs
+    assert "activations" not in on_gpu.host_ram
+    assert on_gpu.peak.allocated - on_host.peak.allocated > 0.9 * inputs
+
+
+def test_the_assumption_names_the_trainer_of_the_method() -> None:
+    """An SFT plan under preset unsloth states Unsloth's SFT path (TRL's SFTTrainer), not the GRPO trainer's."""
+    sft = api.plan({"model": "Qwen/Qwen2.5-3B", "method": "sft", "scope": "lora", "preset": "unsloth",
+                    "hardware": {"gpu": "a10g", "gpus_per_node": 1}})
+    grpo = api.plan(REVIEW_CARD)
+    (sft_line,) = [a for a in sft.assumptions if a.startswith("preset unsloth:")]
+    (grpo_line,) = [a for a in grpo.assumptions if a.startswith("preset unsloth:")]
+    assert "SFTTrainer" in sft_line and "GRPOTrainer" not in sft_line and "vLLM" not in sft_line
+    assert "GRPOTrainer" in grpo_line
+    assert "offloaded" in sft_line and "offloaded" in grpo_line
+
+
+def test_the_trl_export_leaves_the_offload_to_unsloth() -> None:
+    """The preset's activation_offload is Unsloth's offloaded checkpointing (get_peft_model's
+    use_gradient_checkpointing="unsloth"), not TRL's activation_offloading, which would offload a second time."""
+    from trainfit.export.trl import build
+    from trainfit.spec.card import load_card_dict
+
+    base = {"model": "Qwen/Qwen2.5-3B", "method": "sft", "scope": "lora", "hardware": {"gpu": "a10g", "gpus_per_node": 1}}
+    uns = build(load_card_dict(apply_preset(dict(base), "unsloth")))
+    assert "activation_offloading" not in uns.data["args"]
+    assert any('use_gradient_checkpointing="unsloth"' in n for n in uns.notes)
+    trl = build(load_card_dict(apply_preset({**base, "parallel": {"activation_offload": True}}, "trl")))
+    assert trl.data["args"]["activation_offloading"] is True

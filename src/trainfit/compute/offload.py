@@ -375,6 +375,32 @@ def layer_offload_stall_seconds(*, layers: int, offloaded_layers: int, forward_s
     return forward_wait, backward_wait
 
 
+def offloaded_checkpoint_copy_seconds(*, layers: int, layer_input_bytes: float, copy_bytes_per_s: float) -> float:
+    """Seconds one micro-batch's compute stream spends on Unsloth's offloaded checkpoint copies as the ``unsloth``
+    preset's release runs them (Unsloth 2025.2.4 with unslothai/unsloth-zoo @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de,
+    ``methods.unsloth``): ``Unsloth_Offloaded_Gradient_Checkpointer.forward`` copies each decoder layer's input to the
+    host with ``hidden_states.to("cpu", non_blocking = True)`` before running the layer (unsloth_zoo/
+    gradient_checkpointing.py l.145-147) and its backward copies it back with ``.to("cuda:0", non_blocking = True)``
+    before the recompute (l.158-161). Both are issued on the current stream, the one the layer's kernels run on, so
+    each copy runs in that stream's order, after the kernels before it and before the kernels after it (CUDA C++
+    Programming Guide, "Streams": "commands ... in a stream ... execute in order",
+    https://docs.nvidia.com/cuda/cuda-c-programming-guide/, read 2026-12-05): ``non_blocking`` frees the host, not the
+    stream. One copy a layer each way: 2 x ``layers`` x ``layer_input_bytes`` / ``copy_bytes_per_s``.
+
+    The rate is the pinned one (``host_copy_bytes_per_s``): a non_blocking device-to-host ``.to`` allocates its output
+    in pinned memory (pytorch/pytorch aten/src/ATen/native/TensorConversions.cpp ``_to_copy``: ``pin_out =
+    (non_blocking && ... options.device().is_cpu() ...)``, ``options.pinned_memory(pin_out)``
+    @fc9325ea0d1cae1bbff1b67e6962e66fe562b39a), and the copy back reads that tensor.
+
+    At 2026.1.3 (unsloth-zoo @fd50fb1c950594249e54d46066bcae46c888e62f, ``UnslothCheckpointFunction``) the copies run on
+    a side stream: the forward's beside the layer (the compute stream waits at the layer's end, l.470-472, l.500), the
+    backward's still before the recompute (``EXTRA_STREAM.wait_stream(MAIN_STREAM)`` then ``MAIN_STREAM.wait_stream(
+    EXTRA_STREAM)``, l.530-532, l.582); that release is not what the preset reads and is not priced here."""
+    if layers < 0 or layer_input_bytes < 0 or copy_bytes_per_s <= 0:
+        raise ValueError("offloaded_checkpoint_copy_seconds: layers, bytes >= 0 and a copy rate > 0")
+    return 2.0 * layers * layer_input_bytes / copy_bytes_per_s
+
+
 FSDP2_CPU_ACCUMULATE_BYTES_PER_GRAD_BYTE = 3.0
 """Host-memory bytes per gradient byte of FSDP2's host-side accumulation ``grad._local_tensor += new_sharded_grad``
 (``fsdp2_offload_accumulation_seconds``): the accumulated shard and the new one read, the sum written."""

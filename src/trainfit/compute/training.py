@@ -747,7 +747,7 @@ def train_step_time(
     launch_blocking: bool = False,
     recompute_whole_layer: bool = False, activation_offload_layers: int = 0,
     activation_offload_bytes_per_layer: float = 0.0, activation_offload_copy_bytes_per_s: float = 0.0,
-    op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
+    checkpoint_copy_s_per_micro_batch: float = 0.0, op_recomputes_attention: bool = False, fsdp2_offload_copy_bytes_per_s: tuple[float, float] | None = None,
     fsdp2_fp32_outputs: bool = False, fsdp2_pipeline_held: bool = False,
     fsdp2_pipeline_reshard_after_forward: bool = True, host_one_thread: bool = False, torch_cpu_offload: bool = True,
     forward_shares: bool = False, head_positions: int | None = None, model_dtype_bytes: float | None = None,
@@ -1396,6 +1396,14 @@ def train_step_time(
                      f" {activation_offload_bytes_per_layer / 1e9:.2f} GB a layer each way at {copy_rate / 1e9:.0f} GB/s"
                      f" per micro-batch; the compute stream waits {fw:.3f} s in the forward and {bw:.3f} s in the"
                      " backward of each")
+
+    if checkpoint_copy_s_per_micro_batch:
+        # Unsloth's offloaded checkpoint (preset unsloth): each layer input's copy to the host and back on the compute
+        # stream, in its order (compute.offload.offloaded_checkpoint_copy_seconds); a full activation offload has no
+        # other time term, and compute.unsloth_layers counts the copy's launch only, not its transfer
+        act_off_s += checkpoint_copy_s_per_micro_batch * micro_steps
+        notes.append(f"offloaded checkpoint: each layer input to the host and back on the compute stream,"
+                     f" {checkpoint_copy_s_per_micro_batch:.3f} s a micro-batch")
 
     phases = [
         _phase("forward", fwd.scaled(micro_steps)),

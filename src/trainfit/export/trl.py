@@ -164,7 +164,13 @@ def _common_args(card: RunCard, notes: list[str]) -> dict[str, Any]:
         a["use_liger_kernel"] = True
         notes.append("loss.chunked: use_liger_kernel=True (Liger fused linear cross-entropy; needs the liger-kernel package)")
     if card.parallel.activation_offload:
-        if card.method in _HAS_ACTIVATION_OFFLOADING:
+        if card.preset == "unsloth":
+            # the preset's offload is Unsloth's offloaded checkpointing, set in the model, not TRL's activation_offloading
+            # (methods.presets.unsloth_activation_offload; methods.unsloth.UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE)
+            notes.append("parallel.activation_offload: Unsloth's offloaded checkpointing, set in the model:"
+                         " FastLanguageModel.get_peft_model(..., use_gradient_checkpointing=\"unsloth\"), not TRL's"
+                         " activation_offloading")
+        elif card.method in _HAS_ACTIVATION_OFFLOADING:
             a["activation_offloading"] = True
         else:
             notes.append(f"parallel.activation_offload: TRL {CONFIG_CLASS[card.method] or 'TrainingArguments'} has no activation_offloading")

@@ -417,9 +417,19 @@ def preset_fill(name: str, key: str) -> Any:
     return node
 
 
+RL_ONLY_SECTIONS = ("rollout", "roles")
+"""Preset sections filled only for method ppo / grpo (``apply_preset``): the engine and the RL roles of each preset are
+its RL trainer's (verl's host-offloaded reference, ppo_trainer.yaml ``ref.fsdp_config.param_offload``; TRL's
+GRPOConfig ``beta`` 0.0, which is not DPOConfig's ``beta``). A DPO, RM or SFT card keeps the card's own defaults there,
+so a refusal of one of those values names a value the user set."""
+
+
 def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
-    """Card data with the preset's defaults filled in under what the card sets."""
+    """Card data with the preset's defaults filled in under what the card sets: the RL-only sections
+    (``RL_ONLY_SECTIONS``) for ppo / grpo only; verl's fp32 parameters not under scope qlora (the nf4 base)."""
     defaults = preset(name).card
+    if str(card_data.get("method", "sft")) not in ("ppo", "grpo"):
+        defaults = {k: v for k, v in defaults.items() if k not in RL_ONLY_SECTIONS}
     if name == "trl" and str(card_data.get("method", "sft")) not in ("grpo", "dpo"):
         # only GRPOTrainer and DPOTrainer patch the fused lm_head in (add_fused_lm_head); SFT, the reward
         # trainer and PPO compute the full logits
@@ -429,8 +439,14 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # the efficient loss is the GRPO trainer's, and a card stating loss.chunked or loss.kernel keeps its own
         defaults = {k: v for k, v in defaults.items() if k != "loss"}
     merged = merge_under(defaults, card_data)
-    if name == "verl" and merged.get("scope", "full") != "full" and "sleep_level" not in (card_data.get("rollout") or {}):
+    if (name == "verl" and "rollout" in defaults and merged.get("scope", "full") != "full"
+            and "sleep_level" not in (card_data.get("rollout") or {})):
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}  # verl sleeps at level 1 when it syncs an adapter
+    if (name == "verl" and str(merged.get("scope", "full")) == "qlora"
+            and "weights" not in (card_data.get("precision") or {})):
+        # the fp32 parameters are the FSDP actor's full or LoRA model; a qlora base is stored in nf4
+        # (spec.card: "qlora stores the base in nf4"), so the preset leaves precision.weights to the scope
+        merged["precision"] = {k: v for k, v in merged["precision"].items() if k != "weights"}
     if (name == "verl" and str((merged.get("parallel") or {}).get("tensor_parallel_impl", "")) == "megatron"
             and "weights" not in (card_data.get("precision") or {})):
         # the fp32 parameters are the FSDP actor's: verl's Megatron backend wraps its model in Megatron-Core's
@@ -450,7 +466,7 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # launches stay Megatron-Core's eager default (parallel.moe_launch null); verl keeps both Megatron-Core
         # defaults (false / eager), so its preset sets neither
         merged["parallel"] = {**par, "pipeline_outputs_deallocated": True}
-    if (name == "skyrl" and merged.get("scope", "full") != "full"
+    if (name == "skyrl" and "rollout" in defaults and merged.get("scope", "full") != "full"
             and str((merged.get("parallel") or {}).get("strategy", Strategy.FSDP)) in {s.value for s in FSDP_STRATEGIES}
             and "sleep_level" not in (card_data.get("rollout") or {})):
         # SkyRL forces sleep level 1 when it syncs LoRA adapters (RemoteInferenceClient.sleep l.1041-1048: level 2
@@ -458,8 +474,35 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # weights by default (MegatronLoraConfig.merge_lora True, skyrl/train/config/config.py l.325) and syncs full
         # weights, so it keeps level 2 (_uses_lora_weight_sync, inference_servers/utils.py l.23-34 @2e9c89af)
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}
+    if name == "unsloth":
+        merged["parallel"] = unsloth_activation_offload(merged.get("parallel") or {},
+                                                        stated=card_data.get("parallel") or {})
     merged["preset"] = name
     return merged
+
+
+def unsloth_activation_offload(parallel: dict[str, Any], *, stated: dict[str, Any]) -> dict[str, Any]:
+    """The merged ``parallel`` section of a ``preset: unsloth`` card with Unsloth's offloaded checkpointing:
+    ``activation_offload`` true where every layer is checkpointed (``gradient_checkpointing`` true, no selective or
+    every-n-th rule) and the card (``stated``) does not state ``activation_offload`` itself
+    (``methods.unsloth.UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE``); the section unchanged otherwise."""
+    if "activation_offload" in stated:
+        return parallel
+    checkpointed = str(parallel.get("gradient_checkpointing", True)).lower() == "true"
+    selective = str(parallel.get("selective_checkpointing") or "none") != "none"
+    if not checkpointed or selective or parallel.get("checkpoint_every_n_layers") is not None:
+        return parallel
+    return {**parallel, "activation_offload": True}
+
+
+def preset_source(name: str, *, rl: bool) -> str:
+    """The source line a plan states for preset ``name``: an RL plan (``rl``: method ppo or grpo) the preset's own,
+    another method the line of what that method runs (Unsloth: TRL's SFTTrainer, ``UNSLOTH_SFT_SOURCE``)."""
+    if name == "unsloth":
+        from trainfit.methods.unsloth import UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE, UNSLOTH_SFT_SOURCE
+
+        return f"{UNSLOTH_PRESET_SOURCE if rl else UNSLOTH_SFT_SOURCE}; {UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE}"
+    return preset(name).source
 
 
 def knob_name(name: str | None, key: str) -> str:

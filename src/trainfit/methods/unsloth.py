@@ -58,9 +58,17 @@ the slot, as the code does it: ``load_lora(load_tensors=True)`` puts the trainer
 ``LoRARequest`` under a new id every call (vllm_utils.py l.1053-1079), and Unsloth's worker manager builds the adapter
 with ``from_lora_tensors(..., device="cpu")`` (unsloth_zoo/vllm_lora_worker_manager.py l.119-131 @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de), so it
 crosses to the host and back into the engine's slot each generate call); (3) the offloaded
-checkpointing's host copies are NOT timed: they are ``non_blocking`` copies of one hidden-state tensor a layer
-(``max_seq_length`` x hidden x 2 bytes per sequence), priced by no card field (``parallel.activation_offload`` is
-torchtune's OffloadActivations of every saved activation, another mechanism); the plan states this as an assumption.
+checkpointing's host copies, ``non_blocking`` copies of one hidden-state tensor a layer (``max_seq_length`` x hidden x
+2 bytes per sequence), are timed since 2026-12-05 on the compute stream they are issued on
+(``compute.offload.offloaded_checkpoint_copy_seconds``, ``plan.time.offloaded_checkpoint_copy_of``: the update only,
+not the log-prob passes). Their memory is planned
+(2026-12-05): the preset sets ``parallel.activation_offload`` (``methods.presets.unsloth_activation_offload``, for every
+method, unless the card states it or checkpoints no layer), whose saved tensors under whole-layer checkpointing are
+exactly these layer inputs, counted in host RAM and not on the GPU (``UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE``). No
+double count: the time model has no other term for a full activation offload (only Transformer Engine's partial one,
+``parallel.activation_offload_layers``), and ``compute.unsloth_layers`` (the 2026.1.3 layers, ``parallel
+.unsloth_layers``) counts only the copy's launch, not its transfer. The six notebook rows' steps moved +0.13 to
++0.25 s (five closer to their runs, the RTX 4090 Mistral row +64.1 -> +65.3 %; no subset median moved).
 The engine's decode under QLoRA streams bitsandbytes 4-bit linears as Unsloth's patched ``_apply_4bit_weight`` calls
 them (``compute.bnb_decode``, wired by ``plan.rl_generation.bnb_engine_inputs`` for a ``software.bitsandbytes`` pin
 before 0.50): the dequantised 16-bit weight, written and read back, in a step of two or more sequences, the packed
@@ -105,11 +113,12 @@ rows already there do not move, and no row outside these six does.
 After first contact (2026-12-05), memory: the six rows' engine budget is the run's own utilization as its saved
 output prints it (0.4966 to 0.6952: the notebooks' code cells were later edited to 0.9, their outputs were not rerun;
 the entries' notes quote both), and the four rows at 2025.3.8 and later plan Unsloth's efficient GRPO loss (6. above).
-Verdicts and what still fails: benchmarks/data/published_rl_times_firstcontact_2612f.json, each entry's note. Not
-modelled and the next place to look: the offloaded checkpointing's memory (4. above: the checkpointed layer inputs
-live on the host, not the GPU, between the forward and the recompute), which no card field states
-(``parallel.activation_offload`` is torchtune's offload of every saved activation). Arithmetic only, not planned: the
-checkpointed inputs the plan keeps on the GPU are 36 layers x 4 x 2048 x 2560 x 2 B = 1.41 GiB on the Qwen3-4B row
+Verdicts and what still fails: benchmarks/data/published_rl_times_firstcontact_2612f.json, each entry's note. The
+offloaded checkpointing's memory (4. above: the checkpointed layer inputs live on the host, not the GPU, between the
+forward and the recompute) is planned since 2026-12-05 (``parallel.activation_offload``, set by the preset): the
+DeepSeek-R1-Qwen3-8B row's fit verdict turned from 'does not fit' to 'fits' (its run ran), the other five keep theirs
+(the Qwen3-4B, Qwen2.5-3B and Phi-4 rows still do not fit). The arithmetic read before it: the
+checkpointed inputs the plan kept on the GPU were 36 layers x 4 x 2048 x 2560 x 2 B = 1.41 GiB on the Qwen3-4B row
 (peak 16.44 -> about 15.0 GiB, at the card's edge) and 36 x 4 x 1024 x 4096 x 2 B = 1.13 GiB on the DeepSeek-R1-Qwen3-8B
 row (15.20 -> about 14.1 GiB). The two 2025.2.4 rows keep TRL's own log-probs: TRL's ``_get_per_token_logps`` asks the
 model for the completion's ``logits_to_keep + 1`` positions only, while the plan's actor logits span prompt + response
@@ -144,12 +153,34 @@ UNSLOTH_PRESET_SOURCE = (
     " lora_request=self.model.load_lora(..., load_tensors=True)) with unslothai/unsloth-zoo"
     " @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de (vllm_utils.py convert_vllm_to_huggingface l.544-612, load_lora"
     " l.1053-1075): TRL's GRPOTrainer in one process on one GPU, vLLM colocated in-process without sleep, one shared"
-    " copy of the base weights, the LoRA adapter served by the engine, gradient checkpointing ('unsloth', offloaded). Assumed, not timed: the"
-    " offloaded checkpointing's non_blocking host copies of each layer's input (hidden behind the layers), and the"
+    " copy of the base weights, the LoRA adapter served by the engine, gradient checkpointing ('unsloth', offloaded: each layer input's copy to the"
+    " host and back timed on the compute stream, compute.offload.offloaded_checkpoint_copy_seconds). Assumed: the"
     " engine budget is the card's gpu_memory_utilization (approximate_vllm_memory_usage lowers it only when the rest"
     " of the card is below its activation estimate)"
 )
-"""The preset's source line (``methods.presets.PRESETS['unsloth']``)."""
+"""The preset's source line (``methods.presets.PRESETS['unsloth']``), as a GRPO / PPO plan states it."""
+
+UNSLOTH_OFFLOADED_CHECKPOINT_SOURCE = (
+    "use_gradient_checkpointing='unsloth' keeps each checkpointed decoder layer's input in host memory between the"
+    " forward and the recompute (unslothai/unsloth-zoo @de3f00e0c1078d4a9db2c9f81e63aa4a0c9146de"
+    " unsloth_zoo/gradient_checkpointing.py l.145 ``saved_hidden_states = hidden_states.to(\"cpu\", non_blocking ="
+    " True)``, l.148 ``ctx.save_for_backward(saved_hidden_states)``, l.158 back to the GPU for the recompute; at"
+    " 2026.1.3 UnslothCheckpointFunction copies it into pinned host buffers, all but the last layer's,"
+    " @fd50fb1c950594249e54d46066bcae46c888e62f l.424-472): planned as parallel.activation_offload, the inputs counted in host RAM; FastLanguageModel"
+    ".get_peft_model defaults to it from 2025.7.4 (unslothai/unsloth 3824a6ad789ff707965072a06eb67d9205073634,"
+    " 2025-07-17, version string 2025.7.4; use_gradient_checkpointing=True before it, plain checkpointing: set parallel.activation_offload false)"
+)
+"""What the preset's ``parallel.activation_offload`` stands for (``methods.presets.apply_preset``)."""
+
+UNSLOTH_SFT_SOURCE = (
+    "Unsloth (unslothai/unsloth @027b5100c7492bce025fe2f03681f440843e4666): FastLanguageModel.from_pretrained and"
+    " get_peft_model, trained by TRL's SFTTrainer (unsloth/trainer.py l.22, l.122: UnslothTrainer(SFTTrainer)) in one"
+    " process on one GPU, gradient checkpointing ('unsloth', offloaded). Its own decoder-layer kernels are planned"
+    " only with parallel.unsloth_layers (compute.unsloth_layers); the offloaded checkpointing's copy of each layer"
+    " input to the host and back is timed on the compute stream (compute.offload.offloaded_checkpoint_copy_seconds)"
+)
+"""The preset's source line on a plan that is not RL (SFT, DPO, RM): no vLLM engine, no GRPO trainer
+(``methods.presets.preset_source``)."""
 
 UNSLOTH_MULTI_GPU_REFUSAL = (
     "preset: 'unsloth' plans one GPU (its notebooks' loader runs vLLM and the trainer in one process on one device;"

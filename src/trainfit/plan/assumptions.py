@@ -5,9 +5,30 @@ from __future__ import annotations
 from trainfit.memory.sharding import Sharding
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import ComputeDtype, Method, RolloutEngine, Scope
+from trainfit.spec.enums import ComputeDtype, Method, Optimizer, RolloutEngine, Scope
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE, GIB, MIB
+
+
+def optimizer_line(card: RunCard) -> str:
+    """The assumption naming the optimizer the plan prices (``precision.optimizer``; its state bytes are
+    ``memory.optimizer.optimizer_state_bytes``): the AdamW implementation only for torch's AdamW, whose step
+    temporaries depend on it (``memory.optimizer.step_temporary_bytes``)."""
+    prec = card.precision
+    states = f"states in {prec.optimizer_states.value}"
+    if prec.optimizer is Optimizer.ADAMW:
+        return f"torch AdamW impl '{prec.optimizer_impl.value}'; {states}"
+    return {
+        Optimizer.SGD: "torch SGD without momentum (optimizer sgd): no optimizer state",
+        Optimizer.ADAFACTOR: "Adafactor (optimizer adafactor): factored second moment (one row and one column vector a"
+                             f" matrix, full for vectors), no first moment; {states}",
+        Optimizer.ADAMW_8BIT: "bitsandbytes 8-bit AdamW (optimizer adamw_8bit): two 8-bit states a parameter with"
+                              " their block-wise fp32 scales",
+        Optimizer.PAGED_ADAMW: "bitsandbytes paged 32-bit AdamW (optimizer paged_adamw): two fp32 states a parameter"
+                               " in paged memory",
+        Optimizer.PAGED_ADAMW_8BIT: "bitsandbytes paged 8-bit AdamW (optimizer paged_adamw_8bit): two 8-bit states a"
+                                    " parameter with their block-wise fp32 scales, in paged memory",
+    }[prec.optimizer]
 
 
 def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replayed: bool = False) -> list[str]:
@@ -27,8 +48,7 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
                     " highest reserved")
     out = [
         "steady state after the first step: optimizer states exist; zero_grad(set_to_none=True) frees gradients",
-        f"torch AdamW impl '{card.precision.optimizer_impl.value}'; states in "
-        f"{card.precision.optimizer_states.value}",
+        optimizer_line(card),
         "the training loop keeps only the loss (transformers Trainer/TRL), so full bf16 logits are freed after forward",
         "allocated includes the cuBLAS + cuBLASLt workspaces (64 MiB on compute capability >= 9.0, 16 MiB before)",
         reserved,
@@ -38,9 +58,9 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
         "GiB = 2^30 bytes, GB = 10^9 bytes",
     ]
     if card.preset:
-        from trainfit.methods.presets import preset
+        from trainfit.methods.presets import preset_source
 
-        out.append(f"preset {card.preset}: {preset(card.preset).source}")
+        out.append(f"preset {card.preset}: {preset_source(card.preset, rl=card.method in (Method.PPO, Method.GRPO))}")
     if card.method in (Method.PPO, Method.GRPO):
         out.append(
             "RL losses use per-token log-probs (selective log-softmax); their logits are modelled with the"

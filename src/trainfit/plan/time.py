@@ -431,6 +431,27 @@ def activation_offload_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *
     return n, sum(act.per_layer[:n]) / max(1, n), rate
 
 
+def offloaded_checkpoint_copy_of(card: RunCard, shard: ModelSpec, rates: DeviceRates, *, micro_batch_size: int,
+                                 seq_len: int) -> float:
+    """Seconds a micro-batch's update waits on Unsloth's offloaded checkpoint copies (``preset: unsloth`` with
+    ``parallel.activation_offload``, which the preset sets: ``methods.presets.unsloth_activation_offload``), 0 otherwise:
+    one layer input (micro-batch x tokens x hidden in the activation dtype) a layer each way, at the host copy rate
+    (``compute.offload.offloaded_checkpoint_copy_seconds``). The log-prob passes are not priced: whether their forwards
+    run through the checkpointer (it is used when the model is in training mode, unslothai/unsloth
+    @027b5100c7492bce025fe2f03681f440843e4666 unsloth/models/llama.py l.748-753) was not read further."""
+    par = card.parallel
+    if card.preset != "unsloth" or not par.activation_offload or par.activation_offload_layers or not par.checkpoints_layers:
+        return 0.0
+    from trainfit.compute.offload import host_copy_bytes_per_s, offloaded_checkpoint_copy_seconds
+
+    rate = host_copy_bytes_per_s(pcie_bytes_per_s=rates.pcie_bytes_per_s,
+                                 host_memory_bytes_per_s=rates.host_memory_bytes_per_s,
+                                 gpus_per_node=train_nodes(card)[1])
+    layer_input = micro_batch_size * seq_len * shard.hidden_size * compute_dtype_bytes(card)
+    return offloaded_checkpoint_copy_seconds(layers=shard.num_layers, layer_input_bytes=layer_input,
+                                             copy_bytes_per_s=rate)
+
+
 def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRates:
     """The rates the card's step is timed at: the calibration's (``rates``) or the published defaults, with what the
     card's ``hardware`` section states of its own hosts. ``hardware.interconnect`` is applied here and nowhere else:
@@ -1139,6 +1160,9 @@ def training_time(
         head_positions=logit_positions(card, seq_len=max(1, seq_len // cp)),
         activation_offload_layers=off_layers, activation_offload_bytes_per_layer=off_bytes,
         activation_offload_copy_bytes_per_s=off_rate,
+        checkpoint_copy_s_per_micro_batch=offloaded_checkpoint_copy_of(card, shard, rates,
+                                                                        micro_batch_size=micro_batch_size,
+                                                                        seq_len=max(1, seq_len // cp)),
         fsdp2_offload_copy_bytes_per_s=fsdp2_offload_copy_rates(card, rates, gpus_per_node=min(ranks, gpus_per_node)),
         # torch FSDP's own CPU offload (not verl's phase moves), and the launcher's OMP_NUM_THREADS for the host-side
         # torch ops it runs (torch's AdamW step, FSDP2's gradient add): host_one_thread_per_rank

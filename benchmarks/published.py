@@ -1607,7 +1607,7 @@ POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_
 # Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
 # PEFT's MetaMathQA result files not scored before (2801-2806: LoRA with KaSA, with the Riemannian-preconditioned AdamW,
 # block-diagonal LoRA on the MLP, and P-tuning with its MLP prompt encoder, on an L40S or an RTX 4090), torchtitan's
-# per-parameter FSDP commit (2807-2815: Llama-2-7B shapes on 8 Meta H100s, FSDP1 / FSDP2, full, every-other-layer and no
+# per-parameter FSDP commit (2807-2815: Llama-2-7B shapes on 8 Meta H100s, FSDP1 / FSDP2, full, per-op selective and no
 # activation checkpointing) and two ms-swift LoRA example headers (2816-2817).
 
 
@@ -1618,25 +1618,44 @@ def _peft_4090_card(scope: str, **section: dict) -> dict[str, Any]:
     return {**card, "software": {"transformers": "5.12.1"}, "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}}
 
 
-def _titan_pr165_card(*, fsdp_version: str, ac: str) -> dict[str, Any]:
+def _titan_pr165_card(*, fsdp_version: str, ac: str, compiled: bool = False) -> dict[str, Any]:
     """torchtitan @83c879f1 (PR #165) and its parent: train_configs/llama_7b.toml (flavor 7B = dim 4096, 32 layers, 32
     heads, Llama-2's 32,000-token tokenizer and 11,008-wide MLP: Llama-2-7B's shapes), local batch 8 x 2048 tokens, 8
     GPUs of one host, FSDP full shard per transformer block with MixedPrecisionPolicy(param bf16, reduce fp32) over fp32
     parameters (parallelize_llama.py l.211-229; FSDP1's MixedPrecision alike at the parent, l.223-231), torch AdamW
-    foreach (train.py l.95-96), F.cross_entropy on the bf16 logits outside autocast (train.py l.284: loss.upcast
-    false). ``ac``: full (checkpoint_wrapper per block), every_other (the config's default mode selective with
-    selective_ac_option '2', config_manager.py l.246-255) or none."""
+    foreach (train.py l.95-96). ``ac``: full (checkpoint_wrapper per block), op (per-op SAC) or none.
+
+    The loss (mapping corrected after first contact): the model's forward returns ``self.output(h).float()``
+    (torchtrain/models/llama/model.py l.501 @83c879f1, l.516 at the parent): the bf16 logits are a temporary of that
+    line and the model output is an fp32 copy; the loop binds it, ``pred = model(input_ids)``, scores
+    ``F.cross_entropy(pred.flatten(0, 1), ...)`` on it and keeps it bound through ``backward()`` and the optimizer
+    step until the next step's ``pred = model(...)`` (train.py l.277-298 @83c879f1): loop.keeps_output_through_backward
+    with kept_output_dtype fp32 (first contact mapped it as a cross-entropy on bf16 logits, loss.upcast false).
+
+    'SAC' (mapping corrected after first contact): the same figures were posted on 2024-03-06 in
+    https://github.com/pytorch/torchtitan/pull/116 and on 2024-03-13 in https://github.com/pytorch/torchtitan/pull/135
+    (their descriptions, read 2026-12-05), before every-n-th-layer checkpointing existed (it came
+    with 0d415d782b9cdee51bd8fe3d03ada4e3157cc446, #125, 2024-03-14). Until then the only selective option was
+    ``--training.enable_selective_ac``, the per-op policy that saves the outputs of every other ``aten.mm`` and of the
+    SDPA flash / efficient kernels (torchtrain/parallelisms/parallelize_llama.py l.71-116 and config_manager.py
+    l.245-248 @680f1aab6aba3efeb212498379d327cd8e4bb57c, 2024-03-06, the commit that added minipile); #135 calls it
+    'the SAC policy ... in not recomputing'. Planned as parallel.gradient_checkpointing selective (op).
+
+    ``compiled`` (mapping corrected after first contact): the no-AC line sits in the description's 'Compile: same setup
+    as eager' list, under 'For fun -- how much can we push MFU?' (https://github.com/pytorch/torchtitan/pull/165, read
+    2026-12-05), beside the compiled SAC run at 16 local batch; its 40 % MFU and 9100-9300 WPS are above every eager
+    line's. train.py l.215-225 @83c879f1: ``model = torch.compile(model)`` with training.compile. parallel.compile."""
     parallel: dict[str, Any] = {"strategy": "fsdp", "fsdp_version": fsdp_version,
-                                "gradient_checkpointing": ac != "none"}
-    if ac == "every_other":
-        parallel["checkpoint_every_n_layers"] = 2
+                                "gradient_checkpointing": {"full": True, "op": "selective", "none": False}[ac]}
+    if compiled:
+        parallel["compile"] = True
     return {
         "model": "meta-llama/Llama-2-7b-hf", "scope": "full",
         "precision": {"weights": "fp32", "compute": "bf16", "master_weights": "none", "optimizer": "adamw",
                       "optimizer_states": "same_as_weights", "optimizer_impl": "foreach"},
         "hardware": {"gpu": "h100-sxm-hbm2e-96gb", "gpus_per_node": 8}, "attention": "sdpa",
         "parallel": parallel, "batch": {"micro_batch_size": 8, "seq_len": 2048},
-        "loss": {"upcast": False},
+        "loop": {"keeps_output_through_backward": True, "kept_output_dtype": "fp32"},
     }
 
 
@@ -1652,13 +1671,13 @@ _FC_D_CARDS: dict[int, dict[str, Any]] = {
     2806: _peft_4090_card("prompt_tuning", prompt_tuning={"num_virtual_tokens": 50}),
     2807: _titan_pr165_card(fsdp_version="fsdp1", ac="full"),
     2808: _titan_pr165_card(fsdp_version="fsdp1", ac="full"),
-    2809: _titan_pr165_card(fsdp_version="fsdp1", ac="every_other"),
-    2810: _titan_pr165_card(fsdp_version="fsdp1", ac="every_other"),
+    2809: _titan_pr165_card(fsdp_version="fsdp1", ac="op"),
+    2810: _titan_pr165_card(fsdp_version="fsdp1", ac="op"),
     2811: _titan_pr165_card(fsdp_version="fsdp2", ac="full"),
     2812: _titan_pr165_card(fsdp_version="fsdp2", ac="full"),
-    2813: _titan_pr165_card(fsdp_version="fsdp2", ac="every_other"),
-    2814: _titan_pr165_card(fsdp_version="fsdp2", ac="every_other"),
-    2815: _titan_pr165_card(fsdp_version="fsdp2", ac="none"),
+    2813: _titan_pr165_card(fsdp_version="fsdp2", ac="op"),
+    2814: _titan_pr165_card(fsdp_version="fsdp2", ac="op"),
+    2815: _titan_pr165_card(fsdp_version="fsdp2", ac="none", compiled=True),
     # ms-swift examples/train/early_stop/lora_sft.sh: the run of point 711 (examples/train/lora_sft.sh) with early stop
     2816: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=607),
     # ms-swift examples/train/agent/loss_scale/train.sh: Qwen2.5-3B LoRA with embed_tokens and lm_head trained in full

@@ -75,7 +75,7 @@ def test_torchtitan_percent_figures_convert_against_the_logged_total() -> None:
 
 
 def test_torchtitan_cards_differ_by_fsdp_version_and_checkpointing_only() -> None:
-    """The nine torchtitan points share one card but for parallel.fsdp_version and the checkpointing setting: the
+    """The nine torchtitan points share one card but for the parallel section (version, checkpointing, compile): the
     active / reserved pairs of a run plan one card, and FSDP1 / FSDP2 differ only in the version field."""
     def strip(card: dict) -> dict:
         return {k: v for k, v in card.items() if k != "parallel"}
@@ -86,18 +86,78 @@ def test_torchtitan_cards_differ_by_fsdp_version_and_checkpointing_only() -> Non
         assert cards[a] == cards[b]
         assert P.POINTS[a]["metric"] == "allocated" and P.POINTS[b]["metric"] == "reserved"
     assert cards[2807]["parallel"] == {**cards[2811]["parallel"], "fsdp_version": "fsdp1"}
-    assert cards[2809]["parallel"]["checkpoint_every_n_layers"] == 2
     assert cards[2815]["parallel"]["gradient_checkpointing"] is False
     card = load_card_dict(cards[2811])
     assert card.world_size == 8 and card.batch.micro_batch_size == 8 and card.batch.seq_len == 2048
-    assert card.loss.upcast is False
     assert P.plan_point(2813).spec.num_layers == 32
 
 
-def test_every_other_layer_checkpointing_plans_between_full_and_none() -> None:
-    """The ambiguous 'SAC' rows (every other block checkpointed) plan more than full checkpointing and less than none."""
-    full, half, none = (P.plan_point(pid).peak.reserved for pid in (2812, 2814, 2815))
-    assert full < half < none
+def test_torchtitan_loop_keeps_the_models_fp32_logits() -> None:
+    """torchtitan's model returns ``self.output(h).float()`` (torchtrain/models/llama/model.py l.501 @83c879f1, l.516
+    at the parent) and train.py keeps it bound as ``pred`` through the loss, backward and the optimizer step (l.277-298):
+    every torchtitan card keeps an fp32 output, not a cross-entropy on bf16 logits (first contact's loss.upcast false),
+    and plans at least the fp32 logits (b x s x V x 4 B) more than that reading at the full-checkpointing peak."""
+    import copy
+
+    from trainfit.plan import make_plan
+    from trainfit.spec.enums import KeptOutputDtype
+
+    for pid in range(2807, 2816):
+        card = load_card_dict(P.POINTS[pid]["card"])
+        assert card.loop.keeps_output_through_backward and card.loop.kept_output_dtype is KeptOutputDtype.FP32
+        assert card.loss.upcast is True
+        assert "MAPPING CORRECTED after first contact" in BY_ID[pid]["notes"]
+        assert "self.output(h).float()" in BY_ID[pid]["notes"]
+    first_contact = copy.deepcopy(P.POINTS[2811]["card"])
+    del first_contact["loop"]
+    first_contact["loss"] = {"upcast": False}
+    fp32_logits_bytes = 8 * 2048 * 32000 * 4
+    assert P.plan_point(2811).peak.allocated >= make_plan(load_card_dict(first_contact)).peak.allocated + fp32_logits_bytes
+
+
+def test_torchtitan_sac_rows_are_the_per_op_policy() -> None:
+    """'SAC' in the commit message is the per-op policy: its four lines were posted (pull/116, 2024-03-06; pull/135,
+    2024-03-13) before every-n-th-layer checkpointing existed (0d415d782b9c, #125, 2024-03-14), when the only selective
+    option was --training.enable_selective_ac (parallelize_llama.py l.71-116 @680f1aab). The SAC rows plan per-op
+    selective checkpointing, between full checkpointing and none."""
+    from trainfit.spec.enums import SelectiveCheckpointing
+
+    for pid in (2809, 2810, 2813, 2814):
+        card = load_card_dict(P.POINTS[pid]["card"])
+        assert card.parallel.selective_checkpointing is SelectiveCheckpointing.OP
+        assert not card.parallel.gradient_checkpointing and card.parallel.checkpoint_every_n_layers is None
+        notes = BY_ID[pid]["notes"]
+        assert "0d415d782b9cdee51bd8fe3d03ada4e3157cc446" in notes and "680f1aab6aba3efeb212498379d327cd8e4bb57c" in notes
+    full, sac, none = (P.plan_point(pid).peak.reserved for pid in (2812, 2814, 2815))
+    assert full < sac < none
+
+
+def test_torchtitan_no_ac_row_is_the_compiled_run() -> None:
+    """The no-AC line of PR #165's description is nested under 'For fun -- how much can we push MFU?' in its
+    'Compile: same setup as eager' list (40 % MFU, above the compiled SAC run's 36 %): train.py l.215-225 @83c879f1
+    compiles the model. The card is compiled (the eager card plans more than the GPU holds, though the run ran)."""
+    import copy
+
+    from trainfit.plan import make_plan
+
+    card = P.POINTS[2815]["card"]
+    assert card["parallel"]["compile"] is True
+    assert all("compile" not in P.POINTS[pid]["card"]["parallel"] for pid in range(2807, 2815))
+    eager = copy.deepcopy(card)
+    del eager["parallel"]["compile"]
+    eager_plan = make_plan(load_card_dict(eager))
+    assert eager_plan.peak.allocated > 95.0396 * 2**30 > P.plan_point(2815).peak.reserved
+    assert "'Compile: same setup as eager'" in BY_ID[2815]["notes"]
+
+
+def test_torchtitan_corrected_cards_land_near_the_published_figures() -> None:
+    """With the fp32 output kept, the per-op SAC policy and the no-AC run compiled, the nine rows plan within 9 % of
+    their figures (first contact: full checkpointing 13-20 % under, the every-other-layer reading 15-28 % over, the
+    eager no-AC card 18.7 % over)."""
+    for pid in range(2807, 2816):
+        entry = P.POINTS[pid]
+        planned_gib = getattr(P.plan_point(pid).peak, entry["metric"]) / 2**30
+        assert abs(planned_gib / BY_ID[pid]["peak_mem"] - 1) < 0.09, pid
 
 
 def test_peft_lora_variants_plan_point_44s_card() -> None:

@@ -174,3 +174,37 @@ def test_log_prob_forwards_pay_the_rope_loop_and_the_a2a_reorders() -> None:
 def _spec():
     from trainfit.plan.resolve import model_spec_of
     return model_spec_of(load_card_dict(CARD))
+
+
+RL_CARD = {"model": "Qwen/Qwen2-7B-Instruct", "method": "grpo", "scope": "full",
+           "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 1},
+           "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True,
+                        "tensor_parallel_impl": "megatron", "compile": True},
+           "batch": {"micro_batch_size": 4, "packed_rope_loop": True},
+           "rollout": {"placement": "colocate", "tensor_parallel": 2, "prompts_per_step": 256, "num_generations": 5,
+                       "prompt_len": 92, "response_len": 1024, "response_len_mean": 182,
+                       "logprob_micro_batch_size": 4}}
+
+
+@pytest.mark.parametrize("preset", [None, "trl"])
+def test_an_rl_card_whose_passes_do_not_pack_is_refused(preset: str | None) -> None:
+    """The planner packs an RL card's passes only under a packing preset (spec.card.PACKING_PRESETS), with
+    rollout.packed_sequences true, or with a token budget (plan.rl_batches.rl_batch); elsewhere the passes pad and
+    there is no thd row to loop over, so the card is refused with the one-line error instead of planning x1.000."""
+    card = {**RL_CARD, **({"preset": preset} if preset else {})}
+    with pytest.raises(Exception, match="batch.packed_rope_loop"):
+        load_card_dict(card)
+
+
+def test_an_rl_card_that_packs_without_a_preset_keeps_the_loop() -> None:
+    """The same card without a preset packs when it says so (rollout.packed_sequences true) or sets a token budget
+    (verl's dynamic batching): both are accepted and plan the loop."""
+    plain = {**RL_CARD, "batch": {"micro_batch_size": 4}}
+    for extra in ({"packed_sequences": True}, {"max_tokens_per_micro_batch": 4096,
+                                                "logprob_micro_batch_size": None,
+                                                "logprob_max_tokens_per_micro_batch": 4096}):
+        on = {**RL_CARD, "rollout": {**RL_CARD["rollout"], **extra}}
+        off = {**plain, "rollout": {**plain["rollout"], **extra}}
+        on_s = make_plan(load_card_dict(on)).time_parts["old_logprob"]
+        off_s = make_plan(load_card_dict(off)).time_parts["old_logprob"]
+        assert on_s > off_s * 1.05, extra

@@ -1465,7 +1465,7 @@ class RolloutSection(_Section):
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     packed_sequences: bool | None = Field(
         None, description="The log-prob and update passes drop padding (pack sequences). null: under the verl, openrlhf"
-        " and nemo-rl presets (plan.rl_batches.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
+        " and nemo-rl presets (spec.card.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
         " (prompt_len + response_len), as NeMo RL's Megatron worker runs with policy.sequence_packing.enabled false.")
     packed_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="Read with parallel.pipeline_parallel > 1 (NeMo RL's Megatron worker,"
@@ -2296,18 +2296,39 @@ def _check_token_budget(card: RunCard) -> None:
                          " capacity, another framework's micro-batching; give one of them")
 
 
+PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl")
+"""Frameworks that remove padding (pack sequences) in their log-prob and update passes. SkyRL:
+``trainer.remove_microbatch_padding`` True by default, "Pack samples into the THD layout and strip
+intra-microbatch padding" (NovaSky-AI/SkyRL skyrl/train/config/config.py l.962-963
+@2e9c89afceb3ef7963748224373ad88882322c99); a recipe that turns it off says ``rollout.packed_sequences: false``.
+Here (not in ``plan.rl_batches``, which reads it) so the card's checks use the planner's own predicate."""
+
+
+def rl_passes_pack(card: RunCard) -> bool:
+    """The RL log-prob and update passes pack sequences: the card's ``rollout.packed_sequences`` where it says, else
+    the preset's habit (``PACKING_PRESETS``), or a token budget (verl's dynamic batching packs whatever the preset) when
+    the card does not say. The predicate ``plan.rl_batches.rl_batch`` plans by."""
+    ro = card.rollout
+    if ro.packed_sequences is not None:
+        return ro.packed_sequences
+    budgeted = ro.max_tokens_per_micro_batch is not None or ro.logprob_max_tokens_per_micro_batch is not None
+    return card.preset in PACKING_PRESETS or budgeted
+
+
 def _check_packed_rope_loop(card: RunCard) -> None:
     """``batch.packed_rope_loop`` needs the samples it loops over: ``batch.packed_sample_tokens``, or an RL method
-    whose log-prob and update passes pack each rollout sequence as one sample (``rollout.packed_sequences`` not
-    false); one line naming the field."""
+    whose log-prob and update passes pack each rollout sequence as one sample (``rl_passes_pack``: a packing preset,
+    ``rollout.packed_sequences`` true, or a token budget); one line naming the field. A card whose passes pad (preset
+    null or trl, no budget) has no thd row to loop over and is refused rather than planned unchanged."""
     b = card.batch
     if not b.packed_rope_loop or b.packed_sample_tokens is not None:
         return
-    if card.method in (Method.PPO, Method.GRPO) and card.rollout.packed_sequences is not False:
+    if card.method in (Method.PPO, Method.GRPO) and rl_passes_pack(card):
         return
     raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set batch.packed_sample_tokens"
-                     " (their mean tokens), or use method ppo / grpo with packed passes (rollout.packed_sequences null"
-                     " or true), or packed_rope_loop false")
+                     " (their mean tokens), or use method ppo / grpo with packed passes (a packing preset: "
+                     + ", ".join(PACKING_PRESETS) + "; rollout.packed_sequences true; or a token budget), or"
+                     " packed_rope_loop false")
 
 
 def _check_weight_transport(card: "RunCard") -> None:

@@ -403,6 +403,7 @@ from trainfit.plan.time import (
     rank_spec,
     rope_loop_samples_of,
     te_ring_context_parallel_of,
+    thd_rope_loop_of,
     timed_rank_holds_head,
     training_time,
     sdpa_mask_layers,
@@ -743,7 +744,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
             rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp,
                                                    sequence_tokens=seq_len if packed else None),
-            rope_loop_context_parallel=cp,
+            rope_loop_context_parallel=cp, rope_loop_form=thd_rope_loop_of(card),
             a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
             # Transformer Engine's ring context-parallel glue runs in its forward, grad or not (compute.cp_ring)
             te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),

@@ -120,3 +120,20 @@ def test_the_rl_passes_notes_quote_the_committed_table() -> None:
                  f"one-step-off log-prob {err('verl-one-step-off-dapo-qwen25math7b-h20-colocate-megatron', 'logprob')}"
                  f" and {err('verl-one-step-off-dapo-qwen25math7b-h20-async-megatron', 'logprob')}"):
         assert text in doc, text
+
+
+@pytest.mark.parametrize("row_id", sorted(LOOPED))
+def test_the_loop_rows_state_their_megatron_core_release(row_id: str) -> None:
+    """Each verl loop row states the Megatron-Core release verl's install names at the row's commit (a core_v0.12
+    release), cited, and plans that release's loop (one .tolist(), one closing cat: spec.card.thd_rope_loop_of)."""
+    from trainfit.spec.card import load_card_dict, thd_rope_loop_of
+    from trainfit.spec.enums import ThdRopeLoop
+
+    e = _entries(LOOPED[row_id])[row_id]
+    sw = e["software"]
+    assert sw["value"]["megatron-core"].startswith("0.12.")
+    assert re.search(r"docs/start/install\.rst l\.\d+ @[0-9a-f]{40}", sw["source"])
+    assert f"core_v{sw['value']['megatron-core']}" in sw["source"] or f"v{sw['value']['megatron-core']}" in sw["source"]
+    card, _ = S.map_rl(e)
+    assert card["software"]["megatron-core"] == sw["value"]["megatron-core"]
+    assert thd_rope_loop_of(load_card_dict(card)) is ThdRopeLoop.CAT

@@ -1408,12 +1408,19 @@ linear). The verl Megatron rows ran this loop (verl's install pins Megatron-LM c
 volcengine/verl docs/start/install.rst l.83 @04acd09d65900521e8019adefd10308220cb7ee2, core_v0.12.1 at l.22
 @503ea75f533f715cf1667551bd375ec9b1e0d5fc)."""
 THD_ROPE_CAT_FORWARD_KERNELS_PER_CALL = 3.0
+"""The same loop's forward kernels per call: ``cu_seqlens // cp_size``, the length difference and the closing
+``torch.cat`` (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
 THD_ROPE_CAT_BACKWARD_KERNELS_PER_SAMPLE = 7.0
-"""Its backward (the same measurement's ``autograd.grad``): 7 kernels per sample and 1 per call (the cat's
-backward slices its gradient into views; no ``copy_`` to undo)."""
+"""Its backward (the same measurement's ``autograd.grad``): 7 kernels per sample; the cat's backward slices its
+gradient into views, with no ``copy_`` to undo (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
 THD_ROPE_CAT_BACKWARD_KERNELS_PER_CALL = 1.0
+"""Its backward's kernels per call beside the samples' (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
 THD_ROPE_CAT_FORWARD_SYNCS_PER_CALL = 1.0
-"""Its host syncs per call: the ``.tolist()`` alone."""
+"""Its host syncs per call: the ``.tolist()`` of the lengths alone, no ``.item()`` (l.166 there) (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
 
 
 @dataclass(frozen=True, slots=True)

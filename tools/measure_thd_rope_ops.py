@@ -7,7 +7,14 @@ The functions below are copied from NVIDIA/Megatron-LM megatron/core/models/comm
 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9): ``_rotate_half`` l.73-89, ``_apply_rotary_pos_emb_bshd`` l.92-137,
 ``_get_thd_freqs_on_this_cp_rank`` l.140-186 and the legacy-freqs branch of ``_apply_rotary_pos_emb_thd``
 l.189-268 (``freqs`` of the max sequence length: CASE 2, one sequence at a time), with the process group replaced
-by its rank and size and the deprecation shims dropped. Run on CPU (torch 2.13.0+cpu): a
+by its rank and size and the deprecation shims dropped. ``_apply_rotary_pos_emb_thd_cat`` is the loop of the
+Megatron-Core releases core_v0.10.0 to core_v0.14.x (copied from NVIDIA/Megatron-LM
+megatron/core/models/common/embeddings/rope_utils.py l.139-179 @core_v0.13.0
+c550cf6c41c31cd3ec72e05c25ea0c979f2b6631, the same statements at core_v0.12.0
+d580efc68a9f0dbf1945f834f6f6200cd01d3343 l.139-175): one ``.tolist()`` of the lengths, no ``.item()``, each sample's
+``_apply_rotary_pos_emb_bshd`` (l.88-122 there: the same ops as the copy above, its MLA flag named
+``multi_latent_attention``) and one ``torch.cat`` of them at the end, no ``copy_``; its ``_get_thd_freqs_on_this_cp_rank``
+(l.125-136) is the copy above at offset 0. Run on CPU (torch 2.13.0+cpu): a
 ``TorchDispatchMode`` counts every non-view aten op of the forward and of ``autograd.grad`` of its output (one
 op = one kernel on a GPU), and the ops that read a device value back to the host (``aten._local_scalar_dense``
 of ``.item()``, and ``.tolist()``, which reads every element after one device-to-host copy: counted once).
@@ -77,6 +84,23 @@ def _apply_rotary_pos_emb_thd(t, cu_seqlens, freqs, *, cp_rank, cp_size, rotary_
     return output
 
 
+def _apply_rotary_pos_emb_thd_cat(t, cu_seqlens, freqs, *, cp_rank, cp_size, rotary_interleaved=False):
+    cu_seqlens = cu_seqlens // cp_size
+    seqlens = (cu_seqlens[1:] - cu_seqlens[:-1]).tolist()
+    return torch.cat(
+        [
+            _apply_rotary_pos_emb_bshd(x.unsqueeze(1), _get_thd_freqs_on_this_cp_rank(cp_rank, cp_size, x, freqs),
+                                       rotary_interleaved=rotary_interleaved)
+            for x in torch.split(t, seqlens)
+        ]
+    ).squeeze(1)
+
+
+LOOPS = {"copy": _apply_rotary_pos_emb_thd, "cat": _apply_rotary_pos_emb_thd_cat}
+"""The two per-sample loops by ``spec.enums.ThdRopeLoop`` value: ``copy`` (Megatron-LM @61f31145, core_v0.19.0),
+``cat`` (core_v0.10.0 to core_v0.14.x)."""
+
+
 class Count(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
@@ -91,15 +115,17 @@ class Count(TorchDispatchMode):
         return func(*args, **(kwargs or {}))
 
 
-def measure(docs: int, cp_size: int, doc_tokens: int = 64, heads: int = 2, dim: int = 8) -> tuple[int, int, int, int]:
-    """(forward kernels, forward syncs, backward kernels, backward syncs) of one call over ``docs`` documents."""
+def measure(docs: int, cp_size: int, doc_tokens: int = 64, heads: int = 2, dim: int = 8,
+            loop: str = "copy") -> tuple[int, int, int, int]:
+    """(forward kernels, forward syncs, backward kernels, backward syncs) of one call over ``docs`` documents, of
+    the ``loop`` form (``LOOPS``)."""
     lens = [doc_tokens * cp_size] * docs
     cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0).tolist()), dtype=torch.int32)
     t = torch.randn(sum(lens) // cp_size, heads, dim, dtype=torch.bfloat16, requires_grad=True)
     # CASE 2 needs freqs shorter or longer than the row: the collate's max_seqlen is the longest document
     freqs = torch.randn(max(lens) + 1, 1, 1, dim)
     with Count() as f:
-        out = _apply_rotary_pos_emb_thd(t, cu, freqs, cp_rank=0, cp_size=cp_size)
+        out = LOOPS[loop](t, cu, freqs, cp_rank=0, cp_size=cp_size)
     grad = torch.ones_like(out)
     with Count() as b:
         torch.autograd.grad(out, t, grad)
@@ -173,11 +199,12 @@ def measure_a2a(docs: int, cp_size: int, doc_tokens: int = 16) -> tuple[int, int
 
 
 if __name__ == "__main__":
-    for cp in (1, 2):
-        rows = [measure(n, cp) for n in (1, 2, 5, 10)]
-        slope = [(rows[3][i] - rows[0][i]) / 9 for i in range(4)]
-        fixed = [rows[0][i] - slope[i] for i in range(4)]
-        print(f"cp {cp}: per call {rows} -> per document {slope}, fixed {fixed}")
+    for loop in LOOPS:
+        for cp in (1, 2):
+            rows = [measure(n, cp, loop=loop) for n in (1, 2, 5, 10)]
+            slope = [(rows[3][i] - rows[0][i]) / 9 for i in range(4)]
+            fixed = [rows[0][i] - slope[i] for i in range(4)]
+            print(f"{loop} cp {cp}: per call {rows} -> per document {slope}, fixed {fixed}")
     for cp in (2, 4):
         rows = [measure_a2a(n, cp) for n in (1, 2, 5, 10)]
         slope = [(rows[3][i] - rows[0][i]) / 9 for i in range(4)]

@@ -96,3 +96,44 @@ def test_the_loop_slows_the_gpg_log_prob_pass() -> None:
     looped_s = make_plan(load_card_dict(card)).time_parts["old_logprob"]
     plain_s = make_plan(load_card_dict(plain)).time_parts["old_logprob"]
     assert looped_s > plain_s * 1.3
+
+
+def test_the_rl_passes_notes_quote_the_committed_table() -> None:
+    """plan/rl_passes.py's Megatron paragraph quotes the loop rows' errors as benchmarks/step_times.json holds them
+    (regenerated with the per-release loop counts), not the figures of an earlier tree."""
+    import trainfit.plan.rl_passes as rl_passes
+
+    doc = " ".join((rl_passes.__doc__ or "").split())
+    assert "10.70 -> 10.83" not in doc
+    points = {(p["id"], p["quantity"]): p for p in json.loads((REPO / "benchmarks" / "step_times.json").read_text())["points"]}
+
+    def err(row_id: str, quantity: str) -> str:
+        p = points[(row_id, quantity)]
+        return f"{(p['trainfit_s'] / p['published_s'] - 1) * 100:+.1f} %"
+
+    gpg = "gpg-verldata-qwen2-7b-gsm8k-megatron-tp2pp2-a100-8g-step2"
+    for text in (f"GPG log-prob {err(gpg, 'logprob')}".replace("+", ""),
+                 f"update {err(gpg, 'actor_update')}".replace("+", ""),
+                 f"step {err(gpg, 'step')}".replace("+", ""),
+                 f"PR 1629 steps {err('verl-pr1629-ppo-qwen2-7b-megatron-tp2pp2-h100-8g', 'step')} and"
+                 f" {err('verl-pr1629-ppo-qwen2-7b-megatron-tp2-h100-8g', 'step')}",
+                 f"one-step-off log-prob {err('verl-one-step-off-dapo-qwen25math7b-h20-colocate-megatron', 'logprob')}"
+                 f" and {err('verl-one-step-off-dapo-qwen25math7b-h20-async-megatron', 'logprob')}"):
+        assert text in doc, text
+
+
+@pytest.mark.parametrize("row_id", sorted(LOOPED))
+def test_the_loop_rows_state_their_megatron_core_release(row_id: str) -> None:
+    """Each verl loop row states the Megatron-Core release verl's install names at the row's commit (a core_v0.12
+    release), cited, and plans that release's loop (one .tolist(), one closing cat: spec.card.thd_rope_loop_of)."""
+    from trainfit.spec.card import load_card_dict, thd_rope_loop_of
+    from trainfit.spec.enums import ThdRopeLoop
+
+    e = _entries(LOOPED[row_id])[row_id]
+    sw = e["software"]
+    assert sw["value"]["megatron-core"].startswith("0.12.")
+    assert re.search(r"docs/start/install\.rst l\.\d+ @[0-9a-f]{40}", sw["source"])
+    assert f"core_v{sw['value']['megatron-core']}" in sw["source"] or f"v{sw['value']['megatron-core']}" in sw["source"]
+    card, _ = S.map_rl(e)
+    assert card["software"]["megatron-core"] == sw["value"]["megatron-core"]
+    assert thd_rope_loop_of(load_card_dict(card)) is ThdRopeLoop.CAT

@@ -174,3 +174,103 @@ def test_log_prob_forwards_pay_the_rope_loop_and_the_a2a_reorders() -> None:
 def _spec():
     from trainfit.plan.resolve import model_spec_of
     return model_spec_of(load_card_dict(CARD))
+
+
+RL_CARD = {"model": "Qwen/Qwen2-7B-Instruct", "method": "grpo", "scope": "full",
+           "hardware": {"gpu": "a100-80gb", "gpus_per_node": 8, "nodes": 1},
+           "parallel": {"strategy": "zero1", "tensor_parallel": 2, "sequence_parallel": True,
+                        "tensor_parallel_impl": "megatron", "compile": True},
+           "batch": {"micro_batch_size": 4, "packed_rope_loop": True},
+           "rollout": {"placement": "colocate", "tensor_parallel": 2, "prompts_per_step": 256, "num_generations": 5,
+                       "prompt_len": 92, "response_len": 1024, "response_len_mean": 182,
+                       "logprob_micro_batch_size": 4}}
+
+
+@pytest.mark.parametrize("preset", [None, "trl"])
+def test_an_rl_card_whose_passes_do_not_pack_is_refused(preset: str | None) -> None:
+    """The planner packs an RL card's passes only under a packing preset (spec.card.PACKING_PRESETS), with
+    rollout.packed_sequences true, or with a token budget (plan.rl_batches.rl_batch); elsewhere the passes pad and
+    there is no thd row to loop over, so the card is refused with the one-line error instead of planning x1.000."""
+    card = {**RL_CARD, **({"preset": preset} if preset else {})}
+    with pytest.raises(Exception, match="batch.packed_rope_loop"):
+        load_card_dict(card)
+
+
+def test_an_rl_card_that_packs_without_a_preset_keeps_the_loop() -> None:
+    """The same card without a preset packs when it says so (rollout.packed_sequences true) or sets a token budget
+    (verl's dynamic batching): both are accepted and plan the loop."""
+    plain = {**RL_CARD, "batch": {"micro_batch_size": 4}}
+    for extra in ({"packed_sequences": True}, {"max_tokens_per_micro_batch": 4096,
+                                                "logprob_micro_batch_size": None,
+                                                "logprob_max_tokens_per_micro_batch": 4096}):
+        on = {**RL_CARD, "rollout": {**RL_CARD["rollout"], **extra}}
+        off = {**plain, "rollout": {**plain["rollout"], **extra}}
+        on_s = make_plan(load_card_dict(on)).time_parts["old_logprob"]
+        off_s = make_plan(load_card_dict(off)).time_parts["old_logprob"]
+        assert on_s > off_s * 1.05, extra
+
+
+def test_the_core_v0_13_loop_counts_its_own_kernels_and_one_sync() -> None:
+    """core_v0.10.0-0.14.x (rope_utils.py l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631): one .tolist(), no
+    .item(), the samples' outputs joined by one torch.cat: 12 forward kernels a sample + 3, 7 backward + 1, one sync
+    (tools/measure_thd_rope_ops.py, loop 'cat'); the 61f31145 loop keeps 13 + 2, 11 - 1, two syncs."""
+    from trainfit.spec.enums import ThdRopeLoop
+
+    f, b = inv.thd_rope_loop(samples=5, layers=36, form=ThdRopeLoop.CAT)
+    assert f.kernels == 2 * 36 * (3 + 12 * 5) and f.host_syncs == 2 * 36 * 1
+    assert b.kernels == 2 * 36 * (1 + 7 * 5) and b.host_syncs == 0
+    f2, _ = inv.thd_rope_loop(samples=5, layers=36, form=ThdRopeLoop.CAT, context_parallel=2)
+    assert f2.kernels - f.kernels == 2 * 36 * 5
+    fc, bc = inv.thd_rope_loop(samples=5, layers=36, form=ThdRopeLoop.COPY)
+    assert fc.kernels == 2 * 36 * (2 + 13 * 5) and fc.host_syncs == 2 * 36 * 2 and bc.kernels == 2 * 36 * (11 * 5 - 1)
+
+
+def test_the_measurement_tool_reproduces_both_loops() -> None:
+    pytest.importorskip("torch")
+    import importlib.util
+    from pathlib import Path
+
+    import trainfit
+    from trainfit.spec.enums import ThdRopeLoop
+    path = Path(trainfit.__file__).resolve().parents[2] / "tools" / "measure_thd_rope_ops.py"
+    spec = importlib.util.spec_from_file_location("measure_thd_rope_ops_loops", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for form in ThdRopeLoop:
+        c = inv.THD_ROPE_LOOP_COUNTS[form]
+        for cp in (1, 2):
+            for n in (1, 3):
+                fk, fs, bk, bs = mod.measure(n, cp, loop=form.value)
+                assert fk == c.forward_per_call + (c.forward_per_sample + (cp > 1)) * n, (form, cp, n)
+                assert fs == c.forward_syncs_per_call and bs == 0
+                assert bk == c.backward_per_call + c.backward_per_sample * n, (form, cp, n)
+
+
+def _verl_card(**software: str) -> dict:
+    return {**RL_CARD, "preset": "verl", **({"software": software} if software else {})}
+
+
+def test_the_card_picks_the_loop_by_its_megatron_core_release() -> None:
+    """software.megatron-core picks the loop (spec.card.thd_rope_loop_of): a 0.13 pin the cat loop, a 0.19 pin the
+    copy loop; no pin on the verl preset: verl's pinned core_v0.13.1, stated in an assumption line; the 0.13 loop
+    runs fewer forward kernels and one sync, so its log-prob pass is shorter than the 0.19 loop's."""
+    from trainfit.spec.card import thd_rope_loop_of
+    from trainfit.spec.enums import ThdRopeLoop
+
+    assert thd_rope_loop_of(load_card_dict(_verl_card(**{"megatron-core": "0.13.0"}))) is ThdRopeLoop.CAT
+    assert thd_rope_loop_of(load_card_dict(_verl_card(**{"megatron-core": "0.19.0"}))) is ThdRopeLoop.COPY
+    assert thd_rope_loop_of(load_card_dict(_verl_card())) is ThdRopeLoop.CAT
+    assert thd_rope_loop_of(load_card_dict({**RL_CARD, "preset": "nemo-rl"})) is ThdRopeLoop.COPY
+    p13 = make_plan(load_card_dict(_verl_card(**{"megatron-core": "0.13.0"})))
+    p19 = make_plan(load_card_dict(_verl_card(**{"megatron-core": "0.19.0"})))
+    assert p13.time_parts["old_logprob"] < p19.time_parts["old_logprob"]
+    notes = [str(a) for a in make_plan(load_card_dict(_verl_card())).assumptions]
+    assert any("core_v0.13" in n and "software.megatron-core" in n for n in notes), notes
+
+
+@pytest.mark.parametrize("pin", ["0.15.0", "0.18.0"])
+def test_a_release_without_the_per_sample_loop_is_refused(pin: str) -> None:
+    """core_v0.15.0-0.18.x gather the samples' frequencies and apply RoPE once over the row (rope_utils.py
+    l.178-247 @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172): no per-sample loop to plan."""
+    with pytest.raises(Exception, match="software.megatron-core"):
+        load_card_dict(_verl_card(**{"megatron-core": pin}))

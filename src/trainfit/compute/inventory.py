@@ -132,7 +132,7 @@ from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
 from trainfit.memory.params import linear_groups
-from trainfit.spec.enums import LayerKind, MoeDispatcher, MoeLoadBalancing
+from trainfit.spec.enums import LayerKind, MoeDispatcher, MoeLoadBalancing, ThdRopeLoop
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec
 
@@ -817,7 +817,7 @@ class PassInventory:
     that the GPU runs it in less time than the host takes to launch it: the queue is empty (the sync drained it) and
     stays empty, so the GPU idles through the loop and its host seconds add to the pass's instead of hiding behind
     the rest of the pass's device work (``training.pass_seconds``). Megatron-Core's unfused thd RoPE
-    (``thd_rope_loop``): ``.tolist()`` of the sample lengths, then about 13 elementwise kernels per sample on a
+    (``thd_rope_loop``): ``.tolist()`` of the sample lengths, then 12 or 13 elementwise kernels per sample (by release) on a
     few-hundred-token slice of the query or key."""
 
     @property
@@ -1371,8 +1371,9 @@ def nemo_rl_pg_loss(*, backend: str, tokens: float, logits_per_token: float, seq
 
 
 THD_ROPE_FORWARD_KERNELS_PER_SAMPLE = 13.0
-"""Megatron-Core's unfused thd RoPE (``apply_rope_fusion`` False with packed sequences,
-``_apply_rotary_pos_emb_thd``, NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py l.189-268,
+"""Megatron-Core's unfused thd RoPE (``apply_rope_fusion`` False with packed sequences) of core_v0.19.0
+(5be9626709af2722333bf54797c954c09edeada3, the same lines) and Megatron-LM main (``ThdRopeLoop.COPY``;
+core_v0.10.0-0.14.x run ``THD_ROPE_CAT_*``'s loop, core_v0.15.0-0.18.x none), ``_apply_rotary_pos_emb_thd``, NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py l.189-268,
 called from ``apply_rotary_pos_emb`` l.338 when ``apply_rope_fusion`` is off, @61f31145dfb4cfaa7d285df12aa9abffb22ff485, the Megatron-LM submodule of NVIDIA-NeMo/Megatron-Bridge
 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9; the same loop at Megatron-LM adfb8ec7 and d12f6c8c, the submodules of
 Bridge 619cc20b and 6799f099): with ``freqs`` of the longest packed sample (``get_rotary_seq_len`` returns the
@@ -1394,23 +1395,73 @@ THD_ROPE_FORWARD_SYNCS_PER_CALL = 2.0
 """Host syncs per call: ``.tolist()`` of the sample lengths and ``cu_seqlens[-1].item()`` (``cu_seqlens`` is on the
 device: Megatron-Bridge's ``get_batch_from_iterator`` moves it with ``.cuda(non_blocking=True)``,
 src/megatron/bridge/training/gpt_step.py l.250-266 @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9). None in backward."""
+THD_ROPE_CAT_FORWARD_KERNELS_PER_SAMPLE = 12.0
+"""The loop of Megatron-Core core_v0.10.0 to core_v0.14.x (``ThdRopeLoop.CAT``: NVIDIA/Megatron-LM
+megatron/core/models/common/embeddings/rope_utils.py ``_apply_rotary_pos_emb_thd`` l.139-179 @core_v0.13.0
+c550cf6c41c31cd3ec72e05c25ea0c979f2b6631, the same statements at core_v0.12.0
+d580efc68a9f0dbf1945f834f6f6200cd01d3343 l.139-175, core_v0.10.0, core_v0.11.0 and core_v0.14.0): ``cu_seqlens //
+cp_size``, one ``.tolist()`` of the length differences, each sample's ``_apply_rotary_pos_emb_bshd`` and one
+``torch.cat`` of the samples' outputs; no ``.item()``, no ``copy_``. Forward: 12 kernels per sample (13 with context
+parallel), 3 per call (the division, the difference, the closing cat). Measured, not fitted:
+``tools/measure_thd_rope_ops.py`` loop ``cat`` (its copy of those lines), at 1, 2, 5 and 10 samples (exactly
+linear). The verl Megatron rows ran this loop (verl's install pins Megatron-LM core_v0.12.0 at
+volcengine/verl docs/start/install.rst l.83 @04acd09d65900521e8019adefd10308220cb7ee2, core_v0.12.1 at l.22
+@503ea75f533f715cf1667551bd375ec9b1e0d5fc)."""
+THD_ROPE_CAT_FORWARD_KERNELS_PER_CALL = 3.0
+"""The same loop's forward kernels per call: ``cu_seqlens // cp_size``, the length difference and the closing
+``torch.cat`` (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
+THD_ROPE_CAT_BACKWARD_KERNELS_PER_SAMPLE = 7.0
+"""Its backward (the same measurement's ``autograd.grad``): 7 kernels per sample; the cat's backward slices its
+gradient into views, with no ``copy_`` to undo (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
+THD_ROPE_CAT_BACKWARD_KERNELS_PER_CALL = 1.0
+"""Its backward's kernels per call beside the samples' (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
+THD_ROPE_CAT_FORWARD_SYNCS_PER_CALL = 1.0
+"""Its host syncs per call: the ``.tolist()`` of the lengths alone, no ``.item()`` (l.166 there) (``tools/measure_thd_rope_ops.py`` loop ``cat`` on NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py
+l.139-179 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ThdRopeLoopCounts:
+    """Kernels and host syncs of one ``apply_rotary_pos_emb`` call of a per-sample thd RoPE loop (``THD_ROPE_*``)."""
+
+    forward_per_sample: float
+    forward_per_call: float
+    backward_per_sample: float
+    backward_per_call: float
+    forward_syncs_per_call: float
+
+
+THD_ROPE_LOOP_COUNTS: dict[ThdRopeLoop, ThdRopeLoopCounts] = {
+    ThdRopeLoop.COPY: ThdRopeLoopCounts(THD_ROPE_FORWARD_KERNELS_PER_SAMPLE, THD_ROPE_FORWARD_KERNELS_PER_CALL,
+                                        THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE, THD_ROPE_BACKWARD_KERNELS_PER_CALL,
+                                        THD_ROPE_FORWARD_SYNCS_PER_CALL),
+    ThdRopeLoop.CAT: ThdRopeLoopCounts(THD_ROPE_CAT_FORWARD_KERNELS_PER_SAMPLE, THD_ROPE_CAT_FORWARD_KERNELS_PER_CALL,
+                                       THD_ROPE_CAT_BACKWARD_KERNELS_PER_SAMPLE, THD_ROPE_CAT_BACKWARD_KERNELS_PER_CALL,
+                                       THD_ROPE_CAT_FORWARD_SYNCS_PER_CALL),
+}
+"""Each loop's counts, each measured on its own cited code (``tools/measure_thd_rope_ops.py`` ``LOOPS``)."""
 THD_ROPE_CALLS_PER_LAYER = 2.0
 """The query and the key each take one ``apply_rotary_pos_emb`` call per attention layer, with the thd
 ``cu_seqlens`` of the packed batch (Megatron-Core ``Attention.forward``, megatron/core/transformer/attention.py
 l.1457-1499 @61f31145dfb4cfaa7d285df12aa9abffb22ff485)."""
 
 
-def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1) -> tuple[PassInventory, PassInventory]:
+def thd_rope_loop(*, samples: float, layers: float, context_parallel: int = 1,
+                  form: ThdRopeLoop = ThdRopeLoop.COPY) -> tuple[PassInventory, PassInventory]:
     """(forward, backward) inventory of Megatron-Core's per-sample thd RoPE loop over ``samples`` packed samples of a
-    row in ``layers`` attention layers (constants above). Every context-parallel rank loops over every sample (each
+    row in ``layers`` attention layers, the ``form`` of the run's release (``THD_ROPE_LOOP_COUNTS``). Every context-parallel rank loops over every sample (each
     holds a slice of each). The kernels are bare aten calls from a Python loop: ``bare_kernels``, the host's
     per-kernel rate of a backward (``training.pass_seconds``), and not scaled by the compile factor (no fusion:
     ``fused_kernels``); their bytes are the rotary bytes the layer already counts."""
+    c = THD_ROPE_LOOP_COUNTS[form]
     calls = THD_ROPE_CALLS_PER_LAYER * layers
-    per_sample = THD_ROPE_FORWARD_KERNELS_PER_SAMPLE + (1.0 if context_parallel > 1 else 0.0)
-    fk = calls * (THD_ROPE_FORWARD_KERNELS_PER_CALL + per_sample * samples)
-    bk = calls * max(0.0, THD_ROPE_BACKWARD_KERNELS_PER_CALL + THD_ROPE_BACKWARD_KERNELS_PER_SAMPLE * samples)
-    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=calls * THD_ROPE_FORWARD_SYNCS_PER_CALL,
+    per_sample = c.forward_per_sample + (1.0 if context_parallel > 1 else 0.0)
+    fk = calls * (c.forward_per_call + per_sample * samples)
+    bk = calls * max(0.0, c.backward_per_call + c.backward_per_sample * samples)
+    fwd = PassInventory((), 0.0, 0.0, 0.0, fk, host_syncs=calls * c.forward_syncs_per_call,
                         fused_kernels=fk, bare_kernels=fk, serial_kernels=fk)
     # the backward's kernels are queued by autograd behind the layer's other gradients, with no sync: not serial
     bwd = PassInventory((), 0.0, 0.0, 0.0, bk, fused_kernels=bk, bare_kernels=bk)
@@ -1577,6 +1628,7 @@ def step_inventory(
     fp8_layer_share: float = 1.0,
     unpad_call_syncs: bool = False, vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     attention_call_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    rope_loop_form: ThdRopeLoop = ThdRopeLoop.COPY,
     te_ring_context_parallel: int = 1, megatron_rope: bool = False,
     expert_bias_probs_grad: bool = True, loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     window_mask: bool = False, window_mask_dtype_bytes: float = 2.0, sdpa_copy_bytes_per_token: float = 0.0,
@@ -1686,7 +1738,7 @@ def step_inventory(
     with the loss's logits cast replaced by the root's and its per-sequence slices' backward in fp32
     (``compute.fsdp2_output_cast``). ``rope_loop_samples`` > 0: the packed samples of the micro-batch
     over which Megatron-Core's unfused thd RoPE loops in every rotary attention layer (``thd_rope_loop``, with
-    ``rope_loop_context_parallel``), in the forward, its recompute and the backward. ``megatron_rope``: Megatron-Core's
+    ``rope_loop_context_parallel``, the loop of ``rope_loop_form``), in the forward, its recompute and the backward. ``megatron_rope``: Megatron-Core's
     layers on a model whose YaRN concentration is not 1 (``ModelSpec.rotary_concentration``): its unfused RoPE,
     eager, in place of the fused rotary (``megatron_rope_work``). ``a2a_thd_sequences`` > 0: the
     packed sequences of a row whose chunks Transformer Engine's a2a context parallel reorders around every attention
@@ -2614,7 +2666,7 @@ def step_inventory(
         layers_fwd, layers_bwd, rec = layers_fwd + rope_f, layers_bwd + rope_b, rec + rope_f
     if rope_loop_samples > 0 and rotary:
         loop_f, loop_b = thd_rope_loop(samples=rope_loop_samples, layers=rotary,
-                                       context_parallel=rope_loop_context_parallel)
+                                       context_parallel=rope_loop_context_parallel, form=rope_loop_form)
         layers_fwd, layers_bwd, rec = layers_fwd + loop_f, layers_bwd + loop_b, rec + loop_f
     if a2a_thd_sequences > 0 and full and rope_loop_context_parallel > 1:
         a2a_f, a2a_b = te_a2a_thd_reorders(sequences=a2a_thd_sequences, layers=full,

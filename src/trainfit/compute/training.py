@@ -69,7 +69,7 @@ from trainfit.compute.rates import (
     HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, PEFT_PARAM_WRAPPER_NOGRAD_RATIO, ZERO3_MODULE_BACKWARD_HOST_S,
     ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
 )
-from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing, MoeRouting
+from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing, MoeRouting, ThdRopeLoop
 from trainfit.spec.model import ModelSpec
 
 if TYPE_CHECKING:
@@ -742,6 +742,7 @@ def train_step_time(
     unpad_call_syncs: bool = False, attention_kernel: str = "auto", attention_fp8: str = "",
     vocab_chunk_columns: int = 0, nemo_rl_loss: str = "", loss_sequences: float = 1.0,
     head: bool = True, scan_syncs: float = 0.0, attention_call_syncs: float = 0.0, rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1,
+    rope_loop_form: ThdRopeLoop = ThdRopeLoop.COPY,
     loss_input_copy: bool = False, loss_input_slice_backward: bool = False,
     a2a_thd_sequences: float = 0.0, te_ring_context_parallel: int = 1, te_layers: bool = False,
     launch_blocking: bool = False,
@@ -822,7 +823,7 @@ def train_step_time(
     (``plan.time.timed_rank_holds_head``): its final norm, head and loss are not timed; ``scan_syncs``: host-synchronising
     reads of single device elements the loop makes per micro-batch (``token_scan_seconds``), a ``loop_scan`` phase;
     ``attention_call_syncs``: as ``inventory.step_inventory`` (host syncs in every attention layer's forward);
-    ``rope_loop_samples`` / ``rope_loop_context_parallel``: as ``inventory.step_inventory`` (Megatron-Core's
+    ``rope_loop_samples`` / ``rope_loop_context_parallel`` / ``rope_loop_form``: as ``inventory.step_inventory`` (Megatron-Core's
     per-sample thd RoPE loop); ``te_ring_context_parallel``: as ``inventory.step_inventory`` (Transformer Engine's
     ring context-parallel glue, ``compute.cp_ring``); ``a2a_thd_sequences``: as ``inventory.step_inventory``
     (Transformer Engine's a2a thd chunk reorders); ``te_layers``: the decoder layers are Megatron-Core's Transformer
@@ -879,6 +880,7 @@ def train_step_time(
                          expert_bias_probs_grad=mp.moe_routing is not MoeRouting.CONSECUTIVE,
                          vocab_chunk_columns=vocab_chunk_columns, nemo_rl_loss=nemo_rl_loss, loss_sequences=loss_sequences,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         rope_loop_form=rope_loop_form,
                          # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
                          megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,
@@ -2113,6 +2115,7 @@ def forward_only_time(
     expert_padding: bool = False, head: bool = True,
     moe_eager_launch: bool = False, entropy_bytes_per_logit: float = 0.0, entropy_kernels: int = 0,
     rope_loop_samples: float = 0.0, rope_loop_context_parallel: int = 1, a2a_thd_sequences: float = 0.0,
+    rope_loop_form: ThdRopeLoop = ThdRopeLoop.COPY,
     te_ring_context_parallel: int = 1, head_positions: int | None = None,
     te_layers: bool = False, window_mask: bool = False, mask_layers: int = 0, window_mask_dtype_bytes: float = 2.0,
     attention_fp8: str = "", work_cv: float = 0.0, data_ranks: int = 0, host_shard_bytes_per_s: float = 0.0,
@@ -2270,6 +2273,7 @@ def forward_only_time(
                          expert_padding=expert_padding, moe_eager_launch=moe_eager_launch,
                          moe_dispatcher=moe_dispatcher, fused_expert_mlp=fused_expert_mlp,
                          rope_loop_samples=rope_loop_samples, rope_loop_context_parallel=rope_loop_context_parallel,
+                         rope_loop_form=rope_loop_form,
                          # Megatron-Core's unfused RoPE under a YaRN concentration (inventory.megatron_rope_work)
                          megatron_rope=te_layers and spec.rotary_concentration != 1.0,
                          a2a_thd_sequences=a2a_thd_sequences, te_ring_context_parallel=te_ring_context_parallel,

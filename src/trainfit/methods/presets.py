@@ -229,7 +229,7 @@ PRESETS["skyrl"] = Preset(
     "Under colocate_all WorkerDispatch moves the trainer's state to the host around the engine "
     "(methods.rl TRAINER_OFFLOAD_PRESETS, plan.rl_offload ONE_WEIGHT_ROUND_TRIP_PRESETS), its reference is a "
     "separate model offloaded outside its own pass (methods.roles REFERENCE_OFFLOAD_PRESETS), the old log-prob pass "
-    "runs by default (methods.roles OLD_LOGPROB_PRESETS), the passes pack (plan.rl_batches PACKING_PRESETS) and "
+    "runs by default (methods.roles OLD_LOGPROB_PRESETS), the passes pack (spec.card PACKING_PRESETS) and "
     "the weights cross by bucketed CUDA IPC (compute.sync SKYRL_COLOCATED)",
     card={
         "rollout": {"engine": "vllm", "placement": "colocate", "gpu_memory_utilization": 0.8, "sleep_level": 2},

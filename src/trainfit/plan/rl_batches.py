@@ -21,7 +21,7 @@ from math import ceil
 
 from trainfit.plan.rl_common import prompt_mean, published_lengths, response_mean
 from trainfit.plan.time import verl_fsdp_workers
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import PACKING_PRESETS, RunCard, rl_passes_pack
 from trainfit.spec.enums import FSDP_STRATEGIES
 from trainfit.spec.model import ModelSpec
 
@@ -62,8 +62,7 @@ def rl_batch(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> RlBatch:
     # l.1303-1312, l.1457-1459 (log-probs))
     # a token budget (verl's dynamic batching) packs its micro-batches whatever the preset (spec.card refuses it with
     # packed_sequences false)
-    budgeted = ro.max_tokens_per_micro_batch is not None or ro.logprob_max_tokens_per_micro_batch is not None
-    packed = passes_pack(card) or (ro.packed_sequences is None and budgeted)
+    packed = rl_passes_pack(card)
     mean = response_mean(card, spec)
     prompt = prompt_mean(card)
     lp_budget = logprob_token_budget(card)
@@ -75,13 +74,6 @@ def rl_batch(card: RunCard, spec: ModelSpec, *, train_gpus: int) -> RlBatch:
         token_spread=sequence_token_spread(card, spec) if (lp_budget or up_budget) else 0.0,
         data_parallel=max(1, train_gpus // max(1, card.parallel.model_parallel)),
     )
-
-
-PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl")
-"""Frameworks that remove padding (pack sequences) in their log-prob and update passes. SkyRL:
-``trainer.remove_microbatch_padding`` True by default, "Pack samples into the THD layout and strip
-intra-microbatch padding" (NovaSky-AI/SkyRL skyrl/train/config/config.py l.962-963
-@2e9c89afceb3ef7963748224373ad88882322c99); a recipe that turns it off says ``rollout.packed_sequences: false``."""
 
 
 def passes_pack(card: RunCard) -> bool:

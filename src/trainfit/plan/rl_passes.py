@@ -249,19 +249,26 @@ Taken: Megatron-Core's unfused RoPE over packed sequences where the run's transf
 ``apply_rope_fusion`` at its default False (NVIDIA/Megatron-LM megatron/core/transformer/transformer_config.py l.255
 @c550cf6c41c31cd3ec72e05c25ea0c979f2b6631): every micro-batch of verl's Megatron actor is one thd row
 (``rope_loop_samples_of``), and ``apply_rotary_pos_emb`` (megatron/core/models/common/embeddings/rope_utils.py l.200,
-l.250, same commit) takes ``_apply_rotary_pos_emb_thd``: a ``.tolist()`` of the lengths (l.166), then about 13 kernels
-per sequence, for the query and the key of each layer (``compute.inventory.thd_rope_loop``). The loop's forward is
+l.250, same commit) takes ``_apply_rotary_pos_emb_thd``: a ``.tolist()`` of the lengths (l.166), then 12 kernels per
+sequence and one closing ``torch.cat`` (l.139-179; core_v0.10-0.14's loop, ``compute.inventory.THD_ROPE_CAT_*``, the
+verl preset's default release ``spec.card.VERL_MEGATRON_CORE_RELEASE``; Megatron-LM main's loop, 13 per sequence and
+two syncs, is Megatron-Bridge's), for the query and the key of each layer (``compute.inventory.thd_rope_loop``). The loop's forward is
 serial (``inventory.PassInventory.serial_kernels``): the sync has drained the queue and each kernel on a
 few-hundred-token slice runs shorter than its launch, so the GPU idles through the loop. Stated on the rows whose
-config is read (train.packed_rope_loop_source): the GPG Megatron log prints 'apply_rope_fusion=False' (log-prob -65.0
--> -45.8 %, update -41.8 -> -25.7 %, step -46.4 -> -33.4 %; then, with the recompute the run never ran taken out,
-the same log's 'recompute_granularity=None' in the entry's checked text, update -48.0 % and step -44.9 %: the update
-still misses as its FSDP twin's does, by more than the loop); verl PR 1629's two PPO steps (-5.8 -> +12.2 %, +26.4 ->
-+51.1 %; their response lengths are not published, the card's default profile stands in) and the one-step-off
-Megatron rows (log-prob +8.6 -> +17.3 % and +2.3 -> +10.9 %, update +9.4 -> +13.5 % and +5.8 -> +9.8 %, step +8.4 ->
-+11.9 %) run the same converter with no override. Of Megatron-Bridge's seven verification rows that loop over 392-token
-samples, six move 0.2-3.1 points closer (all under); the Qwen3-8B 32k SFT row (+25.9 %) does not move. All rows
-10.70 -> 10.83 %, no subset's median moves, H200 rows unchanged. The verl_megatron_practice script sets
+config is read (train.packed_rope_loop_source): the GPG Megatron log prints 'apply_rope_fusion=False'; verl PR 1629's
+two PPO steps (their response lengths are not published, the card's default profile stands in) and the one-step-off
+Megatron rows run the same converter with no override. With the loop first counted at Megatron-LM main's 13 kernels
+and two syncs (04f9b37f): GPG log-prob -65.0 -> -45.8 %, update -41.8 -> -25.7 %, step -46.4 -> -33.4 % (then, with
+the recompute the run never ran taken out, the same log's 'recompute_granularity=None', update -48.0 % and step
+-44.9 %); PR 1629 steps -5.8 -> +12.2 % and +26.4 -> +51.1 %; one-step-off log-prob +8.6 -> +17.3 % and +2.3 -> +10.9
+%, update +9.4 -> +13.5 % and +5.8 -> +9.8 %, step +8.4 -> +11.9 %. Counted at the rows' own release line (core_v0.12
+/ 0.13, 12 kernels and one sync; benchmarks/step_times regenerated on the merged tree): GPG log-prob -47.7 %, update
+-49.7 %, step -46.2 % (the update still misses as its FSDP twin's does, by more than the loop); PR 1629 steps +10.3 %
+and +48.5 %; one-step-off log-prob +16.4 % and +10.1 %, update +12.8 % and +9.1 %, step +11.4 %. Of
+Megatron-Bridge's seven verification rows that loop over 392-token samples (Megatron-LM main's loop), six move
+0.2-3.1 points closer (all under); the Qwen3-8B 32k SFT row (+25.9 %) does not move. On the merged tree all rows
+10.74 % with main's counts on the verl rows, 10.70 % with their release's (held-out half 10.58 -> 10.52 %, fit half
+10.96 %); no subset's median moves, H200 rows unchanged. The verl_megatron_practice script sets
 ``override_transformer_config.apply_rope_fusion=True`` (its
 entries' notes), RLinf's recipe ``apply_rope_fusion: True`` (RLinf/RLinf
 examples/math/config/qwen2.5-1.5b-grpo-megatron.yaml @27368f3541d652c8cd38c93574e91c035401cf49), NeMo RL's Megatron
@@ -403,6 +410,7 @@ from trainfit.plan.time import (
     rank_spec,
     rope_loop_samples_of,
     te_ring_context_parallel_of,
+    thd_rope_loop_of,
     timed_rank_holds_head,
     training_time,
     sdpa_mask_layers,
@@ -743,7 +751,7 @@ def frozen_pass_phases(card: RunCard, spec: ModelSpec, r: DeviceRates, sharding:
             # the training pass (plan.time.training_time), counted over the whole row of rank_seq x cp tokens
             rope_loop_samples=rope_loop_samples_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp,
                                                    sequence_tokens=seq_len if packed else None),
-            rope_loop_context_parallel=cp,
+            rope_loop_context_parallel=cp, rope_loop_form=thd_rope_loop_of(card),
             a2a_thd_sequences=a2a_thd_sequences_of(card, micro_batch_size=lp_mbs, seq_len=rank_seq * cp),
             # Transformer Engine's ring context-parallel glue runs in its forward, grad or not (compute.cp_ring)
             te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),

@@ -45,12 +45,20 @@ from trainfit.methods.roles import logit_positions, train_nodes
 from trainfit.plan.terms import (bnb_loop_experts, fsdp_gathered_dtype, loss_input_copy_of,
                                  megatron_fsdp_fp8_params, padding_mask_of, runs_hf_modelling_code,
                                  trained_dtype_bytes, zero_master_states)
-from trainfit.spec.card import RunCard, pin_before
+from trainfit.spec.card import (
+    VERL_MEGATRON_CORE_RELEASE,
+    RunCard,
+    megatron_core_pin,
+    pin_before,
+    pin_names_release,
+    thd_rope_loop_of,
+)
 from trainfit.spec.enums import Attention, ComputeDtype, ContextParallelKind, Dtype, Fp8Recipe, Method, Scope
 from trainfit.spec.enums import AdapterDtype, ExpertAdapters, LayerKind, LoraDropoutPosition, QloraDequant
 from trainfit.spec.enums import FSDP_STRATEGIES, LossKernel, MoeDispatcher, MoeExperts, TensorParallelImpl
 from trainfit.spec.enums import MoeExpertMlp, MoeLaunch, MoeLoadBalancing, MoeRouterLoad, MoeRouting, Nf4ComputeDtype, Offload, Padding, RolloutEngine
 from trainfit.spec.enums import Interconnect, ModelParallelKernels, KbitPrepare, Launcher, RefPlacement, Stack, Zero1ParamSync
+from trainfit.spec.enums import ThdRopeLoop
 from trainfit.spec.model import ModelSpec
 from trainfit.units import BYTES_PER_DTYPE
 
@@ -1232,12 +1240,13 @@ def training_time(
         attention_call_syncs=card.loop.attention_call_syncs,
         rope_loop_samples=rope_samples,
         rope_loop_context_parallel=cp,
+        rope_loop_form=thd_rope_loop_of(card),  # the loop of the card's Megatron-Core release
         a2a_thd_sequences=a2a,
         te_ring_context_parallel=te_ring_context_parallel_of(card, eager=eager),
         launch_blocking=card.loop.launch_blocking,  # CUDA_LAUNCH_BLOCKING=1 (training.launch_blocking_syncs)
         forward_shares=forward_shares,
     )
-    rope_note = rope_loop_note(rope_samples)
+    rope_note = rope_loop_note(rope_samples, card=card)
     a2a_note = (f"a2a context parallel on packed rows: Transformer Engine reorders {a2a:.1f} sequences' chunks around"
                 " every attention all-to-all in a Python list, with host syncs (compute.inventory.te_a2a_thd_reorders)"
                 if a2a else None)
@@ -1333,12 +1342,27 @@ def fused_router_load_balancing_note(card: RunCard) -> str | None:
             " without host launches; only the eager router's extra ops are priced")
 
 
-def rope_loop_note(n: float) -> str | None:
-    """The plan's note for ``rope_loop_samples_of``'s ``n`` samples per micro-batch (None when 0)."""
+def rope_loop_note(n: float, *, card: RunCard) -> str | None:
+    """The plan's note for ``rope_loop_samples_of``'s ``n`` samples per micro-batch (None when 0): the loop of the
+    card's Megatron-Core release (``spec.card.thd_rope_loop_of``) and where that release comes from."""
     if not n:
         return None
+    form = thd_rope_loop_of(card)
+    pin = megatron_core_pin(card)
+    if form is ThdRopeLoop.CAT:
+        how = "one host sync per call (.tolist()), the samples joined by one cat (Megatron-Core core_v0.10-0.14)"
+    else:
+        how = "two host syncs per call (.tolist(), .item()), each sample copied into the output (core_v0.19 / main)"
+    if pin_names_release(pin):
+        release = f"software.megatron-core {pin}"
+    elif card.preset == "verl":
+        release = (f"no software.megatron-core release pin: verl's pinned core_v{VERL_MEGATRON_CORE_RELEASE}"
+                   " (its install script; set software.megatron-core to the run's release)")
+    else:
+        release = ("no software.megatron-core release pin: Megatron-LM main's loop (core_v0.19, Megatron-Bridge's"
+                   " submodule; set software.megatron-core to the run's release)")
     return (f"rotary embeddings per packed sample: {n:.1f} samples per micro-batch, each a few bare kernels in every"
-            " attention layer's query and key, two host syncs per call (Megatron-Core's unfused thd RoPE,"
+            f" attention layer's query and key, {how}; {release} (Megatron-Core's unfused thd RoPE,"
             " compute.inventory.thd_rope_loop)")
 
 

@@ -70,6 +70,7 @@ from trainfit.spec.enums import (
     Strategy,
     TaskKind,
     TensorParallelImpl,
+    ThdRopeLoop,
     VllmEngineGeneration,
     WeightSync,
     WeightTransport,
@@ -989,8 +990,11 @@ class BatchSection(_Section):
     packed_rope_loop: bool = Field(
         False,
         description="With packed_sample_tokens: rotary embeddings are applied one packed sample at a time in a Python"
-                    " loop, with two host syncs per call (Megatron-Core's unfused thd RoPE, apply_rope_fusion False):"
-                    " per-sample kernels in every attention layer (compute.inventory.thd_rope_loop). Under method"
+                    " loop (Megatron-Core's unfused thd RoPE, apply_rope_fusion False): per-sample kernels in every"
+                    " attention layer and host syncs per call, one (.tolist(), core_v0.10 to 0.14) or two (.tolist()"
+                    " and .item(), core_v0.19 and Megatron-LM main), by software.megatron-core (null: the preset's"
+                    " pinned release, spec.card.thd_rope_loop_of; 0.15 to 0.18 run no per-sample loop and are"
+                    " refused) (compute.inventory.thd_rope_loop). Under method"
                     " ppo or grpo with packed log-prob and update passes (rollout.packed_sequences) each rollout"
                     " sequence is one sample (verl's Megatron actor packs every micro-batch into one thd row), so"
                     " packed_sample_tokens is not needed there.")
@@ -1488,7 +1492,7 @@ class RolloutSection(_Section):
     logprob_micro_batch_size: int | None = Field(None, ge=1, le=65536, description="Sequences per log-prob pass; default micro_batch_size.")
     packed_sequences: bool | None = Field(
         None, description="The log-prob and update passes drop padding (pack sequences). null: under the verl, openrlhf"
-        " and nemo-rl presets (plan.rl_batches.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
+        " and nemo-rl presets (spec.card.PACKING_PRESETS); false: every sequence is padded to the batch's longest"
         " (prompt_len + response_len), as NeMo RL's Megatron worker runs with policy.sequence_packing.enabled false.")
     packed_row_tokens: int | None = Field(
         None, ge=1, le=10_000_000, description="Read with parallel.pipeline_parallel > 1 (NeMo RL's Megatron worker,"
@@ -2323,18 +2327,87 @@ def _check_token_budget(card: RunCard) -> None:
                          " capacity, another framework's micro-batching; give one of them")
 
 
+PACKING_PRESETS = ("verl", "openrlhf", "nemo-rl", "skyrl")
+"""Frameworks that remove padding (pack sequences) in their log-prob and update passes. SkyRL:
+``trainer.remove_microbatch_padding`` True by default, "Pack samples into the THD layout and strip
+intra-microbatch padding" (NovaSky-AI/SkyRL skyrl/train/config/config.py l.962-963
+@2e9c89afceb3ef7963748224373ad88882322c99); a recipe that turns it off says ``rollout.packed_sequences: false``.
+Here (not in ``plan.rl_batches``, which reads it) so the card's checks use the planner's own predicate."""
+
+
+def rl_passes_pack(card: RunCard) -> bool:
+    """The RL log-prob and update passes pack sequences: the card's ``rollout.packed_sequences`` where it says, else
+    the preset's habit (``PACKING_PRESETS``), or a token budget (verl's dynamic batching packs whatever the preset) when
+    the card does not say. The predicate ``plan.rl_batches.rl_batch`` plans by."""
+    ro = card.rollout
+    if ro.packed_sequences is not None:
+        return ro.packed_sequences
+    budgeted = ro.max_tokens_per_micro_batch is not None or ro.logprob_max_tokens_per_micro_batch is not None
+    return card.preset in PACKING_PRESETS or budgeted
+
+
+MEGATRON_CORE_CAT_LOOP_BEFORE = (0, 15)
+"""Megatron-Core releases before 0.15 run the ``cat`` per-sample thd RoPE loop (``ThdRopeLoop.CAT``; read at core_v0.10.0,
+core_v0.11.0, core_v0.12.0 d580efc68a9f0dbf1945f834f6f6200cd01d3343 l.139-175, core_v0.13.0
+c550cf6c41c31cd3ec72e05c25ea0c979f2b6631 l.139-179 and core_v0.14.0, NVIDIA/Megatron-LM
+megatron/core/models/common/embeddings/rope_utils.py). core_v0.15.0 to core_v0.18.x gather the samples' frequencies
+and apply RoPE once over the whole row (l.178-247 @core_v0.16.0 3bec9aa97dda898d16ff5a89bac0ed2b6682b172: "Build
+packed freqs for all sequences using the standard mapping, then apply once"): no per-sample loop."""
+MEGATRON_CORE_COPY_LOOP_SINCE = (0, 19)
+"""From core_v0.19.0 (5be9626709af2722333bf54797c954c09edeada3, rope_utils.py l.189-268, "Apply RoPE one sequence
+at a time so the second and later packed sequences do not look like continuations of the first sequence") the
+``copy`` loop (``ThdRopeLoop.COPY``), as Megatron-LM main at 61f31145dfb4cfaa7d285df12aa9abffb22ff485 (the
+submodule of NVIDIA-NeMo/Megatron-Bridge @f3ae2767b5e18aeb67b726cd8d5f1db58216dcc9)."""
+VERL_MEGATRON_CORE_RELEASE = "0.13.1"
+"""The Megatron-Core release verl's install pins when a verl card states none: ``pip3 install --no-deps
+git+https://github.com/NVIDIA/Megatron-LM.git@core_v0.13.1`` (verl-project/verl scripts/install_vllm_sglang_mcore.sh
+l.35 @1dda039b9c6311889a9c9a26040677e1254814f9; docs/start/install.rst l.20 there: "Currently, we support Megatron-LM
+v0.13.1"; the verl rows' own commits pin core_v0.12.0, docs/start/install.rst l.83
+@04acd09d65900521e8019adefd10308220cb7ee2, and core_v0.12.1, l.22 @503ea75f533f715cf1667551bd375ec9b1e0d5fc: the same
+loop). Its uv lock (pyproject.toml l.397-399 there) pins core_v0.18.0, which has no per-sample loop: a uv-synced run
+states software.megatron-core 0.18 and packed_rope_loop false."""
+
+
+def megatron_core_pin(card: RunCard) -> Any:
+    """The card's ``software.megatron-core`` pin (None when it states none)."""
+    return (card.software.model_extra or {}).get("megatron-core")
+
+
+def thd_rope_loop_of(card: RunCard) -> ThdRopeLoop:
+    """Which per-sample thd RoPE loop ``batch.packed_rope_loop`` plans (``compute.inventory.thd_rope_loop``): by the
+    ``software.megatron-core`` pin, ``cat`` before 0.15 (``MEGATRON_CORE_CAT_LOOP_BEFORE``), ``copy`` from 0.19
+    (``MEGATRON_CORE_COPY_LOOP_SINCE``); a card without a readable pin takes its preset's pinned release: verl's
+    core_v0.13.1 (``VERL_MEGATRON_CORE_RELEASE``, ``cat``), any other preset or none Megatron-LM main's ``copy``
+    (Megatron-Bridge's submodule, which NeMo RL builds on). Pins from 0.15 to 0.18 are refused by the card."""
+    pin = megatron_core_pin(card)
+    if pin_before(pin, MEGATRON_CORE_CAT_LOOP_BEFORE):
+        return ThdRopeLoop.CAT
+    if pin_at_least(pin, MEGATRON_CORE_COPY_LOOP_SINCE):
+        return ThdRopeLoop.COPY
+    return ThdRopeLoop.CAT if card.preset == "verl" else ThdRopeLoop.COPY
+
+
 def _check_packed_rope_loop(card: RunCard) -> None:
     """``batch.packed_rope_loop`` needs the samples it loops over: ``batch.packed_sample_tokens``, or an RL method
-    whose log-prob and update passes pack each rollout sequence as one sample (``rollout.packed_sequences`` not
-    false); one line naming the field."""
+    whose log-prob and update passes pack each rollout sequence as one sample (``rl_passes_pack``: a packing preset,
+    ``rollout.packed_sequences`` true, or a token budget); one line naming the field. A card whose passes pad (preset
+    null or trl, no budget) has no thd row to loop over and is refused rather than planned unchanged."""
     b = card.batch
+    pin = megatron_core_pin(card)
+    if (b.packed_rope_loop and pin_at_least(pin, MEGATRON_CORE_CAT_LOOP_BEFORE)
+            and not pin_at_least(pin, MEGATRON_CORE_COPY_LOOP_SINCE)):
+        raise ValueError(f"software.megatron-core: '{pin}' applies thd RoPE once over the packed row (core_v0.15 to"
+                         " 0.18 gather the samples' frequencies), no per-sample loop; allowed with"
+                         " batch.packed_rope_loop true: a release before 0.15 or from 0.19, or set packed_rope_loop"
+                         " false")
     if not b.packed_rope_loop or b.packed_sample_tokens is not None:
         return
-    if card.method in (Method.PPO, Method.GRPO) and card.rollout.packed_sequences is not False:
+    if card.method in (Method.PPO, Method.GRPO) and rl_passes_pack(card):
         return
     raise ValueError("batch.packed_rope_loop: the loop runs over the packed samples; set batch.packed_sample_tokens"
-                     " (their mean tokens), or use method ppo / grpo with packed passes (rollout.packed_sequences null"
-                     " or true), or packed_rope_loop false")
+                     " (their mean tokens), or use method ppo / grpo with packed passes (a packing preset: "
+                     + ", ".join(PACKING_PRESETS) + "; rollout.packed_sequences true; or a token budget), or"
+                     " packed_rope_loop false")
 
 
 def _check_weight_transport(card: "RunCard") -> None:

@@ -576,6 +576,21 @@ class ContextParallelKind(StrEnum):
     ULYSSES = "ulysses"
 
 
+class ThdRopeLoop(StrEnum):
+    """Which per-sample loop Megatron-Core's unfused thd RoPE runs (``_apply_rotary_pos_emb_thd``, legacy max-length
+    ``freqs``), by release (``spec.card.thd_rope_loop_of``; counts in ``compute.inventory.THD_ROPE_LOOP_COUNTS``).
+
+    * ``cat``: core_v0.10.0 to core_v0.14.x: one ``.tolist()``, each sample's rotated slice, one ``torch.cat`` at the
+      end (NVIDIA/Megatron-LM megatron/core/models/common/embeddings/rope_utils.py l.139-179 @core_v0.13.0
+      c550cf6c41c31cd3ec72e05c25ea0c979f2b6631).
+    * ``copy``: core_v0.19.0 and Megatron-LM main: ``.tolist()`` and ``int(cu_seqlens[-1].item())``, each sample's
+      slice ``copy_``-ed into a preallocated output (l.189-268 @61f31145dfb4cfaa7d285df12aa9abffb22ff485).
+    """
+
+    CAT = "cat"
+    COPY = "copy"
+
+
 class TensorParallelImpl(StrEnum):
     """Whose tensor/sequence-parallel layers and loss a model-parallel run uses (``parallel.tensor_parallel_impl``).
 

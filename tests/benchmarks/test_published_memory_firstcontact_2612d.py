@@ -195,4 +195,21 @@ def test_swift_loss_scale_card_scores_the_full_logits() -> None:
     liger["loss"] = {"chunked": True, "kernel": "liger"}
     assert P.plan_point(2817).peak.reserved > make_plan(load_card_dict(liger)).peak.reserved + 2 * 10**9
     assert "MAPPING CORRECTED after first contact" in BY_ID[2817]["notes"]
-    assert "-31.1 %" in BY_ID[2817]["notes"].split("MAPPING CORRECTED")[0]
+    first, corrected = BY_ID[2817]["notes"].split("MAPPING CORRECTED")
+    assert "-35.9 %" in first and "-31.1 %" in first   # GiB, and the error first recorded with the unit read as GB
+    assert "15.70 GiB, -21.5 %" in corrected
+
+
+def test_swift_headers_read_as_gib_as_points_711_716() -> None:
+    """ms-swift's header 'GB' is its log field memory(GiB) (torch.cuda.max_memory_reserved() / 1024**3, point 711's
+    note: swift/trainers/mixin.py get_max_cuda_memory l.269-276 and l.304 @8f0fe2d6f4aa055f949711aa4bb24ed02980776c),
+    the reading points 711-716 take; #2816 is point 711's card under the same '# 22GB' header, so the same figure."""
+    swift = json.loads((REPO / "benchmarks" / "data" / "published_memory_points_ms_swift.json").read_text())
+    p711 = next(q for q in swift if q["id"] == 711)
+    assert p711["peak_mem"] == BY_ID[2816]["peak_mem"] and p711["peak_mem_unit"] == "GiB"
+    for pid in (2816, 2817):
+        assert BY_ID[pid]["peak_mem_unit"] == P.POINTS[pid]["unit"] == "GiB"
+        assert "unit kept as printed" not in BY_ID[pid]["mem_metric"]
+        assert "UNIT CORRECTED after first contact" in BY_ID[pid]["notes"]
+    assert "headers of one run setting differ" not in BY_ID[2816]["notes"]
+    assert "-22.3 %" in BY_ID[2816]["notes"] and "15.92 GiB against the published 22 GiB: -27.7 %" in BY_ID[2816]["notes"]

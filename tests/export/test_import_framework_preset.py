@@ -90,3 +90,23 @@ def test_openrlhf_carries_its_preset():
 def test_launch_only_files_set_no_preset(target, text):
     """An accelerate or DeepSpeed file does not say which script it launches: no framework to name."""
     assert "preset" not in import_text(text, target).card
+
+
+def test_verl_preset_fills_no_fsdp_version_on_the_megatron_backend():
+    """FSDP1 is verl's FSDP actor's wrapper; a Megatron-backend card read back with the verl preset was listed as
+    losing parallel.fsdp_version (fsdp2 -> fsdp1), a setting that run does not have."""
+    from trainfit.methods.presets import apply_preset
+
+    mega = {"model": "Qwen/Qwen3-8B", "method": "grpo", "parallel": {"tensor_parallel_impl": "megatron"}}
+    assert "fsdp_version" not in apply_preset(mega, "verl")["parallel"]
+    assert apply_preset({"model": "Qwen/Qwen3-8B", "method": "grpo"}, "verl")["parallel"]["fsdp_version"] == "fsdp1"
+
+
+def test_export_of_a_presetless_card_says_the_file_names_its_framework(tmp_path, capfd):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\nmethod: grpo\nhardware: {gpu: h100-sxm, gpus_per_node: 8}\n")
+    assert main(["export", str(card), "--to", "verl", "--out", str(tmp_path / "run.sh")]) == 0
+    out, err = capfd.readouterr()
+    err += out
+    assert "preset: the card has None; the verl file reads back as 'verl'" in err
+    assert "--set preset=null" in err

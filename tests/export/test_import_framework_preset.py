@@ -88,8 +88,12 @@ def test_openrlhf_carries_its_preset():
     ("deepspeed", '{"zero_optimization": {"stage": 2}, "train_micro_batch_size_per_gpu": 1}'),
 ])
 def test_launch_only_files_set_no_preset(target, text):
-    """An accelerate or DeepSpeed file does not say which script it launches: no framework to name."""
-    assert "preset" not in import_text(text, target).card
+    """An accelerate or DeepSpeed file does not say which script it launches: no framework to name, and the import
+    says so with the presets the user can add."""
+    imp = import_text(text, target)
+    assert "preset" not in imp.card
+    assert any(n.startswith(f"preset: none set: a {target} file does not say which training script") and
+               "--set preset=trl" in n for n in imp.notes), imp.notes
 
 
 def test_verl_preset_fills_no_fsdp_version_on_the_megatron_backend():

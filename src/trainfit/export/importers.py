@@ -2043,9 +2043,16 @@ fills gradient checkpointing and the fused lm_head where a TRL file is silent, w
 defaults; planned as TRL either way, the fallback of a card without a preset)."""
 
 
+_LAUNCH_ONLY_NOTE = ("preset: none set: a{an} {key} file does not say which training script it launches; the card is"
+                     " planned without a framework preset (TRL's sync for an RL run): add --set preset=trl,"
+                     " llamafactory-z2, llamafactory-z3, ms-swift-zero2 or ms-swift-zero3 for the script it runs")
+
+
 def _with_framework_preset(key: str, imported: Imported) -> Imported:
     name = FRAMEWORK_PRESETS.get(key)
     if name is None:
+        if key in ("accelerate", "deepspeed"):
+            imported.notes.append(_LAUNCH_ONLY_NOTE.format(an="n" if key == "accelerate" else "", key=key))
         return imported
     imported.card["preset"] = name
     imported.notes.append(f"preset: {name}: the file is {name}'s launch, so the card is planned as {name} (its weight"

@@ -65,8 +65,10 @@ def test_nemo_rl_file_without_the_keys_reads_its_defaults():
     # no pipeline: the field is not read, so not set
     assert "pipeline_outputs_deallocated" not in import_text(NEMO.format(pp=1, extra=""), "nemo-rl").card["parallel"]
     extra = "    model_overrides:\n      deallocate_pipeline_outputs: false\n      moe_router_fusion: true\n"
-    par = import_text(NEMO.format(pp=2, extra=extra), "nemo-rl").card["parallel"]
-    assert "pipeline_outputs_deallocated" not in par and par["moe_launch"] == "fused"
+    card = import_text(NEMO.format(pp=2, extra=extra), "nemo-rl").card
+    # the stated false is written: the card carries the nemo-rl preset, whose fill (true) would otherwise take over
+    assert card["parallel"]["pipeline_outputs_deallocated"] is False and card["parallel"]["moe_launch"] == "fused"
+    assert apply_preset(card, card["preset"])["parallel"]["pipeline_outputs_deallocated"] is False
 
 
 def test_presets():

@@ -261,3 +261,37 @@ def test_an_unset_link_is_checked_against_the_catalogs(machine, tmp_path):
                    for t in _unset_link_topology("rtx3090", replace(p2p, nvlink=True)))
     assert not any("state hardware.interconnect" in t  # peer-to-peer unknown: nothing to compare
                    for t in _unset_link_topology("rtx4090", replace(p2p, p2p_matrix=None)))
+
+
+PPO_SAME_REWARD = """\
+model: Qwen/Qwen3-8B
+method: ppo
+scope: full
+roles: {reward_model: Qwen/Qwen3-8B}
+hardware: {gpu: h100-sxm, gpus_per_node: 8}
+parallel: {strategy: fsdp, gradient_checkpointing: true}
+"""
+
+
+def test_a_repo_two_roles_share_is_downloaded_once():
+    """A reward model that repeats the actor's repo is one download (the critic that repeats it already was): the
+    disk line counted Qwen/Qwen3-8B twice (30.51 GiB for one 15.26 GiB snapshot)."""
+    from trainfit.preflight.check import model_downloads
+
+    card = load_card_dict(__import__("yaml").safe_load(PPO_SAME_REWARD))
+    got = model_downloads(card, make_plan(card))
+    assert [d.model for d in got] == ["Qwen/Qwen3-8B"]
+    assert got[0].role == "actor, reward_model"
+
+
+def test_host_ram_line_names_every_component_it_sums(machine, tmp_path):
+    """The host_ram line's label is the plan's host_ram parts, each with its size: 'processes + model load' left
+    out a colocated engine's sleeping weights (rollout_weights_asleep), most of a GRPO run's host RAM."""
+    card = load_card_dict({"model": "Qwen/Qwen3-8B", "method": "grpo", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 8},
+                           "rollout": {"engine": "vllm", "placement": "colocate", "sleep_level": 1}})
+    plan = make_plan(card)
+    parts = {k: v for k, v in plan.host_ram.items() if v}
+    assert parts["rollout_weights_asleep"] > parts["model_load"] > 0
+    line = next(ln for ln in run_check(card, plan, audited(machine, tmp_path, "a100x8_nvlink")) if ln.topic == "host_ram")
+    for k, v in parts.items():
+        assert f"{k.replace('_', ' ')} {v / GIB:.2f} GiB" in line.message, (k, line.message)

@@ -90,6 +90,7 @@ def diagnosis_to_dict(d) -> dict:
         "failure": asdict(d.failure) if d.failure is not None else None,
         "kv_fixes": [asdict(k) for k in d.kv_fixes],
         "notes": list(d.notes),
+        "card_mismatch": d.card_mismatch,
         "advice": d.advice,
         **d.extra,
     }
@@ -120,6 +121,8 @@ def render(d) -> str:
                 lines.append(f"phase: one of {', '.join(p.value for p in att.candidates)} ({att.why})")
             else:
                 lines.append(f"phase: unknown ({att.why})")
+    if d.card_mismatch is not None:
+        lines.append(f"card mismatch: {d.card_mismatch}")
     if d.failure is not None:
         lines.append(f"failure: {FAILURE_NAMES.get(d.failure.kind, d.failure.kind)}: {d.failure.text[:300]}")
     if d.symptom is not None:

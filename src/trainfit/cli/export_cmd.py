@@ -21,6 +21,8 @@ def _lost_lines(result) -> list[str]:
         for key, v in result.lost.items()
         if v["card"] is not None and key != "model" and not key.startswith("(")
     ]
+    if "preset" in result.lost and result.lost["preset"]["card"] is None:
+        sets.append("--set preset=null")  # the card plans with no framework preset; the import names the file's
     with_ = " --with accelerate.yaml" if result.target == "trl" else ""
     how = (f"--set ... ({len(sets)} keys; --json lists them with their values)" if len(sets) > 8 else " ".join(sets))
     return [

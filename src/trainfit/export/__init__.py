@@ -96,6 +96,10 @@ def _read_back(card: RunCard, e: Export) -> tuple[RunCard, bool]:
 
     companion = ("accelerate", _accelerate.build(card).text) if e.target == "trl" else None
     data = import_text(e.text, e.target, companion=companion).card
+    if data.get("preset"):  # the framework's preset, filled as `trainfit plan` fills it on the imported card
+        from trainfit.methods.presets import apply_preset
+
+        data = apply_preset(data, str(data["preset"]))
     try:
         return load_card_dict(data), False
     except CardError as exc:

@@ -522,6 +522,9 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
     if card.method in (Method.DPO, Method.PPO, Method.GRPO):
         f["roles.reference"] = reference_placement(card).value
         f["roles.kl_coef"] = float(kl_coef(card))
+    # the framework the planner plans where the card leaves a value to it (RL sync path, packing, accumulation,
+    # the single controller): a verl / OpenRLHF / NeMo RL file reads back with its framework's preset
+    f["preset"] = card.preset
     return f
 
 

@@ -1025,6 +1025,11 @@ def read_verl(text: str) -> Imported:
                      + (": a critic, planned as ppo" if critic else ": critic-free like grpo; planned as grpo (no critic,"
                         f" {A}.rollout.n generations per prompt)"))
     ro: dict[str, Any] = {"engine": "vllm", "placement": "colocate"}
+    if get(f"{A}.model.use_remove_padding") is not None:
+        # stated, it is written: the verl preset's packing habit (plan.rl_batches.PACKING_PRESETS, from verl's
+        # default use_remove_padding: True, verl/trainer/config/model/hf_model.yaml l.40
+        # @1dda039b9c6311889a9c9a26040677e1254814f9) must not override a file that turns it off
+        ro["packed_sequences"] = flag(f"{A}.model.use_remove_padding")
     engine = get(f"{A}.rollout.name", "vllm")
     if engine == "sglang":  # rollout.engine sglang (spec.enums.RolloutEngine)
         ro["engine"] = "sglang"
@@ -1546,7 +1551,7 @@ def read_openrlhf(text: str) -> Imported:
             else:
                 # argparse default=0.95, handed to create_vllm_engines unchanged with or without --train.colocate_all
                 # (OpenRLHF/OpenRLHF openrlhf/cli/train_ppo_ray.py l.56-76, l.250-254 @3c3be6234e0cb353e76bb8019947db9dfe99fca7);
-                # unset, the card would take TRL's budget (the importer sets no preset)
+                # unset, the card would take TRL's budget (written explicitly: the preset's hybrid 0.5 is not the split default)
                 ro["gpu_memory_utilization"] = _OPENRLHF_GPU_MEMORY_UTILIZATION_DEFAULT
                 notes.append(f"--vllm.gpu_memory_utilization not given: OpenRLHF's argparse default"
                              f" {_OPENRLHF_GPU_MEMORY_UTILIZATION_DEFAULT:g}, split or colocate_all (train_ppo_ray.py"
@@ -1984,6 +1989,10 @@ def read_nemo_rl(text: str) -> Imported:
               "gpu_memory_utilization": _num(t, "vllm_cfg.gpu_memory_utilization",
                                              get("policy.generation.vllm_cfg.gpu_memory_utilization", 0.6), float),
               "cuda_graphs": not flag("policy.generation.vllm_cfg.enforce_eager")}
+        if get("policy.sequence_packing.enabled") is not None:
+            # stated, it is written: the nemo-rl preset's packing habit (plan.rl_batches.PACKING_PRESETS) must not
+            # override a file that turns sequence packing off
+            ro["packed_sequences"] = flag("policy.sequence_packing.enabled")
         if str(get("policy.generation.vllm_cfg.precision", "")).lower() == "fp8":  # vLLM fp8 weights (init_fp8)
             ro["quantization"] = "fp8"
             kept = get("policy.generation.vllm_cfg.quantization_ignored_layer_kws")
@@ -2023,9 +2032,39 @@ _READERS = {"accelerate": read_accelerate, "deepspeed": read_deepspeed, "verl": 
             "torchtitan": read_torchtitan, "nemo-rl": read_nemo_rl}
 
 
+FRAMEWORK_PRESETS = {"verl": "verl", "openrlhf": "openrlhf", "nemo-rl": "nemo-rl"}
+"""--from target -> the preset of the framework whose launch the file is: the card carries it, so the plan is that
+framework's (sync path, packing, accumulation, controller) and not TRL's fallback (``plan.assumptions``: no preset plans
+TRL's sync). The preset fills only what the card leaves open (``methods.presets.apply_preset``: the card's values win),
+and each reader writes every value the file states, so a stated value is kept explicit over the preset's default.
+Not set: accelerate and DeepSpeed files (launch settings; they do not say which training script runs), torchtitan (no
+preset: trainfit plans its SFT as it plans a card without one), TRL (its config file names TRL, but the trl preset
+fills gradient checkpointing and the fused lm_head where a TRL file is silent, which the importer leaves to the card's
+defaults; planned as TRL either way, the fallback of a card without a preset)."""
+
+
+_LAUNCH_ONLY_NOTE = ("preset: none set: a{an} {key} file does not say which training script it launches; the card is"
+                     " planned without a framework preset (TRL's sync for an RL run): add --set preset=trl,"
+                     " llamafactory-z2, llamafactory-z3, ms-swift-zero2 or ms-swift-zero3 for the script it runs")
+
+
+def _with_framework_preset(key: str, imported: Imported) -> Imported:
+    name = FRAMEWORK_PRESETS.get(key)
+    if name is None:
+        if key in ("accelerate", "deepspeed"):
+            imported.notes.append(_LAUNCH_ONLY_NOTE.format(an="n" if key == "accelerate" else "", key=key))
+        return imported
+    imported.card["preset"] = name
+    imported.notes.append(f"preset: {name}: the file is {name}'s launch, so the card is planned as {name} (its weight"
+                          " sync, packing, accumulation); the preset fills only what the file leaves open, and every"
+                          " value the file states is written in the card and wins")
+    return imported
+
+
 def import_text(text: str, target: str, *, companion: tuple[str, str] | None = None) -> Imported:
     """Card data from a launch config's text. ``companion``: (target, text) of the accelerate or
-    DeepSpeed file a TRL config is launched with (its parallel and hardware settings)."""
+    DeepSpeed file a TRL config is launched with (its parallel and hardware settings). A verl, OpenRLHF or NeMo RL
+    file's card carries that framework's preset (``FRAMEWORK_PRESETS``)."""
     key = target.strip().lower()
     if key not in TARGETS:
         raise InputError(f"--from: '{target}' is not a target; allowed: {', '.join(TARGETS)}")
@@ -2038,7 +2077,7 @@ def import_text(text: str, target: str, *, companion: tuple[str, str] | None = N
         return read_trl(text, _READERS[ck](ctext))
     if key == "trl":
         return read_trl(text)
-    return _READERS[key](text)
+    return _with_framework_preset(key, _READERS[key](text))
 
 
 def over(base: dict[str, Any], imported: Imported) -> dict[str, Any]:

@@ -284,8 +284,10 @@ def launch_from_megatron(where: str, get: Any, *, pipeline_parallel: int, deallo
         if get(key) not in (None, True, False):
             raise ValueError(f"{where}.{key}: {get(key)!r}; allowed: true, false")
     dealloc = get("deallocate_pipeline_outputs")
-    if pipeline_parallel > 1 and (deallocated_default if dealloc is None else dealloc):
-        par["pipeline_outputs_deallocated"] = True
+    if pipeline_parallel > 1:
+        # written either way: a false the file states must not be taken over by the nemo-rl preset's true
+        # (methods.presets.apply_preset fills it where the card leaves it open)
+        par["pipeline_outputs_deallocated"] = bool(deallocated_default if dealloc is None else dealloc)
     if get("moe_router_fusion") is not None:
         par["moe_launch"] = "fused" if get("moe_router_fusion") else "eager"
     if get("use_transformer_engine_op_fuser") is not None:

@@ -455,6 +455,11 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # @04acd09d65900521e8019adefd10308220cb7ee2, l.135 @b178a3cd56f58b2d502255daba591e92833930a7;
         # ``init_megatron_optim_config``: ``bf16=True, params_dtype=torch.bfloat16``, l.199-208 @04acd09d)
         merged["precision"] = {k: v for k, v in merged["precision"].items() if k != "weights"}
+    if (name == "verl" and str((merged.get("parallel") or {}).get("tensor_parallel_impl", "")) == "megatron"
+            and "fsdp_version" not in (card_data.get("parallel") or {})):
+        # FSDP1 is the FSDP actor's wrapper (strategy fsdp: FullyShardedDataParallel); the Megatron backend shards
+        # with Megatron-Core's distributed optimizer and has no FSDP version: the fill is not the run's
+        merged["parallel"] = {k: v for k, v in merged["parallel"].items() if k != "fsdp_version"}
     par = merged.get("parallel") or {}
     if (name == "nemo-rl" and str(par.get("tensor_parallel_impl", "")) == "megatron"
             and int(par.get("pipeline_parallel", 1) or 1) > 1

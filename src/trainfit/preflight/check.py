@@ -19,7 +19,7 @@ from trainfit.errors import CatalogError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.checkpoint import checkpoint_sizes
 from trainfit.spec.card import RunCard
-from trainfit.spec.enums import Interconnect, Offload, Scope, Strategy
+from trainfit.spec.enums import Interconnect, Scope, Strategy
 from trainfit.units import GIB
 
 Verdict = Literal["pass", "warn", "fail"]
@@ -58,7 +58,7 @@ class Download:
 
     model: str
     role: str
-    """actor, reward_model or critic."""
+    """actor, reward_model or critic; roles that load the same repo joined by ", " (one download)."""
     bytes: float
     cached: bool = False
     """Already in this machine's Hugging Face cache: not counted."""
@@ -83,6 +83,10 @@ def model_downloads(card: RunCard, plan) -> list[Download]:
         extra.append((critic, "critic"))
     for name, role in extra:
         if name is None or name.startswith(_LOCAL):
+            continue
+        same = next((i for i, d in enumerate(out) if d.model == name), None)
+        if same is not None:  # one snapshot serves every role that loads the repo: downloaded once
+            out[same] = Download(name, f"{out[same].role}, {role}", out[same].bytes)
             continue
         from trainfit.catalog.models import resolve_model
         from trainfit.memory.weights import total_params
@@ -258,9 +262,16 @@ def _catalog_link_line(card: RunCard, audit: AuditReport) -> CheckLine | None:
                      f" the machine has {seen.value}; state hardware.interconnect: {seen.value}")
 
 
+def host_ram_parts(plan) -> str:
+    """Every part the plan's host RAM sums, named as ``Plan.host_ram`` keys it, with its size (parts of 0 left out):
+    the total is their sum, so the label names each (a colocated engine's sleeping weights included)."""
+    parts = [f"{k.replace('_', ' ')} {_g(v)}" for k, v in plan.host_ram.items() if v]
+    return " + ".join(parts) or "nothing"
+
+
 def _host_ram_line(plan, audit: AuditReport) -> CheckLine:
     need = plan.host_ram_bytes
-    what = "offload + processes" if plan.card.parallel.offload is not Offload.NONE else "processes + model load"
+    what = host_ram_parts(plan)
     if audit.host_ram_total_bytes is None:
         return CheckLine("warn", "host_ram", f"host RAM unknown; the plan needs {_g(need)} ({what})")
     if need > audit.host_ram_total_bytes:

@@ -1478,8 +1478,8 @@ class RolloutSection(_Section):
         " (FSDP.summon_full_params on the root), in the trainer's dtype. Memory and time of the weight sync"
         " (memory.engine_lora.adapter_summon_peak_bytes, compute.adapter_sync): an FSDP1 actor unshards those units,"
         " base weights included; FSDP2 gathers the adapter's shards alone and an unsharded actor nothing, layered or"
-        " not. Only with scope lora and engine vllm, and planned under preset verl (with no preset, as an imported"
-        " verl file reads back, the key is kept). Exported with actor_rollout_ref.rollout.load_format=safetensors,"
+        " not. Only with scope lora and engine vllm, and planned under preset verl (an imported verl file carries it;"
+        " with no preset the key is kept). Exported with actor_rollout_ref.rollout.load_format=safetensors,"
         " which verl needs with it.")
     quantization: RolloutQuantization = Field(
         RolloutQuantization.NONE, description="none | fp8: the vLLM engine's weights (NeMo RL vllm_cfg.precision:"

@@ -266,14 +266,32 @@ def test_the_fragmentation_fit_recovers_the_share_and_the_held_out_check(tmp_pat
     assert "fragmentation share 0.3" in capsys.readouterr().err and not out2.exists()
 
 
+def _wait_for_reader(path, own_fd: int, *, timeout_s: float = 60.0) -> None:
+    """Until another descriptor of this process opens the named pipe at ``path`` (the command under test reading it):
+    data written into a pipe and closed before its reader opens it is dropped with the pipe, so a fixed delay races a
+    slow start-up on a loaded machine."""
+    target = os.path.realpath(path)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) == own_fd:
+                continue
+            try:
+                if os.readlink(f"/proc/self/fd/{name}") == target:
+                    return
+            except OSError:
+                continue
+        time.sleep(0.01)
+
+
 def _fifo_with_writer(path, data: bytes) -> threading.Thread:
     """A named pipe whose writer is present before the reader opens it (O_RDWR: Linux opens it without waiting)
-    and, on a thread, sends ``data`` (under the 64 KiB pipe buffer) after 0.2 s and closes."""
+    and, on a thread, sends ``data`` (under the 64 KiB pipe buffer) once the reader has opened it and closes."""
     os.mkfifo(path)
     fd = os.open(path, os.O_RDWR)
 
     def write():
-        time.sleep(0.2)
+        _wait_for_reader(path, fd)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
 

@@ -787,6 +787,15 @@ def basis_note(result: FitResult) -> str:
     return f"every row trains {result.global_batch:,} sequences{tokens} per optimizer step (the global batch, held)"
 
 
+def basis_dict(result: FitResult) -> dict[str, Any]:
+    """What every row holds per step (``BatchBasis``), as ``fit --json`` and the web API's fit answer give it
+    (``batch_basis``): the global batch in sequences and tokens, or neither (per token; PPO / GRPO: the card's
+    rollout batch)."""
+    return {"basis": result.batch_basis.value, "sequences_per_step": result.global_batch,
+            "tokens_per_step": (None if result.tokens_per_global_batch is None
+                                else round(result.tokens_per_global_batch))}
+
+
 def per_token_goal(goal: Any) -> Any:
     """``goal`` ranked per token (``Goal.per_token``); a run length in steps is refused in one line: with the
     micro-batch and accumulation pinned, a step of one row is not a step of another (``BatchBasis.PER_TOKEN``)."""

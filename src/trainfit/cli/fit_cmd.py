@@ -95,6 +95,7 @@ def fit(
                           inputs=[card, calibration, price_table], what="--html")
     rows = [_row(r, result.optimizer_steps_per_step) for r in result.rows]
     if json_:
+        from trainfit.fit_search import basis_dict
         from trainfit.report.html import skipped_of
 
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
@@ -102,7 +103,7 @@ def fit(
                     "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
                     "run_optimizer_steps": (None if goal.steps is None
                                             else goal.steps * result.optimizer_steps_per_step),
-                    "batch_basis": _basis(result),
+                    "batch_basis": basis_dict(result),
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
                     "calibration": _calibration(cal, gpus, card_, result.rows),
                     "rows": rows,
@@ -114,14 +115,6 @@ def fit(
 
         _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, card_, result.rows))), soft_wrap=True)
     _render(result, rows, goal)
-
-
-def _basis(result) -> dict:
-    """What every row holds per step (``fit_search.BatchBasis``): the global batch in sequences and tokens, or
-    neither (per token; PPO / GRPO: the card's rollout batch)."""
-    return {"basis": result.batch_basis.value, "sequences_per_step": result.global_batch,
-            "tokens_per_step": (None if result.tokens_per_global_batch is None
-                                else round(result.tokens_per_global_batch))}
 
 
 def _calibration(cal, gpus: list[str], card, rows) -> dict | None:

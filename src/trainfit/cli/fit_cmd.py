@@ -282,10 +282,11 @@ def _render(result, rows, goal) -> None:
     c.print(t)
     best = result.best
     if best is not None:
-        cost = _money(best.cost_per_run if run else best.cost_per_step, best.currency)
+        figure = _per_million_tokens(best) if per_token else (
+            f"{_money(best.cost_per_run if run else best.cost_per_step, best.currency)}{'' if run else '/step'}"
+            f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}")
         c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}, {best.stack.value if best.stack else '-'}),"
-                f" {cost}{'' if run else '/step'}"
-                f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
+                f" {figure}", markup=False)
     else:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
     for w in result.warnings:
@@ -329,6 +330,16 @@ def _run_text(result, goal) -> str:
     if goal.tokens is not None:
         return f" of {goal.tokens:.4g} tokens ({'RL' if rl else 'optimizer'} steps = tokens / tokens per step, per row)"
     return ""
+
+
+def _per_million_tokens(row) -> str:
+    """The per-token figures a per-token ranking compares (``objective.Goal.per_token``): cost and step time over
+    the row's own tokens per step, per million tokens (a step there carries its own batch)."""
+    tokens = row.tokens_per_step
+    if not tokens or row.step_seconds is None:
+        return "-"
+    cost = None if row.cost_per_step is None else row.cost_per_step / tokens * 1e6
+    return f"{_money(cost, row.currency)}/1M tokens, {row.step_seconds / tokens * 1e6:.4g} s/1M tokens"
 
 
 def _money(amount: float | None, currency: str | None) -> str:

@@ -704,8 +704,15 @@ def fit(
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
     empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
+    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own)
+    offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
+        if offload_follows:
+            from trainfit.methods.presets import unsloth_offload_follows_checkpointing
+
+            cell_jobs = [unsloth_offload_follows_checkpointing(c, parallel=data.get("parallel") or {})
+                         for c in cell_jobs]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]

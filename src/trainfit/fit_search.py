@@ -704,7 +704,10 @@ def fit(
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
     empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
-    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own)
+    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own).
+    # Open: only the web API applies the preset before searching (serve.worker.fit_payload); `trainfit fit` and
+    # trainfit.fit pass the card unmerged, so their rows plan none of the preset's filled fields (a Qwen3-0.6B LoRA
+    # SFT unsloth card on one RTX 4090: 8 rows planned, none with the preset's activation_offload), unlike `plan`
     offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]

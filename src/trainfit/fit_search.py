@@ -704,13 +704,24 @@ def fit(
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
     empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
+    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own).
+    # Open: only the web API applies the preset before searching (serve.worker.fit_payload); `trainfit fit` and
+    # trainfit.fit pass the card unmerged, so their rows plan none of the preset's filled fields (a Qwen3-0.6B LoRA
+    # SFT unsloth card on one RTX 4090: 8 rows planned, none with the preset's activation_offload), unlike `plan`
+    offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
+        if offload_follows:
+            from trainfit.methods.presets import unsloth_offload_follows_checkpointing
+
+            cell_jobs = [unsloth_offload_follows_checkpointing(c, parallel=data.get("parallel") or {})
+                         for c in cell_jobs]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
         else:
-            empty[cell] = empty_cell_reason(cell[1], layouts=bool(layouts), global_batch=gb)
+            empty[cell] = empty_cell_reason(cell[1], layouts=bool(layouts), global_batch=gb,
+                                            held_batch_keys=held_batch_keys(base, pinned))
     if len(jobs) > limit:
         raise TrainfitError(f"fit: the search space has over {limit:,} combinations; pin some knobs"
                             " (--set KEY=VALUE, parallel.tensor_parallel=8 included), name fewer GPU kinds or"
@@ -784,6 +795,15 @@ def basis_note(result: FitResult) -> str:
         return "every row trains the card's rollout batch per RL step"
     tokens = "" if result.tokens_per_global_batch is None else f" ({result.tokens_per_global_batch:,.0f} tokens)"
     return f"every row trains {result.global_batch:,} sequences{tokens} per optimizer step (the global batch, held)"
+
+
+def basis_dict(result: FitResult) -> dict[str, Any]:
+    """What every row holds per step (``BatchBasis``), as ``fit --json`` and the web API's fit answer give it
+    (``batch_basis``): the global batch in sequences and tokens, or neither (per token; PPO / GRPO: the card's
+    rollout batch)."""
+    return {"basis": result.batch_basis.value, "sequences_per_step": result.global_batch,
+            "tokens_per_step": (None if result.tokens_per_global_batch is None
+                                else round(result.tokens_per_global_batch))}
 
 
 def per_token_goal(goal: Any) -> Any:
@@ -894,15 +914,36 @@ def skipped_kinds(refused: dict[tuple[str, int], str], *, gpus: list[str], count
     return tuple(out)
 
 
-def empty_cell_reason(count: int, *, layouts: bool, global_batch: int | None) -> str:
+def empty_cell_reason(count: int, *, layouts: bool, global_batch: int | None,
+                      held_batch_keys: tuple[str, ...] = ()) -> str:
     """Why a (GPU kind, count) has no configuration to plan: no model-parallel layout of ``count`` cards that the
     card's pinned sizes, its rules and the planner accept (``parallel_layouts``), or a global batch that no layout's
-    data-parallel ranks split."""
+    data-parallel ranks split. ``held_batch_keys``: the batch keys held that could change the split
+    (``batch_split_remedy``)."""
     cards = f"{count} card{'' if count == 1 else 's'}"
     if not layouts:
         return f"no model-parallel layout of {cards} that the card's pinned sizes, its rules and the planner accept"
     return (f"the global batch of {global_batch} sequences does not split over the data-parallel ranks of any layout"
-            f" of {cards}; change batch.grad_accum or --global-batch")
+            f" of {cards}; {batch_split_remedy(held_batch_keys, counts='a card count whose data-parallel ranks divide it')}")
+
+
+def held_batch_keys(base: dict[str, Any], pinned: frozenset[str]) -> tuple[str, ...]:
+    """The batch keys a search holds that decide whether a global batch splits: ``batch.micro_batch_size`` where
+    pinned above 1 (a micro-batch of 1 splits whatever a larger one does), ``batch.grad_accum`` where pinned (on the
+    command line: a card file's accumulation is chosen per row, ``DERIVED_FROM_GLOBAL_BATCH``)."""
+    b = base.get("batch", {})
+    out = []
+    if "batch.micro_batch_size" in pinned and int(b.get("micro_batch_size", 1)) > 1:
+        out.append("batch.micro_batch_size")
+    if "batch.grad_accum" in pinned:
+        out.append("batch.grad_accum")
+    return tuple(out)
+
+
+def batch_split_remedy(held: tuple[str, ...], *, counts: str) -> str:
+    """What the user can change when a global batch does not split: ``--global-batch``, the card counts
+    (``counts`` names them), and the batch keys held (``held_batch_keys``), never a key the search chooses itself."""
+    return f"change --global-batch, or use {counts}" + (f", or the pinned {' and '.join(held)}" if held else "")
 
 
 def _kinds_refused(skipped: tuple[Skipped, ...]) -> None:
@@ -1376,7 +1417,7 @@ def _batch_options(
         raise TrainfitError(
             f"fit: a global batch of {gb} sequences (micro-batch {int(b.get('micro_batch_size', 1))} x accumulation"
             f" {int(b.get('grad_accum', 1))} x {world} GPUs) cannot be split over {', '.join(map(str, counts))} GPUs;"
-            " change batch.grad_accum or --max-gpus"
+            f" {batch_split_remedy(held_batch_keys(base, pinned), counts='--max-gpus for more card counts')}"
         )
     return out
 

@@ -97,6 +97,14 @@ def test_micro_batch_and_accumulation_pinned_on_the_command_line_rank_per_token(
     out = " ".join(capsys.readouterr().out.split())
     assert rc == 0 and "ranked by cost per token" in out
     assert "batch.micro_batch_size and batch.grad_accum are pinned" in out
+    # the headline gives the figure it ranked by (before: the best row's cost per step, a step of its own batch)
+    best = obj["rows"][0]
+    per_m = best["cost_per_step"] / _tokens_per_step(best) * 1e6
+    seconds_per_m = best["step_seconds"] / _tokens_per_step(best) * 1e6
+    headline = out[out.index("best by cost per token"):]
+    assert f"{per_m:.4g} {best['currency']}/1M tokens" in headline
+    assert f"{seconds_per_m:.4g} s/1M tokens" in headline
+    assert "/step" not in headline.split(" skipped ")[0]
 
 
 def test_steps_with_a_per_token_basis_is_refused_in_one_line(tmp_path, capsys):

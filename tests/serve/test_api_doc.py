@@ -26,3 +26,7 @@ def test_fit_answer_keys_are_documented():
     assert status == 200, data
     assert set(data) == top and "skipped" in top
     assert set(data["rows"][0]) == rows and "stack" in rows
+    # what every row holds per step, as `trainfit fit --json` gives it (before: only the HTML report stated it)
+    assert "batch_basis" in top and "batch_basis" in section
+    basis = data["batch_basis"]
+    assert basis["basis"] == "global_batch" and basis["tokens_per_step"] == basis["sequences_per_step"] * 2048

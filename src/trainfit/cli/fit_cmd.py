@@ -95,6 +95,7 @@ def fit(
                           inputs=[card, calibration, price_table], what="--html")
     rows = [_row(r, result.optimizer_steps_per_step) for r in result.rows]
     if json_:
+        from trainfit.fit_search import basis_dict
         from trainfit.report.html import skipped_of
 
         print_json({"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds,
@@ -102,7 +103,7 @@ def fit(
                     "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
                     "run_optimizer_steps": (None if goal.steps is None
                                             else goal.steps * result.optimizer_steps_per_step),
-                    "batch_basis": _basis(result),
+                    "batch_basis": basis_dict(result),
                     "warnings": list(result.warnings), "card_stack": result.stack.value if result.stack else None,
                     "calibration": _calibration(cal, gpus, card_, result.rows),
                     "rows": rows,
@@ -114,14 +115,6 @@ def fit(
 
         _Header(width=160).print(escape(_calibration_text(_calibration(cal, gpus, card_, result.rows))), soft_wrap=True)
     _render(result, rows, goal)
-
-
-def _basis(result) -> dict:
-    """What every row holds per step (``fit_search.BatchBasis``): the global batch in sequences and tokens, or
-    neither (per token; PPO / GRPO: the card's rollout batch)."""
-    return {"basis": result.batch_basis.value, "sequences_per_step": result.global_batch,
-            "tokens_per_step": (None if result.tokens_per_global_batch is None
-                                else round(result.tokens_per_global_batch))}
 
 
 def _calibration(cal, gpus: list[str], card, rows) -> dict | None:
@@ -289,10 +282,11 @@ def _render(result, rows, goal) -> None:
     c.print(t)
     best = result.best
     if best is not None:
-        cost = _money(best.cost_per_run if run else best.cost_per_step, best.currency)
+        figure = _per_million_tokens(best) if per_token else (
+            f"{_money(best.cost_per_run if run else best.cost_per_step, best.currency)}{'' if run else '/step'}"
+            f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}")
         c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}, {best.stack.value if best.stack else '-'}),"
-                f" {cost}{'' if run else '/step'}"
-                f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}", markup=False)
+                f" {figure}", markup=False)
     else:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
     for w in result.warnings:
@@ -336,6 +330,16 @@ def _run_text(result, goal) -> str:
     if goal.tokens is not None:
         return f" of {goal.tokens:.4g} tokens ({'RL' if rl else 'optimizer'} steps = tokens / tokens per step, per row)"
     return ""
+
+
+def _per_million_tokens(row) -> str:
+    """The per-token figures a per-token ranking compares (``objective.Goal.per_token``): cost and step time over
+    the row's own tokens per step, per million tokens (a step there carries its own batch)."""
+    tokens = row.tokens_per_step
+    if not tokens or row.step_seconds is None:
+        return "-"
+    cost = None if row.cost_per_step is None else row.cost_per_step / tokens * 1e6
+    return f"{_money(cost, row.currency)}/1M tokens, {row.step_seconds / tokens * 1e6:.4g} s/1M tokens"
 
 
 def _money(amount: float | None, currency: str | None) -> str:

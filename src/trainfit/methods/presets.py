@@ -500,6 +500,22 @@ def unsloth_activation_offload(parallel: dict[str, Any], *, stated: dict[str, An
     return {**parallel, "activation_offload": True}
 
 
+def unsloth_offload_follows_checkpointing(knobs: dict[str, Any], *, parallel: dict[str, Any]) -> dict[str, Any]:
+    """A search row's ``knobs`` (dotted card keys) on a ``preset: unsloth`` card whose ``parallel`` section (as merged)
+    holds the preset's ``activation_offload``: where the row's knobs leave no layer checkpointed, the offload goes
+    with the checkpoints (``parallel.activation_offload`` false), since the preset fills it only where every layer is
+    checkpointed (``unsloth_activation_offload``: Unsloth offloads the checkpointed layer inputs, so with checkpointing
+    off it offloads nothing). The knobs unchanged otherwise. The caller applies this only where the user did not state
+    ``activation_offload`` (then it is theirs, kept on every row)."""
+    if not parallel.get("activation_offload"):
+        return knobs
+    row = {k: v for k, v in parallel.items() if k != "activation_offload"}
+    row.update({k.split(".", 1)[1]: v for k, v in knobs.items() if k.startswith("parallel.")})
+    if unsloth_activation_offload(row, stated={}).get("activation_offload"):
+        return knobs
+    return {**knobs, "parallel.activation_offload": False}
+
+
 def preset_source(name: str, *, rl: bool) -> str:
     """The source line a plan states for preset ``name``: an RL plan (``rl``: method ppo or grpo) the preset's own,
     another method the line of what that method runs (Unsloth: TRL's SFTTrainer, ``UNSLOTH_SFT_SOURCE``)."""

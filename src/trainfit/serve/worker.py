@@ -19,7 +19,7 @@ from typing import Any
 from trainfit.catalog.models import catalog_entry, catalog_ids  # noqa: F401
 from trainfit.compute.cost import parse_price
 from trainfit.errors import CardError, TrainfitError
-from trainfit.fit_search import fit_pins
+from trainfit.fit_search import basis_dict, fit_pins
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
@@ -162,7 +162,8 @@ def fit_payload(body: Any) -> dict[str, Any]:
     out = {"evaluated": result.evaluated, "invalid": result.invalid, "seconds": result.seconds, "rows": rows, "svg": svg,
            "card_stack": result.stack.value if result.stack is not None else None, "skipped": skipped_of(result),
            # what a row's step is, as `trainfit fit --json` says it (cli/fit_cmd.py)
-           "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step}
+           "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
+           "batch_basis": basis_dict(result)}
     out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg,
                                notes=fit_notes(result), step_label=fit_step_label(result))
     return finite(out)

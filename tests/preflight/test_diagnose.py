@@ -204,6 +204,18 @@ def test_last_message_of_a_log_wins_and_notes():
     assert any("fragmentation" in n for n in d.notes)  # 2.14 GiB reserved-unallocated >= 2.11 GiB asked
 
 
+@pytest.mark.parametrize("head", [
+    "torch.OutOfMemoryError: CUDA out of memory.\n  Tried to allocate 2.32 GiB.",  # wrapped paste (docs/preflight.md example)
+    "torch.OutOfMemoryError: CUDA out of memory.  Tried to allocate 2.32 GiB.",  # double space
+    "torch.OutOfMemoryError: CUDA out  of\tmemory.\r\n\tTried  to\n allocate\n 2.32 GiB.",  # every gap
+])
+def test_wrapped_or_double_spaced_head_parses(head):
+    log = head + " GPU 0 has a total capacity of 39.39 GiB of which 1.10 GiB is free. ..."
+    d = diagnose_log(log)
+    assert d.oom.backend == "CUDA" and d.oom.requested_bytes == printed("2.32 GiB")
+    assert d.oom.total_bytes == printed("39.39 GiB") and d.oom.free_bytes == printed("1.10 GiB")
+
+
 def test_no_oom_is_one_line():
     with pytest.raises(TrainfitError, match=r"^diagnose: no CUDA/HIP out-of-memory message, NCCL watchdog timeout, vLLM KV-cache error or extension build error in the log$"):
         diagnose_log("loss 1.23\nstep 10\n")

@@ -15,7 +15,8 @@ import sys
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
-HELP = "Will this LLM post-training run fit, on how many cards of which kind, at what cost?"
+HELP = ("Will this LLM post-training run fit, on how many cards of which kind, at what cost?\n\n"
+        "Bad input is one line and exit code 2; --debug (anywhere on the command line) shows the traceback instead.")
 
 # Command name -> "module:function" (a plain typer command function). The order here is the order of
 # `trainfit --help`. To register a command, add ONE line, e.g.

@@ -44,7 +44,9 @@ TRACEBACK_CHARS = 256 * KIB
 TRACEBACK_LINES = 2000
 
 _SIZE = r"(\d{1,1000}(?:\.\d{1,1000})?)\s{0,4}(bytes|B|KiB|MiB|GiB|TiB)"
-_HEAD = re.compile(r" out of memory\. Tried to allocate " + _SIZE)
+_GAP = r"\s{1,64}"
+"""Whitespace between the words of the head: a pasted message may be wrapped (newline + indent) or double-spaced."""
+_HEAD = re.compile(r" out" + _GAP + "of" + _GAP + r"memory\." + _GAP + "Tried" + _GAP + "to" + _GAP + "allocate" + _GAP + _SIZE)
 _OLD = re.compile(
     r"\s{0,4}\(GPU (?P<gpu>\d{1,6}); " + _SIZE + r" total capacity; " + _SIZE + r" already allocated; "
     + _SIZE + r" free; " + _SIZE + r" (?P<kind>reserved in total by PyTorch|cached)"
@@ -110,7 +112,8 @@ class OomMessage:
 def _heads(text: str):
     """(message start, backend, size match) of every 'CUDA/HIP out of memory. Tried to allocate <size>'.
 
-    One regex scan with a literal prefix (the engine skips to each ' out of memory. ' in C)."""
+    One regex scan with a literal prefix (the engine skips to each ' out' in C); the words after it may be
+    separated by any whitespace (a wrapped or double-spaced paste)."""
     for m in _HEAD.finditer(text):
         i = m.start()
         if text.startswith("CUDA", i - 4):

@@ -20,6 +20,16 @@ def _b(x: float) -> int:
     return int(round(x))
 
 
+def is_byte_key(key: str) -> bool:
+    """A key that names a byte figure (``*_bytes``, ``bytes_*``, ``bytes``): written as an integer."""
+    return key == "bytes" or key.endswith("_bytes") or key.startswith("bytes_")
+
+
+def _terms(terms) -> dict[str, Any]:
+    """A timed phase's terms: seconds stay floats, byte figures (the optimizer's ``bytes_moved``) become integers."""
+    return {k: _b(v) if is_byte_key(k) and v is not None else v for k, v in terms.items()}
+
+
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
     spec, gpu, peak = plan.spec, plan.gpu, plan.peak
     return {
@@ -96,7 +106,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
             "step_seconds": plan.step_seconds,
             "tokens_per_step": plan.tokens_per_step,
             "tokens_per_second": plan.tokens_per_s,
-            "phases": [{"name": t.name, "seconds": t.seconds, "bound": t.bound, "terms": dict(t.terms)}
+            "phases": [{"name": t.name, "seconds": t.seconds, "bound": t.bound, "terms": _terms(t.terms)}
                        for t in plan.time_phases],
         },
         "cost": None if plan.price is None else {

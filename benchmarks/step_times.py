@@ -1929,6 +1929,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["fp8_activation_input_store"] = True
         notes.append("fp8 SwiGLU input store: precision.fp8_activation_input_store (the config's"
                      " activation_func_fp8_input_store: the fused SwiGLU keeps fc1's output as float8_e4m3fn)")
+    if e["precision"].get("fp8_param_transpose_cache") is False:  # the config disables it under TE 1.x (cited)
+        card["precision"]["fp8_param_transpose_cache"] = False
+        notes.append("fp8 primary weights' transpose made in each linear's backward and freed:"
+                     " precision.fp8_param_transpose_cache false (the config's disable_parameter_transpose_cache: True"
+                     " under Transformer Engine 1.x)")
     if compute == "fp4":  # the entry's fp4 recipe (nvfp4), required as on the card
         card["precision"].update(compute="fp4", fp4_recipe=e["precision"].get("fp4_recipe"))
         notes.append(f"fp4: {e['precision'].get('fp4_recipe')} scaling (the entry's recipe)")

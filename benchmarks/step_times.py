@@ -1929,6 +1929,11 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         card["precision"]["fp8_activation_input_store"] = True
         notes.append("fp8 SwiGLU input store: precision.fp8_activation_input_store (the config's"
                      " activation_func_fp8_input_store: the fused SwiGLU keeps fc1's output as float8_e4m3fn)")
+    if e["precision"].get("fp8_param_transpose_cache") is False:  # the config disables it under TE 1.x (cited)
+        card["precision"]["fp8_param_transpose_cache"] = False
+        notes.append("fp8 primary weights' transpose made in each linear's backward and freed:"
+                     " precision.fp8_param_transpose_cache false (the config's disable_parameter_transpose_cache: True"
+                     " under Transformer Engine 1.x)")
     if compute == "fp4":  # the entry's fp4 recipe (nvfp4), required as on the card
         card["precision"].update(compute="fp4", fp4_recipe=e["precision"].get("fp4_recipe"))
         notes.append(f"fp4: {e['precision'].get('fp4_recipe')} scaling (the entry's recipe)")
@@ -4484,23 +4489,41 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
     ``timed`` False where the plan has no figure for the row (its rollout engine cannot start), so the row
     is outside the medians but still counted here.
 
-    The misses by cause (2026-12-05, 92 points, 79 distinct entries; planned peak / the card's CUDA total, what the
+    The misses by cause (2026-12-05, 89 points, 76 distinct entries; planned peak / the card's CUDA total, what the
     plan's ``fits`` compares; "engine": the rollout engine cannot start either). Flipped on that date: the six MLPerf
     v5.0 Llama-2-70B LoRA B200 / GB200 rows whose run config sets FP8_ACT=1 (Megatron-Core's fp8 SwiGLU input store,
-    ``precision.fp8_activation_input_store``: 192.6 -> 157.6 GiB, fits 178.4 / 185.0).
+    ``precision.fp8_activation_input_store``: 192.6 -> 157.6 GiB, fits 178.4 / 185.0); then (98 -> 92 -> 89) the
+    v4.1 H200 row and the two v4.0 L40S rows, whose yaml sets ``disable_parameter_transpose_cache: True`` on
+    Transformer Engine 1.x (``precision.fp8_param_transpose_cache`` false: each fp8 primary weight's transpose made in
+    its linear's backward and freed, memory/fp8.py; the H200 row also reads FP8_ACTIVATION=True into
+    ``activation_func_fp8_input_store``, its yaml l.105): H200 194.5 -> 113.7 / 139.8 GiB, L40S 55.3 -> 39.4 /
+    44.5 GiB.
 
     * Synthetic weight-sync rows (22; one phase timed on a placeholder training batch; their memory verdict is not the
       published run's, skip): ckptengine-broadcast-* (6; +56 % .. +602 %, engine), slime-blog-weight-sync-* (1),
       skyrl-pr334-megatron-weight-sync-* (2, +82 %), miles-p2p-weight-sync-* (2: glm5 +2 %, kimi-k2 engine only),
       verl-weight-sync-qwen3-* (4, +62 % / +880 %), verl7291-weight-sync-* (7, +0.1 GiB .. +59 %).
-    * MLPerf Llama-2-70B LoRA, rest (10). Hopper H200 / H200-NVL with fp8_params, CP 2 (5: mlperf41-nv h200, four
-      Dell h200): 194.5 / 139.8 GiB, +54.7 GiB (+39 %); the weights are 128.5 GiB because an fp8 primary weight keeps
-      its transpose on a GPU without non-TN fp8 GEMMs (memory/fp8.py): whether Transformer Engine keeps that
-      transpose between steps for a frozen base weight, or builds it in the backward and drops it, is the open
-      question (TE tensor/float8_tensor.py at the container's pin); not the SwiGLU store: the Dell H200 configs set
-      FP8_ACTIVATION=True but their yaml reads FP8_ACT (conf/megatron_gpt_peft_tuning_config.yaml l.46 @0fdc28f0), so
-      it was off there. MI325X (3: AMD, Supermicro v5.0, AMD v5.1): +1.0 GiB (+0.4 %), the AMD recipe's own memory
-      settings unread. L40S v4.0 (2, TP 4, CP 2): +10.7 GiB (+24 %); the v4.0 recipe's FP8_ACT / offload unread.
+    * MLPerf Llama-2-70B LoRA, rest (7). The four Dell v5.0 H200 / H200-NVL rows (fp8_params, TP 1, CP 2 a2a):
+      194.5 / 139.8 GiB, +54.7 GiB (+39 %), 128.5 GiB of it weights with their transposes. Open, with what was read:
+      in mlcommons/training_results_v5.0 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c
+      Dell/benchmarks/llama2_70b_lora/implementations/nemo/ (the files named below),
+      the image is nvcr.io/nvidia/pytorch:25.04-py3 (Dockerfile.x86_64 l.15, TE_REVISION=SKIP: the image's
+      Transformer Engine 2.x), whose forward keeps the transpose on the weight whenever the input needs a gradient,
+      a frozen LoRA base weight included (TE v2.2 module/linear.py l.190-196, module/base.py l.990-996,
+      tensor/float8_tensor.py l.425-460; nothing in Megatron-Core 25.04-alpha.rc1's distributed-optimizer path drops
+      it), and train.py l.222 sets disable_parameter_transpose_cache=False (TE 2.x keeps an fp8 primary weight's
+      transpose either way); their configs set FP8_ACTIVATION=True but the yaml reads FP8_ACT (l.46), cpu_offloading
+      CPU_OFFLOADING default False (conf/megatron_gpt_peft_tuning_config.yaml l.53), no recompute, no CUDA graphs: no card field is missing. Their result logs'
+      SYSJSON names 'PyTorch Dell Release 24.09' with cuDNN 9.4.0.58 (the 24.09 stack), not the Dockerfile's 25.04:
+      which Transformer Engine actually ran is the open question (TE 1.11 builds no transpose cache for weights made
+      under the recipe's torch.no_grad() fp8_model_init, custom_llama.py l.66, base.py l.887-893 @v1.11; TE 1.10 fills
+      it on the first micro-batch when is_first_microbatch is passed, linear.py l.960-977). Not changed without it.
+      MI325X (3: AMD, Supermicro v5.0, AMD v5.1): +1.0 GiB (+0.4 %); their yaml sets disable_parameter_transpose_cache:
+      True (mlcommons/training_results_v5.0 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c
+      AMD/benchmarks/llama2_70b_lora/implementations/MI325X_EPYC_9575F_pytorch/src/conf/
+      megatron_gpt_peft_tuning_config.yaml l.95) on ROCm's TE fork te_v1.9_mlperf_llama2
+      (not read; whether gfx942 needs the transpose at all unread) and has no activation_func_fp8_input_store key, so
+      FP8_ACTIVATION=True is not read there.
     * universal-llm-trainer gpu_test (8, 1 GPU): full 8B +20..26 GiB (A100 / H100), +3.7 GiB (Pro 6000); Gemma-2-9B
       LoRA +19.4 GiB, QLoRA +37.8 GiB. A card question first: the page says 'Model type: torch.bfloat16' (pure bf16
       weights and AdamW states would fit); unresolved.

@@ -234,6 +234,10 @@ def shared_notes(card: RunCard, target: str, *, megatron_has: set[str] | None = 
         notes.append(f"precision.fp8_activation_input_store: {target}'s file gets no activation_func_fp8_input_store"
                      " from trainfit; not written, the SwiGLU keeps its bf16 input (set it in the Megatron-Core"
                      " transformer config by hand)")
+    if not p.fp8_param_transpose_cache:
+        notes.append(f"precision.fp8_param_transpose_cache: false: {target}'s file gets no"
+                     " disable_parameter_transpose_cache from trainfit; not written (set it in the Megatron-Core"
+                     " transformer config by hand; it frees the fp8 weights' transposes only on Transformer Engine 1.x)")
     if p.fp8_attention and target != "verl":
         notes.append(f"precision.fp8_attention: {target} has no setting for Transformer Engine's fp8 attention"
                      " (Megatron-Core fp8_dot_product_attention); not written, attention runs bf16 (use --to verl)")

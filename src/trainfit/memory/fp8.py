@@ -364,26 +364,80 @@ def non_tn_fp8_gemm(compute_capability: str | None) -> bool:
     return (10, 0) <= cc < (12, 0) or cc >= (13, 0)
 
 
-def fp8_param_bytes_per_weight(*, recipe: Recipe, non_tn_gemm: bool) -> float:
+# The transpose of a per-tensor fp8 primary weight on a GPU without non-TN fp8 GEMMs (Hopper, Ada), by Transformer
+# Engine release. Transformer Engine 1.x builds it for the dgrad GEMM and caches it on the weight only when asked:
+# NVIDIA/TransformerEngine v1.6rc2 (090e72412e06f44fe43aa4c4564ae11469961c9a) ``transformer_engine/pytorch/module/
+# linear.py`` l.408-413, in the backward: "Primary weights are in FP8." ``weight_t_fp8 = weight.transpose_2d(
+# cache=ctx.is_first_microbatch is not None, ...)``, and ``float8_tensor.py`` l.575-576 ``if not cache: return
+# tex.fp8_transpose(self._data, self._fp8_dtype)``: a new tensor, freed after that linear's dgrad GEMM
+# (``layernorm_linear.py`` the same); v1.10 (08a85d3b2657f1d4e0b478f6682c17fe6bba8b05) ``module/linear.py`` l.960-977
+# fills the cache in the forward only when ``is_first_microbatch`` is truthy, l.449 ``weight_fp8.transpose_2d()``
+# (``fill_cache`` False) in the backward, and ``Float8Tensor.to_float8`` (``float8_tensor.py``) makes no transpose at
+# initialisation. Megatron-Core passes ``is_first_microbatch`` None when its ``disable_parameter_transpose_cache`` is
+# set (NVIDIA/Megatron-LM 24.09-alpha.rc0 (dd182053afc66a2195e018571537c8ce9f890df4) ``megatron/core/transformer/
+# custom_layers/transformer_engine.py`` l.171-172 ``None if self.disable_parameter_transpose_cache else
+# self.is_first_microbatch``), so the transpose then lives one linear at a time in the backward:
+# ``transpose_cached`` False. From Transformer Engine 2.0 on the forward itself asks for the column-wise usage
+# whenever the input needs a gradient and keeps it on the weight: v2.2 (c55e425ac5751c72bfa656560fc7c65ab7d895e9)
+# ``module/linear.py`` l.190-196 ``columnwise_usage = is_grad_enabled and inp.requires_grad``, ``module/base.py``
+# l.990-996 (an fp8 primary weight: ``tensor.update_usage(..., columnwise_usage=quantizer.columnwise_usage)``,
+# also with ``is_first_microbatch`` None), ``tensor/float8_tensor.py`` l.425-460 (``update_usage`` creates
+# ``_transpose`` and drops it only when the column-wise usage is not asked for, as in a no-grad forward); nothing in
+# Megatron-Core's distributed-optimizer path drops it (25.04-alpha.rc1: only its custom FSDP releases
+# ``param._transpose``). A frozen base weight (LoRA) is no exception: its input still needs the gradient for the
+# adapters below, so the dgrad GEMM, and with it the transpose, is still run.
+
+
+def fp8_param_bytes_per_weight(*, recipe: Recipe, non_tn_gemm: bool, transpose_cached: bool = True) -> float:
     """Bytes a linear's fp8 primary weight holds per element, scales aside: 1 B of row-wise data, plus 1 B for the
-    transpose (per-tensor delayed/current scaling without non-TN GEMMs) or the separately quantised column-wise copy
-    (blockwise, every GPU); mxfp8 / nvfp4: both copies with their block scales (``fp8_weight_copy_bytes``; an NVFP4
-    primary weight's column-wise copy is the 16x16-block transpose TE builds after the all-gather,
-    ``post_all_gather_processing``)."""
+    transpose (per-tensor delayed/current scaling without non-TN GEMMs, unless ``transpose_cached`` is False: the
+    Transformer Engine 1.x transpose made in the backward and freed, comment above) or the separately quantised
+    column-wise copy (blockwise, every GPU); mxfp8 / nvfp4: both copies with their block scales
+    (``fp8_weight_copy_bytes``; an NVFP4 primary weight's column-wise copy is the 16x16-block transpose TE builds after
+    the all-gather, ``post_all_gather_processing``)."""
     if recipe in (Fp8Recipe.MXFP8, Fp4Recipe.NVFP4):
         return 2.0 * quantized_element_bytes(recipe)
     if recipe is Fp8Recipe.BLOCKWISE:
         return 2.0
-    return 1.0 if non_tn_gemm else 2.0
+    return 1.0 if non_tn_gemm or not transpose_cached else 2.0
+
+
+FUSED_INPUT_PROJECTIONS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"))
+"""Projections Megatron-Core holds as one weight (``linear_qkv``, ``linear_fc1``): their transposes are one tensor."""
+
+
+def largest_linear_weight_params(spec) -> int:
+    """Weight elements of the largest single linear weight of one decoder layer of ``spec`` (dense linears, fused
+    experts aside), with q/k/v and gate/up summed as Megatron-Core's fused ``linear_qkv`` / ``linear_fc1``: the most
+    one in-flight transpose holds."""
+    from trainfit.memory.params import linear_groups
+
+    sizes: dict[str, int] = {}
+    for g in linear_groups(spec):
+        if g.is_fused_experts:
+            continue
+        key = g.name
+        for fused in FUSED_INPUT_PROJECTIONS:
+            for part in fused:
+                if g.name.endswith(part):
+                    key = g.name[: -len(part)] + "+".join(fused)
+        sizes[key] = sizes.get(key, 0) + g.in_features * g.out_features
+    return max(sizes.values(), default=0)
 
 
 def fp8_param_model_bytes(spec, *, recipe: Recipe, non_tn_gemm: bool, scale: float = 1.0,
-                          expert_parallel: int | None = None) -> float:
+                          expert_parallel: int | None = None, transpose_cached: bool = True) -> float:
     """The dense linears' fp8 primary weights of ``spec`` (``fp8_param_bytes_per_weight``) and their scaling state
     (``fp8_scaling_state_bytes``: amax history, scales, block scales for both copies): what replaces their bf16
     weights and the separate fp8 copies (``fp8_model_bytes``). Given ``expert_parallel``, one expert-parallel rank's
-    routed expert weights too (TE ``GroupedLinear`` weights are fp8 primary weights alike); else they stay bf16."""
+    routed expert weights too (TE ``GroupedLinear`` weights are fp8 primary weights alike); else they stay bf16.
+    ``transpose_cached`` False (a per-tensor recipe on a GPU without non-TN GEMMs): 1 B per weight plus the one
+    transpose in flight, the largest linear's (``largest_linear_weight_params``, 1 B each, at ``scale``), counted
+    through the step: at most that one linear above the forward's true bytes."""
     linears, params = _fp8_linears(spec, expert_parallel=expert_parallel)
     p = params * scale
-    return (fp8_param_bytes_per_weight(recipe=recipe, non_tn_gemm=non_tn_gemm) * p
-            + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=p))
+    per = fp8_param_bytes_per_weight(recipe=recipe, non_tn_gemm=non_tn_gemm, transpose_cached=transpose_cached)
+    in_flight = 0.0
+    if per < fp8_param_bytes_per_weight(recipe=recipe, non_tn_gemm=non_tn_gemm):
+        in_flight = 1.0 * largest_linear_weight_params(spec) * scale
+    return per * p + in_flight + fp8_scaling_state_bytes(recipe=recipe, linears=linears, linear_weight_params=p)

@@ -544,7 +544,7 @@ def fp8_weight_bytes(card: RunCard, spec: ModelSpec, *, scale: float, layers: Se
         bf16 = lin * BYTES_PER_DTYPE[card.weights_dtype.value] / max(1, shards)
         return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
     kept = share * fp8.fp8_param_model_bytes(spec, recipe=prec.gemm_recipe, non_tn_gemm=non_tn, scale=scale,
-                                             expert_parallel=ep)
+                                             expert_parallel=ep, transpose_cached=prec.fp8_param_transpose_cache)
     bf16 = share * fp8.fp8_linear_params(spec, expert_parallel=ep) * scale * BYTES_PER_DTYPE[card.weights_dtype.value]
     return kept - bf16, fp8_params_note(card, held_gib=kept / 2**30, bf16_gib=bf16 / 2**30)
 
@@ -554,7 +554,9 @@ def fp8_params_note(card: RunCard, *, held_gib: float | None = None, bf16_gib: f
     from trainfit.memory import fp8
 
     prec = card.precision
-    per = fp8.fp8_param_bytes_per_weight(recipe=prec.gemm_recipe, non_tn_gemm=fp8_card_non_tn_gemm(card))
+    non_tn = fp8_card_non_tn_gemm(card)
+    per = fp8.fp8_param_bytes_per_weight(recipe=prec.gemm_recipe, non_tn_gemm=non_tn,
+                                         transpose_cached=prec.fp8_param_transpose_cache)
     size = (f", {held_gib:.2f} GiB with their scaling state, in place of {bf16_gib:.2f} GiB of bf16 weights"
             if held_gib is not None and bf16_gib is not None else "")
     if prec.fp4_params:
@@ -566,7 +568,9 @@ def fp8_params_note(card: RunCard, *, held_gib: float | None = None, bf16_gib: f
         return (f"MXFP8 primary weights (precision.fp8_params): the linears' weights held as MXFP8 ({per:g} B per"
                 f" weight: row-wise and column-wise copies with their e8m0 scales){size}; the optimizer keeps fp32 main"
                 " params; Megatron-Core all-gathers bf16 through the gradient buffer and casts it in (memory/fp8.py)")
-    how = ("row-wise data only: the GPU runs non-TN fp8 GEMMs" if per == 1.0 else
+    how = ("row-wise data only: the GPU runs non-TN fp8 GEMMs" if per == 1.0 and non_tn else
+           "row-wise data only: the dgrad GEMM's transpose is made in each linear's backward and freed"
+           " (precision.fp8_param_transpose_cache false), one linear's counted" if per == 1.0 else
            "a column-wise copy" if prec.fp8_recipe.value == "blockwise" else "the transpose TE keeps for the dgrad GEMM")
     return (f"fp8 primary weights (precision.fp8_params, {prec.fp8_recipe.value} scaling): the linears' weights held as"
             f" fp8 ({per:g} B per weight, {how}){size}; no separate fp8 copy; the optimizer keeps fp32 main params; the"

@@ -313,6 +313,14 @@ class PrecisionSection(_Section):
         " its input, fc1's gate and up halves, as float8_e4m3fn for its backward (1 B per element instead of the compute"
         " dtype's) and casts it back there (memory.activations.MEGATRON_FP8_GLU_INPUT_SOURCES). Dense SwiGLU MLPs only;"
         " needs parallel.tensor_parallel_impl megatron.")
+    fp8_param_transpose_cache: bool = Field(
+        True, description="Whether an fp8 primary weight (precision.fp8_params, per-tensor delayed / current scaling)"
+        " keeps its transpose for the dgrad GEMM through the step on a GPU without non-TN fp8 GEMMs (Hopper, Ada):"
+        " true, Transformer Engine 2.x (always) and 1.x with Megatron-Core's parameter transpose cache on; false,"
+        " Transformer Engine 1.x under Megatron-Core disable_parameter_transpose_cache: True, where each linear's"
+        " backward makes the transpose and frees it after its dgrad GEMM (memory.fp8, the comment above"
+        " fp8_param_bytes_per_weight). Needs fp8_params with fp8_recipe delayed or current and"
+        " parallel.tensor_parallel_impl megatron.")
 
     @property
     def quantized_params(self) -> bool:
@@ -2125,6 +2133,16 @@ class RunCard(_Section):
             raise ValueError(f"precision.fp8_activation_input_store: true is Megatron-Core's"
                              f" activation_func_fp8_input_store, read with tensor_parallel_impl: megatron (got"
                              f" {self.parallel.tensor_parallel_impl.value}); allowed otherwise: false")
+        if not prec.fp8_param_transpose_cache and not (
+                prec.compute is ComputeDtype.FP8 and prec.fp8_params
+                and prec.fp8_recipe in (Fp8Recipe.DELAYED, Fp8Recipe.CURRENT)
+                and self.parallel.tensor_parallel_impl is TensorParallelImpl.MEGATRON):
+            raise ValueError(f"precision.fp8_param_transpose_cache: false is Transformer Engine 1.x's uncached fp8"
+                             f" primary weight transpose, read with compute fp8, fp8_params true, fp8_recipe delayed"
+                             f" or current and tensor_parallel_impl megatron (got compute '{prec.compute.value}',"
+                             f" fp8_params {str(prec.fp8_params).lower()}, fp8_recipe '{getattr(prec.fp8_recipe, 'value', None)}',"
+                             f" tensor_parallel_impl '{self.parallel.tensor_parallel_impl.value}'); allowed"
+                             f" otherwise: true")
         if prec.optimizer_impl is OptimizerImpl.APEX_DISTRIBUTED and (
                 prec.optimizer is not Optimizer.ADAMW
                 or self.parallel.tensor_parallel_impl is not TensorParallelImpl.MEGATRON):

@@ -213,3 +213,28 @@ def test_swift_headers_read_as_gib_as_points_711_716() -> None:
         assert "UNIT CORRECTED after first contact" in BY_ID[pid]["notes"]
     assert "headers of one run setting differ" not in BY_ID[2816]["notes"]
     assert "-22.3 %" in BY_ID[2816]["notes"] and "15.92 GiB against the published 22 GiB: -27.7 %" in BY_ID[2816]["notes"]
+
+
+@pytest.mark.parametrize("pid", [2807, 2809])
+def test_fsdp1_flat_gradient_path_moves_no_peak(pid: int) -> None:
+    """The FSDP1 null result of trainfit.memory.sharding's docstring: one unit's flat-parameter gradient path under
+    FSDP1 (bf16 flat gradient + its fp32 copy for the reduce-scatter + the padded sharded output, torch
+    ``_runtime_utils.py`` l.756-764, l.890-901 @cf30153c4c131c8164ee7798e5022d810682e2cb) in place of the 0.75 GiB
+    planned would not move the planned peak of torchtitan's FSDP1 runs: it stays at the loss moment, byte for byte."""
+    from dataclasses import replace
+
+    from trainfit.memory.phases import backward_peak
+    from trainfit.plan import model_spec_of
+    from trainfit.plan.terms import step_terms
+    from trainfit.plan.walk import sft_like_sharding
+
+    card = load_card_dict(P.POINTS[pid]["card"])
+    spec = model_spec_of(card)
+    terms = step_terms(card, spec, sft_like_sharding(card, spec)[2])[0]
+    unit_params = terms.fsdp_unsharded_grads / 4  # the planned fp32 gradient of one decoder-layer unit
+    assert unit_params == pytest.approx(202_383_360, rel=1e-3)  # Llama-2-7B: 4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096
+    fsdp1 = unit_params * (2 + 4 + 4 / 8)  # bf16 flat grad, its fp32 copy, the fp32 shard of 8 ranks
+    planned = backward_peak(terms)
+    with_fsdp1 = backward_peak(replace(terms, fsdp_unsharded_grads=fsdp1))
+    assert planned.at == with_fsdp1.at == "loss backward (logits gradient)"
+    assert sum(with_fsdp1.components.values()) == sum(planned.components.values())

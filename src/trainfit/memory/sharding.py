@@ -26,6 +26,50 @@ Sources: ZeRO (Rajbhandari et al. 2020, §5), PyTorch FSDP2 ``fully_shard`` docs
 (``reshard_after_forward``; the root module's parameters stay unsharded between forward and
 backward), DDP ``gradient_as_bucket_view=False`` default (buckets hold a second copy of the
 gradients), DeepSpeed ``reduce_bucket_size`` ("auto" in HF/accelerate = hidden²).
+
+FSDP1 against FSDP2, full sharding (checked 2026-12-05; no term changed, numbers unchanged). torchtitan's
+per-parameter FSDP commit (pytorch/torchtitan@83c879f18763611bda68586c45f0082fd568d646, PR #165) measured
+FSDP1 0.85 GiB active (1.12 GiB reserved) above FSDP2 on the same Llama-2-7B run with full AC (benchmark
+points 2807 / 2811; per-op SAC: 0.81 GiB active, 4.49 GiB reserved, 2809 / 2813), and plans both alike. Its
+FSDP1 is FULL_SHARD, MixedPrecision(bf16 params, fp32 reduce), BACKWARD_PRE, use_orig_params, one unit per
+block plus the root (torchtrain/parallelisms/parallelize_llama.py l.222-250
+@ab5d91823f835e8688f381e3ff24706d7ae50cff), on a torch nightly of March 2024 (requirements.txt ``torch >=
+2.2.0.dev``, CI ``pip3 install --pre torch ... nightly/cu121``; the exact nightly is not stated). The FSDP1
+code read is torch 2.13.0's (pytorch/pytorch@cf30153c4c131c8164ee7798e5022d810682e2cb); the March-2024
+nightly's text was not read. What FSDP1 does there, and what it would change here:
+* The flat-parameter gradient path: the per-parameter views' gradients are concatenated into the unit's flat
+  bf16 gradient (``split_with_sizes`` backward), the post-backward hook copies it to fp32 for the
+  reduce-scatter, ``flat_param.grad.to(handle._reduce_dtype)`` (``torch/distributed/fsdp/_runtime_utils.py``
+  l.756-764), keeps the bf16 one ``record_stream``-ed on the post-backward stream (l.772), and allocates the
+  padded output ``new_sharded_grad = torch.empty_like(chunks[0])`` (l.890-901; no ``F.pad`` copy:
+  use_orig_params pads the flat parameter to a multiple of the world size, ``_flat_param.py`` l.566,
+  l.759-762). One layer unit of Llama-2-7B (202.4 M parameters, 8 ranks): 0.38 GiB bf16 + 0.75 GiB fp32 + 0.09
+  GiB = 1.22 GiB against the 0.75 GiB ``_fsdp_terms`` plans (FSDP2's bf16 gradients and fp32 reduce-scatter
+  input are 1.13 GiB). Planned with 1.22 GiB, the worst layer moment of those runs rises from 21.73 to at most
+  22.21 GiB (no recomputed activation freed), still below their planned peak, the loss moment (22.59 GiB): the
+  step's peak does not move. Not planned apart; it would change no number of table (b).
+* After forward FSDP1 reshards every non-root unit (``_post_forward_reshard``: ``free_unsharded_flat_param =
+  not state._is_root and ...``, l.486-500); torchtitan's FSDP2 keeps the last block gathered. In allocated
+  bytes FSDP1's loss moment is one unit (0.38 GiB) below FSDP2's, the opposite of the measured direction,
+  because the published figure is ``active_bytes``: FSDP1 frees an unsharded flat parameter with
+  ``record_stream`` on the compute stream (``_flat_param.py`` ``_free_unsharded_flat_param``, l.1805-1821),
+  and the caching allocator's ``free`` drops ``allocated_bytes`` at once but a block with stream uses stays
+  active until its events complete (``insert_events`` instead of ``free_block``: pytorch/pytorch
+  ``c10/cuda/CUDACachingAllocator.cpp`` ``DeviceCachingAllocator::free``
+  @eb42ad6eca0ce61e7c581212b4bf32f991425571). ``limit_all_gathers`` (FSDP1's default, left unset there) lets
+  the CPU run at most two freed units ahead of the GPU (``_limiter_utils.py`` l.15
+  ``_max_num_inflight_all_gathers = 2``; ``_runtime_utils.py`` l.297-303, l.320-326), so at the loss moment up
+  to two freed block units (0.75 GiB) may still count as active: FSDP1 = FSDP2 + 0.38 GiB at most, 0.47 GiB of
+  the measured 0.85 left unexplained. FSDP2 avoids ``recordStream`` by design ("lower and deterministic GPU
+  memory by avoiding `recordStream`": torchtitan docs/fsdp.md l.10 @b5bcd76c66d0acb1a08b176d9639425bc55e0b2a).
+  How far the CPU runs ahead is a timing, not a byte count of the program, so neither the reshard (-0.38 GiB,
+  allocated) nor the pending frees (+0.75 GiB, active) is planned: dropping the last unit alone would move
+  point 2807 from -3.9 % to -5.5 % (2809: -1.8 % to -2.5 %).
+* The other FSDP1 points of table (b) do not test it: LoRA / QLoRA adapters (2616, 2619; 2618, 2620, 2703 with
+  parameter offload; accumulation under ``no_sync``) have no full-size unit gradient, and their misses
+  (+7.8 %, -15.5 %, -29 % ...) do not share a direction.
+Left open: the FSDP1 reserved excess (1.12 GiB full AC, 4.49 GiB per-op SAC) is the stream pools' and the
+record_stream stacking's; ``memory.stream_pools`` replays FSDP2 only.
 """
 
 from __future__ import annotations

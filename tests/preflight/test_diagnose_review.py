@@ -164,3 +164,14 @@ def test_each_threshold_constant_carries_its_own_docstring():
     assert doc["FIX_MIN_SAVING_BYTES"].startswith("A re-planned change that saves less than this")
     assert "card likely does not describe the run" in doc["MEASURED_OVER_PLAN_RATIO"]
     assert "accuracy.md" in doc["MEASURED_OVER_PLAN_RATIO"]
+
+
+def test_a_log_phase_the_plan_lacks_is_named_as_not_planned():
+    """A vLLM rollout OOM (70.02 GiB allocated) against an SFT card (no rollout phase; peak backward 6.95 GiB): the
+    line names the log's phase as not planned, as distinct from a log that names no phase."""
+    d = diagnose_log((LOGS / "trl_vllm_execute_model_oom.log").read_text(),
+                     load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "a100-80gb", "gpus_per_node": 1},
+                                     "parallel": {"strategy": "single"}}))
+    assert d.phase_hint == "rollout"
+    assert "the plan's peak phase backward (the log's phase rollout is not planned) is 6.95 GiB allocated" in d.card_mismatch
+    assert "names no phase" not in d.card_mismatch

@@ -296,6 +296,36 @@ def _own_open_fd(path: Path) -> int | None:
     return None
 
 
+PIPE_READER_WAIT_S = 60.0
+"""How long an output that is a named pipe waits for its reader before the one-line refusal. A plain
+``echo x > p`` waits for ever; ``trainfit ... --out p & consumer < p`` starts both at once, so the reader may
+open the pipe well after trainfit does (a consumer that loads first). A minute covers such a start while a pipe
+nobody will ever read still ends in one line instead of hanging."""
+
+PIPE_READER_POLL_S = 0.1
+"""How often the non-blocking open of a named pipe is retried while it waits for its reader."""
+
+
+def _open_pipe_for_writing(p: Path, flags: int) -> int:
+    """Open the named pipe ``p`` without blocking, retrying every ``PIPE_READER_POLL_S`` while nobody reads it (ENXIO);
+    says once on stderr that it waits, and raises the last ENXIO after ``PIPE_READER_WAIT_S``."""
+    import sys
+    import time
+
+    deadline = time.monotonic() + PIPE_READER_WAIT_S
+    said = False
+    while True:
+        try:
+            return os.open(p, flags)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() >= deadline:
+                raise
+        if not said:
+            print(f"waiting for a reader on {p}", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(max(0.0, min(PIPE_READER_POLL_S, deadline - time.monotonic())))
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -305,8 +335,9 @@ def _write_all(fd: int, data: bytes) -> None:
 def _write_through(p: Path, data: bytes, *, own_fd: int | None, what: str, shown: str) -> None:
     """Write ``data`` into the stream ``p`` names. This process's own open file is written through its descriptor
     (after what the command printed there: stdout and stderr are flushed first; the descriptor's offset is shared,
-    as a shell redirect expects). A named pipe is opened without blocking, so one nobody reads ends in one line
-    (ENXIO) instead of waiting for ever, and is then written blocking (at the reader's pace)."""
+    as a shell redirect expects). A named pipe is opened without blocking and the open retried while nobody reads it
+    (ENXIO), so a reader that starts after trainfit still gets the output and one nobody reads ends in one line after
+    ``PIPE_READER_WAIT_S`` instead of waiting for ever; once open it is written blocking (at the reader's pace)."""
     import stat
     import sys
 
@@ -321,11 +352,10 @@ def _write_through(p: Path, data: bytes, *, own_fd: int | None, what: str, shown
             return
         flags = os.O_WRONLY | os.O_TRUNC
         try:
-            if stat.S_ISFIFO(os.stat(p).st_mode):
-                flags |= os.O_NONBLOCK
+            is_fifo = stat.S_ISFIFO(os.stat(p).st_mode)
         except (OSError, ValueError):
-            pass
-        fd = os.open(p, flags)
+            is_fifo = False
+        fd = _open_pipe_for_writing(p, flags | os.O_NONBLOCK) if is_fifo else os.open(p, flags)
         try:
             os.set_blocking(fd, True)
             _write_all(fd, data)

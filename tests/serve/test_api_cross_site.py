@@ -42,3 +42,16 @@ def test_a_host_header_that_is_not_loopback_is_refused(client, host):
 def test_a_loopback_host_header_is_served(client, host):
     status, data, _ = client.raw("GET", "/api/health", None, {"Host": host.format(port=client.port)})
     assert status == 200, (status, data[:200])
+
+
+@pytest.mark.parametrize("host", ["[", "[::1", "[::1:{port}", "127.0.0.1]", "[not-an-address]"])
+def test_a_malformed_host_header_is_a_400_not_a_500(client, host, capfd):
+    """``urlsplit('//[')`` raises ValueError ("Invalid IPv6 URL"): the server answered 500 and printed a traceback;
+    docs/api.md: "Bad input never gets a 500"."""
+    shown = host.format(port=client.port)
+    for method, path, body, headers in (("GET", "/api/gpus", None, {}),
+                                        ("POST", "/api/plan", CARD, {"Content-Type": "application/json"})):
+        status, data, _ = client.raw(method, path, body, {**headers, "Host": shown})
+        assert status == 400, (method, shown, status, data[:200])
+        assert json.loads(data)["error"] == f"Host: '{shown}' is not a host name"
+    assert "Traceback" not in capfd.readouterr().err

@@ -30,14 +30,20 @@ MATCH_REL_TOLERANCE = 0.02
 MATCH_ABS_TOLERANCE_BYTES = 12 * MIB
 """The allocator rounds large blocks to 2 MiB and the message prints two decimals (0.005 GiB ~ 5 MiB)."""
 FIX_MIN_SAVING_BYTES = 0.01 * GIB
-MEASURED_OVER_PLAN_REL = 0.5
-MEASURED_OVER_PLAN_ABS_BYTES = 2 * GIB
-"""The log's allocated bytes may exceed the plan's allocated figure for the failing phase by this much (relative and
-absolute, both) before diagnose says the card likely does not describe the run: above the worst miss of the plan's
-allocated figures on published memory points (README, memory accuracy: -31.1 % at first contact, median 7.9 % over 238
-points), so a plan that is merely off does not trigger it. Only the log's figure above the plan's is read: an OOM part
-way through a phase holds less than the phase's high-water mark, so a lower figure says nothing."""
 """A re-planned change that saves less than this in the failing phase (and does not make the plan fit) is not listed."""
+MEASURED_OVER_PLAN_RATIO = 2.6
+"""The log's allocated bytes must exceed this many times the plan's allocated figure for the failing phase (and by
+``MEASURED_OVER_PLAN_ABS_BYTES``) before diagnose says the card likely does not describe the run. Above the worst
+under-plan of the published-memory benchmark: benchmarks/accuracy.md table (b), worst point #2703 (QLoRA 70B under
+FSDP1 with parameter offload: measured 19.56 GiB on the device, planned 7.72 GiB, -60.5 %, 2.53x the plan; next
+#2704, 2.29x); no held-out point (table (b')) is above 1.35x. A plan that is off by as much as trainfit is on a
+published run is a planning error, not a different run, so it must not steer the user away from the card's fixes
+(tests/preflight/test_diagnose_review.py reads benchmarks/accuracy.json and fails if a published point's
+measured/planned ratio reaches this). Only the log's figure above the plan's is read: an OOM part way through a
+phase holds less than the phase's high-water mark, so a lower figure says nothing."""
+MEASURED_OVER_PLAN_ABS_BYTES = 2 * GIB
+"""The least excess (log's allocated bytes minus the plan's) that is flagged, whatever the ratio: on a small plan a
+few hundred MiB of workspaces and allocator rounding the plan does not itemise is not a different run."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -737,8 +743,9 @@ def _phase_allocated(plan, phase: str) -> tuple[float, float] | None:
 
 def measured_vs_plan(oom: OomMessage, plan, phase: str | None) -> str | None:
     """One line when the log's allocated bytes (PyTorch's 'allocated by PyTorch', or the old format's 'already
-    allocated') exceed the plan's allocated figure for the failing ``phase`` (the plan's peak phase when the phase is
-    unknown or not planned) by more than ``MEASURED_OVER_PLAN_REL`` and ``MEASURED_OVER_PLAN_ABS_BYTES``; else None.
+    allocated') exceed ``MEASURED_OVER_PLAN_RATIO`` times the plan's allocated figure for the failing ``phase`` (the
+    plan's peak phase when the phase is unknown or not planned) and exceed it by ``MEASURED_OVER_PLAN_ABS_BYTES``;
+    else None.
     The fixes are re-planned from the card, so a card that is not the run's ranks changes that do not touch its
     memory."""
     measured = oom.allocated_by_pytorch_bytes if oom.allocated_by_pytorch_bytes is not None else oom.already_allocated_bytes
@@ -749,12 +756,17 @@ def measured_vs_plan(oom: OomMessage, plan, phase: str | None) -> str | None:
     if figures is None:
         return None
     allocated, device = figures
-    if measured - allocated <= max(MEASURED_OVER_PLAN_REL * allocated, MEASURED_OVER_PLAN_ABS_BYTES):
+    if measured <= MEASURED_OVER_PLAN_RATIO * allocated or measured - allocated <= MEASURED_OVER_PLAN_ABS_BYTES:
         return None
     held = f"held {oom.this_process_bytes / GIB:.2f} GiB, " if oom.this_process_bytes else ""
-    which = f"the plan's {where}" if where == phase else f"the plan's peak phase {where} (the log's phase is not planned)"
+    if where == phase:
+        which = f"the plan's {where} is"
+    elif phase is None:
+        which = f"the log names no phase; compared with the plan's peak phase {where},"
+    else:
+        which = f"the plan's peak phase {where} (the log's phase {phase} is not planned) is"
     return (f"the log's process {held}{measured / GIB:.2f} GiB allocated by PyTorch before the failed request;"
-            f" {which} is {allocated / GIB:.2f} GiB allocated ({device / GIB:.2f} GiB on the device),"
+            f" {which} {allocated / GIB:.2f} GiB allocated ({device / GIB:.2f} GiB on the device),"
             f" {(measured - allocated) / GIB:.2f} GiB below the log's: the card likely does not describe this run: check the"
             " model, method, scope, batch and sequence lengths (micro-batch, rollout lengths and counts), GPU count and"
             " parallel layout, and the framework (preset) against the run's launch; the fixes below are the card's")

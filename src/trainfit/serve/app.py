@@ -208,7 +208,10 @@ class Handler(BaseHTTPRequestHandler):
         host = self.headers.get("Host")
         if host is None or not _loopback(str(self.server.server_address[0])):
             return
-        name = urlsplit("//" + host.strip()).hostname if host.strip() else None
+        try:
+            name = urlsplit("//" + host.strip()).hostname if host.strip() else None
+        except ValueError:  # an unbalanced '[' or ']', or brackets around something not an IP address
+            raise ApiError(400, f"Host: '{host[:80]}' is not a host name") from None
         if name is None or not _loopback(name):
             raise ApiError(403, f"Host: '{host[:80]}' is not a loopback name; this server answers only pages opened"
                                 f" as {self.server.url} (or localhost)")

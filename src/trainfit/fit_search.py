@@ -178,6 +178,44 @@ def fit_pins(data: dict[str, Any], *, card_file: bool, search_scope: bool = Fals
     return held
 
 
+def fit_start(data: dict[str, Any], *, card_file: bool, search_scope: bool = False,
+              overrides: Any = None, sets: tuple[tuple[str, Any], ...] = (),
+              pin_hardware: bool = False) -> tuple[dict[str, Any], frozenset[str]]:
+    """The card a search starts from and the keys it holds, one rule for ``trainfit fit``, ``trainfit.fit`` and the
+    web API (``serve.worker.fit_payload``).
+
+    The pins come from the card as written (``fit_pins``; ``pin_hardware``: its hardware section too, as the web API
+    holds it) plus every ``overrides`` key (``trainfit.fit(overrides=)``, a mapping) and ``sets`` key (``--set``
+    pairs, in order); those are then set, and last the
+    card's framework ``preset`` fills what is still open (``methods.presets.apply_preset``, as ``trainfit plan``
+    merges it after ``--set``). What the preset fills is a starting value, not a pin: the search may vary it like any
+    other field the card leaves open (a row's knobs say what it plans), and a row that keeps it plans what ``plan``
+    plans for the same knobs. Before, only the web API applied the preset, so ``trainfit fit`` and ``trainfit.fit``
+    planned a ``preset: verl`` card's rows with TRL's defaults (``rollout.gpu_memory_utilization`` 0.3)."""
+    import copy
+    from collections.abc import Mapping
+
+    from trainfit.errors import CardError
+    from trainfit.spec.card import check_sections
+    from trainfit.spec.dotted import set_dotted
+
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise CardError("overrides: expected a mapping of dotted card keys to values, e.g. {'hardware.gpus_per_node': 8}")
+    pinned = fit_pins(data, card_file=card_file, search_scope=search_scope)
+    if pin_hardware:
+        pinned |= {k for k in flat_keys(data) if k.startswith("hardware")}
+    data = copy.deepcopy(data)
+    for key, value in (*(overrides or {}).items(), *sets):
+        set_dotted(data, str(key), value)
+        pinned.add(str(key))
+    check_sections(data)  # a preset merges sections: each must be a mapping first
+    if data.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        data = apply_preset(data, str(data["preset"]))
+    return data, frozenset(pinned)
+
+
 def batch_basis(*, rl: bool, pinned: frozenset[str], global_batch: int | None) -> BatchBasis:
     """The ``BatchBasis`` of a search: per token where micro-batch and accumulation are both pinned and no
     ``--global-batch`` is given (the global batch then differs per data-parallel size)."""
@@ -704,10 +742,8 @@ def fit(
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
     empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
-    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own).
-    # Open: only the web API applies the preset before searching (serve.worker.fit_payload); `trainfit fit` and
-    # trainfit.fit pass the card unmerged, so their rows plan none of the preset's filled fields (a Qwen3-0.6B LoRA
-    # SFT unsloth card on one RTX 4090: 8 rows planned, none with the preset's activation_offload), unlike `plan`
+    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own); the
+    # card arrives with its preset applied and its pins taken before it (fit_start, on every path)
     offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]

@@ -197,7 +197,7 @@ def fit_start(data: dict[str, Any], *, card_file: bool, search_scope: bool = Fal
 
     from trainfit.errors import CardError
     from trainfit.spec.card import check_sections
-    from trainfit.spec.dotted import set_dotted
+    from trainfit.spec.dotted import set_dotted, updated
 
     if overrides is not None and not isinstance(overrides, Mapping):
         raise CardError("overrides: expected a mapping of dotted card keys to values, e.g. {'hardware.gpus_per_node': 8}")
@@ -212,7 +212,19 @@ def fit_start(data: dict[str, Any], *, card_file: bool, search_scope: bool = Fal
     if data.get("preset"):
         from trainfit.methods.presets import apply_preset
 
-        data = apply_preset(data, str(data["preset"]))
+        written = data
+        data = apply_preset(written, str(written["preset"]))
+        # one exception, held: a preset loss filled only where the card states neither loss.chunked nor loss.kernel
+        # (apply_preset: Unsloth's GRPO loss, {chunked: true, kernel: unsloth}). A row stating loss.chunked would be
+        # planned by `plan` without that loss (a stated key keeps the card's own), so no row could plan what both
+        # the search and `plan` plan; that loss is the trainer's, not a choice the search can make. TRL's loss
+        # merges under a stated loss.chunked (its kernel kept), so it stays a starting value the search varies
+        filled = (data.get("loss") or {}).get("kernel")
+        if "chunked" not in (written.get("loss") or {}) and filled is not None:
+            probe = apply_preset(updated(written, {"loss.chunked": (data.get("loss") or {}).get("chunked", False)}),
+                                 str(written["preset"]))
+            if (probe.get("loss") or {}).get("kernel") != filled:
+                pinned |= {"loss.chunked", "loss.kernel"}
     return data, frozenset(pinned)
 
 

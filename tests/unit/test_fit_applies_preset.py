@@ -83,10 +83,20 @@ def _plan_of_row(raw, row):
     {"model": "Qwen/Qwen3-0.6B", "method": "grpo", "scope": "lora", "preset": "verl",
      "hardware": {"gpu": "h100-sxm", "gpus_per_node": 2}},
     UNSLOTH,
-], ids=["verl-grpo", "unsloth-sft"])
+    # the preset's loss (Unsloth's GRPO loss) is filled only where the card states no loss.chunked / loss.kernel:
+    # a row that searched loss.chunked over it was planned with both, which no card plans
+    {"model": "Qwen/Qwen3-0.6B", "method": "grpo", "scope": "lora", "preset": "unsloth"},
+], ids=["verl-grpo", "unsloth-sft", "unsloth-grpo"])
 def test_the_best_row_plans_what_plan_plans_for_its_knobs(raw):
     gpu = raw.get("hardware", {}).get("gpu", "rtx4090")
     best = trainfit.fit(raw, gpus=[gpu], max_gpus=2, objective="time").rows[0]
     plan = _plan_of_row(raw, best)
     assert math.isclose(best.step_seconds, plan.step_seconds, rel_tol=1e-9)
     assert math.isclose(best.peak_device_bytes, plan.peak.device, rel_tol=1e-9)
+
+
+def test_only_a_preset_loss_a_stated_chunked_would_drop_is_held():
+    _, unsloth = fit_search.fit_start({"model": "Qwen/Qwen3-0.6B", "method": "grpo", "preset": "unsloth"}, card_file=True)
+    _, trl = fit_search.fit_start({"model": "Qwen/Qwen3-0.6B", "method": "grpo", "preset": "trl"}, card_file=True)
+    assert {"loss.chunked", "loss.kernel"} <= unsloth
+    assert not {"loss.chunked", "loss.kernel"} & trl  # TRL's kernel merges under a stated loss.chunked

@@ -757,6 +757,8 @@ def fit(
     # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own); the
     # card arrives with its preset applied and its pins taken before it (fit_start, on every path)
     offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
+    # and a preset's weights follow a searched scope (verl: fp32 but under qlora), as plan of the row's knobs has them
+    weights_follow = bool(base.get("preset")) and not {"scope", "precision.weights"} & pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
         if offload_follows:
@@ -764,6 +766,8 @@ def fit(
 
             cell_jobs = [unsloth_offload_follows_checkpointing(c, parallel=data.get("parallel") or {})
                          for c in cell_jobs]
+        if weights_follow:
+            cell_jobs = [_preset_weights_of_scope(c, base=data) for c in cell_jobs]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
@@ -1016,6 +1020,19 @@ def _refused(evaluated: int, refusals: set[str]) -> None:
     shown = f"; one of them: {min(refusals)}" if refusals else ""
     raise CardError(f"fit: every one of the {evaluated:,} configurations tried was refused, for more than one"
                     f" reason{shown}")
+
+
+def _preset_weights_of_scope(knobs: dict[str, Any], *, base: dict[str, Any]) -> dict[str, Any]:
+    """A row's knobs with ``precision.weights`` set where its searched scope gets other weights from the card's preset
+    than the card's own scope did (``methods.presets.preset_weights_for_scope``); unchanged otherwise."""
+    from trainfit.methods.presets import preset_weights_for_scope
+
+    if "scope" not in knobs:
+        return knobs
+    weights = preset_weights_for_scope(base, scope=str(knobs["scope"]))
+    if weights == (base.get("precision") or {}).get("weights"):
+        return knobs
+    return {**knobs, "precision.weights": weights}
 
 
 def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: Any) -> Row | None:

@@ -100,3 +100,24 @@ def test_only_a_preset_loss_a_stated_chunked_would_drop_is_held():
     _, trl = fit_search.fit_start({"model": "Qwen/Qwen3-0.6B", "method": "grpo", "preset": "trl"}, card_file=True)
     assert {"loss.chunked", "loss.kernel"} <= unsloth
     assert not {"loss.chunked", "loss.kernel"} & trl  # TRL's kernel merges under a stated loss.chunked
+
+
+def test_a_searched_scope_plans_the_presets_weights_for_that_scope(monkeypatch):
+    """verl's preset fills fp32 parameters except under scope qlora (nf4 base): with --search-scope a row's scope is
+    not the card's, and its weights must be what the preset gives that scope (plan of the row's knobs)."""
+    import trainfit.search as search
+    from trainfit.methods.presets import apply_preset
+
+    seen = []
+    plain = search.updated
+    monkeypatch.setattr(search, "updated", lambda base, knobs: seen.append((base, dict(knobs))) or plain(base, knobs))
+    raw = {"model": "Qwen/Qwen3-0.6B", "method": "grpo", "scope": "lora", "preset": "verl"}
+    data, pinned = fit_search.fit_start(raw, card_file=True, search_scope=True)
+    fit_search.fit(data, gpus=["h100-sxm"], max_gpus=1, pinned=pinned, workers=1)
+    scopes = {knobs.get("scope") for _, knobs in seen}
+    assert {"lora", "qlora", "full"} <= scopes
+    for base, knobs in seen:
+        row = {k: v for k, v in knobs.items() if k != "gpus"}
+        scope_only = {k: v for k, v in row.items() if k != "precision.weights"}  # the preset's answer for the scope
+        want = apply_preset(updated(raw, scope_only), "verl")["precision"].get("weights")
+        assert plain(base, row)["precision"].get("weights") == want, knobs.get("scope")

@@ -120,7 +120,8 @@ def fit(
 ) -> FitResult:
     """The best plan of each GPU kind and card count, ranked by ``objective`` (``trainfit fit``).
 
-    As on the command line (``fit_search.fit_pins``), model, method and scope are held, with a card or the
+    As on the command line and the web API (``fit_search.fit_start``: the card's ``preset`` filled after the pins are
+    taken, as starting values), model, method and scope are held, with a card or the
     default one (``search_scope``: scope searched, the result's warnings say so); a given card's other fields are
     pinned too (its hardware section is where the search starts; its ``batch.grad_accum`` is chosen per row to
     hold the global batch) and so is every ``overrides`` key.

@@ -120,7 +120,8 @@ def fit(
 ) -> FitResult:
     """The best plan of each GPU kind and card count, ranked by ``objective`` (``trainfit fit``).
 
-    As on the command line (``fit_search.fit_pins``), model, method and scope are held, with a card or the
+    As on the command line and the web API (``fit_search.fit_start``: the card's ``preset`` filled after the pins are
+    taken, as starting values), model, method and scope are held, with a card or the
     default one (``search_scope``: scope searched, the result's warnings say so); a given card's other fields are
     pinned too (its hardware section is where the search starts; its ``batch.grad_accum`` is chosen per row to
     hold the global batch) and so is every ``overrides`` key.
@@ -136,15 +137,14 @@ def fit(
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.compute.cost import for_gpu, parse_price
     from trainfit.errors import CardError
-    from trainfit.fit_search import card_on_a_kind, fit_pins
+    from trainfit.fit_search import card_on_a_kind, fit_start
     from trainfit.objective import Goal, Objective
     from trainfit.search import fit as search_fit
 
-    data = card_data(card)
-    pinned = fit_pins(data, card_file=card is not None, search_scope=search_scope)
-    if overrides:
-        data = card_data(data, overrides)
-        pinned |= set(overrides)
+    # the preset filled under the card and the overrides, pins taken before it (fit_start: as `trainfit fit` and the
+    # web API)
+    data, pinned = fit_start(card_data(card), card_file=card is not None, search_scope=search_scope,
+                             overrides=overrides)
     if isinstance(gpus, str):  # one string is the command line's comma-separated list, never its characters
         gpus = [g for g in gpus.split(",") if g.strip()]
     if not isinstance(gpus, (list, tuple)) or not all(isinstance(g, str) for g in gpus):

@@ -178,6 +178,56 @@ def fit_pins(data: dict[str, Any], *, card_file: bool, search_scope: bool = Fals
     return held
 
 
+def fit_start(data: dict[str, Any], *, card_file: bool, search_scope: bool = False,
+              overrides: Any = None, sets: tuple[tuple[str, Any], ...] = (),
+              pin_hardware: bool = False) -> tuple[dict[str, Any], frozenset[str]]:
+    """The card a search starts from and the keys it holds, one rule for ``trainfit fit``, ``trainfit.fit`` and the
+    web API (``serve.worker.fit_payload``).
+
+    The pins come from the card as written (``fit_pins``; ``pin_hardware``: its hardware section too, as the web API
+    holds it) plus every ``overrides`` key (``trainfit.fit(overrides=)``, a mapping) and ``sets`` key (``--set``
+    pairs, in order); those are then set, and last the
+    card's framework ``preset`` fills what is still open (``methods.presets.apply_preset``, as ``trainfit plan``
+    merges it after ``--set``). What the preset fills is a starting value, not a pin: the search may vary it like any
+    other field the card leaves open (a row's knobs say what it plans), and a row that keeps it plans what ``plan``
+    plans for the same knobs. Before, only the web API applied the preset, so ``trainfit fit`` and ``trainfit.fit``
+    planned a ``preset: verl`` card's rows with TRL's defaults (``rollout.gpu_memory_utilization`` 0.3)."""
+    import copy
+    from collections.abc import Mapping
+
+    from trainfit.errors import CardError
+    from trainfit.spec.card import check_sections
+    from trainfit.spec.dotted import set_dotted, updated
+
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise CardError("overrides: expected a mapping of dotted card keys to values, e.g. {'hardware.gpus_per_node': 8}")
+    pinned = fit_pins(data, card_file=card_file, search_scope=search_scope)
+    if pin_hardware:
+        pinned |= {k for k in flat_keys(data) if k.startswith("hardware")}
+    data = copy.deepcopy(data)
+    for key, value in (*(overrides or {}).items(), *sets):
+        set_dotted(data, str(key), value)
+        pinned.add(str(key))
+    check_sections(data)  # a preset merges sections: each must be a mapping first
+    if data.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        written = data
+        data = apply_preset(written, str(written["preset"]))
+        # one exception, held: a preset loss filled only where the card states neither loss.chunked nor loss.kernel
+        # (apply_preset: Unsloth's GRPO loss, {chunked: true, kernel: unsloth}). A row stating loss.chunked would be
+        # planned by `plan` without that loss (a stated key keeps the card's own), so no row could plan what both
+        # the search and `plan` plan; that loss is the trainer's, not a choice the search can make. TRL's loss
+        # merges under a stated loss.chunked (its kernel kept), so it stays a starting value the search varies
+        filled = (data.get("loss") or {}).get("kernel")
+        if "chunked" not in (written.get("loss") or {}) and filled is not None:
+            probe = apply_preset(updated(written, {"loss.chunked": (data.get("loss") or {}).get("chunked", False)}),
+                                 str(written["preset"]))
+            if (probe.get("loss") or {}).get("kernel") != filled:
+                pinned |= {"loss.chunked", "loss.kernel"}
+    return data, frozenset(pinned)
+
+
 def batch_basis(*, rl: bool, pinned: frozenset[str], global_batch: int | None) -> BatchBasis:
     """The ``BatchBasis`` of a search: per token where micro-batch and accumulation are both pinned and no
     ``--global-batch`` is given (the global batch then differs per data-parallel size)."""
@@ -704,11 +754,11 @@ def fit(
     # every layout of every cell, in one run (one progress bar, one pool): stopping a cell at the first
     # tier that fits missed faster and cheaper plans in later tiers (tests/cli/test_fit_ranking_tiers.py)
     empty: dict[tuple[str, int], str] = {}  # a (kind, count) with nothing to plan: why (listed with the skipped)
-    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own).
-    # Open: only the web API applies the preset before searching (serve.worker.fit_payload); `trainfit fit` and
-    # trainfit.fit pass the card unmerged, so their rows plan none of the preset's filled fields (a Qwen3-0.6B LoRA
-    # SFT unsloth card on one RTX 4090: 8 rows planned, none with the preset's activation_offload), unlike `plan`
+    # preset unsloth's offload comes with checkpointing (a card that states activation_offload keeps its own); the
+    # card arrives with its preset applied and its pins taken before it (fit_start, on every path)
     offload_follows = str(base.get("preset") or "") == "unsloth" and "parallel.activation_offload" not in pinned
+    # and a preset's weights follow a searched scope (verl: fp32 but under qlora), as plan of the row's knobs has them
+    weights_follow = bool(base.get("preset")) and not {"scope", "precision.weights"} & pinned
     for cell, (data, layouts) in cells.items():
         cell_jobs = [c for lay in layouts for c in combos_of(cell[1], lay)]
         if offload_follows:
@@ -716,6 +766,8 @@ def fit(
 
             cell_jobs = [unsloth_offload_follows_checkpointing(c, parallel=data.get("parallel") or {})
                          for c in cell_jobs]
+        if weights_follow:
+            cell_jobs = [_preset_weights_of_scope(c, base=data) for c in cell_jobs]
         if cell_jobs:
             bases.append(data)
             jobs += [(len(bases) - 1, c) for c in cell_jobs]
@@ -968,6 +1020,19 @@ def _refused(evaluated: int, refusals: set[str]) -> None:
     shown = f"; one of them: {min(refusals)}" if refusals else ""
     raise CardError(f"fit: every one of the {evaluated:,} configurations tried was refused, for more than one"
                     f" reason{shown}")
+
+
+def _preset_weights_of_scope(knobs: dict[str, Any], *, base: dict[str, Any]) -> dict[str, Any]:
+    """A row's knobs with ``precision.weights`` set where its searched scope gets other weights from the card's preset
+    than the card's own scope did (``methods.presets.preset_weights_for_scope``); unchanged otherwise."""
+    from trainfit.methods.presets import preset_weights_for_scope
+
+    if "scope" not in knobs:
+        return knobs
+    weights = preset_weights_for_scope(base, scope=str(knobs["scope"]))
+    if weights == (base.get("precision") or {}).get("weights"):
+        return knobs
+    return {**knobs, "precision.weights": weights}
 
 
 def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: Any) -> Row | None:

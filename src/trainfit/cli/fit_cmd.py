@@ -40,19 +40,17 @@ def fit(
     search starts) and batch.grad_accum (chosen per row to hold the global batch); with no CARD the default card's
     other fields are starting values the search varies. --set pins more, hardware.* and batch.grad_accum included."""
     from trainfit.catalog.gpus import resolve_gpu
-    from trainfit.cli.common import default_card_dict, parse_set, set_path
+    from trainfit.cli.common import default_card_dict, parse_set
     from trainfit.errors import CardError
-    from trainfit.fit_search import card_on_a_kind, fit_pins, with_scope_note
+    from trainfit.fit_search import card_on_a_kind, fit_start, with_scope_note
     from trainfit.search import GPU_COUNTS
     from trainfit.search import fit as run_fit
     from trainfit.spec.card import load_card_dict, read_card_file
 
-    data = read_card_file(card) if card is not None else default_card_dict()
-    pinned = fit_pins(data, card_file=card is not None, search_scope=search_scope)
-    for item in set_:
-        key, value = parse_set(item)
-        set_path(data, key, value)
-        pinned.add(key)
+    # the preset filled under the card and --set, pins taken before it (fit_start: as trainfit.fit and the web API)
+    data, pinned = fit_start(read_card_file(card) if card is not None else default_card_dict(),
+                             card_file=card is not None, search_scope=search_scope,
+                             sets=tuple(parse_set(item) for item in set_))
     from trainfit.plan import check_model_options
 
     gpus = [resolve_gpu(g.strip()).id for g in gpu.split(",") if g.strip()]

@@ -516,6 +516,17 @@ def unsloth_offload_follows_checkpointing(knobs: dict[str, Any], *, parallel: di
     return {**knobs, "parallel.activation_offload": False}
 
 
+def preset_weights_for_scope(base: dict[str, Any], *, scope: str) -> Any:
+    """``precision.weights`` as preset ``base["preset"]`` fills it for a row of ``scope`` (``fit --search-scope``: the
+    row's scope is not the card's): verl's fp32 parameters except under qlora (its nf4 base) and its Megatron backend
+    (``apply_preset``), asked of ``apply_preset`` itself on the card's model, method and layers' implementation."""
+    probe: dict[str, Any] = {"model": base.get("model"), "method": base.get("method", "sft"), "scope": scope}
+    impl = (base.get("parallel") or {}).get("tensor_parallel_impl")
+    if impl is not None:
+        probe["parallel"] = {"tensor_parallel_impl": impl}
+    return (apply_preset(probe, str(base["preset"])).get("precision") or {}).get("weights")
+
+
 def preset_source(name: str, *, rl: bool) -> str:
     """The source line a plan states for preset ``name``: an RL plan (``rl``: method ppo or grpo) the preset's own,
     another method the line of what that method runs (Unsloth: TRL's SFTTrainer, ``UNSLOTH_SFT_SOURCE``)."""

@@ -19,14 +19,14 @@ from typing import Any
 from trainfit.catalog.models import catalog_entry, catalog_ids  # noqa: F401
 from trainfit.compute.cost import parse_price
 from trainfit.errors import CardError, TrainfitError
-from trainfit.fit_search import basis_dict, fit_pins
+from trainfit.fit_search import basis_dict, fit_start
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
 from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_step_label, fit_svg,
                                   plan_fragment, plan_svg, skipped_of)
 from trainfit.report.json_report import plan_to_dict
-from trainfit.search import GPU_COUNTS, fit, flat_keys
+from trainfit.search import GPU_COUNTS, fit
 from trainfit.spec.card import RunCard, load_card_dict
 
 DEFAULT_FIT_GPUS = ("rtx4090", "a100-40gb", "a100-80gb", "h100-sxm")
@@ -118,12 +118,9 @@ def fit_payload(body: Any) -> dict[str, Any]:
     data = body.get("card", {})
     if not isinstance(data, dict):
         raise CardError("card: the file must hold a mapping of keys to values")
-    data = dict(data)
-    # like a card file given to `trainfit fit` (fit_search.fit_pins: what it sets is kept, scope included, its
-    # accumulation chosen per row to hold the global batch), its hardware section pinned as well
-    pinned = fit_pins(data, card_file=True) | {k for k in flat_keys(data) if k.startswith("hardware")}
-    if data.get("preset"):
-        data = apply_preset(data, str(data["preset"]))
+    # like a card file given to `trainfit fit` (fit_search.fit_start: what it sets is kept, scope included, its
+    # accumulation chosen per row to hold the global batch, its preset filled under it), its hardware section pinned
+    data, pinned = fit_start(data, card_file=True, pin_hardware=True)
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise CardError("gpus: a non-empty list of GPU catalog ids, e.g. [\"rtx4090\", \"a100-80gb\"]")

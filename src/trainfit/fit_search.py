@@ -208,6 +208,8 @@ def fit_start(data: dict[str, Any], *, card_file: bool, search_scope: bool = Fal
     for key, value in (*(overrides or {}).items(), *sets):
         set_dotted(data, str(key), value)
         pinned.add(str(key))
+        if isinstance(value, Mapping):  # a section given whole (--set 'batch={...}') pins each field it writes
+            pinned |= flat_keys({str(key): value})
     check_sections(data)  # a preset merges sections: each must be a mapping first
     if data.get("preset"):
         from trainfit.methods.presets import apply_preset

@@ -481,9 +481,29 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
             one_gpu = count == 1 and "parallel.strategy" not in pinned
             if one_gpu:
                 layout["parallel.strategy"] = ["single"]
-            combos = _product(space | layout)
+            combos = _sleep_levels_allowed(_product(space | layout), base)
             out += _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
     return out
+
+
+def _sleep_levels_allowed(combos: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """``combos`` less those whose ``rollout.sleep_level`` the card's framework has no option for at the combination's
+    scope (``methods.presets.sleep_level_allowed``: verl sleeps at level 2, or 1 with a LoRA adapter, or not at all),
+    the scope read from ``base`` where the combination leaves it out; a level the card pins stands: never generated,
+    so never recommended."""
+    from trainfit.methods.presets import sleep_level_allowed
+
+    preset = base.get("preset")
+    if not preset:
+        return combos
+
+    def allowed(c: dict[str, Any]) -> bool:
+        if "rollout.sleep_level" not in c:  # pinned by the card: its own level stands (the export notes verl's)
+            return True
+        return sleep_level_allowed(preset=str(preset), scope=str(c.get("scope", base.get("scope", "full"))),
+                                   sleep_level=int(c["rollout.sleep_level"]))
+
+    return [c for c in combos if allowed(c)]
 
 
 def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]) -> list[Layout]:

@@ -542,3 +542,27 @@ def knob_name(name: str | None, key: str) -> str:
     if name is None:
         return key
     return preset(name).knobs.get(key, key)
+
+
+PRESET_SLEEP_LEVELS: dict[str, dict[str, frozenset[int]]] = {
+    "verl": {"full": frozenset({0, 2}), "lora": frozenset({0, 1}), "qlora": frozenset({0, 1})},
+}
+"""The ``rollout.sleep_level`` values each preset's framework can be configured to run, by scope; ``fit`` searches no
+other (``sleep_level_allowed``). verl picks the level itself and takes only ``actor_rollout_ref.rollout
+.free_cache_engine`` (verl-project/verl @483b8a009ba3a97563edee3a19887e4862b8094a verl/trainer/config/rollout/
+rollout.yaml l.60-61 ``free_cache_engine: True``): false skips the sleep (vllm_rollout/vllm_async_server.py l.791-793,
+``if ... not self.config.free_cache_engine: return``: level 0, the engine's memory held while training); true sleeps a
+hybrid engine at level 1 "lora only update adapter weights" else 2 (``_sleep_hybrid`` l.1092-1098). So level 1 with
+full weights and level 2 with a LoRA adapter reach no verl option; ``export.verl`` writes the reachable two as
+``free_cache_engine`` (``verl_sleep_level``). A LoRA run reaches level 2 only with ``actor_rollout_ref.model.lora
+.merge: True`` (verl/trainer/config/model/hf_model.yaml l.103-105 ``merge: False``; ``lora_as_adapter`` is rank > 0 and
+not merge, vllm_async_server.py l.207-210), which syncs merged full weights: neither planned (a LoRA row syncs its
+adapter) nor exported, so not searched. qlora follows lora (verl's export refuses qlora itself). A preset not listed
+here keeps the whole searched range."""
+
+
+def sleep_level_allowed(*, preset: str | None, scope: str, sleep_level: int) -> bool:
+    """Whether the card's framework can be configured to sleep its engine at ``sleep_level`` for ``scope``
+    (``PRESET_SLEEP_LEVELS``); True where the preset states no restriction."""
+    levels = PRESET_SLEEP_LEVELS.get(str(preset or ""), {}).get(scope)
+    return levels is None or int(sleep_level) in levels

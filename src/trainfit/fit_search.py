@@ -488,19 +488,26 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
 
 def _sleep_levels_allowed(combos: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
     """``combos`` less those whose ``rollout.sleep_level`` the card's framework has no option for at the combination's
-    scope (``methods.presets.sleep_level_allowed``: verl sleeps at level 2, or 1 with a LoRA adapter, or not at all),
-    the scope read from ``base`` where the combination leaves it out; a level the card pins stands: never generated,
-    so never recommended."""
+    placement and scope (``methods.presets.sleep_level_allowed``: verl sleeps at level 2, or 1 with a LoRA adapter,
+    or not at all), a knob the combination leaves out read from ``base``; a level the card pins stands: never
+    generated, so never recommended."""
     from trainfit.methods.presets import sleep_level_allowed
+    from trainfit.spec.enums import Placement, Scope
 
     preset = base.get("preset")
     if not preset:
         return combos
+    ro = base.get("rollout") or {}
 
     def allowed(c: dict[str, Any]) -> bool:
-        if "rollout.sleep_level" not in c:  # pinned by the card: its own level stands (the export notes verl's)
+        if "rollout.sleep_level" not in c:  # pinned by the card: its own level stands (the export notes the framework's)
             return True
-        return sleep_level_allowed(preset=str(preset), scope=str(c.get("scope", base.get("scope", "full"))),
+        try:
+            placement = Placement(str(c.get("rollout.placement", ro.get("placement", Placement.COLOCATE.value))))
+            scope = Scope(str(c.get("scope", base.get("scope", Scope.FULL.value))))
+        except ValueError:  # a value the card refuses: the plan says why (counted invalid)
+            return True
+        return sleep_level_allowed(preset=str(preset), placement=placement, scope=scope,
                                    sleep_level=int(c["rollout.sleep_level"]))
 
     return [c for c in combos if allowed(c)]

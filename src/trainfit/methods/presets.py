@@ -12,7 +12,7 @@ from typing import Any
 
 from trainfit.errors import CardError
 from trainfit.spec.dotted import merge_under
-from trainfit.spec.enums import FSDP_STRATEGIES, Placement, RolloutEngine, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, Placement, RolloutEngine, Scope, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -544,25 +544,72 @@ def knob_name(name: str | None, key: str) -> str:
     return preset(name).knobs.get(key, key)
 
 
-PRESET_SLEEP_LEVELS: dict[str, dict[str, frozenset[int]]] = {
-    "verl": {"full": frozenset({0, 2}), "lora": frozenset({0, 1}), "qlora": frozenset({0, 1})},
+
+@dataclass(frozen=True, slots=True)
+class SleepLevels:
+    """The ``rollout.sleep_level`` values a framework can be configured to run: colocated by scope (a scope left out
+    takes ``colocate_other``), and on a split placement. ``source`` cites the code and names the option."""
+
+    colocate: dict[Scope, frozenset[int]]
+    colocate_other: frozenset[int]
+    split: frozenset[int]
+    source: str
+
+
+_NO_SPLIT_SLEEP = frozenset({0})
+PRESET_SLEEP_LEVELS: dict[str, SleepLevels] = {
+    "verl": SleepLevels(
+        colocate={Scope.FULL: frozenset({0, 2})}, colocate_other=frozenset({0, 1}), split=_NO_SPLIT_SLEEP,
+        source="verl picks the level itself and takes only actor_rollout_ref.rollout.free_cache_engine "
+        "(verl-project/verl @483b8a009ba3a97563edee3a19887e4862b8094a verl/trainer/config/rollout/rollout.yaml l.60-61 "
+        "free_cache_engine: True): false skips the sleep (verl/workers/rollout/vllm_rollout/vllm_async_server.py "
+        "l.791-793 'if self.node_rank != 0 or not self.config.free_cache_engine: return': level 0); true sleeps a "
+        "hybrid engine at level 1 when a LoRA adapter is synced, 'lora only update adapter weights, so set sleep "
+        "level to 1', else 2 (_sleep_hybrid l.1092-1098); a standalone engine is not slept ('skip sleep in "
+        "standalone mode', l.799-800). A LoRA run reaches level 2 only with actor_rollout_ref.model.lora.merge: True "
+        "(verl/trainer/config/model/hf_model.yaml l.103-105; lora_as_adapter is rank > 0 and not merge, "
+        "vllm_async_server.py l.207-210), which syncs merged full weights: neither planned (a LoRA row syncs its "
+        "adapter) nor exported (export.verl writes free_cache_engine, verl_sleep_level), so not searched"),
+    "trl": SleepLevels(
+        colocate={}, colocate_other=frozenset({0, 2}), split=_NO_SPLIT_SLEEP,
+        source="GRPOConfig.vllm_enable_sleep_mode (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 "
+        "trl/trainer/grpo_config.py l.602-603, default False: level 0); True calls self.llm.sleep(level=2) in the "
+        "colocate branch only (trl/generation/vllm_generation.py l.369-370, l.701-702); a LoRA adapter is merged "
+        "and synced as full weights, so level 2 holds for every scope; export.trl writes vllm_enable_sleep_mode"),
+    "openrlhf": SleepLevels(
+        colocate={}, colocate_other=frozenset({0, 1}), split=_NO_SPLIT_SLEEP,
+        source="--vllm.enable_sleep (OpenRLHF/OpenRLHF @3c3be6234e0cb353e76bb8019947db9dfe99fca7 "
+        "openrlhf/cli/train_ppo_ray.py l.245; off: level 0): the engines are slept with batch_vllm_engine_call(..., "
+        "'sleep') and no level (openrlhf/trainer/ppo_utils/samples_generator.py l.83, l.120), i.e. "
+        "'async def sleep(self, level=1)' (openrlhf/trainer/ray/vllm_engine.py l.138-139); without "
+        "--train.colocate_all the flag is switched off (train_ppo_ray.py l.663-665); export.openrlhf writes "
+        "--vllm.enable_sleep --ds.enable_sleep"),
+    "nemo-rl": SleepLevels(
+        colocate={}, colocate_other=frozenset({1}), split=_NO_SPLIT_SLEEP,
+        source="no option: a colocated engine is always slept at level 1 after generation (NVIDIA-NeMo/RL "
+        "@9dbd9adc95a10f5946cceb36e1d5b31e2429e470 nemo_rl/models/generation/vllm/vllm_generation.py l.715-722 "
+        "finish_generation: 'non-colocated only needs reset prefix cache, no need to sleep'; "
+        "nemo_rl/models/generation/vllm/vllm_worker.py l.820 self.llm.sleep(level=1)); export.nemo_rl notes the "
+        "level is not a setting"),
+    "skyrl": SleepLevels(
+        colocate={Scope.FULL: frozenset({2})}, colocate_other=frozenset({1}), split=_NO_SPLIT_SLEEP,
+        source="no option: under trainer.placement.colocate_all the engine is slept after each rollout (NovaSky-AI/"
+        "SkyRL @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/train/trainer.py l.377-379) at "
+X to 1 for a LoRA sync (skyrl/backends/skyrl_train/"
+        "inference_servers/remote_inference_client.py l.1041-1048); sleep mode is enabled only with colocate_all "
+        "(inference_servers/utils.py l.100)"),
 }
-"""The ``rollout.sleep_level`` values each preset's framework can be configured to run, by scope; ``fit`` searches no
-other (``sleep_level_allowed``). verl picks the level itself and takes only ``actor_rollout_ref.rollout
-.free_cache_engine`` (verl-project/verl @483b8a009ba3a97563edee3a19887e4862b8094a verl/trainer/config/rollout/
-rollout.yaml l.60-61 ``free_cache_engine: True``): false skips the sleep (vllm_rollout/vllm_async_server.py l.791-793,
-``if ... not self.config.free_cache_engine: return``: level 0, the engine's memory held while training); true sleeps a
-hybrid engine at level 1 "lora only update adapter weights" else 2 (``_sleep_hybrid`` l.1092-1098). So level 1 with
-full weights and level 2 with a LoRA adapter reach no verl option; ``export.verl`` writes the reachable two as
-``free_cache_engine`` (``verl_sleep_level``). A LoRA run reaches level 2 only with ``actor_rollout_ref.model.lora
-.merge: True`` (verl/trainer/config/model/hf_model.yaml l.103-105 ``merge: False``; ``lora_as_adapter`` is rank > 0 and
-not merge, vllm_async_server.py l.207-210), which syncs merged full weights: neither planned (a LoRA row syncs its
-adapter) nor exported, so not searched. qlora follows lora (verl's export refuses qlora itself). A preset not listed
-here keeps the whole searched range."""
+"""The ``rollout.sleep_level`` values each preset's framework can be configured to run (``sleep_level_allowed``);
+``fit`` searches no other. A preset not listed here (unsloth, miles, slime, the SFT presets) keeps the whole
+searched range: its sleep options were not read for this restriction."""
 
 
-def sleep_level_allowed(*, preset: str | None, scope: str, sleep_level: int) -> bool:
-    """Whether the card's framework can be configured to sleep its engine at ``sleep_level`` for ``scope``
-    (``PRESET_SLEEP_LEVELS``); True where the preset states no restriction."""
-    levels = PRESET_SLEEP_LEVELS.get(str(preset or ""), {}).get(scope)
-    return levels is None or int(sleep_level) in levels
+def sleep_level_allowed(*, preset: str | None, placement: Placement, scope: Scope, sleep_level: int) -> bool:
+    """Whether the card's framework can be configured to sleep its engine at ``sleep_level`` for ``placement`` and
+    ``scope`` (``PRESET_SLEEP_LEVELS``); True where the preset states no restriction."""
+    levels = PRESET_SLEEP_LEVELS.get(str(preset or ""))
+    if levels is None:
+        return True
+    if placement is Placement.SPLIT:
+        return int(sleep_level) in levels.split
+    return int(sleep_level) in levels.colocate.get(scope, levels.colocate_other)

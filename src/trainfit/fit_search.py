@@ -500,7 +500,7 @@ def _sleep_levels_allowed(combos: list[dict[str, Any]], base: dict[str, Any]) ->
     ro = base.get("rollout") or {}
 
     def allowed(c: dict[str, Any]) -> bool:
-        if "rollout.sleep_level" not in c:  # pinned by the card: its own level stands (the export notes the framework's)
+        if "rollout.sleep_level" not in c:  # pinned by the card: its level stands (the export notes the framework's)
             return True
         try:
             placement = Placement(str(c.get("rollout.placement", ro.get("placement", Placement.COLOCATE.value))))

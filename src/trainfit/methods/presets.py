@@ -595,9 +595,9 @@ PRESET_SLEEP_LEVELS: dict[str, SleepLevels] = {
         colocate={Scope.FULL: frozenset({2})}, colocate_other=frozenset({1}), split=_NO_SPLIT_SLEEP,
         source="no option: under trainer.placement.colocate_all the engine is slept after each rollout (NovaSky-AI/"
         "SkyRL @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/train/trainer.py l.377-379) at "
-        "RemoteInferenceClient.sleep's default 'level: int = 2' (l.1028), forced to 1 for a LoRA sync (skyrl/backends/skyrl_train/"
-        "inference_servers/remote_inference_client.py l.1041-1048); sleep mode is enabled only with colocate_all "
-        "(inference_servers/utils.py l.100)"),
+        "RemoteInferenceClient.sleep's default 'level: int = 2' (l.1028), forced to 1 for a LoRA sync "
+        "(skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py l.1041-1048); sleep mode is "
+        "enabled only with colocate_all (inference_servers/utils.py l.100)"),
 }
 """The ``rollout.sleep_level`` values each preset's framework can be configured to run (``sleep_level_allowed``);
 ``fit`` searches no other. A preset not listed here (unsloth, miles, slime, the SFT presets) keeps the whole

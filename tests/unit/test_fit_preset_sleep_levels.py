@@ -91,3 +91,23 @@ def test_fit_on_a_small_verl_card_never_plans_the_refused_level(monkeypatch):
     result = trainfit.fit(_card("verl", "full"), gpus=["h100-sxm"], max_gpus=2)
     assert result.rows and all(r.knobs["rollout.sleep_level"] in (0, 2) for r in result.rows)
     assert 1 not in seen and {0, 2} <= set(seen)
+
+
+def _graphs(preset):
+    base, pinned = fit_search.fit_start(_card(preset, "lora"), card_file=True)
+    return {(c["rollout.placement"], c["rollout.cuda_graphs"]) for c in fit_search.rl_combos(2, pinned=pinned, base=base)}
+
+
+def test_trl_colocated_rows_keep_cuda_graphs_and_its_server_may_run_eager():
+    # TRL's colocated LLM(...) takes no enforce_eager (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8
+    # trl/generation/vllm_generation.py l.350-367); trl vllm-serve has --enforce_eager (trl/scripts/vllm_serve.py l.279)
+    assert _graphs("trl") == {("colocate", True), ("split", True), ("split", False)}
+    assert _graphs("verl") == {(p, g) for p in ("colocate", "split") for g in (True, False)}  # enforce_eager
+
+
+def test_the_trl_export_names_the_servers_eager_flag():
+    from trainfit.export.trl import build
+
+    split = load_card_dict(updated(_card("trl", "lora"), {"hardware.gpus_per_node": 2, "rollout.placement": "split",
+                                                          "rollout.gpus": 1, "rollout.cuda_graphs": False}))
+    assert any("trl vllm-serve --enforce_eager" in n for n in build(split).notes)

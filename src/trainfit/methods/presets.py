@@ -613,3 +613,22 @@ def sleep_level_allowed(*, preset: str | None, placement: Placement, scope: Scop
     if placement is Placement.SPLIT:
         return int(sleep_level) in levels.split
     return int(sleep_level) in levels.colocate.get(scope, levels.colocate_other)
+
+
+PRESET_CUDA_GRAPHS: dict[str, dict[Placement, frozenset[bool]]] = {
+    "trl": {Placement.COLOCATE: frozenset({True}), Placement.SPLIT: frozenset({True, False})},
+}
+"""The ``rollout.cuda_graphs`` values each preset's framework can be configured to run, by placement
+(``cuda_graphs_allowed``); ``fit`` searches no other. TRL's colocated engine is built as ``LLM(model=..., ...,
+max_num_batched_tokens=4096, ...)`` with no ``enforce_eager`` argument and GRPOConfig has no such field
+(huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.350-367): vLLM's
+default, CUDA graphs on, is the only colocated value. A split engine is ``trl vllm-serve``, whose ScriptArguments
+has ``enforce_eager`` (trl/scripts/vllm_serve.py l.279, passed to LLM at l.348): both values run (``export.trl``
+names the flag for that launch). A preset not listed keeps both."""
+
+
+def cuda_graphs_allowed(*, preset: str | None, placement: Placement, cuda_graphs: bool) -> bool:
+    """Whether the card's framework can be configured to run its engine with ``cuda_graphs`` on ``placement``
+    (``PRESET_CUDA_GRAPHS``); True where the preset states no restriction."""
+    values = PRESET_CUDA_GRAPHS.get(str(preset or ""), {}).get(placement)
+    return values is None or bool(cuda_graphs) in values

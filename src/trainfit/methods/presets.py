@@ -632,3 +632,13 @@ def cuda_graphs_allowed(*, preset: str | None, placement: Placement, cuda_graphs
     (``PRESET_CUDA_GRAPHS``); True where the preset states no restriction."""
     values = PRESET_CUDA_GRAPHS.get(str(preset or ""), {}).get(placement)
     return values is None or bool(cuda_graphs) in values
+
+# What else fit varies, read against the same commits for the RL presets above, with no restriction added here:
+# rollout.gpu_memory_utilization and rollout.tensor_parallel are options of every one (Preset.knobs names them);
+# rollout.weight_sync is memory-only in fit and planned as each framework syncs (compute.sync, effective_weight_sync).
+# Not yet restricted, though the exporters already note the framework has no option for them:
+# rollout.max_num_seqs / max_num_batched_tokens (fit's engine refinement, ENGINE_SPACE): TRL derives max_num_seqs from
+# the batch and fixes max_num_batched_tokens=4096 for its colocated engine (trl/generation/vllm_generation.py l.356,
+# l.362 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), OpenRLHF has no flag for either (export.openrlhf); verl's
+# rollout.placement split is not main_ppo's (export.verl writes it colocated); preset unsloth's, miles' and slime's
+# sleep and engine options were not read.

@@ -100,7 +100,7 @@ def _graphs(preset):
 
 def test_trl_colocated_rows_keep_cuda_graphs_and_its_server_may_run_eager():
     # TRL's colocated LLM(...) takes no enforce_eager (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8
-    # trl/generation/vllm_generation.py l.350-367); trl vllm-serve has --enforce_eager (trl/scripts/vllm_serve.py l.279)
+    # trl/generation/vllm_generation.py l.351-368); trl vllm-serve has --enforce_eager (trl/scripts/vllm_serve.py l.279)
     assert _graphs("trl") == {("colocate", True), ("split", True), ("split", False)}
     assert _graphs("verl") == {(p, g) for p in ("colocate", "split") for g in (True, False)}  # enforce_eager
 

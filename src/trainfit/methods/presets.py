@@ -621,7 +621,7 @@ PRESET_CUDA_GRAPHS: dict[str, dict[Placement, frozenset[bool]]] = {
 """The ``rollout.cuda_graphs`` values each preset's framework can be configured to run, by placement
 (``cuda_graphs_allowed``); ``fit`` searches no other. TRL's colocated engine is built as ``LLM(model=..., ...,
 max_num_batched_tokens=4096, ...)`` with no ``enforce_eager`` argument and GRPOConfig has no such field
-(huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.350-367): vLLM's
+(huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.351-368): vLLM's
 default, CUDA graphs on, is the only colocated value. A split engine is ``trl vllm-serve``, whose ScriptArguments
 has ``enforce_eager`` (trl/scripts/vllm_serve.py l.279, passed to LLM at l.348): both values run (``export.trl``
 names the flag for that launch). A preset not listed keeps both."""
@@ -639,6 +639,6 @@ def cuda_graphs_allowed(*, preset: str | None, placement: Placement, cuda_graphs
 # Not yet restricted, though the exporters already note the framework has no option for them:
 # rollout.max_num_seqs / max_num_batched_tokens (fit's engine refinement, ENGINE_SPACE): TRL derives max_num_seqs from
 # the batch and fixes max_num_batched_tokens=4096 for its colocated engine (trl/generation/vllm_generation.py l.356,
-# l.362 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), OpenRLHF has no flag for either (export.openrlhf); verl's
+# l.363 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), OpenRLHF has no flag for either (export.openrlhf); verl's
 # rollout.placement split is not main_ppo's (export.verl writes it colocated); preset unsloth's, miles' and slime's
 # sleep and engine options were not read.

@@ -481,9 +481,40 @@ def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> li
             one_gpu = count == 1 and "parallel.strategy" not in pinned
             if one_gpu:
                 layout["parallel.strategy"] = ["single"]
-            combos = _product(space | layout)
+            combos = _framework_runs(_product(space | layout), base)
             out += _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
     return out
+
+
+def _framework_runs(combos: list[dict[str, Any]], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """``combos`` less those whose ``rollout.sleep_level`` or ``rollout.cuda_graphs`` the card's framework has no
+    option for at the combination's placement and scope (``methods.presets.sleep_level_allowed``: verl sleeps at
+    level 2, or 1 with a LoRA adapter, or not at all; ``cuda_graphs_allowed``: TRL's colocated engine has no
+    enforce_eager), a knob the combination leaves out read from ``base``; a level the card pins stands: never
+    generated, so never recommended."""
+    from trainfit.methods.presets import cuda_graphs_allowed, sleep_level_allowed
+    from trainfit.spec.enums import Placement, Scope
+
+    preset = base.get("preset")
+    if not preset:
+        return combos
+    ro = base.get("rollout") or {}
+
+    def allowed(c: dict[str, Any]) -> bool:
+        try:
+            placement = Placement(str(c.get("rollout.placement", ro.get("placement", Placement.COLOCATE.value))))
+            scope = Scope(str(c.get("scope", base.get("scope", Scope.FULL.value))))
+        except ValueError:  # a value the card refuses: the plan says why (counted invalid)
+            return True
+        if "rollout.cuda_graphs" in c and not cuda_graphs_allowed(preset=str(preset), placement=placement,
+                                                                  cuda_graphs=bool(c["rollout.cuda_graphs"])):
+            return False
+        if "rollout.sleep_level" not in c:  # pinned by the card: its level stands (the export notes the framework's)
+            return True
+        return sleep_level_allowed(preset=str(preset), placement=placement, scope=scope,
+                                   sleep_level=int(c["rollout.sleep_level"]))
+
+    return [c for c in combos if allowed(c)]
 
 
 def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]) -> list[Layout]:

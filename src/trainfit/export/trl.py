@@ -255,8 +255,12 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
             )
         if ro.sleep_level > 0 and ro.placement is Placement.SPLIT:
             notes.append(f"rollout.sleep_level {ro.sleep_level}: TRL sleeps vLLM only when colocated (vllm_mode colocate)")
-        if not ro.cuda_graphs:
+        if not ro.cuda_graphs and ro.placement is Placement.COLOCATE:
             notes.append("rollout.cuda_graphs false: TRL 1.16 has no enforce_eager setting for its vLLM engine")
+        elif not ro.cuda_graphs:
+            # ScriptArguments.enforce_eager, passed to LLM (huggingface/trl trl/scripts/vllm_serve.py l.279, l.348
+            # @f2cd57710ae345ea6428ae95363267fcf38a3dc8)
+            notes.append("rollout.cuda_graphs false: start the server with trl vllm-serve --enforce_eager true")
         if non_default(card, "rollout.max_num_seqs"):
             notes.append(f"rollout.max_num_seqs {ro.max_num_seqs}: TRL 1.16 has no vLLM max_num_seqs setting")
         if non_default(card, "rollout.max_num_batched_tokens"):

@@ -12,7 +12,7 @@ from typing import Any
 
 from trainfit.errors import CardError
 from trainfit.spec.dotted import merge_under
-from trainfit.spec.enums import FSDP_STRATEGIES, Placement, RolloutEngine, Strategy
+from trainfit.spec.enums import FSDP_STRATEGIES, Placement, RolloutEngine, Scope, Strategy
 
 
 @dataclass(frozen=True, slots=True)
@@ -542,3 +542,103 @@ def knob_name(name: str | None, key: str) -> str:
     if name is None:
         return key
     return preset(name).knobs.get(key, key)
+
+
+
+@dataclass(frozen=True, slots=True)
+class SleepLevels:
+    """The ``rollout.sleep_level`` values a framework can be configured to run: colocated by scope (a scope left out
+    takes ``colocate_other``), and on a split placement. ``source`` cites the code and names the option."""
+
+    colocate: dict[Scope, frozenset[int]]
+    colocate_other: frozenset[int]
+    split: frozenset[int]
+    source: str
+
+
+_NO_SPLIT_SLEEP = frozenset({0})
+PRESET_SLEEP_LEVELS: dict[str, SleepLevels] = {
+    "verl": SleepLevels(
+        colocate={Scope.FULL: frozenset({0, 2})}, colocate_other=frozenset({0, 1}), split=_NO_SPLIT_SLEEP,
+        source="verl picks the level itself and takes only actor_rollout_ref.rollout.free_cache_engine "
+        "(verl-project/verl @483b8a009ba3a97563edee3a19887e4862b8094a verl/trainer/config/rollout/rollout.yaml l.60-61 "
+        "free_cache_engine: True): false skips the sleep (verl/workers/rollout/vllm_rollout/vllm_async_server.py "
+        "l.791-793 'if self.node_rank != 0 or not self.config.free_cache_engine: return': level 0); true sleeps a "
+        "hybrid engine at level 1 when a LoRA adapter is synced, 'lora only update adapter weights, so set sleep "
+        "level to 1', else 2 (_sleep_hybrid l.1092-1098); a standalone engine is not slept ('skip sleep in "
+        "standalone mode', l.799-800). A LoRA run reaches level 2 only with actor_rollout_ref.model.lora.merge: True "
+        "(verl/trainer/config/model/hf_model.yaml l.103-105; lora_as_adapter is rank > 0 and not merge, "
+        "vllm_async_server.py l.207-210), which syncs merged full weights: neither planned (a LoRA row syncs its "
+        "adapter) nor exported (export.verl writes free_cache_engine, verl_sleep_level), so not searched"),
+    "trl": SleepLevels(
+        colocate={}, colocate_other=frozenset({0, 2}), split=_NO_SPLIT_SLEEP,
+        source="GRPOConfig.vllm_enable_sleep_mode (huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 "
+        "trl/trainer/grpo_config.py l.602-603, default False: level 0); True calls self.llm.sleep(level=2) in the "
+        "colocate branch only (trl/generation/vllm_generation.py l.369-370, l.701-702); a LoRA adapter is merged "
+        "and synced as full weights, so level 2 holds for every scope; export.trl writes vllm_enable_sleep_mode"),
+    "openrlhf": SleepLevels(
+        colocate={}, colocate_other=frozenset({0, 1}), split=_NO_SPLIT_SLEEP,
+        source="--vllm.enable_sleep (OpenRLHF/OpenRLHF @3c3be6234e0cb353e76bb8019947db9dfe99fca7 "
+        "openrlhf/cli/train_ppo_ray.py l.245; off: level 0): the engines are slept with batch_vllm_engine_call(..., "
+        "'sleep') and no level (openrlhf/trainer/ppo_utils/samples_generator.py l.83, l.120), i.e. "
+        "'async def sleep(self, level=1)' (openrlhf/trainer/ray/vllm_engine.py l.138-139); without "
+        "--train.colocate_all the flag is switched off (train_ppo_ray.py l.663-665); export.openrlhf writes "
+        "--vllm.enable_sleep --ds.enable_sleep"),
+    "nemo-rl": SleepLevels(
+        colocate={}, colocate_other=frozenset({1}), split=_NO_SPLIT_SLEEP,
+        source="no option: a colocated engine is always slept at level 1 after generation (NVIDIA-NeMo/RL "
+        "@9dbd9adc95a10f5946cceb36e1d5b31e2429e470 nemo_rl/models/generation/vllm/vllm_generation.py l.715-722 "
+        "finish_generation: 'non-colocated only needs reset prefix cache, no need to sleep'; "
+        "nemo_rl/models/generation/vllm/vllm_worker.py l.820 self.llm.sleep(level=1)); export.nemo_rl notes the "
+        "level is not a setting"),
+    "skyrl": SleepLevels(
+        colocate={Scope.FULL: frozenset({2})}, colocate_other=frozenset({1}), split=_NO_SPLIT_SLEEP,
+        source="no option: under trainer.placement.colocate_all the engine is slept after each rollout (NovaSky-AI/"
+        "SkyRL @2e9c89afceb3ef7963748224373ad88882322c99 skyrl/train/trainer.py l.377-379) at "
+        "RemoteInferenceClient.sleep's default 'level: int = 2' (l.1028), forced to 1 for a LoRA sync "
+        "(skyrl/backends/skyrl_train/inference_servers/remote_inference_client.py l.1041-1048); sleep mode is "
+        "enabled only with colocate_all (inference_servers/utils.py l.100)"),
+}
+"""The ``rollout.sleep_level`` values each preset's framework can be configured to run (``sleep_level_allowed``);
+``fit`` searches no other. A preset not listed here (unsloth, miles, slime, the SFT presets) keeps the whole
+searched range: its sleep options were not read for this restriction."""
+
+
+def sleep_level_allowed(*, preset: str | None, placement: Placement, scope: Scope, sleep_level: int) -> bool:
+    """Whether the card's framework can be configured to sleep its engine at ``sleep_level`` for ``placement`` and
+    ``scope`` (``PRESET_SLEEP_LEVELS``); True where the preset states no restriction."""
+    levels = PRESET_SLEEP_LEVELS.get(str(preset or ""))
+    if levels is None:
+        return True
+    if placement is Placement.SPLIT:
+        return int(sleep_level) in levels.split
+    return int(sleep_level) in levels.colocate.get(scope, levels.colocate_other)
+
+
+PRESET_CUDA_GRAPHS: dict[str, dict[Placement, frozenset[bool]]] = {
+    "trl": {Placement.COLOCATE: frozenset({True}), Placement.SPLIT: frozenset({True, False})},
+}
+"""The ``rollout.cuda_graphs`` values each preset's framework can be configured to run, by placement
+(``cuda_graphs_allowed``); ``fit`` searches no other. TRL's colocated engine is built as ``LLM(model=..., ...,
+max_num_batched_tokens=4096, ...)`` with no ``enforce_eager`` argument and GRPOConfig has no such field
+(huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8 trl/generation/vllm_generation.py l.351-368): vLLM's
+default, CUDA graphs on, is the only colocated value. A split engine is ``trl vllm-serve``, whose ScriptArguments
+has ``enforce_eager`` (trl/scripts/vllm_serve.py l.279, passed to LLM at l.348): both values run (``export.trl``
+names the flag for that launch). A preset not listed keeps both."""
+
+
+def cuda_graphs_allowed(*, preset: str | None, placement: Placement, cuda_graphs: bool) -> bool:
+    """Whether the card's framework can be configured to run its engine with ``cuda_graphs`` on ``placement``
+    (``PRESET_CUDA_GRAPHS``); True where the preset states no restriction."""
+    values = PRESET_CUDA_GRAPHS.get(str(preset or ""), {}).get(placement)
+    return values is None or bool(cuda_graphs) in values
+
+# What else fit varies, read against the same commits for the RL presets above, with no restriction added here:
+# rollout.gpu_memory_utilization and rollout.tensor_parallel are options of every one (Preset.knobs names them);
+# rollout.weight_sync is memory-only in fit and planned as each framework syncs (compute.sync, effective_weight_sync).
+# Not yet restricted, though the exporters already note the framework has no option for them:
+# rollout.max_num_seqs / max_num_batched_tokens (fit's engine refinement, ENGINE_SPACE): TRL derives max_num_seqs from
+# the batch and fixes max_num_batched_tokens=4096 for its colocated engine (trl/generation/vllm_generation.py l.356,
+# l.363 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), OpenRLHF has no flag for either (export.openrlhf); verl's
+# rollout.placement split is not main_ppo's (export.verl writes it colocated); preset unsloth's, miles' and slime's
+# sleep and engine options were not read.

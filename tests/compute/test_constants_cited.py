@@ -139,6 +139,7 @@ UNIT_DEFINITIONS = {
     "compute/decode_step.py:ACTIVATION_BYTES": "dtype width",
     "plan/time.py:FP8_PARAM_BYTES": "dtype width",
     "memory/fp8.py:FP8_GATHERED_BYTES": "dtype width",
+    "memory/activations.py:FP8_GLU_INPUT_BYTES": "dtype width",  # torch.float8_e4m3fn, 1 byte
     "memory/activations.py:FP32": "dtype width",
     "memory/activations.py:INT64": "dtype width",
     "memory/activations.py:INT32": "dtype width",

@@ -62,4 +62,5 @@ def test_every_export_names_the_scan_it_cannot_carry():
     for target in TARGETS:
         e = export(card, target)
         assert "loop.token_scan_syncs" in e.lost, target
-        assert any(n.startswith("loop.token_scan_syncs") for n in e.notes), target
+        # one note per key, or one per section when several of its keys are lost ("loop.* (2: token_scan_syncs, launcher)")
+        assert any(n.startswith("loop.") and "token_scan_syncs" in n for n in e.notes), target

@@ -69,7 +69,8 @@ def test_other_frameworks_keep_the_share_spread():
 
 
 def test_the_verl_importers_card_takes_it():
-    # read_verl writes no preset: the card it writes for actor.use_dynamic_bsz false + log_prob_use_dynamic_bsz true
+    # the card read_verl writes (with verl's preset since importers apply FRAMEWORK_PRESETS) for
+    # actor.use_dynamic_bsz false + log_prob_use_dynamic_bsz true
     from trainfit.export.importers import import_text
 
     script = ("python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo data.train_batch_size=256"
@@ -79,6 +80,6 @@ def test_the_verl_importers_card_takes_it():
               " actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu=16384 actor_rollout_ref.rollout.n=5"
               " actor_rollout_ref.model.use_remove_padding=True trainer.n_gpus_per_node=8 trainer.nnodes=1\n")
     d = import_text(script, "verl").card
-    assert d.get("preset") is None and d["rollout"]["logprob_max_tokens_per_micro_batch"] == 16384
+    assert d.get("preset") == "verl" and d["rollout"]["logprob_max_tokens_per_micro_batch"] == 16384
     d["hardware"] = {"gpu": "h100-sxm", "gpus_per_node": 8, "nodes": 1}
     assert fixed_update_micro_batches(load_card_dict(d), packed=True)

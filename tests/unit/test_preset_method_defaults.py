@@ -83,3 +83,18 @@ def test_verl_qlora_grpo_is_refused_for_its_own_reason() -> None:
     with pytest.raises(Exception, match="scope: qlora has no verl actor") as exc:
         load_card_dict(apply_preset({**BASE, "method": "grpo", "scope": "qlora"}, "verl"))
     assert "got 'fp32'" not in str(exc.value)
+
+
+def test_nemo_rl_sleeps_a_colocated_engine_at_level_1():
+    """NeMo RL has no sleep setting: a colocated engine sleeps at level 1 after every generation
+    (methods.presets.SLEEP_LEVELS["nemo-rl"], vllm_worker.py l.820 @9dbd9adc); before, a plain ``preset: nemo-rl``
+    card planned level 0, which NeMo RL cannot run colocated. A split engine never sleeps; a stated level stays."""
+    from trainfit.methods.presets import apply_preset
+
+    card = {"model": "Qwen/Qwen3-8B", "method": "grpo", "scope": "full"}
+    assert apply_preset(card, "nemo-rl")["rollout"]["sleep_level"] == 1
+    split = apply_preset({**card, "rollout": {"placement": "split"}}, "nemo-rl")
+    assert "sleep_level" not in split["rollout"]
+    stated = apply_preset({**card, "rollout": {"sleep_level": 0}}, "nemo-rl")
+    assert stated["rollout"]["sleep_level"] == 0
+    assert "rollout" not in apply_preset({**card, "method": "sft"}, "nemo-rl")

@@ -479,6 +479,13 @@ def apply_preset(card_data: dict[str, Any], name: str) -> dict[str, Any]:
         # weights by default (MegatronLoraConfig.merge_lora True, skyrl/train/config/config.py l.325) and syncs full
         # weights, so it keeps level 2 (_uses_lora_weight_sync, inference_servers/utils.py l.23-34 @2e9c89af)
         merged["rollout"] = {**merged["rollout"], "sleep_level": 1}
+    if (name == "nemo-rl" and "rollout" in defaults
+            and str((merged.get("rollout") or {}).get("placement", "colocate")) == "colocate"
+            and "sleep_level" not in (card_data.get("rollout") or {})):
+        # NeMo RL has no sleep setting: a colocated engine is slept at level 1 after every generation and woken for
+        # the refit (SLEEP_LEVELS["nemo-rl"]: vllm_generation.py finish_generation l.715-722, vllm_worker.py l.820
+        # ``self.llm.sleep(level=1)`` @9dbd9adc95a10f5946cceb36e1d5b31e2429e470); a split engine never sleeps
+        merged["rollout"] = {**merged["rollout"], "sleep_level": 1}
     if name == "unsloth":
         merged["parallel"] = unsloth_activation_offload(merged.get("parallel") or {},
                                                         stated=card_data.get("parallel") or {})

@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,8 @@ from trainfit.calibration import load_calibration
 from trainfit.catalog.gpus import resolve_gpu
 from trainfit.compute.rates import default_rates
 from trainfit.cli.main import main
+
+from fifo_writer import fifo_with_writer  # tests/fifo_writer.py
 
 GOLDEN = Path(__file__).parent / "golden"
 FIXTURE = Path(__file__).resolve().parents[1] / "data" / "gpu_time_dry_run.json"
@@ -266,43 +266,10 @@ def test_the_fragmentation_fit_recovers_the_share_and_the_held_out_check(tmp_pat
     assert "fragmentation share 0.3" in capsys.readouterr().err and not out2.exists()
 
 
-def _wait_for_reader(path, own_fd: int, *, timeout_s: float = 60.0) -> None:
-    """Until another descriptor of this process opens the named pipe at ``path`` (the command under test reading it):
-    data written into a pipe and closed before its reader opens it is dropped with the pipe, so a fixed delay races a
-    slow start-up on a loaded machine."""
-    target = os.path.realpath(path)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for name in os.listdir("/proc/self/fd"):
-            if int(name) == own_fd:
-                continue
-            try:
-                if os.readlink(f"/proc/self/fd/{name}") == target:
-                    return
-            except OSError:
-                continue
-        time.sleep(0.01)
-
-
-def _fifo_with_writer(path, data: bytes) -> threading.Thread:
-    """A named pipe whose writer is present before the reader opens it (O_RDWR: Linux opens it without waiting)
-    and, on a thread, sends ``data`` (under the 64 KiB pipe buffer) once the reader has opened it and closes."""
-    os.mkfifo(path)
-    fd = os.open(path, os.O_RDWR)
-
-    def write():
-        _wait_for_reader(path, fd)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-
-    t = threading.Thread(target=write, daemon=True)
-    t.start()
-    return t
-
 
 def test_a_named_pipe_is_read_as_an_input(here, capsys):
     """Process substitution, ``trainfit calibrate <(ssh host cat gpu_time.json)``: was refused as 'a named pipe'."""
-    t = _fifo_with_writer(here / "in.fifo", FIXTURE.read_bytes())
+    t = fifo_with_writer(here / "in.fifo", FIXTURE.read_bytes())
     assert main(["calibrate", "in.fifo", "--gpu", "h200", "--allow-dry-run", "--dry-run", "--json"]) == 0
     t.join()
     out, _ = capsys.readouterr()
@@ -313,7 +280,7 @@ def test_a_named_pipe_past_the_bound_or_without_writer_is_one_line(here, capsys,
     from trainfit.calibration import build
 
     monkeypatch.setattr(build, "MAX_INPUT_BYTES", 1000)
-    t = _fifo_with_writer(here / "big.fifo", b"[" + b"0, " * 10_000 + b"0]")
+    t = fifo_with_writer(here / "big.fifo", b"[" + b"0, " * 10_000 + b"0]")
     assert main(["calibrate", "big.fifo", "--gpu", "h200", "--allow-dry-run", "--dry-run"]) == 2
     t.join()
     os.mkfifo(here / "idle.fifo")

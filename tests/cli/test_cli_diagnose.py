@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import pytest
@@ -12,45 +11,11 @@ import pytest
 from trainfit.cli import diagnose_cmd
 from trainfit.cli.main import main
 
+from fifo_writer import fifo_with_writer  # tests/fifo_writer.py
+
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of"
        " 79.10 GiB of which 1.20 GiB is free.\n")
 
-
-def _wait_for_reader(path, own_fd: int, *, timeout_s: float = 60.0) -> None:
-    """Until another descriptor of this process opens the named pipe at ``path`` (the command under test reading it):
-    data written into a pipe and closed before its reader opens it is dropped with the pipe, so a fixed delay races a
-    slow start-up on a loaded machine."""
-    target = os.path.realpath(path)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for name in os.listdir("/proc/self/fd"):
-            if int(name) == own_fd:
-                continue
-            try:
-                if os.readlink(f"/proc/self/fd/{name}") == target:
-                    return
-            except OSError:
-                continue
-        time.sleep(0.01)
-
-
-def _fifo_with_writer(path, data: bytes) -> threading.Thread:
-    """A named pipe at ``path`` whose writer is present before the reader opens it (O_RDWR: Linux opens it without
-    waiting) and, on a thread, sends ``data`` once the reader has opened it (``_wait_for_reader``) and closes."""
-    os.mkfifo(path)
-    fd = os.open(path, os.O_RDWR)
-
-    def write():
-        _wait_for_reader(path, fd)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        except BrokenPipeError:  # the reader stopped at its bound
-            pass
-
-    t = threading.Thread(target=write, daemon=True)
-    t.start()
-    return t
 
 
 def _one_line_error(capsys, argv, message):
@@ -63,7 +28,7 @@ def _one_line_error(capsys, argv, message):
 def test_a_named_pipe_is_read_as_the_log(tmp_path, capsys):
     """Process substitution, ``--log <(grep -A5 OutOfMemory train.log)``: was refused as 'a named pipe'."""
     fifo = tmp_path / "log.fifo"
-    t = _fifo_with_writer(fifo, OOM.encode())
+    t = fifo_with_writer(fifo, OOM.encode())
     assert main(["diagnose", "--log", str(fifo)]) == 0
     t.join()
     out, _ = capsys.readouterr()
@@ -73,7 +38,7 @@ def test_a_named_pipe_is_read_as_the_log(tmp_path, capsys):
 def test_a_named_pipe_past_the_bound_ends_in_one_line(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(diagnose_cmd, "MAX_LOG_CHARS", 1000)
     fifo = tmp_path / "log.fifo"
-    t = _fifo_with_writer(fifo, b"y\n" * 20_000)  # under the 64 KiB pipe buffer: the writer never waits
+    t = fifo_with_writer(fifo, b"y\n" * 20_000)  # under the 64 KiB pipe buffer: the writer never waits
     _one_line_error(capsys, ["diagnose", "--log", str(fifo)], f"--log: '{fifo}' is larger than 0 MiB")
     t.join()
 

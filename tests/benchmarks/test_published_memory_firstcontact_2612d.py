@@ -12,6 +12,12 @@ import re
 from pathlib import Path
 
 import pytest
+from memory_firstcontact import (
+    check_first_contact_errors_are_the_recorded_arithmetic,
+    check_ids_are_new_and_unique,
+    check_point_cites_commit_metric_and_first_contact,
+    check_sources_are_not_reused,
+)
 from step_times_module import load_benchmark
 
 import trainfit
@@ -25,43 +31,22 @@ BY_ID = {p["id"]: p for p in POINTS}
 
 
 def test_ids_are_new_and_unique() -> None:
-    ids = [p["id"] for p in POINTS]
-    assert len(ids) == len(set(ids)) == 17 and all(2801 <= i < 2900 for i in ids)
-    others = [q["id"] for q in P.points_of_other_files(DATA)]
-    assert not set(ids) & set(others)
-    assert DATA in P.MEMORY_POINT_FILES
+    check_ids_are_new_and_unique(P, DATA, POINTS, count=17, ids=range(2801, 2900))
 
 
 def test_sources_are_not_reused() -> None:
     """No point cites a repository path another memory-point file cites (the fourth set is out of sample)."""
-    def path_of(src: str) -> str:
-        return " ".join(src.split(" ")[:2])
-
-    mine = {path_of(p["source"]) for p in POINTS}
-    theirs = {path_of(q.get("source", "")) for q in P.points_of_other_files(DATA)}
-    assert not mine & theirs
+    check_sources_are_not_reused(P, DATA, POINTS)
 
 
 @pytest.mark.parametrize("p", POINTS, ids=lambda p: str(p["id"]))
 def test_point_cites_commit_metric_and_first_contact(p: dict) -> None:
-    assert re.search(r"github\.com/\S+ \S+ @[0-9a-f]{40} \(20\d\d-\d\d-\d\d", p["source"])
-    entry = P.POINTS[p["id"]]
-    assert entry["card"] is not None, entry.get("unsupported")
-    assert p["mem_metric"].startswith(entry["metric"]) and entry["unit"] == p["peak_mem_unit"]
-    m = re.match(r"FIRST CONTACT \(scored 2026-12-05 before any model change for them; trainfit at [0-9a-f]{8}\): "
-                 r"planned (\w+) ([\d.]+) (Gi?B) against the published ([\d.]+) (Gi?B): ([+-]\d+\.\d) %", p["notes"])
-    assert m and m.group(1) == entry["metric"] and float(m.group(4)) == p["peak_mem"]
-    assert m.group(3) == m.group(5) == p["peak_mem_unit"]
-    assert re.search(r"AdamW (foreach|fused):", p["notes"])
+    check_point_cites_commit_metric_and_first_contact(P, p)
 
 
 def test_first_contact_errors_are_the_recorded_arithmetic() -> None:
     """Each note's error is (planned - published) / published of the two figures it prints."""
-    for p in POINTS:
-        m = re.match(r".*?planned \w+ ([\d.]+) Gi?B against the published ([\d.]+) Gi?B: ([+-]\d+\.\d) %", p["notes"])
-        assert m, p["id"]
-        pred, pub, err = (float(g) for g in m.groups())
-        assert abs((pred - pub) / pub * 100 - err) < 0.1, p["id"]
+    check_first_contact_errors_are_the_recorded_arithmetic(POINTS)
 
 
 def test_torchtitan_percent_figures_convert_against_the_logged_total() -> None:

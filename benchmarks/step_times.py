@@ -2935,8 +2935,9 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes.append(f"NeMo RL {release} (the release the entry's configs are read at, or its performance-summary"
                      " section's): software.nemo-rl")
     if e["framework"] == "nemo-rl" and rollout["placement"] == "colocate":
-        # the nemo-rl preset (methods.presets.apply_preset) fills sleep level 1 for a colocated engine:
-        # vllm_generation.py finish_generation sleeps it (vllm_worker.py llm.sleep(level=1)) and wakes it every step
+        # nemo_rl/models/generation/vllm/vllm_generation.py finish_generation: a colocated engine sleeps
+        # (vllm_worker.py: llm.sleep(level=1), enable_sleep_mode=True) and wakes every step (@9dbd9adc)
+        rollout["sleep_level"] = 1
         notes.append("NeMo RL colocated: vLLM sleep level 1 after every generation, woken for the refit")
     if tr.get("old_logprob_pass") is not None:
         # the run's own old-policy log-prob pass where its framework decides it from the loss (SkyRL: whenever

@@ -29,8 +29,10 @@ def test_the_key_is_where_the_config_states_it():
     # Training llama2_70b_lora rows (FP8=True: their NeMo yaml sets fp8_params = FP8; the notes say "with fp8_params"),
     # and AMD's MLPerf v5.1 llama31_8b row (FP8_PARAMS=1: "fp8_params True"), and the 19 MLPerf v5.0 llama2_70b_lora
     # partner rows whose published config sets FP8 (published_train_times_firstcontact_2612o.json: the NeMo yaml's
-    # fp8_params = FP8; the six without a published run config are not keyed)
-    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 21 + 1 + 19
+    # fp8_params = FP8; the six without a published run config are not keyed), and the 20 MLPerf v5.1 llama2_70b_lora
+    # partner rows whose published config sets FP8 (published_train_times_firstcontact_2612p.json: each implementation's
+    # megatron_gpt_peft_tuning_config.yaml sets fp8_params = FP8; QCT's two, with no published run config, are not keyed)
+    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 21 + 1 + 19 + 20
 
 
 @pytest.mark.parametrize("row_id", ["nemo2502-b200-llama3-405b-pt-fp8-128g", "nemo-h100-llama2-7b-lora-fp8-2407"])

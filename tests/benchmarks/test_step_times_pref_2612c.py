@@ -141,3 +141,26 @@ def test_sources_are_cited_and_new_to_the_data() -> None:
         assert (s.get("url") or s["path"]) not in cited, e["id"]
         if e["precision"].get("optimizer_impl"):
             assert f"AdamW {e['precision']['optimizer_impl']}:" in e["note"]
+
+
+def _plan(card, e) -> float:
+    cal, _ = st.hardware_calibration(e, card["hardware"]["gpu"])
+    return st.plan_card(card, cal).step_s
+
+
+def test_the_recorded_cancellation_is_what_the_card_plans() -> None:
+    """The rows' ``checked``: the DPO card plans the pair as two 16,384-token rows (the same step as an SFT card of
+    2 x 16,384), while open-instruct runs one 32,768-token row (padding_free_collator.concatenated_inputs cats on
+    dim=-1; the model gets input_ids alone), which the same card plans at the figures the note records."""
+    rid = "open-instruct-pr1466-dpo-olmo2-7b-16xh100-packed16k-bs32"
+    e = ENTRIES[rid]
+    card, _ = st.map_train(e)
+    dpo_s = _plan(card, e)
+    sft = {**card, "method": "sft", "batch": {**card["batch"], "micro_batch_size": 2}}
+    sft.pop("roles")
+    assert _plan(sft, e) == pytest.approx(dpo_s, rel=1e-9)
+    one_row = {**sft, "batch": {**card["batch"], "seq_len": 32768}}
+    one_row_s = _plan(one_row, e)
+    published = e["measured"]["value"]
+    assert one_row_s > published > dpo_s
+    assert f"reads {one_row_s:.2f} s ({one_row_s / published - 1:+.1%}".replace("%", " %") in e["checked"]

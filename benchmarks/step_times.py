@@ -79,7 +79,18 @@ variable-length pairs (padded to the longest of a batch, padding-free, or packed
 counts no source publishes, so the tokens a step runs would be a guess. What would make some of them scorable: the
 pairs' measured lengths in each run's template and tokenizer (as ``packed_sample_lengths.json`` measures SFT data),
 e.g. the first 309 UltraFeedback train_prefs pairs in Zephyr's template for the T4 DPO notebook."""
-PREF_FILES = (PREF_DATA, PREF_DATA_2612B)
+PREF_DATA_2612C = HERE / "data" / "published_pref_times_firstcontact_2612c.json"
+"""The third set of DPO / reward-model publications (open-instruct's OLMo-core DPO pull requests #1466 and #1467, and
+its DeepSpeed vs OLMo-core backend comparison), loaded beside the first two and scored in the same subset. The
+planned rows run a fixed padded shape per rank (the packing collator pads each side to max_seq_length), which is
+what makes them plannable without the pairs' token counts; each entry's note records its first-contact error.
+Checked and not changed (2026-12-05): their -6.9 % is two errors that cancel. open-instruct concatenates the two
+padded sides on the sequence axis and calls the model on input_ids alone, so attention is causal over one
+32,768-token row, where the DPO card plans two rows of 16,384 (half the attention); planned as one row the same card
+reads +31.6 % with full recompute, and the run's --activation_memory_budget 0.1 (the compiler chooses what to save)
+is no card checkpointing mode. A card field for the pair's layout (two rows | one concatenated row) and a measured
+saved set of the budget mode are the next steps (each entry's ``checked`` gives the numbers)."""
+PREF_FILES = (PREF_DATA, PREF_DATA_2612B, PREF_DATA_2612C)
 """Every DPO / reward-model data file, in the order the benchmark loads them (``pref_entries``)."""
 PROMPT_LENGTHS = HERE / "data" / "rl_prompt_lengths.json"
 """Measured mean prompt tokens per (dataset, model) as the framework feeds them (``rl_prompt_lengths.py``)."""

@@ -30,7 +30,9 @@ same config differ by 17 % between vLLM 0.10.2 and 0.11.0 and log no completion 
 sync of a PEFT model is what these rows need.
 
 Corrected after first contact (data only, no figure moves): train.ppo_mini_batch_size is the prompts of one step on
-every row (one optimizer step a step), where seven rows first carried 1 prompt from the Unsloth template."""
+every row (one optimizer step a step), where seven rows first carried 1 prompt from the Unsloth template; and the six
+TRL rows checkpoint activations (GRPOConfig's default gradient_checkpointing True at v0.23.0, or the notebook's own
+setting), where they first said false."""
 
 from __future__ import annotations
 
@@ -146,7 +148,7 @@ def test_one_optimizer_step_per_step() -> None:
     recorded in seven rows' notes)."""
     for row_id, e in ROWS.items():
         assert e["train"]["ppo_mini_batch_size"] == e["data"]["prompts_per_step"], row_id
-        corrected = e["train"]["ppo_mini_batch_size"] != 1
+        corrected = e["train"]["ppo_mini_batch_size"] != 1 or e["framework"] == "trl"
         assert ("DATA CORRECTED after the first-contact scoring" in e["note"]) == corrected, row_id
         assert e["note"].index("FIRST CONTACT (scored") < e["note"].find("DATA CORRECTED") or not corrected
 
@@ -156,3 +158,13 @@ def test_cookbook_rows_record_what_trl_does_and_why_they_stay_unmapped(row_id: s
     checked = ROWS[row_id]["checked"]
     assert "6adfd138d895b7ac257c4079eab7d519a0472aaa" in checked and "l.1370-1386" in checked and "l.897-945" in checked
     assert "not a score" in checked
+
+
+@pytest.mark.parametrize("row_id", [i for i in FIGURES if ROWS[i]["framework"] == "trl"])
+def test_trl_rows_checkpoint_activations_as_grpo_config_or_the_notebook_sets_it(row_id: str) -> None:
+    e = ROWS[row_id]
+    src = e["train"]["activation_checkpointing_source"]
+    assert e["train"]["activation_checkpointing"] is True
+    assert ("grpo_config.py l.259-260 @6adfd138d895b7ac257c4079eab7d519a0472aaa" in src
+            or "'gradient_checkpointing = True,'" in src)
+    assert ("wordle" in row_id) == ("'gradient_checkpointing = True,'" in src)

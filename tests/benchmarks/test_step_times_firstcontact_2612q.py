@@ -127,3 +127,34 @@ def test_unplanned_row_is_not_representable_and_scored_by_the_rule(row_id: str) 
     assert row.status == "not_representable" and row.trainfit_s is None
     rule = float(NOT_REPRESENTABLE.search(ROWS[row_id]["note"]).group(2))
     assert row.rule_s == pytest.approx(rule, abs=6e-3)
+
+
+NVIDIA_2509 = sorted(i for i, e in ROWS.items() if "NVIDIA's v5.1 NeMo llama2_70b_lora recipe" in e["note"])
+AFTER = re.compile(r"After the correction \(no model change\): (\d+\.\d{3}) s planned vs (\d+\.\d{3}) s published = "
+                   r"([+-]\d+\.\d) %, and the plan fits")
+
+
+def test_the_nvidia_2509_rows_are_the_six_b200_b300_rows() -> None:
+    assert len(NVIDIA_2509) == 6 and {ROWS[i]["gpu"] for i in NVIDIA_2509} == {"b200", "b300"}
+
+
+@pytest.mark.parametrize("row_id", NVIDIA_2509)
+def test_nvidia_2509_recipe_rows_state_the_fp8_base_its_model_init_builds(row_id: str) -> None:
+    """custom_llama.py l.88-100 builds the model under te.fp8_model_init whenever FP8=True, whatever
+    FP8_PARAM_GATHER=0 says (Megatron-Core's own init context is then nullcontext, fp8_utils.py l.498-502): the
+    corrected card states fp8 primary weights; the first-contact card (fp8_params unset) planned the frozen 70B base in
+    bf16 and did not fit."""
+    e = ROWS[row_id]
+    assert e["precision"]["fp8_params"] is True and "te.fp8_model_init(recipe=recipe)" in e["note"]
+    if row_id not in PLANNED:
+        return
+    (row,) = st.train_rows([{**e, "_file": DATA.name}], [])
+    match = AFTER.search(e["note"])
+    assert match and row.fits is True
+    assert row.trainfit_s == pytest.approx(float(match.group(1)), abs=6e-4)
+    first = float(FIRST_CONTACT.search(e["note"]).group(1))
+    # the bf16 base the first-contact card planned was slower and did not fit
+    (before,) = st.train_rows([{**e, "precision": {k: v for k, v in e["precision"].items() if k != "fp8_params"},
+                                "_file": DATA.name}], [])
+    assert before.fits is False and before.trainfit_s == pytest.approx(first, abs=6e-4)
+    assert before.trainfit_s > row.trainfit_s

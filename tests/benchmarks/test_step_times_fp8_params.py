@@ -29,10 +29,13 @@ def test_the_key_is_where_the_config_states_it():
     # Training llama2_70b_lora rows (FP8=True: their NeMo yaml sets fp8_params = FP8; the notes say "with fp8_params"),
     # and AMD's MLPerf v5.1 llama31_8b row (FP8_PARAMS=1: "fp8_params True"), and the 19 MLPerf v5.0 llama2_70b_lora
     # partner rows whose published config sets FP8 (published_train_times_firstcontact_2612o.json: the NeMo yaml's
-    # fp8_params = FP8; the six without a published run config are not keyed), and the 20 MLPerf v5.1 llama2_70b_lora
-    # partner rows whose published config sets FP8 (published_train_times_firstcontact_2612p.json: each implementation's
-    # megatron_gpt_peft_tuning_config.yaml sets fp8_params = FP8; QCT's two, with no published run config, are not keyed)
-    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 21 + 1 + 19 + 20
+    # fp8_params = FP8; the six without a published run config are not keyed), and the 23 MLPerf v5.1 partner rows of
+    # published_train_times_firstcontact_2612q.json whose config sets FP8: AMD's recipes (FP8=True / FP8_PARAMS=1),
+    # Krai's and Cisco's runs of NVIDIA's 24.09 recipe (its yaml's fp8_params: ${FP8}), and the six rows of NVIDIA's
+    # 25.09 recipe (custom_llama.py builds the model under te.fp8_model_init; the llama31_8b B300 row, not keyed, is
+    # NVIDIA's 8B pretraining recipe), and the five 2612p rows kept after its deduplication whose config sets FP8 (QCT's two
+    # have no published run config)
+    assert stated == keyed and len(keyed) == 31 + 154 + 50 + 14 + 21 + 1 + 19 + 23 + 5
 
 
 @pytest.mark.parametrize("row_id", ["nemo2502-b200-llama3-405b-pt-fp8-128g", "nemo-h100-llama2-7b-lora-fp8-2407"])

@@ -55,7 +55,7 @@ def test_first_contact_errors_are_the_recorded_arithmetic() -> None:
 def test_megatron_swift_cards_are_the_step_time_harness_mapping(pid: int) -> None:
     """The Megatron-SWIFT headers plan as the step-time harness plans ms-swift-megatron entries (point 703's card):
     the distributed optimizer as ZeRO-1, Megatron-Core tensor parallel, fp32 gradient buffers, fused kernels as
-    compile; every script sets expandable segments, and the header reads as Megatron-SWIFT's memory(GiB) log field."""
+    compile; every script sets expandable segments; the mem_metric cites Megatron-SWIFT's memory log (callbacks/print.py)."""
     card = P.POINTS[pid]["card"]
     par = card["parallel"]
     assert par["strategy"] == "zero1" and par["tensor_parallel_impl"] == "megatron" and par["compile"] is True

@@ -41,9 +41,26 @@ def test_sources_are_not_reused() -> None:
     check_sources_are_not_reused(P, DATA, POINTS)
 
 
-@pytest.mark.parametrize("p", POINTS, ids=lambda p: str(p["id"]))
+SCORED = [p for p in POINTS if p["peak_mem"] is not None]
+
+
+@pytest.mark.parametrize("p", SCORED, ids=lambda p: str(p["id"]))
 def test_point_cites_commit_metric_and_first_contact(p: dict) -> None:
     check_point_cites_commit_metric_and_first_contact(P, p)
+
+
+def test_notebook_header_is_a_fit_verdict_with_its_first_contact_kept() -> None:
+    """2915's '# 22GB' came with the script from examples/train/demo.sh, whose header stood over the Qwen2.5-7B run
+    (point 711's, the same '# 22GB'); the notebook swapped in the 3B model and kept it (dbeec0fe, 2024-12-25). As
+    point 716, it scores the run's fit only: the printed figure kept, the first-contact error still in the note."""
+    p = BY_ID[2915]
+    assert [q["id"] for q in POINTS if q["peak_mem"] is None] == [2915]
+    assert p["peak_mem_printed"] == 22 and p["outcome"] == "fits"
+    assert p["notes"].startswith("FIRST CONTACT (scored 2026-12-05 before any model change for them; trainfit at ")
+    assert "against the published 22 GiB: -66.8 %" in p["notes"] and "FIT VERDICT ONLY after first contact" in p["notes"]
+    assert "dbeec0fed05190fffa496c384b44d89c18a09ecb" in p["source"]
+    assert "69048325fd88a771dd5ae7d323c4b4356dfd7a55" in p["notes"]
+    assert P.POINTS[2915]["card"] == P._swift_sft_card("Qwen/Qwen2.5-3B-Instruct", seq=607)
 
 
 def test_first_contact_errors_are_the_recorded_arithmetic() -> None:

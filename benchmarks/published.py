@@ -1695,6 +1695,106 @@ _FC_D_CARDS: dict[int, dict[str, Any]] = {
 POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612d.json", _FC_D_CARDS))
 
 
+# ---- first-contact points, fifth set (published_memory_points_firstcontact_2612e.json, ids 2901+, sources there)
+#
+# Scored as found: each point's notes record trainfit's error on first contact, before any change made for them.
+# ms-swift example headers not scored before, all @3602360a562313afbf2ef6065fdf61f271a2c5b9: Megatron-SWIFT runs
+# (2901-2906: dense full fine-tunes under Megatron tensor parallel, a Qwen3-30B-A3B full fine-tune with the whole
+# optimizer offloaded to the CPU, a blockwise-fp8 MoE run) and ``swift sft`` runs (2907-2915: AdaLoRA, the unsloth
+# backend, Muon on LoRA, full fine-tunes under ZeRO-3 with packing and Liger, Ulysses sequence parallel over 8 GPUs at
+# LongAlpaca lengths, gpt-oss-20b LoRA, the self-cognition notebook).
+#
+# Left out, as trainfit refuses their cards (no figure to score): Megatron-SWIFT's DPO headers
+# (examples/megatron/rlhf/dpo/dense.sh '# 4 * 45GiB', rlhf/dpo/group_by_length.sh '# 4 * 56GiB') run the reference
+# model's forward under no_grad before the policy's in each micro-batch's forward_step
+# (swift/megatron/trainers/dpo_trainer.py l.77-93 at that commit), a placement trainfit does not plan with Megatron
+# tensor parallel (roles.reference gpu / lora_disabled is refused with tensor_parallel_impl megatron); its LoRA DPO /
+# RM runs on Qwen3-30B-A3B (lora/dpo.sh '# 2 * 65GiB', rlhf/rm/moe.sh '# 2 * 45GiB') and Qwen3-235B-A22B
+# (lora/qwen3_235b.sh) put LoRA on expert-parallel experts, which trainfit refuses (parallel.expert_parallel with
+# lora). Megatron-SWIFT's Qwen3-30B-A3B Megatron-LM header (moe/qwen3_moe.sh '16 * 60GiB') is the figure of
+# Quick-start.md's table, already a step-time entry's (swift-a800-qwen3-30b-a3b-megatron): not a new measurement.
+
+
+def _swift_mcore_card(model: str, *, gpus: int, tp: int = 1, ep: int = 1, mbs: int = 1, seq: int = 8192,
+                      accum: int = 1, recompute: bool | str = True, offload: str = "none", gpu: str = "a100-80gb",
+                      **extra: Any) -> dict[str, Any]:
+    """A Megatron-SWIFT ``megatron sft`` / ``megatron pt`` example run, full parameters, planned as
+    ``benchmarks/step_times.py`` ``map_train`` plans the ms-swift-megatron entries (point 703's card): the distributed
+    optimizer as ZeRO-1 over the data-parallel ranks, Megatron-Core tensor parallel with sequence parallel, Transformer
+    Engine's fused kernels as compile, fp32 gradient buffers (Megatron-LM accumulates bf16 runs' gradients in fp32),
+    flash attention, recompute full uniform 1 (``gradient_checkpointing``). Every script sets
+    PYTORCH_CUDA_ALLOC_CONF='expandable_segments:True' (``hardware.allocator``). ``ep``: expert parallel with
+    expert_tensor_parallel 1 (Megatron-SWIFT's default for MoE), grouped GEMM launched eagerly, aux-loss balancing."""
+    par: dict[str, Any] = {"strategy": "zero1", "offload": offload, "gradient_checkpointing": recompute,
+                           "compile": True, "tensor_parallel": tp, "sequence_parallel": tp > 1,
+                           "tensor_parallel_impl": "megatron"}
+    if ep > 1:
+        par |= {"expert_parallel": ep, "expert_tensor_parallel": 1, "moe_launch": "eager",
+                "moe_load_balancing": "aux_loss"}
+    card: dict[str, Any] = {
+        "model": model, "method": "sft", "scope": "full",
+        "hardware": {"gpu": gpu, "gpus_per_node": gpus, "allocator": "expandable_segments"},
+        "parallel": par, "batch": {"micro_batch_size": mbs, "seq_len": seq, "grad_accum": accum},
+        "attention": "flash", "precision": {"optimizer": "adamw", "optimizer_in_backward": False, "grads": "fp32"}}
+    for k, v in extra.items():
+        card[k] = {**card.get(k, {}), **v} if isinstance(v, dict) else v
+    return card
+
+
+_SWIFT_Z3_LIGER = {"deepspeed": _SWIFT_Z3_HEAD, "attention": "flash", "loss": {"chunked": True, "kernel": "liger"}}
+"""``--deepspeed zero3 --use_liger_kernel true --attn_impl flash_attn``: ms-swift's zero3.json (``_SWIFT_Z3_HEAD``),
+Liger's fused linear cross-entropy (no logits tensor), flash attention."""
+
+_FC_E_CARDS: dict[int, dict[str, Any]] = {
+    # examples/megatron/sft.sh: Qwen2.5-7B-Instruct TP2 SP, mbs 16 = gbs 16 of the alpaca-gpt4 / self-cognition mix,
+    # padding-free rows (megatron_args.py padding_free True) of at most 16 x 607 tokens: point 703's command
+    2901: _swift_mcore_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, tp=2, mbs=16, seq=640),
+    # examples/megatron/muon.sh, its 'adam(w)' line: the same run with the default optimizer
+    2902: _swift_mcore_card("Qwen/Qwen2.5-7B-Instruct", gpus=2, tp=2, mbs=16, seq=640),
+    # examples/megatron/moe/qwen3_moe_offload.sh: EP4 on 4 GPUs (DP4), packing 8192, gbs 16 -> 4 micro-batches,
+    # optimizer_cpu_offload with offload_fraction 1: the fp32 master and AdamW states on the host
+    2903: _swift_mcore_card("Qwen/Qwen3-30B-A3B-Base", gpus=4, ep=4, accum=4, offload="optimizer"),
+    # examples/megatron/pretrain.sh: Qwen2.5-7B TP4 SP, packing 8192, selective recompute (core attention), gbs 16
+    2904: _swift_mcore_card("Qwen/Qwen2.5-7B", gpus=4, tp=4, accum=16, recompute="selective",
+                            parallel={"selective_checkpointing": "core_attention"}),
+    # examples/megatron/dense/qwen3_32b.sh: Qwen3-32B TP8 SP, packing 8192, gbs 16
+    2905: _swift_mcore_card("Qwen/Qwen3-32B", gpus=8, tp=8, accum=16),
+    # examples/megatron/fp8/llm.sh: Qwen3-30B-A3B-Instruct-2507-FP8 (Qwen3-30B-A3B's shapes), fp8 blockwise, TP2 EP8
+    # (DP4), mbs 4 padding-free rows of at most 4 x 2048 tokens, bf16 Adam moments (exp_avg / exp_avg_sq bf16); a
+    # 95 GiB per-GPU header: a 96 GB card (h20, capacity only)
+    2906: _swift_mcore_card("Qwen/Qwen3-30B-A3B", gpus=8, tp=2, ep=8, mbs=4, seq=2048, gpu="h20",
+                            precision={"compute": "fp8", "fp8_recipe": "blockwise", "optimizer_states": "bf16"}),
+    # examples/train/tuners/adalora/train.sh: AdaLoRA starts every all-linear module at adalora_init_r 12
+    # (swift/arguments/tuner_args.py l.175-176), alpha 32; self-cognition only (131 tokens at most)
+    2907: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=131, lora={"rank": 12}),
+    # examples/train/tuners/unsloth/train.sh: LoRA r 8 alpha 32 all-linear through the unsloth backend, self-cognition
+    2908: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=131),
+    # examples/train/optimizer/muon.sh: point 711's run (alpaca-gpt4 mix, LoRA r 8 all-linear) with Moonlight's Muon
+    2909: _swift_sft_card("Qwen/Qwen2.5-7B-Instruct", seq=607),
+    # examples/train/full/qwen2_5_32b.sh: full, ZeRO-3 on 8 GPUs, packing 8192, Liger, flash, expandable segments
+    2910: _swift_sft_card("Qwen/Qwen2.5-32B", scope="full", gpus=8, strategy="zero3", seq=8192,
+                          hardware={"allocator": "expandable_segments"}, **_SWIFT_Z3_LIGER),
+    # examples/train/padding_free/sft.sh, the 'without padding_free' line: batch 8 padded to the longest row, at most
+    # max_length 8192; full, ZeRO-3 on 4 GPUs, Liger, flash
+    2911: _swift_sft_card("Qwen/Qwen2.5-7B", scope="full", gpus=4, strategy="zero3", seq=8192,
+                          batch={"micro_batch_size": 8}, **_SWIFT_Z3_LIGER),
+    # examples/train/agent/glm4.sh: GLM-4-9B-0414 full, ZeRO-3 on 4 GPUs, packing 8192, Liger, flash
+    2912: _swift_sft_card("zai-org/GLM-4-9B-0414", scope="full", gpus=4, strategy="zero3", seq=8192, **_SWIFT_Z3_LIGER),
+    # examples/train/sequence_parallel/sequence_parallel.sh: Qwen2.5-3B-Instruct LoRA, DDP over 8 GPUs with Ulysses
+    # sequence parallel 8, batch 4 LongAlpaca-12k rows (longest 25,826 tokens, padded to a multiple of 8: 25,832)
+    2913: _swift_sft_card("Qwen/Qwen2.5-3B-Instruct", gpus=8, strategy="ddp", seq=25832, attention="flash",
+                          parallel={"context_parallel": 8, "context_parallel_kind": "ulysses"},
+                          batch={"micro_batch_size": 4}),
+    # examples/models/gpt_oss/train.sh: gpt-oss-20b LoRA r 8 all-linear on one GPU, the alpaca-gpt4 mix
+    2914: _swift_sft_card("openai/gpt-oss-20b", seq=607),
+    # examples/notebook/qwen2_5-self-cognition/sft.sh: Qwen2.5-3B-Instruct LoRA r 8 all-linear, the alpaca-gpt4 mix
+    2915: _swift_sft_card("Qwen/Qwen2.5-3B-Instruct", seq=607),
+}
+
+
+POINTS.update(_firstcontact_card_mappings("published_memory_points_firstcontact_2612e.json", _FC_E_CARDS))
+
+
 MEMORY_POINTS = ROOT / "benchmarks" / "data" / "published_memory_points.json"
 """Further published peak-memory measurements found for issue 15 (framework docs and tutorials), in
 measured_points.json's shape, each with its source (repository + path + commit and date)."""
@@ -1733,9 +1833,14 @@ MEMORY_POINTS_FIRSTCONTACT_D = ROOT / "benchmarks" / "data" / "published_memory_
 ``_firstcontact_card_mappings``): PEFT's MetaMathQA result files of LoRA variants (KaSA, Riemannian AdamW, BD-LoRA) and
 P-tuning, torchtitan's per-parameter FSDP commit (FSDP1 / FSDP2, three checkpointing settings, 8 GPUs) and two ms-swift
 LoRA example headers; each note records the first-contact error."""
+MEMORY_POINTS_FIRSTCONTACT_E = ROOT / "benchmarks" / "data" / "published_memory_points_firstcontact_2612e.json"
+"""Published peak-memory measurements scored on first contact, fifth set (ids 2901+, mapped by
+``_firstcontact_card_mappings``): ms-swift example headers of Megatron-SWIFT runs (tensor parallel, optimizer CPU
+offload of a MoE, blockwise fp8) and of ``swift sft`` runs (AdaLoRA, unsloth, Muon, ZeRO-3 with packing and Liger,
+Ulysses sequence parallel, gpt-oss-20b LoRA); each note records the first-contact error."""
 MEMORY_POINT_FILES = (MEMORY_POINTS, MEMORY_POINTS_QWEN_TORCHAO_PEFT, MEMORY_POINTS_NANOTRON, MEMORY_POINTS_MS_SWIFT,
                       MEMORY_POINTS_LITGPT, MEMORY_POINTS_FIRSTCONTACT, MEMORY_POINTS_FIRSTCONTACT_B,
-                      MEMORY_POINTS_FIRSTCONTACT_C, MEMORY_POINTS_FIRSTCONTACT_D)
+                      MEMORY_POINTS_FIRSTCONTACT_C, MEMORY_POINTS_FIRSTCONTACT_D, MEMORY_POINTS_FIRSTCONTACT_E)
 
 POINTS.update(_train_entry_mappings())
 

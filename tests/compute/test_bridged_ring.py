@@ -97,3 +97,16 @@ def test_megatron_tensor_parallel_inside_a_bridge_group_rides_the_bridge():
 
     assert tp_bus(2) == pytest.approx(600e9 / 2 * NVLINK_BUS_FRACTION)
     assert tp_bus(4) == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION)
+
+
+def test_a_calibration_of_a_bridged_card_is_restated_for_the_jobs_gpus_unless_it_measured_the_bus():
+    spec = resolve_gpu("a100-pcie-80gb")
+    card = load_card_dict(_card("a100-pcie-80gb", 8))
+    other = default_rates(spec).with_overrides({"matmul_flops_per_s": 200e12}, source="test calibration")
+    r = rates_of(card, spec, other)
+    assert r.intra_node_bus_bytes_per_s == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION) and r.bridge_group_gpus == 2
+    assert r.matmul_flops_per_s == 200e12
+    measured = default_rates(spec).with_overrides({"intra_node_bus_bytes_per_s": 100e9}, source="test calibration")
+    kept = rates_of(card, spec, measured)
+    assert (kept.intra_node_bus_bytes_per_s, kept.bridge_bus_bytes_per_s) == (100e9, None)
+    assert group_rates(kept, ranks=2) == kept  # the measurement stands for every collective of the node

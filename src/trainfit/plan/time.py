@@ -23,8 +23,8 @@ from trainfit.compute.attention_time import (
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
-                                    group_rates, stated_link_rates, stock_driver_refuses_pcie_p2p)
+from trainfit.compute.rates import (BRIDGE_GROUP_GPUS, NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates,
+                                    group_rates, link_label, stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time
 from trainfit.compute.training import (
@@ -472,7 +472,8 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     included. The memory plan reads no link (``link_note``)."""
     node_gpus = card.hardware.gpus_per_node
     r = rates or default_rates(gpu, node_gpus=node_gpus)
-    if card.hardware.interconnect is not None or rates is not None:
+    if card.hardware.interconnect is not None or (rates is not None and gpu.id in BRIDGE_GROUP_GPUS):
+        # a calibration's rates start from default_rates(gpu) (one bridge group): restated for the job's GPUs
         r = stated_link_rates(r, gpu, link=card.hardware.interconnect or catalog_link(gpu), node_gpus=node_gpus,
                               calibrated_bus=calibrated_link_bus(gpu, rates))
     if card.hardware.host_memory_gbps:

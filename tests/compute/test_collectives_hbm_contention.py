@@ -64,8 +64,8 @@ def test_a_data_parallel_step_pays_for_the_hbm_its_collectives_take(monkeypatch)
     card = load_card_dict(FSDP_2_NODES)
     training.train_step_time.cache_clear()  # a cached step would not call the collectives again
     with_contention = make_plan(card)
-    real = collectives.hbm_contention_exposed
-    monkeypatch.setattr(collectives, "hbm_contention_exposed", lambda **kw: real(**{**kw, "passes": 0.0}))
+    real = collectives.hbm_contention_exposed_by_group  # the step charges each process group's own rate
+    monkeypatch.setattr(collectives, "hbm_contention_exposed_by_group", lambda **kw: real(**{**kw, "passes": 0.0}))
     training.train_step_time.cache_clear()
     without = make_plan(card)
     training.train_step_time.cache_clear()

@@ -107,8 +107,8 @@ DEFAULT_RATES = plan_time.default_rates
 
 
 def _with_host_scale(monkeypatch, k: float) -> None:
-    def scaled(gpu):
-        r = DEFAULT_RATES(gpu)
+    def scaled(gpu, **kw):  # kw: the job's GPUs in a node (default_rates node_gpus)
+        r = DEFAULT_RATES(gpu, **kw)
         return replace(r, host_s_per_forward_kernel=r.host_s_per_forward_kernel * k,
                        host_s_per_backward_kernel=r.host_s_per_backward_kernel * k)
 

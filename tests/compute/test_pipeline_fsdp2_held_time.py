@@ -63,10 +63,10 @@ def _phase_s(plan, name: str) -> float:
 def test_a_stage_reduce_scatters_once_a_step(monkeypatch):
     """Llama-3.1-8B, PP 2, FSDP2: 16 micro-batches' exposed collectives were 16x one micro-batch's (0.011 -> 0.178 s);
     the reduce-scatters now run once, so the step's communication grows only by the per-micro-batch gathers (the
-    compute slowed beside the hidden gathers, ``collectives.hbm_contention_exposed``, grows with their count and is
+    compute slowed beside the hidden gathers, ``collectives.hbm_contention_exposed_by_group``, grows with their count and is
     left out here)."""
-    real = coll.hbm_contention_exposed
-    monkeypatch.setattr(coll, "hbm_contention_exposed", lambda **kw: real(**{**kw, "passes": 0.0}))
+    real = coll.hbm_contention_exposed_by_group  # the step charges each process group's own rate
+    monkeypatch.setattr(coll, "hbm_contention_exposed_by_group", lambda **kw: real(**{**kw, "passes": 0.0}))
     training.train_step_time.cache_clear()
     one, many = make_plan(_card(1)), make_plan(_card(16))
     training.train_step_time.cache_clear()

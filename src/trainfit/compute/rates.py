@@ -387,13 +387,45 @@ def link_label(gpu: GpuSpec) -> str:
     return "xGMI (Infinity Fabric)" if gpu.id in XGMI_GPUS else "NVLink"
 
 
-_BRIDGED_PAIRS = ("h100-nvl", "h100-pcie", "rtx-a6000", "rtx3090", "a100-pcie-40gb", "a100-pcie-80gb", "a40",
-                  "h200-nvl")
-"""Cards whose NVLink bridges join GPUs in pairs only (H200 NVL: groups of 2 or 4): not every pair of a node's GPUs is
-on NVLink."""
-for _gid in _BRIDGED_PAIRS[1:]:  # bridged PCIe cards: the same caveat
-    _FABRIC_NOTES[_gid] = _FABRIC_NOTES["h100-nvl"]
+_FABRIC_NOTES.pop("h100-nvl")  # bridged cards: ``bridge_note``, which depends on the job's GPUs in a node
 """Said in the plan's assumptions where a card's GPU-to-GPU fabric is not an NVSwitch (catalog notes give the sources)."""
+BRIDGE_GROUP_GPUS = {"h100-nvl": 2, "h100-pcie": 2, "rtx-a6000": 2, "rtx3090": 2, "a100-pcie-40gb": 2,
+                     "a100-pcie-80gb": 2, "a40": 2, "h200-nvl": 4}
+"""GPUs one NVLink bridge joins on the bridged PCIe cards: 2-card bridges (the catalog entries' notes: "NVLink here is
+the 2-card NVLink bridge ... between the pair"), H200 NVL's "2- or 4-way NVIDIA NVLink bridge" (catalog source,
+https://www.nvidia.com/en-us/data-center/h200/), taken at its 4-way bridge. Not every pair of a node's GPUs is on
+NVLink: the bridge groups reach each other over PCIe, so a collective over more of a node's GPUs than one group holds
+runs at the PCIe rate (``link_rates``)."""
+_BRIDGED_PAIRS = tuple(BRIDGE_GROUP_GPUS)
+BRIDGED_RING_SOURCE = ("NVIDIA/nccl-tests issue #178, https://github.com/NVIDIA/nccl-tests/issues/178, 2023-11-17, read"
+                       " 2026-12-05: A100s bridged in NV12 pairs, all_reduce_perf bus bandwidth 208 GB/s on 2 GPUs,"
+                       " 20 GB/s on 3")
+"""A ring over more GPUs than one bridge group runs at its slowest link, a PCIe hop between groups: on a node whose
+A100s are bridged in pairs (``nvidia-smi topo``: NV12 within a pair, NODE / SYS between pairs), ``all_reduce_perf -t 2``
+reaches a bus bandwidth of 208 GB/s and ``-t 3`` (a ring through one PCIe hop) 20 GB/s. NCCL's ring bandwidth is that of
+its slowest link (nccl-tests ``doc/PERFORMANCE.md``). The PCIe hop is timed at ``PCIE_P2P_BUS_FRACTION`` of the
+card's slot rate (26 GB/s on Gen4 x16; the issue's 20 GB/s crosses the PCIe host bridges, NODE), or at
+``PCIE_NO_P2P_BUS_FRACTION`` where the stock driver refuses PCIe peer-to-peer (``stock_driver_refuses_pcie_p2p``)."""
+
+
+def bridge_note(gpu: GpuSpec, *, node_gpus: int, link: Interconnect | None = None) -> str | None:
+    """The plan's assumption line of a bridged PCIe card (``BRIDGE_GROUP_GPUS``) on its NVLink bridge, with the bus
+    bandwidth its collectives are timed at for ``node_gpus`` of the job's GPUs in a node; None on other cards or
+    another link."""
+    group = BRIDGE_GROUP_GPUS.get(gpu.id)
+    if group is None or (link or catalog_link(gpu)) is not Interconnect.NVLINK:
+        return None
+    bridge = nvlink_bus_bytes_per_s(gpu)
+    head = (f"NVLink bridges join {gpu.id} cards {'in pairs' if group == 2 else f'in groups of {group}'}, the"
+            f" {'pairs' if group == 2 else 'groups'} reach each other over PCIe")
+    if node_gpus <= group:
+        return (f"{head}: the job's GPUs in a node (at most {group}) fit one group, collectives at the bridge's"
+                f" {bridge / 1e9:.0f} GB/s; more GPUs in a node would run at the PCIe hop's rate")
+    pcie = bridged_ring_bus_bytes_per_s(gpu)
+    how = "PCIe without peer-to-peer, the stock driver refuses it" if stock_driver_refuses_pcie_p2p(gpu) else "PCIe peer-to-peer"
+    return (f"{head}: a ring over the job's {node_gpus} GPUs in a node runs at its slowest hop, {how}, {pcie / 1e9:.0f}"
+            f" GB/s bus bandwidth ({BRIDGED_RING_SOURCE}); a tensor-parallel group of up to {group} GPUs is assumed"
+            f" placed on one bridge group (consecutive ranks on bridged cards), at the bridge's {bridge / 1e9:.0f} GB/s")
 DEFAULT_SM_COUNT = 108
 """SMs assumed for a card the catalog gives no ``sm_count`` for (the GPU catalog carries it, with sources): the
 A100's 108 (NVIDIA A100 Tensor Core GPU Architecture whitepaper, "A100: 108 SMs", as cited in
@@ -853,7 +885,14 @@ class DeviceRates:
     captured); None: the published ``SGLANG_EAGER_DECODE_S_PER_KERNEL_MEASURED`` on a dense softmax-attention model,
     else ``host_s_per_forward_kernel`` (``compute.decode_step.measured_eager_s_per_kernel``)."""
     intra_node_bus_bytes_per_s: float
-    """NCCL bus bandwidth inside a node (per direction)."""
+    """NCCL bus bandwidth inside a node (per direction), of a ring over the job's GPUs in a node: on bridged PCIe cards
+    whose job has more GPUs in a node than one bridge group, the PCIe rate (``link_rates``)."""
+    bridge_group_gpus: int = 0
+    """GPUs of one NVLink bridge group where the node's ring runs slower than the bridge (``BRIDGE_GROUP_GPUS``); 0:
+    no such split, every collective of the node at ``intra_node_bus_bytes_per_s``."""
+    bridge_bus_bytes_per_s: float | None = None
+    """NCCL bus bandwidth of a collective whose ranks fit one bridge group (``group_rates``), set with
+    ``bridge_group_gpus``."""
     p2p: bool = True
     nvlink: bool = True
     """Every pair of a node's GPUs on NVLink (an NVSwitch or a full mesh; False: PCIe, or bridges in pairs);
@@ -1005,8 +1044,9 @@ def _fp8_precise_fraction(gpu: GpuSpec, fp8_fraction: float) -> float | None:
     return None
 
 
-def default_rates(gpu: GpuSpec) -> DeviceRates:
-    """Published-measurement defaults for a catalog card (module docstring)."""
+def default_rates(gpu: GpuSpec, *, node_gpus: int = 1) -> DeviceRates:
+    """Published-measurement defaults for a catalog card (module docstring), for a job with ``node_gpus`` GPUs in a
+    node (the node link's bus bandwidth depends on it on bridged PCIe cards: ``link_rates``)."""
     half = gpu.half_dense_flops_per_s
     if not half or not gpu.hbm_bytes_per_s:
         raise CardError(f"gpu '{gpu.id}': the catalog has no bf16/fp16 peak or memory bandwidth; time cannot be estimated")
@@ -1038,7 +1078,9 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         src.append(f"HBM {hbm_frac:.1%} of the datasheet bandwidth ({hbm[1]})")
     if gpu.id in _FABRIC_NOTES:
         src.append(_FABRIC_NOTES[gpu.id])
-    bus, p2p, nvlink = link_rates(gpu, link=catalog_link(gpu))
+    bus, p2p, nvlink = link_rates(gpu, link=catalog_link(gpu), node_gpus=node_gpus)
+    if (note := bridge_note(gpu, node_gpus=node_gpus)) is not None:
+        src.append(note)
     return DeviceRates(
         gpu_id=gpu.id,
         matmul_flops_per_s=half * frac,
@@ -1047,6 +1089,7 @@ def default_rates(gpu: GpuSpec) -> DeviceRates:
         intra_node_bus_bytes_per_s=bus,
         p2p=p2p,
         nvlink=nvlink,
+        **_bridge_fields(gpu, link=catalog_link(gpu), node_gpus=node_gpus),
         pcie_bytes_per_s=(gpu.host_link_bytes_per_s or gpu.pcie_bytes_per_s or 32e9) * PCIE_EFFICIENCY,
         compute_capability=gpu.compute_capability,
         fp32_matmul_flops_per_s=(gpu.fp32_flops_per_s * fp32[0] if fp32 and gpu.fp32_flops_per_s
@@ -1092,37 +1135,84 @@ def link_refusal(gpu: GpuSpec, *, link: Interconnect) -> str | None:
             f" {', '.join(x.value for x in allowed)} or null (the GPU catalog's link)")
 
 
-def link_rates(gpu: GpuSpec, *, link: Interconnect) -> tuple[float, bool, bool]:
-    """(NCCL bus bytes per second in a node, peer-to-peer, every pair of the node's GPUs on NVLink) over ``link``:
-    NVLink at ``NVLINK_BUS_FRACTION`` of one direction of the catalog's NVLink rate (``nvlink`` False on the cards
-    whose bridges join pairs only, ``_BRIDGED_PAIRS``); PCIe at ``PCIE_P2P_BUS_FRACTION`` of the slot's rate with
-    peer-to-peer, ``PCIE_NO_P2P_BUS_FRACTION`` without (NCCL's SHM transport). ``default_rates`` takes the catalog's
-    link (``catalog_link``); a card's ``hardware.interconnect`` another (``plan.time.rates_of``), with the same
-    fractions, so a card stating its catalog's own link plans the same. A link the catalog gives no rate for is
-    refused (``allowed_links``)."""
+def link_rates(gpu: GpuSpec, *, link: Interconnect, node_gpus: int = 1) -> tuple[float, bool, bool]:
+    """(NCCL bus bytes per second of a ring over the job's ``node_gpus`` GPUs in a node, peer-to-peer, every pair of
+    the node's GPUs on NVLink) over ``link``: NVLink at ``NVLINK_BUS_FRACTION`` of one direction of the catalog's
+    NVLink rate (``nvlink`` False on the cards whose bridges join groups of 2 or 4 only, ``BRIDGE_GROUP_GPUS``); on
+    those cards, when ``node_gpus`` exceeds one bridge group, the ring crosses PCIe between the groups and runs at
+    that hop's rate (``bridged_ring_bus_bytes_per_s``, ``BRIDGED_RING_SOURCE``), peer-to-peer where the stock driver
+    allows it; PCIe at ``PCIE_P2P_BUS_FRACTION`` of the slot's rate with peer-to-peer, ``PCIE_NO_P2P_BUS_FRACTION``
+    without (NCCL's SHM transport). ``default_rates`` takes the catalog's link (``catalog_link``); a card's
+    ``hardware.interconnect`` another (``plan.time.rates_of``), with the same fractions, so a card stating its
+    catalog's own link plans the same. A link the catalog gives no rate for is refused (``allowed_links``)."""
     if (refused := link_refusal(gpu, link=link)) is not None:
         raise CardError(refused)
     if link is Interconnect.NVLINK:
-        return gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION, True, gpu.id not in _BRIDGED_PAIRS
+        group = BRIDGE_GROUP_GPUS.get(gpu.id)
+        if group is not None and node_gpus > group:
+            return bridged_ring_bus_bytes_per_s(gpu), not stock_driver_refuses_pcie_p2p(gpu), False
+        return nvlink_bus_bytes_per_s(gpu), True, group is None
     p2p = link is Interconnect.PCIE
     return gpu.pcie_bytes_per_s * (PCIE_P2P_BUS_FRACTION if p2p else PCIE_NO_P2P_BUS_FRACTION), p2p, False
 
 
-def stated_link_rates(rates: DeviceRates, gpu: GpuSpec, *, link: Interconnect,
+def nvlink_bus_bytes_per_s(gpu: GpuSpec) -> float:
+    """NCCL ring bus bandwidth on the card's NVLink (or bridge): ``NVLINK_BUS_FRACTION`` of one direction."""
+    return gpu.nvlink_bytes_per_s / 2 * NVLINK_BUS_FRACTION
+
+
+def bridged_ring_bus_bytes_per_s(gpu: GpuSpec) -> float:
+    """NCCL ring bus bandwidth over more GPUs than one NVLink bridge group (``BRIDGED_RING_SOURCE``): the PCIe hop
+    between groups, at ``PCIE_NO_P2P_BUS_FRACTION`` of the slot rate where the stock driver refuses PCIe peer-to-peer
+    (``stock_driver_refuses_pcie_p2p``: the RTX 3090), else ``PCIE_P2P_BUS_FRACTION``."""
+    refused = stock_driver_refuses_pcie_p2p(gpu)
+    return gpu.pcie_bytes_per_s * (PCIE_NO_P2P_BUS_FRACTION if refused else PCIE_P2P_BUS_FRACTION)
+
+
+def _bridge_fields(gpu: GpuSpec, *, link: Interconnect, node_gpus: int) -> dict[str, Any]:
+    """``DeviceRates``' bridge-group fields: the group and its bridge's bus rate where the node's ring runs at the PCIe
+    hop's (``link_rates``), else the defaults (no split)."""
+    group = BRIDGE_GROUP_GPUS.get(gpu.id)
+    if link is not Interconnect.NVLINK or group is None or node_gpus <= group:
+        return {"bridge_group_gpus": 0, "bridge_bus_bytes_per_s": None}
+    return {"bridge_group_gpus": group, "bridge_bus_bytes_per_s": nvlink_bus_bytes_per_s(gpu)}
+
+
+def group_rates(rates: DeviceRates, *, ranks: int) -> DeviceRates:
+    """``rates`` for a collective over ``ranks`` consecutive GPUs of a node (a tensor-parallel group): on bridged PCIe
+    cards whose node ring crosses PCIe (``bridge_group_gpus``), a group that fits one bridge group runs on the bridge,
+    at ``bridge_bus_bytes_per_s`` with peer-to-peer. Assumed: the layout places it on one bridge group (frameworks
+    give a tensor-parallel group consecutive ranks, and consecutive CUDA devices are taken to share a bridge, as the
+    ``nvidia-smi topo`` of NVIDIA/nccl-tests issue #178 pairs GPU0-1, 2-3, 4-5, 6-7). Else ``rates`` unchanged."""
+    if rates.bridge_bus_bytes_per_s is None or ranks > rates.bridge_group_gpus:
+        return rates
+    return replace(rates, intra_node_bus_bytes_per_s=rates.bridge_bus_bytes_per_s, p2p=True,
+                   bridge_group_gpus=0, bridge_bus_bytes_per_s=None)
+
+
+def stated_link_rates(rates: DeviceRates, gpu: GpuSpec, *, link: Interconnect, node_gpus: int = 1,
                       calibrated_bus: bool = False) -> DeviceRates:
-    """``rates`` over a node link the card states (``hardware.interconnect``) instead of the catalog's: the bus
-    bandwidth, peer-to-peer and NVLink flags of ``link_rates``. ``calibrated_bus``: a calibration file measured
-    ``intra_node_bus_bytes_per_s`` for this kind; the measurement stays and only the flags (NCCL's transport and hop
-    latencies, vLLM's custom all-reduce) follow the stated link. A link other than the catalog's drops the catalog
-    fabric's caveat (``_FABRIC_NOTES``: bridged pairs, Infinity Fabric) from ``rates.sources``: it describes a fabric
-    the stated link does not use."""
-    bus, p2p, nvlink = link_rates(gpu, link=link)
+    """``rates`` over a node link (``hardware.interconnect``, or the catalog's) for a job with ``node_gpus`` GPUs in a
+    node: the bus bandwidth, peer-to-peer and NVLink flags of ``link_rates`` and the bridge-group fields
+    (``group_rates``). ``calibrated_bus``: a calibration file measured ``intra_node_bus_bytes_per_s`` for this kind;
+    the measurement stays, for every collective of the node, and only the flags (NCCL's transport and hop latencies,
+    vLLM's custom all-reduce) follow the link. A link other than the catalog's drops the catalog fabric's caveat
+    (``_FABRIC_NOTES``: Infinity Fabric) from ``rates.sources``: it describes a fabric the stated link does not use;
+    a bridged card's caveat (``bridge_note``) is restated for ``node_gpus`` on its bridge, dropped on another link."""
+    stale = {bridge_note(gpu, node_gpus=n) for n in (1, node_gpus)}
+    if link is not catalog_link(gpu):
+        stale.add(_FABRIC_NOTES.get(gpu.id))
+    if calibrated_bus:
+        node_gpus = 1  # the measured rate stands for every collective of the node: no bridge-group split
+    bus, p2p, nvlink = link_rates(gpu, link=link, node_gpus=node_gpus)
     if calibrated_bus:
         bus = rates.intra_node_bus_bytes_per_s
-    sources = rates.sources
-    if link is not catalog_link(gpu) and gpu.id in _FABRIC_NOTES:
-        sources = tuple(s for s in sources if s != _FABRIC_NOTES[gpu.id])
-    return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink, sources=sources)
+    note = bridge_note(gpu, node_gpus=node_gpus, link=link)
+    sources = tuple(x for x in (note if s in stale else s for s in rates.sources) if x is not None)
+    if note is not None and note not in sources:
+        sources = sources + (note,)
+    return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink, sources=sources,
+                   **_bridge_fields(gpu, link=link, node_gpus=node_gpus))
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

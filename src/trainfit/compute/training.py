@@ -27,6 +27,7 @@ Pure Python: no torch import.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, NamedTuple
@@ -1255,18 +1256,25 @@ def train_step_time(
             if not parallel.overlap_comm and st in ("zero1", "zero2"):
                 comm = coll.reductions_on_compute_stream(overlapped=comm)
         # the compute that hides the collectives runs slower beside them: they take a share of its HBM bandwidth
-        # (collectives.hbm_contention_exposed), over the step's windows. Where they run at several rates (HSDP's
-        # replica all-reduces, the routed experts' own group) the hidden seconds are not split by group: the
-        # slowest group's rate, the least HBM a hidden second takes
-        buses = [bus]
+        # (collectives.hbm_contention_exposed_by_group), over the step's windows. Where they run at several rates
+        # (HSDP's replica all-reduces, the routed experts' own group) each group is charged its own hidden seconds at
+        # its own rate (_hidden_wire_by_group)
+        groups: list[tuple[float, tuple[str, ...]]] = [(bus, ())]
         if hsdp is not None and hsdp.replicas > 1:
-            buses.append(hsdp.replica_bus_bytes_per_s)
+            groups.append((hsdp.replica_bus_bytes_per_s, _REPLICA_BYTES))
         if expert_params > 0 and eranks > 1:
-            buses.append(_expert_bus(rates, parallel, eranks))
+            groups.append((_expert_bus(rates, parallel, eranks),
+                           _SHARDED_EXPERT_BYTES if sharded is not None else _DP_EXPERT_BYTES))
+        if len(groups) == 1:
+            hidden = ((max(0.0, wire.total_s - wire.exposed_s), bus),)
+        elif sharded is not None:
+            hidden = _hidden_wire_by_group(coll.exposed_sharded, sharded, groups=groups,
+                                           dense_keys=_SHARDED_DENSE_BYTES)
+        else:
+            hidden = _hidden_wire_by_group(coll.exposed_data_parallel, dp_kw, groups=groups, dense_keys=_DP_DENSE_BYTES)
         before_contention_s = comm.exposed_s
-        comm = coll.hbm_contention_exposed(comm=comm, compute_s=(fwd_window_s + bwd_window_s) * micro_steps,
-                                           bus_bytes_per_s=min(buses), hbm_bytes_per_s=rates.hbm_bytes_per_s,
-                                           hidden_wire_s=max(0.0, wire.total_s - wire.exposed_s))
+        comm = coll.hbm_contention_exposed_by_group(comm=comm, compute_s=(fwd_window_s + bwd_window_s) * micro_steps,
+                                                    groups=hidden, hbm_bytes_per_s=rates.hbm_bytes_per_s)
         contention_s = comm.exposed_s - before_contention_s
         if launch_blocking:
             # CUDA_LAUNCH_BLOCKING=1: each NCCL launch returns when its collective has finished, so the backward's
@@ -1835,6 +1843,32 @@ def zero1_group_of(parallel: Parallel, rates: DeviceRates, *, ranks: int, bus_by
                                                          nic_bytes_per_s=parallel.nic_bytes_per_s,
                                                          local_ranks=group) if local else bus_bytes_per_s,
         gather_broadcast_per_rank=per_rank, grad_all_reduce=True)
+
+
+_SHARDED_DENSE_BYTES = ("layer_weight_bytes", "layer_grad_bytes", "root_weight_bytes", "root_grad_bytes")
+_SHARDED_EXPERT_BYTES = ("expert_layer_weight_bytes", "expert_layer_grad_bytes")
+_REPLICA_BYTES = ("replica_layer_grad_bytes", "replica_root_grad_bytes")
+_DP_DENSE_BYTES = ("grad_bytes", "weight_bytes", "ddp_last_tensor_bytes")
+_DP_EXPERT_BYTES = ("expert_grad_bytes", "expert_weight_bytes")
+"""The byte counts of each process group in ``collectives.exposed_sharded`` (the shard group, the routed experts'
+group, HSDP's replica group) and ``collectives.exposed_data_parallel`` (the data-parallel group, the experts')."""
+
+
+def _hidden_wire_by_group(schedule: Callable[..., coll.CommTime], kwargs: dict, *,
+                          groups: list[tuple[float, tuple[str, ...]]],
+                          dense_keys: tuple[str, ...]) -> tuple[tuple[float, float], ...]:
+    """Per process group (its bus bytes per second, its byte keywords; ``()``: the dense group, ``dense_keys``), the
+    hidden seconds of ``schedule`` (``exposed_sharded`` / ``exposed_data_parallel`` with ``kwargs``) priced without
+    NCCL's latency and with every other listed group's bytes zeroed: what that group moves while compute runs
+    beside it, for ``collectives.hbm_contention_exposed_by_group``. A group's schedule alone, so adding another
+    group, or a slower link for it, leaves this group's hidden seconds as they were."""
+    own = [keys or dense_keys for _, keys in groups]
+    every = {k for keys in own for k in keys}
+    out = []
+    for (bus, _), keys in zip(groups, own):
+        alone = schedule(**{**kwargs, "latency_s": 0.0, **dict.fromkeys(every - set(keys), 0.0)})
+        out.append((max(0.0, alone.total_s - alone.exposed_s), bus))
+    return tuple(out)
 
 
 def _expert_bus(rates: DeviceRates, parallel: Parallel, eranks: int) -> float:

@@ -11,7 +11,7 @@ from math import ceil
 
 from trainfit.catalog.gpus import GpuSpec
 from trainfit.compute import collectives as coll
-from trainfit.compute.rates import DeviceRates
+from trainfit.compute.rates import DeviceRates, group_rates
 from trainfit.compute.training import PhaseTime
 from trainfit.methods.roles import (
     group_sizes,
@@ -216,6 +216,8 @@ def generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, rollout, r: D
     ro = card.rollout
     calls = generation_calls(card)
     engine_per_node = rollout_nodes(card)[1]
+    # a tensor-parallel engine inside one NVLink bridge group all-reduces on the bridge (compute.rates.group_rates)
+    r = group_rates(r, ranks=ro.tensor_parallel)
     link = tp_link(rates=r, tp=ro.tensor_parallel, engine_gpus_per_node=engine_per_node,
                    nic_bytes_per_s=nic_bytes_per_s(card), gpu_id=gpu.id, framework=card.preset)
     g = generation_time(
@@ -529,7 +531,7 @@ def hybrid_generation_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, r: Dev
     gather_nic = coll.gpu_nic_bytes_per_s(rates=r, nic_bytes_per_s=nic_bytes_per_s(card),
                                           local_ranks=min(train_gpus, per_node))
     bus = min(r.intra_node_bus_bytes_per_s, gather_nic) if multi_node else r.intra_node_bus_bytes_per_s
-    tp_bus = r.intra_node_bus_bytes_per_s if tp <= per_node else coll.gpu_nic_bytes_per_s(
+    tp_bus = group_rates(r, ranks=tp).intra_node_bus_bytes_per_s if tp <= per_node else coll.gpu_nic_bytes_per_s(
         rates=r, nic_bytes_per_s=nic_bytes_per_s(card), local_ranks=per_node)
     g = hybrid_engine_generation_time(
         rates=r, sequences_per_gpu=ceil(generated_prompts(card) * ro.num_generations / train_gpus),

@@ -23,8 +23,8 @@ from trainfit.compute.attention_time import (
 from trainfit.compute.float8_all_gather import Fp8GatherShard, gathered_bytes_saved, gathered_weight_casts
 from trainfit.compute.float8_casts import CastTraffic, cast_traffic
 from trainfit.compute.inventory import Adapter
-from trainfit.compute.rates import (NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates, link_label,
-                                    stated_link_rates, stock_driver_refuses_pcie_p2p)
+from trainfit.compute.rates import (BRIDGE_GROUP_GPUS, NVLINK_DOMAIN_GPUS, DeviceRates, catalog_link, default_rates,
+                                    group_rates, link_label, stated_link_rates, stock_driver_refuses_pcie_p2p)
 from trainfit.compute import collectives as coll
 from trainfit.compute import moe_time
 from trainfit.compute.training import (
@@ -465,10 +465,16 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     card's ``hardware`` section states of its own hosts. ``hardware.interconnect`` is applied here and nowhere else:
     its link's bus bandwidth, peer-to-peer and NVLink flags replace the catalog's (``compute.rates.stated_link_rates``,
     the fractions ``default_rates`` takes for the catalog's link), except a bus bandwidth a calibration file measured
-    (``calibrated_link_bus``). The memory plan reads no link (``link_note``)."""
-    r = rates or default_rates(gpu)
-    if card.hardware.interconnect is not None:
-        r = stated_link_rates(r, gpu, link=card.hardware.interconnect,
+    (``calibrated_link_bus``). The node link's rate is that of a ring over the job's ``hardware.gpus_per_node`` GPUs:
+    on bridged PCIe cards with more of them than one bridge group, the PCIe hop between groups
+    (``compute.rates.link_rates``; a tensor-parallel group inside one bridge group keeps the bridge:
+    ``compute.rates.group_rates``). Taken for every ring of the job, a split RL node's training and engine groups
+    included. The memory plan reads no link (``link_note``)."""
+    node_gpus = card.hardware.gpus_per_node
+    r = rates or default_rates(gpu, node_gpus=node_gpus)
+    if card.hardware.interconnect is not None or (rates is not None and gpu.id in BRIDGE_GROUP_GPUS):
+        # a calibration's rates start from default_rates(gpu) (one bridge group): restated for the job's GPUs
+        r = stated_link_rates(r, gpu, link=card.hardware.interconnect or catalog_link(gpu), node_gpus=node_gpus,
                               calibrated_bus=calibrated_link_bus(gpu, rates))
     if card.hardware.host_memory_gbps:
         r = replace(r, host_memory_bytes_per_s=card.hardware.host_memory_gbps * 1e9)
@@ -514,6 +520,9 @@ def link_note(card: RunCard, gpu: GpuSpec, r: DeviceRates, *, calibration: Devic
     measured = " (the calibration's measurement)" if calibrated_link_bus(gpu, calibration) else ""
     transport = (link_label(gpu) + ("" if r.nvlink else ", bridged in pairs") if shown is Interconnect.NVLINK
                  else "PCIe peer-to-peer" if r.p2p else "PCIe without peer-to-peer, through host memory")
+    if shown is Interconnect.NVLINK and r.bridge_group_gpus:  # the ring crosses PCIe between bridge groups
+        transport = (f"{link_label(gpu)} bridges in groups of {r.bridge_group_gpus}, the ring over the node's GPUs"
+                     f" crossing PCIe{' without peer-to-peer' if not r.p2p else ''} between them")
     patched = ("; PCIe peer-to-peer on this GeForce card needs a patched open kernel module (the stock driver"
                " refuses it: state pcie_no_p2p otherwise)"
                if link is Interconnect.PCIE and stock_driver_refuses_pcie_p2p(gpu) else "")
@@ -785,8 +794,11 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # innermost mesh dimensions) runs on NVLink when every such group lies in one NVLink domain
         # (``gpus_per_node``: nvlink_gpus_per_node); one that spans domains leaves each through the NICs of its GPUs
         # there, one NCCL channel per NIC (collectives.domain_ranks, collectives.ring_bus_bytes_per_s)
+        # on bridged PCIe cards a group's ranks in a node that fit one bridge group run on the bridge
+        # (compute.rates.group_rates)
         local = coll.domain_ranks(ranks=span, domain_gpus=gpus_per_node)
-        return coll.ring_bus_bytes_per_s(rates=r, crosses_nodes=local < span, nic_bytes_per_s=nic, local_ranks=local)
+        return coll.ring_bus_bytes_per_s(rates=group_rates(r, ranks=local), crosses_nodes=local < span,
+                                         nic_bytes_per_s=nic, local_ranks=local)
 
     tp, cp, ep = par.tensor_parallel, par.context_parallel, par.expert_parallel
     # an expert-parallel group's ranks are expert_tensor_parallel apart (Megatron-Core orders the expert ranks

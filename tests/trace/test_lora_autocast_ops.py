@@ -132,3 +132,34 @@ def test_dropout_acts_on_the_fp32_copy():
     down = next(i for i, (n, d) in enumerate(fwd) if n == "_to_copy" and d == (FP32,) and i > up)
     between = fwd[up + 1:down]
     assert between and all(d and d[0] == FP32 for _, d in between if d)
+
+
+def _script(name: str):  # noqa: ANN202
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_h200_cards_state_the_harness_runs_without_autocast():
+    """The project's own H200 steps were measured with no autocast around the forward (the harnesses call the bf16
+    model bare), so their fp32 adapters ran the fp32 path; their cards say so, and a pricing that depends on
+    ``precision.autocast`` keeps them where they were measured."""
+    import inspect
+
+    from trainfit.accuracy.gpu import card_dict
+    from trainfit.spec.card import load_card_dict
+
+    cal = _script("gpu_calibrate")
+    assert "autocast" not in inspect.getsource(cal.measure_case)
+    for case in cal.GRID + cal.HELDOUT + cal.HELDOUT4:
+        card = load_card_dict(card_dict({**case, "config": None}))
+        assert card.precision.autocast is False
+    loop = _script("gpu_loop_v4")
+    assert "autocast" not in inspect.getsource(loop.measure)
+    assert loop.card_of({"model": "org/M", "layers": 2, "scope": "lora", "mbs": 1, "seq": 512},
+                        {})["precision"]["autocast"] is False

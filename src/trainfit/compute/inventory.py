@@ -985,11 +985,11 @@ class Adapter:
     so it was dropped (the RL rows with fp32 LoRA moved too: step 22.4 -> 25.5 %, log-prob passes 11.6 -> 21.4 %,
     actor update 26.8 -> 26.3 %). The misses go both ways (A100 rows too fast, L40S rows too slow), so no single
     missing term is what the fp32 (non-tensor-core) pricing stands in for on the A100 rows; the skinny rank-r GEMMs'
-    achieved rate is the next thing to measure. Before such a change lands, the project's own H200 cards
-    (``accuracy.gpu.card_dict``, ``benchmarks/gpu_loop_v4.py`` ``card_of``) must state ``precision.autocast: false``:
-    their harnesses call ``model(input_ids=ids, labels=ids)`` with no autocast (benchmarks/gpu_calibrate.py
-    ``measure_case``, benchmarks/gpu_loop_v4.py), so their fp32 adapters did run the fp32 path; left at the default
-    the attempt moved 27 of their LoRA rows (H200 default median 2.2 -> 11.0 %)."""
+    achieved rate is the next thing to measure. The project's own H200 cards (``accuracy.gpu.card_dict``,
+    ``benchmarks/gpu_loop_v4.py`` ``card_of``) state ``precision.autocast: false``: their harnesses call
+    ``model(input_ids=ids, labels=ids)`` with no autocast (benchmarks/gpu_calibrate.py ``measure_case``,
+    benchmarks/gpu_loop_v4.py ``measure``), so their fp32 adapters did run the fp32 path; with the cards at the
+    default (true) the attempt moved 27 of their LoRA rows (H200 default median 2.2 -> 11.0 %)."""
     grouped_expert_adapters: bool = False
     """The routed experts' adapters run unmerged, as grouped GEMMs of their own on the routed rows
     (``ExpertAdapters.GROUPED``: prime-rl's ``MultiLoRAGroupedExperts``, ``GROUPED_EXPERT_LORA_*``); False: PEFT's

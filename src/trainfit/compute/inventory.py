@@ -978,18 +978,19 @@ class Adapter:
     Tried 2026-12-05: under autocast the adapter GEMMs in bf16, with those casts as memory-bound kernels at the HBM
     rate (per call 12 bytes per input element, the bf16 scale and add's 10 per output element, 6 per adapter weight
     element, 6 kernels; the backward by ``LORA_BACKWARD_*_FACTOR``; fp32 dropout bytes). benchmarks/step_times.py, the
-    94 published PEFT LoRA / QLoRA rows with fp32 adapters under autocast: median |error| 10.7 % -> 16.0 %, signed
-    -2.7 % -> -8.2 %, 24 rows closer and 70 further (fmsacc n 56: 7.0 -> 11.5 %, signed +0.9 -> -6.9 %; ult-gputest n
-    24: 12.6 -> 20.5 %, all further, signed -12.6 -> -20.5 %; peft-mmqa on L40S n 13: 21.9 -> 28.6 %, signed +21.9 ->
-    +28.6 %, slower from the added casts; msswift n 1: 38.8 -> 15.9 %); the LoRA / QLoRA subset median 10.7 -> 16.0,
-    so it was dropped (the RL rows with fp32 LoRA moved too: step 22.4 -> 25.5 %, log-prob passes 11.6 -> 21.4 %,
-    actor update 26.8 -> 26.3 %). The misses go both ways (A100 rows too fast, L40S rows too slow), so no single
-    missing term is what the fp32 (non-tensor-core) pricing stands in for on the A100 rows; the skinny rank-r GEMMs'
-    achieved rate is the next thing to measure. The project's own H200 cards (``accuracy.gpu.card_dict``,
-    ``benchmarks/gpu_loop_v4.py`` ``card_of``) state ``precision.autocast: false``: their harnesses call
-    ``model(input_ids=ids, labels=ids)`` with no autocast (benchmarks/gpu_calibrate.py ``measure_case``,
-    benchmarks/gpu_loop_v4.py ``measure``), so their fp32 adapters did run the fp32 path; with the cards at the
-    default (true) the attempt moved 27 of their LoRA rows (H200 default median 2.2 -> 11.0 %)."""
+    94 published PEFT LoRA / QLoRA rows with fp32 adapters under autocast (the rows it moves): median |error| 10.7 %
+    -> 16.0 %, signed -2.7 % -> -8.2 %, 24 rows closer and 70 further (fmsacc n 56: 7.0 -> 11.5 %, signed +0.9 -> -6.9
+    %; ult-gputest n 24: 12.6 -> 20.5 %, all further, signed -12.6 -> -20.5 %; peft-mmqa on L40S n 13: 21.9 -> 28.6 %,
+    signed +21.9 -> +28.6 %, slower from the added casts; msswift n 1: 38.8 -> 15.9 %). Subset medians (all their
+    rows): LoRA / QLoRA (381) 9.47 -> 9.82 %, RL step (134) 15.48 -> 15.86 %, RL log-prob passes (47) 14.59 -> 18.61
+    %, RL actor update (53) 20.26 -> 21.88 %, all rows (1,711) 10.69 -> 11.00 %: worse by more than 0.3 points, so it
+    was dropped. The misses go both ways (A100 rows too fast, L40S rows too slow), so no single missing term is what
+    the fp32 (non-tensor-core) pricing stands in for on the A100 rows; the skinny rank-r GEMMs' achieved rate is the
+    next thing to measure. The project's own H200 cards (``accuracy.gpu.card_dict``, ``benchmarks/gpu_loop_v4.py``
+    ``card_of``) state ``precision.autocast: false``: their harnesses call ``model(input_ids=ids, labels=ids)`` with
+    no autocast (benchmarks/gpu_calibrate.py ``measure_case``, benchmarks/gpu_loop_v4.py ``measure``), so their fp32
+    adapters did run the fp32 path; with the cards at the default (true) the attempt moved 27 of their LoRA rows (H200
+    default median 2.2 -> 11.0 %), with them stated it moves none."""
     grouped_expert_adapters: bool = False
     """The routed experts' adapters run unmerged, as grouped GEMMs of their own on the routed rows
     (``ExpertAdapters.GROUPED``: prime-rl's ``MultiLoRAGroupedExperts``, ``GROUPED_EXPERT_LORA_*``); False: PEFT's

@@ -64,12 +64,13 @@ def case_name(case: dict[str, Any]) -> str:
 
 
 def card_of(case: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
-    """The run card trainfit plans for a measured case."""
+    """The run card trainfit plans for a measured case (``precision.autocast`` false: ``measure``'s step calls the
+    bf16 model with no autocast, so PEFT's fp32 adapters run their products in fp32)."""
     return {"model": {"id": case_name(case), "config": cfg}, "scope": case["scope"], "attention": "sdpa",
             "hardware": {"gpu": "h200", "gpus_per_node": 1},
             "parallel": {"strategy": "single", "gradient_checkpointing": True, "moe_experts": "loop"},
             "batch": {"micro_batch_size": case["mbs"], "seq_len": case["seq"]},
-            "precision": {"optimizer_impl": "fused"}}
+            "precision": {"optimizer_impl": "fused", "autocast": False}}
 
 
 def measure(case: dict[str, Any], cfg: dict[str, Any], device: str) -> dict[str, Any]:

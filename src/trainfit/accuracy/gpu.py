@@ -38,7 +38,10 @@ class StepPoint:
 def card_dict(case: dict[str, Any]) -> dict[str, Any]:
     """The run card for a measured case: one GPU, the case's scope, attention, batch and optimizer; a case run
     with transformers' per-expert loop (``experts: eager``, ``set_experts_implementation``) as
-    ``parallel.moe_experts: loop_v5`` (transformers 5.24.0 ran them: v5's eager experts, ``compute.expert_loop``)."""
+    ``parallel.moe_experts: loop_v5`` (transformers 5.24.0 ran them: v5's eager experts, ``compute.expert_loop``).
+    ``precision.autocast`` false: the harness runs the bf16 model as built, with no autocast around its forward
+    (benchmarks/gpu_calibrate.py ``measure_case``: ``model(input_ids=ids, labels=ids)`` and ``per_token_logps``
+    bare), so PEFT's fp32 adapters ran their products in fp32 (``compute.inventory.Adapter.adapter_dtype_bytes``)."""
     model: Any = case["model"]
     if "/" not in model:  # a custom config of the grid: inline
         model = {"id": model, "config": case["config"]}
@@ -48,7 +51,7 @@ def card_dict(case: dict[str, Any]) -> dict[str, Any]:
     return {"model": model, "scope": case["scope"], "attention": case["attention"],
             "hardware": {"gpu": "h200", "gpus_per_node": 1}, "parallel": parallel,
             "batch": {"micro_batch_size": case["micro_batch_size"], "seq_len": case["seq_len"]},
-            "precision": {"optimizer_impl": case["optimizer_impl"]}}
+            "precision": {"optimizer_impl": case["optimizer_impl"], "autocast": False}}
 
 
 def label(case: dict[str, Any]) -> str:

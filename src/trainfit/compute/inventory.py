@@ -956,7 +956,41 @@ class Adapter:
     (``compute.kbit_upcast``); the GEMMs stay bf16."""
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
-    the input is cast up, both products run in fp32, the output is cast back."""
+    the input is cast up, both products run in fp32, the output is cast back (``FP32_LORA_*``).
+
+    That is what runs without autocast. Under bf16 autocast (``precision.autocast``, the default) it is not, and the
+    plan still prices it so: a documented null result. Traced op by op (torch 2.13.0, peft 0.21.2, CPU autocast bf16,
+    a bf16 ``nn.Linear`` with fp32 adapters; pinned by tests/trace/test_lora_autocast_ops.py), PEFT's
+    ``Linear.forward`` casts the input to fp32 (``x = self._cast_input_dtype(x, lora_A.weight.dtype)``, then ``result
+    + lora_B(lora_A(dropout(x))) * scaling``, then ``result.to(torch_result_dtype)``: peft 0.21.2 wheel
+    peft/tuners/lora/layer.py l.1100, l.1102, l.1113 and peft/tuners/tuners_utils.py l.2220-2235; the same lines at
+    huggingface/peft src/peft/tuners/lora/layer.py l.1061, l.1063, l.1074, src/peft/tuners/tuners_utils.py l.2176-2191
+    @5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40), and autocast casts that input and both fp32 weights back to bf16
+    before each ``F.linear``: per adapted module forward 4 ``_to_copy`` (input bf16->fp32 and fp32->bf16, ``lora_A``
+    and ``lora_B`` fp32->bf16), 2 ``mm`` on bf16 operands, a bf16 ``mul`` and ``add``; backward a ``mul``, 4 bf16
+    ``mm``, 4 ``_to_copy`` (both weight gradients to fp32, the input gradient to fp32 and back) and the ``add`` of the
+    input gradients. The weight casts repeat in every autocast region, not within one (autocast caches the cast of an
+    fp32 leaf requiring grad until the outermost region exits: pytorch/pytorch aten/src/ATen/autocast_mode.cpp
+    ``cached_cast`` ``arg.requires_grad() && arg.is_leaf()`` @008ec6b1840c94ff6d0f685bc10fbf585167c673), so once per
+    forward and once per recompute. A dropout p > 0 acts on the fp32 copy (``dropout`` is on no autocast list): 4 + 4
+    bytes and the mask per input element, not 2 + 2.
+
+    Tried 2026-12-05: under autocast the adapter GEMMs in bf16, with those casts as memory-bound kernels at the HBM
+    rate (per call 12 bytes per input element, the bf16 scale and add's 10 per output element, 6 per adapter weight
+    element, 6 kernels; the backward by ``LORA_BACKWARD_*_FACTOR``; fp32 dropout bytes). benchmarks/step_times.py, the
+    94 published PEFT LoRA / QLoRA rows with fp32 adapters under autocast (the rows it moves): median |error| 10.7 %
+    -> 16.0 %, signed -2.7 % -> -8.2 %, 24 rows closer and 70 further (fmsacc n 56: 7.0 -> 11.5 %, signed +0.9 -> -6.9
+    %; ult-gputest n 24: 12.6 -> 20.5 %, all further, signed -12.6 -> -20.5 %; peft-mmqa on L40S n 13: 21.9 -> 28.6 %,
+    signed +21.9 -> +28.6 %, slower from the added casts; msswift n 1: 38.8 -> 15.9 %). Subset medians (all their
+    rows): LoRA / QLoRA (381) 9.47 -> 9.82 %, RL step (134) 15.48 -> 15.86 %, RL log-prob passes (47) 14.59 -> 18.61
+    %, RL actor update (53) 20.26 -> 21.88 %, all rows (1,711) 10.69 -> 11.00 %: worse by more than 0.3 points, so it
+    was dropped. The misses go both ways (A100 rows too fast, L40S rows too slow), so no single missing term is what
+    the fp32 (non-tensor-core) pricing stands in for on the A100 rows; the skinny rank-r GEMMs' achieved rate is the
+    next thing to measure. The project's own H200 cards (``accuracy.gpu.card_dict``, ``benchmarks/gpu_loop_v4.py``
+    ``card_of``) state ``precision.autocast: false``: their harnesses call ``model(input_ids=ids, labels=ids)`` with
+    no autocast (benchmarks/gpu_calibrate.py ``measure_case``, benchmarks/gpu_loop_v4.py ``measure``), so their fp32
+    adapters did run the fp32 path; with the cards at the default (true) the attempt moved 27 of their LoRA rows (H200
+    default median 2.2 -> 11.0 %), with them stated it moves none."""
     grouped_expert_adapters: bool = False
     """The routed experts' adapters run unmerged, as grouped GEMMs of their own on the routed rows
     (``ExpertAdapters.GROUPED``: prime-rl's ``MultiLoRAGroupedExperts``, ``GROUPED_EXPERT_LORA_*``); False: PEFT's

@@ -1,0 +1,49 @@
+"""Findings of the eighth review of the December 2026 hardening pass, as explicit cases (each fails without its fix).
+As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
+no traceback and no output file; ``--json`` prints ``{"error": line}`` on a refusal."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from fuzzlib import check_run, run_cli
+
+
+def _plan(tmp_path, text, *extra):
+    card = tmp_path / "card.yaml"
+    card.write_text(text)
+    run = run_cli(["plan", str(card), "--json", *extra])
+    check_run(run, codes=(0, 2), json_out=True)
+    return run
+
+
+# ------------------------------------------------------------------------------------------------
+# 1. A package pin under software written as a YAML number: the named fields (torch, vllm, ...) refuse it, but any
+#    other package (software.megatron-core, software.verl, ...) took str() of the number. YAML reads 0.20 as the
+#    float 0.2, so `megatron-core: 0.20` (core_v0.20, the two-sync copy loop) was planned as 0.2 (the cat loop of
+#    core_v0.10-0.14) without a word; NaN, .inf and -1 read as no release and the preset's pin was planned instead.
+_ROPE = "batch: {packed_rope_loop: true, packed_sample_tokens: 512}\n"
+
+
+@pytest.mark.parametrize("package", ["megatron-core", "verl", "deepspeed"])
+@pytest.mark.parametrize("value", ["0.20", "0.2", "1", "-1", ".nan", ".inf", "1.0e+308"])
+def test_software_pin_as_a_yaml_number_is_refused_naming_the_package(tmp_path, package, value):
+    run = _plan(tmp_path, f"software: {{{package}: {value}}}\n" + _ROPE)
+    assert run.rc == 2, run.stdout[-400:]
+    line = json.loads(run.stdout)["error"]
+    assert line.startswith(f"software.{package}: a package version written as text"), line
+    assert "quote it" in line, line
+
+
+def test_software_pin_as_a_yaml_number_is_refused_by_set_too(tmp_path):
+    run = _plan(tmp_path, _ROPE, "--set", "software.megatron-core=0.20")
+    assert run.rc == 2 and "software.megatron-core: a package version written as text" in run.stdout, run.stdout
+
+
+def test_software_pin_as_quoted_text_still_plans_its_loop(tmp_path):
+    run = _plan(tmp_path, "software: {megatron-core: '0.20'}\n" + _ROPE)
+    assert run.rc == 0, run.stderr
+    said = " ".join(json.loads(run.stdout)["assumptions"])
+    assert "two host syncs per call" in said and "software.megatron-core 0.20" in said, said

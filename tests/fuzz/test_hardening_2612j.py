@@ -47,3 +47,21 @@ def test_software_pin_as_quoted_text_still_plans_its_loop(tmp_path):
     assert run.rc == 0, run.stderr
     said = " ".join(json.loads(run.stdout)["assumptions"])
     assert "two host syncs per call" in said and "software.megatron-core 0.20" in said, said
+
+
+# ------------------------------------------------------------------------------------------------
+# 2. --calibration FILE was parsed with a bare json.loads: a file of 5,000 nested brackets (10 KB) escaped as a
+#    RecursionError traceback (and under --json printed no JSON at all). (NaN and Infinity there were already refused
+#    by the value checks: "devices.h100.matmul_flops_per_s must be a positive number, got nan".)
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000,
+                                  '{"trainfit_calibration": 1, "notes": ' + "[" * 5000 + "]" * 5000 + "}"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_calibration_file_nested_past_the_json_limits_is_one_line(tmp_path, text, as_json):
+    cal = tmp_path / "cal.json"
+    cal.write_text(text)
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    run = run_cli(["plan", str(card), "--calibration", str(cal), *(["--json"] if as_json else [])])
+    check_run(run, codes=(2,), json_out=as_json)
+    line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
+    assert f"calibration '{cal}': nested too deeply to read" in line, line

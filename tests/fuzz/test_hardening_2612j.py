@@ -65,3 +65,22 @@ def test_calibration_file_nested_past_the_json_limits_is_one_line(tmp_path, text
     check_run(run, codes=(2,), json_out=as_json)
     line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
     assert f"calibration '{cal}': nested too deeply to read" in line, line
+
+
+# ------------------------------------------------------------------------------------------------
+# 3. --audit FILE (record and check) was parsed with a bare json.loads: 5,000 nested brackets escaped as a
+#    RecursionError traceback.
+@pytest.mark.parametrize("command", ["record", "check"])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_audit_file_nested_past_the_json_limits_is_one_line(tmp_path, command, as_json):
+    audit = tmp_path / "audit.json"
+    audit.write_text("[" * 5000 + "]" * 5000)
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    out = tmp_path / "record.yaml"
+    argv = [command, str(card), "--audit", str(audit), *(["--out", str(out)] if command == "record" else []),
+            *(["--json"] if as_json else [])]
+    run = run_cli(argv)
+    check_run(run, codes=(2,), json_out=as_json, outputs=(out,))
+    line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
+    assert "--audit: " in line and "nested too deeply to read" in line, line

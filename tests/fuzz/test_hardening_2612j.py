@@ -84,3 +84,33 @@ def test_audit_file_nested_past_the_json_limits_is_one_line(tmp_path, command, a
     check_run(run, codes=(2,), json_out=as_json, outputs=(out,))
     line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
     assert "--audit: " in line and "nested too deeply to read" in line, line
+
+
+# ------------------------------------------------------------------------------------------------
+# 4. fit with a pinned card count (--set hardware.gpus_per_node / hardware.nodes, or the card's own) read the two
+#    values with int() before the card checked them: 2.5 planned 2 GPUs, true planned 1, nodes 1.5 planned 8,
+#    100000 GPUs per node (the card allows 1,024) was ranked, 1e9 printed "invalid literal for int() with base 10"
+#    (no field), and nodes 0 or -2 were reported as "hardware.gpus_per_node: ... (got 0 / -16)": the wrong field.
+@pytest.mark.parametrize("pin, field", [
+    ("hardware.gpus_per_node=2.5", "hardware.gpus_per_node"), ("hardware.gpus_per_node=true", "hardware.gpus_per_node"),
+    ("hardware.gpus_per_node=100000", "hardware.gpus_per_node"), ("hardware.gpus_per_node=1e9", "hardware.gpus_per_node"),
+    ("hardware={gpus_per_node: 2.5}", "hardware.gpus_per_node"), ("hardware.nodes=1.5", "hardware.nodes"),
+    ("hardware.nodes=0", "hardware.nodes"), ("hardware.nodes=-2", "hardware.nodes"),
+])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_fit_pinned_card_count_is_checked_naming_its_field(tmp_path, pin, field, as_json):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    run = run_cli(["fit", str(card), "--gpu", "h100", "--max-gpus", "2", "--set", pin, *(["--json"] if as_json else [])])
+    check_run(run, codes=(2,), json_out=as_json)
+    line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip().removeprefix("trainfit: error: ")
+    assert line.startswith(f"{field}: a whole number from 1 to "), line
+
+
+@pytest.mark.parametrize("pin, gpus", [("hardware.gpus_per_node=4", 4), ("hardware.gpus_per_node='4'", 4)])
+def test_fit_pinned_card_count_that_the_card_allows_still_fits(tmp_path, pin, gpus):
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\n")
+    run = run_cli(["fit", str(card), "--gpu", "h100", "--max-gpus", "2", "--set", pin, "--json"])
+    d = check_run(run, codes=(0,), json_out=True)
+    assert {r["gpus"] for r in d["rows"]} == {gpus}, d["rows"][:3]

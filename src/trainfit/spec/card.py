@@ -1341,7 +1341,7 @@ class SoftwareSection(_Section):
                                      f" {what}; software holds version pins only")
                 if isinstance(x, (int, float)):
                     raise ValueError(f"software.{k}: a package version written as text, got the number {x!r} (YAML"
-                                     f" reads 0.20 as 0.2); quote it, e.g. '{x}' or '2.5.1'")
+                                     f" reads 0.20 as 0.2); quote it as written, e.g. '0.20' or '2.5.1'")
         return v
 
 

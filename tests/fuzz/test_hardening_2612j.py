@@ -114,3 +114,23 @@ def test_fit_pinned_card_count_that_the_card_allows_still_fits(tmp_path, pin, gp
     run = run_cli(["fit", str(card), "--gpu", "h100", "--max-gpus", "2", "--set", pin, "--json"])
     d = check_run(run, codes=(0,), json_out=True)
     assert {r["gpus"] for r in d["rows"]} == {gpus}, d["rows"][:3]
+
+
+# ------------------------------------------------------------------------------------------------
+# 5. import: a torchtitan TOML nested 5,000 deep (10 KB) escaped tomllib as a RecursionError traceback; a TRL
+#    train_config.py of 100,000 unary minus signs (100 KB) escaped ast.parse as a MemoryError traceback (2,000 of
+#    them parse and are refused as "not a literal value": checked, one line).
+@pytest.mark.parametrize("source, text", [
+    ("torchtitan", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
+    ("torchtitan", "a = " + "{b = " * 3000 + "1" + "}" * 3000 + "\n"),
+    ("trl", "from trl import SFTConfig\nargs = SFTConfig(output_dir=" + "-" * 100_000 + "1)\n"),
+])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_import_of_a_file_nested_past_the_parser_is_one_line(tmp_path, source, text, as_json):
+    f = tmp_path / "config.in"
+    f.write_text(text)
+    out = tmp_path / "card.yaml"
+    run = run_cli(["import", str(f), "--from", source, "--out", str(out), *(["--json"] if as_json else [])])
+    check_run(run, codes=(2,), json_out=as_json, outputs=(out,))
+    line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
+    assert f"--from {source}: " in line and "nested too deeply to read" in line, line

@@ -473,6 +473,8 @@ def _parse_trl(text: str) -> dict[str, Any]:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise _bad("trl", f"not Python (line {exc.lineno}: {exc.msg})") from None
+    except (MemoryError, RecursionError):  # CPython's parser stack overflows on deep nesting (a chain of unary ops)
+        raise _bad("trl", "nested too deeply to read (the Python parser's stack overflowed)") from None
     found: dict[str, Any] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr)) and not (
@@ -1620,6 +1622,8 @@ def read_torchtitan(text: str) -> Imported:
         cfg = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _bad(t, f"not TOML ({exc})") from None
+    except RecursionError:  # tomllib parses arrays and inline tables recursively
+        raise _bad(t, "nested too deeply to read (TOML arrays or inline tables)") from None
     d: dict[str, Any] = {"method": "sft", "scope": "full"}
     notes: list[str] = []
 

@@ -134,3 +134,32 @@ def test_import_of_a_file_nested_past_the_parser_is_one_line(tmp_path, source, t
     check_run(run, codes=(2,), json_out=as_json, outputs=(out,))
     line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
     assert f"--from {source}: " in line and "nested too deeply to read" in line, line
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. import --from verl: an override value of 3,000 nested brackets escaped the Hydra list reader as a RecursionError;
+#    import --from torchtitan: a 5,000-digit integer escaped tomllib as int()'s ValueError, printed without naming
+#    the source ("Exceeds the limit (4300 digits) for integer string conversion...").
+@pytest.mark.parametrize("source, text, fragment", [
+    ("verl", "python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-0.6B"
+             " data.train_batch_size=" + "[" * 3000 + "]" * 3000 + "\n",
+     "data.train_batch_size: a list nested deeper than 64 levels"),
+    ("torchtitan", "[model]\nname='llama3'\nflavor='8B'\n[training]\nlocal_batch_size=" + "9" * 5000 + "\n",
+     "not TOML (Exceeds the limit (4300 digits)"),
+])
+@pytest.mark.parametrize("as_json", [False, True])
+def test_import_refuses_values_past_the_readers_limits_naming_the_source(tmp_path, source, text, fragment, as_json):
+    f = tmp_path / "config.in"
+    f.write_text(text)
+    run = run_cli(["import", str(f), "--from", source, *(["--json"] if as_json else [])])
+    check_run(run, codes=(2,), json_out=as_json)
+    line = json.loads(run.stdout)["error"] if as_json else run.stderr.strip()
+    assert f"--from {source}: {fragment}" in line, line
+
+
+def test_import_verl_list_within_the_depth_is_still_read(tmp_path):
+    f = tmp_path / "run.sh"
+    f.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.model.path=Qwen/Qwen3-0.6B"
+                 " trainer.logger=[console,wandb]\n")
+    run = run_cli(["import", str(f), "--from", "verl", "--json"])
+    check_run(run, codes=(0,), json_out=True)

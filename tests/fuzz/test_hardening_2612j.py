@@ -163,3 +163,14 @@ def test_import_verl_list_within_the_depth_is_still_read(tmp_path):
                  " trainer.logger=[console,wandb]\n")
     run = run_cli(["import", str(f), "--from", "verl", "--json"])
     check_run(run, codes=(0,), json_out=True)
+
+
+@pytest.mark.parametrize("hardware, field", [({"gpus_per_node": 2.5}, "gpus_per_node"),
+                                             ({"gpus_per_node": True}, "gpus_per_node"), ({"nodes": 1.5}, "nodes")])
+def test_web_api_fit_checks_the_cards_count_as_the_cli_does(hardware, field):
+    """The web API pins the card's hardware section (``fit_start(pin_hardware=True)``): the same check, a 400."""
+    from trainfit.serve.worker import call
+
+    status, data = call("fit", {"card": {"model": "Qwen/Qwen3-0.6B", "hardware": hardware}, "gpus": ["h100"],
+                                "max_gpus": 2})
+    assert status == 400 and data["error"].startswith(f"hardware.{field}: a whole number from 1 to "), data

@@ -1,6 +1,32 @@
 """Findings of the eighth review of the December 2026 hardening pass, as explicit cases (each fails without its fix).
 As in ``test_hardening_2612.py``: the CLI runs in-process (``fuzzlib.run_cli``); a refusal is one line, exit code 2,
-no traceback and no output file; ``--json`` prints ``{"error": line}`` on a refusal."""
+no traceback and no output file; ``--json`` prints ``{"error": line}`` on a refusal. The same review's findings
+elsewhere: the grader's memory as a whole (tests/accept/test_sandbox_2612j.py), the web server's slow clients and
+connection cap (tests/serve/test_serve_slow_clients.py), packed_rope_loop and its pin as plan facts
+(tests/export/test_plan_facts_software_pins.py).
+
+Checked in the same review and found clean (no case kept, nothing to fix):
+- the reward grader: a candidate that spins threads (RLIMIT_CPU counts every thread, the call's wall clock ends it),
+  floods its stdout / stderr (both /dev/null in the worker) or its reply pipe (one line of at most 1 MiB, else the
+  candidate is ended), writes a reply ahead of the request (a line read for a later call is refused with the
+  candidate ended), signals the namespace's init (ignored from inside; killing it ends the candidate, scored 0),
+  replies with NaN, deep nesting or a huge number (plain JSON values compared with ==; a RecursionError there is
+  a CandidateError). A candidate shipping ``shutil.py`` or ``subprocess.py`` runs before the worker's tripwire is
+  set (the worker imports them after putting /ws on sys.path): the tripwire is documented as no barrier and the
+  candidate's own code runs in the same process anyway, so nothing is gained; left.
+- every subcommand with a file argument (plan, fit and its --price-table, export, import from the six readers and
+  --with / --base, calibrate, compare, record --audit / --measured, check --audit, diagnose --log / --card, size,
+  trace, --calibration) given an empty file, random bytes, a YAML alias bomb, 5,000-deep JSON, 300-deep YAML, a
+  folder, a FIFO with no writer, a symlink to /etc/passwd, a UTF-32 BOM, NaN, a 1.1 GB sparse file, /dev/zero,
+  /dev/null, /dev/stdin and a missing path, with and without --json: one line each, except the findings below.
+  OpenRLHF's undotted options with 1e999 or 5,000 digits are listed as not read (the documented pre-0.11 note).
+- ``--set`` with sections, dotted keys, empty parts, 300-character and non-ASCII keys, and odd values of the newest
+  fields (batch.packed_rope_loop, precision.fp8_activation_input_store, precision.fp8_param_transpose_cache,
+  parallel.activation_offload / activation_offload_layers, software.megatron-core) on plan and fit; fit's --fx,
+  --budget, --deadline, --steps, --tokens, --price, --objective, --global-batch and --max-gpus with NaN, inf,
+  negative, huge and misspelled values.
+- plan facts: every boolean and enum field of every card section flipped on an SFT Megatron, an SFT FSDP, a GRPO
+  verl and a LoRA card (296 valid cards, 126 with another plan): each changed plan has changed facts."""
 
 from __future__ import annotations
 

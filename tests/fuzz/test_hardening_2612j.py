@@ -8,8 +8,8 @@ connection cap (tests/serve/test_serve_slow_clients.py), packed_rope_loop and it
 Checked in the same review and found clean (no case kept, nothing to fix):
 - the reward grader: a candidate that spins threads (RLIMIT_CPU counts every thread, the call's wall clock ends it),
   floods its stdout / stderr (both /dev/null in the worker) or its reply pipe (one line of at most 1 MiB, else the
-  candidate is ended), writes a reply ahead of the request (a line read for a later call is refused with the
-  candidate ended), signals the namespace's init (ignored from inside; killing it ends the candidate, scored 0),
+  candidate is ended), writes a reply ahead of the request (read as the next call's reply: the candidate writes
+  every reply anyway, and two lines in one read end it), signals the namespace's init (ignored from inside; killing it ends the candidate, scored 0),
   replies with NaN, deep nesting or a huge number (plain JSON values compared with ==; a RecursionError there is
   a CandidateError). A candidate shipping ``shutil.py`` or ``subprocess.py`` runs before the worker's tripwire is
   set (the worker imports them after putting /ws on sys.path): the tripwire is documented as no barrier and the

@@ -378,7 +378,7 @@ def fit_counts(base: dict[str, Any], *, max_gpus: int, pinned: frozenset[str]) -
     ``hardware.gpus_per_node`` x ``hardware.nodes``."""
     hw = base.get("hardware") or {}
     if {"hardware.gpus_per_node", "hardware.nodes"} & pinned:
-        per, nodes = int(hw.get("gpus_per_node", 8)), int(hw.get("nodes", 1))
+        per, nodes = _pinned_count(hw, "gpus_per_node", 8), _pinned_count(hw, "nodes", 1)
         if nodes > 1 and per != 8:
             raise TrainfitError(f"fit: {nodes} nodes of {per} GPUs; fit lays out whole nodes of 8 beyond one node")
         return [per * nodes]
@@ -386,6 +386,24 @@ def fit_counts(base: dict[str, Any], *, max_gpus: int, pinned: frozenset[str]) -
     if not counts:
         raise TrainfitError(f"fit: --max-gpus {max_gpus} leaves no card count to try (counts: {GPU_COUNTS})")
     return counts
+
+
+def _pinned_count(hw: dict[str, Any], key: str, default: int) -> int:
+    """A pinned ``hardware.gpus_per_node`` / ``hardware.nodes`` as the card allows it (``HardwareSection``'s bounds):
+    a whole number, or its digits as text (as the card reads '4'); one line naming the field otherwise. Read before
+    any card is built from it, so int() must not decide: it took 2.5 as 2, true as 1 and 1e9 as an error with no
+    field, and the product of the two was reported under gpus_per_node."""
+    from trainfit.errors import CardError
+    from trainfit.spec.card import HardwareSection
+
+    bounds = {type(m).__name__: m for m in HardwareSection.model_fields[key].metadata}
+    least, most = bounds["Ge"].ge, bounds["Le"].le
+    value = hw.get(key, default)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or not least <= value <= most:
+        raise CardError(f"hardware.{key}: a whole number from {least} to {most:,} (got {str(value)[:40]!r})")
+    return value
 
 
 def _product(space: dict[str, list[Any]]) -> list[dict[str, Any]]:

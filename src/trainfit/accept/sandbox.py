@@ -74,6 +74,11 @@ class SandboxUnavailable(TrainfitError):
     """Candidate code cannot be isolated on this machine, so nothing is graded (fail closed)."""
 
 
+MIN_PROCESS_ADDRESS_SPACE_BYTES = 64 * _MIB
+"""Least RLIMIT_AS a candidate process is given: the worker's interpreter with its imports (os, json, shutil,
+subprocess) peaks at 22.8 MB of virtual memory (VmPeak, CPython 3.11 -I -S), and its call needs room beside it."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
     """Per-run resource limits for candidate code."""
@@ -85,13 +90,29 @@ class Limits:
     cpu_s: int = 5
     """RLIMIT_CPU of the candidate worker (seconds of CPU time)."""
     address_space_bytes: int = 1024 * _MIB
-    """RLIMIT_AS of the candidate worker."""
-    max_processes: int = 16
-    """RLIMIT_NPROC of the candidate uid."""
+    """The candidate's address space as a whole: each of its processes gets an equal share as its RLIMIT_AS
+    (``process_address_space_bytes``), so all ``max_processes`` of them together hold at most this. RLIMIT_AS is
+    per process; given whole to each, a candidate that forked held ``max_processes`` times it."""
+    max_processes: int = 4
+    """RLIMIT_NPROC of the candidate uid (processes and threads). The worker is one; a candidate needs no more."""
     file_size_bytes: int = 16 * _MIB
     """RLIMIT_FSIZE of the candidate worker."""
     tmp_bytes: int = 16 * _MIB
     """Size of each private tmpfs (``/tmp``, ``/var/tmp``, ``/dev/shm``) in the jail."""
+
+    def __post_init__(self) -> None:
+        if self.max_processes < 1:
+            raise ValueError(f"Limits.max_processes: {self.max_processes}; allowed: 1 or more (the worker is one)")
+        if self.process_address_space_bytes < MIN_PROCESS_ADDRESS_SPACE_BYTES:
+            raise ValueError(f"Limits.address_space_bytes: {self.address_space_bytes} over {self.max_processes}"
+                             f" processes leaves each {self.process_address_space_bytes} bytes; allowed: at least"
+                             f" {MIN_PROCESS_ADDRESS_SPACE_BYTES // _MIB} MiB per process (raise it or lower"
+                             " max_processes)")
+
+    @property
+    def process_address_space_bytes(self) -> int:
+        """RLIMIT_AS of each candidate process: its share of ``address_space_bytes``."""
+        return self.address_space_bytes // self.max_processes
 
 
 @dataclass(slots=True, kw_only=True)
@@ -408,7 +429,7 @@ class Candidate:
                 os.fstat(done_fd)
             except OSError:
                 done_fd = None
-        rlimits = [("RLIMIT_CPU", limits.cpu_s), ("RLIMIT_AS", limits.address_space_bytes),
+        rlimits = [("RLIMIT_CPU", limits.cpu_s), ("RLIMIT_AS", limits.process_address_space_bytes),
                    ("RLIMIT_FSIZE", limits.file_size_bytes), ("RLIMIT_CORE", 0),
                    ("RLIMIT_NPROC", limits.max_processes)]
         cfg = {"ppid": os.getpid(), "jail": self._jail, "workspace": str(Path(workspace).resolve()),

@@ -184,10 +184,13 @@ def load_calibration(path: str | Path) -> Calibration:
         raise CardError(f"calibration: cannot read '{p}' ({exc.strerror or exc})") from None
     except UnicodeDecodeError as exc:
         raise CardError(f"calibration '{p}': not UTF-8 text (byte {exc.start}); a calibration file is JSON") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise CardError(f"calibration '{p}': not valid JSON ({exc})") from None
+    from trainfit.errors import InputError
+    from trainfit.spec.safe_yaml import load_json_limited
+
+    try:  # the depth and size limits of every JSON input (a bare json.loads let a RecursionError escape)
+        data = load_json_limited(text, what=f"calibration '{p}'")
+    except InputError as exc:
+        raise CardError(str(exc)) from None
     return calibration_from_dict(data, where=f"calibration '{p}'", path=str(p))
 
 

@@ -19,11 +19,12 @@ def load_audit(path: Path):
     from trainfit.preflight.audit import AuditReport
 
     from trainfit.fsio import _short
-    from trainfit.spec.safe_yaml import read_text_limited
+    from trainfit.spec.safe_yaml import load_json_limited, read_text_limited
 
     text = read_text_limited(path, what="--audit")  # one line for a missing, unreadable or over-long path
+    data = load_json_limited(text, what=f"--audit: '{_short(str(path))}'")  # depth and size limits, one line
     try:
-        return AuditReport.from_dict(json.loads(text))
+        return AuditReport.from_dict(data)
     except (ValueError, KeyError, TypeError) as exc:
         raise TrainfitError(f"--audit: '{_short(str(path))}' is not a `trainfit audit --json` report"
                             f" ({type(exc).__name__}: {str(exc)[:120]})") from None

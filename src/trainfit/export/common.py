@@ -9,7 +9,7 @@ from typing import Any
 
 from trainfit.errors import TrainfitError
 from trainfit.methods.roles import trl_old_logprob_pass
-from trainfit.spec.card import RunCard
+from trainfit.spec.card import RunCard, megatron_core_pin
 from trainfit.spec.enums import (
     KbitPrepare,
     FSDP_STRATEGIES,
@@ -468,6 +468,11 @@ def plan_facts(card: RunCard) -> dict[str, Any]:
         f["batch.packed_sample_tokens"] = card.batch.packed_sample_tokens
         f["batch.packed_sample_length_cv"] = card.batch.packed_sample_length_cv
         f["batch.padding"] = card.batch.padding.value  # time: SDPA with the padding mask runs every key block
+    if card.batch.packed_rope_loop:  # time: the per-sample thd RoPE loop's kernels and host syncs (inventory)
+        f["batch.packed_rope_loop"] = True
+        pin = megatron_core_pin(card)
+        if pin is not None:  # which loop, cat or copy (spec.card.thd_rope_loop_of); read only with the loop
+            f["software.megatron-core"] = str(pin)
     f["attention"] = card.attention.value
     f["attention_kernel"] = card.attention_kernel.value  # the fused kernel's rates (compute.attention_time)
     f["loop.keeps_output_through_backward"] = card.loop.keeps_output_through_backward  # memory: the kept logits

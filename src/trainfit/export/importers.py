@@ -473,6 +473,8 @@ def _parse_trl(text: str) -> dict[str, Any]:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise _bad("trl", f"not Python (line {exc.lineno}: {exc.msg})") from None
+    except (MemoryError, RecursionError):  # CPython's parser stack overflows on deep nesting (a chain of unary ops)
+        raise _bad("trl", "nested too deeply to read (the Python parser's stack overflowed)") from None
     found: dict[str, Any] = {}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr)) and not (
@@ -711,7 +713,12 @@ def _adapter_units_as_framework(t: str, d: dict[str, Any], notes: list[str]) -> 
 # -- verl -----------------------------------------------------------------------------------------
 
 
-def _hydra_scalar(v: str) -> Any:
+HYDRA_LIST_DEPTH = 64
+"""Deepest list an override value may nest (as ``spec.safe_yaml.MAX_DEPTH`` for YAML and JSON files): the reader
+below recurses once per level, and 3,000 nested brackets escaped as a RecursionError."""
+
+
+def _hydra_scalar(v: str, *, key: str = "", depth: int = 0) -> Any:
     """One override value as Hydra's lexer reads it: true / false / null in any case (BOOL, NULL:
     facebookresearch/hydra hydra/grammar/OverrideLexer.g4 l.53-57 @048399369016cbeb9466300bebbc2249e1c8b945);
     Python's 'None' is no keyword there but a plain string, which verl's switches read as true."""
@@ -719,7 +726,9 @@ def _hydra_scalar(v: str) -> Any:
     if q is not None:
         return q
     if v.startswith("[") and v.endswith("]"):
-        return [_hydra_scalar(x) for x in _split_list(v[1:-1])]
+        if depth >= HYDRA_LIST_DEPTH:
+            raise _bad("verl", f"{key}: a list nested deeper than {HYDRA_LIST_DEPTH} levels")
+        return [_hydra_scalar(x, key=key, depth=depth + 1) for x in _split_list(v[1:-1])]
     if v.lower() == "true":
         return True
     if v.lower() == "false":
@@ -880,7 +889,7 @@ def read_verl(text: str) -> Imported:
         if "=" not in tok or tok.startswith("-"):
             continue
         key, _, value = tok.partition("=")
-        o[key.lstrip("+")] = _hydra_scalar(value)
+        o[key.lstrip("+")] = _hydra_scalar(value, key=key.lstrip("+"))
         if isinstance(tok, ShellExpanded):
             o.expanded[key.lstrip("+")] = value
         else:
@@ -1618,8 +1627,10 @@ def read_torchtitan(text: str) -> Imported:
     t = "torchtitan"
     try:
         cfg = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise _bad(t, f"not TOML ({exc})") from None
+    except ValueError as exc:  # TOMLDecodeError, or an integer past Python's 4,300-digit conversion limit
+        raise _bad(t, f"not TOML ({str(exc)[:200]})") from None
+    except RecursionError:  # tomllib parses arrays and inline tables recursively
+        raise _bad(t, "nested too deeply to read (TOML arrays or inline tables)") from None
     d: dict[str, Any] = {"method": "sft", "scope": "full"}
     notes: list[str] = []
 

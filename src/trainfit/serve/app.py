@@ -20,6 +20,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,12 @@ CHILD_MEMORY_BYTES = 2 * 1024**3
 HELPER_TIMEOUT_S = 10.0
 """How long the fork helper may take to start a child."""
 _DRAIN_LIMIT = 8 * 1024**2
+REQUEST_DEADLINE_S = 60.0
+"""Seconds a client has to send one whole request (request line, headers and body) from its first byte on a new
+connection, or from the previous answer on a kept-alive one; the per-read ``Handler.timeout`` alone let a client
+that sent a byte now and then hold a thread indefinitely."""
+MAX_CONNECTIONS = 64
+"""Connections served at once (a thread each); the page needs a few."""
 
 
 class Runner:
@@ -162,8 +169,39 @@ class ApiError(Exception):
 class Handler(BaseHTTPRequestHandler):
     server_version = "trainfit"
     sys_version = ""
-    timeout = 30  # seconds a client may take to send its request
+    timeout = 30  # seconds a client may take over one read of its request
+    request_deadline_s = REQUEST_DEADLINE_S
     server: "TrainfitServer"
+    _deadline: threading.Timer | None = None
+
+    # ---- the request deadline: ``timeout`` bounds each read, this the whole request --------------
+    def handle_one_request(self) -> None:
+        self._arm()
+        try:
+            super().handle_one_request()
+        finally:
+            self._disarm()
+
+    def _arm(self) -> None:
+        self._disarm()
+        self._deadline = threading.Timer(self.request_deadline_s, self._expire)
+        self._deadline.daemon = True
+        self._deadline.start()
+
+    def _disarm(self) -> None:
+        """The request has been read (or the connection is done): planning it is not under the deadline."""
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        """The client took longer than ``request_deadline_s`` to send its request: end the connection (the
+        handler's pending read returns, its answer finds the socket closed)."""
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     # ---- plumbing --------------------------------------------------------------------------------
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
@@ -190,7 +228,10 @@ class Handler(BaseHTTPRequestHandler):
             self._check_host()
             fn()
         except ApiError as exc:
-            self._json(exc.status, {"error": str(exc)}, exc.headers)
+            try:
+                self._json(exc.status, {"error": str(exc)}, exc.headers)
+            except OSError:  # the client is gone, or its request deadline closed the connection
+                self.close_connection = True
         except (BrokenPipeError, ConnectionResetError):
             pass
         except Exception:  # noqa: BLE001 - a bug: say so, log it, keep serving
@@ -238,6 +279,7 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(413, f"the request body is {n:,} bytes; the limit is {MAX_BODY_BYTES:,} bytes"
                                 f" ({MAX_BODY_BYTES // 1024} KiB)")
         data = self.rfile.read(n)
+        self._disarm()
         if len(data) < n:
             self.close_connection = True
             raise ApiError(400, f"the request body ended after {len(data):,} of {n:,} bytes")
@@ -257,15 +299,18 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- methods ---------------------------------------------------------------------------------
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._disarm()
         self._guard(self._get)
 
     def do_HEAD(self) -> None:  # noqa: N802
+        self._disarm()
         self._guard(self._get)
 
     def do_POST(self) -> None:  # noqa: N802
         self._guard(self._post)
 
     def _not_allowed(self) -> None:
+        self._disarm()
         path = self._path()
         allow = "POST" if path in ("/api/plan", "/api/fit") else "GET, HEAD"
 
@@ -352,11 +397,39 @@ class TrainfitServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 64
+    max_connections = MAX_CONNECTIONS
 
     def __init__(self, address: tuple[str, int], *, quiet: bool = False, runner: Runner | None = None) -> None:
         self.quiet = quiet
         self.runner = runner or Runner()
+        self._connections = threading.BoundedSemaphore(self.max_connections)
         super().__init__(address, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread per connection, at most ``max_connections`` at once; past them the connection gets a 503 and is
+        closed without a thread (ThreadingHTTPServer alone starts one for every connection, however many)."""
+        if not self._connections.acquire(blocking=False):
+            body = json.dumps({"error": f"the server is serving {self.max_connections} connections; try again"}).encode()
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json; charset=utf-8\r\n"
+                                b"Content-Length: " + str(len(body)).encode() + b"\r\nRetry-After: 1\r\n"
+                                b"Connection: close\r\n\r\n" + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._connections.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._connections.release()
 
     def server_close(self) -> None:
         super().server_close()

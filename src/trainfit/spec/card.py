@@ -1330,13 +1330,18 @@ class SoftwareSection(_Section):
     @classmethod
     def _pins_only(cls, v: Any) -> Any:
         """Any package name is allowed, but only a version pin: a section or list here is a misplaced key, and a
-        boolean (``bitsandbytes: true``) names no release."""
+        boolean (``bitsandbytes: true``) names no release. A YAML number is refused too, as the named fields
+        (``torch``, ``vllm``) refuse it: YAML reads ``0.20`` as the float 0.2, so its text would name another release
+        (core_v0.2, not core_v0.20), and NaN, inf or -1 name none and would leave the preset's pin planned."""
         if isinstance(v, dict):
             for k, x in v.items():
                 if isinstance(x, (dict, list, bool)):
                     what = "section" if isinstance(x, dict) else "list" if isinstance(x, list) else f"boolean ({x})"
                     raise ValueError(f"software.{k}: a package version like '2.5.1' or '>=4.45', got a"
                                      f" {what}; software holds version pins only")
+                if isinstance(x, (int, float)):
+                    raise ValueError(f"software.{k}: a package version written as text, got the number {x!r} (YAML"
+                                     f" reads 0.20 as 0.2); quote it as written, e.g. '0.20' or '2.5.1'")
         return v
 
 

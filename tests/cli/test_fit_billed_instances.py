@@ -79,3 +79,14 @@ def test_a_plain_price_stays_per_gpu(small_card, capsys):
                 "--set", "scope=lora", "--max-gpus", "2", "--global-batch", "8", *SMALL], capsys)["rows"]
     assert {r["gpus"]: (r["billed_gpus"], r["billing_note"]) for r in rows} == {1: (1, ""), 2: (2, "")}
     assert {r["gpus"]: round(r["cost_per_hour"], 6) for r in rows} == {1: 6.88, 2: 13.76}
+
+
+def test_a_card_states_the_unit_of_its_own_price(tmp_path, capsys):
+    """hardware.price_gpus_per_instance: the card's own price is for a whole 8-GPU instance (fit_search.card_price)."""
+    card = tmp_path / "card.yaml"
+    card.write_text("model: Qwen/Qwen3-0.6B\nmethod: sft\nscope: lora\nhardware:\n  gpu: h100-sxm\n"
+                    "  price_per_gpu_hour: 6.88\n  currency: USD\n  price_gpus_per_instance: 8\n")
+    rows = fit(["fit", str(card), "--gpu", "h100-sxm", "--max-gpus", "2", "--global-batch", "8", *SMALL], capsys)["rows"]
+    assert {r["gpus"]: (r["billed_gpus"], round(r["cost_per_hour"], 6)) for r in rows} == {1: (8, 55.04), 2: (8, 55.04)}
+    assert {r["billing_note"] for r in rows} == {"1 of 8 GPUs of one 8-GPU instance used: billed for 8",
+                                                 "2 of 8 GPUs of one 8-GPU instance used: billed for 8"}

@@ -98,9 +98,10 @@ def test_card_states_the_unit_of_its_own_price():
 
 
 @pytest.mark.parametrize(("hw", "expected"), [
-    ({"price_per_gpu_hour": 1.0, "currency": "USD", "price_gpus_per_instance": 0}, "hardware.price_gpus_per_instance: '0' is not allowed; allowed: a whole number of GPUs 1 to 1024"),
+    ({"price_per_gpu_hour": 1.0, "currency": "USD", "price_gpus_per_instance": 0}, "hardware.price_gpus_per_instance: 0 is not allowed; allowed: a whole number of GPUs 1 to 1024"),
     ({"price_per_gpu_hour": 1.0, "currency": "USD", "price_gpus_per_instance": "8x"}, "hardware.price_gpus_per_instance: '8x' is not allowed"),
     ({"price_per_gpu_hour": 1.0, "currency": "USD", "price_gpus_per_instance": True}, "hardware.price_gpus_per_instance: got a boolean (true), not a number"),
+    ({"price_per_gpu_hour": 1.0, "currency": "USD", "price_gpus_per_instance": 2.5}, "hardware.price_gpus_per_instance: 2.5 is not allowed"),
     ({"price_gpus_per_instance": 8}, "hardware.price_gpus_per_instance: 8 is the rentable unit of hardware.price_per_gpu_hour, and the card gives none; allowed: null"),
     ({"gpu": "h100-sxm", "price_preset": "aws-p5-h100-sxm", "price_gpus_per_instance": 8}, "price_preset aws-p5-h100-sxm states its own unit"),
 ])

@@ -407,7 +407,7 @@ class HardwareSection(_Section):
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
-    price_gpus_per_instance: int | None = Field(None, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards pays for ceil(N / 8) x 8 GPUs, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
+    price_gpus_per_instance: int | None = Field(None, ge=1, le=1024, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards pays for ceil(N / 8) x 8 GPUs, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     nic_gbps_per_node: float | None = Field(None, gt=0, le=1e7, description="Inter-node network of a whole node, Gb/s (10^9 bits): the NICs its GPUs share, for nodes with fewer NICs than GPUs (e.g. 4 HDR cards for 8 A100s) or one Ethernet port; caps every collective's cross-node traffic from the node. Default: no cap beyond nic_gbps_per_gpu per GPU.")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
@@ -430,7 +430,8 @@ class HardwareSection(_Section):
         if v is None:
             return v
         if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1024:
-            raise ValueError(f"hardware.price_gpus_per_instance: {str(v)[:40]!r} is not allowed; allowed: a whole number"
+            shown = repr(v[:40]) if isinstance(v, str) else str(v)[:40]
+            raise ValueError(f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number"
                              " of GPUs 1 to 1024 (the price's rentable unit, e.g. 8 for a whole 8-GPU instance) or null"
                              " (1: single GPUs rented)")
         return v

@@ -4,6 +4,9 @@
 A price is for a rentable unit of ``gpus_per_instance`` GPUs (1: single GPUs are rented; 8: a whole 8-GPU
 instance such as AWS p5.48xlarge, the only shape its provider rents): a run of N cards pays for
 ``ceil(N / unit) × unit`` of them, the idle GPUs of a partly used instance included (``billed_gpus``).
+Not modelled: that a run spread over several instances of a unit smaller than a node (e.g. 4 cards as two 2-GPU
+instances) has the network between instances where the plan times one node's link; every catalog unit is 1 or a
+whole 8-GPU node, which the plan's nodes of 8 match.
 A price always carries its currency; one without is refused (``CardError``), never assumed. A price
 from the catalog's table (``trainfit.catalog.prices``, ``--price GPU=rtx4090-pro``) names the GPU
 kind it is for and applies to that kind only.

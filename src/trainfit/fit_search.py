@@ -378,14 +378,19 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
 
     if (why := empty_price_preset_refusal(hw.get("price_preset"))) is not None:
         raise CardError(why)
+    from trainfit.spec.card import price_unit_refusal
+
+    unit = hw.get("price_gpus_per_instance")
+    if (why := price_unit_refusal(unit, price_per_gpu_hour=hw.get("price_per_gpu_hour"),
+                                  price_preset=hw.get("price_preset"))) is not None:
+        raise CardError(why)  # as the card refuses it: fit takes the price off the card before validating it
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
     gpu = resolve_gpu(_own_gpu(hw)).id
     if hw.get("price_preset"):
         return gpu, for_gpu(price_preset(str(hw["price_preset"])), gpu)
-    unit = hw.get("price_gpus_per_instance")
     return gpu, Price(per_gpu_hour=float(hw["price_per_gpu_hour"]), currency=str(hw.get("currency") or ""), gpu=gpu,
-                      gpus_per_instance=unit if isinstance(unit, int) and not isinstance(unit, bool) and unit >= 1 else 1)
+                      gpus_per_instance=1 if unit is None else unit)
 
 
 def _priced(row: Row, price: Any) -> Row:

@@ -90,3 +90,18 @@ def test_a_card_states_the_unit_of_its_own_price(tmp_path, capsys):
     assert {r["gpus"]: (r["billed_gpus"], round(r["cost_per_hour"], 6)) for r in rows} == {1: (8, 55.04), 2: (8, 55.04)}
     assert {r["billing_note"] for r in rows} == {"1 of 8 GPUs of one 8-GPU instance used: billed for 8",
                                                  "2 of 8 GPUs of one 8-GPU instance used: billed for 8"}
+
+
+@pytest.mark.parametrize(("hardware", "expected"), [
+    ("  price_per_gpu_hour: 1\n  currency: USD\n  price_gpus_per_instance: 8x\n",
+     "trainfit: error: hardware.price_gpus_per_instance: '8x' is not allowed; allowed: a whole number of GPUs 1 to 1024"),
+    ("  price_gpus_per_instance: 8\n",  # fit takes the price off the card before validating it: refused all the same
+     "trainfit: error: hardware.price_gpus_per_instance: 8 is the rentable unit of hardware.price_per_gpu_hour, and the"
+     " card gives none; allowed: null, or give price_per_gpu_hour"),
+])
+def test_fit_refuses_a_bad_unit_on_the_card_in_one_line(tmp_path, capsys, hardware, expected):
+    card = tmp_path / "card.yaml"
+    card.write_text(f"model: Qwen/Qwen3-0.6B\nhardware:\n  gpu: h100-sxm\n{hardware}")
+    rc = main(["fit", str(card), "--gpu", "h100-sxm", "--max-gpus", "1"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.startswith(expected) and err.count("\n") == 1 and "Traceback" not in err

@@ -272,8 +272,8 @@ def _render(result, rows, goal) -> None:
             gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
             f"{r['step_seconds']:.2f}" if r["step_seconds"] else "n/a" if r["step_unavailable"] else "-",
             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
-            (f"{r['cost_per_hour']:.2f} {r['currency']}" + (f" (billed {r['billed_gpus']} GPUs)" if r["billing_note"] else ""))
-            if r["cost_per_hour"] is not None else "-",
+            (f"{r['cost_per_hour']:.2f} {r['currency']}"
+             + (f" (billed {r['billed_gpus']} GPUs)" if r["billing_note"] else "")) if r["cost_per_hour"] is not None else "-",
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
             (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
             r["stack"] or "-", layout_text(tuple(r["parallel"].items())),

@@ -182,8 +182,8 @@ def parse_price(text: str) -> Price:
 
 
 def cost_per_hour(price: Price, *, gpus: int) -> Cost:
-    """``price × billed GPUs`` (seed §八, single cards rented: 4 × 1.98 = 7.92 CNY/h, 8 × 1.98 = 15.84 CNY/h; a price
-    for a whole 8-GPU instance bills 8 GPUs for 1 to 8 cards, ``billed_gpus``)."""
+    """``price × billed GPUs`` (seed §八, single cards rented: 4 × 1.98 = 7.92 CNY/h, 8 × 1.98 = 15.84 CNY/h;
+    a price for a whole 8-GPU instance bills 8 GPUs for 1 to 8 cards, ``billed_gpus``)."""
     return Cost(price.per_gpu_hour * price.billed_gpus(gpus=gpus), price.currency)
 
 

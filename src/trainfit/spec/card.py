@@ -397,6 +397,24 @@ def empty_price_preset_refusal(v: Any) -> str | None:
             " (no price preset)")
 
 
+def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any) -> str | None:
+    """The one line refusing ``hardware.price_gpus_per_instance``: not a whole number of GPUs in 1..1024, or given
+    without ``price_per_gpu_hour`` (the price it is the unit of; a ``price_preset`` states its own unit); None when
+    it is null or allowed. Also read by ``trainfit fit``, which takes the card's price before it validates the card
+    (``fit_search.card_price``)."""
+    if unit is None:
+        return None
+    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= 1024:
+        shown = repr(unit[:40]) if isinstance(unit, str) else str(unit)[:40]
+        return (f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number of GPUs 1 to 1024"
+                " (the price's rentable unit, e.g. 8 for a whole 8-GPU instance) or null (1: single GPUs rented)")
+    if price_per_gpu_hour is None:
+        return (f"hardware.price_gpus_per_instance: {unit} is the rentable unit of hardware.price_per_gpu_hour, and the"
+                " card gives none" + (f" (price_preset {price_preset} states its own unit)" if price_preset else "")
+                + "; allowed: null, or give price_per_gpu_hour")
+    return None
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -427,13 +445,10 @@ class HardwareSection(_Section):
     @classmethod
     def _billing_unit(cls, v: Any) -> Any:
         """A whole number of GPUs in 1..1024 (compute.cost.MAX_GPUS_PER_INSTANCE), or null (1: single GPUs)."""
-        if v is None:
-            return v
-        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 1024:
-            shown = repr(v[:40]) if isinstance(v, str) else str(v)[:40]
-            raise ValueError(f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number"
-                             " of GPUs 1 to 1024 (the price's rentable unit, e.g. 8 for a whole 8-GPU instance) or null"
-                             " (1: single GPUs rented)")
+        if isinstance(v, bool):
+            return v  # the card's boolean check names it (got a boolean, not a number)
+        if (why := price_unit_refusal(v, price_per_gpu_hour=0.0, price_preset=None)) is not None:
+            raise ValueError(why)
         return v
 
     @field_validator("interconnect", mode="before")
@@ -1884,14 +1899,10 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
-        if hw.price_gpus_per_instance is not None and hw.price_per_gpu_hour is None:
-            # a preset states its own unit (catalog/data/prices/prices.json); without a price nothing is billed by it
-            raise ValueError(
-                f"hardware.price_gpus_per_instance: {hw.price_gpus_per_instance} is the rentable unit of"
-                " hardware.price_per_gpu_hour, and the card gives none"
-                + (f" (price_preset {hw.price_preset} states its own unit)" if hw.price_preset else "")
-                + "; allowed: null, or give price_per_gpu_hour"
-            )
+        # a preset states its own unit (catalog/data/prices/prices.json); without a price nothing is billed by it
+        if (why := price_unit_refusal(hw.price_gpus_per_instance, price_per_gpu_hour=hw.price_per_gpu_hour,
+                                      price_preset=hw.price_preset)) is not None:
+            raise ValueError(why)
         if self.hardware.price_per_gpu_hour is not None and not self.hardware.currency:
             raise ValueError(
                 f"hardware.currency: a price of {self.hardware.price_per_gpu_hour:g} per GPU-hour needs a currency, e.g. CNY or USD"

@@ -128,8 +128,9 @@ def fit(
     ``gpus``: catalog ids, a list or one comma-separated string (``"rtx4090,h100-sxm"``, as ``--gpu`` takes them).
     ``prices``: GPU id -> a price with a currency (``"1.98CNY"``), a price-table id (``"rtx4090-pro"``)
     or a ``Price``; ``price_table`` (a file in the catalog's shape) and ``market`` (``cn-rental``,
-    ``cloud-on-demand``: the catalog's table in that market) price the other kinds by their cheapest
-    entry, as ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
+    ``cloud-on-demand``: the catalog's table in that market) price the other kinds, each row by the entry that rents
+    its card count cheapest (a whole-instance entry bills every GPU of the instance: ``Row.billed_gpus``), as
+    ``--price-table`` / ``--market`` do. ``budget``: an amount with a currency (``"300CNY"``). ``fx``: ``{("USD", "CNY"): 7.2}``
     or ``["USD:CNY=7.2"]`` (a list or tuple; one such string alone is one item, as one ``--fx``).
     ``steps``: optimizer steps for sft / rm / dpo, RL steps for ppo / grpo (the result's ``step_unit`` and
     ``optimizer_steps_per_step`` say which, ``fit_search.run_step_unit``).
@@ -205,8 +206,8 @@ def fit(
         if market is not None and market not in source.markets:
             raise CardError(f"market: '{market}' is not in the price table; allowed: {', '.join(source.markets)}")
         for gid in kinds:
-            found = source.for_gpu(gid, market=market)
-            if found is not None:
+            found = source.candidates(gid, market=market)
+            if found:  # each row pays the entry that rents its card count cheapest (fit_search.price_for_count)
                 table[gid] = found
     from trainfit.compute.cost import Price
 

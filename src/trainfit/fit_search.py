@@ -250,14 +250,27 @@ def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
     return out
 
 
-_PRICE_KEYS = ("price_per_gpu_hour", "currency", "price_preset")
+_PRICE_KEYS = ("price_per_gpu_hour", "currency", "price_preset", "price_gpus_per_instance")
 
 
 def _hardware(gpu: str, count: int, price: Any) -> dict[str, Any]:
     hw: dict[str, Any] = {"gpu": gpu, "gpus_per_node": min(count, 8), "nodes": max(1, count // 8)}
     if price is not None:
         hw.update(price_per_gpu_hour=price.per_gpu_hour, currency=price.currency)
+        if price.gpus_per_instance != 1:  # the plan bills whole instances (Plan.billed_gpus)
+            hw["price_gpus_per_instance"] = price.gpus_per_instance
     return hw
+
+
+def price_for_count(price: Any, *, gpus: int) -> Any:
+    """The price a row of ``gpus`` cards pays: ``price`` itself, or where ``price`` is a tuple of a table's entries
+    for one kind (``--market``, ``--price-table``) the one that rents that many cards cheapest, each entry billed by
+    its rentable unit (``compute.cost.cheapest_billed``); None stays None."""
+    if price is None or not isinstance(price, tuple):
+        return price
+    from trainfit.compute.cost import cheapest_billed
+
+    return cheapest_billed(price, gpus=gpus)
 
 
 def _own_gpu(hw: dict[str, Any]) -> str:
@@ -365,12 +378,30 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
 
     if (why := empty_price_preset_refusal(hw.get("price_preset"))) is not None:
         raise CardError(why)
+    from trainfit.spec.card import price_unit_refusal
+
+    unit = hw.get("price_gpus_per_instance")
+    if (why := price_unit_refusal(unit, price_per_gpu_hour=hw.get("price_per_gpu_hour"),
+                                  price_preset=hw.get("price_preset"))) is not None:
+        raise CardError(why)  # as the card refuses it: fit takes the price off the card before validating it
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
     gpu = resolve_gpu(_own_gpu(hw)).id
     if hw.get("price_preset"):
         return gpu, for_gpu(price_preset(str(hw["price_preset"])), gpu)
-    return gpu, Price(per_gpu_hour=float(hw["price_per_gpu_hour"]), currency=str(hw.get("currency") or ""), gpu=gpu)
+    return gpu, Price(per_gpu_hour=float(hw["price_per_gpu_hour"]), currency=str(hw.get("currency") or ""), gpu=gpu,
+                      gpus_per_instance=1 if unit is None else unit)
+
+
+def _priced(row: Row, price: Any) -> Row:
+    """``row`` naming the price it pays (id, GPUs billed and the note on idle GPUs of a whole instance): the card a
+    row is planned on carries the amount and unit only (``_hardware``)."""
+    from dataclasses import replace
+
+    from trainfit.compute.cost import billing_note
+
+    return replace(row, price_id=price.id, billed_gpus=price.billed_gpus(gpus=row.gpus),
+                   billing_note=billing_note(price, gpus=row.gpus))
 
 
 def fit_counts(base: dict[str, Any], *, max_gpus: int, pinned: frozenset[str]) -> list[int]:
@@ -572,6 +603,7 @@ def parallel_layouts(base: dict[str, Any], count: int, *, pinned: frozenset[str]
     hw = _hardware(str(card0.hardware.gpu), count, None)
     probe_base = updated(base, {"hardware.gpus_per_node": hw["gpus_per_node"], "hardware.nodes": hw["nodes"]})
     probe_base.get("hardware", {}).pop("price_per_gpu_hour", None)
+    probe_base.get("hardware", {}).pop("price_gpus_per_instance", None)  # the unit of the price just dropped
     fixed: dict[str, Any] = {}
     if "scope" not in pinned:
         fixed["scope"] = "full"  # scope-specific refusals (qlora, LoRA with EP) are the knob space's business
@@ -727,8 +759,11 @@ def fit(
     (``trainfit.objective.Goal``; default: cost), ranked; the Pareto front (time against cost) is
     marked within each ranking currency.
 
-    ``prices``: GPU catalog id -> ``Price`` (a price for another kind is refused); the card's own
-    price applies to the card's own GPU kind only, unless ``prices`` names one for it.
+    ``prices``: GPU catalog id -> ``Price``, or a tuple of a price table's entries for that kind, of which each
+    (kind, count) pays the one that rents that many cards cheapest, each billed by its rentable unit
+    (``price_for_count``); a price for another kind is refused. The card's own price applies to the card's own GPU
+    kind only, unless ``prices`` names one for it. A row's cost bills every GPU of each whole instance it occupies
+    (``compute.cost.billed_gpus``): ``Row.billed_gpus`` and ``Row.billing_note`` say so.
 
     Every open model-parallel layout is searched (module docstring); SFT-like cards are timed first and
     planned in full best first (``_time_first``); RL cards then try the open ``ENGINE_SPACE`` knobs
@@ -752,7 +787,7 @@ def fit(
     table = dict(prices or {})
     if own is not None and own[0] not in table:
         table[own[0]] = own[1]
-    table = {g: for_gpu(p, g) for g, p in table.items()}
+    table = {g: tuple(for_gpu(x, g) for x in p) if isinstance(p, tuple) else for_gpu(p, g) for g, p in table.items()}
     everywhere = stated_link(base) is not None and link_everywhere(base, pinned)
     clean = deep_copy(base)
     for key in _PRICE_KEYS:
@@ -772,7 +807,7 @@ def fit(
     for gpu in gpus:
         for count in counts:
             data = deep_copy(link_on_kind(clean, gpu, everywhere=everywhere))
-            data.setdefault("hardware", {}).update(_hardware(gpu, count, table.get(gpu)))
+            data.setdefault("hardware", {}).update(_hardware(gpu, count, price_for_count(table.get(gpu), gpus=count)))
             one_rank_dropped |= drop_one_rank_flag(data)
             try:
                 layouts = parallel_layouts(data, count, pinned=pinned)
@@ -862,7 +897,7 @@ def fit(
                                 " steps than batch.grad_accum allows (1,000,000) on every layout searched; allowed: a"
                                 " global batch of at most 1,000,000 x micro-batch x data-parallel ranks")
         _refused(evaluated, refusals)  # raises: an empty table would say nothing
-    rows = [replace(r, price_id=table[r.gpu].id) if r.gpu in table else r for r in rows]
+    rows = [_priced(r, price_for_count(table[r.gpu], gpus=r.gpus)) if r.gpu in table else r for r in rows]
     best: dict[tuple[str, int], Row] = {}
     rows, warnings = annotate(rows, goal, currencies=currencies)
     if one_rank_dropped:
@@ -1096,6 +1131,7 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     ``transformers_v4_experts`` do (what ``make_plan`` refuses before its memory walk), and as the walk does for
     parameter offload under ZeRO-1/2 (``plan.terms.zero_param_offload_refusal``), so that ``fit``'s invalid count is the
     exhaustive search's."""
+    from trainfit.compute.cost import billing_note, cost_per_hour
     from trainfit.errors import CardError
     from trainfit.memory.optimizer import PAGED
     from trainfit.plan import model_spec_of, plan_refusals
@@ -1135,7 +1171,9 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     price = price_of(card)
     return Row(knobs=knobs, fits=True, gpus=card.world_size, gpu=gpu.id, peak_device_bytes=0.0, headroom_bytes=0.0,
                peak_phase="", step_seconds=timing.total_s,
-               cost_per_hour=None if price is None else price.per_gpu_hour * card.world_size,
+               cost_per_hour=None if price is None else cost_per_hour(price, gpus=card.world_size).amount,
+               billed_gpus=None if price is None else price.billed_gpus(gpus=card.world_size),
+               billing_note="" if price is None else billing_note(price, gpus=card.world_size),
                currency=price.currency if price is not None else None, tokens_per_step=timing.tokens_per_step,
                price_id=price.id if price is not None else "", parallel=parallel_of(card.parallel), stack=stack_of(card))
 

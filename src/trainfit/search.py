@@ -46,6 +46,11 @@ class Row:
     pareto: bool = False
     tokens_per_step: float | None = None
     price_id: str = ""
+    billed_gpus: int | None = None
+    """GPUs paid for (``Plan.billed_gpus``): ``gpus`` where single GPUs are rented, every GPU of each whole
+    instance the row occupies where its price is for an instance; None without a price."""
+    billing_note: str = ""
+    """"1 of 8 GPUs of p5.48xlarge used: billed for 8" where the row pays for idle GPUs; else empty."""
     run_steps: int | None = None
     """Steps in the run (``fit --steps``, or ``--tokens`` / tokens per step): optimizer steps, RL steps for PPO and
     GRPO (``objective.Goal.steps``); None without a run."""
@@ -162,6 +167,7 @@ def _evaluate(
                 tokens_per_s=plan.tokens_per_s,
                 tokens_per_step=plan.tokens_per_step,
                 price_id=plan.price.id if plan.price is not None else "",
+                billed_gpus=plan.billed_gpus, billing_note=plan.billing_note,
                 parallel=parallel_of(plan.card.parallel),
                 stack=stack_of(plan.card),
                 floor=low,

@@ -168,11 +168,14 @@ valid_cards = st.fixed_dictionaries(
 
 
 def _coherent(card: dict[str, Any]) -> dict[str, Any]:
-    """Repair the two cross-field rules a random valid card breaks most often (a custom GPU's memory, a price's currency)."""
+    """Repair the cross-field rules a random valid card breaks most often (a custom GPU's memory, a price's currency,
+    a price's rentable unit without a price)."""
     hw = card.get("hardware")
     if isinstance(hw, dict):
         if "gpu_memory_gib" in hw:
             hw["gpu"] = "custom"
+        if "price_gpus_per_instance" in hw:  # the unit of a price: read with one only
+            hw.setdefault("price_per_gpu_hour", 1.0)
         if "price_per_gpu_hour" in hw:
             hw.setdefault("currency", "USD")
     return card

@@ -18,6 +18,7 @@ def test_documented_fit_json_row_keys_are_the_printed_ones():
     row = SimpleNamespace(gpu="h100-sxm", gpus=1, fits=True, within_limits=True, peak_device_bytes=1.0e9,
                           headroom_bytes=2.0e9, peak_phase="backward", host_ram_bytes=3.0e9, tokens_per_s=1.0,
                           step_seconds=1.0, step_unavailable=None, cost_per_hour=1.0, currency="USD", price_id="",
+                          billed_gpus=1, billing_note="",
                           cost_per_step=1.0, run_steps=10, run_seconds=10.0, cost_per_run=1.0, rank_cost=1.0,
                           rank_currency="USD", pareto=True, knobs={}, parallel={}, stack=None)
     printed = list(_row(row))

@@ -8,6 +8,10 @@ shape (JSON or YAML)::
          source: "https://...", as_of: "2026-11-30"}
 
 ``gpu`` is a GPU catalog id or alias (resolved to its id): a price applies to that kind only.
+``gpus_per_instance`` is the rentable unit (a positive whole number; default 1, single GPUs rented): a provider
+that rents whole 8-GPU instances only states 8, and a run of N cards is billed ``ceil(N / 8) × 8`` GPUs
+(``compute.cost.billed_gpus``); ``instance`` optionally names the instance (``p5.48xlarge``). Every catalog
+entry states its unit from its own source.
 ``currency`` is an ISO 4217 code; ``id`` defaults to ``<gpu>-<n>``. Prices in different currencies are
 never compared without an exchange rate (``exchange_rates``).
 
@@ -29,7 +33,8 @@ if TYPE_CHECKING:
     from trainfit.compute.cost import Price
 
 _DATA = "trainfit.catalog.data.prices"
-_FIELDS = ("id", "gpu", "per_gpu_hour", "currency", "market", "provider", "label", "source", "as_of", "via", "notes")
+_FIELDS = ("id", "gpu", "per_gpu_hour", "currency", "market", "provider", "label", "source", "as_of", "via", "notes",
+           "gpus_per_instance", "instance")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,16 +43,24 @@ class PriceTable:
     origin: str
     """Where the table came from (the catalog, or the user's file path)."""
 
-    def for_gpu(self, gpu: str, *, market: str | None = None) -> Price | None:
-        """The cheapest entry for the GPU kind ``gpu`` (catalog id), in ``market`` when given; None if none."""
-        rows = [p for p in self.entries if p.gpu == gpu and (market is None or p.market == market)]
-        if not rows:
-            return None
+    def candidates(self, gpu: str, *, market: str | None = None) -> tuple[Price, ...]:
+        """Every entry for the GPU kind ``gpu`` (catalog id), in ``market`` when given, by id; () if none. Entries
+        in more than one currency are refused (no exchange rate compares them)."""
+        rows = sorted((p for p in self.entries if p.gpu == gpu and (market is None or p.market == market)),
+                      key=lambda p: p.id)
         if len({p.currency for p in rows}) > 1:
             curs = ", ".join(sorted({p.currency for p in rows}))
             raise CardError(f"price table {self.origin}: {gpu} is priced in {curs}; pick one with --price {gpu}=<entry id>"
                             " or --market")
-        return min(rows, key=lambda p: (p.per_gpu_hour, p.id))
+        return tuple(rows)
+
+    def for_gpu(self, gpu: str, *, market: str | None = None, gpus: int = 1) -> Price | None:
+        """The entry that rents ``gpus`` cards of the kind ``gpu`` (catalog id) cheapest, each billed by its unit
+        (``compute.cost.cheapest_billed``), in ``market`` when given; None if none."""
+        from trainfit.compute.cost import cheapest_billed
+
+        rows = self.candidates(gpu, market=market)
+        return cheapest_billed(rows, gpus=gpus) if rows else None
 
     @property
     def markets(self) -> tuple[str, ...]:
@@ -71,6 +84,12 @@ def _entry(raw: Any, n: int, origin: str) -> Price:
     amount = raw["per_gpu_hour"]
     if isinstance(amount, bool) or not isinstance(amount, (int, float)):
         raise CardError(f"{where}: per_gpu_hour must be a number, got {amount!r}")
+    from trainfit.compute.cost import MAX_GPUS_PER_INSTANCE
+
+    unit = raw.get("gpus_per_instance", 1)
+    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_INSTANCE:
+        raise CardError(f"{where}: gpus_per_instance must be a whole number of GPUs in 1..{MAX_GPUS_PER_INSTANCE}"
+                        f" (the rentable unit; 1: single GPUs are rented), got {str(unit)[:40]!r}")
     try:
         gpu = resolve_gpu(str(raw["gpu"])).id
     except TrainfitError as exc:
@@ -80,6 +99,7 @@ def _entry(raw: Any, n: int, origin: str) -> Price:
         id=str(raw.get("id") or f"{gpu}-{n}").strip().lower(), market=str(raw.get("market") or ""),
         provider=str(raw.get("provider") or ""), label=str(raw.get("label") or ""),
         source=str(raw.get("source") or ""), as_of=str(raw.get("as_of") or ""),
+        gpus_per_instance=unit, instance=str(raw.get("instance") or ""),
     )
 
 

@@ -22,9 +22,9 @@ def fit(
     tokens: Annotated[float | None, typer.Option(help="Tokens in the run (steps = tokens / tokens per step, per row; RL steps for PPO/GRPO).")] = None,
     budget: Annotated[str | None, typer.Option(help="Most to spend, with a currency (e.g. 300CNY): per run with --steps/--tokens, else per hour.")] = None,
     deadline: Annotated[str | None, typer.Option(help="Longest run wall-clock, e.g. 12h, 90m, 2d (needs --steps or --tokens).")] = None,
-    price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, or GPU=<price table id>, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable.")] = [],
-    price_table: Annotated[Path | None, typer.Option(help="Your own price table (JSON/YAML, the catalog's shape): the cheapest entry per GPU kind prices it.")] = None,
-    market: Annotated[str | None, typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): its cheapest entry.")] = None,
+    price: Annotated[list[str], typer.Option(help="GPU=PRICE with a currency, or GPU=<price table id>, e.g. rtx4090=1.98CNY or rtx4090=rtx4090-pro. Repeatable. An amount is per GPU, single GPUs rented (a whole instance's price: a --price-table entry with gpus_per_instance; a card's own hardware.price_per_gpu_hour takes hardware.price_gpus_per_instance); a table id bills by its entry's rentable unit (aws-p5-h100-sxm: the whole 8-GPU p5.48xlarge, so 1 card pays for 8).")] = [],
+    price_table: Annotated[Path | None, typer.Option(help="Your own price table (JSON/YAML, the catalog's shape): each row pays the entry of its GPU kind that rents its card count cheapest, billed by the entry's gpus_per_instance.")] = None,
+    market: Annotated[str | None, typer.Option(help="Price every GPU kind from the catalog's table in this market (cn-rental, cloud-on-demand): each row pays the entry that rents its card count cheapest, a whole-instance entry billing every GPU of the instance.")] = None,
     fx: Annotated[list[str], typer.Option(help="Exchange rate FROM:TO=RATE (1 FROM = RATE TO), e.g. USD:CNY=7.2. Repeatable. Without one, currencies are ranked apart.")] = [],
     set_: Annotated[list[str], typer.Option("--set", help="Pin any card field: KEY=VALUE (hardware.gpus_per_node pins the count). Repeatable.")] = [],
     global_batch: Annotated[int | None, typer.Option(help="Sequences per optimizer step, held fixed on every row (default: the card's micro-batch x accumulation x data-parallel ranks, as written); each row picks its accumulation (and micro-batch, unless pinned) to train exactly that many, and a card count that cannot split it is listed as skipped. With batch.micro_batch_size and batch.grad_accum both pinned by --set, and no --global-batch, rows are ranked per token instead (--steps refused; give --tokens).")] = None,
@@ -192,7 +192,8 @@ def _seconds(text: str) -> float:
 
 
 def _prices(items, table_path, market, gpus):
-    """GPU id -> Price: --price first, then --price-table / --market (the cheapest entry per kind)."""
+    """GPU id -> Price: --price first, then --price-table / --market: a tuple of the kind's entries, of which each row
+    pays the one that rents its card count cheapest (``fit_search.price_for_count``)."""
     from trainfit.catalog.gpus import resolve_gpu
     from trainfit.catalog.prices import add_priced_kind, catalog_price_table, load_price_table, named_price
     from trainfit.compute.cost import for_gpu, parse_price
@@ -207,9 +208,9 @@ def _prices(items, table_path, market, gpus):
             raise CardError(f"--market: '{market}' is not in the price table; allowed: {', '.join(table.markets)}")
     if table is not None:
         for g in gpus:
-            p = table.for_gpu(g, market=market)
-            if p is not None:
-                out[g] = p
+            entries = table.candidates(g, market=market)
+            if entries:
+                out[g] = entries
     for item in items:
         if "=" not in item:
             raise CardError(f"--price: expected GPU=PRICE with a currency (e.g. rtx4090=1.98CNY), got '{item}'")
@@ -230,6 +231,7 @@ def _row(r, optimizer_steps_per_step: int = 1) -> dict:
         "peak_gpu_bytes": round(r.peak_device_bytes), "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
         "host_ram_bytes": int(r.host_ram_bytes), "tokens_per_s": r.tokens_per_s,
         "step_seconds": r.step_seconds, "step_unavailable": r.step_unavailable, "cost_per_hour": r.cost_per_hour, "currency": r.currency, "price_id": r.price_id,
+        "billed_gpus": r.billed_gpus, "billing_note": r.billing_note,
         "cost_per_step": r.cost_per_step, "run_steps": r.run_steps,
         "run_optimizer_steps": None if r.run_steps is None else r.run_steps * optimizer_steps_per_step,
         "run_seconds": r.run_seconds,
@@ -270,7 +272,8 @@ def _render(result, rows, goal) -> None:
             gib(r["peak_gpu_bytes"]), gib(r["headroom_bytes"]), gib(r["host_ram_bytes"], 0),
             f"{r['step_seconds']:.2f}" if r["step_seconds"] else "n/a" if r["step_unavailable"] else "-",
             f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-",
-            f"{r['cost_per_hour']:.2f} {r['currency']}" if r["cost_per_hour"] is not None else "-",
+            (f"{r['cost_per_hour']:.2f} {r['currency']}"
+             + (f" (billed {r['billed_gpus']} GPUs)" if r["billing_note"] else "")) if r["cost_per_hour"] is not None else "-",
             _money(r["cost_per_run"] if run else r["cost_per_step"], r["currency"]),
             (f"{r['run_seconds'] / 3600:.1f}" if r["run_seconds"] else "-") if run else "",
             r["stack"] or "-", layout_text(tuple(r["parallel"].items())),
@@ -289,6 +292,9 @@ def _render(result, rows, goal) -> None:
         c.print("no plan fits within the limits; the rows show the closest attempts", markup=False)
     for w in result.warnings:
         c.print(f"[yellow]warning[/yellow]: {w}")
+    for r in rows:  # a row that pays for idle GPUs of a whole instance says so
+        if r["billing_note"]:
+            c.print(f"billed {r['gpus']} x {r['gpu']} ({r['price_id'] or 'price'}): {r['billing_note']}", markup=False)
     for k in result.skipped:
         c.print(f"skipped {k.gpu}{'' if k.gpus is None else f' at {k.gpus} cards'}: {k.reason}", markup=False)
     unpriced = sorted({r["gpu"] for r in rows if r["cost_per_hour"] is None})

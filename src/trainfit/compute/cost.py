@@ -1,6 +1,12 @@
 """Money: a price per GPU-hour with its currency, cost per hour for N cards, cost per run.
 
-``cost per hour = price × cards``; ``cost per run = steps × step seconds / 3600 × price × cards``.
+``cost per hour = price × billed cards``; ``cost per run = steps × step seconds / 3600 × price × billed cards``.
+A price is for a rentable unit of ``gpus_per_instance`` GPUs (1: single GPUs are rented; 8: a whole 8-GPU
+instance such as AWS p5.48xlarge, the only shape its provider rents): a run of N cards pays for
+``ceil(N / unit) × unit`` of them, the idle GPUs of a partly used instance included (``billed_gpus``).
+Not modelled: that a run spread over several instances of a unit smaller than a node (e.g. 4 cards as two 2-GPU
+instances) has the network between instances where the plan times one node's link; every catalog unit is 1 or a
+whole 8-GPU node, which the plan's nodes of 8 match.
 A price always carries its currency; one without is refused (``CardError``), never assumed. A price
 from the catalog's table (``trainfit.catalog.prices``, ``--price GPU=rtx4090-pro``) names the GPU
 kind it is for and applies to that kind only.
@@ -41,6 +47,32 @@ def _currency(code: str | None) -> str:
     return text
 
 
+MAX_GPUS_PER_INSTANCE = 1024
+"""Largest rentable unit a price may state (the card's ``hardware.gpus_per_node`` has the same bound)."""
+
+
+def billed_gpus(*, gpus: int, gpus_per_instance: int) -> int:
+    """GPUs paid for when ``gpus`` cards are rented in units of ``gpus_per_instance``: ``ceil(gpus / unit) × unit``.
+
+    A provider that rents whole instances only bills every GPU of each instance the run occupies, used or idle:
+    AWS prices p5.48xlarge as one instance (8x H100, 55.04 USD/h in us-east-1); 1 card of it costs what 8 do."""
+    if gpus < 1:
+        raise CardError(f"gpus: must be >= 1, got {gpus}")
+    return ceil(gpus / gpus_per_instance) * gpus_per_instance
+
+
+def billing_note(price: Price, *, gpus: int) -> str:
+    """One line saying that a run of ``gpus`` cards pays for idle GPUs of a whole instance, e.g. "1 of 8 GPUs of
+    p5.48xlarge used: billed for 8"; empty where every billed GPU is used."""
+    billed = price.billed_gpus(gpus=gpus)
+    if billed == gpus:
+        return ""
+    unit = price.gpus_per_instance
+    what = price.instance or (f"{price.id} ({unit}-GPU instance)" if price.id else f"one {unit}-GPU instance")
+    n = billed // unit
+    return f"{gpus} of {billed} GPUs of {what}{'' if n == 1 else f' x {n}'} used: billed for {billed}"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Price:
     """A rental price for one GPU for one hour."""
@@ -58,6 +90,12 @@ class Price:
     provider: str = ""
     as_of: str = ""
     """Date the price was read (YYYY-MM-DD)."""
+    gpus_per_instance: int = 1
+    """The rentable unit, in GPUs: 1 where single GPUs are rented; the instance's GPU count where the provider
+    rents whole instances only (its page states the shape, e.g. "p5.48xlarge (8x H100)"). A run of N cards pays
+    for ``billed_gpus(gpus=N, gpus_per_instance=unit)`` of them."""
+    instance: str = ""
+    """The instance's name where the provider gives one (``p5.48xlarge``); empty: none given."""
 
     def __post_init__(self) -> None:
         if not self.currency:
@@ -67,6 +105,14 @@ class Price:
         object.__setattr__(self, "currency", _currency(self.currency))
         if not self.per_gpu_hour >= 0:
             raise CardError(f"price: must be >= 0 per GPU-hour, got {self.per_gpu_hour}")
+        unit = self.gpus_per_instance
+        if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_INSTANCE:
+            raise CardError(f"price: gpus_per_instance must be a whole number of GPUs in 1..{MAX_GPUS_PER_INSTANCE}"
+                            f" (1: single GPUs are rented), got {str(unit)[:40]!r}")
+
+    def billed_gpus(self, *, gpus: int) -> int:
+        """The GPUs a run of ``gpus`` cards pays for at this price (``billed_gpus``)."""
+        return billed_gpus(gpus=gpus, gpus_per_instance=self.gpus_per_instance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +182,19 @@ def parse_price(text: str) -> Price:
 
 
 def cost_per_hour(price: Price, *, gpus: int) -> Cost:
-    """``price × gpus`` (seed §八: 4 × 1.98 = 7.92 CNY/h, 8 × 1.98 = 15.84 CNY/h)."""
-    if gpus < 1:
-        raise CardError(f"gpus: must be >= 1, got {gpus}")
-    return Cost(price.per_gpu_hour * gpus, price.currency)
+    """``price × billed GPUs`` (seed §八, single cards rented: 4 × 1.98 = 7.92 CNY/h, 8 × 1.98 = 15.84 CNY/h;
+    a price for a whole 8-GPU instance bills 8 GPUs for 1 to 8 cards, ``billed_gpus``)."""
+    return Cost(price.per_gpu_hour * price.billed_gpus(gpus=gpus), price.currency)
+
+
+def cheapest_billed(prices: tuple[Price, ...] | list[Price], *, gpus: int) -> Price:
+    """The entry of ``prices`` (one GPU kind, one currency) that rents ``gpus`` cards cheapest, each billed by its
+    unit (``cost_per_hour``); ties: the lower per-GPU price, then the id. E.g. 1 H100 at 2.69 USD (single GPUs)
+    beats a 3.99 USD 8-GPU instance (31.92 USD/h); 2 A100s from an 8-GPU instance at 1.99 USD (15.92 USD/h) beat
+    one at 2.7447 USD (21.96 USD/h)."""
+    if not prices:
+        raise CardError("price: no entry to choose from")
+    return min(prices, key=lambda p: (cost_per_hour(p, gpus=gpus).amount, p.per_gpu_hour, p.id))
 
 
 def steps_for_tokens(*, tokens: float, tokens_per_step: float) -> int:
@@ -148,6 +203,6 @@ def steps_for_tokens(*, tokens: float, tokens_per_step: float) -> int:
 
 
 def run_cost(price: Price, *, gpus: int, steps: int, step_seconds: float) -> Cost:
-    """``steps × step_seconds / 3600 × price × gpus``: compute rental only (see ``EXCLUDES``)."""
+    """``steps × step_seconds / 3600 × price × billed GPUs``: compute rental only (see ``EXCLUDES``)."""
     hours = steps * step_seconds / 3600
     return Cost(hours * cost_per_hour(price, gpus=gpus).amount, price.currency)

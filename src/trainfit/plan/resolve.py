@@ -189,7 +189,8 @@ def price_of(card: RunCard):
             raise CardError(f"hardware.price_preset: {exc}") from None
     if hw.price_per_gpu_hour is None:
         return None
-    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "", gpu=gpu_of(card).id)
+    return Price(per_gpu_hour=hw.price_per_gpu_hour, currency=hw.currency or "", gpu=gpu_of(card).id,
+                 gpus_per_instance=hw.price_gpus_per_instance or 1)
 
 
 def card_with(card: RunCard, **paths: object) -> RunCard:

@@ -132,8 +132,27 @@ class Plan:
 
     @property
     def cost_per_hour(self) -> float | None:
-        """Every GPU of the run is rented, also those of a split rollout group."""
-        return None if self.price is None else self.price.per_gpu_hour * self.card.world_size
+        """Every GPU of the run is rented, also those of a split rollout group, and every GPU of each whole instance
+        it occupies where the price is for an instance (``billed_gpus``)."""
+        if self.price is None:
+            return None
+        from trainfit.compute.cost import cost_per_hour
+
+        return cost_per_hour(self.price, gpus=self.card.world_size).amount
+
+    @property
+    def billed_gpus(self) -> int | None:
+        """GPUs paid for: ``ceil(world size / unit) x unit`` (``compute.cost.billed_gpus``); None without a price."""
+        return None if self.price is None else self.price.billed_gpus(gpus=self.card.world_size)
+
+    @property
+    def billing_note(self) -> str:
+        """"1 of 8 GPUs of p5.48xlarge used: billed for 8" where idle GPUs of a whole instance are paid; else empty."""
+        if self.price is None:
+            return ""
+        from trainfit.compute.cost import billing_note
+
+        return billing_note(self.price, gpus=self.card.world_size)
 
     @property
     def peak(self) -> PhaseResult:

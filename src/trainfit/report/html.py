@@ -386,7 +386,8 @@ def plan_fragment(data: dict[str, Any], model: dict[str, Any], svg: str | None =
         facts.append(("step time (estimate)", f'{data["step_seconds"]:.2f} s'))
     if data.get("cost"):
         c = data["cost"]
-        facts.append(("cost", f'{c["per_hour"]:.2f} {_e(c["currency"])}/h ({_e(c["excludes"])})'))
+        billed = f'; {_e(c["billing_note"])}' if c.get("billing_note") else ""
+        facts.append(("cost", f'{c["per_hour"]:.2f} {_e(c["currency"])}/h{billed} ({_e(c["excludes"])})'))
     out = [
         f'<div class="verdict {"good" if fits else "bad"}" id="verdict-box"><span class="badge">{verdict}</span>'
         f' <span class="title">{_e(model["title"])}</span></div>',
@@ -438,7 +439,8 @@ def fit_rows(result: Any) -> list[dict[str, Any]]:
             "gpu": r.gpu, "gpus": r.gpus, "fits": r.fits, "peak_gpu_bytes": round(r.peak_device_bytes),
             "headroom_bytes": round(r.peak_device_bytes + r.headroom_bytes) - round(r.peak_device_bytes), "peak_phase": r.peak_phase,
             "step_seconds": r.step_seconds, "step_unavailable": r.step_unavailable, "cost_per_hour": r.cost_per_hour,
-            "currency": r.currency, "cost_per_step": r.cost_per_step, "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
+            "currency": r.currency, "billed_gpus": r.billed_gpus, "billing_note": r.billing_note,
+            "cost_per_step": r.cost_per_step, "pareto": r.pareto, "knobs": {k: v for k, v in r.knobs.items() if k not in ("hardware.gpu", "gpus")},
             "stack": r.stack.value if r.stack is not None else None,
         }
         for r in result.rows
@@ -571,6 +573,8 @@ def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, se
     body = []
     for i, r in enumerate(rows, 1):
         cost = f'{r["cost_per_hour"]:.2f} {_e(r["currency"])}' if r["cost_per_hour"] is not None else "-"
+        if r.get("billing_note"):  # idle GPUs of a whole instance are paid for
+            cost += f'<br><small>{_e(r["billing_note"])}</small>'
         knobs = ", ".join(f"{k}={v}" for k, v in sorted(r["knobs"].items()))
         step = f'{r["step_seconds"]:.2f}' if r["step_seconds"] else "n/a" if r.get("step_unavailable") else "-"
         body.append(

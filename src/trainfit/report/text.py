@@ -139,8 +139,9 @@ def render_plan(plan: Plan, console: Console) -> None:
 
         pr = plan.price
         where = ", ".join(x for x in (pr.id, pr.provider, f"as of {pr.as_of}" if pr.as_of else "") if x)
+        billed = f" ({plan.billing_note})" if plan.billing_note else ""
         console.print(
-            f"cost: {plan.cost_per_hour:.2f} {pr.currency}/h for {plan.card.world_size} GPUs"
+            f"cost: {plan.cost_per_hour:.2f} {pr.currency}/h for {plan.card.world_size} GPUs{billed}"
             f" at {pr.per_gpu_hour:g} {pr.currency} per GPU-hour{f' ({where})' if where else ''}. {EXCLUDES}",
             markup=False,
         )

@@ -397,6 +397,24 @@ def empty_price_preset_refusal(v: Any) -> str | None:
             " (no price preset)")
 
 
+def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any) -> str | None:
+    """The one line refusing ``hardware.price_gpus_per_instance``: not a whole number of GPUs in 1..1024, or given
+    without ``price_per_gpu_hour`` (the price it is the unit of; a ``price_preset`` states its own unit); None when
+    it is null or allowed. Also read by ``trainfit fit``, which takes the card's price before it validates the card
+    (``fit_search.card_price``)."""
+    if unit is None:
+        return None
+    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= 1024:
+        shown = repr(unit[:40]) if isinstance(unit, str) else str(unit)[:40]
+        return (f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number of GPUs 1 to 1024"
+                " (the price's rentable unit, e.g. 8 for a whole 8-GPU instance) or null (1: single GPUs rented)")
+    if price_per_gpu_hour is None:
+        return (f"hardware.price_gpus_per_instance: {unit} is the rentable unit of hardware.price_per_gpu_hour, and the"
+                " card gives none" + (f" (price_preset {price_preset} states its own unit)" if price_preset else "")
+                + "; allowed: null, or give price_per_gpu_hour")
+    return None
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -407,6 +425,7 @@ class HardwareSection(_Section):
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
+    price_gpus_per_instance: int | None = Field(None, ge=1, le=1024, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards pays for ceil(N / 8) x 8 GPUs, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     nic_gbps_per_node: float | None = Field(None, gt=0, le=1e7, description="Inter-node network of a whole node, Gb/s (10^9 bits): the NICs its GPUs share, for nodes with fewer NICs than GPUs (e.g. 4 HDR cards for 8 A100s) or one Ethernet port; caps every collective's cross-node traffic from the node. Default: no cap beyond nic_gbps_per_gpu per GPU.")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
@@ -419,6 +438,16 @@ class HardwareSection(_Section):
         """An empty name is refused (``plan.resolve.price_of`` and ``fit_search.card_price`` read it by its
         truthiness, so '' planned no price, silently); null or an omitted field means no price preset."""
         if (why := empty_price_preset_refusal(v)) is not None:
+            raise ValueError(why)
+        return v
+
+    @field_validator("price_gpus_per_instance", mode="before")
+    @classmethod
+    def _billing_unit(cls, v: Any) -> Any:
+        """A whole number of GPUs in 1..1024 (compute.cost.MAX_GPUS_PER_INSTANCE), or null (1: single GPUs)."""
+        if isinstance(v, bool):
+            return v  # the card's boolean check names it (got a boolean, not a number)
+        if (why := price_unit_refusal(v, price_per_gpu_hour=0.0, price_preset=None)) is not None:
             raise ValueError(why)
         return v
 
@@ -1875,6 +1904,10 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
+        # a preset states its own unit (catalog/data/prices/prices.json); without a price nothing is billed by it
+        if (why := price_unit_refusal(hw.price_gpus_per_instance, price_per_gpu_hour=hw.price_per_gpu_hour,
+                                      price_preset=hw.price_preset)) is not None:
+            raise ValueError(why)
         if self.hardware.price_per_gpu_hour is not None and not self.hardware.currency:
             raise ValueError(
                 f"hardware.currency: a price of {self.hardware.price_per_gpu_hour:g} per GPU-hour needs a currency, e.g. CNY or USD"

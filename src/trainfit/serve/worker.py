@@ -121,6 +121,11 @@ def fit_payload(body: Any) -> dict[str, Any]:
     # like a card file given to `trainfit fit` (fit_search.fit_start: what it sets is kept, scope included, its
     # accumulation chosen per row to hold the global batch, its preset filled under it), its hardware section pinned
     data, pinned = fit_start(data, card_file=True, pin_hardware=True)
+    if "gpus" in body:
+        # the kinds asked for are the kinds searched, as `trainfit fit CARD --gpu` searches them over the card's
+        # hardware.gpu (which still names the kind its price and link describe: fit_search.card_price, link_on_kind);
+        # pinned, fit would search the card's kind alone
+        pinned = pinned - {"hardware.gpu"}
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise CardError("gpus: a non-empty list of GPU catalog ids, e.g. [\"rtx4090\", \"a100-80gb\"]")

@@ -202,7 +202,7 @@ def index_html() -> str:
 <div id="error" role="alert" hidden></div>
 <div id="verdict" data-fits="">loading...</div>
 <div id="report"></div>
-<h2>Fewest cards per GPU type (fit)</h2>
+<h2>Best configuration per GPU type and card count (fit)</h2>
 <div class="fitbox"><div id="fit-gpus"></div>
   <label>at most <input type="number" id="fit-max" min="1" max="64" value="64" style="width:5em"> cards</label>
   <button type="button" id="fit-run">Search</button> <span id="fit-status"></span>

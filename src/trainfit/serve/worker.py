@@ -23,8 +23,8 @@ from trainfit.fit_search import basis_dict, fit_start
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
-from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_step_label, fit_svg,
-                                  plan_fragment, plan_svg, skipped_of)
+from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_ranking_caption, fit_rows, fit_step_label,
+                                  fit_svg, plan_fragment, plan_svg, skipped_of)
 from trainfit.report.json_report import plan_to_dict
 from trainfit.search import GPU_COUNTS, fit
 from trainfit.spec.card import RunCard, load_card_dict
@@ -167,7 +167,8 @@ def fit_payload(body: Any) -> dict[str, Any]:
            "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
            "batch_basis": basis_dict(result)}
     out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg,
-                               notes=fit_notes(result), step_label=fit_step_label(result))
+                               notes=fit_notes(result), step_label=fit_step_label(result),
+                               ranking=fit_ranking_caption(result))
     return finite(out)
 
 

@@ -64,3 +64,15 @@ def test_two_4090s_offload_27b_under_zero3_and_beat_one(tmp_path):
         "loss.chunked": True})))
     assert hand.fits
     assert two.step_seconds <= hand.step_seconds * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("preset, offered", [(None, {"fsdp", "zero1", "zero2", "zero3", "ddp"}),
+                                             ("verl", {"fsdp", "zero2", "ddp"})])
+def test_suggestions_offer_the_strategies_fit_searches(preset, offered):
+    from trainfit.methods.presets import apply_preset
+    from trainfit.suggest import candidate_changes
+
+    base = SFT | {"parallel": {"strategy": "ddp"}} | ({"preset": preset} if preset else {})
+    card = load_card_dict(apply_preset(base, preset) if preset else base)
+    got = {c["parallel.strategy"] for c in candidate_changes(card, base) if "parallel.strategy" in c}
+    assert got == offered - {"ddp"}  # the card's own strategy is no change

@@ -123,9 +123,10 @@ def fit_payload(body: Any) -> dict[str, Any]:
     data, pinned = fit_start(data, card_file=True, pin_hardware=True)
     if "gpus" in body:
         # the kinds asked for are the kinds searched, as `trainfit fit CARD --gpu` searches them over the card's
-        # hardware.gpu (which still names the kind its price and link describe: fit_search.card_price, link_on_kind);
-        # pinned, fit would search the card's kind alone
-        pinned = pinned - {"hardware.gpu"}
+        # hardware.gpu, which still names the kind its price and link describe (fit_search.card_price, link_on_kind:
+        # a stated interconnect is that kind's nodes, the other kinds plan on their catalog's link); pinned, fit
+        # would search the card's kind alone, and apply its link to every kind (link_everywhere)
+        pinned = pinned - {"hardware.gpu", "hardware.interconnect"}
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise CardError("gpus: a non-empty list of GPU catalog ids, e.g. [\"rtx4090\", \"a100-80gb\"]")

@@ -59,10 +59,17 @@ from trainfit.spec.dotted import deep_copy
 from trainfit.spec.enums import Stack, TensorParallelImpl
 
 SFT_FIT_SPACE: dict[str, list[Any]] = SFT_SPACE | {
+    "parallel.strategy": ["fsdp", "zero1", "zero2", "zero3", "ddp"],
     "parallel.offload": ["none", "optimizer", "params_and_optimizer"],
     "precision.optimizer": ["adamw", "adamw_8bit"],
 }
-"""What ``fit`` varies for SFT-like methods, plus (micro-batch, accumulation) pairs at the fixed global batch."""
+"""What ``fit`` varies for SFT-like methods, plus (micro-batch, accumulation) pairs at the fixed global batch.
+On several GPUs every DeepSpeed ZeRO stage is searched where the card's framework runs DeepSpeed
+(``methods.presets.data_parallel_strategy_runs``): with fsdp, zero2 and ddp only, parameter offload on 2+ cards was
+planned under torch FSDP alone (torch's AdamW on the CPU), and ``fit`` ranked two RTX 4090s for Qwen3.5-27B SFT at
+49.6 s against its own one-card ZeRO-3 row's 32.9 s, where two cards under ZeRO-3 with DeepSpeed's CPU Adam plan
+about 20 s (tests/unit/test_fit_multi_gpu_zero_stages.py). ZeRO-1 reduces the gradients once per optimizer step, not
+once per micro-batch as ZeRO-2 (``compute.collectives.exposed_data_parallel``), so it is not dominated by zero2."""
 RL_SPACE: dict[str, list[Any]] = {
     "scope": ["full", "lora", "qlora"],
     "parallel.offload": ["none", "params_and_optimizer"],
@@ -115,7 +122,11 @@ Core's parallelism guide gives CP as the strategy for "Long sequences (8K+ token
 read 2026-12-01); shorter ones fit and run better by the other splits."""
 MP_STRATEGY = {"zero2": "zero1"}
 """With tensor or pipeline parallel, or on Megatron-Core's layers, the card allows single, ddp, zero1 and fsdp: the
-space's zero2 becomes zero1 (Megatron's distributed optimizer)."""
+space's zero2 becomes zero1 (Megatron's distributed optimizer), and its zero3 is not searched there
+(``MP_REFUSED_STRATEGIES``)."""
+MP_REFUSED_STRATEGIES = ("zero3",)
+"""Space strategies a model-parallel (or Megatron-Core) layout leaves out: the card refuses DeepSpeed's ZeRO-3 with
+tensor or pipeline parallel, and Megatron-Core has no ZeRO-3 of its own (its fsdp row stands for it)."""
 MP_DROPPED = {"scope": ("qlora",), "parallel.offload": ("params_and_optimizer",)}
 """Knob values a model-parallel (or Megatron-Core) layout is not searched with: qlora (nf4 weights with model parallelism
 are refused by the planner) and parameter offload (Megatron-LM offloads only the optimizer,
@@ -495,7 +506,19 @@ def sft_combos(count: int, *, pinned: frozenset[str], batches: list[dict[str, in
     if batches:  # none: the batch is held as the card states it (per-token basis, ``batch_basis``)
         space["batch"] = batches
     combos = _product(space)
+    if not one_gpu and "parallel.strategy" in space:
+        combos = _framework_strategies(combos, base)
     return _offload_allowed(_one_gpu_strategy(combos, base) if one_gpu else combos, base)
+
+
+def _framework_strategies(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """``combos`` less those whose (searched) data-parallel strategy the card's framework does not run
+    (``methods.presets.data_parallel_strategy_runs``: ZeRO-1 and ZeRO-3 only under DeepSpeed)."""
+    from trainfit.methods.presets import data_parallel_strategy_runs
+
+    preset = (base or {}).get("preset")
+    preset = None if preset is None else str(preset)
+    return [c for c in combos if data_parallel_strategy_runs(preset=preset, strategy=str(c["parallel.strategy"]))]
 
 
 def rl_combos(count: int, *, pinned: frozenset[str], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -716,7 +739,7 @@ def layout_stacks(*, fused: bool, own: bool, open_: bool, stated: Stack, megatro
 def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The knob combinations ``combos`` with ``layout``: ``MP_DROPPED`` (and on Megatron-Core ``MEGATRON_DROPPED``)
     and LoRA with expert parallel (refused by the planner) left out, zero2 as zero1 with tensor or pipeline parallel
-    or on Megatron-Core."""
+    or on Megatron-Core and zero3 left out there (``MP_REFUSED_STRATEGIES``)."""
     if not layout.knobs or layout.knobs.keys() == {LAYOUT_KEYS["sp"]}:
         return [c | layout.knobs for c in combos]
     megatron_strategies = layout.tp * layout.pp > 1 or layout.megatron
@@ -726,6 +749,8 @@ def layout_combos(layout: Layout, combos: list[dict[str, Any]]) -> list[dict[str
         if any(c.get(k) in v for k, v in MP_DROPPED.items()) or (layout.ep > 1 and c.get("scope") == "lora"):
             continue
         if layout.megatron and any(c.get(k) in v for k, v in MEGATRON_DROPPED.items()):
+            continue
+        if megatron_strategies and c.get("parallel.strategy") in MP_REFUSED_STRATEGIES:
             continue
         c = dict(c)
         if megatron_strategies and "parallel.strategy" in c:

@@ -191,6 +191,23 @@ def rank_key(r: Any, goal: Goal) -> tuple:
     return (limits, int(unpriced), group, own if own is not None else inf, time, r.gpus, knob_text(r.knobs))
 
 
+def ranking_text(goal: Goal, *, priced: bool) -> str:
+    """What ``rank_key`` orders the fitting rows within the limits by, in words (the fit report's caption,
+    ``report.html.fit_ranking_caption``). ``priced``: some fitting row has a price; without one the cost objective
+    cannot rank on cost and ``rank_key`` falls to its time, then its cards."""
+    run = goal.has_run
+    per_token = goal.per_token and not run
+    time = "run time" if run else "time per token" if per_token else "step time"
+    cost = "cost per run" if run else "cost per token" if per_token else "cost per step"
+    if goal.objective is Objective.TIME:
+        return f"{time} (then cost, fewest cards)"
+    if goal.objective is Objective.CARDS:
+        return f"fewest cards (then {cost}, {time})"
+    if not priced:
+        return f"{time} (no row has a price, so cost cannot rank; then fewest cards)"
+    return f"{cost} (then {time}, fewest cards)"
+
+
 def _step_figure(value: float | None, r: Any, goal: Goal) -> float | None:
     """A row's per-step ``value`` (cost or seconds) as ranked without a run length: per step, or per token under
     ``Goal.per_token`` (None where the row carries no token count)."""

@@ -54,7 +54,7 @@ _MISSING = object()
 def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
     """Single changes from ``fit``'s space for this card (``base``: the card as set, defaults unset);
     each a dict of the keys it sets (a split placement sets its engine GPUs with it)."""
-    from trainfit.methods.presets import offload_change
+    from trainfit.methods.presets import data_parallel_strategy_runs, offload_change
     from trainfit.search import RL_SPACE, SFT_FIT_SPACE
 
     rl = card.method.value in ("ppo", "grpo")
@@ -67,7 +67,8 @@ def candidate_changes(card, base: dict[str, Any]) -> list[dict[str, Any]]:
             if now is not _MISSING and now == v:
                 continue  # stated already: no change
             change = {key: v}
-            if key == "parallel.strategy" and card.world_size == 1:
+            if key == "parallel.strategy" and (card.world_size == 1 or not data_parallel_strategy_runs(
+                    preset=card.preset, strategy=str(v))):
                 continue
             if key == "parallel.offload":  # one GPU: with the strategy its framework offloads under
                 change = offload_change(preset=card.preset, world_size=card.world_size,

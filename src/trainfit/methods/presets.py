@@ -319,6 +319,32 @@ _ZERO_OFFLOAD_STRATEGY = {"optimizer": Strategy.ZERO2, "params_and_optimizer": S
 deepspeed/runtime/zero/offload_config.py @1978617c691b2c992a17902975187ef8d61176fa l.21-22, l.52-53)."""
 
 
+DEEPSPEED_ONLY_STAGES = frozenset({Strategy.ZERO1, Strategy.ZERO3})
+"""The data-parallel strategies ``fit`` searches on several GPUs only where the card's framework runs DeepSpeed
+(``data_parallel_strategy_runs``): ZeRO stage 1 (optimizer states sharded, the gradients reduced once per optimizer
+step) and stage 3 (parameters sharded too, the only stage that offloads parameters). TRL launches both through
+accelerate: trl/accelerate_configs/zero1.yaml l.7 ``zero_stage: 1`` (huggingface/trl
+@6b012dc157b7aa880d41ab1c2714d31453072594), zero3.yaml l.9 ``zero_stage: 3``
+(@11321994634037fda6240df21ac6c5711aa33a55); LLaMA-Factory's and ms-swift's presets carry DeepSpeed's ZeRO-3
+JSON, OpenRLHF's strategy is zero3. The torch-FSDP frameworks (``ONE_GPU_FSDP_OFFLOADS``: verl, NeMo RL, SkyRL) and
+``NO_ONE_GPU_OFFLOAD_PRESETS`` (Unsloth, one GPU without a sharding wrapper; miles and slime, Megatron-LM or FSDP)
+run no DeepSpeed stage. (zero2 stays in the space for every preset as before: under verl the plan reads it as verl's
+Megatron trainer, ``ONE_GPU_FSDP_OFFLOADS``.)"""
+
+
+def data_parallel_strategy_runs(*, preset: str | None, strategy: str) -> bool:
+    """Whether ``fit`` searches ``strategy`` on more than one GPU for a card with ``preset``: everything but
+    ``DEEPSPEED_ONLY_STAGES``, which only where the framework runs DeepSpeed (no preset: the HF Trainer / accelerate
+    path; trl, openrlhf, llamafactory-*, ms-swift-*)."""
+    try:
+        stage = Strategy(strategy)
+    except ValueError:  # a value the card refuses: the plan says why
+        return True
+    if stage not in DEEPSPEED_ONLY_STAGES:
+        return True
+    return preset not in ONE_GPU_FSDP_OFFLOADS and preset not in NO_ONE_GPU_OFFLOAD_PRESETS
+
+
 def one_gpu_offload_strategy(*, preset: str | None, offload: str) -> Strategy | None:
     """The strategy a one-GPU card with ``parallel.offload`` ``offload`` runs under in its framework, or None where
     the framework does not offload that way (``fit`` then generates no such row; suggestions propose none).

@@ -566,10 +566,32 @@ def fit_notes(result: Any) -> list[str]:
         for k in getattr(result, "skipped", ())]
 
 
+def fit_ranking_caption(result: Any) -> str:
+    """The fit table's caption: the order ``objective.rank_key`` puts the rows in under the result's goal
+    (``FitResult.goal``: the objective, a run length, a budget or deadline), in words."""
+    from trainfit.objective import Goal, Objective, ranking_text
+
+    goal = getattr(result, "goal", None) or Goal()
+    fitting = [r for r in result.rows if r.fits]
+    priced = any(r.cost_per_hour is not None for r in fitting)
+    limits = goal.budget is not None or goal.deadline_s is not None
+    parts = ["Ranked: rows that fit first" + (", those within the budget and deadline before those over them"
+                                              if limits else "") + f", by {ranking_text(goal, priced=priced)}"]
+    if goal.objective is Objective.COST and priced and any(r.cost_per_hour is None for r in fitting):
+        parts.append("rows without a price after the priced ones, by time")
+    parts.append("rows that do not fit last, fewest cards first, then the smallest peak")
+    return "; ".join(parts) + "; * = Pareto front (time against cost)"
+
+
+FIT_CAPTION = "Ranked by the search's objective (trainfit fit --objective); * = Pareto front (time against cost)"
+"""``fit_fragment``'s caption when it is given no ranking (``fit_ranking_caption`` of the result)."""
+
+
 def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, seconds: float, svg: str | None = None,
-                 notes: list[str] | tuple[str, ...] = (), step_label: str = "step s") -> str:
+                 notes: list[str] | tuple[str, ...] = (), step_label: str = "step s", ranking: str | None = None) -> str:
     """The ranked table, the facts line and the chart; ``step_label``: the step column's head ("RL step s" where a
-    row's step is an RL step, ``fit_search.FitResult.step_unit``)."""
+    row's step is an RL step, ``fit_search.FitResult.step_unit``); ``ranking``: the table's caption
+    (``fit_ranking_caption``)."""
     body = []
     for i, r in enumerate(rows, 1):
         cost = f'{r["cost_per_hour"]:.2f} {_e(r["currency"])}' if r["cost_per_hour"] is not None else "-"
@@ -585,15 +607,16 @@ def fit_fragment(rows: list[dict[str, Any]], *, evaluated: int, invalid: int, se
             f'<td class="num">{cost}</td><td>{_e(r.get("stack") or "-")}</td><td>{_e(knobs)}</td></tr>'
         )
     table = (
-        '<table class="fit"><caption>Ranked: fitting first, then fewest cards, shortest step, lowest cost;'
-        " * = Pareto front (time against cost)</caption><thead><tr><th>#</th><th></th><th>GPU</th><th>cards</th>"
+        f'<table class="fit"><caption>{_e(ranking or FIT_CAPTION)}</caption>'
+        "<thead><tr><th>#</th><th></th><th>GPU</th><th>cards</th>"
         f"<th>fits</th><th>peak GiB</th><th>headroom GiB</th><th>{_e(step_label)}</th><th>cost/h</th><th>stack</th>"
         "<th>knobs</th></tr></thead>"
         f"<tbody>{''.join(body)}</tbody></table>"
     )
     return (
         f'<p class="facts-line">{evaluated:,} configurations evaluated ({invalid:,} invalid, skipped) in {seconds:.1f} s.'
-        " Each GPU type stops at the fewest cards that fit; rows that do not fit show the best attempt at that count.</p>"
+        " One row per GPU type and card count searched: its best configuration by the ranking below; a row that does"
+        " not fit is that count's closest attempt.</p>"
         + table + "".join(f'\n<p>{_e(n)}</p>' for n in notes)
         + "<h2>Step time against cost</h2>" + (svg or fit_svg(rows))
     )
@@ -662,7 +685,8 @@ def fit_html(result: Any, *, title: str = "trainfit fit") -> str:
     rows = fit_rows(result)
     body = f"<h1>{_e(title)}</h1>\n" + fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid,
                                                     seconds=result.seconds, notes=fit_notes(result),
-                                                    step_label=fit_step_label(result))
+                                                    step_label=fit_step_label(result),
+                                                    ranking=fit_ranking_caption(result))
     return page(title, body)
 
 

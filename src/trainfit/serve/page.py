@@ -99,9 +99,19 @@ async function update(){
 }
 function schedule(){ clearTimeout(timer); timer = setTimeout(update, 150); }
 
+function fitCard(){
+  // what the form says to train, held by the search as a card file's fields are (docs/api.md): model, method, scope
+  // and the workload (sequence length; for PPO/GRPO response length and generations). The knobs (strategy, offload,
+  // micro-batch and accumulation, checkpointing, chunked loss, placement, vLLM fraction), the GPU and the counts are
+  // the search's to vary: the checked kinds are posted as gpus
+  const c = card();
+  const f = {model: c.model, method: c.method, scope: c.scope, batch: {seq_len: c.batch.seq_len}};
+  if (c.rollout) f.rollout = {response_len: c.rollout.response_len, num_generations: c.rollout.num_generations};
+  return f;
+}
 async function runFit(){
   const gpus = Array.from(document.querySelectorAll('#fit-gpus input:checked')).map(x => x.value);
-  const c = {model: card().model, method: $('method').value};
+  const c = fitCard();
   $('fit-status').textContent = 'searching...';
   let res;
   try { res = await post('/api/fit', {card: c, gpus: gpus, max_gpus: int('fit-max')}); }
@@ -192,11 +202,11 @@ def index_html() -> str:
 <div id="error" role="alert" hidden></div>
 <div id="verdict" data-fits="">loading...</div>
 <div id="report"></div>
-<h2>Fewest cards per GPU type (fit)</h2>
+<h2>Best configuration per GPU type and card count (fit)</h2>
 <div class="fitbox"><div id="fit-gpus"></div>
   <label>at most <input type="number" id="fit-max" min="1" max="64" value="64" style="width:5em"> cards</label>
   <button type="button" id="fit-run">Search</button> <span id="fit-status"></span>
-  <p class="note">Searches the knobs for the model and method above (the other settings are left to the search).</p></div>
+  <p class="note">Searches the knobs for the model, method, scope and workload above (sequence length; for PPO/GRPO response length and generations per prompt); the GPU, counts and other settings are left to the search.</p></div>
 <div id="fit-report"></div>
 <noscript><p>This page needs JavaScript for its controls; the JSON API works without it (docs/api.md).</p></noscript>
 """

@@ -23,8 +23,8 @@ from trainfit.fit_search import basis_dict, fit_start
 from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
-from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_rows, fit_step_label, fit_svg,
-                                  plan_fragment, plan_svg, skipped_of)
+from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_ranking_caption, fit_rows, fit_step_label,
+                                  fit_svg, plan_fragment, plan_svg, skipped_of)
 from trainfit.report.json_report import plan_to_dict
 from trainfit.search import GPU_COUNTS, fit
 from trainfit.spec.card import RunCard, load_card_dict
@@ -121,6 +121,12 @@ def fit_payload(body: Any) -> dict[str, Any]:
     # like a card file given to `trainfit fit` (fit_search.fit_start: what it sets is kept, scope included, its
     # accumulation chosen per row to hold the global batch, its preset filled under it), its hardware section pinned
     data, pinned = fit_start(data, card_file=True, pin_hardware=True)
+    if "gpus" in body:
+        # the kinds asked for are the kinds searched, as `trainfit fit CARD --gpu` searches them over the card's
+        # hardware.gpu, which still names the kind its price and link describe (fit_search.card_price, link_on_kind:
+        # a stated interconnect is that kind's nodes, the other kinds plan on their catalog's link); pinned, fit
+        # would search the card's kind alone, and apply its link to every kind (link_everywhere)
+        pinned = pinned - {"hardware.gpu", "hardware.interconnect"}
     gpus = body.get("gpus", list(DEFAULT_FIT_GPUS))
     if not isinstance(gpus, list) or not gpus or not all(isinstance(g, str) and g.strip() for g in gpus):
         raise CardError("gpus: a non-empty list of GPU catalog ids, e.g. [\"rtx4090\", \"a100-80gb\"]")
@@ -162,7 +168,8 @@ def fit_payload(body: Any) -> dict[str, Any]:
            "run_step_unit": result.step_unit.value, "optimizer_steps_per_run_step": result.optimizer_steps_per_step,
            "batch_basis": basis_dict(result)}
     out["html"] = fit_fragment(rows, evaluated=result.evaluated, invalid=result.invalid, seconds=result.seconds, svg=svg,
-                               notes=fit_notes(result), step_label=fit_step_label(result))
+                               notes=fit_notes(result), step_label=fit_step_label(result),
+                               ranking=fit_ranking_caption(result))
     return finite(out)
 
 

@@ -36,6 +36,33 @@ class Imported:
     """Card fields the file names but the shell fills in when the script runs (``model: $MODEL_PATH``): card key ->
     the file's key and word. Left out of ``card``; ``trainfit import`` refuses the card unless ``--set``/``--base``
     gives them (``missing_required``)."""
+    left_open: dict[str, str] = field(default_factory=dict)
+    """Card fields whose file key is absent or "auto" (the Hugging Face Trainer fills it from its own arguments): card
+    key -> the file's key and what it holds. Left out of ``card`` so that ``--base`` or ``--set`` fills them, else the
+    card default; ``left_open_notes`` says which value was taken."""
+
+
+def left_open_notes(imported: Imported, data: dict[str, Any], card: Any, *, set_keys: frozenset[str] = frozenset()) -> list[str]:
+    """One note per ``Imported.left_open`` field: the file's key, and the value the card took for it, from ``--set``
+    (``set_keys``), the ``--base`` card (present in ``data``) or the card default (read off the validated ``card``)."""
+    notes = []
+    for key, why in imported.left_open.items():
+        node = _dotted_get(data, key)
+        value: Any = card
+        for part in key.split("."):
+            value = getattr(value, part, None)
+        shown = getattr(value, "value", value)
+        took = ("from --set" if key in set_keys else "from the --base card" if node is not None
+                else "is the card default")
+        notes.append(f"{why}: left open by the file; {key} {shown} {took}")
+    return notes
+
+
+def _dotted_get(data: dict[str, Any], key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def missing_required(imported: Imported, data: dict[str, Any]) -> None:
@@ -241,6 +268,30 @@ def _zero_offload(t: str, zero: dict[str, Any], stage: int, notes: list[str],
     return off
 
 
+_HF_AUTO = "auto"
+"""The Hugging Face Trainer's placeholder in a DeepSpeed JSON: ``HfTrainerDeepSpeedConfig.fill_match`` replaces a value
+equal to "auto" by the Trainer's own argument (huggingface/transformers src/transformers/integrations/deepspeed.py
+l.119-121 @02348331baea70aaedce3b76c18481b2b441fe2d): train_micro_batch_size_per_gpu from per_device_train_batch_size,
+gradient_accumulation_steps from gradient_accumulation_steps, train_batch_size from their product x world size
+(l.140-156), fp16.enabled and bf16.enabled from its fp16 and bf16 arguments (l.185-196). Compared as written, as
+there."""
+_DS_BATCH_FILLED_FROM = {"train_micro_batch_size_per_gpu": "per_device_train_batch_size",
+                         "gradient_accumulation_steps": "gradient_accumulation_steps"}
+
+
+def _ds_batch_key(cfg: dict[str, Any], key: str, card_key: str, d: dict[str, Any], left_open: dict[str, str]) -> int | None:
+    """A DeepSpeed batch key into ``card_key``; absent or "auto": left open (``Imported.left_open``), None returned."""
+    if key not in cfg:
+        left_open[card_key] = f"{key} absent"
+        return None
+    if cfg[key] == _HF_AUTO:
+        left_open[card_key] = f"{key} 'auto' (the Hugging Face Trainer fills it from {_DS_BATCH_FILLED_FROM[key]})"
+        return None
+    n = _num("deepspeed", key, cfg[key])
+    set_dotted(d, card_key, n)
+    return n
+
+
 def read_deepspeed(text: str) -> Imported:
     t = "deepspeed"
     from trainfit.spec.safe_yaml import load_json_limited
@@ -252,10 +303,9 @@ def read_deepspeed(text: str) -> Imported:
         raise _bad(t, "the file must hold a JSON object")
     d: dict[str, Any] = {}
     notes: list[str] = []
-    mb = _num(t, "train_micro_batch_size_per_gpu", cfg.get("train_micro_batch_size_per_gpu", 1))
-    ga = _num(t, "gradient_accumulation_steps", cfg.get("gradient_accumulation_steps", 1))
-    set_dotted(d, "batch.micro_batch_size", mb)
-    set_dotted(d, "batch.grad_accum", ga)
+    left_open: dict[str, str] = {}
+    mb = _ds_batch_key(cfg, "train_micro_batch_size_per_gpu", "batch.micro_batch_size", d, left_open)
+    ga = _ds_batch_key(cfg, "gradient_accumulation_steps", "batch.grad_accum", d, left_open)
     zero = cfg.get("zero_optimization") or {}
     if not isinstance(zero, dict):
         raise _bad(t, "zero_optimization: expected an object")
@@ -264,10 +314,15 @@ def read_deepspeed(text: str) -> Imported:
         raise _bad(t, f"zero_optimization.stage: {stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
     strategy = _DS_STRATEGY[stage]
     world = None
-    if "train_batch_size" in cfg:
-        world = _ratio(_num(t, "train_batch_size", cfg["train_batch_size"]), mb * ga)
-        if world is None:
-            notes.append("train_batch_size is not a multiple of micro-batch x accumulation; GPU count left at the card default")
+    if "train_batch_size" in cfg and cfg["train_batch_size"] != _HF_AUTO:
+        total = _num(t, "train_batch_size", cfg["train_batch_size"])
+        if mb is None or ga is None:
+            notes.append(f"train_batch_size {total}: the GPU count is left open (micro-batch x accumulation is not"
+                         " stated in the file); the --base card or the card default gives it")
+        else:
+            world = _ratio(total, mb * ga)
+            if world is None:
+                notes.append("train_batch_size is not a multiple of micro-batch x accumulation; GPU count left at the card default")
     hpz = zero.get("zero_hpz_partition_size")
     if stage == 3 and hpz and _num(t, "zero_hpz_partition_size", hpz) > 1:
         strategy = "hsdp"
@@ -282,17 +337,28 @@ def read_deepspeed(text: str) -> Imported:
     set_dotted(d, "parallel.strategy", strategy)
     set_dotted(d, "parallel.offload", _zero_offload(t, zero, stage, notes))
     _zero_settings(t, zero, d)
-    compute = "fp32"
+    compute: str | None = "fp32"
     if all(isinstance(cfg.get(k), dict) and cfg[k].get("enabled") is True for k in ("bf16", "fp16")):
         # DeepSpeedConfig: assert not (fp16 and bf16 enabled), 'bfloat16 and fp16 modes cannot be simultaneously
         # enabled' (deepspeed/runtime/config.py, tag v0.19.8)
         raise _bad(t, "bf16.enabled and fp16.enabled are both true; DeepSpeed refuses both at once; allowed: one of them")
-    if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
+    enabled = {k: cfg[k].get("enabled") for k in ("bf16", "fp16") if isinstance(cfg.get(k), dict)}
+    if enabled.get("bf16") is True:
         compute = "bf16"
-    elif isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled"):
+    elif enabled.get("fp16") is True:
         compute = "fp16"
-    set_dotted(d, "precision.compute", compute)
-    _deepspeed_precision(d, stage, compute)
+    elif _HF_AUTO in enabled.values():
+        # the Trainer fills bf16.enabled / fp16.enabled from its bf16 / fp16 arguments: the file leaves the precision
+        # open ("auto" was read as true, i.e. bf16, whatever the Trainer was given)
+        compute = None
+        said = " and ".join(f"{k}.enabled" for k, v in enabled.items() if v == _HF_AUTO)
+        left_open["precision.compute"] = f"{said} 'auto' (the Hugging Face Trainer fills it from its bf16 / fp16 arguments)"
+    elif any(enabled.values()):
+        compute = "bf16" if enabled.get("bf16") else "fp16"
+    if compute is not None:
+        set_dotted(d, "precision.compute", compute)
+    # an open precision is written with DeepSpeed's fp32 masters and states: the 16-bit runs the Trainer fills it for
+    _deepspeed_precision(d, stage, compute or "bf16")
     tpc = cfg.get("tensor_parallel")
     if isinstance(tpc, dict) and tpc.get("autotp_size"):
         tp = _num(t, "tensor_parallel.autotp_size", tpc["autotp_size"])
@@ -305,7 +371,7 @@ def read_deepspeed(text: str) -> Imported:
         set_dotted(d, "precision.grads", gad)
     if "optimizer" in cfg:
         notes.append("optimizer: a DeepSpeed optimizer block has no card field; the card's optimizer is AdamW unless set")
-    return Imported(t, d, notes)
+    return Imported(t, d, notes, left_open=left_open)
 
 
 _ACCELERATE_KEYS = frozenset({
@@ -659,7 +725,9 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         set_dotted(d, "rollout", ro)
         notes.append(_prompt_mean_note(ro.get("prompt_len")))
     _adapter_units_as_framework(t, d, notes)
-    return Imported(t, d, notes)
+    # the --with DeepSpeed JSON's "auto" keys the Trainer fills from these arguments: open only where they are silent
+    left_open = {k: why for k, why in (companion.left_open if companion else {}).items() if _dotted_get(d, k) is None}
+    return Imported(t, d, notes, left_open=left_open)
 
 
 def _trl_generation_calls(t: str, a: dict[str, Any], d: dict[str, Any], ng: int, notes: list[str]) -> dict[str, int]:

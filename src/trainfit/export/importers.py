@@ -534,35 +534,150 @@ def _call_kwargs(node: ast.Call, where: str) -> dict[str, Any]:
     return out
 
 
+_TRL_TRAINER_CONFIG = {"SFTTrainer": "SFTConfig", "DPOTrainer": "DPOConfig", "GRPOTrainer": "GRPOConfig",
+                       "RewardTrainer": "RewardConfig"}
+"""TRL's trainer classes and the config class each takes as ``args=`` (and builds with its defaults when none is
+passed: ``if args is None: ... args = SFTConfig(f"{model_name}-SFT")``, huggingface/trl trl/trainer/sft_trainer.py
+l.925-928, grpo_trainer.py l.326-329 @f2cd57710ae345ea6428ae95363267fcf38a3dc8, and alike for the others)."""
+
+
+def _call_name(node: ast.AST) -> str | None:
+    """``X`` of a call ``X(...)`` or ``m.X(...)`` (``trl.SFTConfig(...)``), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return node.func.attr if isinstance(node.func, ast.Attribute) else None
+
+
+def _shown(stmt: ast.stmt) -> str:
+    """A statement not read, as a note lists it: its first line, cut to 40 characters, ``X(...)`` for a config."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        name = _call_name(stmt.value)
+        if name in _TRL_METHOD or name in ("LoraConfig",) or name in _TRL_TRAINER_CONFIG:
+            return f"{stmt.targets[0].id} = {name}(...)"
+    try:
+        text = ast.unparse(stmt).splitlines()[0]
+    except Exception:  # an AST unparse cannot render: named by its kind
+        text = type(stmt).__name__
+    return text if len(text) <= 40 else text[:39] + "..."
+
+
+_TRL_LITERALS = ("quantization", "launch", "vllm_serve")
+"""The ``NAME = literal`` settings the TRL exporter writes beside the config (the 4-bit config, the launch lines)."""
+
+
 def _parse_trl(text: str) -> dict[str, Any]:
+    """The TRL script's config, model, LoRA config and literal settings, read through ``ast`` (nothing runs).
+
+    The config is the ``SFTConfig`` / ``DPOConfig`` / ``GRPOConfig`` / ``RewardConfig`` / ``TrainingArguments`` call
+    assigned to any name, or written inline as the trainer call's ``args=``; with several, the one the trainer call
+    passes as ``args=``; with a trainer call and none, the trainer's default config (TRL's docs' quick start, huggingface/
+    trl docs/source/sft_trainer.md l.17-26 @f2cd57710ae345ea6428ae95363267fcf38a3dc8). The model is the trainer's
+    ``model=`` (or first positional argument) when it is a string literal or a name bound to one, else a top-level
+    ``model = '...'``. ``NAME = literal`` assignments are kept by name (``quantization``, ``launch``, ``vllm_serve``);
+    every other top-level statement is skipped and listed under ``not_read`` (its line and first 40 characters).
+    The config's and the LoRA config's keyword values must be literals (refused otherwise)."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise _bad("trl", f"not Python (line {exc.lineno}: {exc.msg})") from None
-    found: dict[str, Any] = {}
+    literals: dict[str, Any] = {}
+    configs: dict[str, ast.Assign] = {}
+    loras: dict[str, ast.Assign] = {}
+    trainers: list[ast.Call] = []
+    not_read: list[ast.stmt] = []
     for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr)) and not (
-            isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Constant)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
         ):
             continue
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-            raise _bad("trl", f"line {stmt.lineno}: only imports and NAME = value assignments are read")
-        name, value = stmt.targets[0].id, stmt.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            cls = value.func.id
-            if name == "args":
-                if cls not in _TRL_METHOD:
-                    raise _bad("trl", f"args: {cls} is not a TRL config; allowed: {', '.join(_TRL_METHOD)}")
-                found["config_class"] = cls
-                found["args"] = _call_kwargs(value, "args")
-            elif name == "peft_config" and cls == "LoraConfig":
-                found["peft"] = _call_kwargs(value, "peft_config")
-            else:
-                raise _bad("trl", f"line {stmt.lineno}: {name} = {cls}(...) is not read")
+        one_name = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        called = _call_name(value) if value is not None else None
+        if called in _TRL_TRAINER_CONFIG:
+            trainers.append(value)  # type: ignore[arg-type]
+        elif one_name and called in _TRL_METHOD:
+            configs[stmt.targets[0].id] = stmt  # type: ignore[union-attr]
+        elif one_name and called == "LoraConfig":
+            loras[stmt.targets[0].id] = stmt  # type: ignore[union-attr]
+        elif one_name and value is not None and not isinstance(value, ast.Call):
+            name = stmt.targets[0].id  # type: ignore[union-attr]
+            try:
+                literals[name] = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                not_read.append(stmt)
+                continue
+            if name not in _TRL_LITERALS and name != "model":
+                not_read.append(stmt)
         else:
-            found[name] = _literal(value, name)
-    if "args" not in found:
-        raise _bad("trl", "no 'args = <TRL config>(...)' assignment")
+            not_read.append(stmt)
+    if len(trainers) > 1:
+        raise _bad("trl", f"several trainer calls (lines {', '.join(str(c.lineno) for c in trainers)}); give one")
+    trainer = trainers[0] if trainers else None
+    kw = {k.arg: k.value for k in trainer.keywords if k.arg} if trainer is not None else {}
+    found: dict[str, Any] = {}
+    notes: list[str] = []
+    config: ast.Call | None = None
+    used: set[str] = set()
+    passed = kw.get("args")
+    tname = _call_name(trainer) if trainer is not None else None
+    if isinstance(passed, ast.Name):
+        if passed.id not in configs:
+            raise _bad("trl", f"args={passed.id}: no {passed.id} = <TRL config>(...) assignment at the top level;"
+                              f" allowed configs: {', '.join(_TRL_METHOD)}")
+        config, used = configs[passed.id].value, {passed.id}  # type: ignore[assignment]
+    elif passed is not None:
+        if _call_name(passed) not in _TRL_METHOD:
+            raise _bad("trl", f"args: {_call_name(passed) or 'the value'} is not a TRL config; allowed: {', '.join(_TRL_METHOD)}")
+        config = passed  # type: ignore[assignment]
+    elif len(configs) == 1:
+        (name, stmt), = configs.items()
+        config, used = stmt.value, {name}  # type: ignore[assignment]
+    elif configs:
+        listed = ", ".join(f"{n} line {a.lineno}" for n, a in configs.items())
+        raise _bad("trl", f"several TRL configs ({listed}) and no trainer call passes one as args=; pass the one"
+                          " the run uses as args= to the trainer")
+    elif tname is not None:
+        notes.append(f"no config passed to {tname}: TRL's {_TRL_TRAINER_CONFIG[tname]} defaults")
+        found["config_class"], found["args"] = _TRL_TRAINER_CONFIG[tname], {}
+    else:
+        raise _bad("trl", f"no TRL config: no '<name> = <config>(...)' assignment and no trainer call; allowed configs:"
+                          f" {', '.join(_TRL_METHOD)}")
+    if config is not None:
+        found["config_class"] = _call_name(config)
+        found["args"] = _call_kwargs(config, "args")
+    if tname is not None and found["config_class"] != "TrainingArguments" and _TRL_TRAINER_CONFIG[tname] != found["config_class"]:
+        raise _bad("trl", f"{tname} is passed a {found['config_class']}; it takes a {_TRL_TRAINER_CONFIG[tname]}")
+    not_read += [a for n, a in configs.items() if n not in used]
+    lora = kw.get("peft_config")
+    if isinstance(lora, ast.Name) and lora.id in loras:
+        lora, _ = loras.pop(lora.id).value, None
+    elif lora is None and len(loras) == 1:
+        lora = next(iter(loras.values())).value
+        loras.clear()
+    if lora is not None:
+        if _call_name(lora) != "LoraConfig":
+            raise _bad("trl", "peft_config: only a LoraConfig(...) with literal values is read")
+        found["peft"] = _call_kwargs(lora, "peft_config")  # type: ignore[arg-type]
+    not_read += list(loras.values())
+    model = kw.get("model", trainer.args[0] if trainer is not None and trainer.args else None)
+    if isinstance(model, ast.Constant) and isinstance(model.value, str):
+        found["model"] = model.value
+    elif isinstance(model, ast.Name) and isinstance(literals.get(model.id), str):
+        found["model"] = literals[model.id]
+    elif model is not None:
+        notes.append(f"model={_shown(ast.Expr(model))}: not a string literal; the model is not read (--set model=ID)")
+    if model is None and "model" in literals:
+        found["model"] = literals["model"]
+    for name in _TRL_LITERALS:
+        if name in literals:
+            found[name] = literals[name]
+    if not_read:
+        items = sorted(not_read, key=lambda st: st.lineno)
+        listed = ", ".join(f"line {st.lineno} {_shown(st)}" for st in items[:8]) + (" ..." if len(items) > 8 else "")
+        notes.append(f"not read (nothing in the file is run): {listed}")
+    found["_notes"] = notes
     return found
 
 
@@ -595,6 +710,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     notes: list[str] = list(companion.notes) if companion else [
         "parallel and hardware: in the accelerate.yaml the launch line names (import it with --with accelerate.yaml)"
     ]
+    notes += f.pop("_notes")
     cls = f["config_class"]
     method = _TRL_METHOD[cls]
     if cls == "TrainingArguments":

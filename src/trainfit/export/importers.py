@@ -800,6 +800,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         if "generation_batch_size" in a:
             gbs = _num(t, "generation_batch_size", a["generation_batch_size"])
             ro["prompts_per_step"] = max(1, gbs // ng)
+            ro.update(_trl_mini_batches(t, a, d, gbs, notes))
         elif "steps_per_generation" in a:
             ro.update(_trl_generation_calls(t, a, d, ng, notes))
         if "beta" in a:
@@ -844,6 +845,27 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     # the --with DeepSpeed JSON's "auto" keys the Trainer fills from these arguments: open only where they are silent
     left_open = {k: why for k, why in (companion.left_open if companion else {}).items() if _dotted_get(d, k) is None}
     return Imported(t, d, notes, left_open=left_open)
+
+
+def _trl_mini_batches(t: str, a: dict[str, Any], d: dict[str, Any], gbs: int, notes: list[str]) -> dict[str, int]:
+    """``rollout.mini_batches`` of a GRPOConfig with ``generation_batch_size``: one generation batch is gbs /
+    (per_device_train_batch_size x processes) micro-batches and the optimizer steps every gradient_accumulation_steps
+    of them (huggingface/trl trl/trainer/grpo_config.py l.1077-1091 @f2cd57710ae345ea6428ae95363267fcf38a3dc8). The
+    processes are the companion accelerate.yaml's; without it, left at the card's."""
+    ga = _num(t, "gradient_accumulation_steps", a.get("gradient_accumulation_steps", 1))
+    mbs = _num(t, "per_device_train_batch_size", a.get("per_device_train_batch_size", 8))
+    hw = d.get("hardware") or {}
+    if not (hw.get("gpus_per_node") and hw.get("nodes")):
+        notes.append("generation_batch_size: the optimizer steps per generation batch need the training processes"
+                     " (import with --with accelerate.yaml); rollout.mini_batches left at the card's")
+        return {}
+    steps = _ratio(gbs, mbs * hw["gpus_per_node"] * hw["nodes"] * ga)
+    if steps is None:
+        notes.append(f"generation_batch_size {gbs} is not a whole number of optimizer steps of"
+                     f" gradient_accumulation_steps {ga} x per_device_train_batch_size {mbs} x processes;"
+                     " rollout.mini_batches left at the card's")
+        return {}
+    return {"mini_batches": steps}
 
 
 def _trl_generation_calls(t: str, a: dict[str, Any], d: dict[str, Any], ng: int, notes: list[str]) -> dict[str, int]:
@@ -1786,6 +1808,16 @@ def read_openrlhf(text: str) -> Imported:
             notes.append("--train.batch_size is not a multiple of micro-batch x training GPUs; batch.grad_accum left at 1")
         else:
             set_dotted(d, "batch.grad_accum", ga)
+        ro = d.get("rollout")
+        if isinstance(ro, dict) and "prompts_per_step" in ro and "num_generations" in ro:
+            # OpenRLHF takes rollout.batch_size x n_samples_per_prompt / train.batch_size optimizer steps per rollout
+            # batch (openrlhf/trainer/ppo_trainer.py l.72-78 @3c3be6234e0cb353e76bb8019947db9dfe99fca7)
+            steps = _ratio(ro["prompts_per_step"] * ro["num_generations"], one("--train.batch_size", int))
+            if steps:
+                ro["mini_batches"] = steps
+            else:
+                notes.append("--train.batch_size does not divide --rollout.batch_size x n_samples_per_prompt;"
+                             " rollout.mini_batches left at the card's")
     return Imported(t, d, notes, required)
 
 

@@ -78,3 +78,11 @@ def test_trl_accumulates_the_rollouts_micro_batches_per_optimizer_step(mini_batc
     acc = export(card, "accelerate").text
     back = import_text(e.text, "trl", companion=("accelerate", acc)).card
     assert back["rollout"].get("mini_batches", 1) == mini_batches
+
+
+def test_trl_generation_calls_with_mini_batches_write_one_call_and_say_so():
+    d = {**GRPO_LORA, "rollout": {**GRPO_LORA["rollout"], "generation_calls": 2, "mini_batches": 2},
+         "parallel": {**GRPO_LORA["parallel"], "offload": "none"}}
+    e = export(load_card_dict(d), "trl")
+    assert "steps_per_generation" not in e.data["args"] and e.data["args"]["gradient_accumulation_steps"] == 8
+    assert any("generation_batch_size kept at one call per step (128)" in n for n in e.notes), e.notes

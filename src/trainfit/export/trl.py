@@ -215,7 +215,7 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
         calls = 1
     if calls > 1 and ro.mini_batches > 1:
         notes.append(f"rollout.generation_calls {calls} with rollout.mini_batches {ro.mini_batches}: one TRL optimizer"
-                     " step spans the calls; generation_batch_size kept at one call per step ({gen_batch})")
+                     f" step spans the calls; generation_batch_size kept at one call per step ({gen_batch})")
         calls = 1
     if calls > 1:
         # TRL >= 0.18 generates once every steps_per_generation micro-batches (generation_batch_size = micro-batch x

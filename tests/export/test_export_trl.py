@@ -26,7 +26,15 @@ def test_trl_config_constructs(name, tmp_path):
         warnings.simplefilter("ignore")
         cfg = cls(**args)
     assert cfg.per_device_train_batch_size == card.batch.micro_batch_size
-    assert cfg.gradient_accumulation_steps == card.batch.grad_accum
+    if card.method.value == "grpo" and "generation_batch_size" in data["args"]:
+        # an optimizer step is the generation batch's micro-batches / rollout.mini_batches (TRL steps the optimizer
+        # every gradient_accumulation_steps micro-batches; grpo_config.py l.1077-1091 @f2cd5771), not batch.grad_accum
+        from trainfit.export.common import train_world
+
+        micro_steps = cfg.generation_batch_size // (card.batch.micro_batch_size * train_world(card))
+        assert cfg.gradient_accumulation_steps * card.rollout.mini_batches == micro_steps
+    elif card.method.value != "grpo":
+        assert cfg.gradient_accumulation_steps == card.batch.grad_accum
     assert cfg.bf16 is True
     assert str(cfg.optim.value if hasattr(cfg.optim, "value") else cfg.optim) == data["args"]["optim"]
     if card.method.value in ("sft", "rm", "dpo"):

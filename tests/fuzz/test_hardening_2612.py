@@ -387,7 +387,8 @@ IMPORT_BAD = [
      "--from verl: algorithm.adv_estimator: '2.5'; allowed: one of gae, grpo, "),
     ("nemo-rl", GRPO_CARD, "activation_checkpointing: true", "activation_checkpointing: abc",
      "--from nemo-rl: policy.dtensor_cfg.activation_checkpointing: expected true or false, got 'abc'"),
-    ("openrlhf", GRPO_CARD, "--train.batch_size 8", "--train.batch_size",
+    # the rollout's 16 x 8 samples in rollout.mini_batches 1 optimizer step (export/openrlhf.py _rl_train_batch)
+    ("openrlhf", GRPO_CARD, "--train.batch_size 128", "--train.batch_size",
      "--from openrlhf: --train.batch_size: the flag has no value"),
 ]
 

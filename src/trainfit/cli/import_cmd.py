@@ -25,7 +25,7 @@ def import_(
     import yaml
 
     from trainfit.cli.common import finite_json, parse_set
-    from trainfit.export.importers import import_text, missing_required
+    from trainfit.export.importers import import_text, left_open_notes, missing_required
     from trainfit.fsio import check_output_path, write_text_atomic
     from trainfit.spec.card import load_card_dict
     from trainfit.spec.dotted import set_dotted
@@ -45,17 +45,22 @@ def import_(
         from trainfit.spec.dotted import merge_under
 
         data = merge_under(_base_for(read_card_file(base), data), data)
+    set_keys = []
     for item in set_:
-        set_dotted(data, *parse_set(item))
+        key, value = parse_set(item)
+        set_dotted(data, key, value)
+        set_keys.append(key)
     missing_required(imported, data)  # a model name the shell fills in: refused unless --set/--base gave it
     card = load_card_dict(data)  # validated: the card plans as written
+    # a key the file leaves open (absent, or the HF Trainer's "auto"): said with the value taken and where from
+    notes = imported.notes + left_open_notes(imported, data, card, set_keys=frozenset(set_keys))
     body = card.model_dump(mode="json", exclude_unset=True)
     if json_:
-        payload = json.dumps(finite_json({"target": imported.target, "card": body, "notes": imported.notes}),
+        payload = json.dumps(finite_json({"target": imported.target, "card": body, "notes": notes}),
                              indent=2, allow_nan=False) + "\n"  # strict JSON, as print_json: never NaN/Infinity
     else:
         header = f"# run card read by trainfit import from {from_} file {ascii(str(file))[1:-1]}\n"
-        payload = header + "".join(f"# note: {ascii(n)[1:-1]}\n" for n in imported.notes) + yaml.safe_dump(body, sort_keys=False)
+        payload = header + "".join(f"# note: {ascii(n)[1:-1]}\n" for n in notes) + yaml.safe_dump(body, sort_keys=False)
     if out is not None:
         write_text_atomic(out, payload, inputs=(file, with_, base), what="--out")
         sys.stdout.write(f"wrote the card to {out}\n")

@@ -36,6 +36,33 @@ class Imported:
     """Card fields the file names but the shell fills in when the script runs (``model: $MODEL_PATH``): card key ->
     the file's key and word. Left out of ``card``; ``trainfit import`` refuses the card unless ``--set``/``--base``
     gives them (``missing_required``)."""
+    left_open: dict[str, str] = field(default_factory=dict)
+    """Card fields whose file key is absent or "auto" (the Hugging Face Trainer fills it from its own arguments): card
+    key -> the file's key and what it holds. Left out of ``card`` so that ``--base`` or ``--set`` fills them, else the
+    card default; ``left_open_notes`` says which value was taken."""
+
+
+def left_open_notes(imported: Imported, data: dict[str, Any], card: Any, *, set_keys: frozenset[str] = frozenset()) -> list[str]:
+    """One note per ``Imported.left_open`` field: the file's key, and the value the card took for it, from ``--set``
+    (``set_keys``), the ``--base`` card (present in ``data``) or the card default (read off the validated ``card``)."""
+    notes = []
+    for key, why in imported.left_open.items():
+        node = _dotted_get(data, key)
+        value: Any = card
+        for part in key.split("."):
+            value = getattr(value, part, None)
+        shown = getattr(value, "value", value)
+        took = ("from --set" if key in set_keys else "from the --base card" if node is not None
+                else "is the card default")
+        notes.append(f"{why}: left open by the file; {key} {shown} {took}")
+    return notes
+
+
+def _dotted_get(data: dict[str, Any], key: str) -> Any:
+    node: Any = data
+    for part in key.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
 
 
 def missing_required(imported: Imported, data: dict[str, Any]) -> None:
@@ -241,6 +268,30 @@ def _zero_offload(t: str, zero: dict[str, Any], stage: int, notes: list[str],
     return off
 
 
+_HF_AUTO = "auto"
+"""The Hugging Face Trainer's placeholder in a DeepSpeed JSON: ``HfTrainerDeepSpeedConfig.fill_match`` replaces a value
+equal to "auto" by the Trainer's own argument (huggingface/transformers src/transformers/integrations/deepspeed.py
+l.119-121 @02348331baea70aaedce3b76c18481b2b441fe2d): train_micro_batch_size_per_gpu from per_device_train_batch_size,
+gradient_accumulation_steps from gradient_accumulation_steps, train_batch_size from their product x world size
+(l.140-156), fp16.enabled and bf16.enabled from its fp16 and bf16 arguments (l.185-196). Compared as written, as
+there."""
+_DS_BATCH_FILLED_FROM = {"train_micro_batch_size_per_gpu": "per_device_train_batch_size",
+                         "gradient_accumulation_steps": "gradient_accumulation_steps"}
+
+
+def _ds_batch_key(cfg: dict[str, Any], key: str, card_key: str, d: dict[str, Any], left_open: dict[str, str]) -> int | None:
+    """A DeepSpeed batch key into ``card_key``; absent or "auto": left open (``Imported.left_open``), None returned."""
+    if key not in cfg:
+        left_open[card_key] = f"{key} absent"
+        return None
+    if cfg[key] == _HF_AUTO:
+        left_open[card_key] = f"{key} 'auto' (the Hugging Face Trainer fills it from {_DS_BATCH_FILLED_FROM[key]})"
+        return None
+    n = _num("deepspeed", key, cfg[key])
+    set_dotted(d, card_key, n)
+    return n
+
+
 def read_deepspeed(text: str) -> Imported:
     t = "deepspeed"
     from trainfit.spec.safe_yaml import load_json_limited
@@ -252,10 +303,9 @@ def read_deepspeed(text: str) -> Imported:
         raise _bad(t, "the file must hold a JSON object")
     d: dict[str, Any] = {}
     notes: list[str] = []
-    mb = _num(t, "train_micro_batch_size_per_gpu", cfg.get("train_micro_batch_size_per_gpu", 1))
-    ga = _num(t, "gradient_accumulation_steps", cfg.get("gradient_accumulation_steps", 1))
-    set_dotted(d, "batch.micro_batch_size", mb)
-    set_dotted(d, "batch.grad_accum", ga)
+    left_open: dict[str, str] = {}
+    mb = _ds_batch_key(cfg, "train_micro_batch_size_per_gpu", "batch.micro_batch_size", d, left_open)
+    ga = _ds_batch_key(cfg, "gradient_accumulation_steps", "batch.grad_accum", d, left_open)
     zero = cfg.get("zero_optimization") or {}
     if not isinstance(zero, dict):
         raise _bad(t, "zero_optimization: expected an object")
@@ -264,10 +314,15 @@ def read_deepspeed(text: str) -> Imported:
         raise _bad(t, f"zero_optimization.stage: {stage} is not a ZeRO stage; allowed: 0, 1, 2, 3")
     strategy = _DS_STRATEGY[stage]
     world = None
-    if "train_batch_size" in cfg:
-        world = _ratio(_num(t, "train_batch_size", cfg["train_batch_size"]), mb * ga)
-        if world is None:
-            notes.append("train_batch_size is not a multiple of micro-batch x accumulation; GPU count left at the card default")
+    if "train_batch_size" in cfg and cfg["train_batch_size"] != _HF_AUTO:
+        total = _num(t, "train_batch_size", cfg["train_batch_size"])
+        if mb is None or ga is None:
+            notes.append(f"train_batch_size {total}: the GPU count is left open (micro-batch x accumulation is not"
+                         " stated in the file); the --base card or the card default gives it")
+        else:
+            world = _ratio(total, mb * ga)
+            if world is None:
+                notes.append("train_batch_size is not a multiple of micro-batch x accumulation; GPU count left at the card default")
     hpz = zero.get("zero_hpz_partition_size")
     if stage == 3 and hpz and _num(t, "zero_hpz_partition_size", hpz) > 1:
         strategy = "hsdp"
@@ -282,17 +337,28 @@ def read_deepspeed(text: str) -> Imported:
     set_dotted(d, "parallel.strategy", strategy)
     set_dotted(d, "parallel.offload", _zero_offload(t, zero, stage, notes))
     _zero_settings(t, zero, d)
-    compute = "fp32"
+    compute: str | None = "fp32"
     if all(isinstance(cfg.get(k), dict) and cfg[k].get("enabled") is True for k in ("bf16", "fp16")):
         # DeepSpeedConfig: assert not (fp16 and bf16 enabled), 'bfloat16 and fp16 modes cannot be simultaneously
         # enabled' (deepspeed/runtime/config.py, tag v0.19.8)
         raise _bad(t, "bf16.enabled and fp16.enabled are both true; DeepSpeed refuses both at once; allowed: one of them")
-    if isinstance(cfg.get("bf16"), dict) and cfg["bf16"].get("enabled"):
+    enabled = {k: cfg[k].get("enabled") for k in ("bf16", "fp16") if isinstance(cfg.get(k), dict)}
+    if enabled.get("bf16") is True:
         compute = "bf16"
-    elif isinstance(cfg.get("fp16"), dict) and cfg["fp16"].get("enabled"):
+    elif enabled.get("fp16") is True:
         compute = "fp16"
-    set_dotted(d, "precision.compute", compute)
-    _deepspeed_precision(d, stage, compute)
+    elif _HF_AUTO in enabled.values():
+        # the Trainer fills bf16.enabled / fp16.enabled from its bf16 / fp16 arguments: the file leaves the precision
+        # open ("auto" was read as true, i.e. bf16, whatever the Trainer was given)
+        compute = None
+        said = " and ".join(f"{k}.enabled" for k, v in enabled.items() if v == _HF_AUTO)
+        left_open["precision.compute"] = f"{said} 'auto' (the Hugging Face Trainer fills it from its bf16 / fp16 arguments)"
+    elif any(enabled.values()):
+        compute = "bf16" if enabled.get("bf16") else "fp16"
+    if compute is not None:
+        set_dotted(d, "precision.compute", compute)
+    # an open precision is written with DeepSpeed's fp32 masters and states: the 16-bit runs the Trainer fills it for
+    _deepspeed_precision(d, stage, compute or "bf16")
     tpc = cfg.get("tensor_parallel")
     if isinstance(tpc, dict) and tpc.get("autotp_size"):
         tp = _num(t, "tensor_parallel.autotp_size", tpc["autotp_size"])
@@ -305,7 +371,7 @@ def read_deepspeed(text: str) -> Imported:
         set_dotted(d, "precision.grads", gad)
     if "optimizer" in cfg:
         notes.append("optimizer: a DeepSpeed optimizer block has no card field; the card's optimizer is AdamW unless set")
-    return Imported(t, d, notes)
+    return Imported(t, d, notes, left_open=left_open)
 
 
 _ACCELERATE_KEYS = frozenset({
@@ -468,37 +534,152 @@ def _call_kwargs(node: ast.Call, where: str) -> dict[str, Any]:
     return out
 
 
+_TRL_TRAINER_CONFIG = {"SFTTrainer": "SFTConfig", "DPOTrainer": "DPOConfig", "GRPOTrainer": "GRPOConfig",
+                       "RewardTrainer": "RewardConfig"}
+"""TRL's trainer classes and the config class each takes as ``args=`` (and builds with its defaults when none is
+passed: ``if args is None: ... args = SFTConfig(f"{model_name}-SFT")``, huggingface/trl trl/trainer/sft_trainer.py
+l.925-928, grpo_trainer.py l.326-329 @f2cd57710ae345ea6428ae95363267fcf38a3dc8, and alike for the others)."""
+
+
+def _call_name(node: ast.AST) -> str | None:
+    """``X`` of a call ``X(...)`` or ``m.X(...)`` (``trl.SFTConfig(...)``), else None."""
+    if not isinstance(node, ast.Call):
+        return None
+    if isinstance(node.func, ast.Name):
+        return node.func.id
+    return node.func.attr if isinstance(node.func, ast.Attribute) else None
+
+
+def _shown(stmt: ast.stmt) -> str:
+    """A statement not read, as a note lists it: its first line, cut to 40 characters, ``X(...)`` for a config."""
+    if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        name = _call_name(stmt.value)
+        if name in _TRL_METHOD or name in ("LoraConfig",) or name in _TRL_TRAINER_CONFIG:
+            return f"{stmt.targets[0].id} = {name}(...)"
+    try:
+        text = ast.unparse(stmt).splitlines()[0]
+    except Exception:  # an AST unparse cannot render: named by its kind
+        text = type(stmt).__name__
+    return text if len(text) <= 40 else text[:39] + "..."
+
+
+_TRL_LITERALS = ("quantization", "launch", "vllm_serve")
+"""The ``NAME = literal`` settings the TRL exporter writes beside the config (the 4-bit config, the launch lines)."""
+
+
 def _parse_trl(text: str) -> dict[str, Any]:
+    """The TRL script's config, model, LoRA config and literal settings, read through ``ast`` (nothing runs).
+
+    The config is the ``SFTConfig`` / ``DPOConfig`` / ``GRPOConfig`` / ``RewardConfig`` / ``TrainingArguments`` call
+    assigned to any name, or written inline as the trainer call's ``args=``; with several, the one the trainer call
+    passes as ``args=``; with a trainer call and none, the trainer's default config (TRL's docs' quick start, huggingface/
+    trl docs/source/sft_trainer.md l.17-26 @f2cd57710ae345ea6428ae95363267fcf38a3dc8). The model is the trainer's
+    ``model=`` (or first positional argument) when it is a string literal or a name bound to one, else a top-level
+    ``model = '...'``. ``NAME = literal`` assignments are kept by name (``quantization``, ``launch``, ``vllm_serve``);
+    every other top-level statement is skipped and listed under ``not_read`` (its line and first 40 characters).
+    The config's and the LoRA config's keyword values must be literals (refused otherwise)."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
         raise _bad("trl", f"not Python (line {exc.lineno}: {exc.msg})") from None
     except (MemoryError, RecursionError):  # CPython's parser stack overflows on deep nesting (a chain of unary ops)
         raise _bad("trl", "nested too deeply to read (the Python parser's stack overflowed)") from None
-    found: dict[str, Any] = {}
+    literals: dict[str, Any] = {}
+    configs: dict[str, ast.Assign] = {}
+    loras: dict[str, ast.Assign] = {}
+    trainers: list[ast.Call] = []
+    not_read: list[ast.stmt] = []
     for stmt in tree.body:
-        if isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Expr)) and not (
-            isinstance(stmt, ast.Expr) and not isinstance(stmt.value, ast.Constant)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
         ):
             continue
-        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)):
-            raise _bad("trl", f"line {stmt.lineno}: only imports and NAME = value assignments are read")
-        name, value = stmt.targets[0].id, stmt.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name):
-            cls = value.func.id
-            if name == "args":
-                if cls not in _TRL_METHOD:
-                    raise _bad("trl", f"args: {cls} is not a TRL config; allowed: {', '.join(_TRL_METHOD)}")
-                found["config_class"] = cls
-                found["args"] = _call_kwargs(value, "args")
-            elif name == "peft_config" and cls == "LoraConfig":
-                found["peft"] = _call_kwargs(value, "peft_config")
-            else:
-                raise _bad("trl", f"line {stmt.lineno}: {name} = {cls}(...) is not read")
+        one_name = isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        called = _call_name(value) if value is not None else None
+        if called in _TRL_TRAINER_CONFIG:
+            trainers.append(value)  # type: ignore[arg-type]
+        elif one_name and called in _TRL_METHOD:
+            configs[stmt.targets[0].id] = stmt  # type: ignore[union-attr]
+        elif one_name and called == "LoraConfig":
+            loras[stmt.targets[0].id] = stmt  # type: ignore[union-attr]
+        elif one_name and value is not None and not isinstance(value, ast.Call):
+            name = stmt.targets[0].id  # type: ignore[union-attr]
+            try:
+                literals[name] = ast.literal_eval(value)
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                not_read.append(stmt)
+                continue
+            if name not in _TRL_LITERALS and name != "model":
+                not_read.append(stmt)
         else:
-            found[name] = _literal(value, name)
-    if "args" not in found:
-        raise _bad("trl", "no 'args = <TRL config>(...)' assignment")
+            not_read.append(stmt)
+    if len(trainers) > 1:
+        raise _bad("trl", f"several trainer calls (lines {', '.join(str(c.lineno) for c in trainers)}); give one")
+    trainer = trainers[0] if trainers else None
+    kw = {k.arg: k.value for k in trainer.keywords if k.arg} if trainer is not None else {}
+    found: dict[str, Any] = {}
+    notes: list[str] = []
+    config: ast.Call | None = None
+    used: set[str] = set()
+    passed = kw.get("args")
+    tname = _call_name(trainer) if trainer is not None else None
+    if isinstance(passed, ast.Name):
+        if passed.id not in configs:
+            raise _bad("trl", f"args={passed.id}: no {passed.id} = <TRL config>(...) assignment at the top level;"
+                              f" allowed configs: {', '.join(_TRL_METHOD)}")
+        config, used = configs[passed.id].value, {passed.id}  # type: ignore[assignment]
+    elif passed is not None:
+        if _call_name(passed) not in _TRL_METHOD:
+            raise _bad("trl", f"args: {_call_name(passed) or 'the value'} is not a TRL config; allowed: {', '.join(_TRL_METHOD)}")
+        config = passed  # type: ignore[assignment]
+    elif len(configs) == 1:
+        (name, stmt), = configs.items()
+        config, used = stmt.value, {name}  # type: ignore[assignment]
+    elif configs:
+        listed = ", ".join(f"{n} line {a.lineno}" for n, a in configs.items())
+        raise _bad("trl", f"several TRL configs ({listed}) and no trainer call passes one as args=; pass the one"
+                          " the run uses as args= to the trainer")
+    elif tname is not None:
+        notes.append(f"no config passed to {tname}: TRL's {_TRL_TRAINER_CONFIG[tname]} defaults")
+        found["config_class"], found["args"] = _TRL_TRAINER_CONFIG[tname], {}
+    else:
+        raise _bad("trl", f"no TRL config: no '<name> = <config>(...)' assignment and no trainer call; allowed configs:"
+                          f" {', '.join(_TRL_METHOD)}")
+    if config is not None:
+        found["config_class"] = _call_name(config)
+        found["args"] = _call_kwargs(config, "args")
+    if tname is not None and found["config_class"] != "TrainingArguments" and _TRL_TRAINER_CONFIG[tname] != found["config_class"]:
+        raise _bad("trl", f"{tname} is passed a {found['config_class']}; it takes a {_TRL_TRAINER_CONFIG[tname]}")
+    not_read += [a for n, a in configs.items() if n not in used]
+    lora = kw.get("peft_config")
+    if isinstance(lora, ast.Name) and lora.id in loras:
+        lora, _ = loras.pop(lora.id).value, None
+    elif lora is None and len(loras) == 1:
+        lora = next(iter(loras.values())).value
+        loras.clear()
+    if lora is not None:
+        if _call_name(lora) != "LoraConfig":
+            raise _bad("trl", "peft_config: only a LoraConfig(...) with literal values is read")
+        found["peft"] = _call_kwargs(lora, "peft_config")  # type: ignore[arg-type]
+    not_read += list(loras.values())
+    model = kw.get("model", trainer.args[0] if trainer is not None and trainer.args else None)
+    if isinstance(model, ast.Constant) and isinstance(model.value, str):
+        found["model"] = model.value
+    elif isinstance(model, ast.Name) and isinstance(literals.get(model.id), str):
+        found["model"] = literals[model.id]
+    elif model is not None:
+        notes.append(f"model={_shown(ast.Expr(model))}: not a string literal; the model is not read (--set model=ID)")
+    if model is None and "model" in literals:
+        found["model"] = literals["model"]
+    for name in _TRL_LITERALS:
+        if name in literals:
+            found[name] = literals[name]
+    if not_read:
+        items = sorted(not_read, key=lambda st: st.lineno)
+        listed = ", ".join(f"line {st.lineno} {_shown(st)}" for st in items[:8]) + (" ..." if len(items) > 8 else "")
+        notes.append(f"not read (nothing in the file is run): {listed}")
+    found["_notes"] = notes
     return found
 
 
@@ -531,6 +712,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
     notes: list[str] = list(companion.notes) if companion else [
         "parallel and hardware: in the accelerate.yaml the launch line names (import it with --with accelerate.yaml)"
     ]
+    notes += f.pop("_notes")
     cls = f["config_class"]
     method = _TRL_METHOD[cls]
     if cls == "TrainingArguments":
@@ -620,6 +802,7 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         if "generation_batch_size" in a:
             gbs = _num(t, "generation_batch_size", a["generation_batch_size"])
             ro["prompts_per_step"] = max(1, gbs // ng)
+            ro.update(_trl_mini_batches(t, a, d, gbs, notes))
         elif "steps_per_generation" in a:
             ro.update(_trl_generation_calls(t, a, d, ng, notes))
         if "beta" in a:
@@ -661,7 +844,30 @@ def read_trl(text: str, companion: Imported | None = None) -> Imported:
         set_dotted(d, "rollout", ro)
         notes.append(_prompt_mean_note(ro.get("prompt_len")))
     _adapter_units_as_framework(t, d, notes)
-    return Imported(t, d, notes)
+    # the --with DeepSpeed JSON's "auto" keys the Trainer fills from these arguments: open only where they are silent
+    left_open = {k: why for k, why in (companion.left_open if companion else {}).items() if _dotted_get(d, k) is None}
+    return Imported(t, d, notes, left_open=left_open)
+
+
+def _trl_mini_batches(t: str, a: dict[str, Any], d: dict[str, Any], gbs: int, notes: list[str]) -> dict[str, int]:
+    """``rollout.mini_batches`` of a GRPOConfig with ``generation_batch_size``: one generation batch is gbs /
+    (per_device_train_batch_size x processes) micro-batches and the optimizer steps every gradient_accumulation_steps
+    of them (huggingface/trl trl/trainer/grpo_config.py l.1077-1091 @f2cd57710ae345ea6428ae95363267fcf38a3dc8). The
+    processes are the companion accelerate.yaml's; without it, left at the card's."""
+    ga = _num(t, "gradient_accumulation_steps", a.get("gradient_accumulation_steps", 1))
+    mbs = _num(t, "per_device_train_batch_size", a.get("per_device_train_batch_size", 8))
+    hw = d.get("hardware") or {}
+    if not (hw.get("gpus_per_node") and hw.get("nodes")):
+        notes.append("generation_batch_size: the optimizer steps per generation batch need the training processes"
+                     " (import with --with accelerate.yaml); rollout.mini_batches left at the card's")
+        return {}
+    steps = _ratio(gbs, mbs * hw["gpus_per_node"] * hw["nodes"] * ga)
+    if steps is None:
+        notes.append(f"generation_batch_size {gbs} is not a whole number of optimizer steps of"
+                     f" gradient_accumulation_steps {ga} x per_device_train_batch_size {mbs} x processes;"
+                     " rollout.mini_batches left at the card's")
+        return {}
+    return {"mini_batches": steps}
 
 
 def _trl_generation_calls(t: str, a: dict[str, Any], d: dict[str, Any], ng: int, notes: list[str]) -> dict[str, int]:
@@ -1611,6 +1817,16 @@ def read_openrlhf(text: str) -> Imported:
             notes.append("--train.batch_size is not a multiple of micro-batch x training GPUs; batch.grad_accum left at 1")
         else:
             set_dotted(d, "batch.grad_accum", ga)
+        ro = d.get("rollout")
+        if isinstance(ro, dict) and "prompts_per_step" in ro and "num_generations" in ro:
+            # OpenRLHF takes rollout.batch_size x n_samples_per_prompt / train.batch_size optimizer steps per rollout
+            # batch (openrlhf/trainer/ppo_trainer.py l.72-78 @3c3be6234e0cb353e76bb8019947db9dfe99fca7)
+            steps = _ratio(ro["prompts_per_step"] * ro["num_generations"], one("--train.batch_size", int))
+            if steps:
+                ro["mini_batches"] = steps
+            else:
+                notes.append("--train.batch_size does not divide --rollout.batch_size x n_samples_per_prompt;"
+                             " rollout.mini_batches left at the card's")
     return Imported(t, d, notes, required)
 
 

@@ -31,7 +31,7 @@ examples' own ``defaults:`` are, so save it in ``examples/configs/``).
   otherwise DTensor. The examples have no virtual-pipeline key and neither backend has Ulysses.
 * GRPO: ``grpo.num_prompts_per_step``, ``grpo.num_generations_per_prompt``,
   ``loss_fn.reference_policy_kl_penalty`` (0: no reference model, ``nemo_rl/algorithms/grpo.py``),
-  ``policy.train_global_batch_size`` (sequences per optimizer step), ``train_micro_batch_size``,
+  ``policy.train_global_batch_size`` (the rollout's sequences / ``rollout.mini_batches``), ``train_micro_batch_size``,
   ``logprob_batch_size``, ``max_total_sequence_length`` (prompt + response), ``generation.max_new_tokens``,
   ``generation.vllm_cfg`` (``tensor_parallel_size``, ``gpu_memory_utilization``, ``enforce_eager``; ``precision: fp8``
   with ``use_deep_gemm: true`` for ``rollout.quantization: fp8``, as the fp8 performance recipes set them),
@@ -61,6 +61,7 @@ from trainfit.export.common import (
 )
 from trainfit.export.parallel import (
     MEGATRON_FP8_RECIPE,
+    data_parallel,
     is_ulysses,
     megatron_grad_reduce_in_fp32,
     megatron_launch,
@@ -241,11 +242,40 @@ def _megatron(card: RunCard, notes: list[str]) -> dict[str, Any]:
     return cfg
 
 
+def _global_batch(card: RunCard, notes: list[str]) -> int:
+    """``policy.train_global_batch_size``: sequences per optimizer step. For GRPO, the rollout batch over the card's
+    ``rollout.mini_batches``: NeMo RL's policy worker trains the step's num_prompts_per_step x
+    num_generations_per_prompt sequences in ``num_global_batches = total_dataset_size // gbs`` optimizer steps
+    (NVIDIA-NeMo/RL nemo_rl/models/policy/workers/dtensor_policy_worker.py l.624 and its optimizer step l.984,
+    megatron_policy_worker.py l.793 @7ea279abfbeb698b092856d0dab61e7cf39bc909). (It was micro-batch x accumulation x
+    data parallel, which trains a number of steps the plan does not.) SFT: micro-batch x accumulation x data parallel."""
+    if card.method is not Method.GRPO:
+        return sequences_per_step(card)
+    ro = card.rollout
+    rollout_seqs = ro.prompts_per_step * ro.num_generations
+    gbs = max(1, rollout_seqs // ro.mini_batches)
+    if rollout_seqs % ro.mini_batches:
+        notes.append(f"rollout.mini_batches {ro.mini_batches} does not divide the rollout's {rollout_seqs} sequences:"
+                     f" train_global_batch_size {gbs}, so NeMo RL takes {rollout_seqs // gbs} optimizer steps per"
+                     " rollout batch (the rest dropped)")
+    dp = data_parallel(card)
+    if gbs % (dp * card.batch.micro_batch_size):
+        notes.append(f"train_global_batch_size {gbs} is not a whole number of micro-batches of"
+                     f" {card.batch.micro_batch_size} on each of {dp} data-parallel ranks; NeMo RL's micro-batch"
+                     " iterator needs it (change rollout.prompts_per_step, mini_batches or batch.micro_batch_size)")
+    elif gbs != sequences_per_step(card):
+        notes.append(f"batch.grad_accum {card.batch.grad_accum}: a GRPO optimizer step is the rollout's {rollout_seqs}"
+                     f" sequences / rollout.mini_batches {ro.mini_batches} = {gbs} (train_global_batch_size), so NeMo"
+                     f" RL accumulates {gbs // (dp * card.batch.micro_batch_size)} micro-batches a step; the plan counts"
+                     " the same (the RL update ignores batch.grad_accum)")
+    return gbs
+
+
 def _policy(card: RunCard, notes: list[str]) -> dict[str, Any]:
     mega = uses_megatron(card)
     c = card.precision.compute  # fp8 always takes the Megatron backend (uses_megatron)
     pol: dict[str, Any] = {"model_name": omegaconf_escape(model_name(card)), "precision": PRECISION[c],
-                           "train_global_batch_size": sequences_per_step(card),
+                           "train_global_batch_size": _global_batch(card, notes),
                            "train_micro_batch_size": card.batch.micro_batch_size}
     if is_ulysses(card):
         notes.append("parallel.context_parallel_kind ulysses: NeMo RL's context parallel is ring attention (torch"
@@ -319,12 +349,6 @@ def _grpo(card: RunCard, notes: list[str]) -> dict[str, Any]:
                          " vllm_cfg.quantization_ignored_layer_kws (read by quantization/fp8.py, not a key of"
                          " grpo_math_1B.yaml): add it to generation.vllm_cfg by hand")
     out["policy"] = pol
-    seqs = sequences_per_step(card)
-    rollout_seqs = ro.prompts_per_step * ro.num_generations
-    if rollout_seqs % seqs or rollout_seqs // seqs != ro.mini_batches:
-        notes.append(f"rollout.mini_batches {ro.mini_batches}: NeMo RL takes num_prompts_per_step x"
-                     f" num_generations_per_prompt / train_global_batch_size = {rollout_seqs} / {seqs} optimizer steps"
-                     " per rollout batch")
     if ro.engine_multiprocess:
         notes.append("rollout.engine_multiprocess true: NeMo RL runs vLLM's engine core in its worker process"
                      " (VLLM_ENABLE_V1_MULTIPROCESSING=0, nemo_rl/models/generation/vllm/vllm_worker.py); planned as false")

@@ -258,7 +258,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
         "--data.max_len", str(ro.prompt_len + ro.response_len),
         "--rollout.micro_batch_size", str(ro.logprob_micro_batch_size or card.batch.micro_batch_size),
         "--train.micro_batch_size", str(card.batch.micro_batch_size),
-        "--train.batch_size", str(_train_batch(card)),
+        "--train.batch_size", str(_rl_train_batch(card, notes)),
     ]
     notes.append(
         f"rollout.prompt_len {ro.prompt_len}: OpenRLHF has no prompt-length flag; --data.max_len "
@@ -319,6 +319,27 @@ def _train_batch(card: RunCard) -> int:
     p = card.parallel
     return card.batch.micro_batch_size * card.batch.grad_accum * max(
         1, train_gpus_per_node(card) * card.hardware.nodes // (p.context_parallel * p.tensor_parallel))
+
+
+def _rl_train_batch(card: RunCard, notes: list[str]) -> int:
+    """``--train.batch_size`` of an RL run: the rollout's samples over the card's ``rollout.mini_batches``. OpenRLHF
+    takes rollout.batch_size x n_samples_per_prompt / train.batch_size optimizer steps per rollout batch (OpenRLHF/
+    OpenRLHF openrlhf/trainer/ppo_trainer.py l.72-78 ``max_steps``; the DeepSpeed engine accumulates train.batch_size
+    x ring x tp / micro_batch_size / world micro-batches a step, openrlhf/utils/deepspeed/deepspeed.py l.110-116
+    @3c3be6234e0cb353e76bb8019947db9dfe99fca7). (It was micro-batch x accumulation x dp ranks: a step count the plan
+    does not have.)"""
+    ro = card.rollout
+    samples = ro.prompts_per_step * ro.num_generations
+    batch = max(1, samples // ro.mini_batches)
+    if samples % ro.mini_batches:
+        notes.append(f"rollout.mini_batches {ro.mini_batches} does not divide the rollout's {samples} samples:"
+                     f" --train.batch_size {batch}, so OpenRLHF takes {-(-samples // batch)} optimizer steps per"
+                     " rollout batch")
+    dp = max(1, _train_batch(card) // (card.batch.micro_batch_size * card.batch.grad_accum))
+    if batch % (dp * card.batch.micro_batch_size):
+        notes.append(f"--train.batch_size {batch} is not a whole number of micro-batches of {card.batch.micro_batch_size}"
+                     f" on each of {dp} data-parallel ranks; OpenRLHF's accumulation rounds it down")
+    return batch
 
 
 def _s(key: str, v: object) -> str:

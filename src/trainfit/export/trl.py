@@ -213,6 +213,10 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
                      + (" (or num_iterations > 1 repeats each call's micro-batches)" if ro.num_iterations > 1 else "")
                      + f"; generation_batch_size kept at one call per step ({gen_batch})")
         calls = 1
+    if calls > 1 and ro.mini_batches > 1:
+        notes.append(f"rollout.generation_calls {calls} with rollout.mini_batches {ro.mini_batches}: one TRL optimizer"
+                     f" step spans the calls; generation_batch_size kept at one call per step ({gen_batch})")
+        calls = 1
     if calls > 1:
         # TRL >= 0.18 generates once every steps_per_generation micro-batches (generation_batch_size = micro-batch x
         # processes x steps_per_generation; the two are exclusive) and steps the optimizer every
@@ -227,6 +231,20 @@ def _grpo_args(card: RunCard, a: dict[str, Any], notes: list[str]) -> dict[str, 
                      f" ({gen_batch // calls} completions a call)")
     else:
         a["generation_batch_size"] = gen_batch
+        # one generation batch is steps_per_generation = generation_batch_size / (per_device_train_batch_size x
+        # processes) micro-batches, and the Trainer steps the optimizer every gradient_accumulation_steps of them
+        # (huggingface/trl trl/trainer/grpo_config.py l.1077-1091 @f2cd57710ae345ea6428ae95363267fcf38a3dc8): the
+        # card's rollout.mini_batches optimizer steps per rollout batch are micro_steps / mini_batches micro-batches
+        # each (the card's batch.grad_accum was written, e.g. 1: one optimizer step per micro-batch, 16 a rollout)
+        mini = ro.mini_batches if micro_steps % ro.mini_batches == 0 else 1
+        if mini != ro.mini_batches:
+            notes.append(f"rollout.mini_batches {ro.mini_batches} does not divide the generation batch's {micro_steps}"
+                         f" micro-batches of {per_step} completions: one optimizer step per generation batch written")
+        a["gradient_accumulation_steps"] = micro_steps // mini
+        if card.batch.grad_accum != micro_steps // mini:
+            notes.append(f"batch.grad_accum {card.batch.grad_accum}: TRL's GRPOTrainer accumulates the generation"
+                         f" batch's {micro_steps} micro-batches of {per_step} completions into {mini} optimizer"
+                         f" step(s) (rollout.mini_batches): gradient_accumulation_steps {micro_steps // mini}")
     a["beta"] = kl_coef(card)
     if ro.num_iterations > 1:
         a["num_iterations"] = ro.num_iterations

@@ -59,6 +59,7 @@ from trainfit.export.common import (
     verl_flash_attn_logprobs,
 )
 from trainfit.export.parallel import (
+    data_parallel,
     is_ulysses,
     megatron_fp8,
     megatron_grad_reduce_in_fp32,
@@ -218,6 +219,33 @@ def _dtype_notes(card: RunCard, notes: list[str]) -> list[str]:
     return []
 
 
+def _ppo_mini_batch_size(card: RunCard, notes: list[str]) -> int:
+    """``actor.ppo_mini_batch_size``: the card's ``rollout.mini_batches`` optimizer steps per rollout batch. verl counts
+    it in prompts before n: the FSDP worker multiplies it by ``rollout.n`` and divides it by the data-parallel ranks
+    (volcengine/verl verl/workers/fsdp_workers.py l.241-242 @b178a3cd56f58b2d502255daba591e92833930a7), and the actor
+    splits the rollout batch into mini-batches of that size, one optimizer step each (verl/workers/actor/dp_actor.py
+    l.541), so steps = data.train_batch_size / ppo_mini_batch_size = prompts_per_step / mini_batches. The mini-batch's
+    sequences per rank are then accumulated in micro-batches of ppo_micro_batch_size_per_gpu, which must divide them
+    (fsdp_workers.py l.255-258). (It was micro-batch x accumulation x data-parallel ranks / n: 1 for 16 prompts x 8 on
+    8 GPUs at micro-batch 1, 16 optimizer steps per rollout where the plan has 1.)"""
+    ro = card.rollout
+    mini = max(1, ro.prompts_per_step // ro.mini_batches)
+    if ro.prompts_per_step % ro.mini_batches:
+        steps = -(-ro.prompts_per_step // mini)
+        notes.append(f"rollout.mini_batches {ro.mini_batches} does not divide rollout.prompts_per_step"
+                     f" {ro.prompts_per_step}: ppo_mini_batch_size {mini}, so verl takes {steps} optimizer steps per"
+                     " rollout batch (the last one smaller)")
+    dp = data_parallel(card)
+    per_rank, rest = divmod(mini * ro.num_generations, dp)
+    mbs = card.batch.micro_batch_size
+    if rest or per_rank == 0 or per_rank % mbs:
+        notes.append(f"ppo_mini_batch_size {mini} x n {ro.num_generations} = {mini * ro.num_generations} sequences over"
+                     f" {dp} data-parallel ranks is not a whole number of micro-batches of {mbs} per rank; verl asserts"
+                     " this at start-up (fsdp_workers.py): change rollout.prompts_per_step, mini_batches or"
+                     " batch.micro_batch_size")
+    return mini
+
+
 def _ppo(card: RunCard, notes: list[str]) -> list[str]:
     ro = card.rollout
     hw = card.hardware
@@ -253,21 +281,7 @@ def _ppo(card: RunCard, notes: list[str]) -> list[str]:
             notes.append("loss.temperature_copy true: verl divides the logits by the temperature into a copy only in"
                          " its engine workers from 51504d84 (the legacy actor divides in place); a version, not a key;"
                          " read back as false")
-    seqs = sequences_per_step(card)
-    if seqs % ro.num_generations == 0:
-        mini = seqs // ro.num_generations
-        o.append(f"{A}.actor.ppo_mini_batch_size={mini}")
-        if ro.prompts_per_step % mini == 0 and ro.prompts_per_step // mini != ro.mini_batches:
-            notes.append(
-                f"rollout.mini_batches {ro.mini_batches}: verl takes train_batch_size / ppo_mini_batch_size = "
-                f"{ro.prompts_per_step} / {mini} = {ro.prompts_per_step // mini} optimizer steps per rollout batch "
-                "(ppo_mini_batch_size follows micro-batch x accumulation x data-parallel ranks)"
-            )
-    else:
-        notes.append(
-            f"batch: {seqs} sequences per optimizer step is not a multiple of num_generations {ro.num_generations}; "
-            "ppo_mini_batch_size (in prompts) left at verl's default"
-        )
+    o.append(f"{A}.actor.ppo_mini_batch_size={_ppo_mini_batch_size(card, notes)}")
     if card.method is Method.GRPO:
         o.append(f"{A}.actor.use_kl_loss={_fmt(kl > 0)}")
         if kl > 0:

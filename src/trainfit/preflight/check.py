@@ -83,6 +83,10 @@ def model_downloads(card: RunCard, plan) -> list[Download]:
         fetched = total_params(model_spec_of(card))
         name = m if isinstance(m, str) else (m.id or f"a model of {fetched:.3g} parameters")
         out.append(Download(name, "actor", float(fetched) * CHECKPOINT_BYTES_PER_PARAM))
+    # a reward-model or critic repo of an RL card is counted at its catalog (causal LM) shape, lm_head included: the
+    # memory plans it with a 1-output head (methods.rl.reward_spec_of / critic_spec_of), but whether a repo stores a
+    # sequence-classification checkpoint (no lm_head) or the causal one a critic is initialised from, the catalog does
+    # not say, so the download keeps the larger count (at most vocab x hidden too many bytes; not modelled)
     extra = [(reward_model(card), "reward_model")]
     critic = critic_model(card, plan.spec.name)
     if critic is not None and critic != plan.spec.name:

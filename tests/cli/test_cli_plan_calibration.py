@@ -179,3 +179,13 @@ def test_fit_and_check_json_name_the_calibration(tmp_path, capsys):
     card.write_text("model: Qwen/Qwen3-8B\nhardware: {gpu: a100-40gb}\n")
     rc, out, err = run(["check", str(card), "--calibration", path, "--json"], capsys)
     assert json.loads(out)["calibration"]["path"] == path, err
+
+
+def test_a_hand_written_file_without_created_plans_and_says_it_is_undated(tmp_path, capsys):
+    """The file a user writes by hand (docs/calibration.md "Format": required trainfit_calibration and devices)."""
+    path = tmp_path / "cal_hand.json"
+    path.write_text('{"trainfit_calibration": 1, "devices": {"a100-40gb": {"matmul_flops_per_s": 1e14}}}')
+    cal = _plan_json(["--calibration", str(path)], capsys)
+    line = next(a for a in cal["assumptions"] if a.startswith(f"calibration: {path} (a100-40gb)"))
+    assert "the file carries no created date" in line
+    assert cal["step_seconds"] > _plan_json([], capsys)["step_seconds"]

@@ -313,3 +313,34 @@ def test_dpo_reference_pass_at_chosen_plus_rejected():
     d = diagnose_log(log, card)
     assert d.phase_hint == "ref_logprob" and d.attribution.refined_by.function == "compute_ref_log_probs"
     assert d.matches[0].matches and d.matches[0].phase == "ref_logprob" and "chosen + rejected" in d.matches[0].label
+
+
+FORWARD_LOG = DATA / "logs" / "forward_logits_float_oom.log"
+"""An SFT rank that runs out of memory in the forward: HF Trainer.compute_loss -> Qwen3ForCausalLM.forward ->
+``self.loss_function`` -> transformers' ``ForCausalLMLoss`` upcasting the logits (``logits = logits.float()``) for the
+loss; torch >= 2.5 message wording, [rankN]: prefixes as torchrun prints them. 4.64 GiB = 4·b·s·V = 4·2·4096·151936."""
+
+
+def test_a_forward_oom_gets_the_forward_row_not_backward():
+    card = load_card_dict({"model": "Qwen/Qwen3-8B", "batch": {"micro_batch_size": 2, "seq_len": 4096},
+                           "parallel": {"strategy": "fsdp"}, "hardware": {"gpu": "a100-40gb", "gpus_per_node": 8}})
+    d = diagnose_log(FORWARD_LOG.read_text(), card)
+    assert d.phase_hint == "forward"
+    assert d.symptom.key == "oom-forward" and d.symptom.name == "OOM in forward" and d.symptom.seed == "前向阶段 OOM"
+    assert "loss.chunked" in d.symptom.direction and any("logits" in c for c in d.symptom.check_first)
+    assert d.matches[0].matches and d.matches[0].label.startswith("fp32 logits of one micro-batch")
+    assert d.fixes and all(f.phase == "forward" for f in d.fixes)
+    assert any(n.startswith("micro_batch_size 2, ") and "loss.chunked false" in n for n in d.notes)
+    res = invoke("diagnose", "--log", str(FORWARD_LOG))
+    assert res.exit_code == 0
+    assert "phase: forward" in res.output and "symptom: OOM in forward (前向阶段 OOM)" in res.output
+    assert "OOM in backward" not in res.output
+
+
+def test_the_forward_symptom_with_a_card_replans_in_forward():
+    rl = load_card_dict({"method": "grpo", "model": "Qwen/Qwen3-0.6B"})
+    d = diagnose_symptom("oom-forward", rl)
+    assert d.fixes_computed and d.fixes and all(f.phase == "actor_forward" for f in d.fixes)
+    sft = load_card_dict({"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "rtx4090", "gpus_per_node": 2}})
+    fixes = diagnose_symptom("oom-forward", sft).fixes
+    assert fixes and all(f.phase == "forward" for f in fixes)

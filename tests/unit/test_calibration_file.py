@@ -227,3 +227,28 @@ def test_null_is_refused_for_a_required_rate(tmp_path):
     data["devices"]["h200"]["matmul_flops_per_s"] = None
     with pytest.raises(CardError, match="matmul_flops_per_s must be a positive number, got None"):
         load_calibration(_file(tmp_path, data))
+
+
+def test_created_is_optional_and_an_undated_file_round_trips(tmp_path):
+    """docs/calibration.md "Format": ``created`` is optional; a hand-written file without it loads (undated) and is
+    written back without it; when given it must still be an ISO date."""
+    data = {"trainfit_calibration": 1, "devices": {"rtx4090": {"matmul_flops_per_s": 1.5e14}}}
+    cal = load_calibration(_file(tmp_path, data))
+    assert cal.created is None and cal.gpu_ids == ("rtx4090",)
+    assert "created" not in calibration_to_dict(cal)
+    back = load_calibration(save_calibration(cal, tmp_path / "again.json").path)
+    assert back.created is None and back.devices == cal.devices
+    with pytest.raises(CardError, match="created must be an ISO date such as '2025-01-31', got None"):
+        load_calibration(_file(tmp_path, {**data, "created": None}))
+
+
+def test_the_docs_smallest_hand_written_file_loads(tmp_path):
+    """docs/calibration.md "Format" shows the smallest file (required keys only); it must load as shown."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "calibration.md").read_text()
+    assert "are the only required ones" in doc
+    line = next(t for t in doc.splitlines() if t.startswith('{"trainfit_calibration": 1, "devices"'))
+    p = tmp_path / "cal_hand.json"
+    p.write_text(line)
+    assert load_calibration(p).created is None

@@ -25,7 +25,7 @@ def rates_for(gpu: GpuSpec, calibration: Calibration | None) -> DeviceRates:
 
 def calibration_label(calibration: Calibration) -> str:
     """Where a calibration came from, for assumptions and sources."""
-    return calibration.path or f"(in memory, {calibration.created})"
+    return calibration.path or f"(in memory, {calibration.created or 'undated'})"
 
 
 def applied_values(calibration: Calibration, *, gpu_id: str, card: Any, phases: Any, timing: Any) -> dict[str, Any]:
@@ -105,6 +105,8 @@ def assumption_line(calibration: Calibration, gpu_id: str, *, applied: dict[str,
     engine_of = getattr(engine, "value", engine)
     ids = ", ".join(calibration.gpu_ids) or "no GPU"
     line = f"calibration: {calibration_label(calibration)} ({ids})"
+    if calibration.created is None:  # ``created`` is optional in the file (calibration.file)
+        line += "; the file carries no created date"
     entry = calibration.device(gpu_id)
     if entry is None:
         line += f"; {gpu_id} is not in it: default rates"

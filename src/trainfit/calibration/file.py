@@ -4,7 +4,7 @@ Format (JSON, version 1)::
 
     {
       "trainfit_calibration": 1,
-      "created": "2025-01-31",                 # ISO date (or date-time) the file was written
+      "created": "2025-01-31",                 # optional: ISO date (or date-time) the file was written
       "sources": ["gpu_calibrate.py time on NVIDIA H200, torch 2.13.0, CUDA 12.9"],
       "devices": {
         "h200": {                              # GPU catalog id (an alias such as "NVIDIA H200" is accepted)
@@ -16,6 +16,8 @@ Format (JSON, version 1)::
       "notes": ["optimizer step (fused AdamW, fp32): 3.9e12 bytes/s"]
     }
 
+Required: ``trainfit_calibration`` and ``devices``; optional: ``created`` (absent: the file is undated, and a
+plan's ``calibration:`` assumption line says so), ``sources``, ``notes``.
 Every number is in the unit its field name carries (``trainfit.compute.rates.DeviceRates``).
 Loading validates everything and raises ``CardError`` (one line naming the field and what is
 allowed; the CLI exits 2). Saving writes a temporary file beside the target and renames it, so a
@@ -90,8 +92,8 @@ class DeviceCalibration:
 class Calibration:
     """A validated calibration file (hashable: a plan may be cached on it)."""
 
-    created: str
-    """ISO date (``YYYY-MM-DD``) or date-time the calibration was made."""
+    created: str | None
+    """ISO date (``YYYY-MM-DD``) or date-time the calibration was made; None: the file carries no date."""
     devices: tuple[DeviceCalibration, ...]
     """One entry per GPU catalog id, sorted by id."""
     sources: tuple[str, ...] = ()
@@ -129,7 +131,7 @@ def calibration_from_dict(data: Any, *, where: str, path: str | None = None) -> 
     unknown = sorted(set(data) - set(TOP_LEVEL_KEYS))
     if unknown:
         raise CardError(f"{where}: unknown key(s) {unknown}; allowed: {', '.join(TOP_LEVEL_KEYS)}")
-    created = _iso_date(data.get("created"), where)
+    created = _iso_date(data["created"], where) if "created" in data else None  # optional; when given, a date
     sources = _strings(data.get("sources", []), f"{where}: sources")
     notes = _strings(data.get("notes", []), f"{where}: notes")
     raw = data.get("devices")
@@ -155,7 +157,8 @@ def calibration_to_dict(cal: Calibration) -> dict[str, Any]:
         if "reserved_replay_scale" in rates:
             rates["reserved_replay_scale"] = dict(rates["reserved_replay_scale"])
         devices[d.gpu_id] = rates
-    return {FORMAT_KEY: FORMAT_VERSION, "created": cal.created, "sources": list(cal.sources), "devices": devices,
+    dated = {"created": cal.created} if cal.created is not None else {}  # an undated file stays undated
+    return {FORMAT_KEY: FORMAT_VERSION, **dated, "sources": list(cal.sources), "devices": devices,
             "notes": list(cal.notes)}
 
 

@@ -16,7 +16,7 @@ MAX_LOG_CHARS = 64 * 2**20
 
 
 def diagnose(
-    symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
+    symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-forward | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
     log: Annotated[Optional[Path], typer.Option("--log", help="A training log holding a CUDA/HIP OOM message, an NCCL watchdog timeout, a vLLM KV-cache error or an extension build error ('-' for stdin).")] = None,
     message: Annotated[Optional[str], typer.Option("--message", help="The OOM message itself, pasted.")] = None,
     card: Annotated[Optional[Path], typer.Option("--card", help="Run card: match the failed allocation against its plan and confirm fixes.")] = None,
@@ -106,6 +106,8 @@ def _g(x: float | None) -> str:
 
 
 def render(d) -> str:
+    from trainfit.preflight.diagnose import OOM_SYMPTOMS
+
     lines = []
     if d.oom is not None:
         o = d.oom
@@ -162,7 +164,7 @@ def render(d) -> str:
             lines.append("no single-variable change makes the plan fit: combine changes, or change the hardware or the training scope")
     elif d.fixes_computed:
         lines.append("no single-variable change saves memory there: change the hardware or the training scope")
-    elif d.oom is not None or (d.symptom and d.symptom.key in ("oom-load", "oom-backward", "oom-generation")):
+    elif d.oom is not None or (d.symptom and d.symptom.key in OOM_SYMPTOMS):
         lines.append("fixes: none computed (no card: --card re-plans one-variable changes at its shapes)")
     lines.append(f"advice: {d.advice}")
     return "\n".join(lines)

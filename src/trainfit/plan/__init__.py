@@ -25,7 +25,8 @@ from trainfit.memory.params import param_breakdown
 from trainfit.memory.weights import count_scale, total_params
 from trainfit.plan.assumptions import assumptions_of
 from trainfit.plan.overheads import OUTSIDE_ALLOCATOR, PAGEABLE, phase_results
-from trainfit.plan.resolve import card_with, gpu_of, model_spec_of, price_of, trainable_spec, transformers_v4_experts
+from trainfit.plan.resolve import (card_with, gpu_of, method_model_spec, model_spec_of, price_of, trainable_spec,
+                                  transformers_v4_experts)
 from trainfit.plan.result import GroupPlan, PhaseResult, Plan
 from trainfit.plan.terms import HOST_BYTES_PER_PROCESS, lora_tensors, step_terms
 from trainfit.plan.time import step_time_of
@@ -272,6 +273,9 @@ def make_plan(card: RunCard, *, calibration=None) -> Plan:
     spec = model_spec_of(card)
     plan_refusals(card, spec)
     card, v4_note = transformers_v4_experts(card, spec)
+    # the model the method trains (a reward model's score head for lm_head): memory, time, parameter counts,
+    # checkpoint sizes and host RAM all read this one spec (resolve.method_model_spec)
+    spec = method_model_spec(card, spec)
     gpu = gpu_of(card)
     if card.method in (Method.PPO, Method.GRPO):
         sharding, groups, host, notes, rollout, ranks = walk_rl(card, spec, gpu)

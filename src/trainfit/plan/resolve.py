@@ -15,8 +15,8 @@ from trainfit.catalog.gpus import GpuSpec, custom_gpu, resolve_gpu
 from trainfit.catalog.models import resolve_model
 from trainfit.errors import CardError
 from trainfit.spec.card import RunCard, format_validation_error, pin_before
-from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, ExpertAdapters, LoraDropoutPosition, MoeExperts,
-                                 Nf4ComputeDtype, Scope, TensorParallelImpl)
+from trainfit.spec.enums import (AdapterDtype, Attention, ComputeDtype, ExpertAdapters, LoraDropoutPosition, Method,
+                                 MoeExperts, Nf4ComputeDtype, Scope, TensorParallelImpl)
 from trainfit.spec.model import ModelSpec
 from trainfit.spec.training import LoraSpec, TrainableSpec
 
@@ -39,6 +39,21 @@ def model_spec_of(card: RunCard) -> ModelSpec:
             raise CardError(f"model.mtp: {exc}") from None
     if spec.fused_rotary and not flash_rotary_runs(card):
         spec = replace(spec, fused_rotary=False)
+    return spec
+
+
+def method_model_spec(card: RunCard, spec: ModelSpec) -> ModelSpec:
+    """The model the card's method trains, from the checkpoint's ``spec``: the one place that says it, read by the
+    memory walk, the time model, the plan's parameter counts and the checkpoint sizes. A reward model
+    (``method: rm``) is a sequence-classification model: ``lm_head`` is dropped and a ``hidden x num_labels`` score
+    head with no bias takes its place, num_labels 1 for a pairwise reward (transformers
+    ``GenericForSequenceClassification.__init__``: ``self.score = nn.Linear(config.hidden_size, self.num_labels,
+    bias=False)``, src/transformers/modeling_layers.py @9f84789d9a6a13ce7ddf2e57a940db5bb1ea4c50 l.105; Qwen3's is
+    that class, src/transformers/models/qwen3/modeling_qwen3.py @000c33fdfde12e1ffafbfcdb3c926df5727a00b6
+    ``Qwen3ForSequenceClassification``). An RL card's critic and reward-model roles get the same head from
+    ``methods.rl.critic_spec_of`` / ``reward_spec_of``; the actor a PPO/GRPO card trains keeps its ``lm_head``."""
+    if card.method is Method.RM and spec.head_outputs != 1:
+        return replace(spec, head_outputs=1)
     return spec
 
 

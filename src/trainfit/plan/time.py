@@ -40,7 +40,7 @@ from trainfit.memory.weights import WeightBytes, count_scale, total_params, weig
 from trainfit.errors import CardError, TrainfitError
 from trainfit.plan.checkpointing import checkpoint_reentrant
 from trainfit.plan.fsdp_no_sync import pipeline_fsdp2_holds_unsharded
-from trainfit.plan.resolve import gpu_of, model_dtype, trainable_spec, transformers_v4_modules
+from trainfit.plan.resolve import gpu_of, method_model_spec, model_dtype, trainable_spec, transformers_v4_modules
 from trainfit.methods.roles import logit_positions, train_nodes
 from trainfit.plan.terms import (bnb_loop_experts, fsdp_gathered_dtype, loss_input_copy_of,
                                  megatron_fsdp_fp8_params, padding_mask_of, runs_hf_modelling_code,
@@ -1759,7 +1759,7 @@ def _sft_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, 
     world = sharding.world_size
     pairs = 2 if card.method in (Method.RM, Method.DPO) else 1
     mbs = card.batch.micro_batch_size * pairs
-    step_spec = replace(spec, head_outputs=1) if card.method is Method.RM else spec
+    step_spec = method_model_spec(card, spec)  # the reward model's score head (one place for every consumer)
     # the "node" the training collectives see: the host, or a rack-scale NVLink domain (GB200 NVL72)
     per_node = nvlink_gpus_per_node(gpu.id, min(card.hardware.gpus_per_node, world), world)
     from trainfit.methods.roles import reference_placement

@@ -14,7 +14,7 @@ from trainfit.memory.parallel import ParallelLayout, expert_split_refusal, tenso
 from trainfit.memory.phases import PhasePeak, step_max_transient, step_peaks
 from trainfit.memory.sharding import make_sharding
 from trainfit.plan.overheads import PERSISTENT, phase_results
-from trainfit.plan.resolve import card_with
+from trainfit.plan.resolve import card_with, method_model_spec
 from trainfit.plan.result import GroupPlan
 from trainfit.plan.terms import step_terms
 from trainfit.spec.card import RunCard
@@ -144,7 +144,7 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     step_card, step_spec, notes = card, spec, []
     if card.method is Method.RM:
         # pairwise: chosen and rejected run as one batch; a scalar score head replaces lm_head
-        step_spec = replace(spec, head_outputs=1)
+        step_spec = method_model_spec(card, spec)
         step_card = card_with(card, batch__micro_batch_size=2 * card.batch.micro_batch_size)
         notes.append("reward model: chosen+rejected pairs (2x micro-batch), scalar score head, no vocabulary logits")
     elif card.method is Method.DPO:

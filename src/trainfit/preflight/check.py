@@ -75,8 +75,18 @@ def model_downloads(card: RunCard, plan) -> list[Download]:
     m = card.model
     local = (m.startswith(_LOCAL) if isinstance(m, str) else (m.path is not None and m.id is None))
     if not local:
-        name = m if isinstance(m, str) else (m.id or f"a model of {plan.params_total:.3g} parameters")
-        out.append(Download(name, "actor", float(plan.params_total) * CHECKPOINT_BYTES_PER_PARAM))
+        from trainfit.memory.weights import total_params
+        from trainfit.plan.resolve import model_spec_of
+
+        # the repo's checkpoint as published (a causal LM's lm_head included), not the model the method trains:
+        # a reward model loads it and drops lm_head for its score head (plan.resolve.method_model_spec)
+        fetched = total_params(model_spec_of(card))
+        name = m if isinstance(m, str) else (m.id or f"a model of {fetched:.3g} parameters")
+        out.append(Download(name, "actor", float(fetched) * CHECKPOINT_BYTES_PER_PARAM))
+    # a reward-model or critic repo of an RL card is counted at its catalog (causal LM) shape, lm_head included: the
+    # memory plans it with a 1-output head (methods.rl.reward_spec_of / critic_spec_of), but whether a repo stores a
+    # sequence-classification checkpoint (no lm_head) or the causal one a critic is initialised from, the catalog does
+    # not say, so the download keeps the larger count (at most vocab x hidden too many bytes; not modelled)
     extra = [(reward_model(card), "reward_model")]
     critic = critic_model(card, plan.spec.name)
     if critic is not None and critic != plan.spec.name:

@@ -51,7 +51,8 @@ class Symptom:
     key: str
     name: str
     seed: str
-    """The seed's wording (Chinese), for traceability."""
+    """The seed's wording (Chinese), for traceability. ``oom-forward`` is not a row of the seed's table (its OOM rows are
+    load, backward and generation); its Chinese follows the seed's pattern (加载阶段 / 反向阶段 / 生成阶段 OOM)."""
     check_first: tuple[str, ...]
     direction: str
 
@@ -59,6 +60,10 @@ class Symptom:
 SYMPTOMS: dict[str, Symptom] = {s.key: s for s in (
     Symptom("oom-load", "OOM while loading", "加载阶段 OOM", ("weight precision", "duplicate copies of the model", "actual sharding"),
             "solve load capacity first: the weights must fit before anything else is worth measuring"),
+    Symptom("oom-forward", "OOM in forward", "前向阶段 OOM",
+            ("micro-batch size", "sequence length", "logits (tokens x vocabulary, upcast to fp32 for the loss)", "activations"),
+            "reduce the micro-batch or the sequence length; when the failing tensor is the logits, compute the loss in"
+            " chunks (loss.chunked) so the full-vocabulary logits are never held"),
     Symptom("oom-backward", "OOM in backward", "反向阶段 OOM", ("micro-batch size", "trajectory/sequence length", "activations"),
             "reduce the micro-batch, then verify activation (gradient) checkpointing is really on"),
     Symptom("oom-generation", "OOM during generation", "生成阶段 OOM", ("candidate concurrency", "generation length", "KV cache"),
@@ -72,6 +77,8 @@ SYMPTOMS: dict[str, Symptom] = {s.key: s for s in (
     Symptom("wrong-after-resume", "wrong results after resume", "恢复后结果异常", ("optimizer", "scheduler", "random state", "data position"),
             "use the framework's full resume mechanism; a final adapter is for deployment and usually cannot resume exactly"),
 )}
+OOM_SYMPTOMS = ("oom-load", "oom-forward", "oom-backward", "oom-generation")
+"""The rows whose fixes a card re-plans (one-variable changes at the card's shapes)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -633,6 +640,8 @@ def card_notes(symptom: Symptom, card: RunCard) -> list[str]:
         gen = [f"the card is {card.method.value}: it has no generation phase"]
     notes = {
         "oom-load": [f"weights stored as {card.weights_dtype.value}; strategy {card.parallel.strategy.value} on {card.world_size} GPU(s)"],
+        "oom-forward": [f"micro_batch_size {b.micro_batch_size}, {sh.describe()}, loss.chunked {str(card.loss.chunked).lower()},"
+                        f" gradient_checkpointing {card.parallel.gradient_checkpointing}"],
         "oom-backward": [f"micro_batch_size {b.micro_batch_size}, {sh.describe()}, gradient_checkpointing {card.parallel.gradient_checkpointing}"],
         "oom-generation": gen,
         "low-gpu-util": [f"{card.world_size} GPU(s), interconnect {card.hardware.interconnect or 'from the GPU catalog'}, task {card.task.kind.value}"],
@@ -710,18 +719,19 @@ def diagnose_symptom(key: str, card: RunCard | None = None, *, calibration=None)
     symptom = SYMPTOMS[key]
     notes: list[str] = card_notes(symptom, card) if card is not None else []
     fixes: list[Fix] = []
-    if card is not None and key in ("oom-load", "oom-backward", "oom-generation"):
+    if card is not None and key in OOM_SYMPTOMS:
         from trainfit.plan import make_plan
 
         plan = make_plan(card, calibration=calibration)
         phase = {"oom-load": "load", "oom-generation": "rollout"}.get(key)
         if phase is None:
-            phase = "actor_backward" if card.method in RL_METHODS else "backward"
+            step = "forward" if key == "oom-forward" else "backward"
+            phase = f"actor_{step}" if card.method in RL_METHODS else step
         if phase not in _plan_phases(plan):
             phase = None
         fixes = quantify_fixes(card, plan, phase, calibration=calibration)
         notes.append(_plan_note(plan))
-    computed = card is not None and key in ("oom-load", "oom-backward", "oom-generation")
+    computed = card is not None and key in OOM_SYMPTOMS
     return Diagnosis(symptom, fixes=tuple(fixes), notes=tuple(notes), fixes_computed=computed)
 
 
@@ -780,7 +790,9 @@ def _symptom_of_phase(phase: Phase | None) -> Symptom | None:
         return SYMPTOMS["oom-load"]
     if phase is Phase.ROLLOUT:
         return SYMPTOMS["oom-generation"]
-    if phase in (Phase.FORWARD, Phase.BACKWARD, Phase.ACTOR_FORWARD, Phase.ACTOR_BACKWARD, Phase.CRITIC_FORWARD, Phase.CRITIC_BACKWARD):
+    if phase in (Phase.FORWARD, Phase.ACTOR_FORWARD, Phase.CRITIC_FORWARD):  # the training forward, not backward's row
+        return SYMPTOMS["oom-forward"]
+    if phase in (Phase.BACKWARD, Phase.ACTOR_BACKWARD, Phase.CRITIC_BACKWARD):
         return SYMPTOMS["oom-backward"]
     return None
 

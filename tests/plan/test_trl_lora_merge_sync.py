@@ -62,3 +62,10 @@ def test_no_merge_where_trl_does_not_send_merged_lora_weights(over) -> None:
 def test_no_merge_without_a_serving_engine() -> None:
     card = _card(engine="hf")
     assert not peft_merges_for_sync(card)
+
+
+def test_the_plan_states_the_merge_where_it_times_it() -> None:
+    from trainfit.plan.rl_sync import PEFT_MERGE_ASSUMPTION
+
+    assert PEFT_MERGE_ASSUMPTION in make_plan(_card()).assumptions
+    assert PEFT_MERGE_ASSUMPTION not in make_plan(_card(scope="full")).assumptions

@@ -197,6 +197,15 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
     return _weight_sync_phase(with_peft_merge(t, card, spec, r))
 
 
+PEFT_MERGE_ASSUMPTION = (
+    "weight sync: TRL sends the LoRA actor merged: PEFT merge_adapter before the per-parameter load and"
+    " unmerge_adapter after it (trl grpo_trainer.py _move_model_to_vllm l.897-945 @6adfd138, v0.23.0), per adapted"
+    " module a rank-r GEMM and a scaling multiply in the adapter dtype, the in-place add, the cast and the subtract"
+    " (peft v0.17.1 lora/layer.py l.677-702, l.733), timed as the weight_sync phase's merge term, the longer of the"
+    " kernels and their host launches (compute.lora_merge); the transient delta's memory is not planned")
+"""The plan's assumption line where ``peft_merges_for_sync`` holds (``plan.assumptions``)."""
+
+
 def peft_merges_for_sync(card: RunCard) -> bool:
     """Whether the sync sends merged LoRA weights that PEFT merges and unmerges on the trainer (``compute.lora_merge``):
     TRL is the planned framework (the trl preset or none, ``methods.roles.trl_planned``), the actor is LoRA on a 16-bit

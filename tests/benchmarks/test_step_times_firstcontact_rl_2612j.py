@@ -32,7 +32,16 @@ sync of a PEFT model is what these rows need.
 Corrected after first contact (data only, no figure moves): train.ppo_mini_batch_size is the prompts of one step on
 every row (one optimizer step a step), where seven rows first carried 1 prompt from the Unsloth template; and the six
 TRL rows checkpoint activations (GRPOConfig's default gradient_checkpointing True at v0.23.0, or the notebook's own
-setting), where they first said false."""
+setting), where they first said false.
+
+Mapped after a code read (2026-12-05, not first contact): the three cookbook rows, once TRL 0.23.0 / 0.23.1's path
+with vLLM on a PEFT model was read (trl_vllm_lora_section; plan.rl_sync.with_peft_merge times PEFT's merge and
+unmerge): -34.4 % (c64), +32.1 % (c512, 0.23.0), +54.3 % (c512, 0.23.1). Nothing was tuned to them. What is left
+open: the two c512 runs share a config and differ by 17 % between themselves (vLLM 0.10.2 against 0.11.0), and
+neither logs a completion length, so the plan decodes the default length profile to the 512 cap; the c64 row's mean
+includes the first step's warm-up, the math_verify reward on the host and a checkpoint save and hub push every 10
+steps, none of which the plan prices. The merge itself is small here (0.022 s of a 0.11 s sync: 48 adapted modules,
+host-launch bound); it matters on large all-linear adapters, where the fp32 delta's traffic dominates."""
 
 from __future__ import annotations
 

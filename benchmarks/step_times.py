@@ -2973,11 +2973,16 @@ def map_rl(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     trl_hf = e["framework"] == "trl" and card["rollout"].get("engine") == "hf"
     if trl_hf:
         notes += trl_hf_section(e, card)
-    if tr.get("lora") and e["framework"] not in ("verl", "unsloth") and not trl_hf:
-        # only verl's and Unsloth's LoRA actors are mapped (reference with adapters disabled, engine serving the adapter):
-        # without this the card would plan the run as full fine-tuning
+    trl_vllm_lora = (e["framework"] == "trl" and bool(tr.get("lora")) and e["rollout"].get("engine") == "vllm"
+                     and e.get("trl_version") in TRL_VLLM_LORA_RELEASES)
+    if trl_vllm_lora:
+        notes += trl_vllm_lora_section(e, card)
+    if tr.get("lora") and e["framework"] not in ("verl", "unsloth") and not trl_hf and not trl_vllm_lora:
+        # only verl's, Unsloth's and the read TRL releases' LoRA actors are mapped (reference with adapters disabled,
+        # engine serving the adapter or merged weights sent): without this the card would plan full fine-tuning
+        extra = (f"; TRL with vLLM only at {', '.join(TRL_VLLM_LORA_RELEASES)}" if e["framework"] == "trl" else "")
         raise Unmapped("skipped", [f"train.lora on a {e['framework']} RL entry: only verl's and Unsloth's LoRA actors are mapped"
-                                   " (adapters, reference and engine path); not planned as full fine-tuning"])
+                                   f"{extra} (adapters, reference and engine path); not planned as full fine-tuning"])
     if tr.get("lora") and e["framework"] == "verl":
         # the actor's LoRA adapters as the run's launch line sets them (actor_rollout_ref.model.lora_rank / lora_alpha
         # / target_modules); verl computes the reference log-probs on the actor with its adapters disabled
@@ -3349,6 +3354,55 @@ def trl_hf_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
         return notes
     notes.append(f"beta {card['roles']['kl_coef']} (TRL's default before v0.19); log-probs over the completion"
                  " positions' full logits (loss.chunked false, grpo_trainer.py l.430-444 @49711efa)")
+    return notes
+
+
+TRL_VLLM_LORA_RELEASES = ("0.23.0", "0.23.1")
+"""TRL releases whose GRPO path with vLLM on a PEFT model the harness maps (``trl_vllm_lora_section``), read at v0.23.0
+(huggingface/trl @6adfd138d895b7ac257c4079eab7d519a0472aaa) and v0.23.1 (@c7a29304e7b46f4d9a356e2caf5a54eb7bc81dc2,
+whose trl/trainer/grpo_trainer.py differs from v0.23.0 only in ``get_high_entropy_mask`` and whose grpo_config.py is
+unchanged). Other releases stay refused: their sync, reference and log-prob passes are not read here."""
+
+
+def trl_vllm_lora_section(e: dict[str, Any], card: dict[str, Any]) -> list[str]:
+    """Fill ``card`` (in place) for a TRL GRPO row with vLLM on a PEFT LoRA model at a release in
+    ``TRL_VLLM_LORA_RELEASES``, as huggingface/trl trl/trainer/grpo_trainer.py @6adfd138d895b7ac257c4079eab7d519a0472aaa
+    (v0.23.0) runs it:
+
+    * sync: once per generation batch (``_last_loaded_step``, l.1150-1152) ``_move_model_to_vllm`` merges the adapter
+      (``merge_adapter``), loads every base parameter into vLLM one ``load_weights`` call each (colocate; server mode
+      one ``update_named_param`` each), names with the peft prefixes stripped and the ``lora_`` tensors skipped, then
+      unmerges (l.897-945): scope lora, the trl preset's per-parameter sync, PEFT's merge and unmerge timed by
+      ``plan.rl_sync.with_peft_merge`` (``compute.lora_merge``);
+    * reference: beta defaults to 0.0 (trl/trainer/grpo_config.py l.479-480, same commit): no reference model
+      (grpo_trainer.py l.421-423) and no reference pass; an entry's ``train.kl_coef`` above 0 runs the actor with its
+      adapter disabled (l.424-427, l.1410);
+    * old-policy pass: with vLLM and ``vllm_importance_sampling_correction`` (default True, grpo_config.py l.601-602)
+      over the whole generation batch although num_iterations is 1 (grpo_trainer.py l.1370-1386): the card's
+      ``software.trl`` pin keeps the pass (``methods.roles.trl_old_logprob_pass``);
+    * log-probs: the model's logits over the completion positions, divided by the temperature, then
+      ``selective_log_softmax`` (``_get_per_token_logps_and_entropies`` l.784-843): no fused head, ``loss.chunked``
+      false;
+    * gradient checkpointing as the entry states it (GRPOConfig's default True, grpo_config.py l.259-260)."""
+    tr = e["train"]
+    notes: list[str] = []
+    card["scope"] = "lora"
+    card["lora"] = lora_section(tr["lora"], e["framework"])
+    beta = float(tr.get("kl_coef") or 0.0)
+    card["roles"] = {**card.get("roles", {}), "kl_coef": beta}
+    if beta > 0:
+        card["roles"]["reference"] = "lora_disabled"
+    card["software"] = {**card.get("software", {}), "trl": str(e["trl_version"])}
+    card["loss"] = {**card.get("loss", {}), "chunked": False}
+    if tr.get("activation_checkpointing") is not None:
+        card["parallel"]["gradient_checkpointing"] = bool(tr["activation_checkpointing"])
+    notes.append(f"TRL {e['trl_version']} with vLLM on a PEFT model: LoRA rank {tr['lora']['rank']} alpha"
+                 f" {tr['lora']['alpha']} on {tr['lora'].get('targets')}, merged into the base weights, loaded per"
+                 " parameter and unmerged every sync (grpo_trainer.py l.897-945 @6adfd138; plan.rl_sync.with_peft_merge)")
+    notes.append(f"beta {beta}" + (" (TRL's default from v0.19): no reference pass" if beta == 0 else
+                                   ": reference = the actor with its adapter disabled (l.1410)")
+                 + "; old-policy pass for vLLM importance-sampling correction (l.1370-1386, software.trl"
+                 f" {e['trl_version']}); log-probs over the completion positions' full logits (loss.chunked false)")
     return notes
 
 

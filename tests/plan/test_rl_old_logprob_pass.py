@@ -43,3 +43,18 @@ def test_true_adds_the_pass_time():
     off, on = make_plan(_grpo()), make_plan(_grpo(recompute_old_logprobs=True))
     extra = next(ph.seconds for ph in on.time.phases if ph.name == "old_logprob")
     assert on.step_seconds == pytest.approx(off.step_seconds + extra, rel=1e-6)
+
+
+@pytest.mark.parametrize("pin,expected", [(None, True), ("0.23.0", True), ("0.23.1", True), ("0.22.2", False),
+                                          ("<0.23", False)])
+def test_trl_vllm_correction_pass_follows_the_release(pin, expected):
+    """TRL's vLLM importance-sampling correction runs the old-policy pass from v0.23.0 (huggingface/trl
+    6adfd138d895b7ac257c4079eab7d519a0472aaa trl/trainer/grpo_trainer.py l.1370-1386); v0.22.2 runs it only for
+    misaligned steps (2d597e4a188878215a588cb6e8020726e1b1e6be l.1331)."""
+    d = default_card_dict()
+    d.update(method="grpo", model="Qwen/Qwen3-0.6B", preset="trl")
+    d["rollout"] = {"prompts_per_step": 8, "num_generations": 4, "prompt_len": 256, "response_len": 512,
+                    "engine": "vllm"}
+    if pin:
+        d["software"] = {"trl": pin}
+    assert old_logprob_pass(load_card_dict(d)) is expected

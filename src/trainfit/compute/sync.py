@@ -558,6 +558,9 @@ class SyncTime:
     staging_s: float = 0.0
     """The trainer's offloaded parameter shard copied back onto the GPU for the export (``export_staging_seconds``);
     in ``total_s``."""
+    merge_s: float = 0.0
+    """PEFT's merge and unmerge of the adapter around a sync that sends merged weights (``compute.lora_merge``); in
+    ``total_s``."""
 
 
 @dataclass(frozen=True, slots=True)

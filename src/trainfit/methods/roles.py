@@ -218,7 +218,12 @@ TRL_IS_CORRECTION_SINCE = "v0.23.0"
 (6adfd138d895b7ac257c4079eab7d519a0472aaa ``trl/trainer/grpo_trainer.py`` lines 1371-1373,
 ``trl/trainer/grpo_config.py`` lines 601-602); v0.22.2 (2d597e4a188878215a588cb6e8020726e1b1e6be
 ``trl/trainer/grpo_trainer.py`` line 1331) runs the pass only when generation and optimizer steps are misaligned.
-A card for an older TRL with vLLM says ``rollout.recompute_old_logprobs: false``."""
+A card for an older TRL with vLLM says ``rollout.recompute_old_logprobs: false``, or pins ``software.trl`` before it
+(``TRL_IS_CORRECTION_SINCE_VERSION``)."""
+
+TRL_IS_CORRECTION_SINCE_VERSION = (0, 23)
+"""``TRL_IS_CORRECTION_SINCE`` as (major, minor) for a ``software.trl`` pin (``pin_before``): a card pinned before it
+runs the pass with vLLM only where its optimizer and generation steps are misaligned (``trl_old_logprob_pass``)."""
 
 
 def trl_old_logprob_pass(card: RunCard) -> bool:
@@ -230,9 +235,14 @@ def trl_old_logprob_pass(card: RunCard) -> bool:
     ``gradient_accumulation_steps``, lines 1077-1079). On a card: a serving engine (``use_vllm``; TRL exports sglang
     as vllm), ``num_iterations > 1``, or ``mini_batches > 1`` (several optimizer steps per generation batch:
     ``steps_per_generation > gradient_accumulation_steps``). Otherwise ``old_per_token_logps`` stays None and the
-    loss takes the detached current log-probs (lines 3031-3037)."""
+    loss takes the detached current log-probs (lines 3031-3037). A ``software.trl`` pin before
+    ``TRL_IS_CORRECTION_SINCE_VERSION`` drops the vLLM clause: v0.22.2 computes the pass only when
+    ``gradient_accumulation_steps % generate_every != 0`` (huggingface/trl 2d597e4a188878215a588cb6e8020726e1b1e6be
+    ``trl/trainer/grpo_trainer.py`` line 1331), the same condition v0.23.0 keeps beside the correction
+    (6adfd138d895b7ac257c4079eab7d519a0472aaa lines 1370-1386)."""
     ro = card.rollout
-    return ro.engine in SERVING_ENGINES or ro.num_iterations > 1 or ro.mini_batches > 1
+    corrects = ro.engine in SERVING_ENGINES and not pin_before(card.software.trl, TRL_IS_CORRECTION_SINCE_VERSION)
+    return corrects or ro.num_iterations > 1 or ro.mini_batches > 1
 
 
 def old_logprob_pass(card: RunCard) -> bool:

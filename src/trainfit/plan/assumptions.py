@@ -85,6 +85,10 @@ def assumptions_of(card: RunCard, spec: ModelSpec, sharding: Sharding, *, replay
                        " trainer's process, load_weights per parameter; split: one HTTP request per parameter to"
                        " trl vllm-serve, compute.sync); set preset to verl, openrlhf, nemo-rl, miles or slime for"
                        " that framework's sync")
+        from trainfit.plan.rl_sync import PEFT_MERGE_ASSUMPTION, peft_merges_for_sync
+
+        if ro.weight_transport.value == "framework" and peft_merges_for_sync(card):
+            out.append(PEFT_MERGE_ASSUMPTION)
         if bnb_4bit_generates(card):
             from trainfit.plan.rl_generation import BNB_UNPINNED_ASSUMPTION
 

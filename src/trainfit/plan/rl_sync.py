@@ -194,7 +194,62 @@ def sync_phase(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding,
 
         return _weight_sync_phase(hf_gather_per_call(
             hf_shared_weights(t, gathered_per_forward=hf_gathers_per_forward(card)), calls=ro.generation_calls))
-    return _weight_sync_phase(t)
+    return _weight_sync_phase(with_peft_merge(t, card, spec, r))
+
+
+PEFT_MERGE_ASSUMPTION = (
+    "weight sync: TRL sends the LoRA actor merged: PEFT merge_adapter before the per-parameter load and"
+    " unmerge_adapter after it (trl grpo_trainer.py _move_model_to_vllm l.897-945 @6adfd138, v0.23.0), per adapted"
+    " module a rank-r GEMM and a scaling multiply in the adapter dtype, the in-place add, the cast and the subtract"
+    " (peft v0.17.1 lora/layer.py l.677-702, l.733), timed as the weight_sync phase's merge term, the longer of the"
+    " kernels and their host launches (compute.lora_merge); the transient delta's memory is not planned")
+"""The plan's assumption line where ``peft_merges_for_sync`` holds (``plan.assumptions``)."""
+
+
+def peft_merges_for_sync(card: RunCard) -> bool:
+    """Whether the sync sends merged LoRA weights that PEFT merges and unmerges on the trainer (``compute.lora_merge``):
+    TRL is the planned framework (the trl preset or none, ``methods.roles.trl_planned``), the actor is LoRA on a 16-bit
+    or fp32 base (``scope: lora``) and the engine serves (vLLM, SGLang), so TRL's ``_move_model_to_vllm`` runs
+    ``merge_adapter`` before the per-parameter load and ``unmerge_adapter`` after it, in colocate and server mode alike
+    (huggingface/trl trl/trainer/grpo_trainer.py l.897-945 @6adfd138d895b7ac257c4079eab7d519a0472aaa, v0.23.0;
+    ``_iter_named_params`` in trl/generation/vllm_generation.py l.385-406 @f2cd57710ae345ea6428ae95363267fcf38a3dc8).
+    Not for QLoRA: PEFT's 4-bit merge dequantizes and re-quantizes each weight (peft tuners/lora/bnb.py), not read
+    here; not where the engine serves the adapter unmerged (``plan.rl_generation.engine_serves_adapter``)."""
+    from trainfit.methods.roles import trl_planned
+    from trainfit.plan.rl_generation import engine_serves_adapter
+    from trainfit.spec.enums import SERVING_ENGINES, Scope
+
+    return (trl_planned(card) and card.scope is Scope.LORA and card.rollout.engine in SERVING_ENGINES
+            and not engine_serves_adapter(card))
+
+
+def with_peft_merge(t: SyncTime, card: RunCard, spec: ModelSpec, r: DeviceRates) -> SyncTime:
+    """``t`` plus PEFT's merge and unmerge of every adapted module where the sync sends merged weights
+    (``peft_merges_for_sync``): one rank-r GEMM, a scaling multiply and the in-place update per module and call in the
+    adapter's dtype (``lora.adapter_dtype``) over the base's (``card.weights_dtype``), the longer of the device's kernels
+    and the host's launches at ``rates.host_s_per_forward_kernel`` each (``compute.lora_merge``). Every adapted module
+    is merged whole on the rank that sends (ZeRO-3 gathers the whole model first, l.910-912 there); fused MoE experts
+    are planned as ``experts`` separate linears."""
+    if not peft_merges_for_sync(card):
+        return t
+    from dataclasses import replace
+
+    from trainfit.compute.lora_merge import AdaptedLinear, merge_unmerge_seconds
+    from trainfit.memory.lora import targeted_groups
+    from trainfit.plan.resolve import trainable_spec
+    from trainfit.units import BYTES_PER_DTYPE
+
+    lora = trainable_spec(card).lora
+    modules = tuple(AdaptedLinear(out_features=g.out_features, in_features=g.in_features,
+                                  rank=lora.rank * g.lora_rank_multiplier, count=g.count * g.experts)
+                    for g in targeted_groups(spec, lora))
+    m = merge_unmerge_seconds(modules=modules, adapter_dtype_bytes=lora.adapter_dtype_bytes,
+                              base_dtype_bytes=BYTES_PER_DTYPE[card.weights_dtype.value], rates=r,
+                              host_s_per_kernel=r.host_s_per_forward_kernel)
+    note = (f"PEFT merge_adapter / unmerge_adapter around the sync: {m.kernels} kernels over"
+            f" {sum(x.count for x in modules)} adapted modules, device {m.device_s:.3g} s, host launches"
+            f" {m.host_s:.3g} s (compute.lora_merge)")
+    return replace(t, merge_s=m.total_s, total_s=t.total_s + m.total_s, assumptions=t.assumptions + (note,))
 
 
 def _adapter_sync_phase(card: RunCard, spec: ModelSpec, sharding: Sharding, rollout, r: DeviceRates,
@@ -343,7 +398,7 @@ def _weight_sync_phase(t: SyncTime) -> PhaseTime:
     """The ``weight_sync`` phase of a sync's seconds (``compute.sync.SyncTime``), its parts named as the plan shows
     them, for the framework path and the transports alike."""
     return rl_phase("weight_sync", t.total_s, "communication", gather=t.gather_s, transfer=t.transfer_s,
-                    per_tensor=t.per_tensor_s, staging=t.staging_s)
+                    per_tensor=t.per_tensor_s, staging=t.staging_s, **({"merge": t.merge_s} if t.merge_s else {}))
 
 
 def sleep_wake_phase(card: RunCard, spec: ModelSpec, rollout, r: DeviceRates) -> PhaseTime | None:

@@ -4508,7 +4508,9 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
     Transformer Engine 1.x (``precision.fp8_param_transpose_cache`` false: each fp8 primary weight's transpose made in
     its linear's backward and freed, memory/fp8.py; the H200 row also reads FP8_ACTIVATION=True into
     ``activation_func_fp8_input_store``, its yaml l.105): H200 194.5 -> 113.7 / 139.8 GiB, L40S 55.3 -> 39.4 /
-    44.5 GiB.
+    44.5 GiB. Later the same day (93 -> 91 -> 89): the two MLPerf v5.0 MI325X rows of AMD's recipe (the same flag on
+    ROCm's TE 1.9 fork) and two universal-llm-trainer RTX Pro 6000 rows (their own loss on bf16 logits, no fp32 copy);
+    both below.
 
     * Synthetic weight-sync rows (22; one phase timed on a placeholder training batch; their memory verdict is not the
       published run's, skip): ckptengine-broadcast-* (6; +56 % .. +602 %, engine), slime-blog-weight-sync-* (1),
@@ -4550,9 +4552,22 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
       round). The yaml's fp8_activation_input_store key (l.93 v5.0, l.94 v5.1) is not Megatron-Core's
       activation_func_fp8_input_store (ROCm/Megatron-LM transformer_config.py l.84 at the snapshot above), so
       FP8_ACTIVATION=True is not read through it.
-    * universal-llm-trainer gpu_test (8, 1 GPU): full 8B +20..26 GiB (A100 / H100), +3.7 GiB (Pro 6000); Gemma-2-9B
-      LoRA +19.4 GiB, QLoRA +37.8 GiB. A card question first: the page says 'Model type: torch.bfloat16' (pure bf16
-      weights and AdamW states would fit); unresolved.
+    * universal-llm-trainer gpu_test (8 -> 6 on 2026-12-05, 1 GPU). What ran (the entries' notes): pure bf16 weights,
+      gradients and AdamW moments (bit bfloat16, amp_training False), 2 x 8,192 tokens, every layer re-entrantly
+      checkpointed; the page's 'Model type: torch.bfloat16' is what the cards already plan. The loss: each wrapper calls
+      the HF model without labels and scores output.logits[:, :-1, :].reshape(...) with its own nn.CrossEntropyLoss
+      outside autocast (src/models/*.py l.84, l.89-99 @aefdc4a4982c8e9e186d4169aa5b902db1067a52), and transformers
+      4.49.0 upcasts only inside its own loss (modeling_llama.py l.857-863): the rows now state loss_upcast false
+      (loss.upcast false, memory.logits.compute_dtype_ce_bytes; Llama-3.1-8B logits 19.6 -> 11.7 GiB at the forward
+      peak). Flipped: Llama-3.1-8B full and Gemma-2-9B LoRA on the RTX Pro 6000. Open (6): the full 8B rows on H100 /
+      A100 (Llama-3.1 x2, Qwen3 x1) peak at the foreach AdamW step, allocated 74.9 GiB (bf16 weights, gradients and
+      foreach temporaries 15.0 GiB each, moments 29.9 GiB) against the published 78 / 80 GiB, and miss on the
+      allocator replay's reserved 83.1 GiB (+4.6 GiB on the H100's 79.2): which reading the page's 'peak' is
+      (nvidia-smi or max_memory_reserved) and how much the caching allocator holds beyond the optimizer step's
+      allocations on that run are not published. Gemma-2-9B LoRA on H100 / A100 (+8.5 GiB after the change) peaks in
+      the backward at 60.3 GiB allocated, 87.0 GiB reserved, against 60 GiB published: the reserved gap (the 256k-vocab
+      softcapped logits' 7.8 GiB transients at the loss) is the candidate, not read further; Gemma-2-9B QLoRA on the
+      Pro 6000 (fp32 model) likewise.
     * NeMo Automodel 1-GPU LoRA at 2 x 4096 (2): llama3 8B +10.2 GiB (+13 %), qwen2.5 7B +2.2 GiB (+3 %). It does
       run without recompute: examples/llm_benchmark/llama3_1/llama3_1_8b_peft_benchmark.yaml
       @e05319ebf6f74ebfe3bb6621f5416c008661ff6f has no activation_checkpointing key under distributed (strategy

@@ -4545,7 +4545,15 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
       commit was not readable here and its version is unknown; ROCm's TE 2.x keeps TN-only fp8 GEMMs on HIP
       (transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported: '(not IS_HIP_EXTENSION) and ...', read at
       07f3c6a5fb0586e9cf0f267ff40a19e3601bdcd6), and under TE 2.x the forward keeps the weight's column-wise copy
-      whenever the input needs a gradient (the Dell rows above), so the flag is not stated for them. Checked and not
+      whenever the input needs a gradient (the Dell rows above), so the flag is not stated for them. The lead for the
+      next reader: every v5.1 MI325X config exports ENABLE_TRANSPOSE_CACHE=0 (AMD's config_MI325X_1x8x1.sh l.76),
+      which nothing under the implementation's src/ reads, so a dependency does; ROCm's TE 2.x has a ROCm-only
+      keep_fp8_weight_transpose_cache on Linear / LayerNormLinear / LayerNormMLP that drops the weight's column-wise
+      copy (https://github.com/ROCm/TransformerEngine/pull/218, opened 2025-06-26, merged; wired into Megatron by
+      https://github.com/ROCm/Megatron-LM/pull/86, opened 2025-08-05, merged; both read 2026-12-05). Whether
+      bc0be960c2f1fb2c4a57ecd7dec6235c79f85412 / d0ef413 carry it and read that variable was not readable here (the
+      snapshots held end 2024-10): with it cited, these six rows would state fp8_param_transpose_cache false as the
+      v5.0 rows do (the card's validator reads the field as TE 1.x's; a TE 2.x reading needs its note). Checked and not
       the cause: the catalog's capacity (256 GiB, ROCm's specification table; memory_total_basis spec, no published
       torch or rocm-smi total for this card); recompute (no ACG/ACM/ACL line in either round's MI325X config, the
       yaml's default null); PYTORCH_HIP_ALLOC_CONF (not set in config_MI325X_1x8x1.sh or runtime_tunables.sh of either

@@ -4562,13 +4562,15 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
     Transformer Engine 1.x (``precision.fp8_param_transpose_cache`` false: each fp8 primary weight's transpose made in
     its linear's backward and freed, memory/fp8.py; the H200 row also reads FP8_ACTIVATION=True into
     ``activation_func_fp8_input_store``, its yaml l.105): H200 194.5 -> 113.7 / 139.8 GiB, L40S 55.3 -> 39.4 /
-    44.5 GiB.
+    44.5 GiB. Later the same day (93 -> 91 -> 89): the two MLPerf v5.0 MI325X rows of AMD's recipe (the same flag on
+    ROCm's TE 1.9 fork) and two universal-llm-trainer RTX Pro 6000 rows (their own loss on bf16 logits, no fp32 copy);
+    both below.
 
     * Synthetic weight-sync rows (22; one phase timed on a placeholder training batch; their memory verdict is not the
       published run's, skip): ckptengine-broadcast-* (6; +56 % .. +602 %, engine), slime-blog-weight-sync-* (1),
       skyrl-pr334-megatron-weight-sync-* (2, +82 %), miles-p2p-weight-sync-* (2: glm5 +2 %, kimi-k2 engine only),
       verl-weight-sync-qwen3-* (4, +62 % / +880 %), verl7291-weight-sync-* (7, +0.1 GiB .. +59 %).
-    * MLPerf Llama-2-70B LoRA, rest (7). The four Dell v5.0 H200 / H200-NVL rows (fp8_params, TP 1, CP 2 a2a):
+    * MLPerf Llama-2-70B LoRA, rest (10 after 2026-12-05). The four Dell v5.0 H200 / H200-NVL rows (fp8_params, TP 1, CP 2 a2a):
       194.5 / 139.8 GiB, +54.7 GiB (+39 %), 128.5 GiB of it weights with their transposes. Open, with what was read:
       in mlcommons/training_results_v5.0 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c
       Dell/benchmarks/llama2_70b_lora/implementations/nemo/ (the files named below),
@@ -4583,15 +4585,51 @@ def fit_misses(rows: list[Row]) -> list[dict[str, Any]]:
       which Transformer Engine actually ran is the open question (TE 1.11 builds no transpose cache for weights made
       under the recipe's torch.no_grad() fp8_model_init, custom_llama.py l.66, base.py l.887-893 @v1.11; TE 1.10 fills
       it on the first micro-batch when is_first_microbatch is passed, linear.py l.960-977). Not changed without it.
-      MI325X (3: AMD, Supermicro v5.0, AMD v5.1): +1.0 GiB (+0.4 %); their yaml sets disable_parameter_transpose_cache:
-      True (mlcommons/training_results_v5.0 @0fdc28f013256aea84fa36fdaf1e0fa46094b18c
-      AMD/benchmarks/llama2_70b_lora/implementations/MI325X_EPYC_9575F_pytorch/src/conf/
-      megatron_gpt_peft_tuning_config.yaml l.95) on ROCm's TE fork te_v1.9_mlperf_llama2
-      (not read; whether gfx942 needs the transpose at all unread) and has no activation_func_fp8_input_store key, so
-      FP8_ACTIVATION=True is not read there.
-    * universal-llm-trainer gpu_test (8, 1 GPU): full 8B +20..26 GiB (A100 / H100), +3.7 GiB (Pro 6000); Gemma-2-9B
-      LoRA +19.4 GiB, QLoRA +37.8 GiB. A card question first: the page says 'Model type: torch.bfloat16' (pure bf16
-      weights and AdamW states would fit); unresolved.
+      MI325X, AMD's recipe (8 mapped rows, 2026-12-05: +1.0 GiB, 257.0 of 256.0 GiB, +0.4 %; the peak is the forward at
+      the loss, 128.5 GiB of fp8 weights with their transposes beside 122.9 GiB of activations). Flipped (93 -> 91):
+      the two v5.0 rows (AMD, Supermicro), whose yaml l.95 sets disable_parameter_transpose_cache: True on ROCm's TE 1.9
+      fork (te_v1.9_mlperf_llama2; read at its release base ifu_release_v1.9 @fc5bb05726ccb24f278e591b312f27cf92e72697:
+      module/linear.py l.990-1000 fills the transpose cache only when is_first_microbatch is truthy, l.469-470 the
+      dgrad GEMM reads a transpose made per call, no HIP-only path; ROCm/Megatron-LM
+      megatron/core/extensions/transformer_engine.py l.204-207 @2b855bafe238ab0949d49609131d2da87fb09000 passes None
+      under the flag): precision.fp8_param_transpose_cache false, 64.2 GiB of weights, step time unchanged. Open: the
+      six v5.1 rows (AMD, Supermicro, ASUS, MiTAC, MangoBoost x2: mlcommons/training_results_v5.1
+      @441d65f4445cd59687466533fd9f55399136e7a4, every one builds ROCm/TransformerEngine
+      d0ef413b5bfe9ea33b1c8626e99fb46967a60712 with NeMo v2.3.0). Their yaml sets the same flag (l.96), but that TE
+      commit was not readable here and its version is unknown; ROCm's TE 2.x keeps TN-only fp8 GEMMs on HIP
+      (transformer_engine/pytorch/utils.py is_non_tn_fp8_gemm_supported: '(not IS_HIP_EXTENSION) and ...', read at
+      07f3c6a5fb0586e9cf0f267ff40a19e3601bdcd6), and under TE 2.x the forward keeps the weight's column-wise copy
+      whenever the input needs a gradient (the Dell rows above), so the flag is not stated for them. The lead for the
+      next reader: every v5.1 MI325X config exports ENABLE_TRANSPOSE_CACHE=0 (AMD's config_MI325X_1x8x1.sh l.76),
+      which nothing under the implementation's src/ reads, so a dependency does; ROCm's TE 2.x has a ROCm-only
+      keep_fp8_weight_transpose_cache on Linear / LayerNormLinear / LayerNormMLP that drops the weight's column-wise
+      copy (https://github.com/ROCm/TransformerEngine/pull/218, opened 2025-06-26, merged; wired into Megatron by
+      https://github.com/ROCm/Megatron-LM/pull/86, opened 2025-08-05, merged; both read 2026-12-05). Whether
+      bc0be960c2f1fb2c4a57ecd7dec6235c79f85412 / d0ef413 carry it and read that variable was not readable here (the
+      snapshots held end 2024-10): with it cited, these six rows would state fp8_param_transpose_cache false as the
+      v5.0 rows do (the card's validator reads the field as TE 1.x's; a TE 2.x reading needs its note). Checked and not
+      the cause: the catalog's capacity (256 GiB, ROCm's specification table; memory_total_basis spec, no published
+      torch or rocm-smi total for this card); recompute (no ACG/ACM/ACL line in either round's MI325X config, the
+      yaml's default null); PYTORCH_HIP_ALLOC_CONF (not set in config_MI325X_1x8x1.sh or runtime_tunables.sh of either
+      round). The yaml's fp8_activation_input_store key (l.93 v5.0, l.94 v5.1) is not Megatron-Core's
+      activation_func_fp8_input_store (ROCm/Megatron-LM transformer_config.py l.84 at the snapshot above), so
+      FP8_ACTIVATION=True is not read through it.
+    * universal-llm-trainer gpu_test (8 -> 6 on 2026-12-05, 1 GPU). What ran (the entries' notes): pure bf16 weights,
+      gradients and AdamW moments (bit bfloat16, amp_training False), 2 x 8,192 tokens, every layer re-entrantly
+      checkpointed; the page's 'Model type: torch.bfloat16' is what the cards already plan. The loss: each wrapper calls
+      the HF model without labels and scores output.logits[:, :-1, :].reshape(...) with its own nn.CrossEntropyLoss
+      outside autocast (src/models/*.py l.84, l.89-99 @aefdc4a4982c8e9e186d4169aa5b902db1067a52), and transformers
+      4.49.0 upcasts only inside its own loss (modeling_llama.py l.857-863): the rows now state loss_upcast false
+      (loss.upcast false, memory.logits.compute_dtype_ce_bytes; Llama-3.1-8B logits 19.6 -> 11.7 GiB at the forward
+      peak). Flipped: Llama-3.1-8B full and Gemma-2-9B LoRA on the RTX Pro 6000. Open (6): the full 8B rows on H100 /
+      A100 (Llama-3.1 x2, Qwen3 x1) peak at the foreach AdamW step, allocated 74.9 GiB (bf16 weights, gradients and
+      foreach temporaries 15.0 GiB each, moments 29.9 GiB) against the published 78 / 80 GiB, and miss on the
+      allocator replay's reserved 83.1 GiB (+4.6 GiB on the H100's 79.2): which reading the page's 'peak' is
+      (nvidia-smi or max_memory_reserved) and how much the caching allocator holds beyond the optimizer step's
+      allocations on that run are not published. Gemma-2-9B LoRA on H100 / A100 (+8.5 GiB after the change) peaks in
+      the backward at 60.3 GiB allocated, 87.0 GiB reserved, against 60 GiB published: the reserved gap (the 256k-vocab
+      softcapped logits' 7.8 GiB transients at the loss) is the candidate, not read further; Gemma-2-9B QLoRA on the
+      Pro 6000 (fp32 model) likewise.
     * NeMo Automodel 1-GPU LoRA at 2 x 4096 (2): llama3 8B +10.2 GiB (+13 %), qwen2.5 7B +2.2 GiB (+3 %). It does
       run without recompute: examples/llm_benchmark/llama3_1/llama3_1_8b_peft_benchmark.yaml
       @e05319ebf6f74ebfe3bb6621f5416c008661ff6f has no activation_checkpointing key under distributed (strategy

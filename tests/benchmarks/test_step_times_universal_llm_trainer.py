@@ -197,3 +197,30 @@ def test_the_reentrant_recompute_makes_a_full_row_slower() -> None:
     card.pop("software")
     unpinned = st.plan_card(card).step_s
     assert unpinned < pinned < e["measured"]["value"]
+
+
+@pytest.mark.parametrize("row_id", sorted(ROWS))
+def test_rows_score_their_own_loss_on_compute_dtype_logits(row_id: str) -> None:
+    """Each wrapper calls the HF model without labels and scores ``output.logits[:, :-1, :].reshape(...)`` with its own
+    nn.CrossEntropyLoss, autocast off (src/models/*.py l.84, l.89-99, trainer.py l.275-286 @aefdc4a4; transformers
+    4.49.0 modeling_llama.py l.857-863: no upcast without labels): the card states loss.upcast false."""
+    card, notes = st.map_train(ROWS[row_id])
+    assert card["loss"] == {"upcast": False}
+    assert any(n.startswith("loss.upcast false") for n in notes)
+    assert "src/models/llama2.py, llama3.py, gemma2.py, phi3.py, qwen3.py l.84, l.89-99" in \
+        ROWS[row_id]["loss_upcast"]["source"]
+
+
+@pytest.mark.parametrize("row_id", ["ult-gputest-llama3.1-8b-full-pro6000-1g", "ult-gputest-gemma2-9b-lora-pro6000-1g"])
+def test_the_pro_6000_rows_fit_only_without_the_fp32_copy(row_id: str) -> None:
+    """The published runs ran on the 96 GB card (89 / 60 GiB peak published). With transformers' ForCausalLMLoss fp32
+    copy of the 2 x 8,192 x vocab logits the plan said they did not fit (+3.7 GiB Llama-3.1-8B full); scoring the
+    bf16 logits as the wrapper does, they fit. Step time is unchanged (memory only)."""
+    from trainfit.plan import make_plan
+
+    card, _ = st.map_train(ROWS[row_id])
+    own = make_plan(st.validate(card))
+    card["loss"]["upcast"] = True
+    hf = make_plan(st.validate(card))
+    assert own.fits and not hf.fits
+    assert own.step_seconds == hf.step_seconds

@@ -89,24 +89,37 @@ FLAG_ROWS = ("mlperf40-nv-llama2-70b-lora-h100-1x8", "mlperf40-nv-llama2-70b-lor
              "mlperf40-nv-llama2-70b-lora-l40s-16x4", "mlperf40-nv-llama2-70b-lora-l40s-96x4",
              "mlperf41-nv-llama2-70b-lora-h100-1x8", "mlperf41-nv-llama2-70b-lora-h100-8x8",
              "mlperf41-nv-llama2-70b-lora-h100-128x8", "mlperf41-nv-llama2-70b-lora-h200-1x8")
+# AMD's v5.0 recipe (the AMD and Supermicro MI325X rows): its yaml l.95 sets the flag on ROCm's TE 1.9 fork, whose
+# Linear fills the transpose cache only when is_first_microbatch is truthy and whose dgrad GEMM reads a transpose made
+# per call (ROCm/TransformerEngine ifu_release_v1.9 @fc5bb05726ccb24f278e591b312f27cf92e72697 module/linear.py
+# l.469-470, l.990-1000, float8_tensor.py l.583-663; the rows' notes)
+AMD_FLAG_ROWS = ("mlperf50-amd-llama2-70b-lora-mi325x-1x8", "mlperf50-supermicro-llama2-70b-lora-mi325x-1x8")
+# v5.1 partner rows on NVIDIA's 24.09 recipe, which carry the field from their first-contact data
+V51_PARTNER_ROWS = ("mlperf51-krai-llama2-70b-lora-h200-xd670-2x8", "mlperf51-krai-llama2-70b-lora-h200-xd670-4x8",
+                    "mlperf51-krai-llama2-70b-lora-h200-xd670-8x8", "mlperf51-cisco-llama2-70b-lora-h200-c885a-1x8",
+                    "mlperf51-cisco-llama2-70b-lora-h200-c885a-2x8", "mlperf51-cisco-llama2-70b-lora-h100-hpf-8x8",
+                    "mlperf51-cisco-llama2-70b-lora-h100-hpf-16x8")
 FLIPPED = ("mlperf40-nv-llama2-70b-lora-l40s-16x4", "mlperf40-nv-llama2-70b-lora-l40s-96x4",
-           "mlperf41-nv-llama2-70b-lora-h200-1x8")
+           "mlperf41-nv-llama2-70b-lora-h200-1x8", *AMD_FLAG_ROWS)
 
 
 def test_exactly_the_rows_whose_yaml_sets_the_flag():
     """The v4.0 implementation's yaml l.91 and the v4.1 Hopper implementations' l.107 set
     disable_parameter_transpose_cache: True on TE 1.x; the v5.0 rows (TE 2.x, 25.04 container) and the B200 rows
-    (no transpose kept) do not carry the field."""
+    (no transpose kept) do not carry the field; AMD's v5.0 MI325X recipe (TE 1.9 for ROCm, its yaml l.95) does, its
+    v5.1 recipe (ROCm TE d0ef413b5bfe9ea33b1c8626e99fb46967a60712, version not read) does not."""
     keyed = {i for i, e in ENTRIES.items() if e["precision"].get("fp8_param_transpose_cache") is False}
-    assert keyed == set(FLAG_ROWS)
-    for i in FLAG_ROWS:
+    assert keyed == {*FLAG_ROWS, *AMD_FLAG_ROWS, *V51_PARTNER_ROWS}
+    for i in (*FLAG_ROWS, *AMD_FLAG_ROWS):
         assert "'disable_parameter_transpose_cache: True'" in ENTRIES[i]["note"]
 
 
 @pytest.mark.parametrize("row_id", FLIPPED)
 def test_rows_fit_only_with_it(row_id):
     """The runs ran: with the transpose made per linear in the backward the plan fits; with it kept on every weight
-    (128.5 GiB of weights on the TP-1 H200, 32.1 GiB on the TP-4 L40S) it does not. Step time is unchanged."""
+    (128.5 GiB of weights on the TP-1 H200 and MI325X, 32.1 GiB on the TP-4 L40S) it does not. Step time is
+    unchanged. MI325X: 257.0 GiB planned on the 256 GiB card with the transpose kept (+1.0 GiB), 64.2 GiB of weights
+    without it."""
     from trainfit.plan import make_plan
 
     card, notes = st.map_train(ENTRIES[row_id])

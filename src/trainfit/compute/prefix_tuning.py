@@ -34,16 +34,17 @@ from dataclasses import dataclass
 FP32_BYTES = 4.0
 PREFIX_FORWARD_ENCODER_KERNELS = 2
 """The embedding lookup and the cast to the model dtype: ``prompt_encoder(prompt_tokens)`` and
-``past_key_values.to(self.base_model_torch_dtype)``, huggingface/peft src/peft/peft_model.py l.794-796
-@d787f51bbaa196862733ed53c1b7def75b49ab29 (the rest of ``get_prompt``, l.797-808, views)."""
+``past_key_values.to(self.base_model_torch_dtype)``, huggingface/peft peft/peft_model.py (the repository's
+src/peft/peft_model.py) l.794-796 @d787f51bbaa196862733ed53c1b7def75b49ab29 (the rest of ``get_prompt``, l.797-808,
+views)."""
 PREFIX_BACKWARD_ENCODER_KERNELS = 4
 """The split's ``cat``, the ``reshape`` copy of the permuted gradient (``view`` of a ``permute``), the cast to fp32,
-the embedding's dense gradient: the backward of src/peft/peft_model.py l.794-808
+the embedding's dense gradient: the backward of huggingface/peft peft/peft_model.py l.794-808
 @d787f51bbaa196862733ed53c1b7def75b49ab29, counted op by op in the module docstring's trace."""
 PREFIX_CAT_KERNELS_PER_LAYER = 4
 """The key's and the value's ``torch.cat`` when the cache stores the prefix (``DynamicLayer.lazy_initialization``
-makes empty tensors, ``update`` concatenates onto them), and again in the layer's own cache update: transformers
-5.24.0 src/transformers/cache_utils.py l.113-136 (the installed wheel the trace runs)."""
+makes empty tensors, ``update`` concatenates onto them), and again in the layer's own cache update:
+transformers/cache_utils.py l.113-136 of the transformers 5.24.0 wheel (the one the trace runs)."""
 
 
 @dataclass(frozen=True, slots=True)

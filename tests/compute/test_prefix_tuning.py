@@ -159,3 +159,15 @@ def test_op_counts_match_peft_prefix_tuning_trace():
     backward_encoder = (len(split_cat) + len(permuted_copy) + bwd.shapes["_to_copy"].count(row)
                         + len(bwd.shapes["embedding_dense_backward"]))
     assert backward_encoder == pt.PREFIX_BACKWARD_ENCODER_KERNELS
+
+
+def test_export_and_trace_refuse_in_one_line(tmp_path, capsys):
+    import yaml
+
+    path = tmp_path / "card.yaml"
+    path.write_text(yaml.safe_dump({**L40S_3B, "scope": "prefix_tuning", "prefix_tuning": {"num_virtual_tokens": 20}}))
+    assert main(["export", str(path), "--to", "trl"]) == 2
+    out, err = capsys.readouterr()
+    assert [ln for ln in (out + err).splitlines() if ln.strip()] == [
+        "trainfit: error: scope: 'prefix_tuning' is not exported (the targets write LoRA adapter configs);"
+        " allowed for export: full, lora, qlora"]

@@ -54,6 +54,13 @@ its mask's conversions and the memory-efficient kernel without causal skip). One
 pads each batch to its longest sample with an attention mask (run.py), so the base rows also ran SDPA with a mask,
 yet they are planned without one (batch.padding unset; how much padding a batch holds is not published), while the
 prefix rows are planned with it: the comparison between them is not like for like.
+
+Memory of the same prefix runs, checked 2026-12-05 and not yet added as published memory points (the next step): the
+result files give train_info.accelerator_memory_reserved_99th 19,184,746,496 B (200 tokens, both files) and
+18,928,893,952 B (50 tokens), accelerator_memory_max 21,952,987,136 / 20,585,644,032 B. The card above at seq_len 768
+(max_seq_length; the batch's longest is not published) plans 20.06 / 19.69 GiB reserved against 17.87 / 17.63 GiB:
++12.3 % / +11.7 %, beside the +9.2 % of the LoRA r 32 q/v point of the same harness
+(published_memory_points_firstcontact_2612d.json, KaSA), whose card plans 20.46 GiB.
 """
 
 from __future__ import annotations

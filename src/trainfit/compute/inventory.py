@@ -107,11 +107,6 @@ from functools import lru_cache
 
 from trainfit.compute import expert_loop as expert_loop_time
 from trainfit.compute import cp_ring, moe_time
-from trainfit.compute.prefix_tuning import (
-    PREFIX_CAT_KERNELS_PER_LAYER,
-    prefix_cat_bytes_per_layer,
-    prefix_encoder_work,
-)
 from trainfit.compute.attention_time import (
     FP8_ATTENTION_BACKWARD_KERNELS,
     FP8_ATTENTION_ELEMENT_BYTES,
@@ -132,6 +127,11 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
     FP8_WEIGHT_FORWARD_KERNELS, TRANSFORMER_ENGINE, CastTraffic, grouped_split_quantize_extra_kernels,
     linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
+)
+from trainfit.compute.prefix_tuning import (
+    PREFIX_CAT_KERNELS_PER_LAYER,
+    prefix_cat_bytes_per_layer,
+    prefix_encoder_work,
 )
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.logits import SOFTCAP_FAMILIES

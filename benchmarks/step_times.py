@@ -1046,7 +1046,7 @@ TORCHTUNE_NF4 = (
 """Why a torchtune QLoRA entry plans ``lora.dequant: torchao``."""
 
 
-PEFT_METHOD_SCOPES = ("dora", "ia3", "prompt_tuning")
+PEFT_METHOD_SCOPES = ("dora", "ia3", "prompt_tuning", "prefix_tuning")
 """PEFT methods other than plain LoRA that a training entry may name (``peft_method.scope``, kind ``sft_lora``): the
 card scopes of those names (``spec.card.Scope``), which plan them (``memory.peft_variants``, ``compute.inventory``
 ``Adapter``)."""
@@ -2060,7 +2060,7 @@ def map_train(e: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         if scope == "qlora" and e.get("prepare_kbit"):  # PEFT's prepare_model_for_kbit_training, where the source calls it
             card["lora"]["prepare_kbit"] = e["prepare_kbit"]["value"]  # spec.enums.KbitPrepare
             notes.append(f"lora.prepare_kbit {card['lora']['prepare_kbit']} ({e['prepare_kbit']['source']})")
-    elif scope in ("ia3", "prompt_tuning"):
+    elif scope in ("ia3", "prompt_tuning", "prefix_tuning"):
         card[scope] = dict(peft_method.get(scope) or {})
         notes.append(f"{scope}: " + (", ".join(f"{k} {v}" for k, v in card[scope].items()) or "PEFT's defaults"))
     packed, n = packed_squad(e)

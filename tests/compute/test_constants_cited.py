@@ -135,6 +135,7 @@ UNIT_DEFINITIONS = {
     "compute/sync.py:GIB": "bytes per GiB",
     "compute/controller_transfer.py:INT64_BYTES": "dtype width",
     "compute/controller_transfer.py:FP32_BYTES": "dtype width",
+    "compute/prefix_tuning.py:FP32_BYTES": "dtype width",
     "compute/moe_time.py:INT32_BYTES": "dtype width",
     "compute/decode_step.py:ACTIVATION_BYTES": "dtype width",
     "plan/time.py:FP8_PARAM_BYTES": "dtype width",

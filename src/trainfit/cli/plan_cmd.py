@@ -13,7 +13,7 @@ def plan(
     card: Annotated[Optional[Path], typer.Argument(help="Run card (YAML/JSON). Default: the embedded Qwen3-8B full SFT on 8x A100 40GB card.")] = None,
     model: Annotated[Optional[str], typer.Option(help="Catalog id, local path, or HF repo id.")] = None,
     method: Annotated[Optional[str], typer.Option(help="sft | rm | dpo | ppo | grpo")] = None,
-    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora | dora | ia3 | prompt_tuning")] = None,
+    scope: Annotated[Optional[str], typer.Option(help="full | lora | qlora | dora | ia3 | prompt_tuning | prefix_tuning")] = None,
     gpu: Annotated[Optional[str], typer.Option(help="GPU catalog id, e.g. a100-40gb, rtx4090.")] = None,
     gpus: Annotated[Optional[int], typer.Option(help="GPUs per node.")] = None,
     nodes: Annotated[Optional[int], typer.Option(help="Nodes.")] = None,

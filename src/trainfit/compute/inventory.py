@@ -128,6 +128,11 @@ from trainfit.compute.float8_casts import (  # noqa: F401 - the FP8_* constants 
     linear_cast_traffic, recompute_cast_bytes,
     recompute_cast_kernels, sharded_cast_tokens, sharded_layout_copy_bytes,
 )
+from trainfit.compute.prefix_tuning import (
+    PREFIX_CAT_KERNELS_PER_LAYER,
+    prefix_cat_bytes_per_layer,
+    prefix_encoder_work,
+)
 from trainfit.memory.activations import GPTQ_KERNEL_SWITCH_ROWS
 from trainfit.memory.logits import SOFTCAP_FAMILIES
 from trainfit.memory.lora import targeted_groups
@@ -954,6 +959,10 @@ class Adapter:
     """With ``nf4_base`` (bitsandbytes): PEFT's ``prepare_model_for_kbit_training`` made the non-4-bit parameters
     fp32 under bf16 autocast: an fp32 residual stream, and casts around every 4-bit linear on it
     (``compute.kbit_upcast``); the GEMMs stay bf16."""
+    prefix_tokens: int = 0
+    """PEFT prefix tuning (``targets`` empty: a frozen base with gradients flowing): the virtual tokens whose keys and
+    values every full-attention layer reads before the sequence's own (``compute.prefix_tuning``): attention over
+    ``n + s`` keys, the per-layer cache ``cat`` and the prefix embedding's own ops."""
     adapter_dtype_bytes: int = 2
     """4 for fp32 adapters (PEFT keeps them fp32 under a bf16 base when autocast_adapter_dtype):
     the input is cast up, both products run in fp32, the output is cast back (``FP32_LORA_*``).
@@ -2407,8 +2416,12 @@ def step_inventory(
     sink_f = sink_b = PassInventory()  # eager attention's sink column (attention_time.sink_eager_score_work)
     bias_chain: tuple[ChainedRead, ...] = ()
     scores = 0.0
+    prefix = float(adapter.prefix_tokens) if adapter is not None else 0.0
     if full:
         s = float(attention_context or seq_len)
+        # prefix tuning: every query also reads the n prefix keys (compute.prefix_tuning); the mask is (b, 1, q, n + q)
+        mask_keys = (s + prefix) / s
+        s += prefix
         per_layer = 2.0 * s * (spec.q_dim + spec.attn_out_dim) * t  # P·V over v dims (MLA: narrower than q·k)
         if eager_attention:
             b = micro_batch_size
@@ -2441,8 +2454,8 @@ def step_inventory(
             attn_fwd = per_layer * full / (2 if causal_skip else 1)
             windowed = _windowed_layers(spec) if causal_skip else 0
             if mask_layers:  # SDPA handed a bool mask (window or padding) converts it to the query's dtype per call
-                fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s,
-                                                  dtype_bytes=window_mask_dtype_bytes) * mask_layers
+                fq_b += window_mask_forward_bytes(micro_batch_size=micro_batch_size, seq_len=s / mask_keys,
+                                                  dtype_bytes=window_mask_dtype_bytes) * mask_keys * mask_layers
                 fq_k += WINDOW_MASK_KERNELS * mask_layers
             masked_layers = 0
             if not causal_skip:  # SDPA handed a padding / packed mask on every layer: the memory-efficient kernel
@@ -2452,11 +2465,11 @@ def step_inventory(
                 masked_fwd, masked_layers = per_layer * windowed, windowed
             if masked_layers:  # the memory-efficient kernel reads the mask once per head, forward and backward
                 heads = spec.num_attention_heads
-                bias_b = mask_bias_read_bytes(micro_batch_size=micro_batch_size, heads=heads, seq_len=s,
-                                              dtype_bytes=window_mask_dtype_bytes) * masked_layers
+                bias_b = mask_bias_read_bytes(micro_batch_size=micro_batch_size, heads=heads, seq_len=s / mask_keys,
+                                              dtype_bytes=window_mask_dtype_bytes) * mask_keys * masked_layers
                 fq_b, bq_b = fq_b + bias_b, bq_b + bias_b
                 # every head after the first re-reads the row's mask: from L2 when it fits (training.l2_chained_bytes)
-                bias_chain = (ChainedRead(working_set_bytes=s * s * window_mask_dtype_bytes,
+                bias_chain = (ChainedRead(working_set_bytes=s * s / mask_keys * window_mask_dtype_bytes,
                                           contiguous_bytes=bias_b * (heads - 1) / heads, strided_bytes=0.0),)
             elif windowed:  # sliding-window layers: the kernel skips the key tiles before the window
                 keys = windowed_attention_keys(window_tokens=spec.sliding_window, context_tokens=s)
@@ -2467,6 +2480,11 @@ def step_inventory(
             if sdpa_copy_kernels:  # a pinned transformers release's repeat_kv / .contiguous() copies
                 fq_b += sdpa_copy_bytes_per_token * t * full
                 fq_k += sdpa_copy_kernels * full
+            if prefix:  # each layer's cache update concatenates its prefix key / value (compute.prefix_tuning)
+                fq_b += prefix_cat_bytes_per_layer(micro_batch_size=micro_batch_size, seq_len=s - prefix,
+                                                   num_virtual_tokens=int(prefix), kv_dim=spec.kv_dim,
+                                                   dtype_bytes=model_dtype_bytes) * full
+                fq_k += PREFIX_CAT_KERNELS_PER_LAYER * full
             fwd_k += full
             bwd_k += 2 * full
     if spec.num_linear_attention_layers:
@@ -2598,6 +2616,13 @@ def step_inventory(
                            fused_kernels=(loss_bk if compiled_ce else 0.0) + copy_bk,
                            chained_reads=() if ln else norm_chained_reads([(t * h, 1)],
                                                                            backward_bytes_per_element=norm_chain_b))
+    if prefix:  # the prefix embedding's lookup and cast, and their backward, once a micro-step (compute.prefix_tuning)
+        pw = prefix_encoder_work(micro_batch_size=micro_batch_size, num_virtual_tokens=int(prefix),
+                                 row_elements=spec.num_layers * 2 * spec.kv_dim, dtype_bytes=model_dtype_bytes)
+        head_f = replace(head_f, memory_bytes=head_f.memory_bytes + pw.forward_bytes,
+                         kernels=head_f.kernels + pw.forward_kernels)
+        head_b = replace(head_b, memory_bytes=head_b.memory_bytes + pw.backward_bytes,
+                         kernels=head_b.kernels + pw.backward_kernels)
     if spec.scalar_multipliers:  # Granite: logits / logits_scaling and the embedding multiplier (SCALAR_MULTIPLIER_*)
         scaled = SCALAR_MULTIPLIER_BYTES * t * (out + h)
         head_f = replace(head_f, memory_bytes=head_f.memory_bytes + scaled,

@@ -46,7 +46,7 @@ def export(card: RunCard, target: str) -> Export:
     key = target.strip().lower()
     if key not in _BUILDERS:
         raise ExportError(f"--to: '{target}' is not a target; allowed: {', '.join(TARGETS)}")
-    if card.scope.value in ("dora", "ia3", "prompt_tuning"):  # every target writes a LoRA config for an adapter scope
+    if card.scope.value in ("dora", "ia3", "prompt_tuning", "prefix_tuning"):  # every target writes a LoRA config for an adapter scope
         raise ExportError(f"scope: '{card.scope.value}' is not exported (the targets write LoRA adapter configs);"
                           " allowed for export: full, lora, qlora")
     from trainfit.plan import check_model_options

@@ -1,4 +1,5 @@
-"""PEFT's DoRA, (IA)^3 and prompt tuning on a frozen base: what each trains and what it saves for backward.
+"""PEFT's DoRA, (IA)^3, prompt tuning and prefix tuning on a frozen base: what each trains and what it saves for
+backward.
 
 Read from peft 0.21.2 (huggingface/peft, the version the trace runs; ``peft/tuners/...`` paths below are
 that release's files). All three keep their trained tensors in fp32 on a bf16 base (``autocast_adapter_dtype``,
@@ -33,9 +34,25 @@ virtual-token embeddings (``n × hidden``) are concatenated before the token emb
 gradient the whole stack's activations are saved as in any adapter run whose input needs a gradient.
 The prompt lookup saves its indices (int64, ``b × n``).
 
+Prefix tuning (``PrefixTuningConfig``, ``prefix_projection`` False; huggingface/peft
+@d787f51bbaa196862733ed53c1b7def75b49ab29, the commit the MetaMathQA result files name): ``PrefixEncoder`` is one
+``nn.Embedding(n, num_layers * 2 * token_dim)`` (src/peft/tuners/prefix_tuning/model.py l.77), fp32 (created in
+torch's default dtype), and PEFT sets ``token_dim = head_dim * num_key_value_heads`` for a grouped-query model
+(src/peft/utils/other.py l.1186-1201), so it trains ``n x layers x 2 x kv_dim`` elements. Every forward
+``get_prompt`` (src/peft/peft_model.py l.775-808) looks the rows up for the batch (fp32, ``b x n x layers·2·kv``),
+casts them to the model dtype (l.795-796), views, permutes and splits them into one key and one value per layer, and
+hands them to the model as its ``past_key_values`` cache; ``forward`` prepends ``n`` ones to the attention mask
+(l.1903-1904). Each layer's cache update concatenates its prefix before the new keys / values (``torch.cat``,
+``n + s`` rows), which the cache holds and the returned output keeps through backward; with a prefix the key
+length differs from the query length, so transformers keeps the materialised mask (``_ignore_causal_mask_sdpa``
+drops it only when ``kv_length == q_length``: transformers 5.24.0 src/transformers/masking_utils.py l.292, the
+installed wheel) and SDPA runs with ``attn_mask``: k and v repeated to every query head (``repeat_kv``, as under a
+padding mask) and the mask saved, each over ``n + s`` keys. No token is added to the MLPs or the head.
+
 The frozen-base activations come from ``trainfit.memory.activations`` with a *probe* adapter: a rank-1 fp32
 LoRA on the modules where gradients start (IA3: its targets; prompt tuning: every linear, plus layer 0's
-input norm, which the prompt already makes need a gradient), minus exactly what that LoRA saves
+input norm, which the prompt already makes need a gradient; prefix tuning: every linear, since layer 0's attention
+already takes keys and values that need a gradient), minus exactly what that LoRA saves
 (4·(in + 1) per token per wrapped module). Then each method's own saved tensors are added.
 
 Pure: no torch.
@@ -88,6 +105,7 @@ class PeftVariant:
     ia3_targets: tuple[str, ...] = ()
     ia3_feedforward: tuple[str, ...] = ()
     num_virtual_tokens: int = 0
+    """Prompt tuning: tokens prepended to every sequence; prefix tuning: keys and values before every layer's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +161,8 @@ def trained_params(spec: ModelSpec, v: PeftVariant) -> VariantParams:
         shapes = [((g.out_features,), g.count * g.experts) for g in targeted_groups(spec, v.lora)]
     elif v.scope is Scope.IA3:
         shapes = [(((1, g.in_features) if ff else (g.out_features, 1)), g.count) for g, ff in _ia3_groups(spec, v)]
+    elif v.scope is Scope.PREFIX_TUNING:
+        shapes = [((v.num_virtual_tokens, prefix_row_elements(spec)), 1)]
     else:
         shapes = [((v.num_virtual_tokens, spec.hidden_size), 1)]
     tensors = tuple(TensorGroup(s, c) for s, c in shapes)
@@ -154,9 +174,29 @@ def probe_lora(v: PeftVariant) -> LoraSpec | None:
     """The rank-1 fp32 LoRA whose requires-grad flow matches the method's (None for DoRA: its own LoRA)."""
     if v.scope is Scope.IA3:
         return LoraSpec(rank=1, alpha=1.0, targets=v.ia3_targets, adapter_dtype_bytes=FP32)
-    if v.scope is Scope.PROMPT_TUNING:
+    if v.scope in (Scope.PROMPT_TUNING, Scope.PREFIX_TUNING):
         return LoraSpec(rank=1, alpha=1.0, targets=(ALL_LINEAR,), adapter_dtype_bytes=FP32)
     return None
+
+
+def prefix_row_elements(spec: ModelSpec) -> int:
+    """Elements of one virtual token's row in PEFT's prefix embedding: a key and a value of ``kv_dim`` for every
+    layer (``num_layers * 2 * token_dim``, ``token_dim = head_dim * num_key_value_heads``)."""
+    return spec.num_layers * 2 * spec.kv_dim
+
+
+def prefix_saved_bytes_per_layer(spec: ModelSpec, *, micro_batch_size: int, seq_len: int, num_virtual_tokens: int,
+                                 compute_dtype_bytes: int) -> float:
+    """What a prefix adds to one layer's saved bytes beyond the masked SDPA layer at ``seq_len`` keys
+    (``memory.activations._attention`` with ``masked``): the cache's concatenated key and value (``kv_dim`` wide over
+    ``n + s`` rows, kept by the returned cache), the ``n`` more rows of the repeated k and v SDPA saves (``q_dim``
+    wide: ``repeat_kv`` copies them under a mask, ``memory.attention.sdpa_window_repeats_kv``; ``kv_dim`` where it
+    does not), and the saved float mask's ``s x n`` more columns."""
+    from trainfit.memory.attention import sdpa_window_repeats_kv
+
+    a, b, n, s = compute_dtype_bytes, micro_batch_size, num_virtual_tokens, seq_len
+    repeated = spec.q_dim if sdpa_window_repeats_kv(spec) else spec.kv_dim
+    return float(2 * a * b * ((n + s) * spec.kv_dim + n * repeated) + a * b * s * n)
 
 
 def effective_seq_len(seq_len: int, v: PeftVariant | None) -> int:
@@ -175,7 +215,8 @@ def probe_saved_bytes_per_layer(spec: ModelSpec, probe: LoraSpec, *, tokens: int
     return _per_layer(spec, total)
 
 
-def method_saved_bytes_per_layer(spec: ModelSpec, v: PeftVariant, *, tokens: int, compute_dtype_bytes: int) -> float:
+def method_saved_bytes_per_layer(spec: ModelSpec, v: PeftVariant, *, tokens: int, compute_dtype_bytes: int,
+                                 micro_batch_size: int = 1) -> float:
     """The method's own saved bytes per decoder layer (beyond LoRA's for DoRA; beyond the frozen base's for IA3)."""
     a = compute_dtype_bytes
     if v.scope is Scope.DORA:
@@ -187,6 +228,10 @@ def method_saved_bytes_per_layer(spec: ModelSpec, v: PeftVariant, *, tokens: int
         total = sum(g.count * ((tokens * FP32 * g.in_features + FP32 * g.in_features) if ff
                                else (tokens * a * g.out_features + FP32 * g.out_features))
                     for g, ff in _ia3_groups(spec, v))
+    elif v.scope is Scope.PREFIX_TUNING:
+        return prefix_saved_bytes_per_layer(spec, micro_batch_size=micro_batch_size, seq_len=tokens // micro_batch_size,
+                                            num_virtual_tokens=v.num_virtual_tokens,
+                                            compute_dtype_bytes=compute_dtype_bytes)
     else:
         total = 0.0
     return _per_layer(spec, total)
@@ -221,7 +266,8 @@ def adjust_activations(act: ActivationBytes, spec: ModelSpec, v: PeftVariant, *,
     ``effective_seq_len``): the probe's own tensors out, the method's in; prompt tuning also saves layer 0's
     input norm (fp32 copy and rsqrt; zero-centred norms their fp32 ``1 + w``) and the prompt indices."""
     tokens = micro_batch_size * seq_len
-    delta = method_saved_bytes_per_layer(spec, v, tokens=tokens, compute_dtype_bytes=compute_dtype_bytes)
+    delta = method_saved_bytes_per_layer(spec, v, tokens=tokens, compute_dtype_bytes=compute_dtype_bytes,
+                                         micro_batch_size=micro_batch_size)
     probe = probe_lora(v)
     if probe is not None:
         delta -= probe_saved_bytes_per_layer(spec, probe, tokens=tokens)
@@ -252,6 +298,13 @@ def notes(spec: ModelSpec, v: PeftVariant, *, micro_batch_size: int, seq_len: in
         return [f"(IA)^3 (peft {PEFT_VERSION}): vectors on {', '.join(v.ia3_targets)} (input-scaled:"
                 f" {', '.join(v.ia3_feedforward) or 'none'}), fp32; the frozen base saves what grads flowing from the"
                 " first target need"]
+    if v.scope is Scope.PREFIX_TUNING:
+        return [f"prefix tuning (huggingface/peft @d787f51b, prefix_projection false): a trained fp32 key and value of"
+                f" {v.num_virtual_tokens} virtual tokens for each of {spec.num_layers} layers"
+                f" ({prefix_row_elements(spec)} elements a token); every layer's attention reads {v.num_virtual_tokens}"
+                f" + {seq_len} keys through SDPA with transformers' materialised mask (memory-efficient kernel, k and v"
+                " repeated to every head, no causal skip); the MLPs and the head run the sequence's tokens only; the"
+                " cached prefix keys / values and the per-layer concatenations are saved beside the base's"]
     return [f"prompt tuning (peft {PEFT_VERSION}): {v.num_virtual_tokens} virtual tokens prepended: every layer, the"
             f" logits and the step time run {seq_len + v.num_virtual_tokens} tokens per sequence (the loss ignores the"
             " virtual ones); the fp32 prompt embedding is the only trained tensor"]

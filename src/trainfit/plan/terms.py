@@ -81,7 +81,7 @@ HOST_BYTES_PER_PROCESS = 3 * GIB
 
 def peft_variant_of(card: RunCard, spec: ModelSpec) -> peft_variants.PeftVariant | None:
     """The card's DoRA / (IA)^3 / prompt-tuning method resolved against the model (None for other scopes)."""
-    if card.scope not in (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING):
+    if card.scope not in (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING, Scope.PREFIX_TUNING):
         return None
     peft_variants.check_dense(spec, card.scope)
     if card.scope is Scope.DORA:
@@ -89,7 +89,8 @@ def peft_variant_of(card: RunCard, spec: ModelSpec) -> peft_variants.PeftVariant
     if card.scope is Scope.IA3:
         t, f = peft_variants.resolve_ia3(spec, card.ia3.targets, card.ia3.feedforward)
         return peft_variants.PeftVariant(scope=card.scope, ia3_targets=t, ia3_feedforward=f)
-    return peft_variants.PeftVariant(scope=card.scope, num_virtual_tokens=card.prompt_tuning.num_virtual_tokens or 0)
+    section = card.prefix_tuning if card.scope is Scope.PREFIX_TUNING else card.prompt_tuning
+    return peft_variants.PeftVariant(scope=card.scope, num_virtual_tokens=section.num_virtual_tokens or 0)
 
 
 def variant_trained(card: RunCard, spec: ModelSpec) -> tuple[float, float] | None:
@@ -402,8 +403,13 @@ def hf_sdpa_of(card: RunCard) -> attn.HfSdpaCopies:
 def padding_mask_of(card: RunCard) -> bool:
     """Whether the card's batch hands transformers' layers an attention mask with zeros (``batch.padding`` mask), so
     its SDPA layers take the materialised 4-D mask (``memory.attention.sdpa_padding_masked``). Megatron-Core and
-    nanotron cards are refused the mask (``spec.card``); their own attention takes none."""
-    return card.batch.padding is Padding.MASK and runs_hf_modelling_code(card)
+    nanotron cards are refused the mask (``spec.card``); their own attention takes none.
+
+    Prefix tuning (scope ``prefix_tuning``) makes transformers keep the mask whatever it holds: the prefix cache makes
+    the key length ``n + s`` differ from the query length, and ``_ignore_causal_mask_sdpa`` drops a mask only when
+    they are equal (transformers 5.24.0 src/transformers/masking_utils.py l.292; ``memory.peft_variants``)."""
+    masked = card.batch.padding is Padding.MASK or card.scope is Scope.PREFIX_TUNING
+    return masked and runs_hf_modelling_code(card)
 
 
 def hf_loss_of(card: RunCard, spec: ModelSpec) -> HfLossCopies:

@@ -541,6 +541,8 @@ def adapter_of(card: RunCard, spec: ModelSpec) -> Adapter | None:
         return None
     if card.scope in (Scope.IA3, Scope.PROMPT_TUNING):  # a frozen base with gradients flowing, no LoRA GEMMs
         return Adapter(rank=1, targets=())
+    if card.scope is Scope.PREFIX_TUNING:  # the same, attention over the prefix too (compute.prefix_tuning)
+        return Adapter(rank=1, targets=(), prefix_tokens=card.prefix_tuning.num_virtual_tokens or 0)
     lo = card.lora
     return Adapter(rank=lo.rank, targets=card.lora_targets, dropout=lo.dropout,
                    dropout_post=lo.dropout_position is LoraDropoutPosition.POST, nf4_base=card.scope is Scope.QLORA,
@@ -993,6 +995,11 @@ def padding_mask_attention(card: RunCard, *, eager: bool, seq_len: int) -> tuple
     nanotron's own attention) is refused the mask in ``spec.card``; here it keeps the causal skip."""
     if not padding_mask_of(card) or eager or card.attention is not Attention.SDPA:
         return True, None
+    if card.scope is Scope.PREFIX_TUNING:
+        n = card.prefix_tuning.num_virtual_tokens
+        return False, (f"prefix tuning: {n} prefix keys make transformers keep its 4-D mask; SDPA runs its"
+                       f" memory-efficient kernel over all {n} + {seq_len} keys of every query (no causal skip), at half"
+                       " FlashAttention-2's rate (compute.attention_time)")
     return False, (f"batch.padding mask: SDPA given transformers' 4-D padding mask runs its memory-efficient kernel"
                    f" over every key block of the {seq_len}-token row (no causal skip), at half FlashAttention-2's rate"
                    " (compute.attention_time); every padded token still runs the GEMMs")

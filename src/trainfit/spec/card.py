@@ -230,6 +230,15 @@ class PromptTuningSection(_Section):
                                            " sequence (required with scope prompt_tuning; PEFT has no default).")
 
 
+class PrefixTuningSection(_Section):
+    """PEFT prefix tuning (``PrefixTuningConfig``, ``prefix_projection`` False, PEFT's default): trained keys and
+    values of virtual tokens that every layer's attention reads before the sequence's own."""
+
+    num_virtual_tokens: int | None = Field(None, ge=1, le=1_000_000, description="Virtual tokens whose keys and values"
+                                           " every layer's attention reads (required with scope prefix_tuning; PEFT"
+                                           " has no default).")
+
+
 class PrecisionSection(_Section):
     weights: Dtype | None = Field(None, description="Storage dtype of the model weights; default bf16 (nf4 for qlora).")
     compute: ComputeDtype = ComputeDtype.BF16
@@ -530,7 +539,8 @@ def _check_reference_placement(card: "RunCard") -> None:
     allowed = [p.value for p in RefPlacement
                if p is not RefPlacement.LORA_DISABLED and not (dpo and p is RefPlacement.CPU)]
     if ref is RefPlacement.LORA_DISABLED and card.scope is Scope.FULL:
-        raise ValueError("roles.reference: lora_disabled needs a PEFT scope (lora, qlora, dora, ia3, prompt_tuning);"
+        raise ValueError("roles.reference: lora_disabled needs a PEFT scope (lora, qlora, dora, ia3, prompt_tuning,"
+                         " prefix_tuning);"
                          f" allowed with scope full: {', '.join(allowed)}")
     if ref is RefPlacement.PRECOMPUTED and card.method in (Method.PPO, Method.GRPO):
         # DPO's reference scores a fixed preference set, once before training; PPO and GRPO score the responses each
@@ -1823,6 +1833,7 @@ class RunCard(_Section):
     lora: LoraSection = Field(default_factory=_fresh(LoraSection))
     ia3: Ia3Section = Field(default_factory=_fresh(Ia3Section))
     prompt_tuning: PromptTuningSection = Field(default_factory=_fresh(PromptTuningSection))
+    prefix_tuning: PrefixTuningSection = Field(default_factory=_fresh(PrefixTuningSection))
     precision: PrecisionSection = Field(default_factory=_fresh(PrecisionSection))
     hardware: HardwareSection = Field(default_factory=_fresh(HardwareSection))
     parallel: ParallelSection = Field(default_factory=_fresh(ParallelSection))
@@ -2332,7 +2343,7 @@ class RunCard(_Section):
         return self.hardware.gpus_per_node * self.hardware.nodes
 
 
-PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING)
+PEFT_VARIANT_SCOPES = (Scope.DORA, Scope.IA3, Scope.PROMPT_TUNING, Scope.PREFIX_TUNING)
 """Scopes modelled by ``trainfit.memory.peft_variants`` (SFT on one data-parallel replica per rank)."""
 
 
@@ -2740,7 +2751,7 @@ def _check_peft_variant(card: "RunCard") -> None:
     parallelism or selective checkpointing (one line, exit 2)."""
     sc = card.scope
     for section, scopes in (("lora", (Scope.LORA, Scope.QLORA, Scope.DORA)), ("ia3", (Scope.IA3,)),
-                            ("prompt_tuning", (Scope.PROMPT_TUNING,))):
+                            ("prompt_tuning", (Scope.PROMPT_TUNING,)), ("prefix_tuning", (Scope.PREFIX_TUNING,))):
         given = section in card.model_fields_set and getattr(card, section) != type(getattr(card, section))()
         if given and sc not in scopes and not (section == "lora" and sc is Scope.FULL):
             raise ValueError(f"{section}: only read with scope {' | '.join(s.value for s in scopes)}"
@@ -2750,6 +2761,8 @@ def _check_peft_variant(card: "RunCard") -> None:
     if sc is Scope.PROMPT_TUNING and card.prompt_tuning.num_virtual_tokens is None:
         raise ValueError("prompt_tuning.num_virtual_tokens: required with scope prompt_tuning (PEFT has no default);"
                          " allowed: 1 to 1000000, e.g. 20")
+    if sc is Scope.PREFIX_TUNING:
+        _check_prefix_tuning(card)
     ia3 = card.ia3
     if sc is Scope.IA3 and ia3.feedforward is not None:
         if ia3.targets is None:
@@ -2777,6 +2790,18 @@ def _check_peft_variant(card: "RunCard") -> None:
         raise ValueError(f"parallel.strategy: '{par.strategy.value}' with scope {sc.value} is not modelled (DeepSpeed's"
                          " buckets and the other sharded layouts are sized from LoRA's tensors); allowed: single, ddp,"
                          " fsdp")
+
+
+def _check_prefix_tuning(card: "RunCard") -> None:
+    """Prefix tuning is modelled as PEFT runs it on transformers' SDPA layers without checkpointing (one line each)."""
+    if card.prefix_tuning.num_virtual_tokens is None:
+        raise ValueError("prefix_tuning.num_virtual_tokens: required with scope prefix_tuning (PEFT has no default);"
+                         " allowed: 1 to 1000000, e.g. 20")
+    if card.attention is not Attention.SDPA:
+        raise ValueError(f"attention: '{card.attention.value}' with scope prefix_tuning is not modelled; allowed: sdpa")
+    if card.parallel.gradient_checkpointing:
+        raise ValueError("parallel.gradient_checkpointing: scope prefix_tuning is modelled without checkpointing;"
+                         " allowed: false")
 
 
 def _check_bf16_gpu(gpu: str, *, compute: ComputeDtype, compute_set: bool, weights: Dtype, weights_set: bool) -> None:

@@ -12,10 +12,11 @@ class Method(StrEnum):
 
 
 class Scope(StrEnum):
-    """What trains. ``dora``, ``ia3`` and ``prompt_tuning`` are PEFT's methods of those names on a frozen
-    base (``trainfit.memory.peft_variants``): DoRA is LoRA with ``use_dora=True`` (the ``lora`` section),
+    """What trains. ``dora``, ``ia3``, ``prompt_tuning`` and ``prefix_tuning`` are PEFT's methods of those names on a
+    frozen base (``trainfit.memory.peft_variants``): DoRA is LoRA with ``use_dora=True`` (the ``lora`` section),
     (IA)^3 learned scaling vectors (the ``ia3`` section), prompt tuning a soft prompt of virtual tokens
-    prepended to every sequence (the ``prompt_tuning`` section)."""
+    prepended to every sequence (the ``prompt_tuning`` section), prefix tuning trained keys and values of virtual
+    tokens before every layer's own (``PrefixTuningConfig``, the ``prefix_tuning`` section)."""
 
     FULL = "full"
     LORA = "lora"
@@ -23,6 +24,7 @@ class Scope(StrEnum):
     DORA = "dora"
     IA3 = "ia3"
     PROMPT_TUNING = "prompt_tuning"
+    PREFIX_TUNING = "prefix_tuning"
 
 
 class Dtype(StrEnum):

@@ -40,7 +40,7 @@ MERGE_KERNELS_PER_MODULE = 3
 """B @ A, the scaling multiply, the in-place add (peft v0.17.1 layer.py l.679, l.733)."""
 UNMERGE_KERNELS_PER_MODULE_SAME_DTYPE = 3
 """B @ A, the scaling multiply, the in-place subtract when the adapter has the base's dtype (``.to`` is then a no-op,
-l.702)."""
+peft v0.17.1 layer.py l.702)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -395,6 +395,11 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
     if (why := price_unit_refusal(unit, price_per_gpu_hour=hw.get("price_per_gpu_hour"),
                                   price_preset=hw.get("price_preset"))) is not None:
         raise CardError(why)  # as the card refuses it: fit takes the price off the card before validating it
+    from trainfit.spec.card import price_pair_refusal
+
+    if (why := price_pair_refusal(price_per_gpu_hour=hw.get("price_per_gpu_hour"),
+                                  price_preset=hw.get("price_preset"))) is not None:
+        raise CardError(why)  # as the card refuses it
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
     gpu = resolve_gpu(_own_gpu(hw)).id

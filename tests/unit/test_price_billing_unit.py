@@ -109,3 +109,34 @@ def test_card_unit_refusals_are_one_line(hw, expected):
     with pytest.raises((CardError, ValueError)) as err:
         load_card_dict({"hardware": hw})
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_stated_price_beside_a_price_preset_is_refused_in_one_line():
+    """hardware.price_per_gpu_hour next to hardware.price_preset: before, the preset priced the plan (6.88 USD/GPU-h)
+    and the stated 3 was dropped, silently. No framework preset fills either field (methods/presets.py), so both
+    came from the user: refused naming the two fields."""
+    card = {"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4,
+                                                     "price_preset": "aws-p5-h100-sxm", "price_per_gpu_hour": 3,
+                                                     "currency": "USD"}}
+    with pytest.raises(CardError, match=r"hardware\.price_per_gpu_hour: 3 given together with "
+                                        r"hardware\.price_preset aws-p5-h100-sxm"):
+        load_card_dict(card)
+    from trainfit.fit_search import card_price
+
+    with pytest.raises(CardError, match=r"hardware\.price_per_gpu_hour: 3 given together with hardware\.price_preset"):
+        card_price(card)
+    for one in ("price_preset", "price_per_gpu_hour"):  # either alone still plans
+        hw = {k: v for k, v in card["hardware"].items() if k != one}
+        load_card_dict({**card, "hardware": hw})
+
+
+def test_plan_refuses_a_price_beside_a_price_preset_exit_2():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "trainfit", "plan", "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100-sxm",
+                        "--gpus", "4", "--set", "hardware.price_preset=aws-p5-h100-sxm",
+                        "--set", "hardware.price_per_gpu_hour=3"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "hardware.price_per_gpu_hour" in lines[0] and "hardware.price_preset" in lines[0]

@@ -415,6 +415,17 @@ def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any)
     return None
 
 
+def price_pair_refusal(*, price_per_gpu_hour: Any, price_preset: Any) -> str | None:
+    """The one line refusing ``hardware.price_per_gpu_hour`` given beside ``hardware.price_preset``: the preset's
+    price was planned and the stated one dropped, silently (no framework ``preset`` fills either field, so both come
+    from the user). None when at most one is given. Also read by ``trainfit fit`` (``fit_search.card_price``)."""
+    if price_per_gpu_hour is None or not price_preset:
+        return None
+    shown = f"{price_per_gpu_hour:g}" if isinstance(price_per_gpu_hour, (int, float)) else repr(price_per_gpu_hour)
+    return (f"hardware.price_per_gpu_hour: {shown} given together with hardware.price_preset"
+            f" {price_preset} (a named price with its own amount, currency and unit); give one of the two")
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -1904,6 +1915,9 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
+        if (why := price_pair_refusal(price_per_gpu_hour=hw.price_per_gpu_hour,
+                                      price_preset=hw.price_preset)) is not None:
+            raise ValueError(why)
         # a preset states its own unit (catalog/data/prices/prices.json); without a price nothing is billed by it
         if (why := price_unit_refusal(hw.price_gpus_per_instance, price_per_gpu_hour=hw.price_per_gpu_hour,
                                       price_preset=hw.price_preset)) is not None:

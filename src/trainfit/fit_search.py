@@ -264,8 +264,14 @@ def flat_keys(data: dict[str, Any], prefix: str = "") -> set[str]:
 _PRICE_KEYS = ("price_per_gpu_hour", "currency", "price_preset", "price_gpus_per_instance")
 
 
+def nodes_for_count(count: int) -> int:
+    """The nodes a row of ``count`` cards is planned on (``_hardware``: up to 8 cards per node); a price for a whole
+    instance bills each node apart (``compute.cost.billed_gpus``)."""
+    return max(1, count // 8)
+
+
 def _hardware(gpu: str, count: int, price: Any) -> dict[str, Any]:
-    hw: dict[str, Any] = {"gpu": gpu, "gpus_per_node": min(count, 8), "nodes": max(1, count // 8)}
+    hw: dict[str, Any] = {"gpu": gpu, "gpus_per_node": min(count, 8), "nodes": nodes_for_count(count)}
     if price is not None:
         hw.update(price_per_gpu_hour=price.per_gpu_hour, currency=price.currency)
         if price.gpus_per_instance != 1:  # the plan bills whole instances (Plan.billed_gpus)
@@ -281,7 +287,7 @@ def price_for_count(price: Any, *, gpus: int) -> Any:
         return price
     from trainfit.compute.cost import cheapest_billed
 
-    return cheapest_billed(price, gpus=gpus)
+    return cheapest_billed(price, gpus=gpus, nodes=nodes_for_count(gpus))
 
 
 def _own_gpu(hw: dict[str, Any]) -> str:
@@ -395,6 +401,11 @@ def card_price(base: dict[str, Any]) -> tuple[str, Any] | None:
     if (why := price_unit_refusal(unit, price_per_gpu_hour=hw.get("price_per_gpu_hour"),
                                   price_preset=hw.get("price_preset"))) is not None:
         raise CardError(why)  # as the card refuses it: fit takes the price off the card before validating it
+    from trainfit.spec.card import price_pair_refusal
+
+    if (why := price_pair_refusal(price_per_gpu_hour=hw.get("price_per_gpu_hour"),
+                                  price_preset=hw.get("price_preset"))) is not None:
+        raise CardError(why)  # as the card refuses it
     if not hw.get("price_preset") and hw.get("price_per_gpu_hour") is None:
         return None
     gpu = resolve_gpu(_own_gpu(hw)).id
@@ -411,8 +422,9 @@ def _priced(row: Row, price: Any) -> Row:
 
     from trainfit.compute.cost import billing_note
 
-    return replace(row, price_id=price.id, billed_gpus=price.billed_gpus(gpus=row.gpus),
-                   billing_note=billing_note(price, gpus=row.gpus))
+    nodes = nodes_for_count(row.gpus)
+    return replace(row, price_id=price.id, billed_gpus=price.billed_gpus(gpus=row.gpus, nodes=nodes),
+                   billing_note=billing_note(price, gpus=row.gpus, nodes=nodes))
 
 
 def fit_counts(base: dict[str, Any], *, max_gpus: int, pinned: frozenset[str]) -> list[int]:
@@ -1196,9 +1208,10 @@ def screen_time_row(base: dict[str, Any], knobs: dict[str, Any], calibration: An
     price = price_of(card)
     return Row(knobs=knobs, fits=True, gpus=card.world_size, gpu=gpu.id, peak_device_bytes=0.0, headroom_bytes=0.0,
                peak_phase="", step_seconds=timing.total_s,
-               cost_per_hour=None if price is None else cost_per_hour(price, gpus=card.world_size).amount,
-               billed_gpus=None if price is None else price.billed_gpus(gpus=card.world_size),
-               billing_note="" if price is None else billing_note(price, gpus=card.world_size),
+               cost_per_hour=None if price is None else cost_per_hour(price, gpus=card.world_size,
+                                                                      nodes=card.hardware.nodes).amount,
+               billed_gpus=None if price is None else price.billed_gpus(gpus=card.world_size, nodes=card.hardware.nodes),
+               billing_note="" if price is None else billing_note(price, gpus=card.world_size, nodes=card.hardware.nodes),
                currency=price.currency if price is not None else None, tokens_per_step=timing.tokens_per_step,
                price_id=price.id if price is not None else "", parallel=parallel_of(card.parallel), stack=stack_of(card))
 

@@ -91,3 +91,15 @@ def test_summary_splits_groups_and_halves():
     n, med, worst = out["per-nic"]
     assert n == 7 and med <= abs(worst)
     assert CVP.half("nccltests119-200g-peak") in (0, 1)
+
+
+def test_readme_states_the_count_the_script_scores():
+    """README's line on this script states how many figures ``score_all`` scores, split as the data file holds them
+    (before, it said 29 while the script scored 28 measurements + 7 per-NIC statements = 35)."""
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    m = re.search(r"collectives_vs_published\.py`: the collective model against (\d+) published inter-node NCCL "
+                  r"figures \((\d+) measured bus bandwidths and (\d+) per-NIC statements", text)
+    assert m, "README's collectives_vs_published line not found"
+    measurements, statements = CVP.load()
+    assert (int(m.group(1)), int(m.group(2)), int(m.group(3))) == (
+        len(CVP.score_all()), len(measurements), len(statements))

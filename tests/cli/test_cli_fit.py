@@ -183,3 +183,15 @@ def test_header_says_cost_per_step_without_a_run_length_and_cost_per_run_with_on
     rc, out, err = run([*argv, "--steps", "100"], capsys)
     assert rc == 0, err
     assert "ranked by cost per run" in " ".join(out.split())
+
+
+def test_header_says_step_time_when_no_row_has_a_price(capsys):
+    """Without a price, objective.rank_key ranks by step time: the title says so (as report.html's caption does),
+    not 'cost per step'."""
+    argv = ["fit", "--gpu", "rtx4090", "--set", "scope=lora", "--max-gpus", "2", "--global-batch", "4", *SMALL]
+    rc, out, err = run(argv, capsys)
+    assert rc == 0, err
+    text = " ".join(out.split())
+    assert "ranked by cost per step" not in text and "best by cost per step" not in text
+    assert "ranked by step time (no row has a price, so cost cannot rank)" in text
+    assert "-/step" not in text and " s/step" in text

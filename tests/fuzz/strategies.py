@@ -169,7 +169,7 @@ valid_cards = st.fixed_dictionaries(
 
 def _coherent(card: dict[str, Any]) -> dict[str, Any]:
     """Repair the cross-field rules a random valid card breaks most often (a custom GPU's memory, a price's currency,
-    a price's rentable unit without a price)."""
+    a price's rentable unit without a price, a price beside a named price)."""
     hw = card.get("hardware")
     if isinstance(hw, dict):
         if "gpu_memory_gib" in hw:
@@ -178,6 +178,7 @@ def _coherent(card: dict[str, Any]) -> dict[str, Any]:
             hw.setdefault("price_per_gpu_hour", 1.0)
         if "price_per_gpu_hour" in hw:
             hw.setdefault("currency", "USD")
+            hw.pop("price_preset", None)  # a stated price beside a named one is refused (spec.card.price_pair_refusal)
     return card
 
 

@@ -30,3 +30,12 @@ def test_fit_answer_keys_are_documented():
     assert "batch_basis" in top and "batch_basis" in section
     basis = data["batch_basis"]
     assert basis["basis"] == "global_batch" and basis["tokens_per_step"] == basis["sequences_per_step"] * 2048
+
+
+def test_max_gpus_counts_tried_are_fit_search_gpu_counts():
+    """docs/api.md's `max_gpus` row lists the counts the search tries: fit_search.GPU_COUNTS (before, the doc said
+    1, 2, 4, 8, 16, 32, 64; the search tries 1..8 then 16, 32, 64)."""
+    from trainfit.fit_search import GPU_COUNTS
+
+    listed = re.search(r"\| `max_gpus` \|[^\n]*counts tried: ([0-9, ]+)\)", _fit_section()).group(1)
+    assert tuple(int(c) for c in listed.split(",")) == GPU_COUNTS

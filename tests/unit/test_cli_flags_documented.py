@@ -16,6 +16,7 @@ FLAGS = [
     ("compare", "--memory-margin", "docs/watch.md"), ("accept", "--engine", "docs/watch.md"),
     ("accept", "--nproc", "docs/watch.md"), ("accept", "--plan-check/--no-plan-check", "docs/watch.md"),
     ("size", "--kv-dtype", "README.md"), ("trace", "--layers", "README.md"),
+    ("size", "--batch", "README.md"), ("calibrate", "--dry-run", "docs/calibration.md"),
 ]
 
 

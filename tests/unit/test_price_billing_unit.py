@@ -109,3 +109,58 @@ def test_card_unit_refusals_are_one_line(hw, expected):
     with pytest.raises((CardError, ValueError)) as err:
         load_card_dict({"hardware": hw})
     assert expected in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_stated_price_beside_a_price_preset_is_refused_in_one_line():
+    """hardware.price_per_gpu_hour next to hardware.price_preset: before, the preset priced the plan (6.88 USD/GPU-h)
+    and the stated 3 was dropped, silently. No framework preset fills either field (methods/presets.py), so both
+    came from the user: refused naming the two fields."""
+    card = {"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4,
+                                                     "price_preset": "aws-p5-h100-sxm", "price_per_gpu_hour": 3,
+                                                     "currency": "USD"}}
+    with pytest.raises(CardError, match=r"hardware\.price_per_gpu_hour: 3 given together with "
+                                        r"hardware\.price_preset aws-p5-h100-sxm"):
+        load_card_dict(card)
+    from trainfit.fit_search import card_price
+
+    with pytest.raises(CardError, match=r"hardware\.price_per_gpu_hour: 3 given together with hardware\.price_preset"):
+        card_price(card)
+    for one in ("price_preset", "price_per_gpu_hour"):  # either alone still plans
+        hw = {k: v for k, v in card["hardware"].items() if k != one}
+        load_card_dict({**card, "hardware": hw})
+
+
+def test_plan_refuses_a_price_beside_a_price_preset_exit_2():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "trainfit", "plan", "--model", "Qwen/Qwen3-0.6B", "--gpu", "h100-sxm",
+                        "--gpus", "4", "--set", "hardware.price_preset=aws-p5-h100-sxm",
+                        "--set", "hardware.price_per_gpu_hour=3"], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    lines = [x for x in p.stderr.splitlines() if x.strip()]
+    assert len(lines) == 1 and "hardware.price_per_gpu_hour" in lines[0] and "hardware.price_preset" in lines[0]
+
+
+@pytest.mark.parametrize(("gpus", "nodes", "unit", "billed"), [
+    (8, 2, 8, 16), (12, 3, 8, 24), (16, 2, 8, 16), (8, 2, 1, 8), (8, 1, 8, 8), (6, 2, 4, 8), (10, 2, 4, 16),
+])
+def test_billed_gpus_bills_each_node_apart(gpus, nodes, unit, billed):
+    """Each node is its own machine: nodes x ceil(gpus_per_node / unit) x unit (before, 2 nodes x 4 cards of an
+    8-GPU instance billed 8, one machine, where the plan times collectives across two)."""
+    assert billed_gpus(gpus=gpus, gpus_per_instance=unit, nodes=nodes) == billed
+
+
+@pytest.mark.parametrize(("nodes", "per_hour", "billed"), [(1, 55.04, 8), (2, 110.08, 16), (3, 165.12, 24)])
+def test_plan_bills_instances_per_node(nodes, per_hour, billed):
+    card = load_card_dict({"model": "Qwen/Qwen3-0.6B", "hardware": {"gpu": "h100-sxm", "gpus_per_node": 4,
+                                                                    "nodes": nodes,
+                                                                    "price_preset": "aws-p5-h100-sxm"}})
+    plan = make_plan(card)
+    assert plan.billed_gpus == billed
+    assert plan.cost_per_hour == pytest.approx(per_hour)
+    if nodes > 1:
+        assert plan.billing_note == (f"{4 * nodes} of {billed} GPUs of p5.48xlarge x {nodes} used, 4 on each of"
+                                     f" {nodes} nodes billed apart: billed for {billed}")
+    assert run_cost(Price(per_gpu_hour=6.88, currency="USD", gpus_per_instance=8), gpus=4 * nodes, nodes=nodes,
+                    steps=3600, step_seconds=1.0).amount == pytest.approx(per_hour)

@@ -33,9 +33,16 @@ def _lost_lines(result) -> list[str]:
 
 
 def _value(v) -> str:
+    """``v`` as a ``--set`` value that reads back as itself (``common.parse_set`` reads it as YAML): a string YAML
+    would read as another type (a version "0.13" as the number 0.13, "true", "null", "8") is written JSON-quoted
+    ("0.13", a YAML double-quoted string); any other value as JSON (YAML's flow style reads it)."""
     import json
 
-    return v if isinstance(v, str) else json.dumps(v)
+    if not isinstance(v, str):
+        return json.dumps(v)
+    from trainfit.cli.common import parse_set
+
+    return v if parse_set(f"k={v}")[1] == v else json.dumps(v)
 
 
 def export(

@@ -256,6 +256,9 @@ def _render(result, rows, goal) -> None:
         "cost per step (then step time)", "step time")
     by = {"cost": "cost per run" if run else step_by[0], "time": "run time" if run else step_by[1],
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
+    priced = any(r.cost_per_hour is not None for r in result.rows if r.fits)
+    if goal.objective.value == "cost" and not priced:  # objective.rank_key falls to time: say so, as the HTML caption
+        by = f"{'run time' if run else step_by[1]} (no row has a price, so cost cannot rank)"
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
                     f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)}"
                     f"; {basis_note(result)}; * = Pareto front (time vs cost)")
@@ -284,6 +287,7 @@ def _render(result, rows, goal) -> None:
     best = result.best
     if best is not None:
         figure = _per_million_tokens(best) if per_token else (
+            f"{best.step_seconds:.3g} s/step" if not priced and not run and best.step_seconds is not None else
             f"{_money(best.cost_per_run if run else best.cost_per_step, best.currency)}{'' if run else '/step'}"
             f"{f', {best.run_seconds / 3600:.1f} h' if run and best.run_seconds else ''}")
         c.print(f"best by {by}: {best.gpus} x {best.gpu} ({layout_text(best.parallel)}, {best.stack.value if best.stack else '-'}),"

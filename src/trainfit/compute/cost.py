@@ -2,8 +2,9 @@
 
 ``cost per hour = price × billed cards``; ``cost per run = steps × step seconds / 3600 × price × billed cards``.
 A price is for a rentable unit of ``gpus_per_instance`` GPUs (1: single GPUs are rented; 8: a whole 8-GPU
-instance such as AWS p5.48xlarge, the only shape its provider rents): a run of N cards pays for
-``ceil(N / unit) × unit`` of them, the idle GPUs of a partly used instance included (``billed_gpus``).
+instance such as AWS p5.48xlarge, the only shape its provider rents): each node is its own machine, so a run of
+``gpus_per_node`` cards on each of ``nodes`` nodes pays for ``nodes × ceil(gpus_per_node / unit) × unit`` of them,
+the idle GPUs of a partly used instance included (``billed_gpus``).
 Not modelled: that a run spread over several instances of a unit smaller than a node (e.g. 4 cards as two 2-GPU
 instances) has the network between instances where the plan times one node's link; every catalog unit is 1 or a
 whole 8-GPU node, which the plan's nodes of 8 match.
@@ -51,26 +52,33 @@ MAX_GPUS_PER_INSTANCE = 1024
 """Largest rentable unit a price may state (the card's ``hardware.gpus_per_node`` has the same bound)."""
 
 
-def billed_gpus(*, gpus: int, gpus_per_instance: int) -> int:
-    """GPUs paid for when ``gpus`` cards are rented in units of ``gpus_per_instance``: ``ceil(gpus / unit) × unit``.
+def billed_gpus(*, gpus: int, gpus_per_instance: int, nodes: int = 1) -> int:
+    """GPUs paid for when ``gpus`` cards on ``nodes`` machines are rented in units of ``gpus_per_instance``: each node
+    is its own instance(s), so ``nodes × ceil(gpus_per_node / unit) × unit`` (``gpus_per_node = ceil(gpus / nodes)``).
 
     A provider that rents whole instances only bills every GPU of each instance the run occupies, used or idle:
-    AWS prices p5.48xlarge as one instance (8x H100, 55.04 USD/h in us-east-1); 1 card of it costs what 8 do."""
+    AWS prices p5.48xlarge as one instance (8x H100, 55.04 USD/h in us-east-1); 1 card of it costs what 8 do, and
+    2 nodes of 4 cards are two machines (16 GPUs billed), not one."""
     if gpus < 1:
         raise CardError(f"gpus: must be >= 1, got {gpus}")
-    return ceil(gpus / gpus_per_instance) * gpus_per_instance
+    if nodes < 1:
+        raise CardError(f"nodes: must be >= 1, got {nodes}")
+    per_node = ceil(gpus / nodes)
+    return nodes * ceil(per_node / gpus_per_instance) * gpus_per_instance
 
 
-def billing_note(price: Price, *, gpus: int) -> str:
-    """One line saying that a run of ``gpus`` cards pays for idle GPUs of a whole instance, e.g. "1 of 8 GPUs of
-    p5.48xlarge used: billed for 8"; empty where every billed GPU is used."""
-    billed = price.billed_gpus(gpus=gpus)
+def billing_note(price: Price, *, gpus: int, nodes: int = 1) -> str:
+    """One line saying that a run of ``gpus`` cards on ``nodes`` machines pays for idle GPUs of whole instances,
+    e.g. "1 of 8 GPUs of p5.48xlarge used: billed for 8", or across nodes "8 of 16 GPUs of p5.48xlarge x 2 used, 4 on
+    each of 2 nodes billed apart: billed for 16"; empty where every billed GPU is used."""
+    billed = price.billed_gpus(gpus=gpus, nodes=nodes)
     if billed == gpus:
         return ""
     unit = price.gpus_per_instance
     what = price.instance or (f"{price.id} ({unit}-GPU instance)" if price.id else f"one {unit}-GPU instance")
     n = billed // unit
-    return f"{gpus} of {billed} GPUs of {what}{'' if n == 1 else f' x {n}'} used: billed for {billed}"
+    per_node = "" if nodes == 1 else f", {ceil(gpus / nodes)} on each of {nodes} nodes billed apart"
+    return f"{gpus} of {billed} GPUs of {what}{'' if n == 1 else f' x {n}'} used{per_node}: billed for {billed}"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,9 +118,9 @@ class Price:
             raise CardError(f"price: gpus_per_instance must be a whole number of GPUs in 1..{MAX_GPUS_PER_INSTANCE}"
                             f" (1: single GPUs are rented), got {str(unit)[:40]!r}")
 
-    def billed_gpus(self, *, gpus: int) -> int:
-        """The GPUs a run of ``gpus`` cards pays for at this price (``billed_gpus``)."""
-        return billed_gpus(gpus=gpus, gpus_per_instance=self.gpus_per_instance)
+    def billed_gpus(self, *, gpus: int, nodes: int = 1) -> int:
+        """The GPUs a run of ``gpus`` cards on ``nodes`` machines pays for at this price (``billed_gpus``)."""
+        return billed_gpus(gpus=gpus, gpus_per_instance=self.gpus_per_instance, nodes=nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,20 +189,21 @@ def parse_price(text: str) -> Price:
     return Price(per_gpu_hour=float(m.group(1)), currency=m.group(2), label=text.strip())
 
 
-def cost_per_hour(price: Price, *, gpus: int) -> Cost:
+def cost_per_hour(price: Price, *, gpus: int, nodes: int = 1) -> Cost:
     """``price × billed GPUs`` (seed §八, single cards rented: 4 × 1.98 = 7.92 CNY/h, 8 × 1.98 = 15.84 CNY/h;
-    a price for a whole 8-GPU instance bills 8 GPUs for 1 to 8 cards, ``billed_gpus``)."""
-    return Cost(price.per_gpu_hour * price.billed_gpus(gpus=gpus), price.currency)
+    a price for a whole 8-GPU instance bills 8 GPUs for 1 to 8 cards on one node, 8 per node across ``nodes``,
+    ``billed_gpus``)."""
+    return Cost(price.per_gpu_hour * price.billed_gpus(gpus=gpus, nodes=nodes), price.currency)
 
 
-def cheapest_billed(prices: tuple[Price, ...] | list[Price], *, gpus: int) -> Price:
+def cheapest_billed(prices: tuple[Price, ...] | list[Price], *, gpus: int, nodes: int = 1) -> Price:
     """The entry of ``prices`` (one GPU kind, one currency) that rents ``gpus`` cards cheapest, each billed by its
     unit (``cost_per_hour``); ties: the lower per-GPU price, then the id. E.g. 1 H100 at 2.69 USD (single GPUs)
     beats a 3.99 USD 8-GPU instance (31.92 USD/h); 2 A100s from an 8-GPU instance at 1.99 USD (15.92 USD/h) beat
     one at 2.7447 USD (21.96 USD/h)."""
     if not prices:
         raise CardError("price: no entry to choose from")
-    return min(prices, key=lambda p: (cost_per_hour(p, gpus=gpus).amount, p.per_gpu_hour, p.id))
+    return min(prices, key=lambda p: (cost_per_hour(p, gpus=gpus, nodes=nodes).amount, p.per_gpu_hour, p.id))
 
 
 def steps_for_tokens(*, tokens: float, tokens_per_step: float) -> int:
@@ -202,7 +211,7 @@ def steps_for_tokens(*, tokens: float, tokens_per_step: float) -> int:
     return ceil(tokens / tokens_per_step)
 
 
-def run_cost(price: Price, *, gpus: int, steps: int, step_seconds: float) -> Cost:
+def run_cost(price: Price, *, gpus: int, steps: int, step_seconds: float, nodes: int = 1) -> Cost:
     """``steps × step_seconds / 3600 × price × billed GPUs``: compute rental only (see ``EXCLUDES``)."""
     hours = steps * step_seconds / 3600
-    return Cost(hours * cost_per_hour(price, gpus=gpus).amount, price.currency)
+    return Cost(hours * cost_per_hour(price, gpus=gpus, nodes=nodes).amount, price.currency)

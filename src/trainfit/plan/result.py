@@ -138,12 +138,14 @@ class Plan:
             return None
         from trainfit.compute.cost import cost_per_hour
 
-        return cost_per_hour(self.price, gpus=self.card.world_size).amount
+        return cost_per_hour(self.price, gpus=self.card.world_size, nodes=self.card.hardware.nodes).amount
 
     @property
     def billed_gpus(self) -> int | None:
-        """GPUs paid for: ``ceil(world size / unit) x unit`` (``compute.cost.billed_gpus``); None without a price."""
-        return None if self.price is None else self.price.billed_gpus(gpus=self.card.world_size)
+        """GPUs paid for: ``nodes x ceil(gpus_per_node / unit) x unit``, each node rented as its own instance(s)
+        (``compute.cost.billed_gpus``); None without a price."""
+        return None if self.price is None else self.price.billed_gpus(gpus=self.card.world_size,
+                                                                      nodes=self.card.hardware.nodes)
 
     @property
     def billing_note(self) -> str:
@@ -152,7 +154,7 @@ class Plan:
             return ""
         from trainfit.compute.cost import billing_note
 
-        return billing_note(self.price, gpus=self.card.world_size)
+        return billing_note(self.price, gpus=self.card.world_size, nodes=self.card.hardware.nodes)
 
     @property
     def peak(self) -> PhaseResult:

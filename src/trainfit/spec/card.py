@@ -424,6 +424,17 @@ def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any)
     return None
 
 
+def price_pair_refusal(*, price_per_gpu_hour: Any, price_preset: Any) -> str | None:
+    """The one line refusing ``hardware.price_per_gpu_hour`` given beside ``hardware.price_preset``: the preset's
+    price was planned and the stated one dropped, silently (no framework ``preset`` fills either field, so both come
+    from the user). None when at most one is given. Also read by ``trainfit fit`` (``fit_search.card_price``)."""
+    if price_per_gpu_hour is None or not price_preset:
+        return None
+    shown = f"{price_per_gpu_hour:g}" if isinstance(price_per_gpu_hour, (int, float)) else repr(price_per_gpu_hour)
+    return (f"hardware.price_per_gpu_hour: {shown} given together with hardware.price_preset"
+            f" {price_preset} (a named price with its own amount, currency and unit); give one of the two")
+
+
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
@@ -434,7 +445,7 @@ class HardwareSection(_Section):
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
-    price_gpus_per_instance: int | None = Field(None, ge=1, le=1024, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards pays for ceil(N / 8) x 8 GPUs, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
+    price_gpus_per_instance: int | None = Field(None, ge=1, le=1024, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards on a node pays for ceil(N / 8) x 8 GPUs, each node billed apart, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     nic_gbps_per_node: float | None = Field(None, gt=0, le=1e7, description="Inter-node network of a whole node, Gb/s (10^9 bits): the NICs its GPUs share, for nodes with fewer NICs than GPUs (e.g. 4 HDR cards for 8 A100s) or one Ethernet port; caps every collective's cross-node traffic from the node. Default: no cap beyond nic_gbps_per_gpu per GPU.")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
@@ -1915,6 +1926,9 @@ class RunCard(_Section):
             raise ValueError(
                 f"precision.weights: '{w.value}' cannot be trained in full; allowed for scope full: fp32, bf16, fp16"
             )
+        if (why := price_pair_refusal(price_per_gpu_hour=hw.price_per_gpu_hour,
+                                      price_preset=hw.price_preset)) is not None:
+            raise ValueError(why)
         # a preset states its own unit (catalog/data/prices/prices.json); without a price nothing is billed by it
         if (why := price_unit_refusal(hw.price_gpus_per_instance, price_per_gpu_hour=hw.price_per_gpu_hour,
                                       price_preset=hw.price_preset)) is not None:

@@ -68,3 +68,19 @@ def test_forward_only_trace_ends_at_the_head():
     assert fwd.at_loss == 0 < train.at_loss
     assert fwd.at_head >= 150_000_000
     assert fwd.at_head < fwd.forward_peak
+
+
+def _reward_pass(actor: str, rm: str, strategy: str) -> float:
+    d = trainfit.plan({}, overrides={"method": "grpo", "hardware.gpu": "h100-sxm", "hardware.gpus_per_node": 8,
+                                     "model": actor, "roles.reward_model": rm, "parallel.strategy": strategy,
+                                     "rollout.sleep_level": 1}).to_dict()
+    return {p["name"]: p for p in d["phases"]}["reward"]["components"]["reward_pass"]
+
+
+@pytest.mark.parametrize("strategy", ["fsdp", "zero3"])
+def test_reward_pass_gathers_the_reward_models_own_units_whatever_the_actor(strategy):
+    # the reward model's pass gathers its own layer and root units (embedding, score head), not the actor's
+    small_rm = _reward_pass("Qwen/Qwen3-8B", "Qwen/Qwen3-0.6B", strategy)
+    assert small_rm == pytest.approx(_reward_pass("Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B", strategy), rel=1e-9)
+    # the bigger reward model: its own root unit (151936 x 4096 bf16 embedding) and 8B layer units
+    assert _reward_pass("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B", strategy) > small_rm + 151936 * 4096 * 2 / 8

@@ -434,14 +434,18 @@ def _zero3_gathers(t: StepTerms) -> bool:
 
 
 def pass_gathered(card: RunCard, t: StepTerms, spec: ModelSpec, sharding, *,  # noqa: ANN001
-                  dtype: Dtype | None = None, own_engine: bool = False) -> dict[str, float]:
+                  dtype: Dtype | None = None, own_engine: bool = False,
+                  actor_units: bool = True) -> dict[str, float]:
     """``forward_only_transient``'s gathered keywords for a no-grad pass of ``spec`` (the reference, the reward
     model, the actor's own old-policy pass) on the trained engine's GPUs: under ZeRO-3 the pass's own engine
     gathers its own modules (``plan.terms.frozen_pass_gathered_bytes``: its most at once beside the layers, what it
     holds at the head beside the logits; ``t``'s FSDP unit fields are 0 there), elsewhere the trained model's units
     (``_gathered``). ``own_engine``: the pass runs on the trained engine (old policy, a policy with its adapters
-    off, NeMo RL's host swap). ``sharding`` None (a model-parallel layout's worst rank): ``_gathered``."""
-    if sharding is None or not _zero3_gathers(t):
+    off, NeMo RL's host swap). ``actor_units`` False: ``spec`` is another architecture (the reward model), whose
+    own FSDP units (its layer units and its root unit, embedding and one-output score head, at the same shard
+    divisor; ``plan.terms.frozen_pass_gathered_bytes``) the pass gathers, as the critic's values pass gathers the
+    critic's (``_gathered(critic)``). ``sharding`` None (a model-parallel layout's worst rank): ``_gathered``."""
+    if sharding is None or not (_zero3_gathers(t) or not actor_units):
         return {"gathered_units": _gathered(t)}
     from trainfit.memory.weights import total_params
     from trainfit.plan.terms import frozen_pass_gathered_bytes
@@ -827,7 +831,7 @@ def rl_groups(
     if rm_spec is not None:
         rm_dtype = card.roles.reward_model_dtype
         tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked,
-                                    **pass_gathered(card, actor, rm_spec, sharding,
+                                    **pass_gathered(card, actor, rm_spec, sharding, actor_units=False,
                                                     dtype=Dtype(rm_dtype.value) if rm_dtype else None))
         peaks.append(PhasePeak(Phase.REWARD, _without(trainer_resident, other_away) | extras() | {"reward_pass": tr}
                                | grads(GradBufferPhase.OTHER_PASS),

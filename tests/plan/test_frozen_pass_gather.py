@@ -84,3 +84,19 @@ def test_reward_pass_gathers_the_reward_models_own_units_whatever_the_actor(stra
     assert small_rm == pytest.approx(_reward_pass("Qwen/Qwen3-0.6B", "Qwen/Qwen3-0.6B", strategy), rel=1e-9)
     # the bigger reward model: its own root unit (151936 x 4096 bf16 embedding) and 8B layer units
     assert _reward_pass("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B", strategy) > small_rm + 151936 * 4096 * 2 / 8
+
+
+def test_verl_fsdp_cpu_reference_runs_its_pass_on_the_gpu():
+    # verl's FSDP reference under CPUOffload(offload_params=True) (volcengine/verl verl/workers/fsdp_workers.py
+    # l.260-262 @e0d035cd4a6a5c29835516a58d78710a28e73b18): host-resident shards, a forward on the GPU
+    d = trainfit.plan({}, overrides={"preset": "verl", "method": "grpo", "hardware.gpu": "h100-sxm",
+                                     "hardware.gpus_per_node": 8, "model": "Qwen/Qwen3-8B",
+                                     "roles.kl_coef": 0.001}).to_dict()
+    phases = {p["name"]: p["components"] for p in d["phases"]}
+    assert "ref_logprob" in phases
+    ref, old = phases["ref_logprob"], phases["old_logprob"]
+    assert ref.get("reference_weights", 0.0) == 0.0  # no resident copy
+    # the same architecture on the same mesh as the policy: its gathered units and log-prob transient
+    assert ref["logprob_pass"] == pytest.approx(old["logprob_pass"], rel=1e-9)
+    assert ref["logprob_pass"] > 151936 * 4096 * 2 / 8
+    assert ref["weights"] == old["weights"] > 0

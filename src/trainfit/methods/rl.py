@@ -793,6 +793,8 @@ def rl_groups(
     own_gathered = pass_gathered(card, actor, spec, sharding, own_engine=True)
     ref_gathered = pass_gathered(card, actor, spec, sharding,
                                  own_engine=ref_place in (RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP))
+    from trainfit.plan.time import verl_fsdp_workers  # late: plan imports methods
+
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
         tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **ref_gathered,
@@ -816,6 +818,24 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu
                                | grads(GradBufferPhase.OTHER_PASS),
                                "reference log-probs (the reference brought in, the policy offloaded)"))
+    elif ref_place is RefPlacement.CPU and verl_fsdp_workers(card):
+        # verl's FSDP workers wrap the reference with FSDP's own CPU offload (``cpu_offload = None if role ==
+        # "actor" else CPUOffload(offload_params=True)``, volcengine/verl verl/workers/fsdp_workers.py l.260-262
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18; FSDP2 ``CPUOffloadPolicy(pin_memory=True)``, l.547-552
+        # @b178a3cd56f58b2d502255daba591e92833930a7): its shards stay in host RAM, yet its forward runs on the GPU,
+        # each unit's shard copied in and all-gathered before its use and freed after it (FSDP1
+        # ``FlatParamHandle.pre_unshard`` / ``reshard``, FSDP2 ``FSDPParam.all_gather_inputs``), beside what the actor
+        # keeps resident (verl's actor is never so offloaded). So the pass holds the reference's gathered units (laid
+        # out like the actor's: the same architecture and mesh) and its log-prob transient, no resident weights.
+        # plan.rl_passes times the same pass (_reference_host_shard_bytes_per_s). Not modelled: the copied-in
+        # param_dtype shard of the unit being gathered (one unit over the shard group, beside the gathered unit).
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **ref_gathered,
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy, logit_positions=keep,
+                                    entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | {"logprob_pass": tr}
+                               | grads(GradBufferPhase.OTHER_PASS),
+                               "reference log-probs (the reference's host shards gathered unit by unit)"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
         # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL

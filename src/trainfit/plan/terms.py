@@ -1288,7 +1288,9 @@ def frozen_pass_gathered_bytes(card: RunCard, spec: ModelSpec, sharding: Shardin
     over the forward alone (``forward_only``), the embedding first and the head (the embedding again when tied, kept
     across the pass within the reuse distance) last, with the modules of at most the persistence threshold left to
     persistence. ``own_engine``: the trained engine's own no-grad pass (old-policy log-probs, a LoRA policy with its
-    adapters off), the same trace under the card's own ZeRO settings (``zero_config_of``).
+    adapters off), the same trace under the card's own ZeRO settings (``zero_config_of``). Open: other frameworks
+    build their frozen engines' configs themselves (OpenRLHF's ``get_eval_ds_config``); their settings are planned
+    as TRL's here, not checked.
     FSDP: its own layer units and root unit (embedding, final norm, lm_head or a score head), sized as
     ``_fsdp_terms`` sizes the trained model's (the two fields ``methods.rl._gathered`` reads)."""
     from trainfit.memory.deepspeed import gathered_params

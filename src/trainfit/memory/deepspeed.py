@@ -264,13 +264,15 @@ class GatheredParams:
     """Gathered when forward ends (kept for reuse: the head and the last layers)."""
     backward_peak: int
     """Most elements gathered at once in backward."""
+    at_head: int = 0
+    """Gathered while the last forward module (the head) runs, its own elements included."""
 
 
 @lru_cache(maxsize=512)
 def gathered_params(
     layers: tuple[tuple[int, ...], ...], *, embedding: int, head: int, tied: bool,
     prefetch_bucket_size: int, max_live_parameters: int, max_reuse_distance: int,
-    recompute: bool,
+    recompute: bool, forward_only: bool = False,
 ) -> GatheredParams:
     """Simulate ``PartitionedParameterCoordinator`` over one training step.
 
@@ -285,6 +287,9 @@ def gathered_params(
       min(max_live - gathered, prefetch_bucket) elements (l.452-488),
     * on release keeps the submodule's parameters when they occur again before
       ``max_reuse_distance`` elements of later submodules have been traversed (l.634-666).
+
+    ``forward_only``: a no-grad forward (a frozen engine's pass, or the trained engine's log-prob pass): the trace
+    ends at the head, no backward follows; ``forward_peak`` is the most it holds at once.
     """
     head_key = "embed" if tied else "head"
     trace: list[tuple[str, int]] = [("embed", embedding)]
@@ -293,19 +298,21 @@ def gathered_params(
     fwd_end = len(trace) + (1 if head else 0)
     if head:
         trace.append((head_key, head))
-        trace.append((head_key, head))  # its backward
-    for i in range(len(layers) - 1, -1, -1):
+        if not forward_only:
+            trace.append((head_key, head))  # its backward
+    for i in (() if forward_only else range(len(layers) - 1, -1, -1)):
         mods = layers[i]
         if recompute:
             trace += [(f"{i}.{j}", n) for j, n in enumerate(mods)]
         trace += [(f"{i}.{j}", n) for j in range(len(mods) - 1, -1, -1) for n in (mods[j],)]
-    trace.append(("embed", embedding))
+    if not forward_only:
+        trace.append(("embed", embedding))
 
     gathered: dict[str, int] = {}
     live = 0
     fetched_for: dict[str, int] = {}
     queue = 1
-    fwd_peak = bwd_peak = at_loss = 0
+    fwd_peak = bwd_peak = at_loss = at_head = 0
     n = len(trace)
     for step, (key, numel) in enumerate(trace):
         if key not in gathered:
@@ -323,6 +330,8 @@ def gathered_params(
                 live += n2
                 pre += n2
             queue += 1
+        if step == fwd_end - 1:
+            at_head = live
         if step < fwd_end:
             fwd_peak = max(fwd_peak, live)
         else:
@@ -340,4 +349,4 @@ def gathered_params(
             live -= gathered.pop(key)
         if step == fwd_end - 1:
             at_loss = live
-    return GatheredParams(forward_peak=fwd_peak, at_loss=at_loss, backward_peak=bwd_peak)
+    return GatheredParams(forward_peak=fwd_peak, at_loss=at_loss, backward_peak=bwd_peak, at_head=at_head)

@@ -165,6 +165,7 @@ def forward_only_transient(
     seq_len: int,
     chunked: bool,
     gathered_units: float,
+    gathered_at_head: float | None = None,
     divides_by_temperature: bool = True,
     kernel: str = "liger",
     temperature_copy: bool = False,
@@ -210,7 +211,9 @@ def forward_only_transient(
     scalar head (critic values, reward scores: TRL ``get_reward``)
         ``score(last_hidden_state)``: ``T·h`` + ``T·N`` bf16, below the layer's transient.
 
-    Returns the largest of these plus the gathered FSDP/ZeRO-3 units.
+    Returns the largest of these plus the gathered FSDP/ZeRO-3 units: ``gathered_units`` beside the layer's
+    transient and ``gathered_at_head`` (None: ``gathered_units``) beside the head's (a ZeRO-3 engine's coordinator
+    holds more mid-model, its prefetch running ahead, than while the head runs: ``pass_gathered``).
     """
     b, s = sequences, seq_len
     tokens = b * s
@@ -238,7 +241,8 @@ def forward_only_transient(
     if entropy and spec.head_outputs is None and not chunked:
         ent = verl_compiled_entropy_bytes(tokens=tokens)
         head = head + ent if kernel == "flash_attn" else max(head, 2.0 * tokens * spec.vocab_size + ent)
-    return max(layer, head) + gathered_units
+    at_head = gathered_units if gathered_at_head is None else gathered_at_head
+    return max(layer + gathered_units, head + at_head)
 
 
 TRAINER_OFFLOAD_PRESETS = ("nemo-rl", "skyrl")
@@ -421,6 +425,34 @@ def _persistent(t: StepTerms) -> float:
 
 def _gathered(t: StepTerms) -> float:
     return t.fsdp_layer_units + t.fsdp_root_unit
+
+
+def _zero3_gathers(t: StepTerms) -> bool:
+    """Whether the trained engine is a ZeRO-3 one that gathers its parameters (``plan.terms._deepspeed_terms`` sets
+    the FSDP unit fields to 0 and keeps its gathered bytes in ``gathered_forward`` / ``gathered_backward``)."""
+    return bool(t.gathered_forward or t.gathered_backward)
+
+
+def pass_gathered(card: RunCard, t: StepTerms, spec: ModelSpec, sharding, *,  # noqa: ANN001
+                  dtype: Dtype | None = None, own_engine: bool = False,
+                  actor_units: bool = True) -> dict[str, float]:
+    """``forward_only_transient``'s gathered keywords for a no-grad pass of ``spec`` (the reference, the reward
+    model, the actor's own old-policy pass) on the trained engine's GPUs: under ZeRO-3 the pass's own engine
+    gathers its own modules (``plan.terms.frozen_pass_gathered_bytes``: its most at once beside the layers, what it
+    holds at the head beside the logits; ``t``'s FSDP unit fields are 0 there), elsewhere the trained model's units
+    (``_gathered``). ``own_engine``: the pass runs on the trained engine (old policy, a policy with its adapters
+    off, NeMo RL's host swap). ``actor_units`` False: ``spec`` is another architecture (the reward model), whose
+    own FSDP units (its layer units and its root unit, embedding and one-output score head, at the same shard
+    divisor; ``plan.terms.frozen_pass_gathered_bytes``) the pass gathers, as the critic's values pass gathers the
+    critic's (``_gathered(critic)``). ``sharding`` None (a model-parallel layout's worst rank): ``_gathered``."""
+    if sharding is None or not (_zero3_gathers(t) or not actor_units):
+        return {"gathered_units": _gathered(t)}
+    from trainfit.memory.weights import total_params
+    from trainfit.plan.terms import frozen_pass_gathered_bytes
+
+    bpp = frozen_weights(spec, card, divisor=1, dtype=dtype) / total_params(spec)
+    peak, at_head = frozen_pass_gathered_bytes(card, spec, sharding, bytes_per_param=bpp, own_engine=own_engine)
+    return {"gathered_units": peak, "gathered_at_head": at_head}
 
 
 def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[EngineMemory, RolloutDemand, int]:
@@ -612,12 +644,14 @@ def rl_groups(
     gpu_memory: float,
     weights_divisor: float,
     reward_divisor: float | None = None,
+    sharding=None,  # noqa: ANN001
 ) -> tuple[list[GroupPhases], RolloutSummary, dict[str, float], list[str]]:
     """Per-group phase peaks of one PPO/GRPO step, the rollout summary, host RAM and notes.
 
     ``weights_divisor``: the policy's parameters over a frozen copy's bytes on one training GPU (the reference's,
     laid out like the actor: under model parallel ``1 / plan.stages.frozen_share``); ``reward_divisor``: the reward
-    model's own (its architecture on the actor's grid), None: ``weights_divisor``."""
+    model's own (its architecture on the actor's grid), None: ``weights_divisor``; ``sharding``: the training group's
+    (one GPU group), which sizes a frozen pass's own gathered units (``pass_gathered``); None: the actor's."""
     notes: list[str] = []
     host: dict[str, float] = {}
     ro = card.rollout
@@ -755,9 +789,15 @@ def rl_groups(
         notes.append(f"frozen passes ({card.preset}): {', '.join(own_away)} stay in host RAM until the update"
                      + (f"; passes not on the actor also without {', '.join(n for n in other_away if n not in own_away)}"
                         if set(other_away) - set(own_away) else ""))
+    # a no-grad pass of the policy's architecture (reference, old policy) gathers the units of its own engine
+    own_gathered = pass_gathered(card, actor, spec, sharding, own_engine=True)
+    ref_gathered = pass_gathered(card, actor, spec, sharding,
+                                 own_engine=ref_place in (RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP))
+    from trainfit.plan.time import verl_fsdp_workers  # late: plan imports methods
+
     if ref_place in (RefPlacement.GPU, RefPlacement.LORA_DISABLED, RefPlacement.HOST_SWAP):
         # GRPO divides by the temperature into a copy; PPO divides the logits in place
-        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **ref_gathered,
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
@@ -770,7 +810,7 @@ def rl_groups(
         # SkyRL: the reference comes to the GPU for its own pass (its bf16 shard, as the trainer's layout shards it)
         # after _ensure_on_gpu has sent the policy's weights and optimizer to the host (other_away), and leaves after
         # it (roles.REFERENCE_OFFLOAD_PRESETS; WorkerDispatch._ensure_on_gpu, worker_dispatch.py l.140-170 @2e9c89af)
-        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **ref_gathered,
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
@@ -778,12 +818,30 @@ def rl_groups(
         peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | on_gpu
                                | grads(GradBufferPhase.OTHER_PASS),
                                "reference log-probs (the reference brought in, the policy offloaded)"))
+    elif ref_place is RefPlacement.CPU and verl_fsdp_workers(card):
+        # verl's FSDP workers wrap the reference with FSDP's own CPU offload (``cpu_offload = None if role ==
+        # "actor" else CPUOffload(offload_params=True)``, volcengine/verl verl/workers/fsdp_workers.py l.260-262
+        # @e0d035cd4a6a5c29835516a58d78710a28e73b18; FSDP2 ``CPUOffloadPolicy(pin_memory=True)``, l.547-552
+        # @b178a3cd56f58b2d502255daba591e92833930a7): its shards stay in host RAM, yet its forward runs on the GPU,
+        # each unit's shard copied in and all-gathered before its use and freed after it (FSDP1
+        # ``FlatParamHandle.pre_unshard`` / ``reshard``, FSDP2 ``FSDPParam.all_gather_inputs``), beside what the actor
+        # keeps resident (verl's actor is never so offloaded). So the pass holds the reference's gathered units (laid
+        # out like the actor's: the same architecture and mesh) and its log-prob transient, no resident weights.
+        # plan.rl_passes times the same pass (_reference_host_shard_bytes_per_s). Not modelled: the copied-in
+        # param_dtype shard of the unit being gathered (one unit over the shard group, beside the gathered unit).
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **ref_gathered,
+                                    divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
+                                    temperature_copy=card.loss.temperature_copy, logit_positions=keep,
+                                    entropy=card.loss.logprob_entropy is LogprobEntropy.EVERY_PASS)
+        peaks.append(PhasePeak(Phase.REF_LOGPROB, _without(trainer_resident, other_away) | extras() | {"logprob_pass": tr}
+                               | grads(GradBufferPhase.OTHER_PASS),
+                               "reference log-probs (the reference's host shards gathered unit by unit)"))
     if old_logprob_pass(card):
         # the policy's own log-probs before the update (PPO's old policy; GRPO when each batch is reused
         # for several updates, or every step under verl / OpenRLHF / NeMo RL: ``roles.OLD_LOGPROB_PRESETS``, and TRL
         # with a serving engine: ``roles.trl_old_logprob_pass``):
         # a no-grad pass of the trained actor, adapters included
-        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor),
+        tr = forward_only_transient(spec, sequences=mbs, seq_len=seq, chunked=chunked, **own_gathered,
                                     divides_by_temperature=card.method is Method.GRPO, kernel=card.loss.kernel.value,
                                     temperature_copy=card.loss.temperature_copy, logit_positions=keep,
                                     entropy=card.loss.logprob_entropy is not LogprobEntropy.NONE)
@@ -791,7 +849,10 @@ def rl_groups(
                                | grads(GradBufferPhase.LOGPROB),
                                "old-policy log-probs"))
     if rm_spec is not None:
-        tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked, gathered_units=_gathered(actor))
+        rm_dtype = card.roles.reward_model_dtype
+        tr = forward_only_transient(rm_spec, sequences=mbs, seq_len=seq, chunked=chunked,
+                                    **pass_gathered(card, actor, rm_spec, sharding, actor_units=False,
+                                                    dtype=Dtype(rm_dtype.value) if rm_dtype else None))
         peaks.append(PhasePeak(Phase.REWARD, _without(trainer_resident, other_away) | extras() | {"reward_pass": tr}
                                | grads(GradBufferPhase.OTHER_PASS),
                                "reward model scores"))
@@ -964,7 +1025,8 @@ def _sync_spike(mech: WeightSync, spec: ModelSpec, *, bucket_bytes: float = SYNC
     return 2.0 * largest
 
 
-def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weights_divisor: int) -> tuple[float, float]:
+def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weights_divisor: int,
+                       sharding=None) -> tuple[float, float]:  # noqa: ANN001
     """(reference weights resident, transient of the live reference pass) for DPO (``roles.reference: cpu`` is refused
     for DPO by the card, ``spec.card._check_reference_placement``)."""
     place = reference_placement(card)
@@ -976,7 +1038,9 @@ def dpo_reference_pass(spec: ModelSpec, card: RunCard, actor: StepTerms, *, weig
     # the reference scores that same concatenated batch, without a temperature division
     tr = forward_only_transient(
         spec, sequences=card.batch.micro_batch_size, seq_len=card.batch.seq_len, chunked=card.loss.chunked,
-        gathered_units=_gathered(actor), divides_by_temperature=False, kernel=card.loss.kernel.value,
+        **pass_gathered(card, actor, spec, sharding, own_engine=place is not RefPlacement.GPU),
+        divides_by_temperature=False,
+        kernel=card.loss.kernel.value,
     )
     return weights, tr
 

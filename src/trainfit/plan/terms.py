@@ -1279,6 +1279,54 @@ def _deepspeed_terms(
     return out, fsdp, temps, notes
 
 
+def frozen_pass_gathered_bytes(card: RunCard, spec: ModelSpec, sharding: Sharding, *,
+                               bytes_per_param: float, own_engine: bool = False) -> tuple[float, float]:
+    """(most gathered at once, gathered while the head runs) in bytes, for one no-grad forward of ``spec`` whose
+    engine shards it like the trained model on ``sharding`` (``bytes_per_param``: its weights' bytes per parameter);
+    0 where nothing is gathered.
+
+    ZeRO-3: TRL wraps a frozen reference or reward model as its own stage-3 engine (``prepare_deepspeed``,
+    huggingface/trl trl/models/utils.py l.236-273 @f2cd57710ae345ea6428ae95363267fcf38a3dc8: the policy's config
+    copied, l.245, then ``stage3_param_persistence_threshold`` = 10·hidden and ``stage3_prefetch_bucket_size`` =
+    0.9·hidden² of the frozen model's own hidden size set over it, l.254-264; ``deepspeed.initialize`` then
+    ``model.eval()``, l.271-272; its ``stage3_max_live_parameters`` and ``stage3_max_reuse_distance`` stay the
+    policy's), and its forward runs the stage-3 coordinator over its own modules: ``memory.deepspeed.gathered_params``
+    over the forward alone (``forward_only``), the embedding first and the head (the embedding again when tied, kept
+    across the pass within the reuse distance) last, with the modules of at most the persistence threshold left to
+    persistence. ``own_engine``: the trained engine's own no-grad pass (old-policy log-probs, a LoRA policy with its
+    adapters off), the same trace under the card's own ZeRO settings (``zero_config_of``). Open: other frameworks
+    build their frozen engines' configs themselves (OpenRLHF's ``get_eval_ds_config``); their settings are planned
+    as TRL's here, not checked.
+    FSDP: its own layer units and root unit (embedding, final norm, lm_head or a score head), sized as
+    ``_fsdp_terms`` sizes the trained model's (the two fields ``methods.rl._gathered`` reads)."""
+    from trainfit.memory.deepspeed import gathered_params
+
+    if not sharding.gathers_params:
+        return 0.0, 0.0
+    pb = param_breakdown(spec)
+    scale = count_scale(spec)
+    if sharding.strategy is Strategy.ZERO3:
+        cfg = zero_config_of(card, spec, 3)
+        if not own_engine:
+            h = spec.hidden_size
+            cfg = replace(cfg, param_persistence_threshold=10 * h, prefetch_bucket_size=int(0.9 * h * h))
+        threshold = cfg.param_persistence_threshold
+        layers = tuple(tuple(int(n * scale) for n in _layer_modules(spec, i) if n > threshold)
+                       for i in range(spec.num_layers))
+        emb = int(pb.embedding * scale)
+        head = int((pb.lm_head or pb.embedding) * scale)
+        g = gathered_params(layers, embedding=emb if emb > threshold else 0, head=head if head > threshold else 0,
+                            tied=not pb.lm_head, prefetch_bucket_size=cfg.prefetch_bucket_size,
+                            max_live_parameters=cfg.max_live_parameters, max_reuse_distance=cfg.max_reuse_distance,
+                            recompute=False, forward_only=True)
+        return g.forward_peak * bytes_per_param, g.at_head * bytes_per_param
+    w = WeightBytes(base=pb.total * scale * bytes_per_param, adapter=0.0)
+    fsdp, _ = _fsdp_terms(spec, sharding, TrainableSpec(), w, pb=pb, scale=scale, n_train=0.0,
+                          grad_bytes=bytes_per_param)
+    units = fsdp.get("fsdp_layer_units", 0.0) + fsdp.get("fsdp_root_unit", 0.0)
+    return units, units
+
+
 def _megatron_fsdp_fp8_units(card: RunCard, spec: ModelSpec, fsdp: dict[str, float], *, pb: ParamBreakdown,
                              scale: float) -> tuple[dict[str, float], str]:
     """Megatron-FSDP's gathered layer units with fp8 primary weights (``memory.fp8.megatron_fsdp_fp8_unit_bytes``):

@@ -53,14 +53,17 @@ def dpo_held_after_forward(terms, forward: PhasePeak, *, chunked: bool) -> dict[
     activations and, on the full logits, ``outputs.logits`` with the log-softmax rows saved for backward
     (``dpo_logits``: its forward peak, the row transients being one row) are all alive under the reference's
     transient; a chunked loss keeps only what it retains. The layer transients of the policy's last layer and the
-    gathered unit of the last FSDP unit are gone by then (the root unit stays)."""
+    gathered unit of the last FSDP unit are gone by then (the root unit stays). Under ZeRO-3 the policy's engine
+    keeps what its coordinator holds at the end of its forward (``gathered_forward``: the head and the last modules,
+    kept for reuse in backward within ``stage3_max_reuse_distance``; ``memory.deepspeed.gathered_params``): the
+    reference is another engine (TRL's ``prepare_deepspeed``), whose forward does not release the policy's."""
     comps = {k: v for k, v in forward.components.items() if k in PERSISTENT}
     for k in ("gradients", "activations", "pipeline_buffers"):
         if k in forward.components:
             comps[k] = forward.components[k]
     comps["logits"] = terms.logits.retained if chunked else terms.logits.forward_peak
-    if terms.fsdp_root_unit + terms.fsdp_all_gathered:
-        comps["fsdp_buffers"] = terms.fsdp_root_unit + terms.fsdp_all_gathered
+    if terms.fsdp_root_unit + terms.fsdp_all_gathered + terms.gathered_forward:
+        comps["fsdp_buffers"] = terms.fsdp_root_unit + terms.fsdp_all_gathered + terms.gathered_forward
     return comps
 
 
@@ -167,7 +170,8 @@ def walk_sft_like(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
     if card.method is Method.DPO:
         from trainfit.methods.rl import dpo_reference_pass  # RL-side module: not imported by an SFT plan
 
-        ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor)
+        ref_w, ref_tr = dpo_reference_pass(spec, step_card, terms, weights_divisor=sharding.weights_divisor,
+                                          sharding=sharding)
         from trainfit.methods.roles import reference_placement
 
         place = reference_placement(card)
@@ -447,7 +451,7 @@ def walk_rl(card: RunCard, spec: ModelSpec, gpu: GpuSpec):
             reward_divisor = 1.0 / frozen_share(actor_card, rm_spec, sharding, rm_layout, ranks.coords.pp)
     groups, summary, host2, notes2 = rl_groups(
         card, spec, actor, critic, critic_spec=cspec, gpu_memory=gpu.usable_memory_bytes,
-        weights_divisor=frozen_divisor, reward_divisor=reward_divisor,
+        weights_divisor=frozen_divisor, reward_divisor=reward_divisor, sharding=sharding if ranks is None else None,
     )
     host.update(host2)
     if critic_offload is not card.parallel.offload and card.rollout.placement.value != "colocate":

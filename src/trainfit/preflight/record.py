@@ -2,9 +2,9 @@
 
 A record is a run card in its full form (every section, defaults spelled out, so it does not
 change when trainfit's defaults do) plus one top-level ``record:`` mapping that the card schema
-does not know. ``load_record`` strips ``record:`` and validates the rest with
-``trainfit.spec.card.load_card_dict``, so a record is also a card: ``trainfit plan x.record.yaml``
-needs only the mapping removed.
+does not know. ``load_record`` strips ``record:`` and resolves the rest with
+``trainfit.spec.card.resolve_card`` (its preset filled, as ``trainfit plan`` reads a card), so a record is also a
+card: ``trainfit plan x.record.yaml`` needs only the mapping removed.
 
 It holds the seed's table: model repo, revision and precision; GPU type, memory, count and
 topology; Python, PyTorch, training framework and generation engine versions; recipe path,

@@ -66,14 +66,9 @@ def card_data(card: Any = None, overrides: Mapping[str, Any] | None = None) -> d
 
 def load_card(card: Any = None, overrides: Mapping[str, Any] | None = None) -> RunCard:
     """A validated ``RunCard`` from any card form (framework ``preset`` applied, as the CLI does)."""
-    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.card import resolve_card
 
-    data = card_data(card, overrides)
-    if data.get("preset"):
-        from trainfit.methods.presets import apply_preset
-
-        data = apply_preset(data, str(data["preset"]))
-    return load_card_dict(data)
+    return resolve_card(card_data(card, overrides))
 
 
 def _calibration(calibration: Any):

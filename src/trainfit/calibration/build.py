@@ -141,7 +141,7 @@ def split_records(data: Any, kind: str, where: str, *,
         notes = skipped + [f"{w}: {why}" for w, why in elsewhere.items() if why]
         mem = [m for m in mem if not elsewhere[m.where]]
         return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, notes
-    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.card import resolve_card
 
     items = data if isinstance(data, list) else [data]
     times: list[RunRecord] = []
@@ -163,7 +163,7 @@ def split_records(data: Any, kind: str, where: str, *,
         item_mem = None
         if rec.get("phases") is not None:
             try:
-                card = load_card_dict({k: v for k, v in item.items() if k != "record"})
+                card = resolve_card({k: v for k, v in item.items() if k != "record"})  # as `trainfit plan` reads it
             except TrainfitError as exc:
                 raise CardError(f"{at}: {exc}") from None
             item_mem = memory_record(card, rec, where=at)

@@ -111,7 +111,7 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
     """One record (a mapping) or a list of them; CardError naming the file and the field."""
     from trainfit.calibration.engine import check_rl, generation_of
     from trainfit.preflight.record import migrate_link
-    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.card import resolve_card
     from trainfit.spec.dotted import deep_copy
 
     items = data if isinstance(data, list) else [data]
@@ -131,7 +131,7 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
             raise CardError(f"{at}: {RECORD_KEY}.{STEP_KEY} must be the measured seconds per optimizer step (a positive "
                             f"number), got {step!r}")
         try:
-            card = load_card_dict(card_data)
+            card = resolve_card(card_data)  # as `trainfit plan` resolves it: the fit is fitted on the plan's card
         except TrainfitError as exc:
             raise CardError(f"{at}: {exc}") from None
         if generation is not None:

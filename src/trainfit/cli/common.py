@@ -106,8 +106,8 @@ def parse_set(item: str) -> tuple[str, Any]:
 
 
 def load_card(card: Path | None, overrides: dict[str, Any], sets: list[str]):
-    """Read the card (or the embedded default), apply flag overrides, validate."""
-    from trainfit.spec.card import load_card_dict, read_card_file
+    """Read the card (or the embedded default), apply flag overrides, then the preset, validate (``resolve_card``)."""
+    from trainfit.spec.card import read_card_file, resolve_card
 
     data = read_card_file(card) if card is not None else default_card_dict()
     for key, value in overrides.items():
@@ -115,14 +115,7 @@ def load_card(card: Path | None, overrides: dict[str, Any], sets: list[str]):
             set_path(data, key, value)
     for item in sets:
         set_path(data, *parse_set(item))
-    from trainfit.spec.card import check_sections
-
-    check_sections(data)  # a preset merges sections: each must be a mapping first
-    if data.get("preset"):
-        from trainfit.methods.presets import apply_preset
-
-        data = apply_preset(data, str(data["preset"]))
-    return load_card_dict(data)
+    return resolve_card(data)
 
 
 def finite_json(obj: Any) -> Any:

@@ -91,22 +91,18 @@ def _read_back(card: RunCard, e: Export) -> tuple[RunCard, bool]:
     is used and ``hardware.gpu`` is listed as lost (``trainfit import`` needs ``--set hardware.gpu=...``)."""
     from trainfit.errors import CardError
     from trainfit.export.importers import import_text
-    from trainfit.spec.card import load_card_dict
+    from trainfit.spec.card import resolve_card
     from trainfit.spec.dotted import set_dotted
 
     companion = ("accelerate", _accelerate.build(card).text) if e.target == "trl" else None
     data = import_text(e.text, e.target, companion=companion).card
-    if data.get("preset"):  # the framework's preset, filled as `trainfit plan` fills it on the imported card
-        from trainfit.methods.presets import apply_preset
-
-        data = apply_preset(data, str(data["preset"]))
-    try:
-        return load_card_dict(data), False
+    try:  # the framework's preset filled as `trainfit plan` fills it on the imported card (resolve_card)
+        return resolve_card(data), False
     except CardError as exc:
         if "fp8 tensor cores" not in str(exc) or "gpu" in (data.get("hardware") or {}):
             raise
     set_dotted(data, "hardware.gpu", card.hardware.gpu)
-    return load_card_dict(data), True
+    return resolve_card(data), True
 
 
 def lost_settings(card: RunCard, e: Export) -> dict[str, dict]:

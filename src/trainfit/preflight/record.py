@@ -2,9 +2,9 @@
 
 A record is a run card in its full form (every section, defaults spelled out, so it does not
 change when trainfit's defaults do) plus one top-level ``record:`` mapping that the card schema
-does not know. ``load_record`` strips ``record:`` and validates the rest with
-``trainfit.spec.card.load_card_dict``, so a record is also a card: ``trainfit plan x.record.yaml``
-needs only the mapping removed.
+does not know. ``load_record`` strips ``record:`` and resolves the rest with
+``trainfit.spec.card.resolve_card`` (its preset filled, as ``trainfit plan`` reads a card), so a record is also a
+card: ``trainfit plan x.record.yaml`` needs only the mapping removed.
 
 It holds the seed's table: model repo, revision and precision; GPU type, memory, count and
 topology; Python, PyTorch, training framework and generation engine versions; recipe path,
@@ -22,7 +22,7 @@ from typing import Any
 from trainfit.errors import CardError, CatalogError, TrainfitError
 from trainfit.preflight.audit import NOT_INSTALLED, AuditReport
 from trainfit.preflight.shell import run_command
-from trainfit.spec.card import RunCard, load_card_dict, pin_before
+from trainfit.spec.card import RunCard, pin_before, resolve_card
 from trainfit.spec.enums import Interconnect, MoeExperts, Scope
 
 RECORD_KEY = "record"
@@ -269,7 +269,8 @@ def write_record(data: dict[str, Any], out: Path, *, force: bool, inputs: Iterab
 
 
 def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
-    """(the card a record holds, its ``record:`` mapping). CardError on a bad record."""
+    """(the card a record holds, resolved as ``trainfit plan`` resolves it: ``spec.card.resolve_card``, its preset
+    filled; its ``record:`` mapping). CardError on a bad record."""
     from trainfit.spec.card import read_card_file
 
     data = read_card_file(path)
@@ -279,7 +280,7 @@ def load_record(path: Path) -> tuple[RunCard, dict[str, Any]]:
                         f" got {str(extra)[:40]!r}")
     if isinstance(data, dict):
         migrate_link(data, extra)
-    return load_card_dict(data), extra
+    return resolve_card(data), extra
 
 
 def migrate_link(data: dict[str, Any], extra: dict[str, Any]) -> None:

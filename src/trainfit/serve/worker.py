@@ -20,14 +20,13 @@ from trainfit.catalog.models import catalog_entry, catalog_ids  # noqa: F401
 from trainfit.compute.cost import parse_price
 from trainfit.errors import CardError, TrainfitError
 from trainfit.fit_search import basis_dict, fit_start
-from trainfit.methods.presets import apply_preset
 from trainfit.plan import make_plan
 from trainfit.preflight.checkpoint import checkpoint_sizes  # noqa: F401  (plan_to_dict imports it lazily)
 from trainfit.report.html import (chart_model, fit_fragment, fit_notes, fit_ranking_caption, fit_rows, fit_step_label,
                                   fit_svg, plan_fragment, plan_svg, skipped_of)
 from trainfit.report.json_report import plan_to_dict
 from trainfit.search import GPU_COUNTS, fit
-from trainfit.spec.card import RunCard, load_card_dict
+from trainfit.spec.card import RunCard, load_card_dict, resolve_card
 
 DEFAULT_FIT_GPUS = ("rtx4090", "a100-40gb", "a100-80gb", "h100-sxm")
 """The CLI's ``trainfit fit --gpu`` default."""
@@ -79,10 +78,9 @@ def check_sources(card: RunCard) -> None:
 
 
 def card_of(data: Any) -> RunCard:
-    """Validate like ``trainfit plan`` does (presets applied first), then check the model sources."""
-    if isinstance(data, dict) and data.get("preset"):
-        data = apply_preset(data, str(data["preset"]))
-    card = load_card_dict(data)
+    """Validate as ``trainfit plan`` does (``spec.card.resolve_card``: presets applied first), then check the model
+    sources."""
+    card = resolve_card(data)
     check_sources(card)
     return card
 

@@ -3153,6 +3153,22 @@ def load_card_dict(data: dict[str, Any]) -> RunCard:
         raise CardError(format_validation_error(exc)) from exc
 
 
+def resolve_card(data: Any) -> RunCard:
+    """The card every command plans from card data a user wrote (a card file, a record's card, an API mapping),
+    after the caller has set its overrides: the sections checked to be mappings (``check_sections``), then the
+    framework ``preset`` filled under what the card states (``methods.presets.apply_preset``, once), then validated
+    (``load_card_dict``). One path for ``plan``, ``check``, ``trace``, ``diagnose --card``, ``record``, ``export``,
+    ``calibrate``'s records, ``watch``, ``compare`` and the Python and web APIs, so a constant ``calibrate`` fits is
+    fitted against the card ``plan`` plans. ``fit`` sets its pins first and applies the preset the same way
+    (``fit_search.fit_start``)."""
+    check_sections(data)  # a preset merges sections: each must be a mapping first
+    if data.get("preset"):
+        from trainfit.methods.presets import apply_preset
+
+        data = apply_preset(data, str(data["preset"]))
+    return load_card_dict(data)
+
+
 def read_card_file(path: Path) -> dict[str, Any]:
     """The card file as a dict: ``.json`` as JSON, any other suffix as YAML (never the default card).
 

@@ -449,12 +449,12 @@ def _planned_dict(p: Planned | None) -> dict[str, Any]:
 
 
 def _as_card(card: Any) -> Any:
-    from trainfit.spec.card import RunCard, load_card_dict
+    from trainfit.spec.card import RunCard, resolve_card
 
     if isinstance(card, RunCard):
         return card
-    if isinstance(card, dict):
-        return load_card_dict(card)
+    if isinstance(card, dict):  # resolved as `trainfit plan` resolves it (its preset filled): the plan it watches
+        return resolve_card(card)
     import os
 
     if not isinstance(card, (str, os.PathLike)):
@@ -464,4 +464,4 @@ def _as_card(card: Any) -> Any:
                         f" {str(card)[:40]!r}")
     from trainfit.spec.card import read_card_file
 
-    return load_card_dict(read_card_file(Path(card)))
+    return resolve_card(read_card_file(Path(card)))

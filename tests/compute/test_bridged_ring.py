@@ -110,3 +110,15 @@ def test_a_calibration_of_a_bridged_card_is_restated_for_the_jobs_gpus_unless_it
     kept = rates_of(card, spec, measured)
     assert (kept.intra_node_bus_bytes_per_s, kept.bridge_bus_bytes_per_s) == (100e9, None)
     assert group_rates(kept, ranks=2) == kept  # the measurement stands for every collective of the node
+
+
+def test_a_measured_bus_is_what_the_bridge_line_names():
+    """The bridge line of a card whose calibration measured the bus names the measured rate for every collective and
+    the job's real GPUs in a node, not 'fit one group, collectives at the bridge's 247 GB/s'."""
+    spec = resolve_gpu("a100-pcie-80gb")
+    card = load_card_dict(_card("a100-pcie-80gb", 8))
+    measured = default_rates(spec).with_overrides({"intra_node_bus_bytes_per_s": 30e9}, source="test calibration")
+    kept = rates_of(card, spec, measured)
+    (line,) = [s for s in kept.sources if s.startswith("NVLink bridges join a100-pcie-80gb")]
+    assert "measured 30 GB/s bus bandwidth times every collective of the job's 8 GPUs in a node" in line
+    assert "fit one group" not in line and "at most 2" not in line

@@ -468,8 +468,10 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     (``calibrated_link_bus``). The node link's rate is that of a ring over the job's ``hardware.gpus_per_node`` GPUs:
     on bridged PCIe cards with more of them than one bridge group, the PCIe hop between groups
     (``compute.rates.link_rates``; a tensor-parallel group inside one bridge group keeps the bridge:
-    ``compute.rates.group_rates``). Taken for every ring of the job, a split RL node's training and engine groups
-    included. The memory plan reads no link (``link_note``)."""
+    ``compute.rates.group_rates``). A split RL node's training group restates it for its own GPUs in a node
+    (``plan.rl_time.training_group_rates``), the engine's tensor-parallel group for its size
+    (``plan.rl_generation``); transfers between the two groups keep it. The memory plan reads no link
+    (``link_note``)."""
     node_gpus = card.hardware.gpus_per_node
     r = rates or default_rates(gpu, node_gpus=node_gpus)
     if card.hardware.interconnect is not None or (rates is not None and gpu.id in BRIDGE_GROUP_GPUS):

@@ -122,3 +122,28 @@ def test_a_measured_bus_is_what_the_bridge_line_names():
     (line,) = [s for s in kept.sources if s.startswith("NVLink bridges join a100-pcie-80gb")]
     assert "measured 30 GB/s bus bandwidth times every collective of the job's 8 GPUs in a node" in line
     assert "fit one group" not in line and "at most 2" not in line
+
+
+def test_an_expert_group_inside_a_bridge_group_exchanges_over_the_bridge():
+    """Expert parallel 2 on 8 bridged A100s: the pair's all-to-all stays on its bridge (ranks 0-1, the pairing of
+    nccl-tests #178); expert parallel 4 crosses the PCIe hop between pairs."""
+    def ep_bus(ep: int) -> float:
+        card = load_card_dict({**_card("a100-pcie-80gb", 8, strategy="zero1", tensor_parallel_impl="megatron",
+                                       expert_parallel=ep), "model": "Qwen/Qwen3-30B-A3B"})
+        r = rates_of(card, gpu_of(card), None)
+        mp = model_parallel_of(card, model_spec_of(card), r, gpus_per_node=8)
+        return mp.ep_nvlink_bytes_per_s
+
+    assert ep_bus(2) == pytest.approx(600e9 / 2 * NVLINK_BUS_FRACTION)
+    assert ep_bus(4) == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION)
+
+
+def test_an_export_gather_inside_a_bridge_group_rides_the_bridge():
+    """NeMo RL's Megatron refit gathers (compute.sync._group_bus): a tp group of 2 consecutive ranks on its bridge,
+    a group of 2 ranks 2 apart (one from each pair) over the PCIe hop."""
+    from trainfit.compute.sync import _group_bus
+
+    r = default_rates(resolve_gpu("a100-pcie-80gb"), node_gpus=8)
+    kw = dict(rates=r, node_gpus=8, nic_bytes_per_s=12.5e9)
+    assert _group_bus(ranks=2, stride=1, **kw)[0] == pytest.approx(600e9 / 2 * NVLINK_BUS_FRACTION)
+    assert _group_bus(ranks=2, stride=2, **kw)[0] == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION)

@@ -6,7 +6,9 @@ docs/source/sft_trainer.md l.17-26 @f2cd57710ae345ea6428ae95363267fcf38a3dc8); i
 "Qwen/Qwen2.5-72B", args=training_args, ...)`` (docs/source/grpo_trainer.md l.380-391, same commit); an inline config
 is ``args=SFTConfig(...)`` (sft_trainer.md l.273-281). Only ``args = <Config>(...)`` with nothing else imported
 before: ``trainer = SFTTrainer(...)`` was refused ("... is not read"). Statements that are not read are skipped and
-listed in a note; the file is still never run (``ast`` only), and non-literal config values are still refused."""
+listed in a note; the file is still never run (``ast`` only). The docs' GRPO server example sits in ``def main()``
+under ``if __name__ == "__main__":`` and computes ``vllm_server_host`` from its arguments: both are read, the host as
+a not-read note; a non-literal value of a key the plan reads is still refused by name."""
 
 from __future__ import annotations
 

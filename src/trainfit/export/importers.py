@@ -655,7 +655,9 @@ def _parse_trl(text: str) -> dict[str, Any]:
     ``model=`` (or first positional argument) when it is a string literal or a name bound to one, else a top-level
     ``model = '...'``. ``NAME = literal`` assignments are kept by name (``quantization``, ``launch``, ``vllm_serve``);
     every other top-level statement is skipped and listed under ``not_read`` (its line and first 40 characters).
-    The config's and the LoRA config's keyword values must be literals (refused otherwise)."""
+    The statements read are the top level's and those of its ``if __name__ == "__main__":`` block and of the function
+    that block calls (``_script_statements``). A config keyword value that is not a literal is listed as not read,
+    and refused when the plan reads that key (``_ConfigArgs``); the LoRA config's values must be literals."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:

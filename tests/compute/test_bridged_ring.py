@@ -110,3 +110,40 @@ def test_a_calibration_of_a_bridged_card_is_restated_for_the_jobs_gpus_unless_it
     kept = rates_of(card, spec, measured)
     assert (kept.intra_node_bus_bytes_per_s, kept.bridge_bus_bytes_per_s) == (100e9, None)
     assert group_rates(kept, ranks=2) == kept  # the measurement stands for every collective of the node
+
+
+def test_a_measured_bus_is_what_the_bridge_line_names():
+    """The bridge line of a card whose calibration measured the bus names the measured rate for every collective and
+    the job's real GPUs in a node, not 'fit one group, collectives at the bridge's 247 GB/s'."""
+    spec = resolve_gpu("a100-pcie-80gb")
+    card = load_card_dict(_card("a100-pcie-80gb", 8))
+    measured = default_rates(spec).with_overrides({"intra_node_bus_bytes_per_s": 30e9}, source="test calibration")
+    kept = rates_of(card, spec, measured)
+    (line,) = [s for s in kept.sources if s.startswith("NVLink bridges join a100-pcie-80gb")]
+    assert "measured 30 GB/s bus bandwidth times every collective of the job's 8 GPUs in a node" in line
+    assert "fit one group" not in line and "at most 2" not in line
+
+
+def test_an_expert_group_inside_a_bridge_group_exchanges_over_the_bridge():
+    """Expert parallel 2 on 8 bridged A100s: the pair's all-to-all stays on its bridge (ranks 0-1, the pairing of
+    nccl-tests #178); expert parallel 4 crosses the PCIe hop between pairs."""
+    def ep_bus(ep: int) -> float:
+        card = load_card_dict({**_card("a100-pcie-80gb", 8, strategy="zero1", tensor_parallel_impl="megatron",
+                                       expert_parallel=ep), "model": "Qwen/Qwen3-30B-A3B"})
+        r = rates_of(card, gpu_of(card), None)
+        mp = model_parallel_of(card, model_spec_of(card), r, gpus_per_node=8)
+        return mp.ep_nvlink_bytes_per_s
+
+    assert ep_bus(2) == pytest.approx(600e9 / 2 * NVLINK_BUS_FRACTION)
+    assert ep_bus(4) == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION)
+
+
+def test_an_export_gather_inside_a_bridge_group_rides_the_bridge():
+    """NeMo RL's Megatron refit gathers (compute.sync._group_bus): a tp group of 2 consecutive ranks on its bridge,
+    a group of 2 ranks 2 apart (one from each pair) over the PCIe hop."""
+    from trainfit.compute.sync import _group_bus
+
+    r = default_rates(resolve_gpu("a100-pcie-80gb"), node_gpus=8)
+    kw = dict(rates=r, node_gpus=8, nic_bytes_per_s=12.5e9)
+    assert _group_bus(ranks=2, stride=1, **kw)[0] == pytest.approx(600e9 / 2 * NVLINK_BUS_FRACTION)
+    assert _group_bus(ranks=2, stride=2, **kw)[0] == pytest.approx(32e9 * PCIE_P2P_BUS_FRACTION)

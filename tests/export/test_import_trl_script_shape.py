@@ -6,7 +6,9 @@ docs/source/sft_trainer.md l.17-26 @f2cd57710ae345ea6428ae95363267fcf38a3dc8); i
 "Qwen/Qwen2.5-72B", args=training_args, ...)`` (docs/source/grpo_trainer.md l.380-391, same commit); an inline config
 is ``args=SFTConfig(...)`` (sft_trainer.md l.273-281). Only ``args = <Config>(...)`` with nothing else imported
 before: ``trainer = SFTTrainer(...)`` was refused ("... is not read"). Statements that are not read are skipped and
-listed in a note; the file is still never run (``ast`` only), and non-literal config values are still refused."""
+listed in a note; the file is still never run (``ast`` only). The docs' GRPO server example sits in ``def main()``
+under ``if __name__ == "__main__":`` and computes ``vllm_server_host`` from its arguments: both are read, the host as
+a not-read note; a non-literal value of a key the plan reads is still refused by name."""
 
 from __future__ import annotations
 
@@ -121,3 +123,71 @@ def test_nothing_in_the_file_runs(tmp_path):
             f"args = SFTConfig()\ntrainer = SFTTrainer(model='m', args=args)\n")
     imp = import_text(text, "trl")
     assert not mark.exists() and any("line 2 os.system(" in n for n in imp.notes)
+
+
+# TRL's GRPO server example (huggingface/trl docs/source/grpo_trainer.md l.380-391
+# @f2cd57710ae345ea6428ae95363267fcf38a3dc8): the config and the trainer call inside ``def main():``, run under
+# ``if __name__ == "__main__": main()``, one config value computed from the script's own arguments
+DOC_MAIN = '''import argparse
+
+from datasets import load_dataset
+from trl import GRPOTrainer, GRPOConfig
+from trl.rewards import accuracy_reward
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--vllm_server_host", type=str, default="", help="The server IP")
+    args = parser.parse_args()
+
+    dataset = load_dataset("trl-lib/DeepMath-103K", split="train")
+
+    training_args = GRPOConfig(
+        per_device_train_batch_size=4,
+        use_vllm=True,
+        vllm_mode="server",
+        vllm_server_host=args.vllm_server_host.replace("ip-", "").replace("-", "."),  # from ip-X-X-X-X to X.X.X.X
+    )
+
+    trainer = GRPOTrainer(
+        model="Qwen/Qwen2.5-72B",
+        args=training_args,
+        reward_funcs=accuracy_reward,
+        train_dataset=dataset
+    )
+    trainer.train()
+
+if __name__=="__main__":
+    main()
+'''
+
+
+def test_the_docs_main_function_is_read_and_a_computed_host_is_a_note():
+    imp = import_text(DOC_MAIN, "trl")
+    assert imp.card["method"] == "grpo" and imp.card["model"] == "Qwen/Qwen2.5-72B"
+    assert imp.card["batch"]["micro_batch_size"] == 4
+    assert imp.card["rollout"]["engine"] == "vllm" and imp.card["rollout"]["placement"] == "split"
+    assert any("args.vllm_server_host (line 18, not a literal value)" in n for n in imp.notes), imp.notes
+    assert any("line 10 args = parser.parse_args()" in n and "line 27 trainer.train()" in n for n in imp.notes)
+
+
+def test_the_main_block_itself_is_read_and_an_uncalled_function_is_not():
+    guarded = ("from trl import SFTConfig, SFTTrainer\nif '__main__' == __name__:\n"
+               "    args = SFTConfig(per_device_train_batch_size=3)\n    trainer = SFTTrainer(model='m', args=args)\n")
+    assert import_text(guarded, "trl").card["batch"]["micro_batch_size"] == 3
+    uncalled = ("from trl import SFTConfig, SFTTrainer\ndef helper():\n"
+                "    args = SFTConfig(per_device_train_batch_size=3)\n    trainer = SFTTrainer(model='m', args=args)\n")
+    with pytest.raises(InputError, match="no TRL config"):
+        import_text(uncalled, "trl")
+
+
+def test_a_computed_value_the_plan_reads_is_still_refused_by_name():
+    text = DOC_MAIN.replace("per_device_train_batch_size=4", "per_device_train_batch_size=args.bs")
+    with pytest.raises(InputError, match=r"args\.per_device_train_batch_size: not a literal value \(line 15\)"):
+        import_text(text, "trl")
+
+
+def test_nothing_in_main_runs(tmp_path):
+    mark = tmp_path / "MARK"
+    text = DOC_MAIN.replace("    parser = argparse", f"    __import__('os').system('touch {mark}')\n    parser = argparse")
+    import_text(text, "trl")
+    assert not mark.exists()

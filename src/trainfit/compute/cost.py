@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from trainfit.errors import CardError
+from trainfit.spec.card import MAX_GPUS_PER_NODE as MAX_GPUS_PER_INSTANCE  # an input bound (spec.card)
 
 EXCLUDES = (
     "Compute rental only. Not included: storage (seed: 总成本还取决于…失败重跑和存储使用; "
@@ -46,10 +47,6 @@ def _currency(code: str | None) -> str:
             f"price: currency '{code or ''}' is not a 3-letter code; give one, e.g. 1.98CNY or 2.49USD per GPU-hour"
         )
     return text
-
-
-MAX_GPUS_PER_INSTANCE = 1024
-"""Largest rentable unit a price may state (the card's ``hardware.gpus_per_node`` has the same bound)."""
 
 
 def billed_gpus(*, gpus: int, gpus_per_instance: int, nodes: int = 1) -> int:

@@ -408,16 +408,22 @@ card's slot rate (26 GB/s on Gen4 x16; the issue's 20 GB/s crosses the PCIe host
 ``PCIE_NO_P2P_BUS_FRACTION`` where the stock driver refuses PCIe peer-to-peer (``stock_driver_refuses_pcie_p2p``)."""
 
 
-def bridge_note(gpu: GpuSpec, *, node_gpus: int, link: Interconnect | None = None) -> str | None:
+def bridge_note(gpu: GpuSpec, *, node_gpus: int, link: Interconnect | None = None,
+                measured_bus_bytes_per_s: float | None = None) -> str | None:
     """The plan's assumption line of a bridged PCIe card (``BRIDGE_GROUP_GPUS``) on its NVLink bridge, with the bus
     bandwidth its collectives are timed at for ``node_gpus`` of the job's GPUs in a node; None on other cards or
-    another link."""
+    another link. ``measured_bus_bytes_per_s``: a calibration file measured the node's bus bandwidth, and that rate
+    times every collective of the node (``stated_link_rates``), so the line names it instead of a bridge split."""
     group = BRIDGE_GROUP_GPUS.get(gpu.id)
     if group is None or (link or catalog_link(gpu)) is not Interconnect.NVLINK:
         return None
     bridge = nvlink_bus_bytes_per_s(gpu)
     head = (f"NVLink bridges join {gpu.id} cards {'in pairs' if group == 2 else f'in groups of {group}'}, the"
             f" {'pairs' if group == 2 else 'groups'} reach each other over PCIe")
+    if measured_bus_bytes_per_s is not None:
+        return (f"{head}: the calibration's measured {measured_bus_bytes_per_s / 1e9:.0f} GB/s bus bandwidth times"
+                f" every collective of the job's {node_gpus} GPUs in a node, bridge group or not (no split at the"
+                f" bridge's {bridge / 1e9:.0f} GB/s)")
     if node_gpus <= group:
         return (f"{head}: the job's GPUs in a node (at most {group}) fit one group, collectives at the bridge's"
                 f" {bridge / 1e9:.0f} GB/s; more GPUs in a node would run at the PCIe hop's rate")
@@ -1202,17 +1208,18 @@ def stated_link_rates(rates: DeviceRates, gpu: GpuSpec, *, link: Interconnect, n
     stale = {bridge_note(gpu, node_gpus=n) for n in (1, node_gpus)}
     if link is not catalog_link(gpu):
         stale.add(_FABRIC_NOTES.get(gpu.id))
-    if calibrated_bus:
-        node_gpus = 1  # the measured rate stands for every collective of the node: no bridge-group split
-    bus, p2p, nvlink = link_rates(gpu, link=link, node_gpus=node_gpus)
+    # a measured rate stands for every collective of the node: no bridge-group split (the flags of a one-group node)
+    split_gpus = 1 if calibrated_bus else node_gpus
+    bus, p2p, nvlink = link_rates(gpu, link=link, node_gpus=split_gpus)
     if calibrated_bus:
         bus = rates.intra_node_bus_bytes_per_s
-    note = bridge_note(gpu, node_gpus=node_gpus, link=link)
+    note = bridge_note(gpu, node_gpus=node_gpus, link=link,
+                       measured_bus_bytes_per_s=bus if calibrated_bus else None)
     sources = tuple(x for x in (note if s in stale else s for s in rates.sources) if x is not None)
     if note is not None and note not in sources:
         sources = sources + (note,)
     return replace(rates, intra_node_bus_bytes_per_s=bus, p2p=p2p, nvlink=nvlink, sources=sources,
-                   **_bridge_fields(gpu, link=link, node_gpus=node_gpus))
+                   **_bridge_fields(gpu, link=link, node_gpus=split_gpus))
 
 
 POWER_CLOCK_EXPONENT = 1.0 / 3.0

@@ -403,7 +403,7 @@ from math import ceil
 
 from trainfit.compute import collectives
 from trainfit.compute.collectives import DEFAULT_INTER_NODE_BYTES_PER_S
-from trainfit.compute.rates import DeviceRates
+from trainfit.compute.rates import DeviceRates, group_rates
 from trainfit.errors import CardError
 from trainfit.spec.enums import LayerKind, Placement, RolloutEngine, WeightSync
 from trainfit.spec.model import ModelSpec
@@ -1015,9 +1015,12 @@ def _group_bus(*, rates: DeviceRates, ranks: int, stride: int, node_gpus: int, n
     """Bus bandwidth of a group of ``ranks`` GPUs ``stride`` ranks apart in a rank order that fills a node (or
     NVLink domain) of ``node_gpus`` GPUs before the next: inside it NCCL's intra-node rate; across nodes the NICs of
     its members in one node (``collectives.ring_bus_bytes_per_s``). Returns (bus, crosses nodes, nodes spanned: for
-    NCCL's latency, ``collectives.group_nodes``)."""
+    NCCL's latency, ``collectives.group_nodes``). On bridged PCIe cards a group inside a node whose ranks span one
+    bridge group (``ranks x stride`` consecutive GPUs) runs on the bridge (``rates.group_rates``)."""
     crosses = ranks > 1 and ranks * stride > node_gpus
     local = max(1, min(ranks, node_gpus // max(1, stride)))
+    if not crosses:
+        rates = group_rates(rates, ranks=ranks * max(1, stride))
     bus = collectives.ring_bus_bytes_per_s(rates=rates, crosses_nodes=crosses, nic_bytes_per_s=nic_bytes_per_s,
                                            local_ranks=local)
     return bus, crosses, collectives.group_nodes(ranks=ranks, ranks_per_node=local)

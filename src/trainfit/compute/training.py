@@ -68,7 +68,8 @@ from trainfit.compute.rates import (
     FSDP_ADAPTER_UNIT_GRAD_FORWARD_HOST_S, FSDP_UNIT_BACKWARD_HOST_S, FSDP_UNIT_FORWARD_HOST_S,
     FSDP_UNIT_GRAD_FORWARD_HOST_S,
     HF_ROOT_MODULES, PEFT_PARAM_WRAPPER_HOST_S, PEFT_PARAM_WRAPPER_NOGRAD_RATIO, ZERO3_MODULE_BACKWARD_HOST_S,
-    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, nograd_forward_host_s_per_kernel,
+    ZERO3_MODULE_FORWARD_HOST_S, ZERO3_REDUCE_BUCKET_HOST_S, DeviceRates, group_rates,
+    nograd_forward_host_s_per_kernel,
 )
 from trainfit.spec.enums import MoeDispatcher, MoeLoadBalancing, MoeRouting, ThdRopeLoop
 from trainfit.spec.model import ModelSpec
@@ -557,6 +558,17 @@ def data_ring_bus_bytes_per_s(parallel: Parallel, rates: DeviceRates, *, ranks: 
                                      local_ranks=min(ranks, parallel.gpus_per_node))
 
 
+def replica_link_text(links: HsdpLinks, rates: DeviceRates) -> str:
+    """Where an HSDP replica group's all-reduce runs, for the hsdp note: through the NICs when it spans nodes, else
+    over the node's link (``rates``: NVLink; on bridged PCIe cards, ``rates.bridge_group_gpus`` set, PCIe between the
+    bridge groups, as ``hsdp_links`` times it; else in the node, on its one link)."""
+    if links.replica_crosses_nodes:
+        return "through the NICs"
+    if rates.nvlink:
+        return "over NVLink"
+    return "over PCIe between bridge groups" if rates.bridge_group_gpus else "in the node"
+
+
 def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     """Strategy hsdp over ``parallel.ranks`` data x context ranks: a shard group of ``parallel.hsdp_shard`` ranks
     (0: ``gpus_per_node``; at most ``ranks``) and ``ranks / shard`` replicas of it.
@@ -575,7 +587,12 @@ def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     (``collectives.domain_span``: a group of 3 on 8-GPU hosts, ranks 6, 7 | 8, spans two). A
     replica group is every ``shard``-th rank: ``gpus_per_node / shard`` of them share a node (one when the shard
     group spans nodes), so it stays on NVLink within one node and otherwise leaves through those GPUs' NICs, the
-    node's ``shard`` replica groups side by side on its NICs (``collectives.ring_bus_bytes_per_s``)."""
+    node's ``shard`` replica groups side by side on its NICs (``collectives.ring_bus_bytes_per_s``).
+
+    On bridged PCIe cards (``rates.bridge_group_gpus``: the node's ring crosses PCIe) a shard group inside a node that
+    fits one bridge group runs on the bridge (``rates.group_rates``: consecutive ranks share a bridge, the pairing of
+    NVIDIA/nccl-tests issue #178's ``nvidia-smi topo``); its replica group takes every ``shard``-th rank, one from
+    each bridge group, and crosses PCIe at the node ring's rate (``replica_link_text``)."""
     ranks = max(1, parallel.ranks)
     per_node = max(1, parallel.gpus_per_node)
     shard = max(1, min(ranks, parallel.hsdp_shard or per_node))
@@ -585,10 +602,11 @@ def hsdp_links(parallel: Parallel, rates: DeviceRates) -> HsdpLinks:
     replica_local = min(replicas, max(1, per_node // shard))
     replica_crosses = replicas > replica_local
     nic = parallel.nic_bytes_per_s
+    shard_rates = rates if shard_crosses else group_rates(rates, ranks=shard)
     return HsdpLinks(
         shard=shard, replicas=replicas,
-        shard_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=shard_crosses, nic_bytes_per_s=nic,
-                                                        local_ranks=shard_local),
+        shard_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=shard_rates, crosses_nodes=shard_crosses,
+                                                        nic_bytes_per_s=nic, local_ranks=shard_local),
         replica_bus_bytes_per_s=coll.ring_bus_bytes_per_s(rates=rates, crosses_nodes=replica_crosses,
                                                           nic_bytes_per_s=nic, local_ranks=replica_local),
         shard_crosses_nodes=shard_crosses, replica_crosses_nodes=replica_crosses,
@@ -1288,7 +1306,7 @@ def train_step_time(
                      + (f" ({contention_s:.3f} s of it the compute beside them slowed by their HBM traffic,"
                         " collectives.hbm_contention_exposed)" if contention_s > 5e-4 else ""))
         if hsdp is not None and hsdp.replicas > 1:
-            where = "through the NICs" if hsdp.replica_crosses_nodes else "over NVLink"
+            where = replica_link_text(hsdp, rates)
             notes.append(f"hsdp: shard groups of {hsdp.shard} ranks"
                          f" ({'spanning nodes' if hsdp.shard_crosses_nodes else 'in a node'}); each unit's gradient"
                          f" shard is all-reduced across {hsdp.replicas} replicas {where}"

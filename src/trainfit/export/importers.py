@@ -516,6 +516,48 @@ def _literal(node: ast.AST, where: str) -> Any:
         raise _bad("trl", f"{where}: not a literal value (line {getattr(node, 'lineno', '?')})") from None
 
 
+class _ConfigArgs(dict):
+    """A TRL config's literal keyword values, and the keys whose value is not a literal (``unread``: key -> line).
+    Such a key is listed in a note as not read; reading it (``in``, ``[]``, ``get``: every read of ``read_trl``, so a
+    key the plan needs) refuses the file naming it, as a non-literal value always did."""
+
+    def __init__(self, values: dict[str, Any], *, unread: dict[str, int]) -> None:
+        super().__init__(values)
+        self.unread = unread
+
+    def _refuse_unread(self, key: object) -> None:
+        if key in self.unread:
+            raise _bad("trl", f"args.{key}: not a literal value (line {self.unread[key]}); the plan reads it")
+
+    def __contains__(self, key: object) -> bool:
+        self._refuse_unread(key)
+        return super().__contains__(key)
+
+    def __getitem__(self, key: str) -> Any:
+        self._refuse_unread(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self._refuse_unread(key)
+        return super().get(key, default)
+
+
+def _config_kwargs(node: ast.Call) -> _ConfigArgs:
+    """The config call's keyword values (``_call_kwargs``); a value that is not a literal (``args.x.replace(...)``,
+    a name) is kept out and its key listed in ``unread`` instead of refusing the file (``_ConfigArgs``)."""
+    unread: dict[str, int] = {}
+    literal = []
+    for kw in node.keywords:
+        if kw.arg is not None and kw.arg != "model_init_kwargs":
+            try:
+                ast.literal_eval(kw.value)
+            except (ValueError, TypeError, SyntaxError):
+                unread[kw.arg] = getattr(kw.value, "lineno", node.lineno)
+                continue
+        literal.append(kw)
+    return _ConfigArgs(_call_kwargs(ast.Call(func=node.func, args=[], keywords=literal), "args"), unread=unread)
+
+
 def _call_kwargs(node: ast.Call, where: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kw in node.keywords:
@@ -567,6 +609,42 @@ _TRL_LITERALS = ("quantization", "launch", "vllm_serve")
 """The ``NAME = literal`` settings the TRL exporter writes beside the config (the 4-bit config, the launch lines)."""
 
 
+def _main_guard(stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is ``if __name__ == "__main__":`` (either side of the ``==``)."""
+    if not (isinstance(stmt, ast.If) and isinstance(stmt.test, ast.Compare) and len(stmt.test.ops) == 1
+            and isinstance(stmt.test.ops[0], ast.Eq)):
+        return False
+    sides = (stmt.test.left, stmt.test.comparators[0])
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _script_statements(tree: ast.Module) -> list[ast.stmt]:
+    """The statements a TRL script runs, read without running it: the top level, with the body of its
+    ``if __name__ == "__main__":`` block in place of the block and, in place of a top-level function that block
+    calls (``main()``), that function's body (TRL's docs write the script so: huggingface/trl
+    docs/source/grpo_trainer.md l.380-391 @f2cd57710ae345ea6428ae95363267fcf38a3dc8, ``training_args =
+    GRPOConfig(...)`` and ``trainer = GRPOTrainer(...)`` inside ``def main():``, run under ``if __name__ ==
+    "__main__": main()``). Other functions, classes and nested blocks are not entered (listed as not read)."""
+    guards = [st for st in tree.body if _main_guard(st)]
+    called = {c.func.id for g in guards for c in ast.walk(g)
+              if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)}
+    out: list[ast.stmt] = []
+    for st in tree.body:
+        if _main_guard(st):
+            out.extend(x for x in st.body if not (isinstance(x, ast.Expr) and isinstance(x.value, ast.Call)
+                                                  and isinstance(x.value.func, ast.Name)
+                                                  and x.value.func.id in called and not x.value.args
+                                                  and not x.value.keywords
+                                                  and any(isinstance(d, ast.FunctionDef) and d.name == x.value.func.id
+                                                          for d in tree.body)))
+        elif isinstance(st, ast.FunctionDef) and st.name in called:
+            out.extend(st.body)
+        else:
+            out.append(st)
+    return out
+
+
 def _parse_trl(text: str) -> dict[str, Any]:
     """The TRL script's config, model, LoRA config and literal settings, read through ``ast`` (nothing runs).
 
@@ -577,7 +655,9 @@ def _parse_trl(text: str) -> dict[str, Any]:
     ``model=`` (or first positional argument) when it is a string literal or a name bound to one, else a top-level
     ``model = '...'``. ``NAME = literal`` assignments are kept by name (``quantization``, ``launch``, ``vllm_serve``);
     every other top-level statement is skipped and listed under ``not_read`` (its line and first 40 characters).
-    The config's and the LoRA config's keyword values must be literals (refused otherwise)."""
+    The statements read are the top level's and those of its ``if __name__ == "__main__":`` block and of the function
+    that block calls (``_script_statements``). A config keyword value that is not a literal is listed as not read,
+    and refused when the plan reads that key (``_ConfigArgs``); the LoRA config's values must be literals."""
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
@@ -589,7 +669,7 @@ def _parse_trl(text: str) -> dict[str, Any]:
     loras: dict[str, ast.Assign] = {}
     trainers: list[ast.Call] = []
     not_read: list[ast.stmt] = []
-    for stmt in tree.body:
+    for stmt in _script_statements(tree):
         if isinstance(stmt, (ast.Import, ast.ImportFrom)) or (
             isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
         ):
@@ -648,7 +728,10 @@ def _parse_trl(text: str) -> dict[str, Any]:
                           f" {', '.join(_TRL_METHOD)}")
     if config is not None:
         found["config_class"] = _call_name(config)
-        found["args"] = _call_kwargs(config, "args")
+        found["args"] = _config_kwargs(config)
+        if found["args"].unread:
+            notes.append("not read: " + ", ".join(f"args.{k} (line {n}, not a literal value)"
+                                                  for k, n in found["args"].unread.items()))
     if tname is not None and found["config_class"] != "TrainingArguments" and _TRL_TRAINER_CONFIG[tname] != found["config_class"]:
         raise _bad("trl", f"{tname} is passed a {found['config_class']}; it takes a {_TRL_TRAINER_CONFIG[tname]}")
     not_read += [a for n, a in configs.items() if n not in used]

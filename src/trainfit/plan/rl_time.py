@@ -85,7 +85,7 @@ Pure: no torch.
 from __future__ import annotations
 
 from trainfit.catalog.gpus import GpuSpec
-from trainfit.compute.rates import DeviceRates
+from trainfit.compute.rates import DeviceRates, group_rates
 from trainfit.compute.training import PhaseTime
 from trainfit.memory.sharding import Sharding
 from trainfit.methods.roles import (
@@ -114,6 +114,17 @@ from trainfit.spec.enums import (
     RolloutEngine,
 )
 from trainfit.spec.model import ModelSpec
+
+
+def training_group_rates(card: RunCard, r: DeviceRates) -> DeviceRates:
+    """The rates of the training group's collectives: ``r`` (``plan.time.rates_of``: a ring over the node's
+    ``hardware.gpus_per_node`` GPUs) restated for the training group's GPUs in a node (``methods.roles.train_nodes``).
+    On a split node of a bridged PCIe card (``rollout.placement: split``, ``rollout.gpus``) a training group that fits
+    one bridge group runs its rings on the bridge (``compute.rates.group_rates``: consecutive ranks share a bridge,
+    NVIDIA/nccl-tests issue #178's pairing), as the engine's tensor-parallel group already does
+    (``plan.rl_generation``); the transfers between the two groups (weight sync, ``rl_sync``) keep the node's rate.
+    ``r`` unchanged where the training group has the whole node or more GPUs than one bridge group."""
+    return group_rates(r, ranks=train_nodes(card)[1])
 
 
 def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Sharding, rollout, r: DeviceRates) -> StepTiming:
@@ -179,13 +190,15 @@ def rl_step_time(card: RunCard, spec: ModelSpec, gpu: GpuSpec, sharding: Shardin
     if reward is not None:
         gen_side.append(reward)
 
-    # the passes on the training GPUs: the frozen forwards, then the updates
+    # the passes on the training GPUs: the frozen forwards, then the updates, their collectives at the rate of a ring
+    # over the training group's GPUs in a node (``training_group_rates``)
     cspec = critic_spec_of(card, spec)
-    frozen, frozen_notes = frozen_pass_phases(card, spec, r, sharding, batch, train_gpus=train_gpus,
+    train_r = training_group_rates(card, r)
+    frozen, frozen_notes = frozen_pass_phases(card, spec, train_r, sharding, batch, train_gpus=train_gpus,
                                               gpus_per_node=per_node, critic=cspec)
     phases.extend(frozen)
     notes.extend(frozen_notes)
-    updates, update_notes, actor_assumptions = update_phases(card, spec, r, batch, train_gpus=train_gpus,
+    updates, update_notes, actor_assumptions = update_phases(card, spec, train_r, batch, train_gpus=train_gpus,
                                                              gpus_per_node=per_node, critic=cspec)
     phases.extend(updates)
     notes.extend(update_notes)

@@ -468,8 +468,10 @@ def rates_of(card: RunCard, gpu: GpuSpec, rates: DeviceRates | None) -> DeviceRa
     (``calibrated_link_bus``). The node link's rate is that of a ring over the job's ``hardware.gpus_per_node`` GPUs:
     on bridged PCIe cards with more of them than one bridge group, the PCIe hop between groups
     (``compute.rates.link_rates``; a tensor-parallel group inside one bridge group keeps the bridge:
-    ``compute.rates.group_rates``). Taken for every ring of the job, a split RL node's training and engine groups
-    included. The memory plan reads no link (``link_note``)."""
+    ``compute.rates.group_rates``). A split RL node's training group restates it for its own GPUs in a node
+    (``plan.rl_time.training_group_rates``), the engine's tensor-parallel group for its size
+    (``plan.rl_generation``); transfers between the two groups keep it. The memory plan reads no link
+    (``link_note``)."""
     node_gpus = card.hardware.gpus_per_node
     r = rates or default_rates(gpu, node_gpus=node_gpus)
     if card.hardware.interconnect is not None or (rates is not None and gpu.id in BRIDGE_GROUP_GPUS):
@@ -810,6 +812,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
     pp = par.pipeline_parallel
     pp_local = coll.domain_ranks(ranks=pp, stride=max(1, card.world_size // pp), domain_gpus=gpus_per_node)
     node_ranks = max(1, min(ep, gpus_per_node // par.expert_tensor_parallel))  # the group's ranks a node can hold
+    ep_rates = group_rates(r, ranks=ep_local * par.expert_tensor_parallel)
     if (par.moe_dispatcher is MoeDispatcher.DEEPEP and spec.moe is not None and ep_local < ep
             and (ep_local < node_ranks or ep % node_ranks)):
         raise CardError(f"parallel.moe_dispatcher: deepep needs the expert-parallel group to fill whole nodes, but"
@@ -828,7 +831,9 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         pp_nodes=coll.group_nodes(ranks=pp, ranks_per_node=pp_local),
         # the share of the all-to-all bound for the rank's own NVLink domain moves over NVLink, the rest over each
         # GPU's NIC
-        ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=r, ranks=ep, ranks_in_node=ep_local,
+        # on bridged PCIe cards an expert group whose ranks in a node (ep_local, expert_tensor_parallel apart) lie in
+        # one bridge group exchanges over the bridge (compute.rates.group_rates over the span they cover)
+        ep_bus_bytes_per_s=coll.all_to_all_bus_bytes_per_s(rates=ep_rates, ranks=ep, ranks_in_node=ep_local,
                                                            nic_bytes_per_s=nic),
         # a send between domains is one GPU to one GPU over its NIC, shared on a node with fewer NICs than GPUs by
         # every rank of the node whose next stage is off the node, which send together (pipeline_senders_per_node,
@@ -848,7 +853,7 @@ def model_parallel_of(card: RunCard, spec: ModelSpec, r: DeviceRates, *, gpus_pe
         # Megatron-Core's TEGroupedMLP through Transformer Engine's op fuser (compute.inventory.step_inventory)
         fused_expert_mlp=par.moe_expert_mlp is MoeExpertMlp.TE_OPS,
         ep_nic_bytes_per_s=coll.gpu_nic_bytes_per_s(rates=r, nic_bytes_per_s=nic, local_ranks=ep_local)
-        * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=r.intra_node_bus_bytes_per_s,
+        * coll.NIC_EFFICIENCY, ep_nvlink_bytes_per_s=ep_rates.intra_node_bus_bytes_per_s,
         # Megatron-Core overlap_moe_expert_parallel_comm (compute.model_parallel.ep_overlap_exposed)
         ep_comm_overlap=par.moe_comm_overlap and spec.moe is not None and ep > 1, moe_routing=par.moe_routing,
         # a trained router on real tokens: every rank waits for the busiest one (compute.moe_time)

@@ -394,6 +394,12 @@ NVLink fields. Refused in one line saying to state ``nvlink`` (not taken as alia
 spells the enum's value)."""
 
 
+MAX_GPUS_PER_NODE = 1024
+"""Input bound, not a model constant: the most GPUs a card's ``hardware.gpus_per_node`` and a price's rentable unit
+(``price_gpus_per_instance``; a price preset's or a ``--price`` file's ``gpus_per_instance``, checked in
+``compute.cost``) may state."""
+
+
 def empty_price_preset_refusal(v: Any) -> str | None:
     """The one line refusing an empty or blank ``hardware.price_preset`` (read by its truthiness, '' priced nothing,
     silently); None for any other value. Also read by ``trainfit fit``, which takes the card's price before it
@@ -407,15 +413,16 @@ def empty_price_preset_refusal(v: Any) -> str | None:
 
 
 def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any) -> str | None:
-    """The one line refusing ``hardware.price_gpus_per_instance``: not a whole number of GPUs in 1..1024, or given
-    without ``price_per_gpu_hour`` (the price it is the unit of; a ``price_preset`` states its own unit); None when
-    it is null or allowed. Also read by ``trainfit fit``, which takes the card's price before it validates the card
-    (``fit_search.card_price``)."""
+    """The one line refusing ``hardware.price_gpus_per_instance``: not a whole number of GPUs in 1..1024
+    (``MAX_GPUS_PER_NODE``), or given without ``price_per_gpu_hour`` (the price it is the unit of; a ``price_preset``
+    states its own unit); None when it is null or allowed. Also read by ``trainfit fit``, which takes the card's
+    price before it validates the card (``fit_search.card_price``)."""
     if unit is None:
         return None
-    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= 1024:
+    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_NODE:
         shown = repr(unit[:40]) if isinstance(unit, str) else str(unit)[:40]
-        return (f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number of GPUs 1 to 1024"
+        return (f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number of GPUs 1 to "
+                f"{MAX_GPUS_PER_NODE}"
                 " (the price's rentable unit, e.g. 8 for a whole 8-GPU instance) or null (1: single GPUs rented)")
     if price_per_gpu_hour is None:
         return (f"hardware.price_gpus_per_instance: {unit} is the rentable unit of hardware.price_per_gpu_hour, and the"
@@ -438,14 +445,14 @@ def price_pair_refusal(*, price_per_gpu_hour: Any, price_preset: Any) -> str | N
 class HardwareSection(_Section):
     gpu: str = Field("a100-40gb", description="GPU catalog id or alias, or 'custom' with gpu_memory_gib.")
     gpu_memory_gib: float | None = Field(None, gt=0, le=16384, description="Memory per card for a card not in the catalog.")
-    gpus_per_node: int = Field(8, ge=1, le=1024)
+    gpus_per_node: int = Field(8, ge=1, le=MAX_GPUS_PER_NODE)
     nodes: int = Field(1, ge=1, le=100_000)
     interconnect: Interconnect | None = Field(None, description="The link between a node's GPUs: nvlink, pcie (PCIe with GPU peer-to-peer) or pcie_no_p2p (PCIe without it: NCCL through host memory, as GeForce RTX 4090s); sets the collectives' bus bandwidth in a node. Default (null): the GPU catalog's link. The network between nodes is nic_gbps_per_gpu / nic_gbps_per_node.")
     host_ram_gib: float | None = Field(None, gt=0, le=1e6, description="Host RAM per node, to check offload against.")
     price_per_gpu_hour: float | None = Field(None, ge=0, le=1e6)
     currency: str | None = Field(None, description="ISO code (CNY, USD...); required with a price.")
     price_preset: str | None = Field(None, description="A named price, e.g. rtx4090-pro (1.98 CNY) or rtx4090-youth (1.24 CNY).")
-    price_gpus_per_instance: int | None = Field(None, ge=1, le=1024, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards on a node pays for ceil(N / 8) x 8 GPUs, each node billed apart, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
+    price_gpus_per_instance: int | None = Field(None, ge=1, le=MAX_GPUS_PER_NODE, description="The rentable unit of price_per_gpu_hour, in GPUs: 8 where the provider rents whole 8-GPU instances only (a run of N cards on a node pays for ceil(N / 8) x 8 GPUs, each node billed apart, the idle ones included). Default (null): 1, single GPUs rented; a price_preset states its own unit.")
     nic_gbps_per_gpu: float | None = Field(None, gt=0, le=1e6, description="Inter-node network per GPU, Gb/s (10^9 bits); default by GPU: 400 (H100/H200/H800/H20/B200/GB200 HGX), 200 (A100/A800 HGX), 100 (PCIe cards).")
     nic_gbps_per_node: float | None = Field(None, gt=0, le=1e7, description="Inter-node network of a whole node, Gb/s (10^9 bits): the NICs its GPUs share, for nodes with fewer NICs than GPUs (e.g. 4 HDR cards for 8 A100s) or one Ethernet port; caps every collective's cross-node traffic from the node. Default: no cap beyond nic_gbps_per_gpu per GPU.")
     host_memory_gbps: float | None = Field(None, gt=0, le=1e6, description="Host DRAM bandwidth per node, GB/s; times the CPU optimizer step (default 200: half the peak of a two-socket DDR4-3200 server, compute/rates.py).")
@@ -464,7 +471,7 @@ class HardwareSection(_Section):
     @field_validator("price_gpus_per_instance", mode="before")
     @classmethod
     def _billing_unit(cls, v: Any) -> Any:
-        """A whole number of GPUs in 1..1024 (compute.cost.MAX_GPUS_PER_INSTANCE), or null (1: single GPUs)."""
+        """A whole number of GPUs in 1..MAX_GPUS_PER_NODE (1024), or null (1: single GPUs)."""
         if isinstance(v, bool):
             return v  # the card's boolean check names it (got a boolean, not a number)
         if (why := price_unit_refusal(v, price_per_gpu_hour=0.0, price_preset=None)) is not None:

@@ -265,6 +265,44 @@ PARAM_SIDE = ("weights", "adapter_weights")
 is planned per phase by ``grad_buffer_held``)."""
 
 
+ENGINE_FIRST_PRESETS = ("nemo-rl", "openrlhf", "skyrl")
+"""Frameworks that start the colocated engine before they build the trainer, so the engine finds the GPU free of
+trainer state at start-up (``trainer_bytes_at_engine_start`` 0):
+
+* NeMo RL: colocated, ``init_generation_fn()`` runs before ``init_policy()`` ("Initialize generation engine first
+  (clean GPU memory), then policy", NVIDIA-NeMo/RL @7ea279abfbeb698b092856d0dab61e7cf39bc909
+  nemo_rl/algorithms/grpo.py lines 1257-1270);
+* OpenRLHF: ``create_vllm_engines(...)`` (openrlhf/cli/train_ppo_ray.py line 66, which waits for the engines through
+  ``batch_vllm_engine_call(vllm_engines, "sleep")`` under sleep mode, openrlhf/trainer/ray/vllm_engine.py lines
+  310-311) before ``actor_model.async_init_model_from_pretrained`` (train_ppo_ray.py line 173), OpenRLHF/OpenRLHF
+  @3c3be6234e0cb353e76bb8019947db9dfe99fca7;
+* SkyRL: ``_setup_trainer`` builds the inference engine client (skyrl/train/entrypoints/main_base.py line 281) before
+  ``trainer.build_models(...)`` (line 313), NovaSky-AI/SkyRL @a9564572eb8e91076be43c1bd5e4615e3de17265.
+
+Not verl: ``init_model`` builds the actor (``_build_model_optimizer``), offloads it under ``param_offload``, then calls
+``_build_rollout``; the reference comes after (volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+verl/workers/fsdp_workers.py lines 790, 811-818, 826, 828). Not TRL: ``GRPOTrainer.__init__`` hands the model to ``Trainer.__init__`` (trl/trainer/grpo_trainer.py
+line 936) before it builds ``VLLMGeneration`` (line 1074), whose colocated mode creates the ``LLM``
+(trl/generation/vllm_generation.py line 351), huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8."""
+
+
+def trainer_bytes_at_engine_start(card: RunCard, actor: StepTerms) -> float:
+    """Bytes per GPU the trainer holds when a colocated serving engine starts: the actor's weight shard, adapter and
+    fp32 master copy, less what ``rollout.trainer_offload`` has moved to the host by then (verl offloads before
+    ``_build_rollout``, ``ENGINE_FIRST_PRESETS``); never the optimizer states, which torch creates at the first step.
+    0 for a split placement (the engine has its own GPUs), for frameworks that start the engine first
+    (``ENGINE_FIRST_PRESETS``) and for Unsloth (the engine's weights are the trainer's, ``methods.unsloth``).
+    ``rollout.vllm.engine_memory`` takes it as ``other_used_bytes``: SGLang's pool shrinks by ``mem_fraction_static
+    x`` it, vLLM refuses to start when the free memory is below its budget."""
+    if card.rollout.placement is not Placement.COLOCATE or card.rollout.engine not in SERVING_ENGINES:
+        return 0.0
+    if engine_shares_trainer_weights(card.preset) or card.preset in ENGINE_FIRST_PRESETS:
+        return 0.0
+    away = offloaded_components(trainer_offload_of(card)[0])
+    held = {"weights": actor.weights, "adapter_weights": actor.adapter_weights, "master_weights": actor.master_weights}
+    return float(sum(v for k, v in held.items() if k not in away))
+
+
 def trainer_offload_of(card: RunCard) -> tuple[Offload, str]:
     """The trainer state moved to host RAM around a colocated engine, and why (``rollout.trainer_offload``;
     unset: ``params_and_optimizer`` under the NeMo RL preset, else none). A split placement keeps the
@@ -423,7 +461,10 @@ def _gathered(t: StepTerms) -> float:
     return t.fsdp_layer_units + t.fsdp_root_unit
 
 
-def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[EngineMemory, RolloutDemand, int]:
+def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float,
+               other_used_bytes: float = 0.0) -> tuple[EngineMemory, RolloutDemand, int]:
+    """The engine's memory on one of its GPUs, the rollout demand of one instance and the instance count;
+    ``other_used_bytes``: what else holds the GPU when the engine starts (``trainer_bytes_at_engine_start``)."""
     ro = card.rollout
     heads = spec.num_attention_heads
     if heads % ro.tensor_parallel:
@@ -471,7 +512,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
 
         rank = (weights_per_gpu_bytes(spec, tp=cfg.tp, weights=cfg.weights, compute=cfg.dtype)
                 if rank is None else rank) + slots
-    return _engine_memory(spec, gpu_memory, cfg, rank), demand, instances
+    return _engine_memory(spec, gpu_memory, cfg, rank, other_used_bytes), demand, instances
 
 
 def serves_adapter(card: RunCard) -> bool:
@@ -528,8 +569,9 @@ def _generated_prompts(card: RunCard) -> int:
 
 @lru_cache(maxsize=4096)
 def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig,
-                   rank_weights_bytes: float | None = None) -> EngineMemory:
-    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg, rank_weights_bytes=rank_weights_bytes)
+                   rank_weights_bytes: float | None = None, other_used_bytes: float = 0.0) -> EngineMemory:
+    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg, rank_weights_bytes=rank_weights_bytes,
+                         other_used_bytes=other_used_bytes)
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:
@@ -684,6 +726,11 @@ def rl_groups(
 
     # the engine
     summary, engine_run, engine_idle, engine_sync = _engine(card, spec, actor, gpu_memory, train_gpus)
+    if started_beside := trainer_bytes_at_engine_start(card, actor):
+        notes.append(f"engine start-up: the trainer holds {started_beside / GIB:.2f} GiB per GPU when the colocated"
+                     f" {ro.engine.value} engine starts (methods.rl.trainer_bytes_at_engine_start; "
+                     + ("SGLang's mem_fraction_static is a share of the memory then free)" if ro.engine is
+                        RolloutEngine.SGLANG else "vLLM refuses to start when less than its budget is free)"))
     if ro.engine is RolloutEngine.VLLM and ro.sleep_level == 1:
         # level 1 keeps each engine rank's weight shard in host RAM while asleep
         host["rollout_weights_asleep"] = summary.engine_weights_bytes * min(card.hardware.gpus_per_node, roll_gpus)
@@ -904,7 +951,8 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
                                  seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,
                                  gen, train_gpus)
         return summary, gen, 0.0, 0.0
-    em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory)
+    em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory,
+                                       other_used_bytes=trainer_bytes_at_engine_start(card, actor))
     summary = RolloutSummary(
         engine=ro.engine.value,
         kv_bytes_per_token=em.kv_bytes_per_token,

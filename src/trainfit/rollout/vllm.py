@@ -378,12 +378,19 @@ class EngineConfig:
     """0 (no sleep mode), 1 (weights to host RAM, KV discarded) or 2 (both discarded)."""
     static_fraction: bool = False
     """SGLang (``rollout.engine: sglang``): ``gpu_memory_utilization`` is its ``mem_fraction_static``, the share of
-    the device for the weights and the KV pool only. The KV pool gets the free memory after the weights are loaded
-    less ``(1 - fraction) x total`` (``profile_max_num_token``: ``rest_memory = available_gpu_memory -
-    total_gpu_memory * (1 - self.mem_fraction_static)``, sgl-project/sglang
-    python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py @001ccef0072a4537d4ec6bdd50a73e6feb2c907d);
-    activations, CUDA graphs and non-torch workspaces come out of that reserve, not out of the fraction. False:
-    vLLM's budget, which holds them all."""
+    the memory free at start-up (before the model is loaded) for the weights and the KV pool only. The KV pool gets
+    the free memory after the weights are loaded less ``(1 - fraction) x`` that start-up figure
+    (``profile_max_num_token``: ``rest_memory = available_gpu_memory - total_gpu_memory * (1 -
+    self.mem_fraction_static)``, sgl-project/sglang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
+    @001ccef0072a4537d4ec6bdd50a73e6feb2c907d; the same in the 0.5.8 wheel (PyPI, read 2026-12-05) l.138-140, where
+    ``total_gpu_memory`` is ``ModelRunner.__init__``'s ``min_per_gpu_memory = self.init_torch_distributed()``
+    (model_runner.py l.365), the free memory ``get_available_gpu_memory`` reads after the process group exists
+    (l.779-784, ``torch.cuda.mem_get_info`` free) and before ``load_model`` (l.460), handed to
+    ``init_memory_pool(min_per_gpu_memory)`` (l.555; kv_cache_mixin.py l.252-255)). So what a colocated trainer
+    holds when the engine starts (``engine_memory``'s ``other_used_bytes``) shrinks the pool by ``fraction x`` its
+    bytes; verl's docs say the same ("For SGLang: ... the fraction of the free GPU memory", docs/examples/config.rst
+    l.316 @72429f21b7e7d34993e8c447e46578123b27edb4). Activations, CUDA graphs and non-torch workspaces come out of
+    the reserve, not out of the fraction. False: vLLM's budget, which holds them all."""
     block_size: int = 16
     """``--block-size`` in tokens; hybrid models raise it (see :class:`EngineMemory`)."""
 
@@ -652,8 +659,9 @@ def engine_memory(
     graphs_in = graphs if engine.cuda_graphs_in_budget else 0.0
     free_at_start = gpu_memory_bytes - context - other_used_bytes
     available = budget - weights - profiled_peak - non_torch - graphs_in
-    if engine.static_fraction:  # SGLang: free memory after the weights less the reserve (EngineConfig.static_fraction)
-        available = free_at_start - weights - (1.0 - engine.gpu_memory_utilization) * gpu_memory_bytes
+    if engine.static_fraction:  # SGLang: free memory after the weights less the reserve, (1 - fraction) x the memory
+        # free before the model was loaded (EngineConfig.static_fraction)
+        available = free_at_start - weights - (1.0 - engine.gpu_memory_utilization) * free_at_start
 
     # --- page geometry (hybrid alignment and grouping) -----------------------------------------
     kv_tok = kv_bytes_per_token(spec, tp=tp, dtype_bytes=engine.kv_cache_dtype_bytes)
@@ -702,7 +710,7 @@ def engine_memory(
     if available <= 0 and engine.static_fraction:
         reasons.append(
             f"no memory for the KV cache: free after the weights {_gib(free_at_start - weights)} GiB - reserve"
-            f" (1 - mem_fraction_static {engine.gpu_memory_utilization}) x {_gib(gpu_memory_bytes)} GiB"
+            f" (1 - mem_fraction_static {engine.gpu_memory_utilization}) x {_gib(free_at_start)} GiB free at start-up"
             f" = {_gib(available)} GiB"
         )
     elif available <= 0:
@@ -724,7 +732,7 @@ def engine_memory(
         if used > gpu_memory_bytes:
             reasons.append(
                 f"activations, CUDA graphs and workspaces ({_gib(profiled_peak + non_torch + graphs)} GiB) overflow"
-                f" the reserve (1 - mem_fraction_static) x {_gib(gpu_memory_bytes)} GiB left beside the KV pool"
+                f" the reserve (1 - mem_fraction_static) x {_gib(free_at_start)} GiB left beside the KV pool"
             )
     elif not engine.cuda_graphs_in_budget and graphs:
         if used > gpu_memory_bytes:

@@ -521,6 +521,26 @@ def _gathered(t: StepTerms) -> float:
     return t.fsdp_layer_units + t.fsdp_root_unit
 
 
+VERL_TOTAL_FRACTION_SINCE_VLLM = (0, 7, 0)
+"""The first vLLM release verl runs with vLLM's own ``gpu_memory_utilization`` (a share of the total): before it,
+verl's patched 0.5.4 / 0.6.3 worker takes a share of the memory remaining after the profile run
+(``rollout.vllm.EngineConfig.remaining_fraction``; verl docs/examples/config.rst l.312-315 @72429f21b7e7d34993e8c447e46578123b27edb4:
+"For vLLM v0.5.4 and v0.6.3: The proportion of the **remaining** GPU memory ... For vLLM v0.7.0 and later: The
+fraction of **total** GPU memory")."""
+
+
+def verl_remaining_fraction(card: RunCard) -> bool:
+    """True for the verl preset on vLLM with a ``software.vllm`` release pin before ``VERL_TOTAL_FRACTION_SINCE_VLLM``
+    (0.5.4, 0.6.3): its KV cache is ``gpu_memory_utilization x`` the memory free after the trainer, the engine's
+    weights and the profile run."""
+    if card.preset != "verl" or card.rollout.engine is not RolloutEngine.VLLM:
+        return False
+    from trainfit.plan.rl_generation import sglang_release  # late: plan imports methods; parses any x.y.z pin
+
+    pin = sglang_release(card.software.vllm)
+    return pin is not None and pin < VERL_TOTAL_FRACTION_SINCE_VLLM
+
+
 def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float,
                other_used_bytes: float = 0.0) -> tuple[EngineMemory, RolloutDemand, int]:
     """The engine's memory on one of its GPUs, the rollout demand of one instance and the instance count;
@@ -549,6 +569,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float,
         weights=w,
         sleep_level=ro.sleep_level,
         static_fraction=ro.engine is RolloutEngine.SGLANG,  # mem_fraction_static (rollout.vllm.EngineConfig)
+        remaining_fraction=verl_remaining_fraction(card),
     )
     _, roll = group_sizes(card)
     instances = max(1, roll // ro.tensor_parallel)
@@ -790,7 +811,13 @@ def rl_groups(
         notes.append(f"engine start-up: the trainer holds {started_beside / GIB:.2f} GiB per GPU when the colocated"
                      f" {ro.engine.value} engine starts (methods.rl.trainer_bytes_at_engine_start; "
                      + ("SGLang's mem_fraction_static is a share of the memory then free)" if ro.engine is
-                        RolloutEngine.SGLANG else "vLLM refuses to start when less than its budget is free)"))
+                        RolloutEngine.SGLANG else "verl's vLLM <= 0.6.3 shares out what remains)"
+                        if verl_remaining_fraction(card) else "vLLM refuses to start when less than its budget is free)"))
+    if verl_remaining_fraction(card):
+        notes.append(f"verl on vLLM {card.software.vllm}: gpu_memory_utilization {ro.gpu_memory_utilization} is a share"
+                     f" of the memory free after the trainer ({trainer_bytes_at_engine_start(card, actor) / GIB:.2f}"
+                     f" GiB), the engine's weights and its profile run: KV cache {summary.kv_cache_bytes / GIB:.2f} GiB"
+                     " (verl's vllm_v_0_6_3 worker, rollout.vllm.EngineConfig.remaining_fraction)")
     if colocate and ro.engine in SERVING_ENGINES and not (same := engine_in_trainer_process(card))[0]:
         notes.append(f"rollout engine in processes of its own ({same[1]}): its CUDA context"
                      f" ({ENGINE_CUDA_CONTEXT_BYTES / GIB:.2f} GiB) beside the trainer's on every GPU, asleep too"

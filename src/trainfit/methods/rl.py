@@ -532,7 +532,12 @@ fraction of **total** GPU memory")."""
 def verl_remaining_fraction(card: RunCard) -> bool:
     """True for the verl preset on vLLM with a ``software.vllm`` release pin before ``VERL_TOTAL_FRACTION_SINCE_VLLM``
     (0.5.4, 0.6.3): its KV cache is ``gpu_memory_utilization x`` the memory free after the trainer, the engine's
-    weights and the profile run."""
+    weights and the profile run.
+
+    No step-time row moves with it (benchmarks/step_times.py, 2026-12-05): none pins verl with a vLLM before 0.7. The
+    candidate is rllm-issue29-grpo-deepscaler-1.5b-8k-a100-8g (agentica's verl fork of February 2025 on vLLM's V0
+    engine, gpu_memory_utilization 0.85), whose entry cites no vLLM release; it stays planned at vLLM's share of the
+    total until one is cited."""
     if card.preset != "verl" or card.rollout.engine is not RolloutEngine.VLLM:
         return False
     from trainfit.plan.rl_generation import sglang_release  # late: plan imports methods; parses any x.y.z pin

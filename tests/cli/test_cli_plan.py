@@ -18,7 +18,9 @@ CASES = {
                             "--strategy", "fsdp", "--seq", "4096"],
     "plan_bare_27b_lora": ["plan", "--set", "model={params: 27e9}", "--scope", "lora", "--gpu", "rtx4090", "--gpus", "8"],
     # GRPO plans rollout.prompt_len + response_len (methods/rl.py ``seq = ro.prompt_len + ro.response_len``;
-    # plan/walk.py walk_rl's actor_card ``batch__seq_len=seq_len``): --seq is named in the warnings, not planned
+    # plan/walk.py walk_rl's actor_card ``batch__seq_len=seq_len``): --seq is named in the warnings, not planned;
+    # its "engine start-up" line is methods/rl.py rl_groups' note on ``trainer_bytes_at_engine_start`` (TRL colocate
+    # builds the LLM after the model: the 1.91 GiB bf16 shard of 8 GPUs is on the GPU when vLLM starts)
     "plan_grpo_seq_unused": ["plan", "--method", "grpo", "--gpu", "a100-80gb", "--seq", "4096"],
 }
 

@@ -81,10 +81,11 @@ def test_mem_fraction_static_holds_weights_and_kv_only():
     cfg = EngineConfig(tp=1, max_model_len=4096, gpu_memory_utilization=0.5)
     v = engine_memory(spec, gpu_memory_bytes=total, engine=cfg)
     s = engine_memory(spec, gpu_memory_bytes=total, engine=replace(cfg, static_fraction=True))
-    # SGLang: KV = free after the weights - (1 - fraction) x total; activations, graphs, workspaces on top
-    assert s.kv_cache_available == pytest.approx(0.5 * total - s.cuda_context - s.weights)
+    # SGLang: KV = free after the weights - (1 - fraction) x the memory free before loading (the CUDA context
+    # already held); activations, graphs, workspaces on top
+    assert s.kv_cache_available == pytest.approx(0.5 * (total - s.cuda_context) - s.weights)
     assert s.kv_cache_available - v.kv_cache_available == pytest.approx(
-        v.profiled_peak + v.non_torch + v.cuda_graphs - v.cuda_context)
+        v.profiled_peak + v.non_torch + v.cuda_graphs - 0.5 * v.cuda_context)
     assert s.total_device_bytes > 0.5 * total >= v.total_device_bytes - v.cuda_context
     assert s.fits and v.fits
     # a fraction that leaves no KV pool after the weights does not start

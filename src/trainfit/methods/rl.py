@@ -34,12 +34,14 @@ from enum import StrEnum
 from functools import lru_cache
 
 from trainfit.memory.hybrid_engine import HE_MAX_OUT_TOKENS, HybridEngineMemory, hybrid_engine_memory
+from trainfit.memory.overhead import CUDA_CONTEXT_BYTES as TRAINER_CUDA_CONTEXT_BYTES
 from trainfit.memory.logits import trl_fused_logprob_bytes, verl_compiled_entropy_bytes, verl_logprob_pass_bytes
 from trainfit.memory.params import param_tensors
 from trainfit.memory.phases import PhasePeak, StepTerms, step_peaks
 from trainfit.memory.weights import count_scale, weight_bytes
 from trainfit.methods.roles import (REFERENCE_OFFLOAD_PRESETS, critic_model, group_sizes, logit_positions, old_logprob_pass,
                                     reference_placement, resolve_role_model, reward_model)
+from trainfit.rollout.vllm import CUDA_CONTEXT_BYTES as ENGINE_CUDA_CONTEXT_BYTES
 from trainfit.rollout.vllm import EngineConfig, EngineMemory, RolloutDemand, engine_memory, sleep_resident_bytes
 from trainfit.methods.unsloth import engine_shares_trainer_weights
 from trainfit.spec.card import RunCard
@@ -57,6 +59,7 @@ from trainfit.spec.enums import (
     RolloutEngine,
     Scope,
     Strategy,
+    VllmEngineGeneration,
     WeightSync,
 )
 from trainfit.spec.model import ModelSpec
@@ -269,6 +272,101 @@ PARAM_SIDE = ("weights", "adapter_weights")
 is planned per phase by ``grad_buffer_held``)."""
 
 
+ENGINE_FIRST_PRESETS = ("nemo-rl", "openrlhf", "skyrl")
+"""Frameworks that start the colocated engine before they build the trainer, so the engine finds the GPU free of
+trainer state at start-up (``trainer_bytes_at_engine_start`` 0):
+
+* NeMo RL: colocated, ``init_generation_fn()`` runs before ``init_policy()`` ("Initialize generation engine first
+  (clean GPU memory), then policy", NVIDIA-NeMo/RL @7ea279abfbeb698b092856d0dab61e7cf39bc909
+  nemo_rl/algorithms/grpo.py lines 1257-1270);
+* OpenRLHF: ``create_vllm_engines(...)`` (openrlhf/cli/train_ppo_ray.py line 66, which waits for the engines through
+  ``batch_vllm_engine_call(vllm_engines, "sleep")`` under sleep mode, openrlhf/trainer/ray/vllm_engine.py lines
+  310-311) before ``actor_model.async_init_model_from_pretrained`` (train_ppo_ray.py line 173), OpenRLHF/OpenRLHF
+  @3c3be6234e0cb353e76bb8019947db9dfe99fca7;
+* SkyRL: ``_setup_trainer`` builds the inference engine client (skyrl/train/entrypoints/main_base.py line 281) before
+  ``trainer.build_models(...)`` (line 313), NovaSky-AI/SkyRL @a9564572eb8e91076be43c1bd5e4615e3de17265.
+
+Not verl: ``init_model`` builds the actor (``_build_model_optimizer``), offloads it under ``param_offload``, then calls
+``_build_rollout``; the reference comes after (volcengine/verl @b178a3cd56f58b2d502255daba591e92833930a7
+verl/workers/fsdp_workers.py lines 790, 811-818, 826, 828). Not TRL: ``GRPOTrainer.__init__`` hands the model to ``Trainer.__init__`` (trl/trainer/grpo_trainer.py
+line 936) before it builds ``VLLMGeneration`` (line 1074), whose colocated mode creates the ``LLM``
+(trl/generation/vllm_generation.py line 351), huggingface/trl @f2cd57710ae345ea6428ae95363267fcf38a3dc8."""
+
+
+VERL_VLLM_OWN_PROCESS_SINCE = (0, 7, 1)
+"""The first verl release whose colocated vLLM engine runs in processes of its own: ``vLLMHttpServer`` builds it with
+``"distributed_executor_backend": "mp"`` and a ``vLLMColocateWorkerExtension`` that receives the trainer's weights
+over IPC ("implement vLLM colocated training-inference rollout with process separation", verl-project/verl #4280,
+@e9405d70b77d56a23e72bb2e40a17b906856e913, 2026-01-24, first tagged in v0.7.1; the same at v0.9.0
+@483b8a009ba3a97563edee3a19887e4862b8094a verl/workers/rollout/vllm_rollout/vllm_async_server.py l.292). Before it
+the engine's workers were the hybrid trainer workers themselves (``ExternalZeroMQDistributedExecutor``,
+vllm_async_server.py l.92, l.415-416 @f31df34471584cc4f02432873280c4963841eb81; earlier the SPMD rollout's
+``external_launcher``)."""
+
+
+VERL_OWN_PROCESS_MIN_VLLM = (0, 8, 5)
+"""verl's process-separated vLLM server (``VERL_VLLM_OWN_PROCESS_SINCE``) builds ``vllm.v1.engine.async_llm.AsyncLLM``
+(vllm_async_server.py l.39, l.389 @e9405d70b77d56a23e72bb2e40a17b906856e913) and requires ``vllm>=0.8.5,<=0.12.0``
+(setup.py l.52, same commit): a verl card on vLLM's V0 engine (``rollout.vllm_engine``) or a ``software.vllm`` pin
+below 0.8.5 ran an older verl, its engine in the trainer workers."""
+
+
+def engine_in_trainer_process(card: RunCard) -> tuple[bool, str]:
+    """Whether the colocated serving engine runs inside the trainer's process (one CUDA context per GPU for both) or
+    in processes of its own (a second context on each GPU, about 0.5 GiB: ``rollout.vllm.CUDA_CONTEXT_BYTES``), and
+    why. Same process: TRL's colocate mode (``LLM(..., distributed_executor_backend="external_launcher")``,
+    huggingface/trl trl/generation/vllm_generation.py l.351-365 @f2cd57710ae345ea6428ae95363267fcf38a3dc8), Unsloth
+    (the training model is built on the in-process engine's tensors, ``methods.unsloth`` 1.), verl's vLLM before
+    ``VERL_VLLM_OWN_PROCESS_SINCE`` (a ``software.verl`` pin), and a card without a preset (TRL's shape). Own
+    processes: any SGLang engine (``Engine`` launches its schedulers with ``mp.Process``, sglang 0.5.8 wheel
+    sglang/srt/entrypoints/engine.py l.903-904, which verl calls through ``_launch_subprocesses``,
+    verl/workers/rollout/sglang_rollout/async_sglang_server.py l.330 @b178a3cd56f58b2d502255daba591e92833930a7),
+    verl's vLLM from ``VERL_VLLM_OWN_PROCESS_SINCE``, OpenRLHF (``@ray.remote class RolloutRayActor``,
+    openrlhf/trainer/ray/vllm_engine.py l.33-34 @3c3be6234e0cb353e76bb8019947db9dfe99fca7), NeMo RL (``@ray.remote``
+    ``VllmGenerationWorker``, nemo_rl/models/generation/vllm/vllm_worker.py l.1359-1362
+    @7ea279abfbeb698b092856d0dab61e7cf39bc909) and SkyRL (its inference servers are Ray actors,
+    skyrl/backends/skyrl_train/inference_servers/server_group.py l.147 @a9564572eb8e91076be43c1bd5e4615e3de17265)."""
+    if card.rollout.engine is RolloutEngine.SGLANG:
+        return False, "SGLang runs its schedulers in subprocesses"
+    preset = card.preset
+    if preset in ("openrlhf", "nemo-rl", "skyrl"):
+        return False, f"{preset} runs its engines as Ray actors"
+    if preset == "verl":
+        from trainfit.plan.rl_generation import sglang_release  # late: plan imports methods; parses any x.y.z pin
+
+        pin = sglang_release((card.software.model_extra or {}).get("verl"))
+        if pin is not None and pin < VERL_VLLM_OWN_PROCESS_SINCE:
+            return True, f"verl {'.'.join(map(str, pin))} runs vLLM in its trainer workers"
+        vllm = sglang_release(card.software.vllm)
+        if card.rollout.vllm_engine is not VllmEngineGeneration.V1 or (
+                vllm is not None and vllm < VERL_OWN_PROCESS_MIN_VLLM):
+            # the process-separated server is vLLM V1's AsyncLLM on vllm >= 0.8.5 (VERL_OWN_PROCESS_MIN_VLLM): a V0
+            # engine or an older vLLM is the verl before it, whose engine ran in the trainer workers
+            return True, "verl's V0-engine / pre-0.8.5 vLLM rollout runs in its trainer workers"
+        return False, "verl's vLLM server runs its own worker processes since v0.7.1"
+    return True, "the engine runs in the trainer's process" + (f" ({preset})" if preset else "")
+
+
+def trainer_bytes_at_engine_start(card: RunCard, actor: StepTerms) -> float:
+    """Bytes per GPU the trainer holds when a colocated serving engine starts: the actor's weight shard, adapter and
+    fp32 master copy, less what ``rollout.trainer_offload`` has moved to the host by then (verl offloads before
+    ``_build_rollout``, ``ENGINE_FIRST_PRESETS``); never the optimizer states, which torch creates at the first step.
+    An engine in processes of its own (``engine_in_trainer_process``) finds the trainer process's CUDA context there
+    too. 0 for a split placement (the engine has its own GPUs), for frameworks that start the engine first
+    (``ENGINE_FIRST_PRESETS``) and for Unsloth (the engine's weights are the trainer's, ``methods.unsloth``).
+    ``rollout.vllm.engine_memory`` takes it as ``other_used_bytes``: SGLang's pool shrinks by ``mem_fraction_static
+    x`` it, vLLM refuses to start when the free memory is below its budget."""
+    if card.rollout.placement is not Placement.COLOCATE or card.rollout.engine not in SERVING_ENGINES:
+        return 0.0
+    if engine_shares_trainer_weights(card.preset) or card.preset in ENGINE_FIRST_PRESETS:
+        return 0.0
+    away = offloaded_components(trainer_offload_of(card)[0])
+    held = {"weights": actor.weights, "adapter_weights": actor.adapter_weights, "master_weights": actor.master_weights}
+    # an engine in its own process also finds the trainer process's CUDA context on the GPU
+    context = 0.0 if engine_in_trainer_process(card)[0] else float(TRAINER_CUDA_CONTEXT_BYTES)
+    return float(sum(v for k, v in held.items() if k not in away)) + context
+
+
 def trainer_offload_of(card: RunCard) -> tuple[Offload, str]:
     """The trainer state moved to host RAM around a colocated engine, and why (``rollout.trainer_offload``;
     unset: ``params_and_optimizer`` under the NeMo RL preset, else none). A split placement keeps the
@@ -455,7 +553,35 @@ def pass_gathered(card: RunCard, t: StepTerms, spec: ModelSpec, sharding, *,  # 
     return {"gathered_units": peak, "gathered_at_head": at_head}
 
 
-def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[EngineMemory, RolloutDemand, int]:
+VERL_TOTAL_FRACTION_SINCE_VLLM = (0, 7, 0)
+"""The first vLLM release verl runs with vLLM's own ``gpu_memory_utilization`` (a share of the total): before it,
+verl's patched 0.5.4 / 0.6.3 worker takes a share of the memory remaining after the profile run
+(``rollout.vllm.EngineConfig.remaining_fraction``; verl docs/examples/config.rst l.312-315 @72429f21b7e7d34993e8c447e46578123b27edb4:
+"For vLLM v0.5.4 and v0.6.3: The proportion of the **remaining** GPU memory ... For vLLM v0.7.0 and later: The
+fraction of **total** GPU memory")."""
+
+
+def verl_remaining_fraction(card: RunCard) -> bool:
+    """True for the verl preset on vLLM with a ``software.vllm`` release pin before ``VERL_TOTAL_FRACTION_SINCE_VLLM``
+    (0.5.4, 0.6.3): its KV cache is ``gpu_memory_utilization x`` the memory free after the trainer, the engine's
+    weights and the profile run.
+
+    No step-time row moves with it (benchmarks/step_times.py, 2026-12-05): none pins verl with a vLLM before 0.7. The
+    candidate is rllm-issue29-grpo-deepscaler-1.5b-8k-a100-8g (agentica's verl fork of February 2025 on vLLM's V0
+    engine, gpu_memory_utilization 0.85), whose entry cites no vLLM release; it stays planned at vLLM's share of the
+    total until one is cited."""
+    if card.preset != "verl" or card.rollout.engine is not RolloutEngine.VLLM:
+        return False
+    from trainfit.plan.rl_generation import sglang_release  # late: plan imports methods; parses any x.y.z pin
+
+    pin = sglang_release(card.software.vllm)
+    return pin is not None and pin < VERL_TOTAL_FRACTION_SINCE_VLLM
+
+
+def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float,
+               other_used_bytes: float = 0.0) -> tuple[EngineMemory, RolloutDemand, int]:
+    """The engine's memory on one of its GPUs, the rollout demand of one instance and the instance count;
+    ``other_used_bytes``: what else holds the GPU when the engine starts (``trainer_bytes_at_engine_start``)."""
     ro = card.rollout
     heads = spec.num_attention_heads
     if heads % ro.tensor_parallel:
@@ -480,6 +606,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
         weights=w,
         sleep_level=ro.sleep_level,
         static_fraction=ro.engine is RolloutEngine.SGLANG,  # mem_fraction_static (rollout.vllm.EngineConfig)
+        remaining_fraction=verl_remaining_fraction(card),
     )
     _, roll = group_sizes(card)
     instances = max(1, roll // ro.tensor_parallel)
@@ -503,7 +630,7 @@ def engine_for(card: RunCard, spec: ModelSpec, *, gpu_memory: float) -> tuple[En
 
         rank = (weights_per_gpu_bytes(spec, tp=cfg.tp, weights=cfg.weights, compute=cfg.dtype)
                 if rank is None else rank) + slots
-    return _engine_memory(spec, gpu_memory, cfg, rank), demand, instances
+    return _engine_memory(spec, gpu_memory, cfg, rank, other_used_bytes), demand, instances
 
 
 def serves_adapter(card: RunCard) -> bool:
@@ -560,8 +687,9 @@ def _generated_prompts(card: RunCard) -> int:
 
 @lru_cache(maxsize=4096)
 def _engine_memory(spec: ModelSpec, gpu_memory: float, cfg: EngineConfig,
-                   rank_weights_bytes: float | None = None) -> EngineMemory:
-    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg, rank_weights_bytes=rank_weights_bytes)
+                   rank_weights_bytes: float | None = None, other_used_bytes: float = 0.0) -> EngineMemory:
+    return engine_memory(spec, gpu_memory_bytes=gpu_memory, engine=cfg, rank_weights_bytes=rank_weights_bytes,
+                         other_used_bytes=other_used_bytes)
 
 
 def _hf_generation(spec: ModelSpec, card: RunCard, actor: StepTerms, train_gpus: int) -> float:
@@ -718,6 +846,21 @@ def rl_groups(
 
     # the engine
     summary, engine_run, engine_idle, engine_sync = _engine(card, spec, actor, gpu_memory, train_gpus)
+    if started_beside := trainer_bytes_at_engine_start(card, actor):
+        notes.append(f"engine start-up: the trainer holds {started_beside / GIB:.2f} GiB per GPU when the colocated"
+                     f" {ro.engine.value} engine starts (methods.rl.trainer_bytes_at_engine_start; "
+                     + ("SGLang's mem_fraction_static is a share of the memory then free)" if ro.engine is
+                        RolloutEngine.SGLANG else "verl's vLLM <= 0.6.3 shares out what remains)"
+                        if verl_remaining_fraction(card) else "vLLM refuses to start when less than its budget is free)"))
+    if verl_remaining_fraction(card):
+        notes.append(f"verl on vLLM {card.software.vllm}: gpu_memory_utilization {ro.gpu_memory_utilization} is a share"
+                     f" of the memory free after the trainer ({trainer_bytes_at_engine_start(card, actor) / GIB:.2f}"
+                     f" GiB), the engine's weights and its profile run: KV cache {summary.kv_cache_bytes / GIB:.2f} GiB"
+                     " (verl's vllm_v_0_6_3 worker, rollout.vllm.EngineConfig.remaining_fraction)")
+    if colocate and ro.engine in SERVING_ENGINES and not (same := engine_in_trainer_process(card))[0]:
+        notes.append(f"rollout engine in processes of its own ({same[1]}): its CUDA context"
+                     f" ({ENGINE_CUDA_CONTEXT_BYTES / GIB:.2f} GiB) beside the trainer's on every GPU, asleep too"
+                     " (methods.rl.engine_in_trainer_process)")
     if ro.engine is RolloutEngine.VLLM and ro.sleep_level == 1:
         # level 1 keeps each engine rank's weight shard in host RAM while asleep
         host["rollout_weights_asleep"] = summary.engine_weights_bytes * min(card.hardware.gpus_per_node, roll_gpus)
@@ -965,7 +1108,8 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
                                  seqs, seqs, False, "transformers generate: no preemption; KV grows with the batch", True,
                                  gen, train_gpus)
         return summary, gen, 0.0, 0.0
-    em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory)
+    em, demand, instances = engine_for(card, spec, gpu_memory=gpu_memory,
+                                       other_used_bytes=trainer_bytes_at_engine_start(card, actor))
     summary = RolloutSummary(
         engine=ro.engine.value,
         kv_bytes_per_token=em.kv_bytes_per_token,
@@ -983,7 +1127,11 @@ def _engine(card: RunCard, spec: ModelSpec, actor: StepTerms, gpu_memory: float,
         engine_weights_bytes=em.weights,
         **_hybrid_pool(em),
     )
-    context = em.cuda_context  # the trainer's process already holds one (TRL colocate: same process)
+    # the engine's CUDA context: counted with the trainer's (the plan's device overhead) when the engine runs in the
+    # trainer's process, or alone on its own GPUs (split placement); an engine in processes of its own beside the
+    # trainer holds a second one in every phase, asleep too (engine_in_trainer_process)
+    own = ro.placement is Placement.COLOCATE and not engine_in_trainer_process(card)[0]
+    context = 0.0 if own else em.cuda_context
     # Unsloth: the engine's weights are the trainer's (one shared copy, methods.unsloth 1.), counted in the trainer's
     # weights already; the engine adds its KV cache, adapter slot, graphs and activations only
     shared = (em.weights - engine_adapter_slot_bytes(card, spec)) if engine_shares_trainer_weights(card.preset) else 0.0

@@ -378,12 +378,31 @@ class EngineConfig:
     """0 (no sleep mode), 1 (weights to host RAM, KV discarded) or 2 (both discarded)."""
     static_fraction: bool = False
     """SGLang (``rollout.engine: sglang``): ``gpu_memory_utilization`` is its ``mem_fraction_static``, the share of
-    the device for the weights and the KV pool only. The KV pool gets the free memory after the weights are loaded
-    less ``(1 - fraction) x total`` (``profile_max_num_token``: ``rest_memory = available_gpu_memory -
-    total_gpu_memory * (1 - self.mem_fraction_static)``, sgl-project/sglang
-    python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py @001ccef0072a4537d4ec6bdd50a73e6feb2c907d);
-    activations, CUDA graphs and non-torch workspaces come out of that reserve, not out of the fraction. False:
-    vLLM's budget, which holds them all."""
+    the memory free at start-up (before the model is loaded) for the weights and the KV pool only. The KV pool gets
+    the free memory after the weights are loaded less ``(1 - fraction) x`` that start-up figure
+    (``profile_max_num_token``: ``rest_memory = available_gpu_memory - total_gpu_memory * (1 -
+    self.mem_fraction_static)``, sgl-project/sglang python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
+    @001ccef0072a4537d4ec6bdd50a73e6feb2c907d; the same in the 0.5.8 wheel (PyPI, read 2026-12-05) l.138-140, where
+    ``total_gpu_memory`` is ``ModelRunner.__init__``'s ``min_per_gpu_memory = self.init_torch_distributed()``
+    (model_runner.py l.365), the free memory ``get_available_gpu_memory`` reads after the process group exists
+    (l.779-784, ``torch.cuda.mem_get_info`` free) and before ``load_model`` (l.460), handed to
+    ``init_memory_pool(min_per_gpu_memory)`` (l.555; kv_cache_mixin.py l.252-255)). So what a colocated trainer
+    holds when the engine starts (``engine_memory``'s ``other_used_bytes``) shrinks the pool by ``fraction x`` its
+    bytes; verl's docs say the same ("For SGLang: ... the fraction of the free GPU memory", docs/examples/config.rst
+    l.316 @72429f21b7e7d34993e8c447e46578123b27edb4). Activations, CUDA graphs and non-torch workspaces come out of
+    the reserve, not out of the fraction. False: vLLM's budget, which holds them all."""
+    remaining_fraction: bool = False
+    """verl's patched vLLM 0.5.4 / 0.6.3 worker: ``gpu_memory_utilization`` is a share of the memory still free after
+    the trainer, the engine's weights and its profile run, and all of that share is KV cache
+    (``determine_num_available_blocks``: ``profile_run()``, ``torch.cuda.synchronize()``, ``free_gpu_memory,
+    total_gpu_memory = torch.cuda.mem_get_info()`` with the profile's blocks still cached, then "NOTE(sgm) [VERL] use
+    the remaining memory" ``num_gpu_blocks = int((free_gpu_memory * self.cache_config.gpu_memory_utilization) //
+    cache_block_size)``, verl/third_party/vllm/vllm_v_0_6_3/worker.py l.187-205, volcengine/verl
+    @72429f21b7e7d34993e8c447e46578123b27edb4, the last commit before "drop vllm v0.5.4 and v0.6.3 support" #2257;
+    docs/examples/config.rst l.312-315 and docs/perf/perf_tuning.rst l.31-32 there: "For vLLM v0.5.4 and v0.6.3:
+    The proportion of the **remaining** GPU memory ... For vLLM v0.7.0 and later: The fraction of **total** GPU
+    memory"). The worker only records the free memory at start (l.161-162): no start-up refusal. CUDA graphs are
+    captured after the KV cache (vLLM V0), outside the share. False: vLLM's own budget of the total."""
     block_size: int = 16
     """``--block-size`` in tokens; hybrid models raise it (see :class:`EngineMemory`)."""
 
@@ -652,8 +671,13 @@ def engine_memory(
     graphs_in = graphs if engine.cuda_graphs_in_budget else 0.0
     free_at_start = gpu_memory_bytes - context - other_used_bytes
     available = budget - weights - profiled_peak - non_torch - graphs_in
-    if engine.static_fraction:  # SGLang: free memory after the weights less the reserve (EngineConfig.static_fraction)
-        available = free_at_start - weights - (1.0 - engine.gpu_memory_utilization) * gpu_memory_bytes
+    if engine.static_fraction:  # SGLang: free memory after the weights less the reserve, (1 - fraction) x the memory
+        # free before the model was loaded (EngineConfig.static_fraction)
+        available = free_at_start - weights - (1.0 - engine.gpu_memory_utilization) * free_at_start
+    if engine.remaining_fraction:  # verl's vLLM <= 0.6.3: a share of what is free after the profile run
+        graphs_in = 0.0
+        available = engine.gpu_memory_utilization * (free_at_start - weights - profiled_peak - non_torch)
+        budget = weights + profiled_peak + non_torch + max(0.0, available)
 
     # --- page geometry (hybrid alignment and grouping) -----------------------------------------
     kv_tok = kv_bytes_per_token(spec, tp=tp, dtype_bytes=engine.kv_cache_dtype_bytes)
@@ -692,18 +716,24 @@ def engine_memory(
 
     # --- does it start? -----------------------------------------------------------------------
     reasons: list[str] = []
-    if free_at_start < budget and not engine.static_fraction:
+    if free_at_start < budget and not (engine.static_fraction or engine.remaining_fraction):
         reasons.append(
             f"free memory at start-up {_gib(free_at_start)} GiB < requested {_gib(budget)} GiB"
             f" (gpu_memory_utilization {engine.gpu_memory_utilization} x {_gib(gpu_memory_bytes)} GiB)"
         )
-    if weights > budget:
+    if weights > budget and not engine.remaining_fraction:
         reasons.append(f"weights {_gib(weights)} GiB per GPU exceed the budget {_gib(budget)} GiB")
     if available <= 0 and engine.static_fraction:
         reasons.append(
             f"no memory for the KV cache: free after the weights {_gib(free_at_start - weights)} GiB - reserve"
-            f" (1 - mem_fraction_static {engine.gpu_memory_utilization}) x {_gib(gpu_memory_bytes)} GiB"
+            f" (1 - mem_fraction_static {engine.gpu_memory_utilization}) x {_gib(free_at_start)} GiB free at start-up"
             f" = {_gib(available)} GiB"
+        )
+    elif available <= 0 and engine.remaining_fraction:
+        reasons.append(
+            f"no memory for the KV cache: gpu_memory_utilization {engine.gpu_memory_utilization} x (free at start-up"
+            f" {_gib(free_at_start)} GiB - weights {_gib(weights)} - peak {_gib(profiled_peak)} - non-torch"
+            f" {_gib(non_torch)}) = {_gib(available)} GiB (verl's vLLM <= 0.6.3: a share of the remaining memory)"
         )
     elif available <= 0:
         reasons.append(
@@ -724,9 +754,9 @@ def engine_memory(
         if used > gpu_memory_bytes:
             reasons.append(
                 f"activations, CUDA graphs and workspaces ({_gib(profiled_peak + non_torch + graphs)} GiB) overflow"
-                f" the reserve (1 - mem_fraction_static) x {_gib(gpu_memory_bytes)} GiB left beside the KV pool"
+                f" the reserve (1 - mem_fraction_static) x {_gib(free_at_start)} GiB left beside the KV pool"
             )
-    elif not engine.cuda_graphs_in_budget and graphs:
+    elif (engine.remaining_fraction or not engine.cuda_graphs_in_budget) and graphs:
         if used > gpu_memory_bytes:
             reasons.append(
                 f"CUDA graphs ({_gib(graphs)} GiB) are captured after the KV cache, outside the budget, and"
@@ -742,7 +772,7 @@ def engine_memory(
         profiled_peak=profiled_peak,
         non_torch=float(non_torch),
         cuda_graphs=graphs,
-        cuda_graphs_in_budget=engine.cuda_graphs_in_budget,
+        cuda_graphs_in_budget=engine.cuda_graphs_in_budget and not engine.remaining_fraction,
         cuda_context=context,
         other_used=float(other_used_bytes),
         kv_cache_available=available,

@@ -85,7 +85,10 @@ def _dsv3(**parallel) -> dict:
     """verl examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh (volcengine/verl
     @b178a3cd56f58b2d502255daba591e92833930a7): 32 x 8 H100, PP16 TP1 EP16 ETP1, first stage 4 layers,
     last 1, full recompute, n=4, prompts 2048 + responses 4096, train batch 512 prompts, mini-batch 128,
-    rollout TP32, gpu_memory_utilization 0.8; bf16 weights with fp32 main parameters, gradients and Adam."""
+    rollout TP32, gpu_memory_utilization 0.8; bf16 weights with fp32 main parameters, gradients and Adam. The script's
+    ALL_OFFLOAD=True offloads the actor's parameters, gradients and optimizer (megatron.param_offload /
+    grad_offload / optimizer_offload): rollout.trainer_offload params_and_optimizer, so the engine starts beside
+    no trainer weights (methods.rl.trainer_bytes_at_engine_start)."""
     par = {"strategy": "zero1", "pipeline_parallel": 16, "expert_parallel": 16, "pipeline_first_stage_layers": 4,
            "pipeline_last_stage_layers": 1, "gradient_checkpointing": True}
     par.update(parallel)
@@ -95,7 +98,8 @@ def _dsv3(**parallel) -> dict:
             "precision": {"weights": "bf16", "master_weights": "fp32", "optimizer_states": "fp32", "grads": "fp32"},
             "batch": {"micro_batch_size": 1, "grad_accum": 32},
             "rollout": {"tensor_parallel": 32, "num_generations": 4, "prompts_per_step": 512, "prompt_len": 2048,
-                        "response_len": 4096, "mini_batches": 4, "gpu_memory_utilization": 0.8, "sleep_level": 2},
+                        "response_len": 4096, "mini_batches": 4, "gpu_memory_utilization": 0.8, "sleep_level": 2,
+                        "trainer_offload": "params_and_optimizer"},
             "roles": {"kl_coef": 0.001}}
 
 

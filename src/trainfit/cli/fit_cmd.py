@@ -257,10 +257,12 @@ def _render(result, rows, goal) -> None:
     by = {"cost": "cost per run" if run else step_by[0], "time": "run time" if run else step_by[1],
           "cards": "fewest cards (then cost, time)"}[goal.objective.value]
     priced = any(r.cost_per_hour is not None for r in result.rows if r.fits)
-    if goal.objective.value == "cost" and not priced:  # objective.rank_key falls to time: say so, as the HTML caption
-        by = f"{'run time' if run else step_by[1]} (no row has a price, so cost cannot rank)"
+    unpriced = goal.objective.value == "cost" and not priced  # objective.rank_key falls to time: say so, as the HTML
+    if unpriced:  # caption does
+        by = "run time" if run else step_by[1]
+    why = " (no row has a price, so cost cannot rank)" if unpriced else ""
     t = Table(title=f"trainfit fit: {result.evaluated:,} configurations in {result.seconds:.1f} s"
-                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)}"
+                    f" ({result.evaluated / max(result.seconds, 1e-9):,.0f}/s); ranked by {by}{_run_text(result, goal)}{why}"
                     f"; {basis_note(result)}; * = Pareto front (time vs cost)")
     from trainfit.objective import StepUnit
 

@@ -13,7 +13,7 @@ from trainfit.errors import TrainfitError
 from trainfit.errors import InputError
 from trainfit.preflight.diagnose import ONE_VARIABLE_ADVICE, SYMPTOMS, diagnose_log, diagnose_symptom, match_allocation
 from trainfit.preflight.oom import parse_oom, size_bytes, traceback_before
-from trainfit.spec.card import load_card_dict
+from trainfit.spec.card import load_card_dict, resolve_card
 
 DATA = Path(__file__).parent / "data"
 CORPUS = json.loads((DATA / "oom_messages.json").read_text())["messages"]
@@ -386,11 +386,15 @@ def test_every_no_grad_phase_maps_to_the_no_grad_row(phase):
 
 
 def test_the_no_grad_symptom_replans_the_reference_placement_in_its_pass():
-    grpo = load_card_dict({"method": "grpo", "model": "Qwen/Qwen3-0.6B", "roles": {"kl_coef": 0.04}})
-    d = diagnose_symptom("oom-no-grad", grpo)
+    grpo = {"method": "grpo", "model": "Qwen/Qwen3-0.6B", "roles": {"kl_coef": 0.04}}
+    d = diagnose_symptom("oom-no-grad", load_card_dict(grpo))
     assert d.fixes_computed and d.fixes and all(f.phase == "ref_logprob" for f in d.fixes)
-    assert any(f.change.startswith("roles.reference gpu -> cpu") for f in d.fixes)
     assert any("gpu_memory_utilization 0.3, sleep level 0" in n for n in d.notes)
+    # no preset (TRL) plans no pass for a cpu reference: offered only where its pass is planned (verl's FSDP workers)
+    assert not any(f.change.startswith("roles.reference gpu -> cpu") for f in d.fixes)
+    verl = resolve_card({**grpo, "preset": "verl", "roles": {"kl_coef": 0.04, "reference": "gpu"}})
+    fix = next(f for f in diagnose_symptom("oom-no-grad", verl).fixes if f.change.startswith("roles.reference gpu -> cpu"))
+    assert fix.phase == "ref_logprob" and 0 < fix.phase_after_bytes < fix.phase_before_bytes
     dpo = load_card_dict({"method": "dpo", "model": "Qwen/Qwen3-8B", "scope": "lora", "roles": {"reference": "gpu"},
                           "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
     fixes = diagnose_symptom("oom-no-grad", dpo).fixes

@@ -599,8 +599,11 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
 
 def _reference_variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     """A reference held on the GPU moved off it: the PEFT policy with its adapter disabled (no second copy of the
-    weights), or (PPO/GRPO: ``spec.card._check_reference_placement`` refuses cpu for DPO) offloaded to the host."""
-    from trainfit.methods.roles import reference_placement
+    weights), or (PPO/GRPO: ``spec.card._check_reference_placement`` refuses cpu for DPO) offloaded to the host where
+    ``methods.rl`` plans an offloaded reference's own pass (SkyRL's, verl's FSDP workers'). Elsewhere a cpu reference
+    plans no ref_logprob phase at all, and the re-plan would read the whole phase as saved."""
+    from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, reference_placement
+    from trainfit.plan.time import verl_fsdp_workers
     from trainfit.spec.enums import RefPlacement
 
     if reference_placement(card) is not RefPlacement.GPU:
@@ -609,7 +612,7 @@ def _reference_variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
     if card.scope is not Scope.FULL:
         out.append(("roles.reference gpu -> lora_disabled (the policy with its adapter disabled: no second copy)",
                     {"roles.reference": "lora_disabled"}))
-    if card.method in RL_METHODS:
+    if card.method in RL_METHODS and (card.preset in REFERENCE_OFFLOAD_PRESETS or verl_fsdp_workers(card)):
         out.append(("roles.reference gpu -> cpu (offloaded: its weights come in for its own pass)",
                     {"roles.reference": "cpu"}))
     return out

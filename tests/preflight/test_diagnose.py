@@ -13,7 +13,7 @@ from trainfit.errors import TrainfitError
 from trainfit.errors import InputError
 from trainfit.preflight.diagnose import ONE_VARIABLE_ADVICE, SYMPTOMS, diagnose_log, diagnose_symptom, match_allocation
 from trainfit.preflight.oom import parse_oom, size_bytes, traceback_before
-from trainfit.spec.card import load_card_dict
+from trainfit.spec.card import load_card_dict, resolve_card
 
 DATA = Path(__file__).parent / "data"
 CORPUS = json.loads((DATA / "oom_messages.json").read_text())["messages"]
@@ -344,3 +344,59 @@ def test_the_forward_symptom_with_a_card_replans_in_forward():
     sft = load_card_dict({"model": "Qwen/Qwen3-8B", "hardware": {"gpu": "rtx4090", "gpus_per_node": 2}})
     fixes = diagnose_symptom("oom-forward", sft).fixes
     assert fixes and all(f.phase == "forward" for f in fixes)
+
+
+REF_PASS_LOG = DATA / "logs" / "verl_ref_logprob_oom.log"
+"""A verl GRPO run (Qwen2.5-7B, 8x A100-80GB, ref.log_prob_micro_batch_size_per_gpu 32) out of memory in the
+reference's log-prob pass, as the driver prints the Ray task error: ``compute_ref_log_prob`` ->
+``DataParallelPPOActor.compute_log_prob`` -> ``_forward_micro_batch`` -> the model's ``lm_head`` (volcengine/verl
+verl/workers/fsdp_workers.py l.640, verl/workers/actor/dp_actor.py l.105 and l.222,
+@e0d035cd4a6a5c29835516a58d78710a28e73b18). 27.84 GiB = 2·m·s·V bf16 logits = 2·32·3072·152064."""
+
+REF_PASS_CARD = """model: Qwen/Qwen2.5-7B
+method: grpo
+preset: verl
+roles: {kl_coef: 0.001}
+hardware: {gpu: a100-80gb, gpus_per_node: 8}
+rollout: {num_generations: 8, prompts_per_step: 64, prompt_len: 1024, response_len: 2048, logprob_micro_batch_size: 32}
+"""
+
+
+def test_a_reference_pass_oom_gets_the_no_grad_row_and_its_fixes_in_that_pass(tmp_path):
+    """Before, an OOM in a no-grad pass (ref_logprob, old_logprob, reward, critic_value) had no symptom row at all."""
+    card = write_card(tmp_path / "card.yaml", REF_PASS_CARD)
+    data = json.loads(invoke("diagnose", "--log", REF_PASS_LOG, "--card", card, "--json").output)
+    assert data["phase_hint"] == "ref_logprob" and data["phase"]["refined_by"]["function"] == "compute_ref_log_prob"
+    assert data["symptom"]["key"] == "oom-no-grad" and data["symptom"]["seed"] == "无梯度前向阶段 OOM"
+    changes = [f["change"] for f in data["fixes"]]
+    assert data["fixes"] and all(f["phase"] == "ref_logprob" for f in data["fixes"])
+    assert "rollout.logprob_micro_batch_size 32 -> 16" in changes and any(c.startswith("loss.chunked -> true") for c in changes)
+    res = invoke("diagnose", "--log", REF_PASS_LOG, "--card", card)
+    assert res.exit_code == 0
+    assert "symptom: OOM in a no-grad pass (无梯度前向阶段 OOM)" in res.output and "OOM in forward" not in res.output
+    assert "log-prob micro-batch size" in res.output and "reference cpu" in res.output
+
+
+@pytest.mark.parametrize("phase", ["ref_logprob", "old_logprob", "reward", "critic_value"])
+def test_every_no_grad_phase_maps_to_the_no_grad_row(phase):
+    from trainfit.preflight.diagnose import _symptom_of_phase
+    from trainfit.spec.enums import Phase
+
+    assert _symptom_of_phase(Phase(phase)).key == "oom-no-grad"
+
+
+def test_the_no_grad_symptom_replans_the_reference_placement_in_its_pass():
+    grpo = {"method": "grpo", "model": "Qwen/Qwen3-0.6B", "roles": {"kl_coef": 0.04}}
+    d = diagnose_symptom("oom-no-grad", load_card_dict(grpo))
+    assert d.fixes_computed and d.fixes and all(f.phase == "ref_logprob" for f in d.fixes)
+    assert any("gpu_memory_utilization 0.3, sleep level 0" in n for n in d.notes)
+    # no preset (TRL) plans no pass for a cpu reference: offered only where its pass is planned (verl's FSDP workers)
+    assert not any(f.change.startswith("roles.reference gpu -> cpu") for f in d.fixes)
+    verl = resolve_card({**grpo, "preset": "verl", "roles": {"kl_coef": 0.04, "reference": "gpu"}})
+    fix = next(f for f in diagnose_symptom("oom-no-grad", verl).fixes if f.change.startswith("roles.reference gpu -> cpu"))
+    assert fix.phase == "ref_logprob" and 0 < fix.phase_after_bytes < fix.phase_before_bytes
+    dpo = load_card_dict({"method": "dpo", "model": "Qwen/Qwen3-8B", "scope": "lora", "roles": {"reference": "gpu"},
+                          "hardware": {"gpu": "rtx4090", "gpus_per_node": 1}, "parallel": {"strategy": "single"}})
+    fixes = diagnose_symptom("oom-no-grad", dpo).fixes
+    assert any(f.change.startswith("roles.reference gpu -> lora_disabled") for f in fixes)
+    assert not any(f.change.startswith("roles.reference gpu -> cpu") for f in fixes)  # refused for DPO

@@ -65,6 +65,26 @@ def test_calibrate_memory_record_plans_the_card_plan_plans(tmp_path):
     assert [m.card for m in mems] == [planned]
 
 
+OLD_PCIE_CARD = {"model": "Qwen/Qwen2.5-0.5B", "method": "sft", "scope": "lora",
+                 "hardware": {"gpu": "rtx4090", "gpus_per_node": 2, "interconnect": "pcie"}}
+"""A record written before hardware.interconnect told peer-to-peer apart: pcie for a machine without NV# links."""
+
+
+def test_an_old_pcie_record_plans_one_link_for_its_memory_and_step_time_fits():
+    """``preflight.record.migrate_link`` re-derives an old record's pcie from its P2P matrix; the step-time path
+    (``records_from_data``) ran it and the memory path (``split_records``' ``memory_record``) did not, so one
+    record fitted its memory on pcie and its step time on pcie_no_p2p."""
+    from trainfit.spec.enums import Interconnect
+
+    phases = [{"phase": "backward", "measured": {"reserved_bytes": 10 * 2**30}}]
+    old = _record(OLD_PCIE_CARD, step_s=2.0, phases=phases, watch={"device": "cuda"}, nvlink=False,
+                  gpus=["NVIDIA GeForce RTX 4090"] * 2, p2p_matrix=[["X", "CNS"], ["CNS", "X"]])
+    times, mems, _ = split_records([old], RUN_RECORDS, "old.yaml")
+    assert [r.card.hardware.interconnect for r in times] == [Interconnect.PCIE_NO_P2P]
+    assert [m.card.hardware.interconnect for m in mems] == [Interconnect.PCIE_NO_P2P]
+    assert mems[0].card == times[0].card
+
+
 def test_watch_plans_the_card_plan_plans(tmp_path):
     from trainfit.watch.core import _as_card
 

@@ -36,7 +36,7 @@ from trainfit.calibration.memory import (
     memory_record, records_from_gpu_raw, replay_scales,
 )
 from trainfit.calibration.records import (
-    RecordFit, RunRecord, fit_records, is_record_data, measured_elsewhere, records_from_data,
+    RecordFit, RunRecord, fit_records, is_record_data, measured_elsewhere, record_card, records_from_data,
 )
 from trainfit.errors import CardError, TrainfitError
 
@@ -141,8 +141,6 @@ def split_records(data: Any, kind: str, where: str, *,
         notes = skipped + [f"{w}: {why}" for w, why in elsewhere.items() if why]
         mem = [m for m in mem if not elsewhere[m.where]]
         return [RunRecord(card=m.card, step_s=m.step_s, where=m.where) for m in mem if m.step_s], mem, notes
-    from trainfit.spec.card import resolve_card
-
     items = data if isinstance(data, list) else [data]
     times: list[RunRecord] = []
     mems: list[MemoryRecord] = []
@@ -162,11 +160,7 @@ def split_records(data: Any, kind: str, where: str, *,
         item_times = records_from_data(item, where=at) if "step_s" in rec or PHASES_KEY in rec else []
         item_mem = None
         if rec.get("phases") is not None:
-            try:
-                card = resolve_card({k: v for k, v in item.items() if k != "record"})  # as `trainfit plan` reads it
-            except TrainfitError as exc:
-                raise CardError(f"{at}: {exc}") from None
-            item_mem = memory_record(card, rec, where=at)
+            item_mem = memory_record(record_card(item, where=at), rec, where=at)  # as the step-time path reads it
         cards = [r.card for r in item_times] + ([item_mem.card] if item_mem is not None else [])
         versions = rec.get("versions")
         why = (measured_elsewhere(versions.get("gpu"), gpu_id=gpu_of(cards[0]).id, total_bytes=versions.get("gpu_total_bytes"))

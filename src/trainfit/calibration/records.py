@@ -107,12 +107,26 @@ def is_record_data(data: Any) -> bool:
     return bool(items) and all(isinstance(d, dict) and isinstance(d.get(RECORD_KEY), dict) for d in items)
 
 
-def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
-    """One record (a mapping) or a list of them; CardError naming the file and the field."""
-    from trainfit.calibration.engine import check_rl, generation_of
+def record_card(item: dict[str, Any], *, where: str) -> Any:
+    """The card of one run record (the mapping less ``record:``) as every calibration path reads it: an old
+    record's pcie re-derived as ``load_record`` reads it (``preflight.record.migrate_link``), then resolved as
+    ``trainfit plan`` resolves it (``spec.card.resolve_card``), so the step-time fit and the reserved-memory fit
+    of one record plan the same hardware link. CardError naming ``where``."""
     from trainfit.preflight.record import migrate_link
     from trainfit.spec.card import resolve_card
     from trainfit.spec.dotted import deep_copy
+
+    card_data = deep_copy({k: v for k, v in item.items() if k != RECORD_KEY})
+    try:
+        migrate_link(card_data, deep_copy(item[RECORD_KEY]))
+        return resolve_card(card_data)
+    except TrainfitError as exc:
+        raise CardError(f"{where}: {exc}") from None
+
+
+def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
+    """One record (a mapping) or a list of them; CardError naming the file and the field."""
+    from trainfit.calibration.engine import check_rl, generation_of
 
     items = data if isinstance(data, list) else [data]
     out = []
@@ -120,20 +134,12 @@ def records_from_data(data: Any, *, where: str) -> list[RunRecord]:
         at = f"{where}[{i}]" if isinstance(data, list) else where
         if not isinstance(item, dict) or not isinstance(item.get(RECORD_KEY), dict):
             raise CardError(f"{at}: a run record is a run card with a '{RECORD_KEY}:' mapping holding {STEP_KEY}")
-        card_data = deep_copy({k: v for k, v in item.items() if k != RECORD_KEY})
-        try:
-            migrate_link(card_data, deep_copy(item[RECORD_KEY]))  # an old record's pcie read as load_record reads it
-        except CardError as exc:
-            raise CardError(f"{at}: {exc}") from None
         step = item[RECORD_KEY].get(STEP_KEY)
         generation = generation_of(item[RECORD_KEY], at)
         if (step is not None or generation is None) and not _positive_seconds(step):
             raise CardError(f"{at}: {RECORD_KEY}.{STEP_KEY} must be the measured seconds per optimizer step (a positive "
                             f"number), got {step!r}")
-        try:
-            card = resolve_card(card_data)  # as `trainfit plan` resolves it: the fit is fitted on the plan's card
-        except TrainfitError as exc:
-            raise CardError(f"{at}: {exc}") from None
+        card = record_card(item, where=at)
         if generation is not None:
             check_rl(card, at)
         out.append(RunRecord(card=card, step_s=None if step is None else float(step), where=at, generation_s=generation))

@@ -16,7 +16,7 @@ MAX_LOG_CHARS = 64 * 2**20
 
 
 def diagnose(
-    symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-forward | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
+    symptom: Annotated[Optional[str], typer.Argument(help="oom-load | oom-forward | oom-no-grad | oom-backward | oom-generation | low-gpu-util | identical-rewards | no-change-after-update | wrong-after-resume")] = None,
     log: Annotated[Optional[Path], typer.Option("--log", help="A training log holding a CUDA/HIP OOM message, an NCCL watchdog timeout, a vLLM KV-cache error or an extension build error ('-' for stdin).")] = None,
     message: Annotated[Optional[str], typer.Option("--message", help="The OOM message itself, pasted.")] = None,
     card: Annotated[Optional[Path], typer.Option("--card", help="Run card: match the failed allocation against its plan and confirm fixes.")] = None,

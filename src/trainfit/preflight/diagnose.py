@@ -51,8 +51,9 @@ class Symptom:
     key: str
     name: str
     seed: str
-    """The seed's wording (Chinese), for traceability. ``oom-forward`` is not a row of the seed's table (its OOM rows are
-    load, backward and generation); its Chinese follows the seed's pattern (加载阶段 / 反向阶段 / 生成阶段 OOM)."""
+    """The seed's wording (Chinese), for traceability. ``oom-forward`` and ``oom-no-grad`` are not rows of the seed's
+    table (its OOM rows are load, backward and generation); their Chinese follows the seed's pattern (加载阶段 / 反向阶段 /
+    生成阶段 OOM)."""
     check_first: tuple[str, ...]
     direction: str
 
@@ -64,6 +65,16 @@ SYMPTOMS: dict[str, Symptom] = {s.key: s for s in (
             ("micro-batch size", "sequence length", "logits (tokens x vocabulary, upcast to fp32 for the loss)", "activations"),
             "reduce the micro-batch or the sequence length; when the failing tensor is the logits, compute the loss in"
             " chunks (loss.chunked) so the full-vocabulary logits are never held"),
+    Symptom("oom-no-grad", "OOM in a no-grad pass", "无梯度前向阶段 OOM",
+            ("log-prob micro-batch size (rollout.logprob_micro_batch_size, logprob_max_tokens_per_micro_batch)",
+             "logits (tokens x vocabulary) of the log-prob pass", "the reference's placement (on the GPU, offloaded,"
+             " or the policy with its LoRA adapter disabled)", "a colocated engine's gpu_memory_utilization while it is"
+             " not asleep"),
+            "the reference / old-policy log-prob, reward or critic-values pass keeps no activations for backward: its"
+            " peak is one micro-batch's logits on top of the weights resident then; lower the log-prob micro-batch (or"
+            " its token budget), compute the log-probs in chunks (loss.chunked), keep no second copy of the weights"
+            " on the GPU (an offloaded reference, or the LoRA policy with its adapter disabled), and let a colocated"
+            " engine sleep or take a smaller gpu_memory_utilization"),
     Symptom("oom-backward", "OOM in backward", "反向阶段 OOM", ("micro-batch size", "trajectory/sequence length", "activations"),
             "reduce the micro-batch, then verify activation (gradient) checkpointing is really on"),
     Symptom("oom-generation", "OOM during generation", "生成阶段 OOM", ("candidate concurrency", "generation length", "KV cache"),
@@ -77,7 +88,9 @@ SYMPTOMS: dict[str, Symptom] = {s.key: s for s in (
     Symptom("wrong-after-resume", "wrong results after resume", "恢复后结果异常", ("optimizer", "scheduler", "random state", "data position"),
             "use the framework's full resume mechanism; a final adapter is for deployment and usually cannot resume exactly"),
 )}
-OOM_SYMPTOMS = ("oom-load", "oom-forward", "oom-backward", "oom-generation")
+OOM_SYMPTOMS = ("oom-load", "oom-forward", "oom-no-grad", "oom-backward", "oom-generation")
+NO_GRAD_PHASES = ("ref_logprob", "old_logprob", "reward", "critic_value")
+"""The forward-only passes of an RL or DPO step (no activations kept for a backward): the ``oom-no-grad`` row's."""
 """The rows whose fixes a card re-plans (one-variable changes at the card's shapes)."""
 
 
@@ -560,6 +573,8 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         if ro.tensor_parallel * 2 <= card.hardware.gpus_per_node:
             out.append((f"rollout.tensor_parallel {ro.tensor_parallel} -> {ro.tensor_parallel * 2}",
                         {"rollout.tensor_parallel": ro.tensor_parallel * 2}))
+    if card.method in RL_METHODS or card.method is Method.DPO:
+        out += _reference_variants(card)
     if card.scope.value == "full":
         out.append(("scope -> lora", {"scope": "lora"}))
     elif card.scope is Scope.LORA:
@@ -579,6 +594,27 @@ def _variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
         out.append((f"parallel.offload -> {more}{with_strategy}", patch))
     if card.precision.optimizer.value == "adamw":
         out.append(("precision.optimizer -> adamw_8bit", {"precision.optimizer": "adamw_8bit"}))
+    return out
+
+
+def _reference_variants(card: RunCard) -> list[tuple[str, dict[str, Any]]]:
+    """A reference held on the GPU moved off it: the PEFT policy with its adapter disabled (no second copy of the
+    weights), or (PPO/GRPO: ``spec.card._check_reference_placement`` refuses cpu for DPO) offloaded to the host where
+    ``methods.rl`` plans an offloaded reference's own pass (SkyRL's, verl's FSDP workers'). Elsewhere a cpu reference
+    plans no ref_logprob phase at all, and the re-plan would read the whole phase as saved."""
+    from trainfit.methods.roles import REFERENCE_OFFLOAD_PRESETS, reference_placement
+    from trainfit.plan.time import verl_fsdp_workers
+    from trainfit.spec.enums import RefPlacement
+
+    if reference_placement(card) is not RefPlacement.GPU:
+        return []
+    out: list[tuple[str, dict[str, Any]]] = []
+    if card.scope is not Scope.FULL:
+        out.append(("roles.reference gpu -> lora_disabled (the policy with its adapter disabled: no second copy)",
+                    {"roles.reference": "lora_disabled"}))
+    if card.method in RL_METHODS and (card.preset in REFERENCE_OFFLOAD_PRESETS or verl_fsdp_workers(card)):
+        out.append(("roles.reference gpu -> cpu (offloaded: its weights come in for its own pass)",
+                    {"roles.reference": "cpu"}))
     return out
 
 
@@ -642,6 +678,7 @@ def card_notes(symptom: Symptom, card: RunCard) -> list[str]:
         "oom-load": [f"weights stored as {card.weights_dtype.value}; strategy {card.parallel.strategy.value} on {card.world_size} GPU(s)"],
         "oom-forward": [f"micro_batch_size {b.micro_batch_size}, {sh.describe()}, loss.chunked {str(card.loss.chunked).lower()},"
                         f" gradient_checkpointing {card.parallel.gradient_checkpointing}"],
+        "oom-no-grad": _no_grad_notes(card),
         "oom-backward": [f"micro_batch_size {b.micro_batch_size}, {sh.describe()}, gradient_checkpointing {card.parallel.gradient_checkpointing}"],
         "oom-generation": gen,
         "low-gpu-util": [f"{card.world_size} GPU(s), interconnect {card.hardware.interconnect or 'from the GPU catalog'}, task {card.task.kind.value}"],
@@ -650,6 +687,25 @@ def card_notes(symptom: Symptom, card: RunCard) -> list[str]:
         if card.checkpoint.resume == "adapter_only" else [f"checkpoint resume method: {card.checkpoint.resume}"],
     }
     return notes.get(symptom.key, [])
+
+
+def _no_grad_notes(card: RunCard) -> list[str]:
+    """The card's settings behind the ``oom-no-grad`` row's checks (RL: the log-prob batching and the engine; DPO:
+    the micro-batch its reference pass runs at)."""
+    if card.method not in RL_METHODS and card.method is not Method.DPO:
+        return [f"the card is {card.method.value}: it has no reference, old-policy, reward or critic-values pass"]
+    from trainfit.methods.roles import reference_placement
+
+    chunked, ref = str(card.loss.chunked).lower(), reference_placement(card).value
+    if card.method is Method.DPO:
+        return [f"micro_batch_size {card.batch.micro_batch_size} (chosen + rejected), loss.chunked {chunked}, reference {ref}"]
+    from trainfit.methods.rl import logprob_token_budget
+
+    ro = card.rollout
+    budget = logprob_token_budget(card)
+    return [f"logprob_micro_batch_size {ro.logprob_micro_batch_size or 'unset: the micro-batch'}, log-prob token budget"
+            f" {budget if budget is not None else 'none (fixed micro-batches)'}, loss.chunked {chunked}, reference {ref},"
+            f" engine {ro.engine.value} gpu_memory_utilization {ro.gpu_memory_utilization}, sleep level {ro.sleep_level}"]
 
 
 def phase_notes(phase: str, card: RunCard, plan) -> list[str]:
@@ -724,7 +780,10 @@ def diagnose_symptom(key: str, card: RunCard | None = None, *, calibration=None)
 
         plan = make_plan(card, calibration=calibration)
         phase = {"oom-load": "load", "oom-generation": "rollout"}.get(key)
-        if phase is None:
+        if key == "oom-no-grad":  # the no-grad pass the plan holds most in
+            present = _plan_phases(plan)
+            phase = max((p for p in NO_GRAD_PHASES if p in present), key=present.__getitem__, default=None)
+        elif phase is None:
             step = "forward" if key == "oom-forward" else "backward"
             phase = f"actor_{step}" if card.method in RL_METHODS else step
         if phase not in _plan_phases(plan):
@@ -783,7 +842,7 @@ def measured_vs_plan(oom: OomMessage, plan, phase: str | None) -> str | None:
 
 
 def _symptom_of_phase(phase: Phase | None) -> Symptom | None:
-    """The seed's row for a phase: load, generation, and the training side (forward/backward)."""
+    """The seed's row for a phase: load, generation, the training side (forward/backward) and the no-grad passes."""
     if phase is None:
         return None
     if phase is Phase.LOAD:
@@ -794,6 +853,8 @@ def _symptom_of_phase(phase: Phase | None) -> Symptom | None:
         return SYMPTOMS["oom-forward"]
     if phase in (Phase.BACKWARD, Phase.ACTOR_BACKWARD, Phase.CRITIC_BACKWARD):
         return SYMPTOMS["oom-backward"]
+    if phase.value in NO_GRAD_PHASES:
+        return SYMPTOMS["oom-no-grad"]
     return None
 
 

@@ -469,6 +469,19 @@ def _free(space: dict[str, list[Any]], pinned: frozenset[str]) -> dict[str, list
     return {k: v for k, v in space.items() if k not in pinned}
 
 
+def _combo_enum(c: dict[str, Any], base: dict[str, Any] | None, key: str, enum: Any, default: Any) -> Any:
+    """The combination's value of the dotted ``key``, else the card's (``base``), else ``default``, as ``enum``
+    (``ValueError`` on a value the card refuses): how the search's filters read a knob a combination leaves out."""
+    if key in c:
+        return enum(str(c[key]))
+    data: Any = base or {}
+    for part in key.split("."):
+        if not isinstance(data, dict) or part not in data:
+            return default
+        data = data[part]
+    return enum(str(data))
+
+
 def _offload_allowed(combos: list[dict[str, Any]], base: dict[str, Any] | None) -> list[dict[str, Any]]:
     """``combos`` less those whose strategy cannot offload what they offload (``spec.card.offload_strategy_refusal``),
     a knob the combination leaves out read from ``base`` (the card's value, else its default): never generated, so
@@ -476,12 +489,10 @@ def _offload_allowed(combos: list[dict[str, Any]], base: dict[str, Any] | None) 
     from trainfit.spec.card import offload_strategy_refusal
     from trainfit.spec.enums import Offload, Strategy
 
-    par = (base or {}).get("parallel") or {}
-
     def allowed(c: dict[str, Any]) -> bool:
         try:
-            strategy = Strategy(str(c.get("parallel.strategy", par.get("strategy", Strategy.FSDP.value))))
-            offload = Offload(str(c.get("parallel.offload", par.get("offload", Offload.NONE.value))))
+            strategy = _combo_enum(c, base, "parallel.strategy", Strategy, Strategy.FSDP)
+            offload = _combo_enum(c, base, "parallel.offload", Offload, Offload.NONE)
         except ValueError:  # a value the card refuses: the plan says why (counted invalid)
             return True
         return offload_strategy_refusal(strategy=strategy, offload=offload) is None
@@ -582,12 +593,11 @@ def _framework_runs(combos: list[dict[str, Any]], base: dict[str, Any]) -> list[
     preset = base.get("preset")
     if not preset:
         return combos
-    ro = base.get("rollout") or {}
 
     def allowed(c: dict[str, Any]) -> bool:
         try:
-            placement = Placement(str(c.get("rollout.placement", ro.get("placement", Placement.COLOCATE.value))))
-            scope = Scope(str(c.get("scope", base.get("scope", Scope.FULL.value))))
+            placement = _combo_enum(c, base, "rollout.placement", Placement, Placement.COLOCATE)
+            scope = _combo_enum(c, base, "scope", Scope, Scope.FULL)
         except ValueError:  # a value the card refuses: the plan says why (counted invalid)
             return True
         if "rollout.cuda_graphs" in c and not cuda_graphs_allowed(preset=str(preset), placement=placement,

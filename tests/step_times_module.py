@@ -5,9 +5,12 @@ the harness's globals cannot leak into another file's."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 import trainfit
 
@@ -52,6 +55,35 @@ def assert_file_loaded_whole(st: ModuleType, base: Path, path: Path, rows: dict,
     assert sorted(loaded) == sorted(rows) and len(rows) == count
     assert not set(others) & set(rows)
     assert scored <= set(rows)
+
+
+def assert_cites_only_new_sources(st: ModuleType, base: Path, path: Path, rows: dict, count: int) -> None:
+    """Each of the ``count`` rows of ``path`` cites a source (repository and path) of its own that no row of another
+    file of ``base``'s family cites."""
+    earlier = {(e["source"].get("repo"), e["source"].get("path")) for e in st.load_entries(base)
+               if e["_file"] != path.name}
+    cited = [(e["source"]["repo"], e["source"]["path"]) for e in rows.values()]
+    assert len(set(cited)) == count and not set(cited) & earlier
+
+
+def assert_first_contact_note(e: dict, *, planned: bool, first_contact: re.Pattern,
+                              not_representable: re.Pattern) -> None:
+    """An entry's first-contact record: its note opens with the FIRST CONTACT line; a ``planned`` row's note gives
+    planned and published seconds and their error (``first_contact``: groups 1-3), the published one the entry's
+    figure and the error their ratio to the 0.1 point the note prints; any other row is ``card_cannot_state`` with
+    the rule's figure beside the entry's (``not_representable``: group 3)."""
+    assert e["note"].startswith("FIRST CONTACT (scored 2026-12-05 before any model change for them). ")
+    if planned:
+        match = first_contact.search(e["note"])
+        assert match and "card_cannot_state" not in e
+        planned_s, published = float(match.group(1)), float(match.group(2))
+        assert published == pytest.approx(e["measured"]["value"], abs=6e-4)
+        # the printed seconds are rounded to ms and the percent to 0.1: agreement within 0.1 point
+        assert float(match.group(3)) == pytest.approx((planned_s / published - 1) * 100, abs=0.1)
+    else:
+        match = not_representable.search(e["note"])
+        assert match and e["card_cannot_state"]
+        assert float(match.group(3)) == pytest.approx(e["measured"]["value"], abs=6e-3)
 
 
 def assert_fms_hf_tuning_card(e: dict, card: dict) -> None:

@@ -66,7 +66,12 @@ import statistics
 from pathlib import Path
 
 import pytest
-from step_times_module import assert_file_loaded_whole, load_step_times
+from step_times_module import (
+    assert_cites_only_new_sources,
+    assert_file_loaded_whole,
+    assert_first_contact_note,
+    load_step_times,
+)
 
 import trainfit
 
@@ -109,10 +114,7 @@ ROWS = {e["id"]: e for e in json.loads(DATA.read_text())}
 
 def test_file_is_loaded_whole_and_cites_only_results_no_earlier_row_cites() -> None:
     assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ROWS, 24, set(ROWS) - set(PLANNED))
-    earlier = {(e["source"].get("repo"), e["source"].get("path")) for e in st.load_entries(st.TRAIN_DATA)
-               if e["_file"] != DATA.name}
-    cited = [(e["source"]["repo"], e["source"]["path"]) for e in ROWS.values()]
-    assert len(set(cited)) == 24 and not set(cited) & earlier
+    assert_cites_only_new_sources(st, st.TRAIN_DATA, DATA, ROWS, 24)
 
 
 @pytest.mark.parametrize("row_id", sorted(ROWS))
@@ -135,18 +137,8 @@ def test_row_is_its_result_directory_and_records_its_first_contact(row_id: str) 
         assert e["measured"]["value"] == pytest.approx(median, abs=1e-4)
     assert (e["batch"]["global_batch_size"], e["batch"]["seq_len"]) == (gbs, 8192)
     assert f"gradient_accumulation_steps {e['batch']['grad_accum']};" in e["quote"]
-    assert e["note"].startswith("FIRST CONTACT (scored 2026-12-05 before any model change for them). ")
-    if row_id in PLANNED:
-        match = FIRST_CONTACT.search(e["note"])
-        assert match and "card_cannot_state" not in e
-        planned, published = float(match.group(1)), float(match.group(2))
-        assert published == pytest.approx(e["measured"]["value"], abs=6e-4)
-        # the printed seconds are rounded to ms and the percent to 0.1: agreement within 0.1 point
-        assert float(match.group(3)) == pytest.approx((planned / published - 1) * 100, abs=0.1)
-    else:
-        match = NOT_REPRESENTABLE.search(e["note"])
-        assert match and e["card_cannot_state"]
-        assert float(match.group(3)) == pytest.approx(e["measured"]["value"], abs=6e-3)
+    assert_first_contact_note(e, planned=row_id in PLANNED, first_contact=FIRST_CONTACT,
+                              not_representable=NOT_REPRESENTABLE)
 
 
 @pytest.mark.parametrize("row_id", sorted(PLANNED))

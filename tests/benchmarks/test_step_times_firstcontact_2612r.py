@@ -71,7 +71,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from step_times_module import assert_file_loaded_whole, load_step_times
+from step_times_module import assert_cites_only_new_sources, assert_file_loaded_whole, load_step_times
 
 import trainfit
 
@@ -98,10 +98,7 @@ mapped error in % its note records)."""
 
 def test_file_is_loaded_whole_and_cites_only_result_files_no_earlier_row_cites() -> None:
     assert_file_loaded_whole(st, st.TRAIN_DATA, DATA, ROWS, 46, set(ROWS))
-    earlier = {(e["source"].get("repo"), e["source"].get("path")) for e in st.load_entries(st.TRAIN_DATA)
-               if e["_file"] != DATA.name}
-    cited = [(e["source"]["repo"], e["source"]["path"]) for e in ROWS.values()]
-    assert len(set(cited)) == 46 and not set(cited) & earlier
+    assert_cites_only_new_sources(st, st.TRAIN_DATA, DATA, ROWS, 46)
     commits = [e["source"]["commit"] for e in ROWS.values()]
     assert {c: commits.count(c) for c in set(commits)} == COMMITS
 

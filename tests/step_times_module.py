@@ -57,6 +57,18 @@ def assert_file_loaded_whole(st: ModuleType, base: Path, path: Path, rows: dict,
     assert scored <= set(rows)
 
 
+def sources_cited_outside(path: Path) -> set[str]:
+    """Every source path and URL that a benchmarks/data file other than ``path`` cites."""
+    cited: set[str] = set()
+    for f in sorted((REPO / "benchmarks" / "data").glob("*.json")):
+        if f == path:
+            continue
+        text = f.read_text()
+        cited.update(re.findall(r'"path": "([^"]+)"', text))
+        cited.update(re.findall(r'"url": "([^"]+)"', text))
+    return cited
+
+
 def assert_cites_only_new_sources(st: ModuleType, base: Path, path: Path, rows: dict, count: int) -> None:
     """Each of the ``count`` rows of ``path`` cites a source (repository and path) of its own that no row of another
     file of ``base``'s family cites."""

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from step_times_module import load_step_times
+from step_times_module import load_step_times, sources_cited_outside
 
 import trainfit
 
@@ -82,13 +82,7 @@ def test_published_figures_are_the_sources_arithmetic() -> None:
 
 
 def test_sources_are_cited_and_new_to_the_data() -> None:
-    cited: set[str] = set()
-    for f in sorted((REPO / "benchmarks" / "data").glob("*.json")):
-        if f == DATA:
-            continue
-        text = f.read_text()
-        cited.update(re.findall(r'"path": "([^"]+)"', text))
-        cited.update(re.findall(r'"url": "([^"]+)"', text))
+    cited = sources_cited_outside(DATA)
     for e in ENTRIES.values():
         s = e["source"]
         assert s.get("url") or re.fullmatch(r"[0-9a-f]{40}", s["commit"])

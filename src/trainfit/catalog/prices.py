@@ -85,9 +85,10 @@ def _entry(raw: Any, n: int, origin: str) -> Price:
     if isinstance(amount, bool) or not isinstance(amount, (int, float)):
         raise CardError(f"{where}: per_gpu_hour must be a number, got {amount!r}")
     from trainfit.compute.cost import MAX_GPUS_PER_INSTANCE
+    from trainfit.spec.card import is_gpu_count
 
     unit = raw.get("gpus_per_instance", 1)
-    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_INSTANCE:
+    if not is_gpu_count(unit):
         raise CardError(f"{where}: gpus_per_instance must be a whole number of GPUs in 1..{MAX_GPUS_PER_INSTANCE}"
                         f" (the rentable unit; 1: single GPUs are rented), got {str(unit)[:40]!r}")
     try:

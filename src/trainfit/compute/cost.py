@@ -27,6 +27,7 @@ from math import ceil
 
 from trainfit.errors import CardError
 from trainfit.spec.card import MAX_GPUS_PER_NODE as MAX_GPUS_PER_INSTANCE  # an input bound (spec.card)
+from trainfit.spec.card import is_gpu_count
 
 EXCLUDES = (
     "Compute rental only. Not included: storage (seed: 总成本还取决于…失败重跑和存储使用; "
@@ -111,7 +112,7 @@ class Price:
         if not self.per_gpu_hour >= 0:
             raise CardError(f"price: must be >= 0 per GPU-hour, got {self.per_gpu_hour}")
         unit = self.gpus_per_instance
-        if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_INSTANCE:
+        if not is_gpu_count(unit):
             raise CardError(f"price: gpus_per_instance must be a whole number of GPUs in 1..{MAX_GPUS_PER_INSTANCE}"
                             f" (1: single GPUs are rented), got {str(unit)[:40]!r}")
 

@@ -400,6 +400,12 @@ MAX_GPUS_PER_NODE = 1024
 ``compute.cost``) may state."""
 
 
+def is_gpu_count(value: Any) -> bool:
+    """Whether ``value`` is a whole number of GPUs in 1..``MAX_GPUS_PER_NODE`` (a bool is not): the check of a
+    price's rentable unit wherever one is read (the card, a price table, ``compute.cost.Price``)."""
+    return not isinstance(value, bool) and isinstance(value, int) and 1 <= value <= MAX_GPUS_PER_NODE
+
+
 def empty_price_preset_refusal(v: Any) -> str | None:
     """The one line refusing an empty or blank ``hardware.price_preset`` (read by its truthiness, '' priced nothing,
     silently); None for any other value. Also read by ``trainfit fit``, which takes the card's price before it
@@ -419,7 +425,7 @@ def price_unit_refusal(unit: Any, *, price_per_gpu_hour: Any, price_preset: Any)
     price before it validates the card (``fit_search.card_price``)."""
     if unit is None:
         return None
-    if isinstance(unit, bool) or not isinstance(unit, int) or not 1 <= unit <= MAX_GPUS_PER_NODE:
+    if not is_gpu_count(unit):
         shown = repr(unit[:40]) if isinstance(unit, str) else str(unit)[:40]
         return (f"hardware.price_gpus_per_instance: {shown} is not allowed; allowed: a whole number of GPUs 1 to "
                 f"{MAX_GPUS_PER_NODE}"
